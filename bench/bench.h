@@ -1,0 +1,97 @@
+/* bench.h: the harness every `tarn bench` suite shares. A run context
+ * collects result records (a name, the per-sample times in seconds and a few
+ * named extra figures), prints a table row for each as it arrives and writes
+ * them all as BENCH.md's JSON at the end. Also a monotonic clock, a
+ * calibration helper that sizes a sample to a target time, and a compiler
+ * barrier that keeps measured work from being optimised away. Header-only
+ * parts (bench_escape) are usable without bench.c. */
+#ifndef TARN_BENCH_H
+#define TARN_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BENCH_SAMPLES_MIN 3
+#define BENCH_SAMPLES_DEFAULT 5
+#define BENCH_EXTRA_MAX 8
+#define BENCH_KEY_MAX 32
+
+/* One extra figure of a result, such as {"ns_per_op", 1.1}. */
+typedef struct bench_extra {
+  char key[BENCH_KEY_MAX];
+  double value;
+} bench_extra;
+
+/* One benchmark's result: the samples and their summary, owned by the run. */
+typedef struct bench_result {
+  char *name;
+  double *samples; /* seconds, in the order measured */
+  size_t nsamples;
+  double median_s, min_s, max_s;
+  bench_extra extra[BENCH_EXTRA_MAX];
+  size_t nextra;
+} bench_result;
+
+/* A whole `tarn bench` invocation: its settings and the results so far. */
+typedef struct bench_run {
+  size_t samples; /* samples per benchmark, at least BENCH_SAMPLES_MIN */
+  bench_result *results;
+  size_t count, cap;
+  int header_printed;
+} bench_run;
+
+/* A measured operation: performs `reps` repetitions of the work and stores
+ * the time they took in *seconds (the function times only the work, not its
+ * setup). Returns 0, or non-zero after printing why to stderr. */
+typedef int (*bench_fn)(void *arg, uint64_t reps, double *seconds);
+
+/* The time of a sample that bench_calibrate aims at. */
+#define BENCH_TARGET_S 0.030
+
+/* Keeps the compiler from deleting or sinking work: `p` escapes and every
+ * store before this point must have happened. Costs no instruction. */
+static inline void bench_escape(const void *p) {
+  __asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+/* Monotonic time in nanoseconds. */
+uint64_t bench_now_ns(void);
+
+/* Starts a run with `samples` samples per benchmark. */
+void bench_run_init(bench_run *run, size_t samples);
+
+/* Frees every result of the run. */
+void bench_run_free(bench_run *run);
+
+/* Runs fn with a doubling number of repetitions until one call takes a
+ * sixth of `target_s`, then sets *reps so that a call takes about target_s.
+ * The calls double as warm-up. Returns 0 or fn's failure. */
+int bench_calibrate(bench_fn fn, void *arg, double target_s, uint64_t *reps);
+
+/* The median, minimum and maximum of n > 0 values. */
+void bench_summary(const double *values, size_t n, double *median,
+                   double *min, double *max);
+
+/* Records a result (copying name, samples and extras), prints its table
+ * row and returns the stored record, or NULL after printing why. */
+const bench_result *bench_report(bench_run *run, const char *name,
+                                 const double *samples, size_t n,
+                                 const bench_extra *extra, size_t nextra);
+
+/* Prints a table row that carries a message instead of figures, for a
+ * benchmark that was skipped. */
+void bench_note(bench_run *run, const char *name, const char *message);
+
+/* The value of extra figure `key` of `result`, or a negative number when
+ * the result is NULL or lacks it. */
+double bench_extra_get(const bench_result *result, const char *key);
+
+/* Writes the machine description and every result to `path` as JSON in
+ * BENCH.md's format. Returns 0, or -1 after printing why. */
+int bench_write_json(const bench_run *run, const char *path);
+
+/* The suites. Each prints its rows and returns 0, or 1 when a measurement
+ * failed (after printing why). */
+int bench_alloc(bench_run *run);
+
+#endif

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds tarn three ways and runs its tests: a release build (build/, every
+# test), a debug build with AddressSanitizer and UndefinedBehaviorSanitizer
+# (build-asan/, every test) and a ThreadSanitizer build (build-tsan/, the
+# tests labelled "concurrent"). -Wall -Wextra -Werror everywhere. Installs
+# missing Debian packages first. Exits non-zero on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+jobs=$(nproc)
+passed=0
+
+# build DIR CTEST-ARGS... -- CMAKE-ARGS...
+run() {
+  local dir=$1; shift
+  local ctest_args=()
+  while [ "$1" != "--" ]; do ctest_args+=("$1"); shift; done
+  shift
+  echo "== $dir"
+  cmake -S . -B "$dir" "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+  (cd "$dir" && ctest --output-on-failure -j"$jobs" "${ctest_args[@]}") |
+    tee "$dir/ctest.log"
+  local n
+  n=$(sed -n 's/.*tests passed, 0 tests failed out of \([0-9]*\).*/\1/p' \
+    "$dir/ctest.log")
+  passed=$((passed + n))
+}
+
+run build -- -DCMAKE_BUILD_TYPE=Release -DTARN_SANITIZE=
+run build-asan -- -DCMAKE_BUILD_TYPE=Debug -DTARN_SANITIZE=address
+run build-tsan -L concurrent -- -DCMAKE_BUILD_TYPE=Debug -DTARN_SANITIZE=thread
+echo "release, asan+ubsan, tsan: $passed passed, 0 failed"

@@ -1,0 +1,60 @@
+/* os.c: the POSIX/Linux implementation of prim.h. Nothing here keeps state
+ * except the page size, which is read once and never changes. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prim/prim.h"
+#include "tarn/status.h"
+
+size_t tarn__page_size(void) {
+  static atomic_size_t cached;
+  size_t page = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (page == 0) {
+    long v = sysconf(_SC_PAGESIZE);
+    page = v > 0 ? (size_t)v : 4096;
+    atomic_store_explicit(&cached, page, memory_order_relaxed);
+  }
+  return page;
+}
+
+int tarn__vm_reserve(size_t bytes, void **out) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return TARN_ENOMEM;
+  *out = p;
+  return 0;
+}
+
+void tarn__vm_unreserve(void *base, size_t bytes) {
+  if (base != NULL) munmap(base, bytes);
+}
+
+int tarn__vm_discard(void *base, size_t bytes) {
+  if (bytes == 0) return 0;
+  return madvise(base, bytes, MADV_DONTNEED) == 0 ? 0 : TARN_EINVAL;
+}
+
+uint64_t tarn__clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+unsigned tarn__cpu_count(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned)n : 1u;
+}
+
+size_t tarn__rss_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  if (f == NULL) return 0;
+  unsigned long size = 0, resident = 0;
+  int n = fscanf(f, "%lu %lu", &size, &resident);
+  fclose(f);
+  return n == 2 ? (size_t)resident * tarn__page_size() : 0;
+}

@@ -1,0 +1,36 @@
+/* prim.h: every operating-system call tarn makes, behind one small layer.
+ * This is the only place with platform-specific code; the layers above call
+ * these functions and never mmap, madvise or clock_gettime directly. */
+#ifndef TARN_PRIM_H
+#define TARN_PRIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The system page size in bytes (a power of two), read once. Thread-safe. */
+size_t tarn__page_size(void);
+
+/* Reserves `bytes` of readable, writable address space that is backed by
+ * memory only when touched (MAP_NORESERVE). Returns 0 and *out, or
+ * TARN_ENOMEM when the system refuses. Thread-safe. */
+int tarn__vm_reserve(size_t bytes, void **out);
+
+/* Unmaps a reservation made by tarn__vm_reserve. Thread-safe. */
+void tarn__vm_unreserve(void *base, size_t bytes);
+
+/* Gives the pages of [base, base + bytes) back to the system; the range
+ * stays reserved and reads as zeros when touched again. `base` and `bytes`
+ * are page-aligned. Returns 0 or TARN_EINVAL. Thread-safe. */
+int tarn__vm_discard(void *base, size_t bytes);
+
+/* Monotonic time in nanoseconds. Thread-safe. */
+uint64_t tarn__clock_ns(void);
+
+/* Online processors (at least 1). Thread-safe. */
+unsigned tarn__cpu_count(void);
+
+/* The process's resident set size in bytes, 0 when it cannot be read.
+ * Thread-safe. */
+size_t tarn__rss_bytes(void);
+
+#endif

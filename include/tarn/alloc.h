@@ -77,7 +77,7 @@ TARN_API int tarn_slab_acquire(tarn_slab_set *set, tarn_slab **slab);
 /* Hands a claimed slab back to `set`: resets it (every pointer allocated
  * from it becomes invalid, every mark stale) and gives its pages above the
  * retained high-water mark back to the system. Returns 0; TARN_EINVAL when
- * `slab` is not a slab of `set` (nothing is touched); TARN_ESTATE when the
+ * `slab` is not a slab of `set` (nothing is touched); TARN_EMISUSE when the
  * slab is not claimed, for example when it is released twice (nothing is
  * touched). Thread-safe; releasing a slab that another thread has meanwhile
  * claimed again cannot be told from a first release and is the caller's

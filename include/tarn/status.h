@@ -12,19 +12,28 @@ extern "C" {
 
 enum {
   TARN_OK = 0,
-  TARN_EINVAL = -1, /* an argument is out of range or names a foreign object */
-  TARN_ENOMEM = -2, /* memory or address space could not be had */
-  TARN_EBUSY = -3,  /* every resource of the kind asked for is in use */
-  TARN_ENOSPC = -4, /* a fixed-size region (a slab, a disk) is full */
-  TARN_ESTATE = -5, /* the object is not in a state that allows the call */
-  TARN_ESTALE =
-      -6,        /* a token (a mark, a handle) no longer refers to anything */
-  TARN_EIO = -7, /* the operating system reported an I/O error */
-  TARN_ECORRUPT = -8, /* data read back failed its checksum */
-  TARN_ECANCELED =
-      -9, /* the work was cancelled because work it needed failed */
-  TARN_ETIMEDOUT = -10, /* a wait ran past the time the caller gave */
-  TARN_EDEADLK = -11    /* the call would wait on itself */
+  /* An argument is out of range, or names another object's token. */
+  TARN_EINVAL = -1,
+  /* Memory or address space could not be had. */
+  TARN_ENOMEM = -2,
+  /* Every resource of the kind asked for is in use. */
+  TARN_EBUSY = -3,
+  /* A fixed-size region (a slab, a disk) is full. */
+  TARN_ENOSPC = -4,
+  /* The call breaks the API's contract: released twice, unpin without pin. */
+  TARN_EMISUSE = -5,
+  /* A token (a mark, a handle) no longer refers to anything. */
+  TARN_ESTALE = -6,
+  /* The operating system reported an input/output error. */
+  TARN_EIO = -7,
+  /* Data read back failed its checksum. */
+  TARN_ECORRUPT = -8,
+  /* The work was cancelled because work it needed failed. */
+  TARN_ECANCELED = -9,
+  /* A wait ran past the time the caller gave. */
+  TARN_ETIMEDOUT = -10,
+  /* The call would wait on itself. */
+  TARN_EDEADLK = -11
 };
 
 /* A short English description of `status` ("success" for 0, a description

@@ -238,7 +238,7 @@ int tarn_slab_release(tarn_slab_set *set, tarn_slab *slab) {
   _Atomic uint64_t *bits = &set->words[i / 64].free_bits;
   uint64_t bit = (uint64_t)1 << (i % 64);
   if (atomic_load_explicit(bits, memory_order_relaxed) & bit)
-    return TARN_ESTATE;
+    return TARN_EMISUSE;
 
   rewind_to(slab, slab->base);
   slab->top = NO_MARK;
@@ -257,7 +257,7 @@ int tarn_slab_release(tarn_slab_set *set, tarn_slab *slab) {
   }
   /* Release order: the reset above happens before the next owner's claim. */
   uint64_t old = atomic_fetch_or_explicit(bits, bit, memory_order_release);
-  return (old & bit) ? TARN_ESTATE : 0;
+  return (old & bit) ? TARN_EMISUSE : 0;
 }
 
 int tarn_slab_alloc_slow(tarn_slab *s, size_t size, size_t align, void **out) {

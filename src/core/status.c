@@ -15,7 +15,7 @@ static const struct {
     {"TARN_ENOMEM", "out of memory or address space"},
     {"TARN_EBUSY", "every resource is in use"},
     {"TARN_ENOSPC", "no space left"},
-    {"TARN_ESTATE", "object is not in a state that allows this call"},
+    {"TARN_EMISUSE", "misuse: the call breaks the API contract"},
     {"TARN_ESTALE", "stale token: it no longer refers to anything"},
     {"TARN_EIO", "input/output error"},
     {"TARN_ECORRUPT", "data failed its checksum"},

@@ -12,7 +12,7 @@
 
 static const int codes[] = {
     TARN_EINVAL,    TARN_ENOMEM,    TARN_EBUSY,   TARN_ENOSPC,
-    TARN_ESTATE,    TARN_ESTALE,    TARN_EIO,     TARN_ECORRUPT,
+    TARN_EMISUSE,   TARN_ESTALE,    TARN_EIO,     TARN_ECORRUPT,
     TARN_ECANCELED, TARN_ETIMEDOUT, TARN_EDEADLK,
 };
 enum { ncodes = sizeof codes / sizeof codes[0] };

@@ -1,0 +1,223 @@
+/* tarn/pool.h: the memory pool. A pool stores objects behind references
+ * (refs) and always knows which are in use, so it frees an object the
+ * moment its last reference goes and moves idle objects to disk when a
+ * memory limit is reached.
+ *
+ * Two counts per ref, kept apart: the reference count (retain/release:
+ * who holds the handle; it decides when the object dies) and the pin count
+ * (pin/unpin: who uses the bytes now; it decides whether the object may
+ * leave RAM). A pinned object is never evicted and never moved.
+ *
+ * Lifecycle rules:
+ * 1. A ref starts with one reference and no pin.
+ * 2. tarn_ref_pin makes the object resident (reading it back from the spill
+ *    store if needed) and returns its address, valid until the matching
+ *    tarn_ref_unpin.
+ * 3. The last tarn_ref_release frees the object at once when it is
+ *    unpinned, else at its last unpin. The handle is invalid after it.
+ * 4. tarn_ref_escape returns the address for an access whose end is
+ *    unknown: the object is never evicted again and lives until its last
+ *    release.
+ * 5. Resident bytes (live objects, objects being read back, the recycling
+ *    cache) never exceed the limit: a call that needs room first empties the
+ *    recycling cache, then evicts unpinned objects, then fails with
+ *    TARN_ENOMEM or waits for an unpin, as the caller asked. The only bytes
+ *    outside the limit are the short-lived staging buffers of objects of a
+ *    user kind or of compressed blocks while they are written or read.
+ *
+ * Every function is thread-safe unless it says otherwise. */
+#ifndef TARN_POOL_H
+#define TARN_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tarn/export.h"
+#include "tarn/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tarn_pool tarn_pool;
+typedef struct tarn_ref tarn_ref;
+
+/* How a pin uses the bytes. A TARN_WRITE pin of a spilled object does not
+ * read it back: its bytes are undefined until the caller writes them. A pin
+ * with TARN_WRITE makes the spilled copy stale; a TARN_READ pin keeps it, so
+ * the object can later be dropped without being written again. */
+typedef enum tarn_access {
+  TARN_READ = 1,
+  TARN_WRITE = 2,
+  TARN_READ_WRITE = 3
+} tarn_access;
+
+/* A kind says how to free an object the pool does not allocate itself and,
+ * optionally, how to copy it to and from the spill store. A kind without
+ * save and load is freed but never spilled. The kind must outlive every
+ * ref of it. Its functions are called without any pool lock held, from any
+ * thread. */
+typedef struct tarn_kind {
+  const char *name;
+  /* Frees `object` of `size` bytes. Required. */
+  void (*free)(void *ctx, void *object, size_t size);
+  /* Copies the spill image of `object` (`size` bytes) to `dst`. Returns 0
+   * or a negative TARN_E* code. Optional (with load). */
+  int (*save)(void *ctx, const void *object, size_t size, void *dst);
+  /* Makes a new object from its spill image `src` (`size` bytes) and
+   * returns it in *object. Returns 0 or a negative TARN_E* code. */
+  int (*load)(void *ctx, const void *src, size_t size, void **object);
+  void *ctx;
+} tarn_kind;
+
+/* Objects allocated with malloc (freed with free, spilled by copying). */
+TARN_API extern const tarn_kind tarn_kind_malloc;
+
+/* The spill store's storage. The default is a file that is unlinked as soon
+ * as it is opened; a caller may give its own (tests inject failures this
+ * way). Functions are called from the pool's I/O threads and from pinning
+ * threads, concurrently for distinct ranges, without any pool lock held. */
+typedef struct tarn_storage {
+  void *ctx;
+  /* Writes up to `len` bytes at `offset`. Returns the bytes written (a
+   * short count is continued) or a negative errno (ENOSPC, EIO, ...). */
+  long (*write)(void *ctx, const void *buf, size_t len, uint64_t offset);
+  /* Reads up to `len` bytes at `offset`. Returns the bytes read (a short
+   * count is continued; 0 is an error) or a negative errno. */
+  long (*read)(void *ctx, void *buf, size_t len, uint64_t offset);
+  /* Optional: the range holds nothing the pool needs any more. */
+  void (*discard)(void *ctx, uint64_t offset, size_t len);
+  /* Optional: called once by tarn_pool_destroy. */
+  void (*close)(void *ctx);
+} tarn_storage;
+
+typedef enum tarn_evict_policy {
+  /* CLOCK (second chance): an approximation of least recently used that
+   * needs no lock on pin. The default. */
+  TARN_EVICT_CLOCK = 0,
+  /* Largest unpinned object first: fewest evictions per byte freed. */
+  TARN_EVICT_LARGEST = 1
+} tarn_evict_policy;
+
+typedef struct tarn_pool_options {
+  /* Limit on resident bytes; 0 = none. Default 0, or TARN_MEM_LIMIT from
+   * the environment (bytes, or with a K, M, G or T suffix, powers of 1024).
+   */
+  size_t mem_limit;
+  /* Directory in which the private spill file is made. Default
+   * TARN_SPILL_DIR from the environment, else TMPDIR, else /tmp. The
+   * string is copied. */
+  const char *spill_dir;
+  tarn_evict_policy policy;
+  /* Compress spilled blocks with zstd. Default off. */
+  int compress;
+  /* Threads that write evicted objects. Default 2, at most 64. */
+  unsigned io_threads;
+  /* Most bytes of freed buffers kept for reuse. Default 256 MiB. */
+  size_t cache_bytes;
+  /* NULL for the default spill file. The struct is copied; its ctx must
+   * outlive the pool. */
+  const tarn_storage *storage;
+} tarn_pool_options;
+
+/* Fills `options` with the defaults, then applies TARN_MEM_LIMIT and
+ * TARN_SPILL_DIR from the environment. Returns 0, or TARN_EINVAL when an
+ * environment variable cannot be parsed (the defaults are kept for it). */
+TARN_API int tarn_pool_options_init(tarn_pool_options *options);
+
+/* Creates a pool. `options` may be NULL (tarn_pool_options_init's values).
+ * On success *pool owns its I/O threads and spill file until
+ * tarn_pool_destroy. Returns TARN_EINVAL for bad options or environment,
+ * TARN_EIO when the spill file cannot be made, TARN_ENOMEM. */
+TARN_API int tarn_pool_create(const tarn_pool_options *options,
+                              tarn_pool **pool);
+
+/* Frees every object still in the pool (a leak the caller made: reported in
+ * the return value) and the spill store, leaving nothing on disk. Returns
+ * 0, or the number of refs that were still alive as a positive count. NULL
+ * is a no-op. No other call on the pool may run concurrently or after. */
+TARN_API int tarn_pool_destroy(tarn_pool *pool);
+
+/* Allocates `size` bytes (page-aligned, contents undefined) as a new ref
+ * with one reference, unpinned. Makes room under the limit first, waiting
+ * up to `timeout_ns` for an unpin when nothing can be evicted (0: fail at
+ * once). Returns 0 and *ref; TARN_EINVAL for size 0; TARN_ENOMEM when no
+ * room could be made; TARN_EIO or TARN_ENOSPC when evicting to make room
+ * failed to write. */
+TARN_API int tarn_ref_alloc(tarn_pool *pool, size_t size, uint64_t timeout_ns,
+                            tarn_ref **ref);
+
+/* Hands `object` of `size` bytes and `kind` to the pool as a new ref with
+ * one reference; the pool frees it with kind->free. On failure the object
+ * stays the caller's. Returns as tarn_ref_alloc, and TARN_EINVAL for a NULL
+ * object or kind, a kind without free, or with only one of save and load. */
+TARN_API int tarn_ref_adopt(tarn_pool *pool, void *object, size_t size,
+                            const tarn_kind *kind, uint64_t timeout_ns,
+                            tarn_ref **ref);
+
+/* Adds a reference. Returns 0, or TARN_EMISUSE when the ref is dead. */
+TARN_API int tarn_ref_retain(tarn_ref *ref);
+
+/* Drops a reference; the last one frees the object (now, or at its last
+ * unpin) and invalidates the handle. Returns 0, or TARN_EMISUSE for a
+ * release past zero (detected while the ref is pinned, and always in debug
+ * builds). */
+TARN_API int tarn_ref_release(tarn_ref *ref);
+
+/* Makes the object resident and returns its address in *data, valid until
+ * the matching tarn_ref_unpin. `mode` says how the bytes are used (see
+ * tarn_access). Waits up to `timeout_ns` for room when nothing can be
+ * evicted. Returns 0; TARN_ENOMEM; TARN_EIO when the spilled copy cannot
+ * be read or fails its checksum (the ref keeps its spilled copy and a
+ * later pin may try again); TARN_EMISUSE on a dead ref; TARN_EINVAL. */
+TARN_API int tarn_ref_pin(tarn_ref *ref, tarn_access mode, uint64_t timeout_ns,
+                          void **data);
+
+/* Ends one pin. Returns 0, or TARN_EMISUSE when the ref is not pinned. */
+TARN_API int tarn_ref_unpin(tarn_ref *ref);
+
+/* Makes the object resident for an access whose end is unknown: returns the
+ * address in *data, valid until the last release; the object is never
+ * evicted again. Returns as tarn_ref_pin. */
+TARN_API int tarn_ref_escape(tarn_ref *ref, uint64_t timeout_ns, void **data);
+
+/* The object's size in bytes as given at alloc or adopt; 0 for NULL. */
+TARN_API size_t tarn_ref_size(const tarn_ref *ref);
+
+/* Whether the object is in RAM now (a snapshot). */
+TARN_API int tarn_ref_is_resident(const tarn_ref *ref);
+
+typedef struct tarn_pool_stats {
+  size_t mem_limit;         /* the limit in force; 0 = none */
+  size_t resident_bytes;    /* objects in RAM, being read, and the cache */
+  size_t resident_peak;     /* highest resident_bytes so far */
+  size_t pinned_bytes;      /* of which pinned or escaped */
+  size_t cache_bytes;       /* of which freed buffers kept for reuse */
+  size_t spilled_bytes;     /* bytes on disk holding live objects */
+  size_t live_refs;         /* refs not yet dead */
+  uint64_t evictions;       /* objects moved out of RAM */
+  uint64_t spills;          /* of which written (the rest were dropped) */
+  uint64_t restores;        /* objects read back */
+  uint64_t bytes_written;   /* to the storage */
+  uint64_t bytes_read;      /* from the storage */
+  uint64_t write_ns;        /* time in storage writes, summed over threads */
+  uint64_t read_ns;         /* time in storage reads, summed over threads */
+  uint64_t write_failures;  /* writes that failed or were short */
+  uint64_t read_failures;   /* reads that failed or failed the checksum */
+  uint64_t cache_hits;      /* allocations served by the cache */
+  uint64_t cache_misses;    /* allocations that needed fresh memory */
+  int last_error;           /* status of the last storage failure, or 0 */
+  /* How spilled bytes leave memory: "direct" (O_DIRECT), "fadvise"
+   * (written pages dropped from the page cache), "custom" (a caller's
+   * storage). Static string. */
+  const char *io_mode;
+} tarn_pool_stats;
+
+/* Fills *stats with a consistent snapshot. Returns 0 or TARN_EINVAL. */
+TARN_API int tarn_pool_stats_get(tarn_pool *pool, tarn_pool_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -10,9 +10,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define BENCH_SAMPLES_MIN 3
 #define BENCH_SAMPLES_DEFAULT 5
+#define BENCH_SAMPLES_MAX 1000
 #define BENCH_EXTRA_MAX 8
 #define BENCH_KEY_MAX 32
 
@@ -49,8 +51,8 @@ typedef int (*bench_fn)(void *arg, uint64_t reps, double *seconds);
 #define BENCH_TARGET_S 0.030
 
 /* Keeps the compiler from deleting or sinking work: `p` escapes and every
- * store before this point must have happened. Costs no instruction. */
-static inline void bench_escape(const void *p) {
+ * store before this point must have happened. Emits no instruction. */
+static inline void bench_escape(void *p) {
   __asm__ __volatile__("" : : "r"(p) : "memory");
 }
 
@@ -68,9 +70,9 @@ void bench_run_free(bench_run *run);
  * The calls double as warm-up. Returns 0 or fn's failure. */
 int bench_calibrate(bench_fn fn, void *arg, double target_s, uint64_t *reps);
 
-/* The median, minimum and maximum of n > 0 values. */
-void bench_summary(const double *values, size_t n, double *median,
-                   double *min, double *max);
+/* The median, minimum and maximum of n values, 0 < n <= BENCH_SAMPLES_MAX. */
+void bench_summary(const double *values, size_t n, double *median, double *min,
+                   double *max);
 
 /* Records a result (copying name, samples and extras), prints its table
  * row and returns the stored record, or NULL after printing why. */
@@ -82,13 +84,10 @@ const bench_result *bench_report(bench_run *run, const char *name,
  * benchmark that was skipped. */
 void bench_note(bench_run *run, const char *name, const char *message);
 
-/* The value of extra figure `key` of `result`, or a negative number when
- * the result is NULL or lacks it. */
-double bench_extra_get(const bench_result *result, const char *key);
-
-/* Writes the machine description and every result to `path` as JSON in
- * BENCH.md's format. Returns 0, or -1 after printing why. */
-int bench_write_json(const bench_run *run, const char *path);
+/* Writes the machine description and every result as JSON in BENCH.md's
+ * format to `out`, a file opened for writing whose name is `path` (for
+ * messages). The caller closes it. Returns 0, or -1 after printing why. */
+int bench_write_json(const bench_run *run, FILE *out, const char *path);
 
 /* The suites. Each prints its rows and returns 0, or 1 when a measurement
  * failed (after printing why). */

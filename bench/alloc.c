@@ -1,0 +1,443 @@
+/* alloc.c: the `alloc` suite of `tarn bench`. Bursts of 4096 blocks of 64
+ * bytes, 16-byte aligned: tarn's bump allocation against a bare pointer
+ * increment over the same slab memory (interleaved in this process), and
+ * glibc, mimalloc and jemalloc malloc+free each in a process of its own
+ * (tarn-burst-NAME, see burst.c). Then acquire+release of a slab, by one
+ * thread and by two at once, and the issue's goals checked against the
+ * medians of the run. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "tarn.h"
+
+extern char **environ;
+
+#define BLOCK 64
+#define ALIGN 16
+#define BURST 4096
+#define BURST_NAME(who, what) "alloc/" who "/" what " 64B (burst 4096)"
+#define PAIR_NAME "alloc/tarn/acquire+release"
+#define DUO_NAME "alloc/tarn/acquire+release (2 threads)"
+
+static int tarn_failed(const char *what, int status) {
+  fprintf(stderr, "tarn bench: alloc: %s: %s\n", what, tarn_strerror(status));
+  return 1;
+}
+
+/* Reports a result whose samples each did `ops` operations, with ns_per_op
+ * and ops as extras. Returns the median ns per operation, or -1. */
+static double report_ops(bench_run *run, const char *name,
+                         const double *samples, uint64_t ops) {
+  double median, min, max;
+  bench_summary(samples, run->samples, &median, &min, &max);
+  bench_extra extra[] = {{"ns_per_op", median * 1e9 / (double)ops},
+                         {"ops", (double)ops}};
+  const bench_result *r =
+      bench_report(run, name, samples, run->samples, extra, 2);
+  return r == NULL ? -1 : extra[0].value;
+}
+
+/* ---- bursts in this process: tarn's bump allocation and the bare limit -- */
+
+struct bursts {
+  tarn_slab_set *set;
+  tarn_slab *slab;
+  tarn_mark mark; /* bursts start here and reset to it */
+  void *ptrs[BURST];
+};
+
+static int bursts_open(struct bursts *b) {
+  tarn_slab_set_options o;
+  tarn_slab_set_options_init(&o);
+  o.count = 1;
+  o.slab_size = (size_t)1 << 20;
+  o.retain_bytes = o.slab_size;
+  int rc = tarn_slab_set_create(&o, &b->set);
+  if (rc != 0) return tarn_failed("tarn_slab_set_create", rc);
+  rc = tarn_slab_acquire(b->set, &b->slab);
+  if (rc == 0) rc = tarn_slab_mark(b->slab, &b->mark);
+  if (rc != 0) {
+    tarn_slab_set_destroy(b->set);
+    return tarn_failed("tarn_slab_acquire/mark", rc);
+  }
+  return 0;
+}
+
+static void bursts_close(struct bursts *b) { tarn_slab_set_destroy(b->set); }
+
+/* `reps` bursts of tarn_slab_alloc; every block is written and kept in
+ * ptrs, then freed (a no-op) and the slab reset to the mark. */
+static int bump_fn(void *arg, uint64_t reps, double *seconds) {
+  struct bursts *b = arg;
+  uint64_t t0 = bench_now_ns();
+  for (uint64_t r = 0; r < reps; r++) {
+    for (size_t i = 0; i < BURST; i++) {
+      void *block;
+      int rc = tarn_slab_alloc(b->slab, BLOCK, ALIGN, &block);
+      if (rc != 0) return tarn_failed("tarn_slab_alloc", rc);
+      *(unsigned char *)block = (unsigned char)i;
+      b->ptrs[i] = block;
+    }
+    bench_escape(b->ptrs);
+    for (size_t i = 0; i < BURST; i++) tarn_slab_free(b->slab, b->ptrs[i]);
+    int rc = tarn_slab_reset(b->slab, &b->mark);
+    if (rc != 0) return tarn_failed("tarn_slab_reset", rc);
+  }
+  *seconds = (double)(bench_now_ns() - t0) * 1e-9;
+  return 0;
+}
+
+/* The same bursts over the same slab memory with nothing but p =
+ * align16(p) + 64: the limit any bump allocator can reach. */
+static int bare_fn(void *arg, uint64_t reps, double *seconds) {
+  struct bursts *b = arg;
+  void *region;
+  int rc = tarn_slab_alloc(b->slab, BURST * BLOCK, ALIGN, &region);
+  if (rc != 0) return tarn_failed("tarn_slab_alloc", rc);
+  uint64_t t0 = bench_now_ns();
+  for (uint64_t r = 0; r < reps; r++) {
+    uintptr_t p = (uintptr_t)region;
+    for (size_t i = 0; i < BURST; i++) {
+      uintptr_t block = (p + (ALIGN - 1)) & ~(uintptr_t)(ALIGN - 1);
+      p = block + BLOCK;
+      *(unsigned char *)block = (unsigned char)i;
+      b->ptrs[i] = (void *)block;
+    }
+    bench_escape(b->ptrs);
+  }
+  *seconds = (double)(bench_now_ns() - t0) * 1e-9;
+  rc = tarn_slab_reset(b->slab, &b->mark);
+  return rc == 0 ? 0 : tarn_failed("tarn_slab_reset", rc);
+}
+
+/* Median ns per block of bump and bare, measured with samples interleaved
+ * after calibration and one warm-up each. */
+static int run_bursts(bench_run *run, double *bump_ns, double *bare_ns) {
+  struct bursts b;
+  if (bursts_open(&b) != 0) return 1;
+  uint64_t bump_reps = 0, bare_reps = 0;
+  double warm, bump_s[BENCH_SAMPLES_MAX], bare_s[BENCH_SAMPLES_MAX];
+  int rc = bench_calibrate(bump_fn, &b, BENCH_TARGET_S, &bump_reps) ||
+           bench_calibrate(bare_fn, &b, BENCH_TARGET_S, &bare_reps) ||
+           bump_fn(&b, bump_reps, &warm) || bare_fn(&b, bare_reps, &warm);
+  for (size_t i = 0; rc == 0 && i < run->samples; i++)
+    rc = bump_fn(&b, bump_reps, &bump_s[i]) ||
+         bare_fn(&b, bare_reps, &bare_s[i]);
+  bursts_close(&b);
+  if (rc != 0) return 1;
+  *bump_ns =
+      report_ops(run, BURST_NAME("tarn", "bump"), bump_s, bump_reps * BURST);
+  *bare_ns = report_ops(run, BURST_NAME("bare", "increment"), bare_s,
+                        bare_reps * BURST);
+  return *bump_ns < 0 || *bare_ns < 0;
+}
+
+/* ---- malloc peers, each in a process of its own ------------------------ */
+
+/* Sets `path` to tarn-burst-NAME next to this executable: <dir>/bench/ in a
+ * build tree, <dir>/../libexec/tarn/ once installed. Returns 0, 1 when
+ * there is none, -1 after printing why the search failed. */
+static int find_burst(const char *name, char *path, size_t size) {
+  char exe[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len < 0) {
+    fprintf(stderr, "tarn bench: alloc: readlink(/proc/self/exe): %s\n",
+            strerror(errno));
+    return -1;
+  }
+  exe[len] = '\0';
+  char *slash = strrchr(exe, '/');
+  if (slash != NULL) *slash = '\0';
+  const char *dirs[] = {"bench", "../libexec/tarn"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    int n = snprintf(path, size, "%s/%s/tarn-burst-%s", exe, dirs[i], name);
+    if (n > 0 && (size_t)n < size && access(path, X_OK) == 0) return 0;
+  }
+  return 1;
+}
+
+/* Starts `path SAMPLES` with its stdout on a pipe; *out reads it. */
+static int spawn_burst(const char *path, size_t samples, pid_t *pid,
+                       FILE **out) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    fprintf(stderr, "tarn bench: alloc: pipe: %s\n", strerror(errno));
+    return 1;
+  }
+  char count[32];
+  snprintf(count, sizeof count, "%zu", samples);
+  char *argv[] = {(char *)path, count, NULL};
+  posix_spawn_file_actions_t fa;
+  int rc = posix_spawn_file_actions_init(&fa);
+  if (rc != 0) goto fail;
+  rc = posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  if (rc == 0) rc = posix_spawn_file_actions_addclose(&fa, fds[0]);
+  if (rc == 0) rc = posix_spawn_file_actions_addclose(&fa, fds[1]);
+  if (rc == 0) rc = posix_spawn(pid, path, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) goto fail;
+  close(fds[1]);
+  if ((*out = fdopen(fds[0], "r")) != NULL) return 0;
+  rc = errno;
+  close(fds[0]); /* the child ends on a broken pipe */
+  waitpid(*pid, NULL, 0);
+  fprintf(stderr, "tarn bench: alloc: reading from %s: %s\n", path,
+          strerror(rc));
+  return 1;
+fail:
+  close(fds[0]);
+  close(fds[1]);
+  fprintf(stderr, "tarn bench: alloc: cannot start %s: %s\n", path,
+          strerror(rc));
+  return 1;
+}
+
+/* Reads burst.c's output: the allocator's name, ops per sample, then
+ * `samples` lines of seconds. Returns 0 or 1 for output out of protocol. */
+static int read_burst(FILE *in, const char *name, size_t samples, uint64_t *ops,
+                      double *seconds) {
+  char who[64];
+  unsigned long long n = 0;
+  if (fscanf(in, "allocator %63s ops %llu", who, &n) != 2 ||
+      strcmp(who, name) != 0 || n == 0)
+    return 1;
+  for (size_t i = 0; i < samples; i++)
+    if (fscanf(in, " sample %lf", &seconds[i]) != 1 || !(seconds[i] > 0))
+      return 1;
+  *ops = n;
+  return 0;
+}
+
+/* Waits for `pid`; returns 0 when it exited with status 0. */
+static int reap(pid_t pid, const char *path) {
+  int status;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno == EINTR) continue;
+    fprintf(stderr, "tarn bench: alloc: waitpid: %s\n", strerror(errno));
+    return 1;
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+  if (WIFEXITED(status))
+    fprintf(stderr, "tarn bench: alloc: %s failed with exit status %d\n", path,
+            WEXITSTATUS(status));
+  else
+    fprintf(stderr, "tarn bench: alloc: %s died of signal %d\n", path,
+            WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return 1;
+}
+
+/* Runs one malloc peer and reports it. *ns is its median ns per block, or
+ * -1 when it is not available or failed. Returns 1 on failure. */
+static int run_peer(bench_run *run, const char *name, const char *row,
+                    double *ns) {
+  char path[PATH_MAX + 64];
+  *ns = -1;
+  int found = find_burst(name, path, sizeof path);
+  if (found < 0) return 1;
+  if (found > 0) {
+    bench_note(run, row,
+               "not available (install libmimalloc-dev / libjemalloc-dev "
+               "and rebuild)");
+    return 0;
+  }
+  pid_t pid;
+  FILE *in;
+  if (spawn_burst(path, run->samples, &pid, &in) != 0) return 1;
+  uint64_t ops = 0;
+  double seconds[BENCH_SAMPLES_MAX];
+  int bad = read_burst(in, name, run->samples, &ops, seconds);
+  fclose(in);
+  if (reap(pid, path) != 0) return 1;
+  if (bad) {
+    fprintf(stderr, "tarn bench: alloc: %s: unexpected output\n", path);
+    return 1;
+  }
+  *ns = report_ops(run, row, seconds, ops);
+  return *ns < 0;
+}
+
+/* ---- acquire+release, one thread and two ------------------------------- */
+
+/* `reps` acquire+release pairs on `set`. */
+static int pairs(tarn_slab_set *set, uint64_t reps) {
+  for (uint64_t r = 0; r < reps; r++) {
+    tarn_slab *s;
+    int rc = tarn_slab_acquire(set, &s);
+    if (rc != 0) return tarn_failed("tarn_slab_acquire", rc);
+    rc = tarn_slab_release(set, s);
+    if (rc != 0) return tarn_failed("tarn_slab_release", rc);
+  }
+  return 0;
+}
+
+static int pair_fn(void *arg, uint64_t reps, double *seconds) {
+  uint64_t t0 = bench_now_ns();
+  if (pairs(arg, reps) != 0) return 1;
+  *seconds = (double)(bench_now_ns() - t0) * 1e-9;
+  return 0;
+}
+
+/* This thread and a helper, released together by a barrier for each run. */
+struct duo {
+  tarn_slab_set *set;
+  pthread_barrier_t start, done;
+  pthread_t helper;
+  uint64_t reps; /* written before `start`, 0 tells the helper to quit */
+  double helper_s;
+  int helper_failed;
+};
+
+static void *duo_helper(void *arg) {
+  struct duo *d = arg;
+  for (;;) {
+    pthread_barrier_wait(&d->start);
+    if (d->reps == 0) return NULL;
+    uint64_t t0 = bench_now_ns();
+    d->helper_failed = pairs(d->set, d->reps);
+    d->helper_s = (double)(bench_now_ns() - t0) * 1e-9;
+    pthread_barrier_wait(&d->done);
+  }
+}
+
+/* Both threads do `reps` pairs at once; *seconds is the slower one's time,
+ * so the time per pair is per thread. */
+static int duo_fn(void *arg, uint64_t reps, double *seconds) {
+  struct duo *d = arg;
+  d->reps = reps;
+  pthread_barrier_wait(&d->start);
+  uint64_t t0 = bench_now_ns();
+  int failed = pairs(d->set, reps);
+  double own = (double)(bench_now_ns() - t0) * 1e-9;
+  pthread_barrier_wait(&d->done);
+  if (failed || d->helper_failed) return 1;
+  *seconds = own > d->helper_s ? own : d->helper_s;
+  return 0;
+}
+
+static int duo_open(struct duo *d, tarn_slab_set *set) {
+  memset(d, 0, sizeof *d);
+  d->set = set;
+  int rc = pthread_barrier_init(&d->start, NULL, 2);
+  if (rc != 0) goto fail;
+  rc = pthread_barrier_init(&d->done, NULL, 2);
+  if (rc != 0) goto fail_start;
+  rc = pthread_create(&d->helper, NULL, duo_helper, d);
+  if (rc == 0) return 0;
+  pthread_barrier_destroy(&d->done);
+fail_start:
+  pthread_barrier_destroy(&d->start);
+fail:
+  fprintf(stderr, "tarn bench: alloc: cannot start a second thread: %s\n",
+          strerror(rc));
+  return 1;
+}
+
+static void duo_close(struct duo *d) {
+  d->reps = 0;
+  pthread_barrier_wait(&d->start);
+  pthread_join(d->helper, NULL);
+  pthread_barrier_destroy(&d->start);
+  pthread_barrier_destroy(&d->done);
+}
+
+/* Calibrates, warms up once and takes the run's samples of fn. */
+static int measure(bench_run *run, bench_fn fn, void *arg, uint64_t *reps,
+                   double *samples) {
+  double warm;
+  if (bench_calibrate(fn, arg, BENCH_TARGET_S, reps) != 0 ||
+      fn(arg, *reps, &warm) != 0)
+    return 1;
+  for (size_t i = 0; i < run->samples; i++)
+    if (fn(arg, *reps, &samples[i]) != 0) return 1;
+  return 0;
+}
+
+/* Median ns per pair per thread with two threads on `set`. */
+static int run_duo(bench_run *run, tarn_slab_set *set, double *ns) {
+  struct duo d;
+  if (duo_open(&d, set) != 0) return 1;
+  uint64_t reps = 0;
+  double s[BENCH_SAMPLES_MAX];
+  int failed = measure(run, duo_fn, &d, &reps, s);
+  duo_close(&d);
+  if (failed) return 1;
+  *ns = report_ops(run, DUO_NAME, s, reps);
+  return *ns < 0;
+}
+
+/* Median ns per pair for one thread, and per pair per thread for two, on a
+ * slab set with the default options. */
+static int run_pairs(bench_run *run, double *alone_ns, double *duo_ns) {
+  tarn_slab_set *set;
+  int rc = tarn_slab_set_create(NULL, &set);
+  if (rc != 0) return tarn_failed("tarn_slab_set_create", rc);
+  uint64_t reps = 0;
+  double s[BENCH_SAMPLES_MAX];
+  int failed = measure(run, pair_fn, set, &reps, s);
+  if (!failed) {
+    *alone_ns = report_ops(run, PAIR_NAME, s, reps);
+    failed = *alone_ns < 0 || run_duo(run, set, duo_ns);
+  }
+  tarn_slab_set_destroy(set);
+  return failed;
+}
+
+/* ---- goals ------------------------------------------------------------- */
+
+/* Prints one goal: `value` (negative when not measured) against `limit`. */
+static void print_goal(const char *what, double value, const char *unit,
+                       int at_most, double limit) {
+  char goal[32], figure[32];
+  snprintf(goal, sizeof goal, "%s %g%s", at_most ? "<=" : ">=", limit, unit);
+  if (value < 0) {
+    printf("  %-42s %12s   goal %s\n", what, "not measured", goal);
+    return;
+  }
+  int met = at_most ? value <= limit : value >= limit;
+  snprintf(figure, sizeof figure, "%.2f%s", value, unit);
+  printf("  %-42s %12s   goal %-9s %s\n", what, figure, goal,
+         met ? "met" : "NOT met");
+}
+
+static double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : -1; }
+
+struct figures {
+  double bump, bare, glibc, mimalloc, jemalloc, alone, duo; /* ns, or -1 */
+};
+
+static void print_goals(const struct figures *f) {
+  printf("\nGoals (ratios of the medians above, ns per operation):\n");
+  print_goal("tarn bump / bare increment", ratio(f->bump, f->bare), "x", 1,
+             1.5);
+  print_goal("glibc malloc+free / tarn bump", ratio(f->glibc, f->bump), "x", 0,
+             15);
+  print_goal("mimalloc malloc+free / tarn bump", ratio(f->mimalloc, f->bump),
+             "x", 0, 3);
+  print_goal("acquire+release, one thread", f->alone, " ns", 1, 25);
+  print_goal("acquire+release, 2 threads / one thread", ratio(f->duo, f->alone),
+             "x", 1, 2);
+  fflush(stdout);
+}
+
+int bench_alloc(bench_run *run) {
+  struct figures f = {-1, -1, -1, -1, -1, -1, -1};
+  int failed = run_bursts(run, &f.bump, &f.bare);
+  failed |=
+      run_peer(run, "glibc", BURST_NAME("glibc", "malloc+free"), &f.glibc);
+  failed |= run_peer(run, "mimalloc", BURST_NAME("mimalloc", "malloc+free"),
+                     &f.mimalloc);
+  failed |= run_peer(run, "jemalloc", BURST_NAME("jemalloc", "malloc+free"),
+                     &f.jemalloc);
+  failed |= run_pairs(run, &f.alone, &f.duo);
+  print_goals(&f);
+  return failed;
+}

@@ -1,0 +1,274 @@
+/* bench.c: the shared harness of `tarn bench` (see bench.h): the clock,
+ * calibration, the summary of samples, the human table printed as results
+ * arrive, and the JSON file of BENCH.md with a description of the machine
+ * (CPU model, online cores, operating system, tarn version, date). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "bench.h"
+#include "tarn/version.h"
+
+#define NAME_WIDTH 46
+
+uint64_t bench_now_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) {
+    perror("tarn bench: clock_gettime(CLOCK_MONOTONIC)");
+    exit(1);
+  }
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void bench_run_init(bench_run *run, size_t samples) {
+  memset(run, 0, sizeof *run);
+  run->samples = samples;
+}
+
+void bench_run_free(bench_run *run) {
+  for (size_t i = 0; i < run->count; i++) {
+    free(run->results[i].name);
+    free(run->results[i].samples);
+  }
+  free(run->results);
+  memset(run, 0, sizeof *run);
+}
+
+int bench_calibrate(bench_fn fn, void *arg, double target_s, uint64_t *reps) {
+  uint64_t n = 1;
+  for (;;) {
+    double t = 0;
+    if (fn(arg, n, &t) != 0) return 1;
+    if (t >= target_s / 6 || n >= UINT64_MAX / 4) {
+      double scaled = (double)n * target_s / (t > 0 ? t : target_s);
+      *reps = scaled < 1 ? 1 : (uint64_t)scaled;
+      return 0;
+    }
+    n *= 2;
+  }
+}
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+void bench_summary(const double *values, size_t n, double *median, double *min,
+                   double *max) {
+  double sorted[BENCH_SAMPLES_MAX];
+  if (n > BENCH_SAMPLES_MAX) n = BENCH_SAMPLES_MAX;
+  memcpy(sorted, values, n * sizeof *values);
+  qsort(sorted, n, sizeof *sorted, compare_double);
+  *min = sorted[0];
+  *max = sorted[n - 1];
+  *median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+/* Formats seconds with a unit that keeps 3 to 4 significant digits. */
+static const char *format_time(char *buf, size_t size, double s) {
+  if (s >= 1)
+    snprintf(buf, size, "%.3f s", s);
+  else if (s >= 1e-3)
+    snprintf(buf, size, "%.3f ms", s * 1e3);
+  else if (s >= 1e-6)
+    snprintf(buf, size, "%.3f us", s * 1e6);
+  else
+    snprintf(buf, size, "%.1f ns", s * 1e9);
+  return buf;
+}
+
+static void print_header(bench_run *run) {
+  if (run->header_printed) return;
+  run->header_printed = 1;
+  printf("%-*s %11s %11s %11s  %s\n", NAME_WIDTH, "name", "median", "min",
+         "max", "extra");
+}
+
+static void print_row(bench_run *run, const bench_result *r) {
+  char med[32], lo[32], hi[32];
+  print_header(run);
+  printf("%-*s %11s %11s %11s ", NAME_WIDTH, r->name,
+         format_time(med, sizeof med, r->median_s),
+         format_time(lo, sizeof lo, r->min_s),
+         format_time(hi, sizeof hi, r->max_s));
+  for (size_t i = 0; i < r->nextra; i++) {
+    double v = r->extra[i].value;
+    if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v)
+      printf(" %s=%.0f", r->extra[i].key, v);
+    else
+      printf(" %s=%.3g", r->extra[i].key, v);
+  }
+  printf("\n");
+  fflush(stdout);
+}
+
+void bench_note(bench_run *run, const char *name, const char *message) {
+  print_header(run);
+  printf("%-*s %s\n", NAME_WIDTH, name, message);
+  fflush(stdout);
+}
+
+static bench_result *append_result(bench_run *run) {
+  if (run->count == run->cap) {
+    size_t cap = run->cap ? run->cap * 2 : 16;
+    bench_result *grown = realloc(run->results, cap * sizeof *grown);
+    if (grown == NULL) return NULL;
+    run->results = grown;
+    run->cap = cap;
+  }
+  bench_result *r = &run->results[run->count];
+  memset(r, 0, sizeof *r);
+  return r;
+}
+
+const bench_result *bench_report(bench_run *run, const char *name,
+                                 const double *samples, size_t n,
+                                 const bench_extra *extra, size_t nextra) {
+  if (n == 0 || n > BENCH_SAMPLES_MAX || nextra > BENCH_EXTRA_MAX) {
+    fprintf(stderr, "tarn bench: %s: bad result (%zu samples, %zu extras)\n",
+            name, n, nextra);
+    return NULL;
+  }
+  bench_result *r = append_result(run);
+  if (r == NULL || (r->name = strdup(name)) == NULL ||
+      (r->samples = malloc(n * sizeof *samples)) == NULL) {
+    if (r != NULL) free(r->name);
+    fprintf(stderr, "tarn bench: %s: out of memory\n", name);
+    return NULL;
+  }
+  memcpy(r->samples, samples, n * sizeof *samples);
+  r->nsamples = n;
+  memcpy(r->extra, extra, nextra * sizeof *extra);
+  r->nextra = nextra;
+  bench_summary(samples, n, &r->median_s, &r->min_s, &r->max_s);
+  run->count++;
+  print_row(run, r);
+  return r;
+}
+
+/* The first "model name" (x86) or "Processor"/"cpu model" line's value. */
+static void cpu_model(char *buf, size_t size) {
+  snprintf(buf, size, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (f == NULL) return;
+  char line[512];
+  while (fgets(line, sizeof line, f) != NULL) {
+    char *colon = strchr(line, ':');
+    if (colon == NULL) continue;
+    if (strncmp(line, "model name", 10) != 0 &&
+        strncmp(line, "Processor", 9) != 0 &&
+        strncmp(line, "cpu model", 9) != 0)
+      continue;
+    char *value = colon + 1 + strspn(colon + 1, " \t");
+    value[strcspn(value, "\n")] = '\0';
+    snprintf(buf, size, "%s", value);
+    break;
+  }
+  fclose(f);
+}
+
+/* Adds `value` under `key` to `obj`; returns -1 when jansson fails. */
+static int set_new(json_t *obj, const char *key, json_t *value) {
+  return value == NULL ? -1 : json_object_set_new(obj, key, value);
+}
+
+static json_t *machine_json(void) {
+  char cpu[256], os[400], date[32];
+  cpu_model(cpu, sizeof cpu);
+  struct utsname u;
+  if (uname(&u) == 0)
+    snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
+  else
+    snprintf(os, sizeof os, "unknown");
+  time_t now = time(NULL);
+  struct tm tm;
+  if (gmtime_r(&now, &tm) == NULL ||
+      strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+    snprintf(date, sizeof date, "unknown");
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+  json_t *m = json_object();
+  if (m == NULL || set_new(m, "cpu", json_string(cpu)) != 0 ||
+      set_new(m, "cores", json_integer(cores > 0 ? cores : 1)) != 0 ||
+      set_new(m, "os", json_string(os)) != 0 ||
+      set_new(m, "tarn", json_string(tarn_version())) != 0 ||
+      set_new(m, "date", json_string(date)) != 0) {
+    json_decref(m);
+    return NULL;
+  }
+  return m;
+}
+
+static json_t *result_json(const bench_result *r) {
+  json_t *o = json_object();
+  json_t *extra = json_object();
+  if (o == NULL || extra == NULL) {
+    json_decref(o);
+    json_decref(extra);
+    return NULL;
+  }
+  for (size_t i = 0; i < r->nextra; i++)
+    if (set_new(extra, r->extra[i].key, json_real(r->extra[i].value)) != 0) {
+      json_decref(o);
+      json_decref(extra);
+      return NULL;
+    }
+  if (set_new(o, "name", json_string(r->name)) != 0 ||
+      set_new(o, "median_s", json_real(r->median_s)) != 0 ||
+      set_new(o, "min_s", json_real(r->min_s)) != 0 ||
+      set_new(o, "max_s", json_real(r->max_s)) != 0 ||
+      set_new(o, "samples", json_integer((json_int_t)r->nsamples)) != 0 ||
+      set_new(o, "extra", extra) != 0) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
+static json_t *run_json(const bench_run *run) {
+  json_t *doc = json_object();
+  json_t *results = json_array();
+  if (doc == NULL || results == NULL) {
+    json_decref(doc);
+    json_decref(results);
+    return NULL;
+  }
+  if (set_new(doc, "machine", machine_json()) != 0 ||
+      set_new(doc, "results", results) != 0) {
+    json_decref(doc);
+    return NULL;
+  }
+  for (size_t i = 0; i < run->count; i++) {
+    json_t *r = result_json(&run->results[i]);
+    if (r == NULL || json_array_append_new(results, r) != 0) {
+      json_decref(doc);
+      return NULL;
+    }
+  }
+  return doc;
+}
+
+int bench_write_json(const bench_run *run, FILE *out, const char *path) {
+  json_t *doc = run_json(run);
+  if (doc == NULL) {
+    fprintf(stderr, "tarn bench: cannot build the JSON document\n");
+    return -1;
+  }
+  errno = 0;
+  int rc = json_dumpf(doc, out, JSON_INDENT(2));
+  json_decref(doc);
+  if (rc == 0 && fputc('\n', out) == EOF) rc = -1;
+  if (rc != 0) {
+    fprintf(stderr, "tarn bench: cannot write %s: %s\n", path,
+            errno ? strerror(errno) : "write failed");
+    return -1;
+  }
+  return 0;
+}

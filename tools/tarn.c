@@ -1,0 +1,157 @@
+/* tarn.c: the `tarn` command. Subcommands: `version` (the library's
+ * version), `help` (usage), and `bench [SUITE] [--samples N] [--json FILE]`,
+ * which runs one benchmark suite, or every suite, through the harness of
+ * bench/bench.h. Exit status 0 on success, 1 when a benchmark or the JSON
+ * file failed, 2 for a command line it does not understand. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "tarn.h"
+
+static const char usage_text[] =
+    "usage: tarn <command> [arguments]\n"
+    "\n"
+    "commands:\n"
+    "  version           print the version of the tarn library\n"
+    "  help              print this help (also --help, -h)\n"
+    "  bench [SUITE] [--samples N] [--json FILE]\n"
+    "                    run the benchmark suite SUITE (alloc), or every "
+    "suite\n"
+    "    --samples N     samples per benchmark, at least 3 (default 5)\n"
+    "    --json FILE     also write every result to FILE as JSON\n";
+
+struct suite {
+  const char *name;
+  int (*run)(bench_run *run);
+};
+
+static const struct suite suites[] = {{"alloc", bench_alloc}};
+enum { suite_count = sizeof suites / sizeof suites[0] };
+
+/* Prints "tarn: MESSAGE" and a hint to stderr; returns exit status 2. */
+static int usage_error(const char *format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  fputs("tarn: ", stderr);
+  vfprintf(stderr, format, ap);
+  va_end(ap);
+  fputs("\nRun 'tarn help' for usage.\n", stderr);
+  return 2;
+}
+
+static int print_usage(void) {
+  fputs(usage_text, stdout);
+  return fflush(stdout) == 0 ? 0 : 1;
+}
+
+static const struct suite *find_suite(const char *name) {
+  for (size_t i = 0; i < suite_count; i++)
+    if (strcmp(suites[i].name, name) == 0) return &suites[i];
+  return NULL;
+}
+
+/* The parsed arguments of `tarn bench`. */
+struct bench_args {
+  const struct suite *suite; /* NULL: every suite */
+  size_t samples;
+  const char *json;
+  int help;
+};
+
+static int parse_samples(const char *text, size_t *samples) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < BENCH_SAMPLES_MIN ||
+      v > BENCH_SAMPLES_MAX)
+    return usage_error("--samples must be an integer from %d to %d, not '%s'",
+                       BENCH_SAMPLES_MIN, BENCH_SAMPLES_MAX, text);
+  *samples = (size_t)v;
+  return 0;
+}
+
+/* Parses argv[0..argc) after "bench". Returns 0 or exit status 2. */
+static int parse_bench(int argc, char **argv, struct bench_args *a) {
+  memset(a, 0, sizeof *a);
+  a->samples = BENCH_SAMPLES_DEFAULT;
+  for (int i = 0; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      a->help = 1;
+    } else if (strcmp(arg, "--samples") == 0 || strcmp(arg, "--json") == 0) {
+      if (i + 1 == argc) return usage_error("%s needs a value", arg);
+      const char *value = argv[++i];
+      if (strcmp(arg, "--json") == 0)
+        a->json = value;
+      else if (parse_samples(value, &a->samples) != 0)
+        return 2;
+    } else if (arg[0] == '-') {
+      return usage_error("unknown option '%s' for bench", arg);
+    } else if (a->suite != NULL) {
+      return usage_error("one suite at a time: '%s' after '%s'", arg,
+                         a->suite->name);
+    } else if ((a->suite = find_suite(arg)) == NULL) {
+      return usage_error("unknown benchmark suite '%s' (suites: alloc)", arg);
+    }
+  }
+  return 0;
+}
+
+/* Opens the JSON file before the run, so a bad path fails at once. */
+static int open_json(const char *path, FILE **out) {
+  *out = NULL;
+  if (path == NULL) return 0;
+  *out = fopen(path, "w");
+  if (*out != NULL) return 0;
+  fprintf(stderr, "tarn bench: cannot open %s: %s\n", path, strerror(errno));
+  return 1;
+}
+
+static int finish_json(const bench_run *run, FILE *out, const char *path) {
+  if (out == NULL) return 0;
+  int failed = bench_write_json(run, out, path) != 0;
+  if (fclose(out) != 0 && !failed) {
+    fprintf(stderr, "tarn bench: cannot write %s: %s\n", path, strerror(errno));
+    failed = 1;
+  }
+  return failed;
+}
+
+static int cmd_bench(int argc, char **argv) {
+  struct bench_args a;
+  if (parse_bench(argc, argv, &a) != 0) return 2;
+  if (a.help) return print_usage();
+  FILE *json;
+  if (open_json(a.json, &json) != 0) return 1;
+  bench_run run;
+  bench_run_init(&run, a.samples);
+  int failed = 0;
+  for (size_t i = 0; i < suite_count; i++)
+    if (a.suite == NULL || a.suite == &suites[i])
+      failed |= suites[i].run(&run) != 0;
+  failed |= finish_json(&run, json, a.json);
+  bench_run_free(&run);
+  return failed;
+}
+
+static int cmd_version(int argc) {
+  if (argc > 2) return usage_error("version takes no arguments");
+  printf("%s\n", tarn_version());
+  return fflush(stdout) == 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return usage_error("no command given");
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 ||
+      strcmp(cmd, "-h") == 0)
+    return print_usage();
+  if (strcmp(cmd, "version") == 0) return cmd_version(argc);
+  if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
+  return usage_error("unknown command '%s'", cmd);
+}

@@ -5,6 +5,7 @@
 #define TARN_H
 
 #include "tarn/alloc.h"
+#include "tarn/pool.h"
 #include "tarn/status.h"
 #include "tarn/version.h"
 

@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   cmake make gcc pkg-config clang-format   # build and format check
+  libxxhash-dev libzstd-dev                # spill store checksums, compression
   libcmocka-dev                            # tests
   libjansson-dev                           # benchmark JSON
   libmimalloc-dev libjemalloc-dev          # allocator peers

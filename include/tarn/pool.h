@@ -188,25 +188,25 @@ TARN_API size_t tarn_ref_size(const tarn_ref *ref);
 TARN_API int tarn_ref_is_resident(const tarn_ref *ref);
 
 typedef struct tarn_pool_stats {
-  size_t mem_limit;         /* the limit in force; 0 = none */
-  size_t resident_bytes;    /* objects in RAM, being read, and the cache */
-  size_t resident_peak;     /* highest resident_bytes so far */
-  size_t pinned_bytes;      /* of which pinned or escaped */
-  size_t cache_bytes;       /* of which freed buffers kept for reuse */
-  size_t spilled_bytes;     /* bytes on disk holding live objects */
-  size_t live_refs;         /* refs not yet dead */
-  uint64_t evictions;       /* objects moved out of RAM */
-  uint64_t spills;          /* of which written (the rest were dropped) */
-  uint64_t restores;        /* objects read back */
-  uint64_t bytes_written;   /* to the storage */
-  uint64_t bytes_read;      /* from the storage */
-  uint64_t write_ns;        /* time in storage writes, summed over threads */
-  uint64_t read_ns;         /* time in storage reads, summed over threads */
-  uint64_t write_failures;  /* writes that failed or were short */
-  uint64_t read_failures;   /* reads that failed or failed the checksum */
-  uint64_t cache_hits;      /* allocations served by the cache */
-  uint64_t cache_misses;    /* allocations that needed fresh memory */
-  int last_error;           /* status of the last storage failure, or 0 */
+  size_t mem_limit;        /* the limit in force; 0 = none */
+  size_t resident_bytes;   /* objects in RAM, being read, and the cache */
+  size_t resident_peak;    /* highest resident_bytes so far */
+  size_t pinned_bytes;     /* of which pinned or escaped */
+  size_t cache_bytes;      /* of which freed buffers kept for reuse */
+  size_t spilled_bytes;    /* bytes on disk holding live objects */
+  size_t live_refs;        /* refs not yet dead */
+  uint64_t evictions;      /* objects moved out of RAM */
+  uint64_t spills;         /* of which written (the rest were dropped) */
+  uint64_t restores;       /* objects read back */
+  uint64_t bytes_written;  /* to the storage */
+  uint64_t bytes_read;     /* from the storage */
+  uint64_t write_ns;       /* time in storage writes, summed over threads */
+  uint64_t read_ns;        /* time in storage reads, summed over threads */
+  uint64_t write_failures; /* writes that failed or were short */
+  uint64_t read_failures;  /* reads that failed or failed the checksum */
+  uint64_t cache_hits;     /* allocations served by the cache */
+  uint64_t cache_misses;   /* allocations that needed fresh memory */
+  int last_error;          /* status of the last storage failure, or 0 */
   /* How spilled bytes leave memory: "direct" (O_DIRECT), "fadvise"
    * (written pages dropped from the page cache), "custom" (a caller's
    * storage). Static string. */

@@ -24,16 +24,14 @@ enum {
   TARN_EMISUSE = -5,
   /* A token (a mark, a handle) no longer refers to anything. */
   TARN_ESTALE = -6,
-  /* The operating system reported an input/output error. */
+  /* Storage failed: an I/O error, or data read back failed its checksum. */
   TARN_EIO = -7,
-  /* Data read back failed its checksum. */
-  TARN_ECORRUPT = -8,
   /* The work was cancelled because work it needed failed. */
-  TARN_ECANCELED = -9,
+  TARN_ECANCELED = -8,
   /* A wait ran past the time the caller gave. */
-  TARN_ETIMEDOUT = -10,
+  TARN_ETIMEDOUT = -9,
   /* The call would wait on itself. */
-  TARN_EDEADLK = -11
+  TARN_EDEADLK = -10
 };
 
 /* A short English description of `status` ("success" for 0, a description

@@ -38,8 +38,8 @@ typedef struct tarn__store_counters {
  * O_DIRECT, written pages are flushed and dropped from the page cache
  * (sync_file_range + posix_fadvise DONTNEED). Returns 0, TARN_EIO when the
  * file cannot be made (errno kept), TARN_ENOMEM. */
-int tarn__store_open(const char *dir, const tarn_storage *custom,
-                     int compress, tarn__store **out);
+int tarn__store_open(const char *dir, const tarn_storage *custom, int compress,
+                     tarn__store **out);
 
 /* Closes the storage (custom: its close) and frees the store. NULL ok. */
 void tarn__store_close(tarn__store *store);
@@ -59,8 +59,7 @@ int tarn__store_write(tarn__store *store, const void *data, size_t size,
  * up to the page size) and checks its checksum. Returns 0, or TARN_EIO when
  * the storage fails, reads short or the checksum does not match (data then
  * holds garbage the caller must not use); TARN_ENOMEM. */
-int tarn__store_read(tarn__store *store, const tarn__block *block,
-                     void *data);
+int tarn__store_read(tarn__store *store, const tarn__block *block, void *data);
 
 /* Frees the block's extent for reuse (and tells a custom storage's
  * discard). */

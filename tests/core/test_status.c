@@ -11,9 +11,8 @@
 #include "tarn.h"
 
 static const int codes[] = {
-    TARN_EINVAL,    TARN_ENOMEM,    TARN_EBUSY,   TARN_ENOSPC,
-    TARN_EMISUSE,   TARN_ESTALE,    TARN_EIO,     TARN_ECORRUPT,
-    TARN_ECANCELED, TARN_ETIMEDOUT, TARN_EDEADLK,
+    TARN_EINVAL, TARN_ENOMEM, TARN_EBUSY,     TARN_ENOSPC,    TARN_EMISUSE,
+    TARN_ESTALE, TARN_EIO,    TARN_ECANCELED, TARN_ETIMEDOUT, TARN_EDEADLK,
 };
 enum { ncodes = sizeof codes / sizeof codes[0] };
 

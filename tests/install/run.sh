@@ -35,7 +35,8 @@ cc -std=c11 -Wall -Werror "$here/consumer/consumer.c" -o "$scratch/pc_shared" \
   $(pkg-config --cflags --libs tarn)
 LD_LIBRARY_PATH=$libdir check "$scratch/pc_shared"
 cc -std=c11 -Wall -Werror "$here/consumer/consumer.c" -o "$scratch/pc_static" \
-  $(pkg-config --cflags tarn) "$libdir/libtarn.a" $(pkg-config --static --libs-only-other tarn)
+  $(pkg-config --cflags tarn) "$libdir/libtarn.a" \
+  $(pkg-config --static --libs tarn | sed 's/-ltarn\b//')
 check "$scratch/pc_static"
 
 # find_package(tarn).

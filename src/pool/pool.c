@@ -1,0 +1,914 @@
+/* pool.c: refs with reference and pin counts, the memory limit, eviction
+ * through I/O threads, read-back on pin, and the recycling cache.
+ *
+ * Each ref has one atomic pin word: the pin count in its low 32 bits and
+ * three flags. FAST says the object is resident and idle enough that pin and
+ * unpin may change the count without the pool lock (the common case: one
+ * compare-and-swap each). CLEAN says the spilled copy matches the bytes in
+ * RAM, so eviction may drop them without writing. NOTIFY says the last unpin
+ * must take the lock (the ref died while pinned). Everything else about a
+ * ref (its state, data, block) is guarded by the pool lock.
+ *
+ * Invariants, under the pool lock:
+ * - resident = charges of RESIDENT, WRITING and READING refs + cache bytes,
+ *   and resident <= mem_limit when a limit is set.
+ * - FAST is set only in state RESIDENT on a live ref; the evictor clears it
+ *   with a CAS that also checks the pin count is 0, so a lock-free pin and
+ *   an eviction never both succeed.
+ * - No storage I/O and no kind callback runs with the lock held. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pool/store.h"
+#include "prim/prim.h"
+#include "tarn/pool.h"
+
+#define PIN_MASK ((uint64_t)0xffffffffu)
+#define FAST ((uint64_t)1 << 63)
+#define CLEAN ((uint64_t)1 << 62)
+#define NOTIFY ((uint64_t)1 << 61)
+
+#define MAGIC_LIVE 0x7461726eu /* "tarn" */
+#define MAGIC_DEAD 0xdeadbeefu
+
+#ifndef NDEBUG
+#define TARN_POOL_QUARANTINE 1 /* keep dead refs to report use after free */
+#endif
+
+enum ref_state { RESIDENT, WRITING, SPILLED, READING };
+
+struct tarn_ref {
+  _Atomic uint64_t pinword;
+  _Atomic uint32_t refs;
+  _Atomic uint32_t magic;
+  _Atomic uint8_t referenced; /* CLOCK's second-chance bit */
+  /* Guarded by the pool lock. */
+  enum ref_state state;
+  bool dead;    /* the last reference is gone */
+  bool escaped; /* never evicted again */
+  bool has_block;
+  uint64_t failed_epoch; /* room_epoch in which writing it failed, or 0 */
+  void *data;            /* the object while resident */
+  size_t size;
+  size_t charge;         /* bytes it counts against the limit */
+  const tarn_kind *kind; /* NULL: bytes the pool allocated */
+  tarn__block block;
+  tarn_pool *pool;
+  struct tarn_ref *prev, *next; /* all live refs */
+};
+
+/* A freed buffer waiting in the cache; the link lives in the buffer. */
+struct cached {
+  struct cached *next;
+};
+
+enum { cache_classes = 16 };
+
+struct io_job {
+  tarn_ref *ref;
+  struct io_job *next;
+};
+
+struct tarn_pool {
+  pthread_mutex_t lock;
+  pthread_cond_t changed; /* a state change: I/O done, unpin, free */
+  pthread_cond_t io_ready;
+  atomic_int waiters; /* threads waiting for an unpin */
+  tarn_pool_options opt;
+  char *spill_dir;
+  tarn__store *store;
+  size_t page;
+  /* Guarded by lock. */
+  size_t resident, peak, inflight;
+  uint64_t room_epoch;
+  tarn_ref *refs; /* list of live refs; the clock hand walks it */
+  tarn_ref *hand;
+  size_t live;
+  struct {
+    size_t cap, count;
+    struct cached *head;
+  } cache[cache_classes];
+  size_t cached;
+  struct io_job *jobs, *jobs_tail;
+  bool stopping;
+  pthread_t *io;
+  unsigned nio;
+  uint64_t evictions, spills, restores, cache_hits, cache_misses;
+  uint64_t write_failures; /* evictions whose write failed */
+  int last_error;
+  tarn_ref *quarantine;
+};
+
+static size_t page_round(const tarn_pool *p, size_t n) {
+  return (n + p->page - 1) & ~(p->page - 1);
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+static int parse_bytes(const char *s, size_t *out) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno != 0 || end == s || s[0] == '-') return TARN_EINVAL;
+  unsigned shift = 0;
+  switch (*end) {
+    case 'k':
+    case 'K':
+      shift = 10;
+      end++;
+      break;
+    case 'm':
+    case 'M':
+      shift = 20;
+      end++;
+      break;
+    case 'g':
+    case 'G':
+      shift = 30;
+      end++;
+      break;
+    case 't':
+    case 'T':
+      shift = 40;
+      end++;
+      break;
+    default:
+      break;
+  }
+  if (*end == 'i' && shift != 0) end++;
+  if ((*end == 'B' || *end == 'b') && shift != 0) end++;
+  if (*end != '\0' || (shift != 0 && v > (SIZE_MAX >> shift)))
+    return TARN_EINVAL;
+  *out = (size_t)(v << shift);
+  return 0;
+}
+
+int tarn_pool_options_init(tarn_pool_options *o) {
+  if (o == NULL) return TARN_EINVAL;
+  memset(o, 0, sizeof *o);
+  o->policy = TARN_EVICT_CLOCK;
+  o->io_threads = 2;
+  o->cache_bytes = (size_t)256 << 20;
+  int rc = 0;
+  const char *limit = getenv("TARN_MEM_LIMIT");
+  if (limit != NULL && parse_bytes(limit, &o->mem_limit) != 0) {
+    o->mem_limit = 0;
+    rc = TARN_EINVAL;
+  }
+  const char *dir = getenv("TARN_SPILL_DIR");
+  if (dir == NULL || dir[0] == '\0') dir = getenv("TMPDIR");
+  o->spill_dir = (dir != NULL && dir[0] != '\0') ? dir : "/tmp";
+  return rc;
+}
+
+/* ---- the recycling cache (lock held) ---------------------------------- */
+
+static void *cache_take(tarn_pool *p, size_t cap) {
+  for (int i = 0; i < cache_classes; i++) {
+    if (p->cache[i].cap != cap || p->cache[i].head == NULL) continue;
+    struct cached *c = p->cache[i].head;
+    p->cache[i].head = c->next;
+    p->cache[i].count--;
+    p->cached -= cap;
+    p->cache_hits++;
+    return c;
+  }
+  return NULL;
+}
+
+/* Keeps `buf` for reuse if the cache has room; returns whether it did. */
+static bool cache_put(tarn_pool *p, void *buf, size_t cap) {
+  if (p->cached + cap > p->opt.cache_bytes) return false;
+  int slot = -1;
+  for (int i = 0; i < cache_classes; i++) {
+    if (p->cache[i].cap == cap) {
+      slot = i;
+      break;
+    }
+    if (slot < 0 && p->cache[i].count == 0) slot = i;
+  }
+  if (slot < 0) return false;
+  struct cached *c = buf;
+  p->cache[slot].cap = cap;
+  c->next = p->cache[slot].head;
+  p->cache[slot].head = c;
+  p->cache[slot].count++;
+  p->cached += cap;
+  return true;
+}
+
+/* Frees every cached buffer and takes it off the resident count. */
+static void cache_drop(tarn_pool *p) {
+  for (int i = 0; i < cache_classes; i++) {
+    while (p->cache[i].head != NULL) {
+      struct cached *c = p->cache[i].head;
+      p->cache[i].head = c->next;
+      free(c);
+    }
+    p->resident -= p->cache[i].count * p->cache[i].cap;
+    p->cache[i].count = 0;
+  }
+  p->cached = 0;
+}
+
+/* Gives a resident bytes buffer back: to the cache, or to the system. */
+static void buffer_retire(tarn_pool *p, void *buf, size_t cap) {
+  if (!cache_put(p, buf, cap)) {
+    free(buf);
+    p->resident -= cap;
+  }
+}
+
+/* ---- lists -------------------------------------------------------------- */
+
+static void list_add(tarn_pool *p, tarn_ref *r) {
+  r->prev = NULL;
+  r->next = p->refs;
+  if (p->refs != NULL) p->refs->prev = r;
+  p->refs = r;
+  p->live++;
+}
+
+static void list_remove(tarn_pool *p, tarn_ref *r) {
+  if (p->hand == r) p->hand = r->next;
+  if (r->prev != NULL)
+    r->prev->next = r->next;
+  else
+    p->refs = r->next;
+  if (r->next != NULL) r->next->prev = r->prev;
+  p->live--;
+}
+
+/* ---- freeing (lock held) ------------------------------------------------ */
+
+/* Frees a dead, unpinned ref that no I/O is using: its RAM, its block, the
+ * handle. A user kind's free runs with the lock dropped. */
+static void ref_destroy(tarn_pool *p, tarn_ref *r) {
+  list_remove(p, r);
+  if (r->has_block) tarn__store_free(p->store, &r->block);
+  void *obj = r->state == RESIDENT ? r->data : NULL;
+  if (obj != NULL) {
+    if (r->kind == NULL) {
+      buffer_retire(p, obj, r->charge);
+    } else {
+      p->resident -= r->charge;
+      pthread_mutex_unlock(&p->lock);
+      r->kind->free(r->kind->ctx, obj, r->size);
+      pthread_mutex_lock(&p->lock);
+    }
+  }
+  atomic_store_explicit(&r->magic, MAGIC_DEAD, memory_order_relaxed);
+#ifdef TARN_POOL_QUARANTINE
+  r->next = p->quarantine;
+  p->quarantine = r;
+#else
+  free(r);
+#endif
+  pthread_cond_broadcast(&p->changed);
+}
+
+/* ---- eviction (lock held) ----------------------------------------------- */
+
+static bool spillable(const tarn_ref *r) {
+  return r->kind == NULL || (r->kind->save != NULL && r->kind->load != NULL);
+}
+
+/* Takes `r` out of the lock-free path if it is idle; true on success. */
+static bool claim_idle(tarn_ref *r) {
+  uint64_t w = atomic_load(&r->pinword);
+  while ((w & FAST) && (w & PIN_MASK) == 0)
+    if (atomic_compare_exchange_weak(&r->pinword, &w, w & ~FAST)) return true;
+  return false;
+}
+
+static bool candidate(const tarn_pool *p, const tarn_ref *r) {
+  return r->state == RESIDENT && !r->escaped && !r->dead && spillable(r) &&
+         r->failed_epoch != p->room_epoch &&
+         (atomic_load(&r->pinword) & PIN_MASK) == 0;
+}
+
+/* Picks the next victim by the pool's policy and claims it, or NULL. */
+static tarn_ref *pick_victim(tarn_pool *p) {
+  if (p->opt.policy == TARN_EVICT_LARGEST) {
+    tarn_ref *best = NULL;
+    for (tarn_ref *r = p->refs; r != NULL; r = r->next)
+      if (candidate(p, r) && (best == NULL || r->charge > best->charge))
+        best = r;
+    return best != NULL && claim_idle(best) ? best : NULL;
+  }
+  /* CLOCK: two sweeps at most (the first may only clear bits). */
+  for (size_t steps = 0; steps < 2 * p->live + 1; steps++) {
+    if (p->hand == NULL) p->hand = p->refs;
+    tarn_ref *r = p->hand;
+    if (r == NULL) return NULL;
+    p->hand = r->next;
+    if (!candidate(p, r)) continue;
+    if (atomic_exchange_explicit(&r->referenced, 0, memory_order_relaxed))
+      continue;
+    if (claim_idle(r)) return r;
+  }
+  return NULL;
+}
+
+/* Evicts `r` (claimed, RESIDENT): drops it when its spilled copy is current,
+ * else queues it for an I/O thread. */
+static void evict(tarn_pool *p, tarn_ref *r) {
+  p->evictions++;
+  if (r->has_block && (atomic_load(&r->pinword) & CLEAN)) {
+    void *obj = r->data;
+    r->data = NULL;
+    r->state = SPILLED;
+    if (r->kind == NULL) {
+      buffer_retire(p, obj, r->charge);
+    } else {
+      p->resident -= r->charge;
+      pthread_mutex_unlock(&p->lock);
+      r->kind->free(r->kind->ctx, obj, r->size);
+      pthread_mutex_lock(&p->lock);
+    }
+    pthread_cond_broadcast(&p->changed);
+    return;
+  }
+  r->state = WRITING;
+  p->inflight += r->charge;
+  struct io_job *job = malloc(sizeof *job);
+  if (job == NULL) { /* cannot queue: leave it resident */
+    r->state = RESIDENT;
+    p->inflight -= r->charge;
+    atomic_fetch_or(&r->pinword, FAST);
+    r->failed_epoch = p->room_epoch;
+    return;
+  }
+  job->ref = r;
+  job->next = NULL;
+  if (p->jobs_tail != NULL)
+    p->jobs_tail->next = job;
+  else
+    p->jobs = job;
+  p->jobs_tail = job;
+  pthread_cond_signal(&p->io_ready);
+}
+
+static uint64_t deadline_after(uint64_t timeout_ns) {
+  return timeout_ns == UINT64_MAX ? UINT64_MAX : tarn__clock_ns() + timeout_ns;
+}
+
+/* Waits on `changed` until signalled or `deadline` (CLOCK_MONOTONIC ns);
+ * returns false on time-out. */
+static bool wait_changed(tarn_pool *p, uint64_t deadline) {
+  if (deadline == UINT64_MAX) {
+    pthread_cond_wait(&p->changed, &p->lock);
+    return true;
+  }
+  uint64_t now = tarn__clock_ns();
+  if (now >= deadline) return false;
+  struct timespec ts = {(time_t)(deadline / 1000000000u),
+                        (long)(deadline % 1000000000u)};
+  return pthread_cond_timedwait(&p->changed, &p->lock, &ts) != ETIMEDOUT ||
+         tarn__clock_ns() < deadline;
+}
+
+/* Makes room for `need` more resident bytes and counts them. With `cap`
+ * nonzero the room is for a bytes buffer of that capacity (== need): a
+ * cached buffer of it is taken instead when there is one (*buf). */
+static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
+                     uint64_t timeout_ns) {
+  uint64_t deadline = 0;
+  bool waited = false;
+  uint64_t epoch = ++p->room_epoch;
+  uint64_t failures = p->write_failures;
+  for (;;) {
+    if (cap != 0 && (*buf = cache_take(p, cap)) != NULL) return 0;
+    size_t limit = p->opt.mem_limit;
+    if (limit == 0 || (need <= limit && p->resident <= limit - need)) {
+      p->resident += need;
+      if (p->resident > p->peak) p->peak = p->resident;
+      return 0;
+    }
+    if (need > limit) return TARN_ENOMEM;
+    if (p->cached > 0) {
+      cache_drop(p);
+      continue;
+    }
+    /* Cached bytes count as free: they are taken or dropped next round. */
+    while (p->resident + need > limit + p->inflight + p->cached) {
+      tarn_ref *v = pick_victim(p);
+      if (v == NULL) break;
+      evict(p, v);
+    }
+    if (p->resident + need <= limit || p->cached > 0) continue;
+    if (p->inflight > 0) {
+      pthread_cond_wait(&p->changed, &p->lock);
+      p->room_epoch = epoch; /* objects that failed here stay skipped */
+      continue;
+    }
+    if (p->write_failures != failures) return p->last_error;
+    if (timeout_ns == 0) return TARN_ENOMEM;
+    if (!waited) {
+      deadline = deadline_after(timeout_ns);
+      waited = true;
+    }
+    atomic_fetch_add(&p->waiters, 1);
+    bool more = wait_changed(p, deadline);
+    atomic_fetch_sub(&p->waiters, 1);
+    p->room_epoch = epoch;
+    if (!more) return TARN_ENOMEM;
+  }
+}
+
+/* ---- I/O threads -------------------------------------------------------- */
+
+/* Writes one victim's spill image (no lock held). */
+static int write_victim(tarn_pool *p, tarn_ref *r, tarn__block *block) {
+  if (r->kind == NULL)
+    return tarn__store_write(p->store, r->data, r->size, block);
+  size_t cap = page_round(p, r->size);
+  void *staging = aligned_alloc(p->page, cap);
+  if (staging == NULL) return TARN_ENOMEM;
+  int rc = r->kind->save(r->kind->ctx, r->data, r->size, staging);
+  if (rc == 0) rc = tarn__store_write(p->store, staging, r->size, block);
+  free(staging);
+  return rc;
+}
+
+/* Finishes a write (lock held): the object leaves RAM unless it was pinned,
+ * escaped or died meanwhile. */
+static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
+                         const tarn__block *block) {
+  p->inflight -= r->charge;
+  if (rc != 0) {
+    p->write_failures++;
+    p->last_error = rc;
+    r->failed_epoch = p->room_epoch;
+  } else {
+    if (r->has_block) tarn__store_free(p->store, &r->block);
+    r->block = *block;
+    r->has_block = true;
+    p->spills++;
+  }
+  uint64_t w = atomic_load(&r->pinword);
+  r->state = RESIDENT;
+  if (r->dead && (w & PIN_MASK) == 0) {
+    ref_destroy(p, r);
+    return;
+  }
+  if (rc == 0) w = atomic_fetch_or(&r->pinword, CLEAN) | CLEAN;
+  if (rc == 0 && (w & PIN_MASK) == 0 && !r->escaped && !r->dead) {
+    void *obj = r->data;
+    r->data = NULL;
+    r->state = SPILLED;
+    if (r->kind == NULL) {
+      buffer_retire(p, obj, r->charge);
+    } else {
+      p->resident -= r->charge;
+      pthread_mutex_unlock(&p->lock);
+      r->kind->free(r->kind->ctx, obj, r->size);
+      pthread_mutex_lock(&p->lock);
+    }
+  } else if (!r->dead) {
+    atomic_fetch_or(&r->pinword, FAST);
+  }
+  pthread_cond_broadcast(&p->changed);
+}
+
+static void *io_main(void *arg) {
+  tarn_pool *p = arg;
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    while (p->jobs == NULL && !p->stopping)
+      pthread_cond_wait(&p->io_ready, &p->lock);
+    if (p->jobs == NULL) break;
+    struct io_job *job = p->jobs;
+    p->jobs = job->next;
+    if (p->jobs == NULL) p->jobs_tail = NULL;
+    tarn_ref *r = job->ref;
+    free(job);
+    /* A WRITING ref's data and kind do not change until finish_write, and
+     * only read pins are admitted meanwhile: reading it unlocked is safe. */
+    pthread_mutex_unlock(&p->lock);
+    tarn__block block;
+    int rc = write_victim(p, r, &block);
+    pthread_mutex_lock(&p->lock);
+    finish_write(p, r, rc, &block);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return NULL;
+}
+
+/* ---- create and destroy ------------------------------------------------- */
+
+int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
+  tarn_pool_options o;
+  int rc = tarn_pool_options_init(&o);
+  if (options != NULL)
+    o = *options;
+  else if (rc != 0)
+    return rc;
+  if (out == NULL || o.io_threads == 0 || o.io_threads > 64 ||
+      (o.policy != TARN_EVICT_CLOCK && o.policy != TARN_EVICT_LARGEST) ||
+      (o.storage == NULL && o.spill_dir == NULL) ||
+      (o.storage != NULL &&
+       (o.storage->write == NULL || o.storage->read == NULL)))
+    return TARN_EINVAL;
+  tarn_pool *p = calloc(1, sizeof *p);
+  if (p == NULL) return TARN_ENOMEM;
+  p->opt = o;
+  p->page = tarn__page_size();
+  rc = TARN_ENOMEM;
+  if (o.spill_dir != NULL && (p->spill_dir = strdup(o.spill_dir)) == NULL)
+    goto fail;
+  p->opt.spill_dir = p->spill_dir;
+  rc = tarn__store_open(p->spill_dir, o.storage, o.compress, &p->store);
+  if (rc != 0) goto fail;
+  rc = TARN_ENOMEM;
+  p->io = calloc(o.io_threads, sizeof *p->io);
+  if (p->io == NULL) goto fail;
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&p->changed, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_cond_init(&p->io_ready, NULL);
+  for (; p->nio < o.io_threads; p->nio++)
+    if (pthread_create(&p->io[p->nio], NULL, io_main, p) != 0) break;
+  if (p->nio == 0) {
+    tarn_pool_destroy(p);
+    return TARN_ENOMEM;
+  }
+  *out = p;
+  return 0;
+fail:
+  tarn__store_close(p->store);
+  free(p->spill_dir);
+  free(p);
+  return rc;
+}
+
+int tarn_pool_destroy(tarn_pool *p) {
+  if (p == NULL) return 0;
+  pthread_mutex_lock(&p->lock);
+  p->stopping = true;
+  pthread_cond_broadcast(&p->io_ready);
+  pthread_mutex_unlock(&p->lock);
+  for (unsigned i = 0; i < p->nio; i++) pthread_join(p->io[i], NULL);
+  pthread_mutex_lock(&p->lock);
+  int leaked = (int)p->live;
+  while (p->refs != NULL) {
+    tarn_ref *r = p->refs;
+    r->dead = true;
+    ref_destroy(p, r);
+  }
+  cache_drop(p);
+  while (p->quarantine != NULL) {
+    tarn_ref *r = p->quarantine;
+    p->quarantine = r->next;
+    free(r);
+  }
+  pthread_mutex_unlock(&p->lock);
+  tarn__store_close(p->store);
+  pthread_cond_destroy(&p->changed);
+  pthread_cond_destroy(&p->io_ready);
+  pthread_mutex_destroy(&p->lock);
+  free(p->io);
+  free(p->spill_dir);
+  free(p);
+  return leaked;
+}
+
+/* ---- refs --------------------------------------------------------------- */
+
+static void malloc_free(void *ctx, void *object, size_t size) {
+  (void)ctx;
+  (void)size;
+  free(object);
+}
+
+static int malloc_save(void *ctx, const void *object, size_t size, void *dst) {
+  (void)ctx;
+  memcpy(dst, object, size);
+  return 0;
+}
+
+static int malloc_load(void *ctx, const void *src, size_t size, void **object) {
+  (void)ctx;
+  void *m = malloc(size);
+  if (m == NULL) return TARN_ENOMEM;
+  memcpy(m, src, size);
+  *object = m;
+  return 0;
+}
+
+const tarn_kind tarn_kind_malloc = {"malloc", malloc_free, malloc_save,
+                                    malloc_load, NULL};
+
+/* Whether `r` looks like a live ref; reports a use after free. */
+static bool ref_ok(const tarn_ref *r) {
+  if (r == NULL) return false;
+  uint32_t m = atomic_load_explicit(&r->magic, memory_order_relaxed);
+  if (m == MAGIC_LIVE) return true;
+  if (m == MAGIC_DEAD)
+    fprintf(stderr, "tarn: ref %p used after its last release\n",
+            (const void *)r);
+  return false;
+}
+
+static tarn_ref *ref_new(tarn_pool *p, void *data, size_t size, size_t charge,
+                         const tarn_kind *kind) {
+  tarn_ref *r = calloc(1, sizeof *r);
+  if (r == NULL) return NULL;
+  atomic_init(&r->pinword, FAST);
+  atomic_init(&r->refs, 1);
+  atomic_init(&r->magic, MAGIC_LIVE);
+  atomic_init(&r->referenced, 1);
+  r->state = RESIDENT;
+  r->data = data;
+  r->size = size;
+  r->charge = charge;
+  r->kind = kind;
+  r->pool = p;
+  list_add(p, r);
+  return r;
+}
+
+int tarn_ref_alloc(tarn_pool *p, size_t size, uint64_t timeout_ns,
+                   tarn_ref **out) {
+  if (p == NULL || out == NULL || size == 0 || size > SIZE_MAX - p->page)
+    return TARN_EINVAL;
+  size_t cap = page_round(p, size);
+  void *buf = NULL;
+  pthread_mutex_lock(&p->lock);
+  int rc = make_room(p, cap, cap, &buf, timeout_ns);
+  if (rc == 0 && buf == NULL) {
+    p->cache_misses++;
+    buf = aligned_alloc(p->page, cap);
+    if (buf == NULL) {
+      p->resident -= cap;
+      rc = TARN_ENOMEM;
+    }
+  }
+  tarn_ref *r = NULL;
+  if (rc == 0 && (r = ref_new(p, buf, size, cap, NULL)) == NULL) {
+    buffer_retire(p, buf, cap);
+    rc = TARN_ENOMEM;
+  }
+  pthread_mutex_unlock(&p->lock);
+  if (rc == 0) *out = r;
+  return rc;
+}
+
+int tarn_ref_adopt(tarn_pool *p, void *object, size_t size,
+                   const tarn_kind *kind, uint64_t timeout_ns, tarn_ref **out) {
+  if (p == NULL || out == NULL || object == NULL || size == 0 || kind == NULL ||
+      kind->free == NULL || (kind->save == NULL) != (kind->load == NULL))
+    return TARN_EINVAL;
+  pthread_mutex_lock(&p->lock);
+  int rc = make_room(p, size, 0, NULL, timeout_ns);
+  tarn_ref *r = NULL;
+  if (rc == 0 && (r = ref_new(p, object, size, size, kind)) == NULL) {
+    p->resident -= size;
+    rc = TARN_ENOMEM;
+  }
+  pthread_mutex_unlock(&p->lock);
+  if (rc == 0) *out = r;
+  return rc;
+}
+
+int tarn_ref_retain(tarn_ref *r) {
+  if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
+  uint32_t n = atomic_load(&r->refs);
+  do {
+    if (n == 0) return TARN_EMISUSE;
+  } while (!atomic_compare_exchange_weak(&r->refs, &n, n + 1));
+  return 0;
+}
+
+int tarn_ref_release(tarn_ref *r) {
+  if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
+  uint32_t n = atomic_load(&r->refs);
+  do {
+    if (n == 0) return TARN_EMISUSE;
+  } while (!atomic_compare_exchange_weak(&r->refs, &n, n - 1));
+  if (n != 1) return 0;
+  tarn_pool *p = r->pool;
+  pthread_mutex_lock(&p->lock);
+  r->dead = true;
+  /* NOTIFY routes the last unpin here; FAST goes so no new fast pin. */
+  uint64_t w = atomic_load(&r->pinword);
+  while (!atomic_compare_exchange_weak(&r->pinword, &w, (w | NOTIFY) & ~FAST))
+    ;
+  if ((w & PIN_MASK) == 0 && (r->state == RESIDENT || r->state == SPILLED))
+    ref_destroy(p, r);
+  pthread_mutex_unlock(&p->lock);
+  return 0;
+}
+
+/* Reads a spilled object back (lock held on entry and exit; dropped for the
+ * I/O). On success the ref is RESIDENT with one pin for the caller. */
+static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
+                   uint64_t timeout_ns) {
+  void *buf = NULL;
+  size_t cap = r->kind == NULL ? r->charge : 0;
+  int rc = make_room(p, r->charge, cap, &buf, timeout_ns);
+  if (rc != 0) return rc;
+  if (r->state != SPILLED) { /* changed while make_room waited */
+    if (buf != NULL)
+      buffer_retire(p, buf, cap);
+    else
+      p->resident -= r->charge;
+    return 1; /* look again */
+  }
+  r->state = READING;
+  pthread_mutex_unlock(&p->lock);
+  void *obj = buf;
+  if (r->kind == NULL && obj == NULL) obj = aligned_alloc(p->page, cap);
+  rc = obj == NULL && r->kind == NULL ? TARN_ENOMEM : 0;
+  bool read = (mode & TARN_READ) != 0;
+  if (rc == 0 && r->kind == NULL && read)
+    rc = tarn__store_read(p->store, &r->block, obj);
+  if (rc == 0 && r->kind != NULL) {
+    void *staging = aligned_alloc(p->page, page_round(p, r->size));
+    rc = staging == NULL ? TARN_ENOMEM
+                         : tarn__store_read(p->store, &r->block, staging);
+    if (rc == 0) rc = r->kind->load(r->kind->ctx, staging, r->size, &obj);
+    free(staging);
+  }
+  pthread_mutex_lock(&p->lock);
+  if (rc != 0) {
+    if (r->kind == NULL && obj != NULL)
+      buffer_retire(p, obj, cap);
+    else
+      p->resident -= r->charge;
+    r->state = SPILLED;
+    pthread_cond_broadcast(&p->changed);
+    return rc == TARN_ENOMEM ? rc : TARN_EIO;
+  }
+  p->restores++;
+  r->data = obj;
+  r->state = RESIDENT;
+  uint64_t w = atomic_load(&r->pinword) & NOTIFY;
+  if (!read || (mode & TARN_WRITE)) {
+    tarn__store_free(p->store, &r->block);
+    r->has_block = false;
+  } else {
+    w |= CLEAN;
+  }
+  atomic_store(&r->pinword, w | (r->dead ? 0 : FAST) | 1);
+  atomic_store_explicit(&r->referenced, 1, memory_order_relaxed);
+  pthread_cond_broadcast(&p->changed);
+  return 0;
+}
+
+/* The locked path of pin: every state but an idle resident one. */
+static int pin_slow(tarn_ref *r, tarn_access mode, uint64_t timeout_ns) {
+  tarn_pool *p = r->pool;
+  pthread_mutex_lock(&p->lock);
+  int rc;
+  for (;;) {
+    rc = 0;
+    if (r->dead) {
+      rc = TARN_EMISUSE;
+      break;
+    }
+    if (r->state == RESIDENT) {
+      atomic_fetch_add(&r->pinword, 1);
+      if (mode & TARN_WRITE) atomic_fetch_and(&r->pinword, ~CLEAN);
+      break;
+    }
+    if (r->state == WRITING && !(mode & TARN_WRITE)) {
+      atomic_fetch_add(&r->pinword, 1);
+      break;
+    }
+    if (r->state == SPILLED) {
+      rc = restore(p, r, mode, timeout_ns);
+      if (rc <= 0) break;
+      continue;
+    }
+    pthread_cond_wait(&p->changed, &p->lock); /* READING, or WRITING */
+  }
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
+int tarn_ref_pin(tarn_ref *r, tarn_access mode, uint64_t timeout_ns,
+                 void **data) {
+  if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
+  if (data == NULL || mode < TARN_READ || mode > TARN_READ_WRITE)
+    return TARN_EINVAL;
+  uint64_t w = atomic_load_explicit(&r->pinword, memory_order_relaxed);
+  uint64_t clear = (mode & TARN_WRITE) ? CLEAN : 0;
+  bool pinned = false;
+  while (w & FAST) {
+    /* Acquire: the data pointer published before FAST is visible. */
+    if (atomic_compare_exchange_weak_explicit(&r->pinword, &w, (w + 1) & ~clear,
+                                              memory_order_acquire,
+                                              memory_order_relaxed)) {
+      pinned = true;
+      break;
+    }
+  }
+  if (!pinned) {
+    int rc = pin_slow(r, mode, timeout_ns);
+    if (rc != 0) return rc;
+  }
+  if (!atomic_load_explicit(&r->referenced, memory_order_relaxed))
+    atomic_store_explicit(&r->referenced, 1, memory_order_relaxed);
+  *data = r->data;
+  return 0;
+}
+
+int tarn_ref_unpin(tarn_ref *r) {
+  if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
+  uint64_t w = atomic_load_explicit(&r->pinword, memory_order_relaxed);
+  for (;;) {
+    if ((w & PIN_MASK) == 0) return TARN_EMISUSE;
+    if ((w & PIN_MASK) == 1 && (w & NOTIFY)) break;
+    /* Release: the caller's writes happen before an evictor's read. */
+    if (atomic_compare_exchange_weak_explicit(&r->pinword, &w, w - 1,
+                                              memory_order_release,
+                                              memory_order_relaxed)) {
+      if (atomic_load(&r->pool->waiters) > 0) {
+        pthread_mutex_lock(&r->pool->lock);
+        pthread_cond_broadcast(&r->pool->changed);
+        pthread_mutex_unlock(&r->pool->lock);
+      }
+      return 0;
+    }
+  }
+  tarn_pool *p = r->pool;
+  pthread_mutex_lock(&p->lock);
+  w = atomic_fetch_sub(&r->pinword, 1) - 1;
+  if ((w & PIN_MASK) == 0 && r->dead && r->state == RESIDENT)
+    ref_destroy(p, r);
+  else
+    pthread_cond_broadcast(&p->changed);
+  pthread_mutex_unlock(&p->lock);
+  return 0;
+}
+
+int tarn_ref_escape(tarn_ref *r, uint64_t timeout_ns, void **data) {
+  int rc = tarn_ref_pin(r, TARN_READ_WRITE, timeout_ns, data);
+  if (rc != 0) return rc;
+  tarn_pool *p = r->pool;
+  pthread_mutex_lock(&p->lock);
+  r->escaped = true;
+  if (r->has_block) { /* it may change at any time: the copy is useless */
+    tarn__store_free(p->store, &r->block);
+    r->has_block = false;
+  }
+  pthread_mutex_unlock(&p->lock);
+  return tarn_ref_unpin(r);
+}
+
+size_t tarn_ref_size(const tarn_ref *r) { return ref_ok(r) ? r->size : 0; }
+
+int tarn_ref_is_resident(const tarn_ref *r) {
+  if (!ref_ok(r)) return 0;
+  pthread_mutex_lock(&r->pool->lock);
+  int resident = r->state != SPILLED && r->state != READING;
+  pthread_mutex_unlock(&r->pool->lock);
+  return resident;
+}
+
+int tarn_pool_stats_get(tarn_pool *p, tarn_pool_stats *s) {
+  if (p == NULL || s == NULL) return TARN_EINVAL;
+  tarn__store_counters c;
+  tarn__store_counters_get(p->store, &c);
+  memset(s, 0, sizeof *s);
+  uint64_t failures;
+  pthread_mutex_lock(&p->lock);
+  s->mem_limit = p->opt.mem_limit;
+  s->resident_bytes = p->resident;
+  s->resident_peak = p->peak;
+  s->cache_bytes = p->cached;
+  s->live_refs = p->live;
+  for (tarn_ref *r = p->refs; r != NULL; r = r->next)
+    if (r->state != SPILLED && r->state != READING &&
+        (r->escaped || (atomic_load(&r->pinword) & PIN_MASK) != 0))
+      s->pinned_bytes += r->charge;
+  s->evictions = p->evictions;
+  s->spills = p->spills;
+  s->restores = p->restores;
+  s->cache_hits = p->cache_hits;
+  s->cache_misses = p->cache_misses;
+  s->last_error = p->last_error != 0 ? p->last_error : c.last_error;
+  failures = p->write_failures;
+  pthread_mutex_unlock(&p->lock);
+  s->spilled_bytes = c.stored_bytes;
+  s->bytes_written = c.bytes_written;
+  s->bytes_read = c.bytes_read;
+  s->write_ns = c.write_ns;
+  s->read_ns = c.read_ns;
+  s->write_failures = c.write_failures;
+  if (s->write_failures < failures) s->write_failures = failures;
+  s->read_failures = c.read_failures;
+  s->io_mode = tarn__store_io_mode(p->store);
+  return 0;
+}

@@ -1,0 +1,644 @@
+/* test_pool.c: the pool's rules as a user sees them: reference and pin
+ * counts, user kinds and their free functions, the memory limit with
+ * eviction and read-back, clean copies dropped without a second write,
+ * escape, recycling, and every storage failure leaving the data intact. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tarn.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+
+/* ---- an in-memory storage with injectable faults ------------------------ */
+
+struct memdisk {
+  pthread_mutex_t lock;
+  unsigned char *bytes;
+  size_t cap;      /* bytes allocated */
+  size_t full_at;  /* writes past this offset fail with ENOSPC; 0 = never */
+  int fail_write;  /* the Nth write call from now fails with EIO (1 = next) */
+  int short_write; /* the Nth write writes half, then ENOSPC */
+  int fail_read;   /* the Nth read fails with EIO */
+  int writes, reads;
+  int in_short;
+};
+
+static long memdisk_write(void *ctx, const void *buf, size_t len,
+                          uint64_t off) {
+  struct memdisk *d = ctx;
+  pthread_mutex_lock(&d->lock);
+  long rc = (long)len;
+  d->writes++;
+  if (d->in_short) {
+    d->in_short = 0;
+    rc = -ENOSPC;
+  } else if (d->fail_write > 0 && --d->fail_write == 0) {
+    rc = -EIO;
+  } else if (d->full_at != 0 && off + len > d->full_at) {
+    rc = -ENOSPC;
+  } else if (d->short_write > 0 && --d->short_write == 0) {
+    rc = (long)(len / 2);
+    d->in_short = 1;
+  }
+  if (rc > 0) {
+    if (off + (size_t)rc > d->cap) {
+      size_t cap = (off + (size_t)rc) * 2;
+      d->bytes = realloc(d->bytes, cap);
+      memset(d->bytes + d->cap, 0, cap - d->cap);
+      d->cap = cap;
+    }
+    memcpy(d->bytes + off, buf, (size_t)rc);
+  }
+  pthread_mutex_unlock(&d->lock);
+  return rc;
+}
+
+static long memdisk_read(void *ctx, void *buf, size_t len, uint64_t off) {
+  struct memdisk *d = ctx;
+  pthread_mutex_lock(&d->lock);
+  long rc = (long)len;
+  d->reads++;
+  if (d->fail_read > 0 && --d->fail_read == 0)
+    rc = -EIO;
+  else if (off + len > d->cap)
+    rc = -EIO;
+  else
+    memcpy(buf, d->bytes + off, len);
+  pthread_mutex_unlock(&d->lock);
+  return rc;
+}
+
+static void memdisk_flip_all(struct memdisk *d) {
+  pthread_mutex_lock(&d->lock);
+  for (size_t i = 0; i < d->cap; i++) d->bytes[i] ^= 0x40;
+  pthread_mutex_unlock(&d->lock);
+}
+
+static struct memdisk *memdisk_new(void) {
+  struct memdisk *d = calloc(1, sizeof *d);
+  assert_non_null(d);
+  pthread_mutex_init(&d->lock, NULL);
+  return d;
+}
+
+static void memdisk_free(struct memdisk *d) {
+  pthread_mutex_destroy(&d->lock);
+  free(d->bytes);
+  free(d);
+}
+
+static tarn_pool *pool_with(size_t limit, struct memdisk *disk) {
+  tarn_pool_options o;
+  tarn_pool_options_init(&o);
+  o.mem_limit = limit;
+  static tarn_storage storage;
+  storage = (tarn_storage){.write = memdisk_write, .read = memdisk_read};
+  storage.ctx = disk;
+  if (disk != NULL) o.storage = &storage;
+  tarn_pool *p = NULL;
+  assert_int_equal(tarn_pool_create(&o, &p), 0);
+  return p;
+}
+
+static tarn_pool_stats stats(tarn_pool *p) {
+  tarn_pool_stats s;
+  assert_int_equal(tarn_pool_stats_get(p, &s), 0);
+  return s;
+}
+
+/* Fills a ref's bytes with a pattern of `seed`, or checks them. */
+static void fill(tarn_ref *r, uint32_t seed) {
+  uint32_t *w = NULL;
+  assert_int_equal(tarn_ref_pin(r, TARN_WRITE, 0, (void **)&w), 0);
+  for (size_t i = 0; i < tarn_ref_size(r) / 4; i++)
+    w[i] = seed * 2654435761u + (uint32_t)i;
+  assert_int_equal(tarn_ref_unpin(r), 0);
+}
+
+static int check(tarn_ref *r, uint32_t seed) {
+  uint32_t *w = NULL;
+  int rc = tarn_ref_pin(r, TARN_READ, 0, (void **)&w);
+  if (rc != 0) return rc;
+  int bad = 0;
+  for (size_t i = 0; i < tarn_ref_size(r) / 4; i++)
+    bad |= w[i] != seed * 2654435761u + (uint32_t)i;
+  assert_int_equal(tarn_ref_unpin(r), 0);
+  return bad ? -100 : 0;
+}
+
+static tarn_ref *alloc(tarn_pool *p, size_t size) {
+  tarn_ref *r = NULL;
+  assert_int_equal(tarn_ref_alloc(p, size, 0, &r), 0);
+  return r;
+}
+
+/* ---- a user kind whose frees are observed ----------------------------- */
+
+struct observed {
+  int frees, saves, loads;
+  void *last_freed;
+};
+
+static void obs_free(void *ctx, void *o, size_t n) {
+  struct observed *ob = ctx;
+  (void)n;
+  ob->frees++;
+  ob->last_freed = o;
+  free(o);
+}
+
+static int obs_save(void *ctx, const void *o, size_t n, void *dst) {
+  ((struct observed *)ctx)->saves++;
+  memcpy(dst, o, n);
+  return 0;
+}
+
+static int obs_load(void *ctx, const void *src, size_t n, void **o) {
+  ((struct observed *)ctx)->loads++;
+  *o = malloc(n);
+  if (*o == NULL) return TARN_ENOMEM;
+  memcpy(*o, src, n);
+  return 0;
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void options_come_from_the_environment(void **state) {
+  (void)state;
+  tarn_pool_options o;
+  setenv("TARN_MEM_LIMIT", "64M", 1);
+  setenv("TARN_SPILL_DIR", "/var/tmp", 1);
+  assert_int_equal(tarn_pool_options_init(&o), 0);
+  assert_int_equal(o.mem_limit, 64 * MiB);
+  assert_string_equal(o.spill_dir, "/var/tmp");
+  setenv("TARN_MEM_LIMIT", "123456", 1);
+  assert_int_equal(tarn_pool_options_init(&o), 0);
+  assert_int_equal(o.mem_limit, 123456);
+  setenv("TARN_MEM_LIMIT", "lots", 1);
+  assert_int_equal(tarn_pool_options_init(&o), TARN_EINVAL);
+  assert_int_equal(o.mem_limit, 0);
+  tarn_pool *p = NULL;
+  assert_int_equal(tarn_pool_create(NULL, &p), TARN_EINVAL);
+  assert_null(p);
+  unsetenv("TARN_MEM_LIMIT");
+  unsetenv("TARN_SPILL_DIR");
+  assert_int_equal(tarn_pool_options_init(&o), 0);
+  assert_int_equal(o.mem_limit, 0);
+  o.io_threads = 0;
+  assert_int_equal(tarn_pool_create(&o, &p), TARN_EINVAL);
+}
+
+static void pin_returns_the_bytes_until_unpin(void **state) {
+  (void)state;
+  tarn_pool *p = pool_with(0, NULL);
+  tarn_ref *r = alloc(p, 1000);
+  assert_int_equal(tarn_ref_size(r), 1000);
+  assert_true(tarn_ref_is_resident(r));
+  void *a = NULL, *b = NULL;
+  assert_int_equal(tarn_ref_pin(r, TARN_READ_WRITE, 0, &a), 0);
+  assert_int_equal((uintptr_t)a % 4096, 0);
+  strcpy(a, "hello");
+  assert_int_equal(tarn_ref_pin(r, TARN_READ, 0, &b), 0);
+  assert_ptr_equal(a, b);
+  assert_int_equal(stats(p).pinned_bytes, 4096);
+  assert_int_equal(tarn_ref_unpin(r), 0);
+  assert_int_equal(tarn_ref_unpin(r), 0);
+  assert_int_equal(tarn_ref_unpin(r), TARN_EMISUSE);
+  assert_int_equal(stats(p).pinned_bytes, 0);
+  assert_int_equal(tarn_ref_retain(r), 0);
+  assert_int_equal(tarn_ref_release(r), 0);
+  assert_int_equal(stats(p).live_refs, 1);
+  assert_int_equal(tarn_ref_release(r), 0);
+  assert_int_equal(stats(p).live_refs, 0);
+  assert_int_equal(tarn_ref_alloc(p, 0, 0, &r), TARN_EINVAL);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+}
+
+static void user_kind_is_freed_by_its_function(void **state) {
+  (void)state;
+  tarn_pool *p = pool_with(0, NULL);
+  struct observed ob = {0};
+  tarn_kind gpu_like = {"observed", obs_free, NULL, NULL, &ob};
+  void *obj = malloc(256);
+  tarn_ref *r = NULL;
+  assert_int_equal(tarn_ref_adopt(p, obj, 256, &gpu_like, 0, &r), 0);
+  void *d = NULL;
+  assert_int_equal(tarn_ref_pin(r, TARN_READ, 0, &d), 0);
+  assert_ptr_equal(d, obj);
+  /* The last release while pinned: freed at the last unpin, not before. */
+  assert_int_equal(tarn_ref_release(r), 0);
+  assert_int_equal(ob.frees, 0);
+  assert_int_equal(tarn_ref_release(r), TARN_EMISUSE); /* past zero */
+  assert_int_equal(tarn_ref_unpin(r), 0);
+  assert_int_equal(ob.frees, 1);
+  assert_ptr_equal(ob.last_freed, obj);
+  /* Bad kinds are refused and the object stays the caller's. */
+  tarn_kind no_free = {"bad", NULL, NULL, NULL, NULL};
+  tarn_kind half = {"half", obs_free, obs_save, NULL, &ob};
+  void *mine = malloc(8);
+  assert_int_equal(tarn_ref_adopt(p, mine, 8, &no_free, 0, &r), TARN_EINVAL);
+  assert_int_equal(tarn_ref_adopt(p, mine, 8, &half, 0, &r), TARN_EINVAL);
+  assert_int_equal(tarn_ref_adopt(p, NULL, 8, &gpu_like, 0, &r), TARN_EINVAL);
+  free(mine);
+  assert_int_equal(ob.frees, 1);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+}
+
+static void objects_spill_and_come_back_under_the_limit(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(256 * KiB, disk);
+  enum { n = 12 };
+  tarn_ref *r[n];
+  for (int i = 0; i < n; i++) {
+    r[i] = alloc(p, 64 * KiB);
+    fill(r[i], (uint32_t)i);
+    assert_true(stats(p).resident_bytes <= 256 * KiB);
+  }
+  tarn_pool_stats s = stats(p);
+  assert_true(s.spills >= n - 4);
+  assert_true(s.resident_peak <= 256 * KiB);
+  assert_string_equal(s.io_mode, "custom");
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i < n; i++) {
+      assert_int_equal(check(r[i], (uint32_t)i), 0);
+      assert_true(stats(p).resident_bytes <= 256 * KiB);
+    }
+  s = stats(p);
+  assert_true(s.restores >= n);
+  assert_true(s.bytes_read >= s.restores * 64 * KiB);
+  for (int i = 0; i < n; i++) assert_int_equal(tarn_ref_release(r[i]), 0);
+  assert_int_equal(stats(p).spilled_bytes, 0);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+static void clean_copies_are_dropped_without_writing(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(128 * KiB, disk);
+  tarn_ref *a = alloc(p, 64 * KiB), *b = alloc(p, 64 * KiB);
+  fill(a, 1);
+  fill(b, 2);
+  tarn_ref *c = alloc(p, 64 * KiB); /* evicts one of a, b */
+  fill(c, 3);
+  for (int round = 0; round < 4; round++) {
+    assert_int_equal(check(a, 1), 0); /* read pins keep the copy current */
+    assert_int_equal(check(b, 2), 0);
+    assert_int_equal(check(c, 3), 0);
+  }
+  tarn_pool_stats s = stats(p);
+  /* Every read-back made room by evicting; only first evictions wrote. */
+  assert_true(s.restores >= 4);
+  assert_true(s.evictions >= s.restores);
+  assert_true(s.spills <= 3); /* each object written once at most */
+  /* A write pin makes the copy stale: the next eviction writes again. */
+  fill(a, 4);
+  uint64_t spills = s.spills;
+  tarn_ref_release(alloc(p, 64 * KiB)); /* two allocations push out both */
+  tarn_ref *x = alloc(p, 96 * KiB);     /* residents, a among them */
+  assert_false(tarn_ref_is_resident(a));
+  tarn_ref_release(x);
+  assert_int_equal(check(a, 4), 0);
+  assert_true(stats(p).spills > spills);
+  tarn_ref_release(a);
+  tarn_ref_release(b);
+  tarn_ref_release(c);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+static void write_pin_of_a_spilled_object_reads_nothing(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(64 * KiB, disk);
+  tarn_ref *a = alloc(p, 64 * KiB);
+  fill(a, 1);
+  tarn_ref *b = alloc(p, 64 * KiB); /* a goes to disk */
+  assert_false(tarn_ref_is_resident(a));
+  uint64_t read = stats(p).bytes_read;
+  void *d = NULL;
+  assert_int_equal(tarn_ref_unpin(b), TARN_EMISUSE);
+  assert_int_equal(tarn_ref_pin(a, TARN_WRITE, 0, &d), 0);
+  assert_int_equal(stats(p).bytes_read, read);
+  assert_int_equal(tarn_ref_unpin(a), 0);
+  tarn_ref_release(a);
+  tarn_ref_release(b);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+static void nothing_evictable_is_enomem_or_a_wait(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(128 * KiB, disk);
+  tarn_ref *a = alloc(p, 64 * KiB), *b = alloc(p, 64 * KiB), *c = NULL;
+  void *d = NULL;
+  assert_int_equal(tarn_ref_pin(a, TARN_READ, 0, &d), 0);
+  assert_int_equal(tarn_ref_pin(b, TARN_READ, 0, &d), 0);
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &c), TARN_ENOMEM);
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 20000000, &c), TARN_ENOMEM);
+  assert_int_equal(tarn_ref_alloc(p, 1 * MiB, 0, &c), TARN_ENOMEM);
+  assert_null(c);
+  assert_int_equal(stats(p).resident_bytes, 128 * KiB);
+  /* A kind without save and load is never evicted either. */
+  struct observed ob = {0};
+  tarn_kind pinned_kind = {"unspillable", obs_free, NULL, NULL, &ob};
+  assert_int_equal(tarn_ref_unpin(b), 0);
+  tarn_ref_release(b);
+  tarn_ref *u = NULL;
+  assert_int_equal(
+      tarn_ref_adopt(p, malloc(64 * KiB), 64 * KiB, &pinned_kind, 0, &u), 0);
+  void *other = malloc(64 * KiB);
+  assert_int_equal(tarn_ref_adopt(p, other, 64 * KiB, &pinned_kind, 0, &c),
+                   TARN_ENOMEM);
+  free(other);
+  tarn_ref_release(u);
+  assert_int_equal(ob.frees, 1);
+  assert_int_equal(tarn_ref_unpin(a), 0);
+  tarn_ref_release(a);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+struct later {
+  tarn_ref *ref;
+  unsigned delay_ms;
+};
+
+static void *unpin_later(void *arg) {
+  struct later *l = arg;
+  struct timespec ts = {0, (long)l->delay_ms * 1000000L};
+  nanosleep(&ts, NULL);
+  tarn_ref_unpin(l->ref);
+  return NULL;
+}
+
+static void a_waiting_allocation_runs_after_an_unpin(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(64 * KiB, disk);
+  tarn_ref *a = alloc(p, 64 * KiB), *b = NULL;
+  fill(a, 7);
+  void *d = NULL;
+  assert_int_equal(tarn_ref_pin(a, TARN_READ, 0, &d), 0);
+  struct later l = {a, 30};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, unpin_later, &l), 0);
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 10ull * 1000000000u, &b), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_false(tarn_ref_is_resident(a));
+  assert_int_equal(check(a, 7), 0); /* b goes to disk to make room */
+  tarn_ref_release(b);
+  tarn_ref_release(a);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+static void escaped_objects_stay(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(128 * KiB, disk);
+  tarn_ref *a = alloc(p, 64 * KiB), *b = alloc(p, 64 * KiB), *c = NULL;
+  fill(a, 1);
+  fill(b, 2);
+  void *addr = NULL;
+  assert_int_equal(tarn_ref_escape(a, 0, &addr), 0);
+  for (int i = 0; i < 5; i++) {
+    assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &c), 0); /* evicts b */
+    tarn_ref_release(c);
+  }
+  assert_true(tarn_ref_is_resident(a));
+  void *again = NULL;
+  assert_int_equal(tarn_ref_pin(a, TARN_READ, 0, &again), 0);
+  assert_ptr_equal(again, addr);
+  assert_int_equal(tarn_ref_unpin(a), 0);
+  assert_int_equal(check(b, 2), 0);
+  assert_int_equal(check(a, 1), 0);
+  tarn_ref_release(a);
+  tarn_ref_release(b);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+static void freed_buffers_are_recycled(void **state) {
+  (void)state;
+  tarn_pool *p = pool_with(0, NULL);
+  for (int i = 0; i < 50; i++) tarn_ref_release(alloc(p, 2 * MiB));
+  tarn_pool_stats s = stats(p);
+  assert_int_equal(s.cache_misses, 1);
+  assert_int_equal(s.cache_hits, 49);
+  assert_int_equal(s.cache_bytes, 2 * MiB);
+  assert_int_equal(s.resident_bytes, 2 * MiB); /* the cache counts */
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  /* Under pressure the cache goes first. */
+  struct memdisk *disk = memdisk_new();
+  p = pool_with(256 * KiB, disk);
+  tarn_ref_release(alloc(p, 128 * KiB));
+  tarn_ref *keep = alloc(p, 64 * KiB);
+  tarn_ref *big = alloc(p, 192 * KiB); /* needs the cache's room */
+  s = stats(p);
+  assert_int_equal(s.cache_bytes, 0);
+  assert_int_equal(s.resident_bytes, 256 * KiB);
+  assert_int_equal(s.spills, 0);
+  tarn_ref_release(keep);
+  tarn_ref_release(big);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+static void failed_writes_lose_nothing(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(64 * KiB, disk);
+  tarn_ref *a = alloc(p, 64 * KiB), *b = NULL;
+  fill(a, 9);
+  disk->fail_write = 1;
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), TARN_EIO);
+  assert_true(tarn_ref_is_resident(a));
+  assert_int_equal(check(a, 9), 0);
+  tarn_pool_stats s = stats(p);
+  assert_int_equal(s.write_failures, 1);
+  assert_int_equal(s.last_error, TARN_EIO);
+  disk->short_write = 1; /* half, then the disk is full */
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), TARN_ENOSPC);
+  assert_int_equal(check(a, 9), 0);
+  disk->full_at = 1; /* nothing fits any more */
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), TARN_ENOSPC);
+  assert_int_equal(check(a, 9), 0);
+  disk->full_at = 0; /* space again: it works */
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), 0);
+  assert_false(tarn_ref_is_resident(a));
+  tarn_ref_release(b);
+  assert_int_equal(check(a, 9), 0);
+  tarn_ref_release(a);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+static void bad_reads_never_return_wrong_bytes(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(64 * KiB, disk);
+  tarn_ref *a = alloc(p, 64 * KiB);
+  fill(a, 5);
+  tarn_ref *b = alloc(p, 64 * KiB);
+  tarn_ref_release(b); /* a is on disk, b's buffer in the cache */
+  assert_false(tarn_ref_is_resident(a));
+  void *d = NULL;
+  disk->fail_read = 1;
+  assert_int_equal(tarn_ref_pin(a, TARN_READ, 0, &d), TARN_EIO);
+  assert_false(tarn_ref_is_resident(a));
+  memdisk_flip_all(disk);
+  assert_int_equal(tarn_ref_pin(a, TARN_READ, 0, &d), TARN_EIO);
+  assert_true(stats(p).read_failures >= 2);
+  memdisk_flip_all(disk); /* the copy is good again: so is the pin */
+  assert_int_equal(check(a, 5), 0);
+  tarn_ref_release(a);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+static void user_kinds_spill_through_save_and_load(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(100 * KiB, disk);
+  struct observed ob = {0};
+  tarn_kind k = {"observed", obs_free, obs_save, obs_load, &ob};
+  char *obj = malloc(60 * KiB);
+  memset(obj, 'x', 60 * KiB);
+  tarn_ref *u = NULL, *b = NULL;
+  assert_int_equal(tarn_ref_adopt(p, obj, 60 * KiB, &k, 0, &u), 0);
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), 0);
+  assert_int_equal(ob.saves, 1);
+  assert_int_equal(ob.frees, 1);
+  tarn_ref_release(b);
+  char *back = NULL;
+  assert_int_equal(tarn_ref_pin(u, TARN_READ, 0, (void **)&back), 0);
+  assert_int_equal(ob.loads, 1);
+  assert_int_equal(back[0], 'x');
+  assert_int_equal(back[60 * KiB - 1], 'x');
+  assert_int_equal(tarn_ref_unpin(u), 0);
+  tarn_ref_release(u);
+  assert_int_equal(ob.frees, 2);
+  /* tarn_kind_malloc does the same for malloc'ed objects. */
+  tarn_ref *m = NULL;
+  assert_int_equal(tarn_ref_adopt(p, calloc(1, 80 * KiB), 80 * KiB,
+                                  &tarn_kind_malloc, 0, &m),
+                   0);
+  tarn_ref *c = alloc(p, 64 * KiB);
+  assert_false(tarn_ref_is_resident(m));
+  tarn_ref_release(c);
+  assert_int_equal(tarn_ref_pin(m, TARN_READ, 0, (void **)&back), 0);
+  assert_int_equal(back[80 * KiB - 1], 0);
+  tarn_ref_unpin(m);
+  tarn_ref_release(m);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+static void the_spill_file_leaves_nothing_behind(void **state) {
+  (void)state;
+  char dir[] = "/tmp/tarn-test-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  for (int compress = 0; compress < 2; compress++) {
+    tarn_pool_options o;
+    tarn_pool_options_init(&o);
+    o.mem_limit = 1 * MiB;
+    o.spill_dir = dir;
+    o.compress = compress;
+    tarn_pool *p = NULL;
+    assert_int_equal(tarn_pool_create(&o, &p), 0);
+    tarn_ref *r[8];
+    for (int i = 0; i < 8; i++) {
+      r[i] = alloc(p, 256 * KiB);
+      fill(r[i], (uint32_t)i + 100);
+    }
+    DIR *dh = opendir(dir);
+    assert_non_null(dh);
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(dh)) != NULL;)
+      entries += e->d_name[0] != '.';
+    closedir(dh);
+    assert_int_equal(entries, 0); /* nothing visible, even while spilling */
+    tarn_pool_stats s = stats(p);
+    assert_true(s.spills >= 4);
+    assert_true(strcmp(s.io_mode, "direct") == 0 ||
+                strcmp(s.io_mode, "fadvise") == 0);
+    for (int i = 0; i < 8; i++)
+      assert_int_equal(check(r[i], (uint32_t)i + 100), 0);
+    for (int i = 0; i < 8; i++) tarn_ref_release(r[i]);
+    assert_int_equal(tarn_pool_destroy(p), 0);
+  }
+  assert_int_equal(rmdir(dir), 0); /* empty */
+}
+
+static void destroy_reports_leaks(void **state) {
+  (void)state;
+  tarn_pool *p = pool_with(0, NULL);
+  alloc(p, 100);
+  alloc(p, 100);
+  assert_int_equal(tarn_pool_destroy(p), 2);
+  assert_int_equal(tarn_pool_destroy(NULL), 0);
+}
+
+static void largest_policy_evicts_the_largest(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool_options o;
+  tarn_pool_options_init(&o);
+  o.mem_limit = 256 * KiB;
+  o.policy = TARN_EVICT_LARGEST;
+  tarn_storage st = {disk, memdisk_write, memdisk_read, NULL, NULL};
+  o.storage = &st;
+  tarn_pool *p = NULL;
+  assert_int_equal(tarn_pool_create(&o, &p), 0);
+  tarn_ref *small = alloc(p, 32 * KiB), *big = alloc(p, 128 * KiB);
+  tarn_ref *mid = alloc(p, 64 * KiB), *more = alloc(p, 64 * KiB);
+  assert_false(tarn_ref_is_resident(big));
+  assert_true(tarn_ref_is_resident(small));
+  assert_true(tarn_ref_is_resident(mid));
+  tarn_ref_release(small);
+  tarn_ref_release(big);
+  tarn_ref_release(mid);
+  tarn_ref_release(more);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(options_come_from_the_environment),
+      cmocka_unit_test(pin_returns_the_bytes_until_unpin),
+      cmocka_unit_test(user_kind_is_freed_by_its_function),
+      cmocka_unit_test(objects_spill_and_come_back_under_the_limit),
+      cmocka_unit_test(clean_copies_are_dropped_without_writing),
+      cmocka_unit_test(write_pin_of_a_spilled_object_reads_nothing),
+      cmocka_unit_test(nothing_evictable_is_enomem_or_a_wait),
+      cmocka_unit_test(a_waiting_allocation_runs_after_an_unpin),
+      cmocka_unit_test(escaped_objects_stay),
+      cmocka_unit_test(freed_buffers_are_recycled),
+      cmocka_unit_test(failed_writes_lose_nothing),
+      cmocka_unit_test(bad_reads_never_return_wrong_bytes),
+      cmocka_unit_test(user_kinds_spill_through_save_and_load),
+      cmocka_unit_test(the_spill_file_leaves_nothing_behind),
+      cmocka_unit_test(destroy_reports_leaks),
+      cmocka_unit_test(largest_policy_evicts_the_largest),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

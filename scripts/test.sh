@@ -2,8 +2,10 @@
 # Builds tarn three ways and runs its tests: a release build (build/, every
 # test), a debug build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (build-asan/, every test) and a ThreadSanitizer build (build-tsan/, the
-# tests labelled "concurrent"). -Wall -Wextra -Werror everywhere. Installs
-# missing Debian packages first. Exits non-zero on the first failure.
+# tests labelled "concurrent"); then, when clang is installed, fuzzes the
+# pool's operation sequences with libFuzzer for 20 seconds (build-fuzz/).
+# -Wall -Wextra -Werror everywhere. Installs missing Debian packages first.
+# Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -30,4 +32,20 @@ run() {
 run build -- -DCMAKE_BUILD_TYPE=Release -DTARN_SANITIZE=
 run build-asan -- -DCMAKE_BUILD_TYPE=Debug -DTARN_SANITIZE=address
 run build-tsan -L concurrent -- -DCMAKE_BUILD_TYPE=Debug -DTARN_SANITIZE=thread
-echo "release, asan+ubsan, tsan: $passed passed, 0 failed"
+
+fuzz=skipped
+if command -v clang >/dev/null; then
+  echo "== build-fuzz"
+  mkdir -p build-fuzz
+  clang -std=c11 -g -O1 -Wall -Wextra -Werror \
+    -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
+    src/core/status.c src/prim/os.c src/alloc/slab.c src/pool/pool.c \
+    src/pool/store.c tests/fuzz/fuzz_pool.c -lxxhash -lzstd -lpthread \
+    -o build-fuzz/fuzz_pool
+  mkdir -p build-fuzz/corpus
+  build-fuzz/fuzz_pool -max_total_time=20 -seed=1 build-fuzz/corpus 2>&1 |
+    tail -n 2
+  passed=$((passed + 1))
+  fuzz=ran
+fi
+echo "release, asan+ubsan, tsan, fuzz ($fuzz): $passed passed, 0 failed"

@@ -248,22 +248,34 @@ static void list_remove(tarn_pool *p, tarn_ref *r) {
 
 /* ---- freeing (lock held) ------------------------------------------------ */
 
+/* Frees the RAM of a resident object `obj` of `r`: a bytes buffer to the
+ * cache (or the system), a user object through its kind with the lock
+ * dropped. */
+static void object_free(tarn_pool *p, tarn_ref *r, void *obj) {
+  if (r->kind == NULL) {
+    buffer_retire(p, obj, r->charge);
+    return;
+  }
+  p->resident -= r->charge;
+  pthread_mutex_unlock(&p->lock);
+  r->kind->free(r->kind->ctx, obj, r->size);
+  pthread_mutex_lock(&p->lock);
+}
+
+/* Takes a resident object whose spilled copy is current out of RAM. */
+static void drop_to_disk(tarn_pool *p, tarn_ref *r) {
+  void *obj = r->data;
+  r->data = NULL;
+  r->state = SPILLED;
+  object_free(p, r, obj);
+}
+
 /* Frees a dead, unpinned ref that no I/O is using: its RAM, its block, the
  * handle. A user kind's free runs with the lock dropped. */
 static void ref_destroy(tarn_pool *p, tarn_ref *r) {
   list_remove(p, r);
   if (r->has_block) tarn__store_free(p->store, &r->block);
-  void *obj = r->state == RESIDENT ? r->data : NULL;
-  if (obj != NULL) {
-    if (r->kind == NULL) {
-      buffer_retire(p, obj, r->charge);
-    } else {
-      p->resident -= r->charge;
-      pthread_mutex_unlock(&p->lock);
-      r->kind->free(r->kind->ctx, obj, r->size);
-      pthread_mutex_lock(&p->lock);
-    }
-  }
+  if (r->state == RESIDENT && r->data != NULL) object_free(p, r, r->data);
   atomic_store_explicit(&r->magic, MAGIC_DEAD, memory_order_relaxed);
 #ifdef TARN_POOL_QUARANTINE
   r->next = p->quarantine;
@@ -322,17 +334,7 @@ static tarn_ref *pick_victim(tarn_pool *p) {
 static void evict(tarn_pool *p, tarn_ref *r) {
   p->evictions++;
   if (r->has_block && (atomic_load(&r->pinword) & CLEAN)) {
-    void *obj = r->data;
-    r->data = NULL;
-    r->state = SPILLED;
-    if (r->kind == NULL) {
-      buffer_retire(p, obj, r->charge);
-    } else {
-      p->resident -= r->charge;
-      pthread_mutex_unlock(&p->lock);
-      r->kind->free(r->kind->ctx, obj, r->size);
-      pthread_mutex_lock(&p->lock);
-    }
+    drop_to_disk(p, r);
     pthread_cond_broadcast(&p->changed);
     return;
   }
@@ -461,17 +463,7 @@ static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
   }
   if (rc == 0) w = atomic_fetch_or(&r->pinword, CLEAN) | CLEAN;
   if (rc == 0 && (w & PIN_MASK) == 0 && !r->escaped && !r->dead) {
-    void *obj = r->data;
-    r->data = NULL;
-    r->state = SPILLED;
-    if (r->kind == NULL) {
-      buffer_retire(p, obj, r->charge);
-    } else {
-      p->resident -= r->charge;
-      pthread_mutex_unlock(&p->lock);
-      r->kind->free(r->kind->ctx, obj, r->size);
-      pthread_mutex_lock(&p->lock);
-    }
+    drop_to_disk(p, r);
   } else if (!r->dead) {
     atomic_fetch_or(&r->pinword, FAST);
   }

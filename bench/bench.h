@@ -92,5 +92,6 @@ int bench_write_json(const bench_run *run, FILE *out, const char *path);
 /* The suites. Each prints its rows and returns 0, or 1 when a measurement
  * failed (after printing why). */
 int bench_alloc(bench_run *run);
+int bench_pool(bench_run *run);
 
 #endif

@@ -44,6 +44,8 @@
 
 enum ref_state { RESIDENT, WRITING, SPILLED, READING };
 
+#define CACHE_LINE 64
+
 struct tarn_ref {
   _Atomic uint64_t pinword;
   _Atomic uint32_t refs;
@@ -63,6 +65,10 @@ struct tarn_ref {
   tarn_pool *pool;
   struct tarn_ref *prev, *next; /* all live refs */
 };
+
+/* sizeof(struct tarn_ref) rounded up to whole cache lines. */
+static const size_t ref_bytes =
+    (sizeof(struct tarn_ref) + CACHE_LINE - 1) / CACHE_LINE * CACHE_LINE;
 
 /* A freed buffer waiting in the cache; the link lives in the buffer. */
 struct cached {
@@ -614,8 +620,11 @@ static bool ref_ok(const tarn_ref *r) {
 
 static tarn_ref *ref_new(tarn_pool *p, void *data, size_t size, size_t charge,
                          const tarn_kind *kind) {
-  tarn_ref *r = calloc(1, sizeof *r);
+  /* Each ref on cache lines of its own: lock-free pins of different refs
+   * from different threads must not share a line. */
+  tarn_ref *r = aligned_alloc(CACHE_LINE, ref_bytes);
   if (r == NULL) return NULL;
+  memset(r, 0, sizeof *r);
   atomic_init(&r->pinword, FAST);
   atomic_init(&r->refs, 1);
   atomic_init(&r->magic, MAGIC_LIVE);

@@ -1,0 +1,499 @@
+/* pool.c: the `pool` suite of `tarn bench`. pin+unpin of a resident ref by
+ * one thread and by two at once (each on its own ref); spill and restore of
+ * 64 objects of 2 MiB through a pool whose limit forces them all out, side
+ * by side with plain write/read of the same bytes in the same directory
+ * (O_DIRECT where allowed, else fsync + fadvise DONTNEED); random pins over
+ * a working set four times the limit; then the goals checked against the
+ * medians of the run. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "tarn.h"
+
+#define PIN_NAME "pool/tarn/pin+unpin (resident)"
+#define DUO_NAME "pool/tarn/pin+unpin (2 threads, own refs)"
+#define OBJ_SIZE ((size_t)2 << 20)
+#define IO_COUNT 64
+#define IO_LIMIT ((size_t)8 << 20)
+#define CHURN_COUNT 64
+#define CHURN_LIMIT ((size_t)32 << 20)
+#define CHURN_PINS 48
+#define WAIT_NS ((uint64_t)10 * 1000000000u)
+
+static int tarn_failed(const char *what, int status) {
+  fprintf(stderr, "tarn bench: pool: %s: %s\n", what, tarn_strerror(status));
+  return 1;
+}
+
+static int sys_failed(const char *what, const char *path) {
+  fprintf(stderr, "tarn bench: pool: %s %s: %s\n", what, path, strerror(errno));
+  return 1;
+}
+
+static double median_of(const double *samples, size_t n) {
+  double median, min, max;
+  bench_summary(samples, n, &median, &min, &max);
+  return median;
+}
+
+/* Reports a result whose samples each did `ops` pairs, with ns_per_op and
+ * ops as extras. Returns the median ns per pair, or -1. */
+static double report_ops(bench_run *run, const char *name,
+                         const double *samples, uint64_t ops) {
+  bench_extra extra[] = {
+      {"ns_per_op", median_of(samples, run->samples) * 1e9 / (double)ops},
+      {"ops", (double)ops}};
+  const bench_result *r =
+      bench_report(run, name, samples, run->samples, extra, 2);
+  return r == NULL ? -1 : extra[0].value;
+}
+
+/* Calibrates, warms up once and takes the run's samples of fn. */
+static int measure(bench_run *run, bench_fn fn, void *arg, uint64_t *reps,
+                   double *samples) {
+  double warm;
+  if (bench_calibrate(fn, arg, BENCH_TARGET_S, reps) != 0 ||
+      fn(arg, *reps, &warm) != 0)
+    return 1;
+  for (size_t i = 0; i < run->samples; i++)
+    if (fn(arg, *reps, &samples[i]) != 0) return 1;
+  return 0;
+}
+
+static int make_pool(size_t limit, tarn_pool **pool) {
+  tarn_pool_options o;
+  int rc = tarn_pool_options_init(&o);
+  if (rc != 0) return tarn_failed("tarn_pool_options_init", rc);
+  o.mem_limit = limit;
+  rc = tarn_pool_create(&o, pool);
+  return rc == 0 ? 0 : tarn_failed("tarn_pool_create", rc);
+}
+
+/* Destroys the pool; a leak of refs is a failure of the benchmark. */
+static int drop_pool(tarn_pool *pool) {
+  int leaked = tarn_pool_destroy(pool);
+  if (leaked == 0) return 0;
+  fprintf(stderr, "tarn bench: pool: tarn_pool_destroy: %d refs leaked\n",
+          leaked);
+  return 1;
+}
+
+/* ---- pin+unpin, one thread and two ------------------------------------- */
+
+/* `reps` pin(TARN_READ)+unpin pairs on `ref`. */
+static int pins(tarn_ref *ref, uint64_t reps) {
+  for (uint64_t r = 0; r < reps; r++) {
+    void *data;
+    int rc = tarn_ref_pin(ref, TARN_READ, 0, &data);
+    if (rc != 0) return tarn_failed("tarn_ref_pin", rc);
+    bench_escape(data);
+    rc = tarn_ref_unpin(ref);
+    if (rc != 0) return tarn_failed("tarn_ref_unpin", rc);
+  }
+  return 0;
+}
+
+static int pin_fn(void *arg, uint64_t reps, double *seconds) {
+  uint64_t t0 = bench_now_ns();
+  if (pins(arg, reps) != 0) return 1;
+  *seconds = (double)(bench_now_ns() - t0) * 1e-9;
+  return 0;
+}
+
+/* This thread and a helper, released together by a barrier for each run,
+ * each pinning its own ref. */
+struct duo {
+  tarn_ref *mine, *theirs;
+  pthread_barrier_t start, done;
+  pthread_t helper;
+  uint64_t reps; /* written before `start`, 0 tells the helper to quit */
+  double helper_s;
+  int helper_failed;
+};
+
+static void *duo_helper(void *arg) {
+  struct duo *d = arg;
+  for (;;) {
+    pthread_barrier_wait(&d->start);
+    if (d->reps == 0) return NULL;
+    uint64_t t0 = bench_now_ns();
+    d->helper_failed = pins(d->theirs, d->reps);
+    d->helper_s = (double)(bench_now_ns() - t0) * 1e-9;
+    pthread_barrier_wait(&d->done);
+  }
+}
+
+/* Both threads do `reps` pairs at once; *seconds is the slower one's. */
+static int duo_fn(void *arg, uint64_t reps, double *seconds) {
+  struct duo *d = arg;
+  d->reps = reps;
+  pthread_barrier_wait(&d->start);
+  uint64_t t0 = bench_now_ns();
+  int failed = pins(d->mine, reps);
+  double own = (double)(bench_now_ns() - t0) * 1e-9;
+  pthread_barrier_wait(&d->done);
+  if (failed || d->helper_failed) return 1;
+  *seconds = own > d->helper_s ? own : d->helper_s;
+  return 0;
+}
+
+static int duo_open(struct duo *d, tarn_ref *mine, tarn_ref *theirs) {
+  memset(d, 0, sizeof *d);
+  d->mine = mine;
+  d->theirs = theirs;
+  int rc = pthread_barrier_init(&d->start, NULL, 2);
+  if (rc != 0) goto fail;
+  rc = pthread_barrier_init(&d->done, NULL, 2);
+  if (rc != 0) goto fail_start;
+  rc = pthread_create(&d->helper, NULL, duo_helper, d);
+  if (rc == 0) return 0;
+  pthread_barrier_destroy(&d->done);
+fail_start:
+  pthread_barrier_destroy(&d->start);
+fail:
+  fprintf(stderr, "tarn bench: pool: cannot start a second thread: %s\n",
+          strerror(rc));
+  return 1;
+}
+
+static void duo_close(struct duo *d) {
+  d->reps = 0;
+  pthread_barrier_wait(&d->start);
+  pthread_join(d->helper, NULL);
+  pthread_barrier_destroy(&d->start);
+  pthread_barrier_destroy(&d->done);
+}
+
+static int run_duo(bench_run *run, tarn_ref *a, tarn_ref *b, double *ns) {
+  struct duo d;
+  if (duo_open(&d, a, b) != 0) return 1;
+  uint64_t reps = 0;
+  double s[BENCH_SAMPLES_MAX];
+  int failed = measure(run, duo_fn, &d, &reps, s);
+  duo_close(&d);
+  if (failed) return 1;
+  *ns = report_ops(run, DUO_NAME, s, reps);
+  return *ns < 0;
+}
+
+/* Median ns per pair, one thread and two, on refs of a pool without limit. */
+static int run_pins(bench_run *run, double *alone_ns, double *duo_ns) {
+  tarn_pool *pool;
+  if (make_pool(0, &pool) != 0) return 1;
+  tarn_ref *a = NULL, *b = NULL;
+  int rc = tarn_ref_alloc(pool, 4096, 0, &a);
+  if (rc == 0) rc = tarn_ref_alloc(pool, 4096, 0, &b);
+  int failed = rc != 0 ? tarn_failed("tarn_ref_alloc", rc) : 0;
+  uint64_t reps = 0;
+  double s[BENCH_SAMPLES_MAX];
+  if (!failed) failed = measure(run, pin_fn, a, &reps, s);
+  if (!failed) {
+    *alone_ns = report_ops(run, PIN_NAME, s, reps);
+    failed = *alone_ns < 0 || run_duo(run, a, b, duo_ns);
+  }
+  if (a != NULL) tarn_ref_release(a);
+  if (b != NULL) tarn_ref_release(b);
+  return drop_pool(pool) | failed;
+}
+
+/* ---- spill and restore against plain write/read ------------------------ */
+
+/* One sample of the four I/O rows: seconds and bytes moved for each. */
+struct io_sample {
+  double spill_s, restore_s, write_s, read_s;
+  uint64_t spill_bytes, restore_bytes;
+};
+
+static int pool_stats(tarn_pool *pool, tarn_pool_stats *st) {
+  int rc = tarn_pool_stats_get(pool, st);
+  return rc == 0 ? 0 : tarn_failed("tarn_pool_stats_get", rc);
+}
+
+/* Allocates and fills `count` objects; the evictions are the spill. */
+static int fill_refs(tarn_pool *pool, tarn_ref **refs, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    int rc = tarn_ref_alloc(pool, OBJ_SIZE, WAIT_NS, &refs[i]);
+    if (rc != 0) return tarn_failed("tarn_ref_alloc", rc);
+    void *data;
+    rc = tarn_ref_pin(refs[i], TARN_WRITE, WAIT_NS, &data);
+    if (rc != 0) return tarn_failed("tarn_ref_pin(TARN_WRITE)", rc);
+    memset(data, (int)(i + 1), OBJ_SIZE);
+    rc = tarn_ref_unpin(refs[i]);
+    if (rc != 0) return tarn_failed("tarn_ref_unpin", rc);
+  }
+  return 0;
+}
+
+/* Pins each ref for reading, in order, and checks its first byte. */
+static int read_refs(tarn_ref **refs, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    void *data;
+    int rc = tarn_ref_pin(refs[i], TARN_READ, WAIT_NS, &data);
+    if (rc != 0) return tarn_failed("tarn_ref_pin(TARN_READ)", rc);
+    int bad = *(unsigned char *)data != (unsigned char)(i + 1);
+    rc = tarn_ref_unpin(refs[i]);
+    if (rc != 0) return tarn_failed("tarn_ref_unpin", rc);
+    if (bad) {
+      fprintf(stderr, "tarn bench: pool: object %zu read back wrong\n", i);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Times fill_refs then read_refs on a fresh pool; *mode gets io_mode. */
+static int tarn_io(struct io_sample *s, const char **mode) {
+  tarn_pool *pool;
+  if (make_pool(IO_LIMIT, &pool) != 0) return 1;
+  tarn_ref *refs[IO_COUNT] = {0};
+  tarn_pool_stats a, b, c;
+  int failed = pool_stats(pool, &a);
+  uint64_t t0 = bench_now_ns();
+  failed = failed || fill_refs(pool, refs, IO_COUNT);
+  uint64_t t1 = bench_now_ns();
+  failed = failed || pool_stats(pool, &b) || read_refs(refs, IO_COUNT);
+  uint64_t t2 = bench_now_ns();
+  failed = failed || pool_stats(pool, &c);
+  if (!failed) {
+    s->spill_s = (double)(t1 - t0) * 1e-9;
+    s->restore_s = (double)(t2 - t1) * 1e-9;
+    s->spill_bytes = b.bytes_written - a.bytes_written;
+    s->restore_bytes = c.bytes_read - b.bytes_read;
+    *mode = c.io_mode;
+  }
+  for (size_t i = 0; i < IO_COUNT; i++)
+    if (refs[i] != NULL) tarn_ref_release(refs[i]);
+  return drop_pool(pool) | failed;
+}
+
+/* The directory the pool spills to, by tarn_pool_options' rules. */
+static const char *spill_dir(void) {
+  const char *d = getenv("TARN_SPILL_DIR");
+  if (d == NULL || *d == '\0') d = getenv("TMPDIR");
+  return d == NULL || *d == '\0' ? "/tmp" : d;
+}
+
+/* A private file in the spill directory, O_DIRECT when allowed. */
+struct plain {
+  char path[4096];
+  int fd, direct;
+  void *buf; /* OBJ_SIZE, page-aligned */
+};
+
+static int plain_open(struct plain *p) {
+  memset(p, 0, sizeof *p);
+  snprintf(p->path, sizeof p->path, "%s/tarn-bench-XXXXXX", spill_dir());
+  p->fd = mkstemp(p->path);
+  if (p->fd < 0) return sys_failed("cannot make a file in", spill_dir());
+  unlink(p->path);
+  int flags = fcntl(p->fd, F_GETFL);
+  p->direct = flags >= 0 && fcntl(p->fd, F_SETFL, flags | O_DIRECT) == 0;
+  if (posix_memalign(&p->buf, 4096, OBJ_SIZE) == 0) return 0;
+  close(p->fd);
+  fprintf(stderr, "tarn bench: pool: out of memory\n");
+  return 1;
+}
+
+static void plain_close(struct plain *p) {
+  close(p->fd);
+  free(p->buf);
+}
+
+/* Writes `count` filled buffers; without O_DIRECT, fsync and drop them. */
+static int plain_write(struct plain *p, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    memset(p->buf, (int)(i + 1), OBJ_SIZE);
+    if (pwrite(p->fd, p->buf, OBJ_SIZE, (off_t)(i * OBJ_SIZE)) !=
+        (ssize_t)OBJ_SIZE)
+      return sys_failed("write to a file in", spill_dir());
+  }
+  if (p->direct) return 0;
+  if (fsync(p->fd) != 0) return sys_failed("fsync of a file in", spill_dir());
+  errno = posix_fadvise(p->fd, 0, 0, POSIX_FADV_DONTNEED);
+  return errno == 0 ? 0 : sys_failed("posix_fadvise in", spill_dir());
+}
+
+static int plain_read(struct plain *p, size_t count) {
+  for (size_t i = 0; i < count; i++) {
+    if (pread(p->fd, p->buf, OBJ_SIZE, (off_t)(i * OBJ_SIZE)) !=
+        (ssize_t)OBJ_SIZE)
+      return sys_failed("read from a file in", spill_dir());
+    bench_escape(p->buf);
+  }
+  return 0;
+}
+
+static int plain_io(struct plain *p, struct io_sample *s) {
+  uint64_t t0 = bench_now_ns();
+  if (plain_write(p, IO_COUNT) != 0) return 1;
+  uint64_t t1 = bench_now_ns();
+  if (plain_read(p, IO_COUNT) != 0) return 1;
+  s->write_s = (double)(t1 - t0) * 1e-9;
+  s->read_s = (double)(bench_now_ns() - t1) * 1e-9;
+  return 0;
+}
+
+/* Reports one I/O row with MB/s (of `bytes` per sample) and returns the
+ * median MB/s, or -1. */
+static double report_io(bench_run *run, const char *name, const double *s,
+                        double bytes, double direct) {
+  double mbps = bytes / median_of(s, run->samples) / 1e6;
+  bench_extra extra[] = {
+      {"MBps", mbps}, {"bytes", bytes}, {"io_direct", direct}};
+  const bench_result *r = bench_report(run, name, s, run->samples, extra, 3);
+  return r == NULL ? -1 : mbps;
+}
+
+struct io_figures {
+  double spill, restore, write, read; /* median MB/s, or -1 */
+};
+
+static int report_all_io(bench_run *run, struct io_sample *s, const char *mode,
+                         int direct, struct io_figures *f) {
+  double t[4][BENCH_SAMPLES_MAX];
+  for (size_t i = 0; i < run->samples; i++) {
+    t[0][i] = s[i].spill_s;
+    t[1][i] = s[i].restore_s;
+    t[2][i] = s[i].write_s;
+    t[3][i] = s[i].read_s;
+  }
+  double plain_bytes = (double)IO_COUNT * OBJ_SIZE, tdirect = 0;
+  if (mode != NULL) tdirect = strcmp(mode, "direct") == 0;
+  f->spill = report_io(run, "pool/tarn/spill 2MiB", t[0],
+                       (double)s[0].spill_bytes, tdirect);
+  f->restore = report_io(run, "pool/tarn/restore 2MiB", t[1],
+                         (double)s[0].restore_bytes, tdirect);
+  f->write = report_io(run, "pool/plain/write 2MiB", t[2], plain_bytes, direct);
+  f->read = report_io(run, "pool/plain/read 2MiB", t[3], plain_bytes, direct);
+  printf("  (spill dir %s: tarn io_mode %s, plain %s)\n", spill_dir(),
+         mode != NULL ? mode : "(null)",
+         direct ? "O_DIRECT" : "fsync + fadvise DONTNEED");
+  return f->spill < 0 || f->restore < 0 || f->write < 0 || f->read < 0;
+}
+
+/* One warm-up, then the run's samples, tarn and plain interleaved. */
+static int run_io(bench_run *run, struct io_figures *f) {
+  struct plain p;
+  if (plain_open(&p) != 0) return 1;
+  struct io_sample s[BENCH_SAMPLES_MAX + 1];
+  const char *mode = NULL;
+  int failed = 0;
+  for (size_t i = 0; !failed && i <= run->samples; i++)
+    failed = tarn_io(&s[i], &mode) || plain_io(&p, &s[i]);
+  int direct = p.direct;
+  plain_close(&p);
+  return failed || report_all_io(run, s + 1, mode, direct, f);
+}
+
+/* ---- churn: random pins over four times the limit ---------------------- */
+
+static uint64_t next_random(uint64_t *state) {
+  uint64_t x = *state;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return *state = x;
+}
+
+/* CHURN_PINS random TARN_READ_WRITE pins, each touching its object. */
+static int churn_pins(tarn_ref **refs, uint64_t *rng) {
+  for (size_t i = 0; i < CHURN_PINS; i++) {
+    size_t k = (size_t)(next_random(rng) % CHURN_COUNT);
+    void *data;
+    int rc = tarn_ref_pin(refs[k], TARN_READ_WRITE, WAIT_NS, &data);
+    if (rc != 0) return tarn_failed("tarn_ref_pin(TARN_READ_WRITE)", rc);
+    ((unsigned char *)data)[i % OBJ_SIZE] ^= 1;
+    rc = tarn_ref_unpin(refs[k]);
+    if (rc != 0) return tarn_failed("tarn_ref_unpin", rc);
+  }
+  return 0;
+}
+
+/* One sample of churn: seconds and bytes moved. */
+static int churn_sample(tarn_pool *pool, tarn_ref **refs, uint64_t *rng,
+                        double *seconds, uint64_t *moved) {
+  tarn_pool_stats a, b;
+  if (pool_stats(pool, &a) != 0) return 1;
+  uint64_t t0 = bench_now_ns();
+  if (churn_pins(refs, rng) != 0) return 1;
+  *seconds = (double)(bench_now_ns() - t0) * 1e-9;
+  if (pool_stats(pool, &b) != 0) return 1;
+  *moved = b.bytes_written + b.bytes_read - a.bytes_written - a.bytes_read;
+  return 0;
+}
+
+static int report_churn(bench_run *run, const double *s, uint64_t moved,
+                        double *pins_per_s) {
+  *pins_per_s = CHURN_PINS / median_of(s, run->samples);
+  bench_extra extra[] = {
+      {"pins_per_s", *pins_per_s},
+      {"bytes_per_pin", (double)moved / (CHURN_PINS * run->samples)},
+      {"pins", CHURN_PINS}};
+  return bench_report(run, "pool/tarn/churn", s, run->samples, extra, 3) ==
+         NULL;
+}
+
+static int run_churn(bench_run *run, double *pins_per_s) {
+  tarn_pool *pool;
+  if (make_pool(CHURN_LIMIT, &pool) != 0) return 1;
+  tarn_ref *refs[CHURN_COUNT] = {0};
+  uint64_t rng = 0x9e3779b97f4a7c15u, moved = 0, total = 0;
+  double s[BENCH_SAMPLES_MAX + 1];
+  int failed = fill_refs(pool, refs, CHURN_COUNT);
+  for (size_t i = 0; !failed && i <= run->samples; i++) {
+    failed = churn_sample(pool, refs, &rng, &s[i], &moved);
+    if (i > 0) total += moved; /* sample 0 is the warm-up */
+  }
+  if (!failed) failed = report_churn(run, s + 1, total, pins_per_s);
+  for (size_t i = 0; i < CHURN_COUNT; i++)
+    if (refs[i] != NULL) tarn_ref_release(refs[i]);
+  return drop_pool(pool) | failed;
+}
+
+/* ---- goals ------------------------------------------------------------- */
+
+/* Prints one goal: `value` (negative when not measured) against `limit`. */
+static void print_goal(const char *what, double value, const char *unit,
+                       int at_most, double limit) {
+  char goal[32], figure[32];
+  snprintf(goal, sizeof goal, "%s %g%s", at_most ? "<=" : ">=", limit, unit);
+  if (value < 0) {
+    printf("  %-42s %12s   goal %s\n", what, "not measured", goal);
+    return;
+  }
+  int met = at_most ? value <= limit : value >= limit;
+  snprintf(figure, sizeof figure, "%.2f%s", value, unit);
+  printf("  %-42s %12s   goal %-9s %s\n", what, figure, goal,
+         met ? "met" : "NOT met");
+}
+
+static double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : -1; }
+
+static void print_goals(double alone, double duo, const struct io_figures *f) {
+  printf("\nGoals (from the medians above):\n");
+  print_goal("pin+unpin, one thread", alone, " ns", 1, 25);
+  print_goal("pin+unpin, 2 threads / one thread", ratio(duo, alone), "x", 1,
+             1.1);
+  print_goal("tarn spill / plain write (MB/s)", ratio(f->spill, f->write), "x",
+             0, 0.8);
+  print_goal("tarn restore / plain read (MB/s)", ratio(f->restore, f->read),
+             "x", 0, 0.8);
+  fflush(stdout);
+}
+
+int bench_pool(bench_run *run) {
+  double alone = -1, duo = -1, churn = -1;
+  struct io_figures f = {-1, -1, -1, -1};
+  int failed = run_pins(run, &alone, &duo);
+  failed |= run_io(run, &f);
+  failed |= run_churn(run, &churn);
+  print_goals(alone, duo, &f);
+  return failed;
+}

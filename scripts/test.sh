@@ -36,14 +36,11 @@ run build-tsan -L concurrent -- -DCMAKE_BUILD_TYPE=Debug -DTARN_SANITIZE=thread
 fuzz=skipped
 if command -v clang >/dev/null; then
   echo "== build-fuzz"
-  mkdir -p build-fuzz
-  clang -std=c11 -g -O1 -Wall -Wextra -Werror \
-    -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
-    src/core/status.c src/prim/os.c src/alloc/slab.c src/pool/pool.c \
-    src/pool/store.c tests/fuzz/fuzz_pool.c -lxxhash -lzstd -lpthread \
-    -o build-fuzz/fuzz_pool
+  CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug \
+    -DTARN_SANITIZE=fuzz -DTARN_BENCH=OFF >/dev/null
+  cmake --build build-fuzz -j"$jobs"
   mkdir -p build-fuzz/corpus
-  build-fuzz/fuzz_pool -max_total_time=20 -seed=1 build-fuzz/corpus 2>&1 |
+  build-fuzz/tests/fuzz_pool -max_total_time=20 -seed=1 build-fuzz/corpus 2>&1 |
     tail -n 2
   passed=$((passed + 1))
   fuzz=ran

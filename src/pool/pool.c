@@ -405,8 +405,11 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
       cache_drop(p);
       continue;
     }
-    /* Cached bytes count as free: they are taken or dropped next round. */
-    while (p->resident + need > limit + p->inflight + p->cached) {
+    /* Cached bytes count as free: they are taken or dropped next round.
+     * Write-behind: evict room for one more request of this size too, so
+     * its write overlaps the caller's work and the next call finds room. */
+    size_t ahead = need <= limit - need ? need : 0;
+    while (p->resident + need + ahead > limit + p->inflight + p->cached) {
       tarn_ref *v = pick_victim(p);
       if (v == NULL) break;
       evict(p, v);

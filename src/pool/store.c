@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <xxhash.h>
 #include <zstd.h>
 
+#include "pool/checksum.h"
 #include "pool/store.h"
 #include "prim/prim.h"
 #include "tarn/status.h"
@@ -325,7 +325,7 @@ static int unpack(const tarn__block *b, const void *staging, void *data) {
     size_t n = ZSTD_decompress(data, b->size, staging, b->packed);
     if (ZSTD_isError(n) || n != b->size) return TARN_EIO;
   }
-  return XXH3_64bits(data, b->size) == b->checksum ? 0 : TARN_EIO;
+  return tarn__checksum(data, b->size) == b->checksum ? 0 : TARN_EIO;
 }
 
 static int block_valid(const tarn__block *b) {
@@ -399,7 +399,7 @@ int tarn__store_write(tarn__store *store, const void *data, size_t size,
     goto out;
   }
   *block = (tarn__block){offset, (size_t)extent, size, packed,
-                         XXH3_64bits(data, size)};
+                         tarn__checksum(data, size)};
 out:
   free(staging);
   return rc;

@@ -147,6 +147,12 @@ TARN_API int tarn_pool_destroy(tarn_pool *pool);
 TARN_API int tarn_ref_alloc(tarn_pool *pool, size_t size, uint64_t timeout_ns,
                             tarn_ref **ref);
 
+/* Makes a ref of `size` bytes that has no memory until its first pin
+ * (a temporary a task will write): the pin allocates, under the limit like
+ * tarn_ref_alloc, and a first pin that reads sees zeros. Returns 0 and
+ * *ref, TARN_EINVAL for size 0, TARN_ENOMEM. */
+TARN_API int tarn_ref_create(tarn_pool *pool, size_t size, tarn_ref **ref);
+
 /* Hands `object` of `size` bytes and `kind` to the pool as a new ref with
  * one reference; the pool frees it with kind->free. On failure the object
  * stays the caller's. Returns as tarn_ref_alloc, and TARN_EINVAL for a NULL
@@ -181,6 +187,13 @@ TARN_API int tarn_ref_unpin(tarn_ref *ref);
  * evicted again. Returns as tarn_ref_pin. */
 TARN_API int tarn_ref_escape(tarn_ref *ref, uint64_t timeout_ns, void **data);
 
+/* Starts reading a spilled object back on the pool's reader thread and
+ * returns at once; a later pin finds it resident, or waits for the read
+ * in flight. A no-op for an object that is not spilled. The read is
+ * skipped when nothing can be evicted to make room for it. Returns 0,
+ * TARN_EINVAL, TARN_ENOMEM. */
+TARN_API int tarn_ref_prefetch(tarn_ref *ref);
+
 /* The object's size in bytes as given at alloc or adopt; 0 for NULL. */
 TARN_API size_t tarn_ref_size(const tarn_ref *ref);
 
@@ -194,7 +207,8 @@ typedef struct tarn_pool_stats {
   size_t pinned_bytes;     /* of which pinned or escaped */
   size_t cache_bytes;      /* of which freed buffers kept for reuse */
   size_t spilled_bytes;    /* bytes on disk holding live objects */
-  size_t live_refs;        /* refs not yet dead */
+  size_t live_refs;        /* refs not yet freed; a ref released while
+                              its write is in flight is freed after it */
   uint64_t evictions;      /* objects moved out of RAM */
   uint64_t spills;         /* of which written (the rest were dropped) */
   uint64_t restores;       /* objects read back */
@@ -212,6 +226,10 @@ typedef struct tarn_pool_stats {
    * storage). Static string. */
   const char *io_mode;
 } tarn_pool_stats;
+
+/* Sets the peak of resident bytes to the current value, so that the next
+ * stats report the peak since this call. Returns 0 or TARN_EINVAL. */
+TARN_API int tarn_pool_peak_reset(tarn_pool *pool);
 
 /* Fills *stats with a consistent snapshot. Returns 0 or TARN_EINVAL. */
 TARN_API int tarn_pool_stats_get(tarn_pool *pool, tarn_pool_stats *stats);

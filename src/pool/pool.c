@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pool/pool_internal.h"
 #include "pool/store.h"
 #include "prim/prim.h"
 #include "tarn/pool.h"
@@ -42,7 +43,8 @@
 #define TARN_POOL_QUARANTINE 1 /* keep dead refs to report use after free */
 #endif
 
-enum ref_state { RESIDENT, WRITING, SPILLED, READING };
+/* EMPTY: made by tarn_ref_create, no bytes until its first pin. */
+enum ref_state { RESIDENT, WRITING, SPILLED, READING, EMPTY };
 
 #define CACHE_LINE 64
 
@@ -56,6 +58,9 @@ struct tarn_ref {
   bool dead;    /* the last reference is gone */
   bool escaped; /* never evicted again */
   bool has_block;
+  bool prefetching;      /* queued for the reader thread */
+  bool guarded;          /* the reader works on it: not freed meanwhile */
+  void *owner;           /* the layer above's state (pool_internal.h) */
   uint64_t failed_epoch; /* room_epoch in which writing it failed, or 0 */
   void *data;            /* the object while resident */
   size_t size;
@@ -103,6 +108,11 @@ struct tarn_pool {
   } cache[cache_classes];
   size_t cached;
   struct io_job *jobs, *jobs_tail;
+  struct io_job *reads, *reads_tail; /* prefetches, for the reader */
+  pthread_t reader;
+  bool has_reader;
+  void (*owner_free)(void *ctx, void *owner);
+  void *owner_ctx;
   bool stopping;
   pthread_t *io;
   unsigned nio;
@@ -254,6 +264,27 @@ static void list_remove(tarn_pool *p, tarn_ref *r) {
 
 /* ---- freeing (lock held) ------------------------------------------------ */
 
+/* Whether nothing uses a ref but its holders: no pin, no I/O, no reader. A
+ * dead idle ref is freed at once. */
+static bool idle(const tarn_ref *r) {
+  return (atomic_load(&r->pinword) & PIN_MASK) == 0 && !r->guarded &&
+         (r->state == RESIDENT || r->state == SPILLED || r->state == EMPTY);
+}
+
+/* Takes a dying ref's job off the reader's queue. */
+static void reads_remove(tarn_pool *p, tarn_ref *r) {
+  struct io_job **at = &p->reads, *prev = NULL;
+  while (*at != NULL && (*at)->ref != r) {
+    prev = *at;
+    at = &(*at)->next;
+  }
+  if (*at == NULL) return;
+  struct io_job *job = *at;
+  *at = job->next;
+  if (p->reads_tail == job) p->reads_tail = prev;
+  free(job);
+}
+
 /* Frees the RAM of a resident object `obj` of `r`: a bytes buffer to the
  * cache (or the system), a user object through its kind with the lock
  * dropped. */
@@ -280,8 +311,16 @@ static void drop_to_disk(tarn_pool *p, tarn_ref *r) {
  * handle. A user kind's free runs with the lock dropped. */
 static void ref_destroy(tarn_pool *p, tarn_ref *r) {
   list_remove(p, r);
+  if (r->prefetching) reads_remove(p, r);
   if (r->has_block) tarn__store_free(p->store, &r->block);
   if (r->state == RESIDENT && r->data != NULL) object_free(p, r, r->data);
+  if (r->owner != NULL && p->owner_free != NULL) {
+    void *owner = r->owner;
+    r->owner = NULL;
+    pthread_mutex_unlock(&p->lock);
+    p->owner_free(p->owner_ctx, owner);
+    pthread_mutex_lock(&p->lock);
+  }
   atomic_store_explicit(&r->magic, MAGIC_DEAD, memory_order_relaxed);
 #ifdef TARN_POOL_QUARANTINE
   r->next = p->quarantine;
@@ -361,7 +400,7 @@ static void evict(tarn_pool *p, tarn_ref *r) {
   else
     p->jobs = job;
   p->jobs_tail = job;
-  pthread_cond_signal(&p->io_ready);
+  pthread_cond_broadcast(&p->io_ready);
 }
 
 static uint64_t deadline_after(uint64_t timeout_ns) {
@@ -503,6 +542,61 @@ static void *io_main(void *arg) {
   return NULL;
 }
 
+static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
+                   uint64_t timeout_ns, uint64_t pins);
+
+/* The reader thread: reads prefetched objects back. It may wait for writes
+ * (the writers never wait for anything), never for an unpin. */
+static void *reader_main(void *arg) {
+  tarn_pool *p = arg;
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    while (p->reads == NULL && !p->stopping)
+      pthread_cond_wait(&p->io_ready, &p->lock);
+    if (p->reads == NULL) break;
+    struct io_job *job = p->reads;
+    p->reads = job->next;
+    if (p->reads == NULL) p->reads_tail = NULL;
+    tarn_ref *r = job->ref;
+    free(job);
+    r->prefetching = false;
+    if (r->state != SPILLED || r->dead) continue;
+    /* Guarded, the ref outlives a release while the lock is dropped. */
+    r->guarded = true;
+    while (r->state == SPILLED && restore(p, r, TARN_READ, 0, 0) == 1) {
+    }
+    r->guarded = false;
+    if (r->dead && idle(r)) ref_destroy(p, r);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return NULL;
+}
+
+int tarn_ref_prefetch(tarn_ref *r) {
+  if (r == NULL) return TARN_EINVAL;
+  tarn_pool *p = r->pool;
+  pthread_mutex_lock(&p->lock);
+  int rc = 0;
+  if (r->state == SPILLED && !r->dead && !r->prefetching) {
+    struct io_job *job = malloc(sizeof *job);
+    if (job == NULL) {
+      rc = TARN_ENOMEM;
+    } else {
+      r->prefetching = true;
+      job->ref = r;
+      job->next = NULL;
+      if (p->reads_tail != NULL)
+        p->reads_tail->next = job;
+      else
+        p->reads = job;
+      p->reads_tail = job;
+      pthread_cond_broadcast(&p->io_ready);
+    }
+  }
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
 /* ---- create and destroy ------------------------------------------------- */
 
 int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
@@ -540,7 +634,8 @@ int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
   pthread_cond_init(&p->io_ready, NULL);
   for (; p->nio < o.io_threads; p->nio++)
     if (pthread_create(&p->io[p->nio], NULL, io_main, p) != 0) break;
-  if (p->nio == 0) {
+  p->has_reader = pthread_create(&p->reader, NULL, reader_main, p) == 0;
+  if (p->nio == 0 || !p->has_reader) {
     tarn_pool_destroy(p);
     return TARN_ENOMEM;
   }
@@ -560,6 +655,7 @@ int tarn_pool_destroy(tarn_pool *p) {
   pthread_cond_broadcast(&p->io_ready);
   pthread_mutex_unlock(&p->lock);
   for (unsigned i = 0; i < p->nio; i++) pthread_join(p->io[i], NULL);
+  if (p->has_reader) pthread_join(p->reader, NULL);
   pthread_mutex_lock(&p->lock);
   int leaked = (int)p->live;
   while (p->refs != NULL) {
@@ -685,6 +781,42 @@ int tarn_ref_adopt(tarn_pool *p, void *object, size_t size,
   return rc;
 }
 
+int tarn_ref_create(tarn_pool *p, size_t size, tarn_ref **out) {
+  if (p == NULL || out == NULL || size == 0 || size > SIZE_MAX - p->page)
+    return TARN_EINVAL;
+  pthread_mutex_lock(&p->lock);
+  tarn_ref *r = ref_new(p, NULL, size, page_round(p, size), NULL);
+  if (r != NULL) {
+    r->state = EMPTY;
+    atomic_store(&r->pinword, 0); /* no lock-free pin until it has bytes */
+  }
+  pthread_mutex_unlock(&p->lock);
+  if (r == NULL) return TARN_ENOMEM;
+  *out = r;
+  return 0;
+}
+
+int tarn_pool_peak_reset(tarn_pool *p) {
+  if (p == NULL) return TARN_EINVAL;
+  pthread_mutex_lock(&p->lock);
+  p->peak = p->resident;
+  pthread_mutex_unlock(&p->lock);
+  return 0;
+}
+
+void tarn__pool_set_owner_free(tarn_pool *p,
+                               void (*owner_free)(void *ctx, void *owner),
+                               void *ctx) {
+  pthread_mutex_lock(&p->lock);
+  p->owner_free = owner_free;
+  p->owner_ctx = ctx;
+  pthread_mutex_unlock(&p->lock);
+}
+
+void **tarn__ref_owner(tarn_ref *r) { return &r->owner; }
+
+tarn_pool *tarn__ref_pool(const tarn_ref *r) { return r->pool; }
+
 int tarn_ref_retain(tarn_ref *r) {
   if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
   uint32_t n = atomic_load(&r->refs);
@@ -708,21 +840,23 @@ int tarn_ref_release(tarn_ref *r) {
   uint64_t w = atomic_load(&r->pinword);
   while (!atomic_compare_exchange_weak(&r->pinword, &w, (w | NOTIFY) & ~FAST))
     ;
-  if ((w & PIN_MASK) == 0 && (r->state == RESIDENT || r->state == SPILLED))
-    ref_destroy(p, r);
+  if (idle(r)) ref_destroy(p, r);
   pthread_mutex_unlock(&p->lock);
   return 0;
 }
 
-/* Reads a spilled object back (lock held on entry and exit; dropped for the
- * I/O). On success the ref is RESIDENT with one pin for the caller. */
+/* Brings a SPILLED object back, or gives an EMPTY one its bytes (zeros when
+ * `mode` reads). Lock held on entry and exit, dropped for the I/O. On
+ * success the ref is RESIDENT with `pins` pins (0 or 1) for the caller.
+ * Returns 1 when the state changed meanwhile: look again. */
 static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
-                   uint64_t timeout_ns) {
+                   uint64_t timeout_ns, uint64_t pins) {
+  enum ref_state from = r->state;
   void *buf = NULL;
   size_t cap = r->kind == NULL ? r->charge : 0;
   int rc = make_room(p, r->charge, cap, &buf, timeout_ns);
   if (rc != 0) return rc;
-  if (r->state != SPILLED) { /* changed while make_room waited */
+  if (r->state != from) { /* changed while make_room waited */
     if (buf != NULL)
       buffer_retire(p, buf, cap);
     else
@@ -735,7 +869,8 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
   if (r->kind == NULL && obj == NULL) obj = aligned_alloc(p->page, cap);
   rc = obj == NULL && r->kind == NULL ? TARN_ENOMEM : 0;
   bool read = (mode & TARN_READ) != 0;
-  if (rc == 0 && r->kind == NULL && read)
+  if (rc == 0 && from == EMPTY && read) memset(obj, 0, cap);
+  if (rc == 0 && from == SPILLED && r->kind == NULL && read)
     rc = tarn__store_read(p->store, &r->block, obj);
   if (rc == 0 && r->kind != NULL) {
     void *staging = aligned_alloc(p->page, page_round(p, r->size));
@@ -750,21 +885,21 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
       buffer_retire(p, obj, cap);
     else
       p->resident -= r->charge;
-    r->state = SPILLED;
+    r->state = from;
     pthread_cond_broadcast(&p->changed);
     return rc == TARN_ENOMEM ? rc : TARN_EIO;
   }
-  p->restores++;
+  if (from == SPILLED) p->restores++;
   r->data = obj;
   r->state = RESIDENT;
-  uint64_t w = atomic_load(&r->pinword) & NOTIFY;
-  if (!read || (mode & TARN_WRITE)) {
+  uint64_t w = atomic_load(&r->pinword) & (NOTIFY | PIN_MASK);
+  if (r->has_block && (!read || (mode & TARN_WRITE))) {
     tarn__store_free(p->store, &r->block);
     r->has_block = false;
-  } else {
+  } else if (r->has_block) {
     w |= CLEAN;
   }
-  atomic_store(&r->pinword, w | (r->dead ? 0 : FAST) | 1);
+  atomic_store(&r->pinword, w | (r->dead ? 0 : FAST) | pins);
   atomic_store_explicit(&r->referenced, 1, memory_order_relaxed);
   pthread_cond_broadcast(&p->changed);
   return 0;
@@ -790,8 +925,8 @@ static int pin_slow(tarn_ref *r, tarn_access mode, uint64_t timeout_ns) {
       atomic_fetch_add(&r->pinword, 1);
       break;
     }
-    if (r->state == SPILLED) {
-      rc = restore(p, r, mode, timeout_ns);
+    if (r->state == SPILLED || r->state == EMPTY) {
+      rc = restore(p, r, mode, timeout_ns, 1);
       if (rc <= 0) break;
       continue;
     }
@@ -848,8 +983,8 @@ int tarn_ref_unpin(tarn_ref *r) {
   }
   tarn_pool *p = r->pool;
   pthread_mutex_lock(&p->lock);
-  w = atomic_fetch_sub(&r->pinword, 1) - 1;
-  if ((w & PIN_MASK) == 0 && r->dead && r->state == RESIDENT)
+  atomic_fetch_sub(&r->pinword, 1);
+  if (r->dead && idle(r))
     ref_destroy(p, r);
   else
     pthread_cond_broadcast(&p->changed);
@@ -876,7 +1011,7 @@ size_t tarn_ref_size(const tarn_ref *r) { return ref_ok(r) ? r->size : 0; }
 int tarn_ref_is_resident(const tarn_ref *r) {
   if (!ref_ok(r)) return 0;
   pthread_mutex_lock(&r->pool->lock);
-  int resident = r->state != SPILLED && r->state != READING;
+  int resident = r->state == RESIDENT || r->state == WRITING;
   pthread_mutex_unlock(&r->pool->lock);
   return resident;
 }
@@ -894,7 +1029,7 @@ int tarn_pool_stats_get(tarn_pool *p, tarn_pool_stats *s) {
   s->cache_bytes = p->cached;
   s->live_refs = p->live;
   for (tarn_ref *r = p->refs; r != NULL; r = r->next)
-    if (r->state != SPILLED && r->state != READING &&
+    if ((r->state == RESIDENT || r->state == WRITING) &&
         (r->escaped || (atomic_load(&r->pinword) & PIN_MASK) != 0))
       s->pinned_bytes += r->charge;
   s->evictions = p->evictions;

@@ -1,8 +1,8 @@
 /* fuzz_pool.c: a libFuzzer target over pool operation sequences. Each input
- * byte pair is one operation (alloc, adopt, retain, release, pin for read or
- * write, unpin, escape) on one of eight slots of a pool with a tiny limit and
- * an in-memory storage; a simple model tracks counts and the pattern each
- * object must hold, and any disagreement aborts. Built with clang
+ * byte pair is one operation (alloc, create, adopt, retain, release, pin for
+ * read or write, unpin, escape, prefetch) on one of eight slots of a pool with
+ * a tiny limit and an in-memory storage; a simple model tracks counts and the
+ * pattern each object must hold, and any disagreement aborts. Built with clang
  * (-fsanitize=fuzzer,address) by scripts/test.sh when clang is present. */
 #include <errno.h>
 #include <stdint.h>
@@ -58,8 +58,10 @@ static void create(tarn_pool *pool, struct slot *s, uint8_t arg) {
   size_t size = 1 + (size_t)arg * 97;
   tarn_ref *r = NULL;
   int rc;
-  if (arg & 1) {
+  if (arg % 3 == 0) {
     rc = tarn_ref_alloc(pool, size, 0, &r);
+  } else if (arg % 3 == 1) {
+    rc = tarn_ref_create(pool, size, &r);
   } else {
     void *obj = malloc(size);
     check(obj != NULL);
@@ -93,7 +95,7 @@ static void step(tarn_pool *pool, struct slot *s, uint8_t op, uint8_t arg) {
     create(pool, s, arg);
     return;
   }
-  switch (op % 7) {
+  switch (op % 8) {
     case 0:
       if (s->pins < 3) pin(s, 0);
       break;
@@ -117,6 +119,9 @@ static void step(tarn_pool *pool, struct slot *s, uint8_t op, uint8_t arg) {
       check(rc == 0 || rc == TARN_ENOMEM);
       break;
     }
+    case 6:
+      check(tarn_ref_prefetch(s->ref) == 0);
+      break;
     default:
       release(s);
       break;

@@ -621,6 +621,65 @@ static void largest_policy_evicts_the_largest(void **state) {
   memdisk_free(disk);
 }
 
+static void created_refs_get_memory_at_their_first_pin(void **state) {
+  (void)state;
+  tarn_pool *p = pool_with(0, NULL);
+  tarn_ref *r = NULL;
+  assert_int_equal(tarn_ref_create(p, 3 * MiB, &r), 0);
+  assert_int_equal(tarn_ref_size(r), 3 * MiB);
+  assert_false(tarn_ref_is_resident(r));
+  assert_int_equal(stats(p).resident_bytes, 0);
+  unsigned char *d = NULL;
+  assert_int_equal(tarn_ref_pin(r, TARN_READ, 0, (void **)&d), 0);
+  assert_int_equal(stats(p).resident_bytes, 3 * MiB);
+  for (size_t i = 0; i < 3 * MiB; i += 4093) assert_int_equal(d[i], 0);
+  assert_int_equal(tarn_ref_unpin(r), 0);
+  assert_true(tarn_ref_is_resident(r));
+  assert_int_equal(tarn_ref_release(r), 0);
+  tarn_ref *never = NULL;
+  assert_int_equal(tarn_ref_create(p, 1, &never), 0);
+  assert_int_equal(tarn_ref_release(never), 0);
+  assert_int_equal(tarn_ref_create(p, 0, &never), TARN_EINVAL);
+  assert_int_equal(stats(p).live_refs, 0);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+}
+
+static void prefetch_reads_back_off_the_caller(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(64 * KiB, disk);
+  tarn_ref *a = alloc(p, 64 * KiB);
+  fill(a, 11);
+  tarn_ref_release(alloc(p, 64 * KiB)); /* a is on disk, room in cache */
+  assert_false(tarn_ref_is_resident(a));
+  assert_int_equal(tarn_ref_prefetch(a), 0);
+  for (int i = 0; i < 5000 && !tarn_ref_is_resident(a); i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  assert_true(tarn_ref_is_resident(a));
+  uint64_t read = stats(p).bytes_read;
+  assert_int_equal(check(a, 11), 0);
+  assert_int_equal(stats(p).bytes_read, read); /* the pin read nothing */
+  assert_int_equal(tarn_ref_prefetch(a), 0);   /* resident: a no-op */
+  assert_int_equal(tarn_ref_prefetch(NULL), TARN_EINVAL);
+  tarn_ref_release(a);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+static void peak_can_be_reset(void **state) {
+  (void)state;
+  tarn_pool *p = pool_with(0, NULL);
+  tarn_ref *a = alloc(p, MiB);
+  tarn_ref_release(alloc(p, 2 * MiB));
+  assert_int_equal(stats(p).resident_peak, 3 * MiB);
+  assert_int_equal(tarn_pool_peak_reset(p), 0);
+  assert_int_equal(stats(p).resident_peak, stats(p).resident_bytes);
+  tarn_ref_release(a);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(options_come_from_the_environment),
@@ -639,6 +698,9 @@ int main(void) {
       cmocka_unit_test(the_spill_file_leaves_nothing_behind),
       cmocka_unit_test(destroy_reports_leaks),
       cmocka_unit_test(largest_policy_evicts_the_largest),
+      cmocka_unit_test(created_refs_get_memory_at_their_first_pin),
+      cmocka_unit_test(prefetch_reads_back_off_the_caller),
+      cmocka_unit_test(peak_can_be_reset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,200 @@
+/* tarn/rt.h: the task runtime. A program submits tasks, each a function
+ * with the refs it reads and writes; the runtime infers the dependencies
+ * from submission order (as if the tasks ran one after another), runs
+ * independent tasks in parallel on one worker per core, pins each task's
+ * refs while it runs, and frees a temporary the moment its last task ends.
+ *
+ * Lifecycle rules:
+ * 1. A read waits for the last write of that ref submitted before it; a
+ *    write waits for the last write and for every read submitted since.
+ *    Reads of one ref run in parallel. The same ref twice in one task is one
+ *    access with both modes.
+ * 2. A task holds a reference to each of its refs from submission until it
+ *    ends, so the program may release a ref right after submitting the last
+ *    task that uses it: the ref is freed when that task ends.
+ * 3. Before a task runs its refs are pinned (spilled ones read back; reading
+ *    starts as soon as the task is ready); after it returns they are
+ *    unpinned. Under a memory limit, a task whose data does not fit waits
+ *    until running tasks free memory; it fails with TARN_ENOMEM only when
+ *    nothing else runs and it still does not fit.
+ * 4. A task that returns a nonzero status fails; every task that depends on
+ *    it, directly or not, is cancelled (reports TARN_ECANCELED, never runs).
+ *    Independent tasks still run.
+ * 5. tarn_region_wait blocks until every task submitted in the region (and
+ *    every task those tasks submitted) is done, and returns the first error.
+ *
+ * Every function is thread-safe unless it says otherwise. */
+#ifndef TARN_RT_H
+#define TARN_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tarn/alloc.h"
+#include "tarn/export.h"
+#include "tarn/pool.h"
+#include "tarn/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tarn_rt tarn_rt;
+typedef struct tarn_task tarn_task;
+typedef struct tarn_region tarn_region;
+
+/* A task's function. `task` gives its data (tarn_task_data) and scratch
+ * memory; returns 0, or a status that fails the task. */
+typedef int (*tarn_task_fn)(tarn_task *task, void *arg);
+
+typedef struct tarn_rt_options {
+  /* Worker threads. Default: TARN_WORKERS from the environment, else the
+   * number of online processors. At most 1024. */
+  unsigned workers;
+  /* The runtime's pool (memory limit, spill directory, ...). */
+  tarn_pool_options pool;
+  /* Bytes of scratch each worker's slab offers a task. Default 64 MiB. */
+  size_t scratch_bytes;
+  /* Free a ref when its last task ends (1, the default), or keep the
+   * runtime's references until the end of the region (0: for measuring
+   * what eager freeing saves). */
+  int eager_free;
+} tarn_rt_options;
+
+/* Fills `options` with the defaults (and the pool's, from the
+ * environment). Returns 0, or TARN_EINVAL when TARN_WORKERS or a pool
+ * variable cannot be parsed. */
+TARN_API int tarn_rt_options_init(tarn_rt_options *options);
+
+/* Starts a runtime: its pool, its scratch slabs and its workers. `options`
+ * may be NULL. Returns 0, TARN_EINVAL, TARN_ENOMEM or TARN_EIO. */
+TARN_API int tarn_rt_create(const tarn_rt_options *options, tarn_rt **rt);
+
+/* Waits for every submitted task, stops the workers and destroys the pool
+ * (refs the program still holds are freed then). Returns the first error
+ * of a task outside any region, or 0. NULL is a no-op. Must not be called
+ * from a task. */
+TARN_API int tarn_rt_destroy(tarn_rt *rt);
+
+/* The runtime's pool: make refs here. Owned by the runtime. */
+TARN_API tarn_pool *tarn_rt_pool(tarn_rt *rt);
+
+/* Number of workers. */
+TARN_API unsigned tarn_rt_workers(const tarn_rt *rt);
+
+/* ---- submitting --------------------------------------------------------- */
+
+/* One access of a task: a ref and how the task uses it. */
+typedef struct tarn_dep {
+  tarn_ref *ref;
+  tarn_access mode;
+} tarn_dep;
+
+typedef struct tarn_task_desc {
+  tarn_task_fn fn;
+  void *arg;
+  const tarn_dep *deps;
+  size_t ndeps;
+  /* Higher runs first among ready tasks. Default 0. */
+  int priority;
+  /* For statistics and error messages; the string must outlive the task. */
+  const char *name;
+} tarn_task_desc;
+
+/* Submits a task. The runtime retains each ref until the task ends (the
+ * caller keeps its own references). Returns 0; TARN_EINVAL for a NULL fn,
+ * a NULL ref, a bad mode, or a ref of another pool; TARN_ENOMEM. A task
+ * submitted from a task belongs to that task's region. */
+TARN_API int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *desc);
+
+/* Items of tarn_submit, a compact form of tarn_task_submit:
+ *   tarn_submit(rt, axpy, TARN_ARG(&alpha), TARN_R(x), TARN_RW(y),
+ *               TARN_PRIORITY(1), TARN_NAME("axpy"));  */
+typedef struct tarn_item {
+  int tag;
+  tarn_ref *ref;
+  void *ptr;
+  int value;
+} tarn_item;
+
+enum {
+  TARN__ITEM_END = 0,
+  TARN__ITEM_DEP = 1,
+  TARN__ITEM_ARG = 2,
+  TARN__ITEM_PRIORITY = 3,
+  TARN__ITEM_NAME = 4
+};
+
+#define TARN_R(r) ((tarn_item){TARN__ITEM_DEP, (r), NULL, TARN_READ})
+#define TARN_W(r) ((tarn_item){TARN__ITEM_DEP, (r), NULL, TARN_WRITE})
+#define TARN_RW(r) ((tarn_item){TARN__ITEM_DEP, (r), NULL, TARN_READ_WRITE})
+#define TARN_ARG(p) ((tarn_item){TARN__ITEM_ARG, NULL, (void *)(p), 0})
+#define TARN_PRIORITY(n) ((tarn_item){TARN__ITEM_PRIORITY, NULL, NULL, (n)})
+#define TARN_NAME(s) \
+  ((tarn_item){TARN__ITEM_NAME, NULL, (void *)(uintptr_t)(s), 0})
+#define TARN_END ((tarn_item){TARN__ITEM_END, NULL, NULL, 0})
+
+/* Submits `fn` with the items that follow (at least one). Returns as
+ * tarn_task_submit. */
+#define tarn_submit(rt, fn, ...) \
+  tarn_task_submit_items((rt), (fn), (const tarn_item[]){__VA_ARGS__, TARN_END})
+
+/* The function behind tarn_submit: `items` ends with TARN_END. */
+TARN_API int tarn_task_submit_items(tarn_rt *rt, tarn_task_fn fn,
+                                    const tarn_item *items);
+
+/* ---- inside a task ------------------------------------------------------ */
+
+/* The pinned address of the task's i-th access (in submission order, after
+ * merging repeated refs), valid while the task runs; NULL when i is out of
+ * range. */
+TARN_API void *tarn_task_data(tarn_task *task, size_t i);
+
+/* The size of the task's i-th ref, 0 when out of range. */
+TARN_API size_t tarn_task_size(tarn_task *task, size_t i);
+
+/* Scratch memory from the worker's slab, freed when the task ends. Returns
+ * 0, TARN_EINVAL or TARN_ENOSPC (see tarn_slab_alloc). */
+TARN_API int tarn_task_scratch(tarn_task *task, size_t size, size_t align,
+                               void **out);
+
+/* The runtime running the task (to submit further tasks). */
+TARN_API tarn_rt *tarn_task_rt(tarn_task *task);
+
+/* ---- regions ------------------------------------------------------------ */
+
+/* Starts a region on the calling thread: tasks it submits until
+ * tarn_region_wait belong to it. Regions nest per thread. Returns 0,
+ * TARN_EINVAL, TARN_ENOMEM, or TARN_EDEADLK from inside a task. */
+TARN_API int tarn_region_begin(tarn_rt *rt, tarn_region **region);
+
+typedef struct tarn_region_stats {
+  uint64_t submitted, run, cancelled, failed;
+  size_t peak_bytes; /* the pool's peak resident bytes during the region */
+} tarn_region_stats;
+
+/* Blocks until every task of the region is done, fills *stats when not
+ * NULL, ends the region and frees it. Returns the first error of its tasks
+ * (a task's own status, TARN_ENOMEM or TARN_EIO from its data), or 0.
+ * Returns TARN_EDEADLK, changing nothing, when called from a task;
+ * TARN_EMISUSE when `region` is not the calling thread's innermost. */
+TARN_API int tarn_region_wait(tarn_region *region, tarn_region_stats *stats);
+
+/* ---- statistics --------------------------------------------------------- */
+
+typedef struct tarn_rt_stats {
+  uint64_t submitted, run, cancelled, failed, stolen;
+  uint64_t held_back;    /* times a task waited for memory to run */
+  uint64_t prefetches;   /* read-backs started when a task became ready */
+  uint64_t run_ns;       /* time in task functions, summed over workers */
+  uint64_t data_wait_ns; /* time pinning data, summed over workers */
+} tarn_rt_stats;
+
+/* A snapshot of the counters. Returns 0 or TARN_EINVAL. */
+TARN_API int tarn_rt_stats_get(tarn_rt *rt, tarn_rt_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,21 @@
+/* pool_internal.h: what the pool offers the layers above it and nobody
+ * else: one pointer slot per ref for the runtime's state, freed through a
+ * callback when the ref dies. */
+#ifndef TARN_POOL_INTERNAL_H
+#define TARN_POOL_INTERNAL_H
+
+#include "tarn/pool.h"
+
+/* Sets the function that frees a ref's owner slot when the ref dies (called
+ * without the pool lock, from whichever thread releases it). */
+void tarn__pool_set_owner_free(tarn_pool *pool,
+                               void (*owner_free)(void *ctx, void *owner),
+                               void *ctx);
+
+/* The ref's owner slot. The caller serialises access to it. */
+void **tarn__ref_owner(tarn_ref *ref);
+
+/* The pool a ref belongs to. */
+tarn_pool *tarn__ref_pool(const tarn_ref *ref);
+
+#endif

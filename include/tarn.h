@@ -6,6 +6,7 @@
 
 #include "tarn/alloc.h"
 #include "tarn/pool.h"
+#include "tarn/rt.h"
 #include "tarn/status.h"
 #include "tarn/version.h"
 

@@ -574,6 +574,8 @@ static void *reader_main(void *arg) {
 
 int tarn_ref_prefetch(tarn_ref *r) {
   if (r == NULL) return TARN_EINVAL;
+  if (atomic_load_explicit(&r->pinword, memory_order_relaxed) & FAST)
+    return 0; /* resident: the common case costs no lock */
   tarn_pool *p = r->pool;
   pthread_mutex_lock(&p->lock);
   int rc = 0;
@@ -583,6 +585,7 @@ int tarn_ref_prefetch(tarn_ref *r) {
       rc = TARN_ENOMEM;
     } else {
       r->prefetching = true;
+      rc = 1;
       job->ref = r;
       job->next = NULL;
       if (p->reads_tail != NULL)

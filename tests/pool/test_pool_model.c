@@ -174,7 +174,7 @@ static int step(struct worker *w) {
   if (op < 85) return op_release(w, s);
   if (op < 90) {
     int rc = tarn_ref_prefetch(s->ref);
-    if (rc != 0) FAIL(w, "prefetch: %s", tarn_strerror(rc));
+    if (rc != 0 && rc != 1) FAIL(w, "prefetch: %s", tarn_strerror(rc));
     return 0;
   }
   if (op < 86 && !s->escaped && w->escaped == 0) {

@@ -1,0 +1,848 @@
+/* rt.c: the task runtime. Submission infers dependencies from each ref's
+ * state (its last writer and the readers since), kept in the ref's owner
+ * slot and guarded by one submission lock. A task waits on a count of
+ * unfinished predecessors (plus one while it is being submitted); a
+ * finished task closes its successor list with an atomic exchange and
+ * readies every successor whose count reaches zero. Ready tasks go to the
+ * worker queues (a heap by priority, then submission order, each with its
+ * own lock); idle workers steal, spin a little, then sleep.
+ *
+ * Invariants:
+ * - A task is freed when it has finished and no ref state names it:
+ *   `refcount` counts one for its run plus one per ref-state slot.
+ * - A successor edge is added only while the predecessor's list is open; an
+ *   edge to a finished predecessor is not added (and carries its failure).
+ * - Every task submitted to a region is counted in the region until it
+ *   finishes, run, failed or cancelled; tasks submitted by a task join its
+ *   region. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pool/pool_internal.h"
+#include "prim/prim.h"
+#include "tarn/rt.h"
+
+#define CLOSED ((struct edge *)(uintptr_t)1)
+#define SPIN_ROUNDS 200 /* sched_yield rounds before a worker sleeps */
+
+struct edge {
+  tarn_task *task;
+  struct edge *next;
+};
+
+struct slot {
+  tarn_ref *ref;
+  tarn_access mode;
+  void *data;
+  bool pinned;
+};
+
+enum { inline_slots = 4 };
+
+struct tarn_task {
+  tarn_rt *rt;
+  tarn_task_fn fn;
+  void *arg;
+  int priority;
+  const char *name;
+  uint64_t seq;
+  tarn_region *region;
+  struct worker *worker; /* running it, for scratch */
+  size_t n;
+  struct slot *slots;
+  struct slot inline_slots_[inline_slots];
+  _Atomic int pending;
+  _Atomic int refcount;
+  _Atomic(struct edge *) successors;
+  atomic_bool cancel;
+  bool failed;
+  tarn_task *left, *right; /* in a worker's queue */
+};
+
+/* A ref's dependency state, in its owner slot. */
+struct ref_state {
+  tarn_task *writer;
+  tarn_task **readers;
+  size_t nreaders, cap;
+};
+
+struct tarn_region {
+  tarn_rt *rt;
+  tarn_region *parent; /* the thread's enclosing region */
+  atomic_llong outstanding;
+  atomic_int error;
+  _Atomic uint64_t submitted, run, cancelled, failed;
+  /* With eager_free off: refs released when the region ends. */
+  pthread_mutex_t keep_lock;
+  tarn_ref **kept;
+  size_t nkept, capkept;
+};
+
+struct worker {
+  tarn_rt *rt;
+  unsigned index;
+  pthread_t thread;
+  pthread_mutex_t lock;
+  tarn_task *top; /* the queue */
+  tarn_slab *scratch;
+  /* Counters written by this worker only. */
+  _Atomic uint64_t run, stolen, run_ns, wait_ns;
+} __attribute__((aligned(64)));
+
+struct tarn_rt {
+  tarn_pool *pool;
+  tarn_slab_set *slabs;
+  struct worker *workers;
+  unsigned nworkers;
+  int eager_free;
+  pthread_mutex_t submit_lock; /* ref states */
+  _Atomic uint64_t seq;
+  atomic_uint next_worker;
+  /* Sleeping. */
+  pthread_mutex_t idle_lock;
+  pthread_cond_t idle;
+  atomic_int sleepers;
+  _Atomic uint64_t epoch; /* bumped by every push */
+  atomic_bool stopping;
+  /* Tasks waiting for memory. */
+  pthread_mutex_t held_lock;
+  tarn_task **held;
+  size_t nheld, capheld;
+  atomic_size_t held_count; /* nheld, read without the lock */
+  atomic_int running;
+  /* Regions and completion. */
+  pthread_mutex_t done_lock;
+  pthread_cond_t done;
+  tarn_region root;         /* tasks submitted outside any region */
+  atomic_llong outstanding; /* every unfinished task */
+  _Atomic uint64_t submitted, cancelled, failed, held_back, prefetches;
+};
+
+static _Thread_local tarn_task *current_task;
+static _Thread_local struct worker *current_worker;
+static _Thread_local tarn_region *current_region;
+
+/* ---- options ------------------------------------------------------------ */
+
+int tarn_rt_options_init(tarn_rt_options *o) {
+  if (o == NULL) return TARN_EINVAL;
+  memset(o, 0, sizeof *o);
+  int rc = tarn_pool_options_init(&o->pool);
+  o->scratch_bytes = (size_t)64 << 20;
+  o->eager_free = 1;
+  o->workers = tarn__cpu_count();
+  const char *w = getenv("TARN_WORKERS");
+  if (w != NULL && *w != '\0') {
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = strtoul(w, &end, 10);
+    if (errno != 0 || *end != '\0' || v == 0 || v > 1024 || w[0] == '-')
+      rc = TARN_EINVAL;
+    else
+      o->workers = (unsigned)v;
+  }
+  return rc;
+}
+
+/* ---- tasks and edges ---------------------------------------------------- */
+
+static void task_unref(tarn_task *t) {
+  if (atomic_fetch_sub(&t->refcount, 1) != 1) return;
+  if (t->slots != t->inline_slots_) free(t->slots);
+  free(t);
+}
+
+/* Makes `t` wait for `pred` unless pred has finished already. */
+static int add_edge(tarn_task *pred, tarn_task *t) {
+  if (pred == NULL || pred == t) return 0;
+  struct edge *e = malloc(sizeof *e);
+  if (e == NULL) return TARN_ENOMEM;
+  e->task = t;
+  atomic_fetch_add(&t->pending, 1);
+  struct edge *head = atomic_load(&pred->successors);
+  do {
+    if (head == CLOSED) {
+      free(e);
+      if (pred->failed) atomic_store(&t->cancel, true);
+      atomic_fetch_sub(&t->pending, 1); /* never 0: submission holds 1 */
+      return 0;
+    }
+    e->next = head;
+  } while (!atomic_compare_exchange_weak(&pred->successors, &head, e));
+  return 0;
+}
+
+static void ref_state_free(void *ctx, void *owner) {
+  (void)ctx;
+  struct ref_state *st = owner;
+  if (st->writer != NULL) task_unref(st->writer);
+  for (size_t i = 0; i < st->nreaders; i++) task_unref(st->readers[i]);
+  free(st->readers);
+  free(st);
+}
+
+/* Records one access of `t` in the ref's state, adding the edges that
+ * submission order implies. Submission lock held. */
+static int track(tarn_task *t, tarn_ref *ref, tarn_access mode) {
+  void **slot = tarn__ref_owner(ref);
+  struct ref_state *st = *slot;
+  if (st == NULL) {
+    st = calloc(1, sizeof *st);
+    if (st == NULL) return TARN_ENOMEM;
+    *slot = st;
+  }
+  int rc = 0;
+  if (mode & TARN_WRITE) {
+    if (st->nreaders == 0) rc = add_edge(st->writer, t);
+    for (size_t i = 0; i < st->nreaders && rc == 0; i++)
+      rc = add_edge(st->readers[i], t);
+    if (rc != 0) return rc;
+    for (size_t i = 0; i < st->nreaders; i++) task_unref(st->readers[i]);
+    st->nreaders = 0;
+    if (st->writer != NULL) task_unref(st->writer);
+    st->writer = t;
+    atomic_fetch_add(&t->refcount, 1);
+    return 0;
+  }
+  if (st->nreaders == st->cap) {
+    size_t cap = st->cap ? 2 * st->cap : 4;
+    tarn_task **r = realloc(st->readers, cap * sizeof *r);
+    if (r == NULL) return TARN_ENOMEM;
+    st->readers = r;
+    st->cap = cap;
+  }
+  rc = add_edge(st->writer, t);
+  if (rc != 0) return rc;
+  st->readers[st->nreaders++] = t;
+  atomic_fetch_add(&t->refcount, 1);
+  return 0;
+}
+
+/* ---- queues and sleeping ------------------------------------------------ */
+
+static bool before(const tarn_task *a, const tarn_task *b) {
+  return a->priority != b->priority ? a->priority > b->priority
+                                    : a->seq < b->seq;
+}
+
+/* The queues are skew heaps threaded through the tasks: push and pop
+ * never allocate, so readying a task cannot fail. */
+static tarn_task *merge(tarn_task *a, tarn_task *b) {
+  tarn_task *root = NULL, **at = &root;
+  while (a != NULL && b != NULL) {
+    if (before(b, a)) {
+      tarn_task *x = a;
+      a = b;
+      b = x;
+    }
+    *at = a;
+    tarn_task *rest = a->right;
+    a->right = a->left;
+    at = &a->left;
+    a = rest;
+  }
+  *at = a != NULL ? a : b;
+  return root;
+}
+
+static void heap_push(struct worker *w, tarn_task *t) {
+  t->left = t->right = NULL;
+  w->top = merge(w->top, t);
+}
+
+static tarn_task *heap_pop(struct worker *w) {
+  tarn_task *t = w->top;
+  if (t != NULL) w->top = merge(t->left, t->right);
+  return t;
+}
+
+static void wake(tarn_rt *rt) {
+  atomic_fetch_add(&rt->epoch, 1);
+  if (atomic_load(&rt->sleepers) > 0) {
+    pthread_mutex_lock(&rt->idle_lock);
+    pthread_cond_signal(&rt->idle);
+    pthread_mutex_unlock(&rt->idle_lock);
+  }
+}
+
+/* Queues a ready task: on the calling worker, else round robin. Its
+ * spilled data starts coming back at once, off the workers. */
+static void push(tarn_rt *rt, tarn_task *t) {
+  if (!atomic_load_explicit(&t->cancel, memory_order_relaxed))
+    for (size_t i = 0; i < t->n; i++)
+      if (tarn_ref_prefetch(t->slots[i].ref) == 1)
+        atomic_fetch_add_explicit(&rt->prefetches, 1, memory_order_relaxed);
+  struct worker *w = current_worker;
+  if (w == NULL || w->rt != rt)
+    w = &rt->workers[atomic_fetch_add_explicit(&rt->next_worker, 1,
+                                               memory_order_relaxed) %
+                     rt->nworkers];
+  pthread_mutex_lock(&w->lock);
+  heap_push(w, t);
+  pthread_mutex_unlock(&w->lock);
+  wake(rt);
+}
+
+static tarn_task *take(struct worker *self) {
+  pthread_mutex_lock(&self->lock);
+  tarn_task *t = heap_pop(self);
+  pthread_mutex_unlock(&self->lock);
+  if (t != NULL) return t;
+  tarn_rt *rt = self->rt;
+  for (unsigned k = 1; k < rt->nworkers; k++) {
+    struct worker *v = &rt->workers[(self->index + k) % rt->nworkers];
+    pthread_mutex_lock(&v->lock);
+    t = heap_pop(v);
+    pthread_mutex_unlock(&v->lock);
+    if (t != NULL) {
+      atomic_store_explicit(
+          &self->stolen,
+          atomic_load_explicit(&self->stolen, memory_order_relaxed) + 1,
+          memory_order_relaxed);
+      return t;
+    }
+  }
+  return NULL;
+}
+
+/* ---- finishing ------------------------------------------------------------
+ */
+
+/* Counts a finished task in its region. The region may be freed as soon
+ * as `outstanding` reaches 0, so nothing touches it after that. */
+static void region_done(tarn_rt *rt, tarn_region *r, int status, bool ran) {
+  if (status != 0) {
+    int zero = 0;
+    atomic_compare_exchange_strong(&r->error, &zero, status);
+  }
+  _Atomic uint64_t *counter = status == TARN_ECANCELED ? &r->cancelled
+                              : status != 0            ? &r->failed
+                                                       : &r->run;
+  if (ran && status != 0) atomic_fetch_add(&r->run, 1);
+  atomic_fetch_add(counter, 1);
+  if (atomic_fetch_sub(&r->outstanding, 1) == 1) {
+    pthread_mutex_lock(&rt->done_lock);
+    pthread_cond_broadcast(&rt->done);
+    pthread_mutex_unlock(&rt->done_lock);
+  }
+}
+
+/* Keeps `ref` until the region ends (eager freeing off). */
+static void keep(tarn_region *r, tarn_ref *ref) {
+  pthread_mutex_lock(&r->keep_lock);
+  if (r->nkept == r->capkept) {
+    size_t cap = r->capkept ? 2 * r->capkept : 64;
+    tarn_ref **k = realloc(r->kept, cap * sizeof *k);
+    if (k == NULL) { /* cannot keep it: free it eagerly after all */
+      pthread_mutex_unlock(&r->keep_lock);
+      tarn_ref_release(ref);
+      return;
+    }
+    r->kept = k;
+    r->capkept = cap;
+  }
+  r->kept[r->nkept++] = ref;
+  pthread_mutex_unlock(&r->keep_lock);
+}
+
+/* Retries every task held back for memory. */
+static void retry_held(tarn_rt *rt) {
+  if (atomic_load(&rt->held_count) == 0) return;
+  pthread_mutex_lock(&rt->held_lock);
+  size_t n = rt->nheld;
+  rt->nheld = 0;
+  atomic_store(&rt->held_count, 0);
+  for (size_t i = 0; i < n; i++) push(rt, rt->held[i]);
+  pthread_mutex_unlock(&rt->held_lock);
+}
+
+/* Ends a task that ran (status from its function or its data) or was
+ * cancelled: drops its refs, readies or cancels its successors. */
+static void finish(tarn_task *t, int status, bool ran) {
+  tarn_rt *rt = t->rt;
+  for (size_t i = 0; i < t->n; i++) {
+    if (t->slots[i].pinned) tarn_ref_unpin(t->slots[i].ref);
+    if (rt->eager_free)
+      tarn_ref_release(t->slots[i].ref);
+    else
+      keep(t->region, t->slots[i].ref);
+  }
+  t->failed = status != 0;
+  if (status == TARN_ECANCELED)
+    atomic_fetch_add_explicit(&rt->cancelled, 1, memory_order_relaxed);
+  else if (status != 0)
+    atomic_fetch_add_explicit(&rt->failed, 1, memory_order_relaxed);
+  struct edge *e = atomic_exchange(&t->successors, CLOSED);
+  while (e != NULL) {
+    struct edge *next = e->next;
+    if (t->failed) atomic_store(&e->task->cancel, true);
+    if (atomic_fetch_sub(&e->task->pending, 1) == 1) push(rt, e->task);
+    free(e);
+    e = next;
+  }
+  region_done(rt, t->region, status, ran);
+  task_unref(t);
+  if (atomic_fetch_sub(&rt->outstanding, 1) == 1) {
+    pthread_mutex_lock(&rt->done_lock);
+    pthread_cond_broadcast(&rt->done);
+    pthread_mutex_unlock(&rt->done_lock);
+  }
+}
+
+/* ---- running --------------------------------------------------------------
+ */
+
+static void unpin_all(tarn_task *t) {
+  for (size_t i = 0; i < t->n; i++)
+    if (t->slots[i].pinned) {
+      tarn_ref_unpin(t->slots[i].ref);
+      t->slots[i].pinned = false;
+    }
+}
+
+static int pin_all(tarn_task *t) {
+  for (size_t i = 0; i < t->n; i++) {
+    struct slot *s = &t->slots[i];
+    if (s->pinned) continue;
+    int rc = tarn_ref_pin(s->ref, s->mode, 0, &s->data);
+    if (rc != 0) return rc;
+    s->pinned = true;
+  }
+  return 0;
+}
+
+/* Holds `t` back until memory frees. Called with `running` counting it;
+ * returns true when held, false when no other task is active, so that no
+ * completion would ever retry it (the caller then tries alone). The order
+ * of held_count's store and running's decrement here, and the reverse in
+ * task_done, ensures one of the two sides sees the other (all seq_cst). */
+static bool hold(tarn_rt *rt, tarn_task *t) {
+  pthread_mutex_lock(&rt->held_lock);
+  if (rt->nheld == rt->capheld) {
+    size_t cap = rt->capheld ? 2 * rt->capheld : 16;
+    tarn_task **h = realloc(rt->held, cap * sizeof *h);
+    if (h == NULL) {
+      pthread_mutex_unlock(&rt->held_lock);
+      return false;
+    }
+    rt->held = h;
+    rt->capheld = cap;
+  }
+  rt->held[rt->nheld++] = t;
+  atomic_store(&rt->held_count, rt->nheld);
+  if (atomic_fetch_sub(&rt->running, 1) - 1 > 0) {
+    atomic_fetch_add_explicit(&rt->held_back, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&rt->held_lock);
+    return true;
+  }
+  rt->nheld--; /* alone: take it back */
+  atomic_store(&rt->held_count, rt->nheld);
+  atomic_fetch_add(&rt->running, 1);
+  pthread_mutex_unlock(&rt->held_lock);
+  return false;
+}
+
+/* Pins a task's data; `running` counts the task from here on. Returns 0,
+ * a status that fails the task, or 1 when the task was held back. */
+static int acquire_data(tarn_task *t) {
+  tarn_rt *rt = t->rt;
+  atomic_fetch_add(&rt->running, 1);
+  int rc = pin_all(t);
+  if (rc != TARN_ENOMEM) return rc;
+  unpin_all(t);
+  if (hold(rt, t)) return 1;
+  /* No other task is active, so every other task's data is unpinned: one
+   * more try, then the task does not fit and fails. */
+  rc = pin_all(t);
+  return rc;
+}
+
+/* The task leaves the active set: retry what waits for memory. */
+static void task_done(tarn_rt *rt) {
+  atomic_fetch_sub(&rt->running, 1);
+  retry_held(rt);
+}
+
+static void add_relaxed(_Atomic uint64_t *c, uint64_t v) {
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                        memory_order_relaxed);
+}
+
+static void run(struct worker *w, tarn_task *t) {
+  if (atomic_load(&t->cancel)) {
+    finish(t, TARN_ECANCELED, false);
+    return;
+  }
+  uint64_t t0 = tarn__clock_ns();
+  int rc = acquire_data(t);
+  uint64_t t1 = tarn__clock_ns();
+  add_relaxed(&w->wait_ns, t1 - t0);
+  if (rc == 1) return; /* held back */
+  if (rc != 0) {
+    unpin_all(t);
+    finish(t, rc, false);
+    task_done(w->rt);
+    return;
+  }
+  t->worker = w;
+  tarn_mark mark;
+  bool marked = tarn_slab_mark(w->scratch, &mark) == 0;
+  current_task = t;
+  rc = t->fn(t, t->arg);
+  current_task = NULL;
+  if (marked) tarn_slab_reset(w->scratch, &mark);
+  add_relaxed(&w->run_ns, tarn__clock_ns() - t1);
+  add_relaxed(&w->run, 1);
+  unpin_all(t);
+  finish(t, rc, true);
+  task_done(w->rt);
+}
+
+static void *worker_main(void *arg) {
+  struct worker *w = arg;
+  tarn_rt *rt = w->rt;
+  current_worker = w;
+  for (;;) {
+    uint64_t seen = atomic_load(&rt->epoch);
+    tarn_task *t = take(w);
+    for (int spin = 0; t == NULL && spin < SPIN_ROUNDS; spin++) {
+      if (atomic_load(&rt->stopping)) break;
+      sched_yield();
+      seen = atomic_load(&rt->epoch);
+      t = take(w);
+    }
+    if (t != NULL) {
+      run(w, t);
+      continue;
+    }
+    if (atomic_load(&rt->stopping)) break;
+    pthread_mutex_lock(&rt->idle_lock);
+    atomic_fetch_add(&rt->sleepers, 1);
+    while (atomic_load(&rt->epoch) == seen && !atomic_load(&rt->stopping))
+      pthread_cond_wait(&rt->idle, &rt->idle_lock);
+    atomic_fetch_sub(&rt->sleepers, 1);
+    pthread_mutex_unlock(&rt->idle_lock);
+  }
+  return NULL;
+}
+
+/* ---- submitting -----------------------------------------------------------
+ */
+
+/* The region a task submitted now belongs to. */
+static tarn_region *region_now(tarn_rt *rt) {
+  if (current_task != NULL && current_task->rt == rt)
+    return current_task->region;
+  for (tarn_region *r = current_region; r != NULL; r = r->parent)
+    if (r->rt == rt) return r;
+  return &rt->root;
+}
+
+/* Copies the accesses, one slot per ref with the modes merged. */
+static int fill_slots(tarn_task *t, const tarn_dep *deps, size_t ndeps) {
+  t->slots = t->inline_slots_;
+  if (ndeps > inline_slots) {
+    t->slots = malloc(ndeps * sizeof *t->slots);
+    if (t->slots == NULL) return TARN_ENOMEM;
+  }
+  for (size_t i = 0; i < ndeps; i++) {
+    tarn_access mode = deps[i].mode;
+    if (deps[i].ref == NULL || mode < TARN_READ || mode > TARN_READ_WRITE ||
+        tarn__ref_pool(deps[i].ref) != t->rt->pool)
+      return TARN_EINVAL;
+    size_t k = 0;
+    while (k < t->n && t->slots[k].ref != deps[i].ref) k++;
+    if (k == t->n) t->slots[t->n++] = (struct slot){deps[i].ref, 0, NULL, 0};
+    t->slots[k].mode |= mode;
+  }
+  return 0;
+}
+
+static void task_free_unsubmitted(tarn_task *t) {
+  if (t->slots != t->inline_slots_) free(t->slots);
+  free(t);
+}
+
+int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
+  if (rt == NULL || d == NULL || d->fn == NULL ||
+      (d->ndeps > 0 && d->deps == NULL))
+    return TARN_EINVAL;
+  tarn_task *t = calloc(1, sizeof *t);
+  if (t == NULL) return TARN_ENOMEM;
+  t->rt = rt;
+  t->fn = d->fn;
+  t->arg = d->arg;
+  t->priority = d->priority;
+  t->name = d->name;
+  int rc = fill_slots(t, d->deps, d->ndeps);
+  for (size_t i = 0; rc == 0 && i < t->n; i++)
+    if (tarn_ref_retain(t->slots[i].ref) != 0) {
+      for (size_t k = 0; k < i; k++) tarn_ref_release(t->slots[k].ref);
+      rc = TARN_EINVAL; /* a dead ref */
+    }
+  if (rc != 0) {
+    task_free_unsubmitted(t);
+    return rc;
+  }
+  atomic_init(&t->pending, 1);
+  atomic_init(&t->refcount, 1);
+  t->region = region_now(rt);
+  t->seq = atomic_fetch_add_explicit(&rt->seq, 1, memory_order_relaxed);
+  atomic_fetch_add(&t->region->outstanding, 1);
+  atomic_fetch_add(&t->region->submitted, 1);
+  atomic_fetch_add(&rt->outstanding, 1);
+  atomic_fetch_add_explicit(&rt->submitted, 1, memory_order_relaxed);
+  pthread_mutex_lock(&rt->submit_lock);
+  for (size_t i = 0; rc == 0 && i < t->n; i++)
+    rc = track(t, t->slots[i].ref, t->slots[i].mode);
+  pthread_mutex_unlock(&rt->submit_lock);
+  if (rc != 0) { /* out of memory half-way: the task fails, in order */
+    atomic_store(&t->cancel, true);
+    fprintf(stderr, "tarn: task %s: out of memory at submission\n",
+            t->name != NULL ? t->name : "(unnamed)");
+  }
+  if (atomic_fetch_sub(&t->pending, 1) == 1) push(rt, t);
+  return rc;
+}
+
+int tarn_task_submit_items(tarn_rt *rt, tarn_task_fn fn,
+                           const tarn_item *items) {
+  if (items == NULL) return TARN_EINVAL;
+  size_t n = 0, ndeps = 0;
+  for (; items[n].tag != TARN__ITEM_END; n++)
+    if (items[n].tag == TARN__ITEM_DEP) ndeps++;
+  tarn_dep inline_deps[16];
+  tarn_dep *deps = inline_deps;
+  if (ndeps > 16 && (deps = malloc(ndeps * sizeof *deps)) == NULL)
+    return TARN_ENOMEM;
+  tarn_task_desc d = {fn, NULL, deps, 0, 0, NULL};
+  int rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    const tarn_item *it = &items[i];
+    switch (it->tag) {
+      case TARN__ITEM_DEP:
+        deps[d.ndeps++] = (tarn_dep){it->ref, (tarn_access)it->value};
+        break;
+      case TARN__ITEM_ARG:
+        d.arg = it->ptr;
+        break;
+      case TARN__ITEM_PRIORITY:
+        d.priority = it->value;
+        break;
+      case TARN__ITEM_NAME:
+        d.name = (const char *)it->ptr;
+        break;
+      default:
+        rc = TARN_EINVAL;
+        break;
+    }
+  }
+  if (rc == 0) rc = tarn_task_submit(rt, &d);
+  if (deps != inline_deps) free(deps);
+  return rc;
+}
+
+/* ---- inside a task --------------------------------------------------------
+ */
+
+void *tarn_task_data(tarn_task *t, size_t i) {
+  return t != NULL && i < t->n ? t->slots[i].data : NULL;
+}
+
+size_t tarn_task_size(tarn_task *t, size_t i) {
+  return t != NULL && i < t->n ? tarn_ref_size(t->slots[i].ref) : 0;
+}
+
+int tarn_task_scratch(tarn_task *t, size_t size, size_t align, void **out) {
+  if (t == NULL || t->worker == NULL) return TARN_EINVAL;
+  return tarn_slab_alloc(t->worker->scratch, size, align, out);
+}
+
+tarn_rt *tarn_task_rt(tarn_task *t) { return t != NULL ? t->rt : NULL; }
+
+/* ---- regions --------------------------------------------------------------
+ */
+
+static void region_init(tarn_region *r, tarn_rt *rt) {
+  memset(r, 0, sizeof *r);
+  r->rt = rt;
+  pthread_mutex_init(&r->keep_lock, NULL);
+}
+
+/* Waits until the region has no unfinished task. */
+static void region_drain(tarn_region *r) {
+  tarn_rt *rt = r->rt;
+  pthread_mutex_lock(&rt->done_lock);
+  while (atomic_load(&r->outstanding) > 0)
+    pthread_cond_wait(&rt->done, &rt->done_lock);
+  pthread_mutex_unlock(&rt->done_lock);
+  for (size_t i = 0; i < r->nkept; i++) tarn_ref_release(r->kept[i]);
+  free(r->kept);
+  r->kept = NULL;
+  r->nkept = r->capkept = 0;
+}
+
+int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
+  if (rt == NULL || out == NULL) return TARN_EINVAL;
+  if (current_task != NULL) return TARN_EDEADLK;
+  tarn_region *r = malloc(sizeof *r);
+  if (r == NULL) return TARN_ENOMEM;
+  region_init(r, rt);
+  r->parent = current_region;
+  current_region = r;
+  tarn_pool_peak_reset(rt->pool);
+  *out = r;
+  return 0;
+}
+
+int tarn_region_wait(tarn_region *r, tarn_region_stats *stats) {
+  if (r == NULL) return TARN_EINVAL;
+  if (current_task != NULL) return TARN_EDEADLK;
+  if (r != current_region) return TARN_EMISUSE;
+  region_drain(r);
+  current_region = r->parent;
+  if (stats != NULL) {
+    tarn_pool_stats ps;
+    tarn_pool_stats_get(r->rt->pool, &ps);
+    *stats = (tarn_region_stats){
+        atomic_load(&r->submitted), atomic_load(&r->run),
+        atomic_load(&r->cancelled), atomic_load(&r->failed), ps.resident_peak};
+  }
+  int rc = atomic_load(&r->error);
+  pthread_mutex_destroy(&r->keep_lock);
+  free(r);
+  return rc;
+}
+
+/* ---- create and destroy ---------------------------------------------------
+ */
+
+static void stop_workers(tarn_rt *rt, unsigned started) {
+  atomic_store(&rt->stopping, true);
+  pthread_mutex_lock(&rt->idle_lock);
+  atomic_fetch_add(&rt->epoch, 1);
+  pthread_cond_broadcast(&rt->idle);
+  pthread_mutex_unlock(&rt->idle_lock);
+  for (unsigned i = 0; i < started; i++)
+    pthread_join(rt->workers[i].thread, NULL);
+  for (unsigned i = 0; i < rt->nworkers; i++) {
+    tarn_slab_release(rt->slabs, rt->workers[i].scratch);
+    pthread_mutex_destroy(&rt->workers[i].lock);
+  }
+}
+
+static void rt_free(tarn_rt *rt) {
+  tarn_pool_destroy(rt->pool);
+  tarn_slab_set_destroy(rt->slabs);
+  pthread_mutex_destroy(&rt->submit_lock);
+  pthread_mutex_destroy(&rt->idle_lock);
+  pthread_cond_destroy(&rt->idle);
+  pthread_mutex_destroy(&rt->held_lock);
+  pthread_mutex_destroy(&rt->done_lock);
+  pthread_cond_destroy(&rt->done);
+  pthread_mutex_destroy(&rt->root.keep_lock);
+  free(rt->held);
+  free(rt->workers);
+  free(rt);
+}
+
+int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
+  tarn_rt_options o;
+  int rc = tarn_rt_options_init(&o);
+  if (options != NULL)
+    o = *options;
+  else if (rc != 0)
+    return rc;
+  if (out == NULL || o.workers == 0 || o.workers > 1024 || o.scratch_bytes == 0)
+    return TARN_EINVAL;
+  tarn_rt *rt = calloc(1, sizeof *rt);
+  if (rt == NULL) return TARN_ENOMEM;
+  rt->nworkers = o.workers;
+  rt->eager_free = o.eager_free;
+  pthread_mutex_init(&rt->submit_lock, NULL);
+  pthread_mutex_init(&rt->idle_lock, NULL);
+  pthread_cond_init(&rt->idle, NULL);
+  pthread_mutex_init(&rt->held_lock, NULL);
+  pthread_mutex_init(&rt->done_lock, NULL);
+  pthread_cond_init(&rt->done, NULL);
+  region_init(&rt->root, rt);
+  tarn_slab_set_options so;
+  tarn_slab_set_options_init(&so);
+  so.count = o.workers;
+  so.slab_size = o.scratch_bytes;
+  rt->workers = aligned_alloc(64, o.workers * sizeof *rt->workers);
+  if (rt->workers == NULL) rc = TARN_ENOMEM;
+  if (rc == 0) rc = tarn_pool_create(&o.pool, &rt->pool);
+  if (rc == 0) rc = tarn_slab_set_create(&so, &rt->slabs);
+  if (rc != 0) {
+    rt_free(rt);
+    return rc;
+  }
+  tarn__pool_set_owner_free(rt->pool, ref_state_free, NULL);
+  /* Every worker is ready before any starts: workers steal from all. */
+  for (unsigned i = 0; i < o.workers; i++) {
+    struct worker *w = &rt->workers[i];
+    memset(w, 0, sizeof *w);
+    w->rt = rt;
+    w->index = i;
+    pthread_mutex_init(&w->lock, NULL);
+    tarn_slab_acquire(rt->slabs, &w->scratch); /* count == workers */
+  }
+  unsigned started = 0;
+  while (started < o.workers &&
+         pthread_create(&rt->workers[started].thread, NULL, worker_main,
+                        &rt->workers[started]) == 0)
+    started++;
+  if (started < o.workers) {
+    stop_workers(rt, started);
+    rt_free(rt);
+    return TARN_ENOMEM;
+  }
+  *out = rt;
+  return 0;
+}
+
+int tarn_rt_destroy(tarn_rt *rt) {
+  if (rt == NULL) return 0;
+  pthread_mutex_lock(&rt->done_lock);
+  while (atomic_load(&rt->outstanding) > 0)
+    pthread_cond_wait(&rt->done, &rt->done_lock);
+  pthread_mutex_unlock(&rt->done_lock);
+  region_drain(&rt->root);
+  stop_workers(rt, rt->nworkers);
+  int rc = atomic_load(&rt->root.error);
+  rt_free(rt);
+  return rc;
+}
+
+tarn_pool *tarn_rt_pool(tarn_rt *rt) { return rt != NULL ? rt->pool : NULL; }
+
+unsigned tarn_rt_workers(const tarn_rt *rt) {
+  return rt != NULL ? rt->nworkers : 0;
+}
+
+int tarn_rt_stats_get(tarn_rt *rt, tarn_rt_stats *s) {
+  if (rt == NULL || s == NULL) return TARN_EINVAL;
+  memset(s, 0, sizeof *s);
+  s->submitted = atomic_load(&rt->submitted);
+  s->cancelled = atomic_load(&rt->cancelled);
+  s->failed = atomic_load(&rt->failed);
+  s->held_back = atomic_load(&rt->held_back);
+  s->prefetches = atomic_load(&rt->prefetches);
+  for (unsigned i = 0; i < rt->nworkers; i++) {
+    struct worker *w = &rt->workers[i];
+    s->run += atomic_load_explicit(&w->run, memory_order_relaxed);
+    s->stolen += atomic_load_explicit(&w->stolen, memory_order_relaxed);
+    s->run_ns += atomic_load_explicit(&w->run_ns, memory_order_relaxed);
+    s->data_wait_ns += atomic_load_explicit(&w->wait_ns, memory_order_relaxed);
+  }
+  return 0;
+}

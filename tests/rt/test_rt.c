@@ -1,0 +1,510 @@
+/* test_rt.c: the runtime as a user sees it: results equal to running the
+ * tasks one after another on random graphs, failures cancelling exactly
+ * their dependants, nested submission, regions, priorities, scratch,
+ * backpressure under a memory limit, eager freeing of temporaries, and bad
+ * input refused. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "tarn.h"
+
+#define MiB ((size_t)1 << 20)
+
+static tarn_rt *make_rt(unsigned workers, size_t limit, int eager) {
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = workers;
+  o.pool.mem_limit = limit;
+  o.eager_free = eager;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  return rt;
+}
+
+static tarn_ref *word_ref(tarn_rt *rt, uint64_t v) {
+  tarn_ref *r = NULL;
+  assert_int_equal(tarn_ref_alloc(tarn_rt_pool(rt), sizeof v, 0, &r), 0);
+  void *p = NULL;
+  assert_int_equal(tarn_ref_pin(r, TARN_WRITE, 0, &p), 0);
+  memcpy(p, &v, sizeof v);
+  assert_int_equal(tarn_ref_unpin(r), 0);
+  return r;
+}
+
+static uint64_t word_of(tarn_ref *r) {
+  void *p = NULL;
+  assert_int_equal(tarn_ref_pin(r, TARN_READ, 0, &p), 0);
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+  assert_int_equal(tarn_ref_unpin(r), 0);
+  return v;
+}
+
+/* ---- random graphs against the sequential order ------------------------- */
+
+enum { graph_refs = 6, graph_tasks = 40, max_deps = 3 };
+
+struct gtask {
+  uint64_t id;
+  size_t n;
+  int which[max_deps];
+  tarn_access mode[max_deps];
+};
+
+/* h = id + every value read; then every written value x becomes 3x + h. */
+static void apply(const struct gtask *g, uint64_t **v) {
+  uint64_t h = g->id;
+  for (size_t i = 0; i < g->n; i++)
+    if (g->mode[i] & TARN_READ) h += *v[i];
+  for (size_t i = 0; i < g->n; i++)
+    if (g->mode[i] & TARN_WRITE) *v[i] = 3 * *v[i] + h;
+}
+
+static int graph_task(tarn_task *t, void *arg) {
+  const struct gtask *g = arg;
+  uint64_t *v[max_deps];
+  for (size_t i = 0; i < g->n; i++) v[i] = tarn_task_data(t, i);
+  apply(g, v);
+  return 0;
+}
+
+static uint64_t rng(uint64_t *x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 7;
+  *x ^= *x << 17;
+  return *x;
+}
+
+static void one_graph(tarn_rt *rt, uint64_t seed) {
+  struct gtask g[graph_tasks];
+  uint64_t expect[graph_refs];
+  tarn_ref *refs[graph_refs];
+  for (int r = 0; r < graph_refs; r++) {
+    expect[r] = (uint64_t)r + 1;
+    refs[r] = word_ref(rt, expect[r]);
+  }
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  for (int k = 0; k < graph_tasks; k++) {
+    struct gtask *t = &g[k];
+    t->id = seed * 1000 + (uint64_t)k;
+    t->n = 1 + rng(&seed) % max_deps;
+    tarn_dep deps[max_deps];
+    for (size_t i = 0; i < t->n; i++) { /* distinct refs */
+      int w;
+      bool again;
+      do {
+        w = (int)(rng(&seed) % graph_refs);
+        again = false;
+        for (size_t j = 0; j < i; j++) again |= t->which[j] == w;
+      } while (again);
+      t->which[i] = w;
+      t->mode[i] = (tarn_access)(1 + rng(&seed) % 3);
+      deps[i] = (tarn_dep){refs[w], t->mode[i]};
+    }
+    tarn_task_desc d = {graph_task, t, deps, t->n, 0, "graph"};
+    assert_int_equal(tarn_task_submit(rt, &d), 0);
+    uint64_t *v[max_deps];
+    for (size_t i = 0; i < t->n; i++) v[i] = &expect[t->which[i]];
+    apply(t, v); /* the sequential reference */
+  }
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  for (int r = 0; r < graph_refs; r++) {
+    assert_int_equal(word_of(refs[r]), expect[r]);
+    assert_int_equal(tarn_ref_release(refs[r]), 0);
+  }
+}
+
+static void random_graphs_match_sequential_order(void **state) {
+  (void)state;
+  const unsigned workers[] = {1, 2, 4};
+  for (size_t w = 0; w < 3; w++) {
+    tarn_rt *rt = make_rt(workers[w], 0, 1);
+    for (uint64_t seed = 1; seed <= 700; seed++) one_graph(rt, seed);
+    tarn_rt_stats st;
+    assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+    assert_int_equal(st.submitted, 700 * graph_tasks);
+    assert_int_equal(st.run, 700 * graph_tasks);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* ---- failures and cancellation ------------------------------------------ */
+
+static atomic_int ran_count;
+
+static int fail_task(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  atomic_fetch_add(&ran_count, 1);
+  return -42;
+}
+
+static int count_task(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  atomic_fetch_add(&ran_count, 1);
+  return 0;
+}
+
+static void a_failure_cancels_its_dependants_only(void **state) {
+  (void)state;
+  atomic_store(&ran_count, 0);
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_ref *x = word_ref(rt, 1), *y = word_ref(rt, 2), *z = word_ref(rt, 3);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, fail_task, TARN_W(x)), 0);
+  assert_int_equal(tarn_submit(rt, count_task, TARN_R(x), TARN_W(y)), 0);
+  assert_int_equal(tarn_submit(rt, count_task, TARN_R(y)), 0); /* transitive */
+  assert_int_equal(tarn_submit(rt, count_task, TARN_RW(z)),
+                   0); /* independent */
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(region, &st), -42);
+  assert_int_equal(atomic_load(&ran_count), 2);
+  assert_int_equal(st.submitted, 4);
+  assert_int_equal(st.failed, 1);
+  assert_int_equal(st.cancelled, 2);
+  assert_int_equal(word_of(y), 2); /* the cancelled writer never ran */
+  tarn_ref_release(x);
+  tarn_ref_release(y);
+  tarn_ref_release(z);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* ---- nesting, regions, waiting from a task ------------------------------ */
+
+static int child_task(tarn_task *t, void *arg) {
+  (void)arg;
+  uint64_t *v = tarn_task_data(t, 0);
+  *v += 1;
+  return 0;
+}
+
+static int parent_task(tarn_task *t, void *arg) {
+  tarn_ref **refs = arg;
+  for (int i = 0; i < 8; i++)
+    for (int k = 0; k < 10; k++)
+      if (tarn_submit(tarn_task_rt(t), child_task, TARN_RW(refs[i])) != 0)
+        return -1;
+  tarn_region *r = NULL;
+  if (tarn_region_begin(tarn_task_rt(t), &r) != TARN_EDEADLK) return -2;
+  return 0;
+}
+
+static void tasks_submit_tasks_into_their_region(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_ref *refs[8];
+  for (int i = 0; i < 8; i++) refs[i] = word_ref(rt, 0);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, parent_task, TARN_ARG(refs)), 0);
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(region, &st), 0);
+  assert_int_equal(st.submitted, 81);
+  assert_int_equal(st.run, 81);
+  for (int i = 0; i < 8; i++) {
+    assert_int_equal(word_of(refs[i]), 10);
+    tarn_ref_release(refs[i]);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static int wait_inside(tarn_task *t, void *arg) {
+  tarn_region *outer = arg;
+  (void)t;
+  return tarn_region_wait(outer, NULL) == TARN_EDEADLK ? 0 : -1;
+}
+
+static void waiting_from_a_task_is_refused(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_region *region = NULL, *inner = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, wait_inside, TARN_ARG(region)), 0);
+  assert_int_equal(tarn_region_begin(rt, &inner), 0);
+  assert_int_equal(tarn_region_wait(region, NULL),
+                   TARN_EMISUSE); /* inner first */
+  assert_int_equal(tarn_region_wait(inner, NULL), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static int slow_task(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  struct timespec ts = {0, 200000};
+  nanosleep(&ts, NULL);
+  atomic_fetch_add(&ran_count, 1);
+  return 0;
+}
+
+static void destroy_waits_for_work_in_flight(void **state) {
+  (void)state;
+  atomic_store(&ran_count, 0);
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_ref *x = word_ref(rt, 0);
+  for (int i = 0; i < 200; i++)
+    assert_int_equal(tarn_submit(rt, slow_task, i % 2 ? TARN_R(x) : TARN_W(x)),
+                     0);
+  tarn_ref_release(x); /* the tasks keep it alive */
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(atomic_load(&ran_count), 200);
+}
+
+/* ---- priorities and scratch --------------------------------------------- */
+
+static atomic_int gate;
+static int order[10];
+static atomic_int next_slot;
+
+static int gate_task(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  while (!atomic_load(&gate)) sched_yield();
+  return 0;
+}
+
+static int record_task(tarn_task *t, void *arg) {
+  (void)t;
+  order[atomic_fetch_add(&next_slot, 1)] = (int)(intptr_t)arg;
+  return 0;
+}
+
+static void higher_priorities_run_first(void **state) {
+  (void)state;
+  atomic_store(&gate, 0);
+  atomic_store(&next_slot, 0);
+  tarn_rt *rt = make_rt(1, 0, 1);
+  /* The gate comes first whenever the one worker looks, and holds it
+   * until every other task is queued. */
+  assert_int_equal(
+      tarn_submit(rt, gate_task, TARN_ARG(NULL), TARN_PRIORITY(100)), 0);
+  for (int p = 0; p < 10; p++)
+    assert_int_equal(
+        tarn_submit(rt, record_task, TARN_ARG((intptr_t)p), TARN_PRIORITY(p)),
+        0);
+  atomic_store(&gate, 1);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  for (int i = 0; i < 10; i++) assert_int_equal(order[i], 9 - i);
+}
+
+static void *scratch_seen[2];
+
+static int scratch_task(tarn_task *t, void *arg) {
+  void *p = NULL;
+  if (tarn_task_scratch(t, 1 << 20, 64, &p) != 0) return -1;
+  memset(p, 1, 1 << 20);
+  scratch_seen[(intptr_t)arg] = p;
+  return tarn_task_scratch(t, (size_t)1 << 40, 64, &p) == TARN_ENOSPC ? 0 : -2;
+}
+
+static void scratch_is_reset_when_a_task_ends(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(1, 0, 1);
+  tarn_ref *x = word_ref(rt, 0);
+  assert_int_equal(tarn_submit(rt, scratch_task, TARN_ARG(0), TARN_W(x)), 0);
+  assert_int_equal(tarn_submit(rt, scratch_task, TARN_ARG(1), TARN_W(x)), 0);
+  tarn_ref_release(x);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_non_null(scratch_seen[0]);
+  assert_ptr_equal(scratch_seen[0], scratch_seen[1]);
+}
+
+/* ---- memory ---------------------------------------------------------- */
+
+static int fill_task(tarn_task *t, void *arg) {
+  memset(tarn_task_data(t, 0), (int)(intptr_t)arg, tarn_task_size(t, 0));
+  return 0;
+}
+
+static int sum_task(tarn_task *t, void *arg) {
+  const unsigned char *a = tarn_task_data(t, 0), *b = tarn_task_data(t, 1);
+  uint64_t *out = tarn_task_data(t, 2);
+  (void)arg;
+  *out = (uint64_t)a[0] + b[tarn_task_size(t, 1) - 1];
+  return 0;
+}
+
+static void a_limit_below_the_data_holds_tasks_back(void **state) {
+  (void)state;
+  /* 16 MiB of data, a 5 MiB limit, tasks that need 2 MiB each. */
+  tarn_rt *rt = make_rt(2, 5 * MiB, 1);
+  tarn_pool *pool = tarn_rt_pool(rt);
+  enum { n = 16 };
+  tarn_ref *data[n], *sums[n];
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(tarn_ref_create(pool, MiB, &data[i]), 0);
+    assert_int_equal(tarn_ref_create(pool, 8, &sums[i]), 0);
+  }
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  for (int i = 0; i < n; i++)
+    assert_int_equal(
+        tarn_submit(rt, fill_task, TARN_ARG((intptr_t)i + 1), TARN_W(data[i])),
+        0);
+  for (int i = 0; i < n; i++)
+    assert_int_equal(tarn_submit(rt, sum_task, TARN_R(data[i]),
+                                 TARN_R(data[(i + 1) % n]), TARN_W(sums[i])),
+                     0);
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(region, &st), 0);
+  assert_true(st.peak_bytes <= 5 * MiB);
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(word_of(sums[i]),
+                     (uint64_t)(i + 1) + (uint64_t)((i + 1) % n + 1));
+    tarn_ref_release(data[i]);
+    tarn_ref_release(sums[i]);
+  }
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(pool, &ps), 0);
+  assert_true(ps.spills > 0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static int stage_task(tarn_task *t, void *arg) {
+  (void)arg;
+  const unsigned char *in = tarn_task_data(t, 0);
+  unsigned char *out = tarn_task_data(t, 1);
+  size_t n = tarn_task_size(t, 1);
+  for (size_t i = 0; i < n; i += 4096) out[i] = (unsigned char)(in[i] + 1);
+  return 0;
+}
+
+/* A chain of K stages, each making a temporary the next reads. Returns the
+ * region's peak pool memory. */
+static size_t chain_peak(int eager, int stages) {
+  tarn_rt *rt = make_rt(2, 0, eager);
+  tarn_pool *pool = tarn_rt_pool(rt);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  tarn_ref *prev = NULL;
+  assert_int_equal(tarn_ref_create(pool, MiB, &prev), 0);
+  assert_int_equal(tarn_submit(rt, fill_task, TARN_ARG(1), TARN_W(prev)), 0);
+  for (int k = 0; k < stages; k++) {
+    tarn_ref *next = NULL;
+    assert_int_equal(tarn_ref_create(pool, MiB, &next), 0);
+    assert_int_equal(tarn_submit(rt, stage_task, TARN_R(prev), TARN_W(next)),
+                     0);
+    assert_int_equal(tarn_ref_release(prev), 0); /* its last task is in */
+    prev = next;
+  }
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(region, &st), 0);
+  unsigned char *p = NULL;
+  assert_int_equal(tarn_ref_pin(prev, TARN_READ, 0, (void **)&p), 0);
+  assert_int_equal(p[4096], (unsigned char)(1 + stages));
+  assert_int_equal(tarn_ref_unpin(prev), 0);
+  tarn_ref_release(prev);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  return st.peak_bytes;
+}
+
+static void temporaries_are_freed_when_their_last_task_ends(void **state) {
+  (void)state;
+  enum { stages = 32 };
+  size_t eager = chain_peak(1, stages);
+  size_t kept = chain_peak(0, stages);
+  /* Two temporaries live at once (plus one recycled buffer at most). */
+  assert_true(eager <= 3 * MiB);
+  assert_true(kept >= stages * MiB);
+}
+
+/* ---- bad input and idleness --------------------------------------------- */
+
+static void bad_submissions_are_refused(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(1, 0, 1), *other = make_rt(1, 0, 1);
+  tarn_ref *x = word_ref(rt, 0), *foreign = word_ref(other, 0);
+  tarn_task_desc d = {NULL, NULL, NULL, 0, 0, NULL};
+  assert_int_equal(tarn_task_submit(rt, &d), TARN_EINVAL);
+  assert_int_equal(tarn_task_submit(NULL, &d), TARN_EINVAL);
+  assert_int_equal(tarn_submit(rt, count_task, TARN_R(NULL)), TARN_EINVAL);
+  assert_int_equal(tarn_submit(rt, count_task, TARN_R(foreign)), TARN_EINVAL);
+  tarn_dep bad_mode = {x, (tarn_access)7};
+  tarn_task_desc d2 = {count_task, NULL, &bad_mode, 1, 0, NULL};
+  assert_int_equal(tarn_task_submit(rt, &d2), TARN_EINVAL);
+  tarn_rt_stats st;
+  assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+  assert_int_equal(st.submitted, 0);
+  tarn_ref_release(x);
+  tarn_ref_release(foreign);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(tarn_rt_destroy(other), 0);
+  setenv("TARN_WORKERS", "zero", 1);
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), TARN_EINVAL);
+  setenv("TARN_WORKERS", "3", 1);
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(o.workers, 3);
+  unsetenv("TARN_WORKERS");
+}
+
+static int seen_modes(tarn_task *t, void *arg) {
+  (void)arg;
+  return tarn_task_data(t, 0) != NULL && tarn_task_data(t, 1) == NULL ? 0 : -1;
+}
+
+static void one_ref_twice_is_one_access(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_ref *x = word_ref(rt, 5);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, seen_modes, TARN_R(x), TARN_W(x)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  tarn_ref_release(x);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static double cpu_seconds(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+         (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static void idle_workers_sleep(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(4, 0, 1);
+  struct timespec settle = {0, 50000000};
+  nanosleep(&settle, NULL);
+  double before = cpu_seconds();
+  struct timespec idle = {0, 300000000};
+  nanosleep(&idle, NULL);
+  double used = cpu_seconds() - before;
+  assert_true(used < 0.1); /* four spinning workers would use 1.2 s */
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(random_graphs_match_sequential_order),
+      cmocka_unit_test(a_failure_cancels_its_dependants_only),
+      cmocka_unit_test(tasks_submit_tasks_into_their_region),
+      cmocka_unit_test(waiting_from_a_task_is_refused),
+      cmocka_unit_test(destroy_waits_for_work_in_flight),
+      cmocka_unit_test(higher_priorities_run_first),
+      cmocka_unit_test(scratch_is_reset_when_a_task_ends),
+      cmocka_unit_test(a_limit_below_the_data_holds_tasks_back),
+      cmocka_unit_test(temporaries_are_freed_when_their_last_task_ends),
+      cmocka_unit_test(bad_submissions_are_refused),
+      cmocka_unit_test(one_ref_twice_is_one_access),
+      cmocka_unit_test(idle_workers_sleep),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -26,6 +26,11 @@ int tarn__vm_discard(void *base, size_t bytes);
 /* Monotonic time in nanoseconds. Thread-safe. */
 uint64_t tarn__clock_ns(void);
 
+/* Monotonic time in nanoseconds from the kernel's tick (a few ms
+ * resolution, a few ns to read): for sums over many short intervals, whose
+ * rounding errors cancel out on average. Thread-safe. */
+uint64_t tarn__clock_coarse_ns(void);
+
 /* Online processors (at least 1). Thread-safe. */
 unsigned tarn__cpu_count(void);
 

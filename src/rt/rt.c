@@ -31,12 +31,37 @@
 #include "tarn/rt.h"
 
 #define CLOSED ((struct edge *)(uintptr_t)1)
-#define SPIN_ROUNDS 200 /* sched_yield rounds before a worker sleeps */
+#define SPIN_ROUNDS 400 /* looks at the queues before a worker sleeps */
 
 struct edge {
   tarn_task *task;
   struct edge *next;
+  bool heap; /* malloc'ed; else one of the successor's in_edges */
 };
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* A lock for a few instructions' worth of work (a queue push or pop):
+ * spins, then yields, never sleeps in the kernel. */
+static void spin_lock(atomic_bool *l) {
+  for (unsigned n = 0;; n++) {
+    if (!atomic_load_explicit(l, memory_order_relaxed) &&
+        !atomic_exchange_explicit(l, true, memory_order_acquire))
+      return;
+    if (n >= 64)
+      sched_yield();
+    else
+      cpu_relax();
+  }
+}
+
+static void spin_unlock(atomic_bool *l) {
+  atomic_store_explicit(l, false, memory_order_release);
+}
 
 struct slot {
   tarn_ref *ref;
@@ -58,13 +83,16 @@ struct tarn_task {
   struct worker *worker; /* running it, for scratch */
   size_t n;
   struct slot *slots;
-  struct slot inline_slots_[inline_slots];
+  unsigned nin;
   _Atomic int pending;
   _Atomic int refcount;
   _Atomic(struct edge *) successors;
   atomic_bool cancel;
   bool failed;
   tarn_task *left, *right; /* in a worker's queue */
+  /* Last, so that a new task zeroes only what comes before. */
+  struct slot inline_slots_[inline_slots];
+  struct edge in_edges[inline_slots]; /* its first edges from predecessors */
 };
 
 /* A ref's dependency state, in its owner slot. */
@@ -77,9 +105,12 @@ struct ref_state {
 struct tarn_region {
   tarn_rt *rt;
   tarn_region *parent; /* the thread's enclosing region */
-  atomic_llong outstanding;
-  atomic_int error;
-  _Atomic uint64_t submitted, run, cancelled, failed;
+  /* Each counter group on its own line: the submitter writes one, the
+   * workers the others. Tasks that ran = submitted - not_run. */
+  _Alignas(64) atomic_llong outstanding;
+  _Alignas(64) _Atomic uint64_t submitted;
+  _Alignas(64) atomic_int error;
+  _Atomic uint64_t not_run, cancelled, failed;
   /* With eager_free off: refs released when the region ends. */
   pthread_mutex_t keep_lock;
   tarn_ref **kept;
@@ -90,9 +121,13 @@ struct worker {
   tarn_rt *rt;
   unsigned index;
   pthread_t thread;
-  pthread_mutex_t lock;
-  tarn_task *top; /* the queue */
+  atomic_bool lock;
+  tarn_task *top;        /* the queue, under lock */
+  atomic_bool has_tasks; /* top != NULL, readable without the lock */
   tarn_slab *scratch;
+  tarn_task *free_tasks; /* finished tasks kept for reuse, by this worker */
+  size_t nfree;
+  atomic_bool active; /* pinning for or running a task */
   /* Counters written by this worker only. */
   _Atomic uint64_t run, stolen, run_ns, wait_ns;
 } __attribute__((aligned(64)));
@@ -104,26 +139,30 @@ struct tarn_rt {
   unsigned nworkers;
   int eager_free;
   pthread_mutex_t submit_lock; /* ref states */
+  atomic_bool spare_lock;      /* spare: tasks for non-worker submitters */
+  tarn_task *spare;
+  size_t nspare;
   _Atomic uint64_t seq;
   atomic_uint next_worker;
   /* Sleeping. */
   pthread_mutex_t idle_lock;
   pthread_cond_t idle;
   atomic_int sleepers;
-  _Atomic uint64_t epoch; /* bumped by every push */
+  uint64_t wakeups; /* signals sent, under idle_lock */
   atomic_bool stopping;
   /* Tasks waiting for memory. */
   pthread_mutex_t held_lock;
   tarn_task **held;
   size_t nheld, capheld;
   atomic_size_t held_count; /* nheld, read without the lock */
-  atomic_int running;
+
   /* Regions and completion. */
   pthread_mutex_t done_lock;
   pthread_cond_t done;
-  tarn_region root;         /* tasks submitted outside any region */
-  atomic_llong outstanding; /* every unfinished task */
-  _Atomic uint64_t submitted, cancelled, failed, held_back, prefetches;
+  tarn_region root; /* tasks submitted outside any region */
+  _Alignas(64) atomic_llong outstanding;   /* every unfinished task */
+  _Alignas(64) _Atomic uint64_t submitted; /* by submitters */
+  _Alignas(64) _Atomic uint64_t cancelled, failed, held_back, prefetches;
 };
 
 static _Thread_local tarn_task *current_task;
@@ -154,23 +193,87 @@ int tarn_rt_options_init(tarn_rt_options *o) {
 
 /* ---- tasks and edges ---------------------------------------------------- */
 
-static void task_unref(tarn_task *t) {
-  if (atomic_fetch_sub(&t->refcount, 1) != 1) return;
+/* Finished tasks are kept for reuse instead of going back to malloc,
+ * whose arena lock the submitting thread and the workers would otherwise
+ * take for every task: a worker keeps its own list and hands batches to
+ * the runtime's spare list, from which other threads take. */
+enum { keep_local = 128, batch = 64 };
+
+static tarn_task *task_alloc(tarn_rt *rt) {
+  struct worker *w = current_worker;
+  tarn_task *t = NULL;
+  if (w != NULL && w->rt == rt && w->free_tasks != NULL) {
+    t = w->free_tasks;
+    w->free_tasks = t->left;
+    w->nfree--;
+  } else {
+    spin_lock(&rt->spare_lock);
+    if ((t = rt->spare) != NULL) {
+      rt->spare = t->left;
+      rt->nspare--;
+    }
+    spin_unlock(&rt->spare_lock);
+  }
+  if (t == NULL) t = malloc(sizeof *t);
+  return t;
+}
+
+static void spare_push(tarn_rt *rt, tarn_task *first, tarn_task *last,
+                       size_t n) {
+  spin_lock(&rt->spare_lock);
+  last->left = rt->spare;
+  rt->spare = first;
+  rt->nspare += n;
+  spin_unlock(&rt->spare_lock);
+}
+
+static void task_free(tarn_task *t) {
   if (t->slots != t->inline_slots_) free(t->slots);
-  free(t);
+  tarn_rt *rt = t->rt;
+  struct worker *w = current_worker;
+  if (w == NULL || w->rt != rt) {
+    spare_push(rt, t, t, 1);
+    return;
+  }
+  t->left = w->free_tasks;
+  w->free_tasks = t;
+  if (++w->nfree < keep_local) return;
+  tarn_task *first = w->free_tasks, *last = first;
+  for (size_t i = 1; i < batch; i++) last = last->left;
+  w->free_tasks = last->left;
+  w->nfree -= batch;
+  spare_push(rt, first, last, batch);
+}
+
+static void task_list_free(tarn_task *t) {
+  while (t != NULL) {
+    tarn_task *next = t->left;
+    free(t);
+    t = next;
+  }
+}
+
+static void task_unref(tarn_task *t) {
+  if (atomic_fetch_sub(&t->refcount, 1) == 1) task_free(t);
 }
 
 /* Makes `t` wait for `pred` unless pred has finished already. */
 static int add_edge(tarn_task *pred, tarn_task *t) {
   if (pred == NULL || pred == t) return 0;
-  struct edge *e = malloc(sizeof *e);
-  if (e == NULL) return TARN_ENOMEM;
+  struct edge *e;
+  if (t->nin < inline_slots) {
+    e = &t->in_edges[t->nin++];
+    e->heap = false;
+  } else {
+    if ((e = malloc(sizeof *e)) == NULL) return TARN_ENOMEM;
+    e->heap = true;
+  }
   e->task = t;
   atomic_fetch_add(&t->pending, 1);
   struct edge *head = atomic_load(&pred->successors);
   do {
     if (head == CLOSED) {
-      free(e);
+      if (e->heap) free(e);
       if (pred->failed) atomic_store(&t->cancel, true);
       atomic_fetch_sub(&t->pending, 1); /* never 0: submission holds 1 */
       return 0;
@@ -256,21 +359,32 @@ static tarn_task *merge(tarn_task *a, tarn_task *b) {
 static void heap_push(struct worker *w, tarn_task *t) {
   t->left = t->right = NULL;
   w->top = merge(w->top, t);
+  atomic_store(&w->has_tasks, true); /* seq_cst: see wake() */
 }
 
+/* Pops the first task of `w`'s queue, or NULL; a queue that looks empty
+ * is not locked (a task pushed meanwhile is found by the next look, or by
+ * the sleep protocol). */
 static tarn_task *heap_pop(struct worker *w) {
+  if (!atomic_load(&w->has_tasks)) return NULL;
+  spin_lock(&w->lock);
   tarn_task *t = w->top;
   if (t != NULL) w->top = merge(t->left, t->right);
+  atomic_store_explicit(&w->has_tasks, w->top != NULL, memory_order_relaxed);
+  spin_unlock(&w->lock);
   return t;
 }
 
+/* After a push: wakes a sleeping worker, if any. A worker counts itself in
+ * `sleepers` before its last look at the queues (both seq_cst), so either
+ * it sees the task or this sees it and signals; pushes cost no shared
+ * write while every worker is awake. */
 static void wake(tarn_rt *rt) {
-  atomic_fetch_add(&rt->epoch, 1);
-  if (atomic_load(&rt->sleepers) > 0) {
-    pthread_mutex_lock(&rt->idle_lock);
-    pthread_cond_signal(&rt->idle);
-    pthread_mutex_unlock(&rt->idle_lock);
-  }
+  if (atomic_load(&rt->sleepers) == 0) return;
+  pthread_mutex_lock(&rt->idle_lock);
+  rt->wakeups++;
+  pthread_cond_signal(&rt->idle);
+  pthread_mutex_unlock(&rt->idle_lock);
 }
 
 /* Queues a ready task: on the calling worker, else round robin. Its
@@ -285,23 +399,19 @@ static void push(tarn_rt *rt, tarn_task *t) {
     w = &rt->workers[atomic_fetch_add_explicit(&rt->next_worker, 1,
                                                memory_order_relaxed) %
                      rt->nworkers];
-  pthread_mutex_lock(&w->lock);
+  spin_lock(&w->lock);
   heap_push(w, t);
-  pthread_mutex_unlock(&w->lock);
+  spin_unlock(&w->lock);
   wake(rt);
 }
 
 static tarn_task *take(struct worker *self) {
-  pthread_mutex_lock(&self->lock);
   tarn_task *t = heap_pop(self);
-  pthread_mutex_unlock(&self->lock);
   if (t != NULL) return t;
   tarn_rt *rt = self->rt;
   for (unsigned k = 1; k < rt->nworkers; k++) {
     struct worker *v = &rt->workers[(self->index + k) % rt->nworkers];
-    pthread_mutex_lock(&v->lock);
     t = heap_pop(v);
-    pthread_mutex_unlock(&v->lock);
     if (t != NULL) {
       atomic_store_explicit(
           &self->stolen,
@@ -323,11 +433,10 @@ static void region_done(tarn_rt *rt, tarn_region *r, int status, bool ran) {
     int zero = 0;
     atomic_compare_exchange_strong(&r->error, &zero, status);
   }
-  _Atomic uint64_t *counter = status == TARN_ECANCELED ? &r->cancelled
-                              : status != 0            ? &r->failed
-                                                       : &r->run;
-  if (ran && status != 0) atomic_fetch_add(&r->run, 1);
-  atomic_fetch_add(counter, 1);
+  if (status != 0) {
+    atomic_fetch_add(status == TARN_ECANCELED ? &r->cancelled : &r->failed, 1);
+    if (!ran) atomic_fetch_add(&r->not_run, 1);
+  }
   if (atomic_fetch_sub(&r->outstanding, 1) == 1) {
     pthread_mutex_lock(&rt->done_lock);
     pthread_cond_broadcast(&rt->done);
@@ -382,10 +491,14 @@ static void finish(tarn_task *t, int status, bool ran) {
     atomic_fetch_add_explicit(&rt->failed, 1, memory_order_relaxed);
   struct edge *e = atomic_exchange(&t->successors, CLOSED);
   while (e != NULL) {
+    /* Read everything first: once readied, the successor (and the edge
+     * inside it) may run and be gone. */
     struct edge *next = e->next;
-    if (t->failed) atomic_store(&e->task->cancel, true);
-    if (atomic_fetch_sub(&e->task->pending, 1) == 1) push(rt, e->task);
-    free(e);
+    tarn_task *succ = e->task;
+    bool heap = e->heap;
+    if (t->failed) atomic_store(&succ->cancel, true);
+    if (heap) free(e);
+    if (atomic_fetch_sub(&succ->pending, 1) == 1) push(rt, succ);
     e = next;
   }
   region_done(rt, t->region, status, ran);
@@ -419,12 +532,22 @@ static int pin_all(tarn_task *t) {
   return 0;
 }
 
-/* Holds `t` back until memory frees. Called with `running` counting it;
- * returns true when held, false when no other task is active, so that no
- * completion would ever retry it (the caller then tries alone). The order
- * of held_count's store and running's decrement here, and the reverse in
- * task_done, ensures one of the two sides sees the other (all seq_cst). */
-static bool hold(tarn_rt *rt, tarn_task *t) {
+/* Whether a worker other than `self` is pinning for or running a task. */
+static bool others_active(const struct worker *self) {
+  tarn_rt *rt = self->rt;
+  for (unsigned i = 0; i < rt->nworkers; i++)
+    if (&rt->workers[i] != self && atomic_load(&rt->workers[i].active))
+      return true;
+  return false;
+}
+
+/* Holds `t` back until memory frees. Returns true when held, false when
+ * no other worker is active, so that no task's end would retry it (the
+ * caller then tries alone). held_count is stored before `active` is
+ * cleared and the others are read here, and the reverse in task_done (all
+ * seq_cst): one of the two sides sees the other. */
+static bool hold(struct worker *w, tarn_task *t) {
+  tarn_rt *rt = w->rt;
   pthread_mutex_lock(&rt->held_lock);
   if (rt->nheld == rt->capheld) {
     size_t cap = rt->capheld ? 2 * rt->capheld : 16;
@@ -438,37 +561,36 @@ static bool hold(tarn_rt *rt, tarn_task *t) {
   }
   rt->held[rt->nheld++] = t;
   atomic_store(&rt->held_count, rt->nheld);
-  if (atomic_fetch_sub(&rt->running, 1) - 1 > 0) {
+  atomic_store(&w->active, false);
+  if (others_active(w)) {
     atomic_fetch_add_explicit(&rt->held_back, 1, memory_order_relaxed);
     pthread_mutex_unlock(&rt->held_lock);
     return true;
   }
   rt->nheld--; /* alone: take it back */
   atomic_store(&rt->held_count, rt->nheld);
-  atomic_fetch_add(&rt->running, 1);
+  atomic_store(&w->active, true);
   pthread_mutex_unlock(&rt->held_lock);
   return false;
 }
 
-/* Pins a task's data; `running` counts the task from here on. Returns 0,
- * a status that fails the task, or 1 when the task was held back. */
-static int acquire_data(tarn_task *t) {
-  tarn_rt *rt = t->rt;
-  atomic_fetch_add(&rt->running, 1);
+/* Pins a task's data; the worker is active from here on. Returns 0, a
+ * status that fails the task, or 1 when the task was held back. */
+static int acquire_data(struct worker *w, tarn_task *t) {
+  atomic_store(&w->active, true);
   int rc = pin_all(t);
   if (rc != TARN_ENOMEM) return rc;
   unpin_all(t);
-  if (hold(rt, t)) return 1;
+  if (hold(w, t)) return 1;
   /* No other task is active, so every other task's data is unpinned: one
    * more try, then the task does not fit and fails. */
-  rc = pin_all(t);
-  return rc;
+  return pin_all(t);
 }
 
-/* The task leaves the active set: retry what waits for memory. */
-static void task_done(tarn_rt *rt) {
-  atomic_fetch_sub(&rt->running, 1);
-  retry_held(rt);
+/* The worker leaves the active set: retry what waits for memory. */
+static void task_done(struct worker *w) {
+  atomic_store(&w->active, false);
+  retry_held(w->rt);
 }
 
 static void add_relaxed(_Atomic uint64_t *c, uint64_t v) {
@@ -481,15 +603,15 @@ static void run(struct worker *w, tarn_task *t) {
     finish(t, TARN_ECANCELED, false);
     return;
   }
-  uint64_t t0 = tarn__clock_ns();
-  int rc = acquire_data(t);
-  uint64_t t1 = tarn__clock_ns();
+  uint64_t t0 = tarn__clock_coarse_ns();
+  int rc = acquire_data(w, t);
+  uint64_t t1 = tarn__clock_coarse_ns();
   add_relaxed(&w->wait_ns, t1 - t0);
   if (rc == 1) return; /* held back */
   if (rc != 0) {
     unpin_all(t);
     finish(t, rc, false);
-    task_done(w->rt);
+    task_done(w);
     return;
   }
   t->worker = w;
@@ -499,11 +621,25 @@ static void run(struct worker *w, tarn_task *t) {
   rc = t->fn(t, t->arg);
   current_task = NULL;
   if (marked) tarn_slab_reset(w->scratch, &mark);
-  add_relaxed(&w->run_ns, tarn__clock_ns() - t1);
+  add_relaxed(&w->run_ns, tarn__clock_coarse_ns() - t1);
   add_relaxed(&w->run, 1);
   unpin_all(t);
   finish(t, rc, true);
-  task_done(w->rt);
+  task_done(w);
+}
+
+/* Sleeps until a push signals, unless a last look finds a task. */
+static tarn_task *sleep_or_take(struct worker *w) {
+  tarn_rt *rt = w->rt;
+  pthread_mutex_lock(&rt->idle_lock);
+  atomic_fetch_add(&rt->sleepers, 1);
+  tarn_task *t = take(w);
+  uint64_t seen = rt->wakeups;
+  while (t == NULL && rt->wakeups == seen && !atomic_load(&rt->stopping))
+    pthread_cond_wait(&rt->idle, &rt->idle_lock);
+  atomic_fetch_sub(&rt->sleepers, 1);
+  pthread_mutex_unlock(&rt->idle_lock);
+  return t;
 }
 
 static void *worker_main(void *arg) {
@@ -511,25 +647,22 @@ static void *worker_main(void *arg) {
   tarn_rt *rt = w->rt;
   current_worker = w;
   for (;;) {
-    uint64_t seen = atomic_load(&rt->epoch);
     tarn_task *t = take(w);
+    /* Idle: look again for a while (pausing, then yielding the core)
+     * before going to sleep. */
     for (int spin = 0; t == NULL && spin < SPIN_ROUNDS; spin++) {
       if (atomic_load(&rt->stopping)) break;
-      sched_yield();
-      seen = atomic_load(&rt->epoch);
+      if (spin < SPIN_ROUNDS / 2)
+        for (int k = 0; k < 32; k++) cpu_relax();
+      else
+        sched_yield();
       t = take(w);
     }
-    if (t != NULL) {
+    if (t == NULL && !atomic_load(&rt->stopping)) t = sleep_or_take(w);
+    if (t != NULL)
       run(w, t);
-      continue;
-    }
-    if (atomic_load(&rt->stopping)) break;
-    pthread_mutex_lock(&rt->idle_lock);
-    atomic_fetch_add(&rt->sleepers, 1);
-    while (atomic_load(&rt->epoch) == seen && !atomic_load(&rt->stopping))
-      pthread_cond_wait(&rt->idle, &rt->idle_lock);
-    atomic_fetch_sub(&rt->sleepers, 1);
-    pthread_mutex_unlock(&rt->idle_lock);
+    else if (atomic_load(&rt->stopping))
+      break;
   }
   return NULL;
 }
@@ -566,17 +699,13 @@ static int fill_slots(tarn_task *t, const tarn_dep *deps, size_t ndeps) {
   return 0;
 }
 
-static void task_free_unsubmitted(tarn_task *t) {
-  if (t->slots != t->inline_slots_) free(t->slots);
-  free(t);
-}
-
 int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   if (rt == NULL || d == NULL || d->fn == NULL ||
       (d->ndeps > 0 && d->deps == NULL))
     return TARN_EINVAL;
-  tarn_task *t = calloc(1, sizeof *t);
+  tarn_task *t = task_alloc(rt);
   if (t == NULL) return TARN_ENOMEM;
+  memset(t, 0, offsetof(tarn_task, inline_slots_));
   t->rt = rt;
   t->fn = d->fn;
   t->arg = d->arg;
@@ -589,7 +718,7 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
       rc = TARN_EINVAL; /* a dead ref */
     }
   if (rc != 0) {
-    task_free_unsubmitted(t);
+    task_free(t);
     return rc;
   }
   atomic_init(&t->pending, 1);
@@ -713,7 +842,8 @@ int tarn_region_wait(tarn_region *r, tarn_region_stats *stats) {
     tarn_pool_stats ps;
     tarn_pool_stats_get(r->rt->pool, &ps);
     *stats = (tarn_region_stats){
-        atomic_load(&r->submitted), atomic_load(&r->run),
+        atomic_load(&r->submitted),
+        atomic_load(&r->submitted) - atomic_load(&r->not_run),
         atomic_load(&r->cancelled), atomic_load(&r->failed), ps.resident_peak};
   }
   int rc = atomic_load(&r->error);
@@ -728,14 +858,14 @@ int tarn_region_wait(tarn_region *r, tarn_region_stats *stats) {
 static void stop_workers(tarn_rt *rt, unsigned started) {
   atomic_store(&rt->stopping, true);
   pthread_mutex_lock(&rt->idle_lock);
-  atomic_fetch_add(&rt->epoch, 1);
+  rt->wakeups++;
   pthread_cond_broadcast(&rt->idle);
   pthread_mutex_unlock(&rt->idle_lock);
   for (unsigned i = 0; i < started; i++)
     pthread_join(rt->workers[i].thread, NULL);
   for (unsigned i = 0; i < rt->nworkers; i++) {
     tarn_slab_release(rt->slabs, rt->workers[i].scratch);
-    pthread_mutex_destroy(&rt->workers[i].lock);
+    task_list_free(rt->workers[i].free_tasks);
   }
 }
 
@@ -750,6 +880,7 @@ static void rt_free(tarn_rt *rt) {
   pthread_cond_destroy(&rt->done);
   pthread_mutex_destroy(&rt->root.keep_lock);
   free(rt->held);
+  task_list_free(rt->spare);
   free(rt->workers);
   free(rt);
 }
@@ -793,7 +924,6 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
     memset(w, 0, sizeof *w);
     w->rt = rt;
     w->index = i;
-    pthread_mutex_init(&w->lock, NULL);
     tarn_slab_acquire(rt->slabs, &w->scratch); /* count == workers */
   }
   unsigned started = 0;

@@ -93,5 +93,6 @@ int bench_write_json(const bench_run *run, FILE *out, const char *path);
  * failed (after printing why). */
 int bench_alloc(bench_run *run);
 int bench_pool(bench_run *run);
+int bench_rt(bench_run *run);
 
 #endif

@@ -10,6 +10,7 @@ packages=(
   libcmocka-dev                            # tests
   libjansson-dev                           # benchmark JSON
   libmimalloc-dev libjemalloc-dev          # allocator peers
+  libstarpu-dev                            # task runtime peer
 )
 
 missing=()

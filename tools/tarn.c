@@ -20,9 +20,9 @@ static const char usage_text[] =
     "  version           print the version of the tarn library\n"
     "  help              print this help (also --help, -h)\n"
     "  bench [SUITE] [--samples N] [--json FILE]\n"
-    "                    run the benchmark suite SUITE (alloc or pool), "
-    "or every\n"
-    "                    suite in that order\n"
+    "                    run the benchmark suite SUITE (alloc, pool or "
+    "rt), or\n"
+    "                    every suite in that order\n"
     "    --samples N     samples per benchmark, at least 3 (default 5)\n"
     "    --json FILE     also write every result to FILE as JSON\n";
 
@@ -31,8 +31,8 @@ struct suite {
   int (*run)(bench_run *run);
 };
 
-static const struct suite suites[] = {{"alloc", bench_alloc},
-                                      {"pool", bench_pool}};
+static const struct suite suites[] = {
+    {"alloc", bench_alloc}, {"pool", bench_pool}, {"rt", bench_rt}};
 enum { suite_count = sizeof suites / sizeof suites[0] };
 
 /* Prints "tarn: MESSAGE" and a hint to stderr; returns exit status 2. */
@@ -98,8 +98,8 @@ static int parse_bench(int argc, char **argv, struct bench_args *a) {
       return usage_error("one suite at a time: '%s' after '%s'", arg,
                          a->suite->name);
     } else if ((a->suite = find_suite(arg)) == NULL) {
-      return usage_error("unknown benchmark suite '%s' (suites: alloc, pool)",
-                         arg);
+      return usage_error(
+          "unknown benchmark suite '%s' (suites: alloc, pool, rt)", arg);
     }
   }
   return 0;

@@ -48,11 +48,20 @@ enum ref_state { RESIDENT, WRITING, SPILLED, READING, EMPTY };
 
 #define CACHE_LINE 64
 
+/* Three cache lines keep the lock-free paths apart: the pin word (pins,
+ * the evictor), the fields read by everyone and written once, and the
+ * reference count (a submitting thread's retain against a worker's pins);
+ * the rest is guarded by the pool lock. */
 struct tarn_ref {
-  _Atomic uint64_t pinword;
-  _Atomic uint32_t refs;
-  _Atomic uint32_t magic;
+  _Alignas(64) _Atomic uint64_t pinword;
   _Atomic uint8_t referenced; /* CLOCK's second-chance bit */
+  void *data;                 /* the object while resident (pool lock) */
+  _Alignas(64) _Atomic uint32_t magic;
+  size_t size;
+  const tarn_kind *kind; /* NULL: bytes the pool allocated */
+  tarn_pool *pool;
+  _Atomic(void *) owner; /* the layer above's state (pool_internal.h) */
+  _Alignas(64) _Atomic uint32_t refs;
   /* Guarded by the pool lock. */
   enum ref_state state;
   bool dead;    /* the last reference is gone */
@@ -60,14 +69,9 @@ struct tarn_ref {
   bool has_block;
   bool prefetching;      /* queued for the reader thread */
   bool guarded;          /* the reader works on it: not freed meanwhile */
-  void *owner;           /* the layer above's state (pool_internal.h) */
   uint64_t failed_epoch; /* room_epoch in which writing it failed, or 0 */
-  void *data;            /* the object while resident */
-  size_t size;
   size_t charge;         /* bytes it counts against the limit */
-  const tarn_kind *kind; /* NULL: bytes the pool allocated */
   tarn__block block;
-  tarn_pool *pool;
   struct tarn_ref *prev, *next; /* all live refs */
 };
 
@@ -314,9 +318,8 @@ static void ref_destroy(tarn_pool *p, tarn_ref *r) {
   if (r->prefetching) reads_remove(p, r);
   if (r->has_block) tarn__store_free(p->store, &r->block);
   if (r->state == RESIDENT && r->data != NULL) object_free(p, r, r->data);
-  if (r->owner != NULL && p->owner_free != NULL) {
-    void *owner = r->owner;
-    r->owner = NULL;
+  void *owner = atomic_exchange(&r->owner, NULL);
+  if (owner != NULL && p->owner_free != NULL) {
     pthread_mutex_unlock(&p->lock);
     p->owner_free(p->owner_ctx, owner);
     pthread_mutex_lock(&p->lock);
@@ -816,7 +819,11 @@ void tarn__pool_set_owner_free(tarn_pool *p,
   pthread_mutex_unlock(&p->lock);
 }
 
-void **tarn__ref_owner(tarn_ref *r) { return &r->owner; }
+void *tarn__ref_owner(tarn_ref *r, void *install) {
+  void *cur = NULL;
+  if (atomic_compare_exchange_strong(&r->owner, &cur, install)) return install;
+  return cur;
+}
 
 tarn_pool *tarn__ref_pool(const tarn_ref *r) { return r->pool; }
 

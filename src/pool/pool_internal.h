@@ -12,8 +12,10 @@ void tarn__pool_set_owner_free(tarn_pool *pool,
                                void (*owner_free)(void *ctx, void *owner),
                                void *ctx);
 
-/* The ref's owner slot. The caller serialises access to it. */
-void **tarn__ref_owner(tarn_ref *ref);
+/* The ref's owner state. When the slot is empty and `install` is not NULL,
+ * puts `install` there (atomically: of racing installers one wins).
+ * Returns what the slot holds afterwards. Thread-safe. */
+void *tarn__ref_owner(tarn_ref *ref, void *install);
 
 /* The pool a ref belongs to. */
 tarn_pool *tarn__ref_pool(const tarn_ref *ref);

@@ -1,11 +1,12 @@
 /* rt.c: the task runtime. Submission infers dependencies from each ref's
  * state (its last writer and the readers since), kept in the ref's owner
- * slot and guarded by one submission lock. A task waits on a count of
- * unfinished predecessors (plus one while it is being submitted); a
- * finished task closes its successor list with an atomic exchange and
- * readies every successor whose count reaches zero. Ready tasks go to the
- * worker queues (a heap by priority, then submission order, each with its
- * own lock); idle workers steal, spin a little, then sleep.
+ * slot behind a small lock of its own; a task's refs are locked together,
+ * in address order. A task waits on a count of unfinished predecessors
+ * (plus one while it is being submitted); a finished task closes its
+ * successor list with an atomic exchange and readies every successor whose
+ * count reaches zero. Ready tasks go to the worker queues (skew heaps by
+ * priority, then submission order, each behind a spin lock); idle workers
+ * steal, spin a little, then sleep. No lock is shared by every task.
  *
  * Invariants:
  * - A task is freed when it has finished and no ref state names it:
@@ -95,8 +96,9 @@ struct tarn_task {
   struct edge in_edges[inline_slots]; /* its first edges from predecessors */
 };
 
-/* A ref's dependency state, in its owner slot. */
+/* A ref's dependency state, in its owner slot; `lock` guards the rest. */
 struct ref_state {
+  atomic_bool lock;
   tarn_task *writer;
   tarn_task **readers;
   size_t nreaders, cap;
@@ -124,6 +126,9 @@ struct worker {
   atomic_bool lock;
   tarn_task *top;        /* the queue, under lock */
   atomic_bool has_tasks; /* top != NULL, readable without the lock */
+  /* Tasks pushed to this worker, not yet in `top`: a lock-free stack that
+   * any worker takes whole with one exchange. */
+  _Alignas(64) _Atomic(tarn_task *) inbox;
   tarn_slab *scratch;
   tarn_task *free_tasks; /* finished tasks kept for reuse, by this worker */
   size_t nfree;
@@ -138,8 +143,7 @@ struct tarn_rt {
   struct worker *workers;
   unsigned nworkers;
   int eager_free;
-  pthread_mutex_t submit_lock; /* ref states */
-  atomic_bool spare_lock;      /* spare: tasks for non-worker submitters */
+  atomic_bool spare_lock; /* spare: tasks for non-worker submitters */
   tarn_task *spare;
   size_t nspare;
   _Atomic uint64_t seq;
@@ -292,16 +296,20 @@ static void ref_state_free(void *ctx, void *owner) {
   free(st);
 }
 
-/* Records one access of `t` in the ref's state, adding the edges that
- * submission order implies. Submission lock held. */
-static int track(tarn_task *t, tarn_ref *ref, tarn_access mode) {
-  void **slot = tarn__ref_owner(ref);
-  struct ref_state *st = *slot;
-  if (st == NULL) {
-    st = calloc(1, sizeof *st);
-    if (st == NULL) return TARN_ENOMEM;
-    *slot = st;
-  }
+/* The ref's dependency state, made on first use. */
+static struct ref_state *state_of(tarn_ref *ref) {
+  struct ref_state *st = tarn__ref_owner(ref, NULL);
+  if (st != NULL) return st;
+  struct ref_state *mine = calloc(1, sizeof *mine);
+  if (mine == NULL) return NULL;
+  st = tarn__ref_owner(ref, mine);
+  if (st != mine) free(mine); /* another submitter installed one first */
+  return st;
+}
+
+/* Records one access of `t` in the ref's state `st` (locked), adding the
+ * edges that submission order implies. */
+static int track(tarn_task *t, struct ref_state *st, tarn_access mode) {
   int rc = 0;
   if (mode & TARN_WRITE) {
     if (st->nreaders == 0) rc = add_edge(st->writer, t);
@@ -356,18 +364,20 @@ static tarn_task *merge(tarn_task *a, tarn_task *b) {
   return root;
 }
 
-static void heap_push(struct worker *w, tarn_task *t) {
-  t->left = t->right = NULL;
-  w->top = merge(w->top, t);
-  atomic_store(&w->has_tasks, true); /* seq_cst: see wake() */
-}
-
-/* Pops the first task of `w`'s queue, or NULL; a queue that looks empty
- * is not locked (a task pushed meanwhile is found by the next look, or by
- * the sleep protocol). */
+/* Pops the first task of `w`'s queue after moving its inbox in, or NULL.
+ * A queue that looks empty is not locked (a task pushed meanwhile is found
+ * by the next look, or by the sleep protocol: see wake()). */
 static tarn_task *heap_pop(struct worker *w) {
-  if (!atomic_load(&w->has_tasks)) return NULL;
+  bool queued = atomic_load(&w->has_tasks);
+  if (!queued && atomic_load(&w->inbox) == NULL) return NULL;
+  tarn_task *in = atomic_exchange(&w->inbox, NULL);
   spin_lock(&w->lock);
+  while (in != NULL) {
+    tarn_task *next = in->left;
+    in->left = in->right = NULL;
+    w->top = merge(w->top, in);
+    in = next;
+  }
   tarn_task *t = w->top;
   if (t != NULL) w->top = merge(t->left, t->right);
   atomic_store_explicit(&w->has_tasks, w->top != NULL, memory_order_relaxed);
@@ -399,9 +409,9 @@ static void push(tarn_rt *rt, tarn_task *t) {
     w = &rt->workers[atomic_fetch_add_explicit(&rt->next_worker, 1,
                                                memory_order_relaxed) %
                      rt->nworkers];
-  spin_lock(&w->lock);
-  heap_push(w, t);
-  spin_unlock(&w->lock);
+  tarn_task *head = atomic_load_explicit(&w->inbox, memory_order_relaxed);
+  do t->left = head; /* seq_cst exchange: see wake() */
+  while (!atomic_compare_exchange_weak(&w->inbox, &head, t));
   wake(rt);
 }
 
@@ -699,6 +709,43 @@ static int fill_slots(tarn_task *t, const tarn_dep *deps, size_t ndeps) {
   return 0;
 }
 
+/* Tracks every access of `t` while holding the states of all its refs,
+ * locked in address order: concurrent submitters on shared refs are then
+ * ordered the same way on every ref (no cycle), and submitters on
+ * different refs never wait for each other. */
+static int track_all(tarn_task *t) {
+  struct ref_state *st[inline_slots], **states = st;
+  size_t order_inline[inline_slots], *order = order_inline;
+  if (t->n > inline_slots) {
+    states = malloc(t->n * sizeof *states);
+    order = malloc(t->n * sizeof *order);
+    if (states == NULL || order == NULL) {
+      if (states != st) free(states);
+      if (order != order_inline) free(order);
+      return TARN_ENOMEM;
+    }
+  }
+  int rc = 0;
+  for (size_t i = 0; i < t->n && rc == 0; i++) {
+    if ((states[i] = state_of(t->slots[i].ref)) == NULL) rc = TARN_ENOMEM;
+    size_t k = i; /* insertion sort of indexes by state address */
+    while (k > 0 && (uintptr_t)states[order[k - 1]] > (uintptr_t)states[i]) {
+      order[k] = order[k - 1];
+      k--;
+    }
+    order[k] = i;
+  }
+  if (rc == 0) {
+    for (size_t k = 0; k < t->n; k++) spin_lock(&states[order[k]]->lock);
+    for (size_t i = 0; i < t->n && rc == 0; i++)
+      rc = track(t, states[i], t->slots[i].mode);
+    for (size_t k = t->n; k-- > 0;) spin_unlock(&states[order[k]]->lock);
+  }
+  if (states != st) free(states);
+  if (order != order_inline) free(order);
+  return rc;
+}
+
 int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   if (rt == NULL || d == NULL || d->fn == NULL ||
       (d->ndeps > 0 && d->deps == NULL))
@@ -729,10 +776,7 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   atomic_fetch_add(&t->region->submitted, 1);
   atomic_fetch_add(&rt->outstanding, 1);
   atomic_fetch_add_explicit(&rt->submitted, 1, memory_order_relaxed);
-  pthread_mutex_lock(&rt->submit_lock);
-  for (size_t i = 0; rc == 0 && i < t->n; i++)
-    rc = track(t, t->slots[i].ref, t->slots[i].mode);
-  pthread_mutex_unlock(&rt->submit_lock);
+  rc = track_all(t);
   if (rc != 0) { /* out of memory half-way: the task fails, in order */
     atomic_store(&t->cancel, true);
     fprintf(stderr, "tarn: task %s: out of memory at submission\n",
@@ -872,7 +916,6 @@ static void stop_workers(tarn_rt *rt, unsigned started) {
 static void rt_free(tarn_rt *rt) {
   tarn_pool_destroy(rt->pool);
   tarn_slab_set_destroy(rt->slabs);
-  pthread_mutex_destroy(&rt->submit_lock);
   pthread_mutex_destroy(&rt->idle_lock);
   pthread_cond_destroy(&rt->idle);
   pthread_mutex_destroy(&rt->held_lock);
@@ -898,7 +941,6 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   if (rt == NULL) return TARN_ENOMEM;
   rt->nworkers = o.workers;
   rt->eager_free = o.eager_free;
-  pthread_mutex_init(&rt->submit_lock, NULL);
   pthread_mutex_init(&rt->idle_lock, NULL);
   pthread_cond_init(&rt->idle, NULL);
   pthread_mutex_init(&rt->held_lock, NULL);

@@ -266,6 +266,51 @@ static void destroy_waits_for_work_in_flight(void **state) {
   assert_int_equal(atomic_load(&ran_count), 200);
 }
 
+struct submitter {
+  tarn_rt *rt;
+  tarn_ref *a, *b;
+  int rc;
+};
+
+static int add_both(tarn_task *t, void *arg) {
+  (void)arg;
+  uint64_t *x = tarn_task_data(t, 0), *y = tarn_task_data(t, 1);
+  *x += 1;
+  *y += 1;
+  return 0;
+}
+
+static void *submit_many(void *arg) {
+  struct submitter *s = arg;
+  tarn_region *region = NULL;
+  s->rc = tarn_region_begin(s->rt, &region);
+  for (int i = 0; i < 2000 && s->rc == 0; i++)
+    s->rc = tarn_submit(s->rt, add_both, TARN_RW(s->a), TARN_RW(s->b));
+  int rc = tarn_region_wait(region, NULL);
+  if (s->rc == 0) s->rc = rc;
+  return NULL;
+}
+
+static void submitters_on_shared_refs_agree_on_an_order(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_ref *x = word_ref(rt, 0), *y = word_ref(rt, 0);
+  /* The two threads name the refs in opposite orders. */
+  struct submitter s1 = {rt, x, y, 0}, s2 = {rt, y, x, 0};
+  pthread_t t1, t2;
+  assert_int_equal(pthread_create(&t1, NULL, submit_many, &s1), 0);
+  assert_int_equal(pthread_create(&t2, NULL, submit_many, &s2), 0);
+  assert_int_equal(pthread_join(t1, NULL), 0);
+  assert_int_equal(pthread_join(t2, NULL), 0);
+  assert_int_equal(s1.rc, 0);
+  assert_int_equal(s2.rc, 0);
+  assert_int_equal(word_of(x), 4000);
+  assert_int_equal(word_of(y), 4000);
+  tarn_ref_release(x);
+  tarn_ref_release(y);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- priorities and scratch --------------------------------------------- */
 
 static atomic_int gate;
@@ -498,6 +543,7 @@ int main(void) {
       cmocka_unit_test(tasks_submit_tasks_into_their_region),
       cmocka_unit_test(waiting_from_a_task_is_refused),
       cmocka_unit_test(destroy_waits_for_work_in_flight),
+      cmocka_unit_test(submitters_on_shared_refs_agree_on_an_order),
       cmocka_unit_test(higher_priorities_run_first),
       cmocka_unit_test(scratch_is_reset_when_a_task_ends),
       cmocka_unit_test(a_limit_below_the_data_holds_tasks_back),

@@ -1,0 +1,135 @@
+/* rt_starpu.c: the StarPU 1.3 peer of the `rt` suite (see rt_peers.h),
+ * built only where pkg-config finds starpu-1.3. StarPU is started once per
+ * worker count with only CPU workers, silent, unbound, with its files under
+ * a temporary directory and its default scheduler; tasks go through
+ * starpu_task_insert and the time ends at starpu_task_wait_for_all. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <starpu.h>
+
+#include "bench.h"
+#include "rt_peers.h"
+
+static void empty_cpu(void *buffers[], void *arg) {
+  (void)buffers;
+  (void)arg;
+}
+
+static void inc_cpu(void *buffers[], void *arg) {
+  (void)arg;
+  uint64_t *x = (uint64_t *)STARPU_VARIABLE_GET_PTR(buffers[0]);
+  *x += 1;
+}
+
+static struct starpu_codelet empty_cl = {
+    .cpu_funcs = {empty_cpu}, .nbuffers = 0, .name = "empty"};
+static struct starpu_codelet inc_cl = {
+    .cpu_funcs = {inc_cpu}, .nbuffers = 1, .modes = {STARPU_RW}, .name = "inc"};
+
+static char home[64];
+static uint64_t counter, counted; /* counted: tasks run on it so far */
+static starpu_data_handle_t counter_handle;
+
+static int starpu_failed(const char *what, int rc) {
+  fprintf(stderr, "tarn bench: rt: %s failed: %s\n", what, strerror(-rc));
+  return 1;
+}
+
+/* The environment StarPU reads at starpu_init: quiet, no binding, and
+ * its home (performance models, traces) in a fresh temporary directory. */
+static int quiet_environment(void) {
+  snprintf(home, sizeof home, "/tmp/tarn-bench-starpu-XXXXXX");
+  if (mkdtemp(home) == NULL) {
+    fprintf(stderr, "tarn bench: rt: cannot make %s: %s\n", home,
+            strerror(errno));
+    return 1;
+  }
+  if (setenv("STARPU_SILENT", "1", 1) != 0 ||
+      setenv("STARPU_WORKERS_NOBIND", "1", 1) != 0 ||
+      setenv("STARPU_HOME", home, 1) != 0 ||
+      setenv("STARPU_PERF_MODEL_DIR", home, 1) != 0) {
+    fprintf(stderr, "tarn bench: rt: setenv: %s\n", strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
+int rt_starpu_open(unsigned workers) {
+  if (quiet_environment() != 0) return 1;
+  struct starpu_conf conf;
+  int rc = starpu_conf_init(&conf);
+  if (rc != 0) return starpu_failed("starpu_conf_init", rc);
+  conf.ncpus = (int)workers;
+  conf.ncuda = 0;
+  conf.nopencl = 0;
+  conf.nmic = 0;
+  conf.nmpi_ms = 0;
+  rc = starpu_init(&conf);
+  if (rc != 0) return starpu_failed("starpu_init", rc);
+  counter = counted = 0;
+  starpu_variable_data_register(&counter_handle, STARPU_MAIN_RAM,
+                                (uintptr_t)&counter, sizeof counter);
+  return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  if (remove(path) == 0) return 0;
+  fprintf(stderr, "tarn bench: rt: cannot remove %s: %s\n", path,
+          strerror(errno));
+  return 1;
+}
+
+void rt_starpu_close(void) {
+  starpu_data_unregister(counter_handle);
+  starpu_shutdown();
+  nftw(home, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int rt_starpu_empty(void *arg, uint64_t reps, double *seconds) {
+  (void)arg;
+  uint64_t t0 = bench_now_ns();
+  for (uint64_t i = 0; i < reps; i++) {
+    int rc = starpu_task_insert(&empty_cl, 0);
+    if (rc != 0) return starpu_failed("starpu_task_insert", rc);
+  }
+  int rc = starpu_task_wait_for_all();
+  if (rc != 0) return starpu_failed("starpu_task_wait_for_all", rc);
+  *seconds = (double)(bench_now_ns() - t0) * 1e-9;
+  return 0;
+}
+
+/* Reads the counter back through StarPU and checks it. */
+static int check_counter(uint64_t expected) {
+  int rc = starpu_data_acquire(counter_handle, STARPU_R);
+  if (rc != 0) return starpu_failed("starpu_data_acquire", rc);
+  uint64_t got = counter;
+  starpu_data_release(counter_handle);
+  if (got == expected) return 0;
+  fprintf(stderr, "tarn bench: rt: starpu chain counted %llu, expected %llu\n",
+          (unsigned long long)got, (unsigned long long)expected);
+  return 1;
+}
+
+int rt_starpu_chain(void *arg, uint64_t reps, double *seconds) {
+  (void)arg;
+  uint64_t t0 = bench_now_ns();
+  for (uint64_t i = 0; i < reps; i++) {
+    int rc = starpu_task_insert(&inc_cl, STARPU_RW, counter_handle, 0);
+    if (rc != 0) return starpu_failed("starpu_task_insert", rc);
+  }
+  int rc = starpu_task_wait_for_all();
+  if (rc != 0) return starpu_failed("starpu_task_wait_for_all", rc);
+  *seconds = (double)(bench_now_ns() - t0) * 1e-9;
+  counted += reps;
+  return check_counter(counted);
+}

@@ -71,9 +71,10 @@ TARN_API int tarn_rt_options_init(tarn_rt_options *options);
 TARN_API int tarn_rt_create(const tarn_rt_options *options, tarn_rt **rt);
 
 /* Waits for every submitted task, stops the workers and destroys the pool
- * (refs the program still holds are freed then). Returns the first error
- * of a task outside any region, or 0. NULL is a no-op. Must not be called
- * from a task. */
+ * (refs the program still holds are freed then). Regions not waited for
+ * are drained and freed: their handles are invalid afterwards. Returns the
+ * first error of a task outside any region, or 0. NULL is a no-op. Must not be
+ * called from a task. */
 TARN_API int tarn_rt_destroy(tarn_rt *rt);
 
 /* The runtime's pool: make refs here. Owned by the runtime. */

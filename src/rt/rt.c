@@ -106,11 +106,13 @@ struct ref_state {
 
 struct tarn_region {
   tarn_rt *rt;
-  tarn_region *parent; /* the thread's enclosing region */
-  /* Each counter group on its own line: the submitter writes one, the
-   * workers the others. Tasks that ran = submitted - not_run. */
-  _Alignas(64) atomic_llong outstanding;
+  tarn_region *parent;                /* the thread's enclosing region */
+  tarn_region *prev_live, *next_live; /* in rt->live, or rt->spare_regions */
+  /* The region is done when finished == submitted. The submitters write
+   * one line, the workers the other, so a submitting thread never waits
+   * for a line a worker holds. Tasks that ran = submitted - not_run. */
   _Alignas(64) _Atomic uint64_t submitted;
+  _Alignas(64) _Atomic uint64_t finished;
   _Alignas(64) atomic_int error;
   _Atomic uint64_t not_run, cancelled, failed;
   /* With eager_free off: refs released when the region ends. */
@@ -143,6 +145,7 @@ struct tarn_rt {
   struct worker *workers;
   unsigned nworkers;
   int eager_free;
+  bool may_spill;         /* the pool has a limit: data may be on disk */
   atomic_bool spare_lock; /* spare: tasks for non-worker submitters */
   tarn_task *spare;
   size_t nspare;
@@ -163,8 +166,9 @@ struct tarn_rt {
   /* Regions and completion. */
   pthread_mutex_t done_lock;
   pthread_cond_t done;
-  tarn_region root; /* tasks submitted outside any region */
-  _Alignas(64) atomic_llong outstanding;   /* every unfinished task */
+  tarn_region root;           /* tasks submitted outside any region */
+  tarn_region *live;          /* begun, not yet waited (done_lock) */
+  tarn_region *spare_regions; /* waited, kept for reuse (done_lock) */
   _Alignas(64) _Atomic uint64_t submitted; /* by submitters */
   _Alignas(64) _Atomic uint64_t cancelled, failed, held_back, prefetches;
 };
@@ -400,7 +404,7 @@ static void wake(tarn_rt *rt) {
 /* Queues a ready task: on the calling worker, else round robin. Its
  * spilled data starts coming back at once, off the workers. */
 static void push(tarn_rt *rt, tarn_task *t) {
-  if (!atomic_load_explicit(&t->cancel, memory_order_relaxed))
+  if (rt->may_spill && !atomic_load_explicit(&t->cancel, memory_order_relaxed))
     for (size_t i = 0; i < t->n; i++)
       if (tarn_ref_prefetch(t->slots[i].ref) == 1)
         atomic_fetch_add_explicit(&rt->prefetches, 1, memory_order_relaxed);
@@ -436,8 +440,12 @@ static tarn_task *take(struct worker *self) {
 /* ---- finishing ------------------------------------------------------------
  */
 
-/* Counts a finished task in its region. The region may be freed as soon
- * as `outstanding` reaches 0, so nothing touches it after that. */
+/* Counts a finished task in its region and wakes the waiter when it was
+ * the last. Region memory is reused, never freed before the runtime, so
+ * the reads after the count are safe even once the waiter has returned
+ * (at worst they wake it for nothing). The seq_cst increment and load:
+ * a task's children are counted in `submitted` before the task's own
+ * `finished`, so the last finisher sees every submission. */
 static void region_done(tarn_rt *rt, tarn_region *r, int status, bool ran) {
   if (status != 0) {
     int zero = 0;
@@ -447,7 +455,8 @@ static void region_done(tarn_rt *rt, tarn_region *r, int status, bool ran) {
     atomic_fetch_add(status == TARN_ECANCELED ? &r->cancelled : &r->failed, 1);
     if (!ran) atomic_fetch_add(&r->not_run, 1);
   }
-  if (atomic_fetch_sub(&r->outstanding, 1) == 1) {
+  uint64_t finished = atomic_fetch_add(&r->finished, 1) + 1;
+  if (finished == atomic_load(&r->submitted)) {
     pthread_mutex_lock(&rt->done_lock);
     pthread_cond_broadcast(&rt->done);
     pthread_mutex_unlock(&rt->done_lock);
@@ -511,13 +520,9 @@ static void finish(tarn_task *t, int status, bool ran) {
     if (atomic_fetch_sub(&succ->pending, 1) == 1) push(rt, succ);
     e = next;
   }
-  region_done(rt, t->region, status, ran);
+  tarn_region *region = t->region;
   task_unref(t);
-  if (atomic_fetch_sub(&rt->outstanding, 1) == 1) {
-    pthread_mutex_lock(&rt->done_lock);
-    pthread_cond_broadcast(&rt->done);
-    pthread_mutex_unlock(&rt->done_lock);
-  }
+  region_done(rt, region, status, ran);
 }
 
 /* ---- running --------------------------------------------------------------
@@ -772,9 +777,7 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   atomic_init(&t->refcount, 1);
   t->region = region_now(rt);
   t->seq = atomic_fetch_add_explicit(&rt->seq, 1, memory_order_relaxed);
-  atomic_fetch_add(&t->region->outstanding, 1);
   atomic_fetch_add(&t->region->submitted, 1);
-  atomic_fetch_add(&rt->outstanding, 1);
   atomic_fetch_add_explicit(&rt->submitted, 1, memory_order_relaxed);
   rc = track_all(t);
   if (rc != 0) { /* out of memory half-way: the task fails, in order */
@@ -850,11 +853,12 @@ static void region_init(tarn_region *r, tarn_rt *rt) {
   pthread_mutex_init(&r->keep_lock, NULL);
 }
 
-/* Waits until the region has no unfinished task. */
+/* Waits until every task of the region has finished, then releases the
+ * refs it kept. */
 static void region_drain(tarn_region *r) {
   tarn_rt *rt = r->rt;
   pthread_mutex_lock(&rt->done_lock);
-  while (atomic_load(&r->outstanding) > 0)
+  while (atomic_load(&r->finished) != atomic_load(&r->submitted))
     pthread_cond_wait(&rt->done, &rt->done_lock);
   pthread_mutex_unlock(&rt->done_lock);
   for (size_t i = 0; i < r->nkept; i++) tarn_ref_release(r->kept[i]);
@@ -863,14 +867,54 @@ static void region_drain(tarn_region *r) {
   r->nkept = r->capkept = 0;
 }
 
+static void list_unlink(tarn_region **head, tarn_region *r) {
+  if (r->prev_live != NULL)
+    r->prev_live->next_live = r->next_live;
+  else
+    *head = r->next_live;
+  if (r->next_live != NULL) r->next_live->prev_live = r->prev_live;
+}
+
+static void list_link(tarn_region **head, tarn_region *r) {
+  r->prev_live = NULL;
+  r->next_live = *head;
+  if (*head != NULL) (*head)->prev_live = r;
+  *head = r;
+}
+
+/* Moves a drained region from the live list to the spare list. */
+static void region_retire(tarn_region *r) {
+  tarn_rt *rt = r->rt;
+  pthread_mutex_lock(&rt->done_lock);
+  list_unlink(&rt->live, r);
+  list_link(&rt->spare_regions, r);
+  pthread_mutex_unlock(&rt->done_lock);
+}
+
 int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
   if (rt == NULL || out == NULL) return TARN_EINVAL;
   if (current_task != NULL) return TARN_EDEADLK;
-  tarn_region *r = malloc(sizeof *r);
-  if (r == NULL) return TARN_ENOMEM;
-  region_init(r, rt);
+  pthread_mutex_lock(&rt->done_lock);
+  tarn_region *r = rt->spare_regions;
+  if (r != NULL) list_unlink(&rt->spare_regions, r);
+  pthread_mutex_unlock(&rt->done_lock);
+  if (r == NULL) {
+    r = aligned_alloc(64, sizeof *r);
+    if (r == NULL) return TARN_ENOMEM;
+    region_init(r, rt);
+  } else {
+    atomic_store(&r->submitted, 0);
+    atomic_store(&r->finished, 0);
+    atomic_store(&r->error, 0);
+    atomic_store(&r->not_run, 0);
+    atomic_store(&r->cancelled, 0);
+    atomic_store(&r->failed, 0);
+  }
   r->parent = current_region;
   current_region = r;
+  pthread_mutex_lock(&rt->done_lock);
+  list_link(&rt->live, r);
+  pthread_mutex_unlock(&rt->done_lock);
   tarn_pool_peak_reset(rt->pool);
   *out = r;
   return 0;
@@ -891,9 +935,17 @@ int tarn_region_wait(tarn_region *r, tarn_region_stats *stats) {
         atomic_load(&r->cancelled), atomic_load(&r->failed), ps.resident_peak};
   }
   int rc = atomic_load(&r->error);
-  pthread_mutex_destroy(&r->keep_lock);
-  free(r);
+  region_retire(r);
   return rc;
+}
+
+static void regions_free(tarn_region *r) {
+  while (r != NULL) {
+    tarn_region *next = r->next_live;
+    pthread_mutex_destroy(&r->keep_lock);
+    free(r);
+    r = next;
+  }
 }
 
 /* ---- create and destroy ---------------------------------------------------
@@ -924,6 +976,7 @@ static void rt_free(tarn_rt *rt) {
   pthread_mutex_destroy(&rt->root.keep_lock);
   free(rt->held);
   task_list_free(rt->spare);
+  regions_free(rt->spare_regions);
   free(rt->workers);
   free(rt);
 }
@@ -937,10 +990,12 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
     return rc;
   if (out == NULL || o.workers == 0 || o.workers > 1024 || o.scratch_bytes == 0)
     return TARN_EINVAL;
-  tarn_rt *rt = calloc(1, sizeof *rt);
+  tarn_rt *rt = aligned_alloc(64, sizeof *rt);
   if (rt == NULL) return TARN_ENOMEM;
+  memset(rt, 0, sizeof *rt);
   rt->nworkers = o.workers;
   rt->eager_free = o.eager_free;
+  rt->may_spill = o.pool.mem_limit != 0;
   pthread_mutex_init(&rt->idle_lock, NULL);
   pthread_cond_init(&rt->idle, NULL);
   pthread_mutex_init(&rt->held_lock, NULL);
@@ -984,10 +1039,15 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
 
 int tarn_rt_destroy(tarn_rt *rt) {
   if (rt == NULL) return 0;
-  pthread_mutex_lock(&rt->done_lock);
-  while (atomic_load(&rt->outstanding) > 0)
-    pthread_cond_wait(&rt->done, &rt->done_lock);
-  pthread_mutex_unlock(&rt->done_lock);
+  /* Regions never waited: their tasks run to the end, then they go. */
+  for (;;) {
+    pthread_mutex_lock(&rt->done_lock);
+    tarn_region *r = rt->live;
+    pthread_mutex_unlock(&rt->done_lock);
+    if (r == NULL) break;
+    region_drain(r);
+    region_retire(r);
+  }
   region_drain(&rt->root);
   stop_workers(rt, rt->nworkers);
   int rc = atomic_load(&rt->root.error);

@@ -3,9 +3,10 @@
  * and 2 workers: empty tasks without data, and a chain of read-write tasks
  * on one 8-byte ref. Then tarn alone on two graphs, in tasks per second: a
  * fan-out/fan-in (one writer, FAN_K readers each writing its own ref, one
- * task reading all of them; repeated) and a random graph over RANDOM_REFS
- * refs with random modes. Ends with the goals, checked against the medians
- * of the run. A sample is one region: submit, then tarn_region_wait. */
+ * task reading all of them; repeated) and a random graph of RANDOM_TASKS
+ * tasks over RANDOM_REFS refs with random modes. Ends with the goals, checked
+ * against the medians of the run. A sample is one region: submit, then
+ * tarn_region_wait. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #define FAN_K 16
 #define RANDOM_REFS 1000
+#define RANDOM_TASKS 1000000 /* per sample */
 #define MAX_WORKERS 2
 #define SAMPLE_TARGET_S 0.045
 #define SAMPLE_MIN_S 0.025
@@ -99,12 +101,18 @@ static double per_task_row(bench_run *run, const char *name, bench_fn fn,
   return r == NULL ? -1 : extra[0].value;
 }
 
-/* Measures fn, whose one rep is `per_rep` tasks, and reports tasks_per_s. */
+/* Measures fn, whose one rep is `per_rep` tasks, and reports tasks_per_s.
+ * With `fixed` nonzero every sample runs exactly that many reps (after one
+ * warm-up of a tenth of it) instead of a calibrated number. */
 static int rate_row(bench_run *run, const char *name, bench_fn fn, void *arg,
-                    uint64_t per_rep) {
-  uint64_t reps = 0;
-  double s[BENCH_SAMPLES_MAX];
-  if (measure(run, fn, arg, &reps, s) != 0) return 1;
+                    uint64_t per_rep, uint64_t fixed) {
+  uint64_t reps = fixed;
+  double s[BENCH_SAMPLES_MAX], warm;
+  if (fixed == 0 ? measure(run, fn, arg, &reps, s) != 0
+                 : fn(arg, fixed / 10, &warm) != 0)
+    return 1;
+  for (size_t i = 0; fixed != 0 && i < run->samples; i++)
+    if (fn(arg, fixed, &s[i]) != 0) return 1;
   double tasks = (double)(reps * per_rep);
   bench_extra extra[] = {{"tasks_per_s", tasks / median_of(s, run->samples)},
                          {"tasks", tasks}};
@@ -330,12 +338,12 @@ static int run_tarn(bench_run *run, unsigned w, struct figures *f) {
   if (!failed) {
     snprintf(what, sizeof what, "fan-out %d fan-in", FAN_K);
     row_name(name, sizeof name, PEER_TARN, what, w);
-    failed = rate_row(run, name, tarn_fan, &b, FAN_K + 2);
+    failed = rate_row(run, name, tarn_fan, &b, FAN_K + 2, 0);
   }
   if (!failed) {
-    snprintf(what, sizeof what, "random graph %d refs", RANDOM_REFS);
+    snprintf(what, sizeof what, "random graph 1M tasks %d refs", RANDOM_REFS);
     row_name(name, sizeof name, PEER_TARN, what, w);
-    failed = rate_row(run, name, tarn_random, &b, 1);
+    failed = rate_row(run, name, tarn_random, &b, 1, RANDOM_TASKS);
   }
   return tarn_bench_close(&b) | failed;
 }

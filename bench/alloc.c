@@ -33,19 +33,6 @@ static int tarn_failed(const char *what, int status) {
   return 1;
 }
 
-/* Reports a result whose samples each did `ops` operations, with ns_per_op
- * and ops as extras. Returns the median ns per operation, or -1. */
-static double report_ops(bench_run *run, const char *name,
-                         const double *samples, uint64_t ops) {
-  double median, min, max;
-  bench_summary(samples, run->samples, &median, &min, &max);
-  bench_extra extra[] = {{"ns_per_op", median * 1e9 / (double)ops},
-                         {"ops", (double)ops}};
-  const bench_result *r =
-      bench_report(run, name, samples, run->samples, extra, 2);
-  return r == NULL ? -1 : extra[0].value;
-}
-
 /* ---- bursts in this process: tarn's bump allocation and the bare limit -- */
 
 struct bursts {
@@ -134,10 +121,10 @@ static int run_bursts(bench_run *run, double *bump_ns, double *bare_ns) {
          bare_fn(&b, bare_reps, &bare_s[i]);
   bursts_close(&b);
   if (rc != 0) return 1;
-  *bump_ns =
-      report_ops(run, BURST_NAME("tarn", "bump"), bump_s, bump_reps * BURST);
-  *bare_ns = report_ops(run, BURST_NAME("bare", "increment"), bare_s,
-                        bare_reps * BURST);
+  *bump_ns = bench_report_ops(run, BURST_NAME("tarn", "bump"), bump_s,
+                              bump_reps * BURST, "ns_per_op", 1e9);
+  *bare_ns = bench_report_ops(run, BURST_NAME("bare", "increment"), bare_s,
+                              bare_reps * BURST, "ns_per_op", 1e9);
   return *bump_ns < 0 || *bare_ns < 0;
 }
 
@@ -261,7 +248,7 @@ static int run_peer(bench_run *run, const char *name, const char *row,
     fprintf(stderr, "tarn bench: alloc: %s: unexpected output\n", path);
     return 1;
   }
-  *ns = report_ops(run, row, seconds, ops);
+  *ns = bench_report_ops(run, row, seconds, ops, "ns_per_op", 1e9);
   return *ns < 0;
 }
 
@@ -286,68 +273,7 @@ static int pair_fn(void *arg, uint64_t reps, double *seconds) {
   return 0;
 }
 
-/* This thread and a helper, released together by a barrier for each run. */
-struct duo {
-  tarn_slab_set *set;
-  pthread_barrier_t start, done;
-  pthread_t helper;
-  uint64_t reps; /* written before `start`, 0 tells the helper to quit */
-  double helper_s;
-  int helper_failed;
-};
-
-static void *duo_helper(void *arg) {
-  struct duo *d = arg;
-  for (;;) {
-    pthread_barrier_wait(&d->start);
-    if (d->reps == 0) return NULL;
-    uint64_t t0 = bench_now_ns();
-    d->helper_failed = pairs(d->set, d->reps);
-    d->helper_s = (double)(bench_now_ns() - t0) * 1e-9;
-    pthread_barrier_wait(&d->done);
-  }
-}
-
-/* Both threads do `reps` pairs at once; *seconds is the slower one's time,
- * so the time per pair is per thread. */
-static int duo_fn(void *arg, uint64_t reps, double *seconds) {
-  struct duo *d = arg;
-  d->reps = reps;
-  pthread_barrier_wait(&d->start);
-  uint64_t t0 = bench_now_ns();
-  int failed = pairs(d->set, reps);
-  double own = (double)(bench_now_ns() - t0) * 1e-9;
-  pthread_barrier_wait(&d->done);
-  if (failed || d->helper_failed) return 1;
-  *seconds = own > d->helper_s ? own : d->helper_s;
-  return 0;
-}
-
-static int duo_open(struct duo *d, tarn_slab_set *set) {
-  memset(d, 0, sizeof *d);
-  d->set = set;
-  int rc = pthread_barrier_init(&d->start, NULL, 2);
-  if (rc != 0) goto fail;
-  rc = pthread_barrier_init(&d->done, NULL, 2);
-  if (rc != 0) goto fail_start;
-  rc = pthread_create(&d->helper, NULL, duo_helper, d);
-  if (rc == 0) return 0;
-  pthread_barrier_destroy(&d->done);
-fail_start:
-  pthread_barrier_destroy(&d->start);
-fail:
-  fprintf(stderr, "tarn bench: alloc: cannot start a second thread: %s\n",
-          strerror(rc));
-  return 1;
-}
-
-static void duo_close(struct duo *d) {
-  d->reps = 0;
-  pthread_barrier_wait(&d->start);
-  pthread_join(d->helper, NULL);
-  pthread_barrier_destroy(&d->start);
-  pthread_barrier_destroy(&d->done);
-}
+static int pairs_work(void *set, uint64_t reps) { return pairs(set, reps); }
 
 /* Calibrates, warms up once and takes the run's samples of fn. */
 static int measure(bench_run *run, bench_fn fn, void *arg, uint64_t *reps,
@@ -363,14 +289,14 @@ static int measure(bench_run *run, bench_fn fn, void *arg, uint64_t *reps,
 
 /* Median ns per pair per thread with two threads on `set`. */
 static int run_duo(bench_run *run, tarn_slab_set *set, double *ns) {
-  struct duo d;
-  if (duo_open(&d, set) != 0) return 1;
+  bench_duo d;
+  if (bench_duo_open(&d, pairs_work, set, set) != 0) return 1;
   uint64_t reps = 0;
   double s[BENCH_SAMPLES_MAX];
-  int failed = measure(run, duo_fn, &d, &reps, s);
-  duo_close(&d);
+  int failed = measure(run, bench_duo_fn, &d, &reps, s);
+  bench_duo_close(&d);
   if (failed) return 1;
-  *ns = report_ops(run, DUO_NAME, s, reps);
+  *ns = bench_report_ops(run, DUO_NAME, s, reps, "ns_per_op", 1e9);
   return *ns < 0;
 }
 
@@ -384,7 +310,7 @@ static int run_pairs(bench_run *run, double *alone_ns, double *duo_ns) {
   double s[BENCH_SAMPLES_MAX];
   int failed = measure(run, pair_fn, set, &reps, s);
   if (!failed) {
-    *alone_ns = report_ops(run, PAIR_NAME, s, reps);
+    *alone_ns = bench_report_ops(run, PAIR_NAME, s, reps, "ns_per_op", 1e9);
     failed = *alone_ns < 0 || run_duo(run, set, duo_ns);
   }
   tarn_slab_set_destroy(set);
@@ -393,38 +319,21 @@ static int run_pairs(bench_run *run, double *alone_ns, double *duo_ns) {
 
 /* ---- goals ------------------------------------------------------------- */
 
-/* Prints one goal: `value` (negative when not measured) against `limit`. */
-static void print_goal(const char *what, double value, const char *unit,
-                       int at_most, double limit) {
-  char goal[32], figure[32];
-  snprintf(goal, sizeof goal, "%s %g%s", at_most ? "<=" : ">=", limit, unit);
-  if (value < 0) {
-    printf("  %-42s %12s   goal %s\n", what, "not measured", goal);
-    return;
-  }
-  int met = at_most ? value <= limit : value >= limit;
-  snprintf(figure, sizeof figure, "%.2f%s", value, unit);
-  printf("  %-42s %12s   goal %-9s %s\n", what, figure, goal,
-         met ? "met" : "NOT met");
-}
-
-static double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : -1; }
-
 struct figures {
   double bump, bare, glibc, mimalloc, jemalloc, alone, duo; /* ns, or -1 */
 };
 
 static void print_goals(const struct figures *f) {
   printf("\nGoals (ratios of the medians above, ns per operation):\n");
-  print_goal("tarn bump / bare increment", ratio(f->bump, f->bare), "x", 1,
-             1.5);
-  print_goal("glibc malloc+free / tarn bump", ratio(f->glibc, f->bump), "x", 0,
-             15);
-  print_goal("mimalloc malloc+free / tarn bump", ratio(f->mimalloc, f->bump),
-             "x", 0, 3);
-  print_goal("acquire+release, one thread", f->alone, " ns", 1, 25);
-  print_goal("acquire+release, 2 threads / one thread", ratio(f->duo, f->alone),
-             "x", 1, 2);
+  bench_goal("tarn bump / bare increment", bench_ratio(f->bump, f->bare), "x",
+             1, 1.5);
+  bench_goal("glibc malloc+free / tarn bump", bench_ratio(f->glibc, f->bump),
+             "x", 0, 15);
+  bench_goal("mimalloc malloc+free / tarn bump",
+             bench_ratio(f->mimalloc, f->bump), "x", 0, 3);
+  bench_goal("acquire+release, one thread", f->alone, " ns", 1, 25);
+  bench_goal("acquire+release, 2 threads / one thread",
+             bench_ratio(f->duo, f->alone), "x", 1, 2);
   fflush(stdout);
 }
 

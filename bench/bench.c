@@ -4,6 +4,7 @@
  * (CPU model, online cores, operating system, tarn version, date). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,4 +272,105 @@ int bench_write_json(const bench_run *run, FILE *out, const char *path) {
     return -1;
   }
   return 0;
+}
+
+double bench_median(const double *values, size_t n) {
+  double median, min, max;
+  bench_summary(values, n, &median, &min, &max);
+  return median;
+}
+
+double bench_report_ops(bench_run *run, const char *name, const double *samples,
+                        uint64_t ops, const char *per_op, double scale) {
+  bench_extra extra[2] = {{"", 0}, {"ops", (double)ops}};
+  snprintf(extra[0].key, sizeof extra[0].key, "%s", per_op);
+  extra[0].value = bench_median(samples, run->samples) * scale / (double)ops;
+  const bench_result *r =
+      bench_report(run, name, samples, run->samples, extra, 2);
+  return r == NULL ? -1 : extra[0].value;
+}
+
+void bench_goal(const char *what, double value, const char *unit, int at_most,
+                double limit) {
+  char goal[32], figure[32];
+  snprintf(goal, sizeof goal, "%s %g%s", at_most ? "<=" : ">=", limit, unit);
+  if (value < 0) {
+    printf("  %-42s %12s   goal %s\n", what, "not measured", goal);
+    return;
+  }
+  int met = at_most ? value <= limit : value >= limit;
+  snprintf(figure, sizeof figure, "%.2f%s", value, unit);
+  printf("  %-42s %12s   goal %-9s %s\n", what, figure, goal,
+         met ? "met" : "NOT met");
+}
+
+double bench_ratio(double a, double b) { return a > 0 && b > 0 ? a / b : -1; }
+
+struct duo_impl {
+  pthread_barrier_t start, done;
+  pthread_t helper;
+  uint64_t reps; /* written before `start`, 0 tells the helper to quit */
+  double helper_s;
+  int helper_failed;
+};
+
+static void *duo_helper(void *arg) {
+  bench_duo *d = arg;
+  struct duo_impl *m = d->impl;
+  for (;;) {
+    pthread_barrier_wait(&m->start);
+    if (m->reps == 0) return NULL;
+    uint64_t t0 = bench_now_ns();
+    m->helper_failed = d->work(d->arg[1], m->reps);
+    m->helper_s = (double)(bench_now_ns() - t0) * 1e-9;
+    pthread_barrier_wait(&m->done);
+  }
+}
+
+int bench_duo_open(bench_duo *d, int (*work)(void *, uint64_t), void *mine,
+                   void *theirs) {
+  struct duo_impl *m = calloc(1, sizeof *m);
+  if (m == NULL) {
+    fprintf(stderr, "tarn bench: out of memory\n");
+    return 1;
+  }
+  *d = (bench_duo){work, {mine, theirs}, m};
+  int rc = pthread_barrier_init(&m->start, NULL, 2);
+  if (rc != 0) goto fail;
+  rc = pthread_barrier_init(&m->done, NULL, 2);
+  if (rc != 0) goto fail_start;
+  rc = pthread_create(&m->helper, NULL, duo_helper, d);
+  if (rc == 0) return 0;
+  pthread_barrier_destroy(&m->done);
+fail_start:
+  pthread_barrier_destroy(&m->start);
+fail:
+  free(m);
+  fprintf(stderr, "tarn bench: cannot start a second thread: %s\n",
+          strerror(rc));
+  return 1;
+}
+
+int bench_duo_fn(void *arg, uint64_t reps, double *seconds) {
+  bench_duo *d = arg;
+  struct duo_impl *m = d->impl;
+  m->reps = reps;
+  pthread_barrier_wait(&m->start);
+  uint64_t t0 = bench_now_ns();
+  int failed = d->work(d->arg[0], reps);
+  double own = (double)(bench_now_ns() - t0) * 1e-9;
+  pthread_barrier_wait(&m->done);
+  if (failed || m->helper_failed) return 1;
+  *seconds = own > m->helper_s ? own : m->helper_s;
+  return 0;
+}
+
+void bench_duo_close(bench_duo *d) {
+  struct duo_impl *m = d->impl;
+  m->reps = 0;
+  pthread_barrier_wait(&m->start);
+  pthread_join(m->helper, NULL);
+  pthread_barrier_destroy(&m->start);
+  pthread_barrier_destroy(&m->done);
+  free(m);
 }

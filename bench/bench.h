@@ -89,6 +89,45 @@ void bench_note(bench_run *run, const char *name, const char *message);
  * messages). The caller closes it. Returns 0, or -1 after printing why. */
 int bench_write_json(const bench_run *run, FILE *out, const char *path);
 
+/* The median of n values, 0 < n <= BENCH_SAMPLES_MAX. */
+double bench_median(const double *values, size_t n);
+
+/* Records a result whose samples each did `ops` operations, with the extras
+ * `per_op` (median seconds per operation times `scale`, e.g. 1e9 for
+ * "ns_per_op") and "ops". Returns that per-operation figure, or -1. */
+double bench_report_ops(bench_run *run, const char *name, const double *samples,
+                        uint64_t ops, const char *per_op, double scale);
+
+/* Prints one line of a suite's goals: `value` (negative when it was not
+ * measured) against `limit`, as at most or at least, and whether it is met.
+ */
+void bench_goal(const char *what, double value, const char *unit, int at_most,
+                double limit);
+
+/* a / b, or -1 when either is not a positive figure. */
+double bench_ratio(double a, double b);
+
+/* Two threads doing the same work at once: this one and a helper, released
+ * together by a barrier for every call of bench_duo_fn. `work(arg, reps)`
+ * returns 0 or non-zero after printing why; arg[0] is this thread's, arg[1]
+ * the helper's. */
+typedef struct bench_duo {
+  int (*work)(void *arg, uint64_t reps);
+  void *arg[2];
+  void *impl; /* the helper thread and its barriers */
+} bench_duo;
+
+/* Starts the helper. Returns 0, or 1 after printing why. */
+int bench_duo_open(bench_duo *duo, int (*work)(void *, uint64_t), void *mine,
+                   void *theirs);
+
+/* A bench_fn over a bench_duo: both threads do `reps` at once; *seconds is
+ * the slower one's, so reps / seconds is the rate per thread. */
+int bench_duo_fn(void *duo, uint64_t reps, double *seconds);
+
+/* Stops the helper. */
+void bench_duo_close(bench_duo *duo);
+
 /* The suites. Each prints its rows and returns 0, or 1 when a measurement
  * failed (after printing why). */
 int bench_alloc(bench_run *run);

@@ -37,24 +37,6 @@ static int sys_failed(const char *what, const char *path) {
   return 1;
 }
 
-static double median_of(const double *samples, size_t n) {
-  double median, min, max;
-  bench_summary(samples, n, &median, &min, &max);
-  return median;
-}
-
-/* Reports a result whose samples each did `ops` pairs, with ns_per_op and
- * ops as extras. Returns the median ns per pair, or -1. */
-static double report_ops(bench_run *run, const char *name,
-                         const double *samples, uint64_t ops) {
-  bench_extra extra[] = {
-      {"ns_per_op", median_of(samples, run->samples) * 1e9 / (double)ops},
-      {"ops", (double)ops}};
-  const bench_result *r =
-      bench_report(run, name, samples, run->samples, extra, 2);
-  return r == NULL ? -1 : extra[0].value;
-}
-
 /* Calibrates, warms up once and takes the run's samples of fn. */
 static int measure(bench_run *run, bench_fn fn, void *arg, uint64_t *reps,
                    double *samples) {
@@ -107,79 +89,17 @@ static int pin_fn(void *arg, uint64_t reps, double *seconds) {
   return 0;
 }
 
-/* This thread and a helper, released together by a barrier for each run,
- * each pinning its own ref. */
-struct duo {
-  tarn_ref *mine, *theirs;
-  pthread_barrier_t start, done;
-  pthread_t helper;
-  uint64_t reps; /* written before `start`, 0 tells the helper to quit */
-  double helper_s;
-  int helper_failed;
-};
-
-static void *duo_helper(void *arg) {
-  struct duo *d = arg;
-  for (;;) {
-    pthread_barrier_wait(&d->start);
-    if (d->reps == 0) return NULL;
-    uint64_t t0 = bench_now_ns();
-    d->helper_failed = pins(d->theirs, d->reps);
-    d->helper_s = (double)(bench_now_ns() - t0) * 1e-9;
-    pthread_barrier_wait(&d->done);
-  }
-}
-
-/* Both threads do `reps` pairs at once; *seconds is the slower one's. */
-static int duo_fn(void *arg, uint64_t reps, double *seconds) {
-  struct duo *d = arg;
-  d->reps = reps;
-  pthread_barrier_wait(&d->start);
-  uint64_t t0 = bench_now_ns();
-  int failed = pins(d->mine, reps);
-  double own = (double)(bench_now_ns() - t0) * 1e-9;
-  pthread_barrier_wait(&d->done);
-  if (failed || d->helper_failed) return 1;
-  *seconds = own > d->helper_s ? own : d->helper_s;
-  return 0;
-}
-
-static int duo_open(struct duo *d, tarn_ref *mine, tarn_ref *theirs) {
-  memset(d, 0, sizeof *d);
-  d->mine = mine;
-  d->theirs = theirs;
-  int rc = pthread_barrier_init(&d->start, NULL, 2);
-  if (rc != 0) goto fail;
-  rc = pthread_barrier_init(&d->done, NULL, 2);
-  if (rc != 0) goto fail_start;
-  rc = pthread_create(&d->helper, NULL, duo_helper, d);
-  if (rc == 0) return 0;
-  pthread_barrier_destroy(&d->done);
-fail_start:
-  pthread_barrier_destroy(&d->start);
-fail:
-  fprintf(stderr, "tarn bench: pool: cannot start a second thread: %s\n",
-          strerror(rc));
-  return 1;
-}
-
-static void duo_close(struct duo *d) {
-  d->reps = 0;
-  pthread_barrier_wait(&d->start);
-  pthread_join(d->helper, NULL);
-  pthread_barrier_destroy(&d->start);
-  pthread_barrier_destroy(&d->done);
-}
+static int pins_work(void *ref, uint64_t reps) { return pins(ref, reps); }
 
 static int run_duo(bench_run *run, tarn_ref *a, tarn_ref *b, double *ns) {
-  struct duo d;
-  if (duo_open(&d, a, b) != 0) return 1;
+  bench_duo d;
+  if (bench_duo_open(&d, pins_work, a, b) != 0) return 1;
   uint64_t reps = 0;
   double s[BENCH_SAMPLES_MAX];
-  int failed = measure(run, duo_fn, &d, &reps, s);
-  duo_close(&d);
+  int failed = measure(run, bench_duo_fn, &d, &reps, s);
+  bench_duo_close(&d);
   if (failed) return 1;
-  *ns = report_ops(run, DUO_NAME, s, reps);
+  *ns = bench_report_ops(run, DUO_NAME, s, reps, "ns_per_op", 1e9);
   return *ns < 0;
 }
 
@@ -195,7 +115,7 @@ static int run_pins(bench_run *run, double *alone_ns, double *duo_ns) {
   double s[BENCH_SAMPLES_MAX];
   if (!failed) failed = measure(run, pin_fn, a, &reps, s);
   if (!failed) {
-    *alone_ns = report_ops(run, PIN_NAME, s, reps);
+    *alone_ns = bench_report_ops(run, PIN_NAME, s, reps, "ns_per_op", 1e9);
     failed = *alone_ns < 0 || run_duo(run, a, b, duo_ns);
   }
   if (a != NULL) tarn_ref_release(a);
@@ -344,7 +264,7 @@ static int plain_io(struct plain *p, struct io_sample *s) {
  * median MB/s, or -1. */
 static double report_io(bench_run *run, const char *name, const double *s,
                         double bytes, double direct) {
-  double mbps = bytes / median_of(s, run->samples) / 1e6;
+  double mbps = bytes / bench_median(s, run->samples) / 1e6;
   bench_extra extra[] = {
       {"MBps", mbps}, {"bytes", bytes}, {"io_direct", direct}};
   const bench_result *r = bench_report(run, name, s, run->samples, extra, 3);
@@ -431,7 +351,7 @@ static int churn_sample(tarn_pool *pool, tarn_ref **refs, uint64_t *rng,
 
 static int report_churn(bench_run *run, const double *s, uint64_t moved,
                         double *pins_per_s) {
-  *pins_per_s = CHURN_PINS / median_of(s, run->samples);
+  *pins_per_s = CHURN_PINS / bench_median(s, run->samples);
   bench_extra extra[] = {
       {"pins_per_s", *pins_per_s},
       {"bytes_per_pin", (double)moved / (CHURN_PINS * run->samples)},
@@ -459,32 +379,15 @@ static int run_churn(bench_run *run, double *pins_per_s) {
 
 /* ---- goals ------------------------------------------------------------- */
 
-/* Prints one goal: `value` (negative when not measured) against `limit`. */
-static void print_goal(const char *what, double value, const char *unit,
-                       int at_most, double limit) {
-  char goal[32], figure[32];
-  snprintf(goal, sizeof goal, "%s %g%s", at_most ? "<=" : ">=", limit, unit);
-  if (value < 0) {
-    printf("  %-42s %12s   goal %s\n", what, "not measured", goal);
-    return;
-  }
-  int met = at_most ? value <= limit : value >= limit;
-  snprintf(figure, sizeof figure, "%.2f%s", value, unit);
-  printf("  %-42s %12s   goal %-9s %s\n", what, figure, goal,
-         met ? "met" : "NOT met");
-}
-
-static double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : -1; }
-
 static void print_goals(double alone, double duo, const struct io_figures *f) {
   printf("\nGoals (from the medians above):\n");
-  print_goal("pin+unpin, one thread", alone, " ns", 1, 25);
-  print_goal("pin+unpin, 2 threads / one thread", ratio(duo, alone), "x", 1,
-             1.1);
-  print_goal("tarn spill / plain write (MB/s)", ratio(f->spill, f->write), "x",
-             0, 0.8);
-  print_goal("tarn restore / plain read (MB/s)", ratio(f->restore, f->read),
+  bench_goal("pin+unpin, one thread", alone, " ns", 1, 25);
+  bench_goal("pin+unpin, 2 threads / one thread", bench_ratio(duo, alone), "x",
+             1, 1.1);
+  bench_goal("tarn spill / plain write (MB/s)", bench_ratio(f->spill, f->write),
              "x", 0, 0.8);
+  bench_goal("tarn restore / plain read (MB/s)",
+             bench_ratio(f->restore, f->read), "x", 0, 0.8);
   fflush(stdout);
 }
 

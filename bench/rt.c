@@ -50,12 +50,6 @@ static int tarn_failed(const char *what, int status) {
   return 1;
 }
 
-static double median_of(const double *samples, size_t n) {
-  double median, min, max;
-  bench_summary(samples, n, &median, &min, &max);
-  return median;
-}
-
 /* Calibrates, then runs fn until a call lands within [SAMPLE_MIN_S,
  * SAMPLE_MAX_S], rescaling *reps after each (a runtime's first calls can
  * stall on waking its threads); the last call is the warm-up. */
@@ -95,7 +89,7 @@ static double per_task_row(bench_run *run, const char *name, bench_fn fn,
   double s[BENCH_SAMPLES_MAX];
   if (measure(run, fn, arg, &reps, s) != 0) return -1;
   bench_extra extra[] = {
-      {"us_per_task", median_of(s, run->samples) * 1e6 / (double)reps},
+      {"us_per_task", bench_median(s, run->samples) * 1e6 / (double)reps},
       {"tasks", (double)reps}};
   const bench_result *r = bench_report(run, name, s, run->samples, extra, 2);
   return r == NULL ? -1 : extra[0].value;
@@ -114,7 +108,7 @@ static int rate_row(bench_run *run, const char *name, bench_fn fn, void *arg,
   for (size_t i = 0; fixed != 0 && i < run->samples; i++)
     if (fn(arg, fixed, &s[i]) != 0) return 1;
   double tasks = (double)(reps * per_rep);
-  bench_extra extra[] = {{"tasks_per_s", tasks / median_of(s, run->samples)},
+  bench_extra extra[] = {{"tasks_per_s", tasks / bench_median(s, run->samples)},
                          {"tasks", tasks}};
   return bench_report(run, name, s, run->samples, extra, 2) == NULL;
 }
@@ -383,23 +377,6 @@ static int run_starpu(bench_run *run, unsigned w, struct figures *f) {
 }
 #endif
 
-/* Prints one goal: `value` (negative when not measured) against `limit`. */
-static void print_goal(const char *what, double value, const char *unit,
-                       int at_most, double limit) {
-  char goal[32], figure[32];
-  snprintf(goal, sizeof goal, "%s %g%s", at_most ? "<=" : ">=", limit, unit);
-  if (value < 0) {
-    printf("  %-42s %12s   goal %s\n", what, "not measured", goal);
-    return;
-  }
-  int met = at_most ? value <= limit : value >= limit;
-  snprintf(figure, sizeof figure, "%.2f%s", value, unit);
-  printf("  %-42s %12s   goal %-9s %s\n", what, figure, goal,
-         met ? "met" : "NOT met");
-}
-
-static double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : -1; }
-
 static void print_goals(const struct figures *f) {
   char what[64];
   printf("\nGoals (from the medians above):\n");
@@ -407,13 +384,13 @@ static void print_goals(const struct figures *f) {
     const char *s = w == 1 ? "" : "s";
     double tarn = f->chain_us[PEER_TARN][w];
     snprintf(what, sizeof what, "tarn chain per task (%u worker%s)", w, s);
-    print_goal(what, tarn, " us", 1, 0.3);
+    bench_goal(what, tarn, " us", 1, 0.3);
     snprintf(what, sizeof what, "starpu chain / tarn chain (%u worker%s)", w,
              s);
-    print_goal(what, ratio(f->chain_us[PEER_STARPU][w], tarn), "x", 0, 5);
+    bench_goal(what, bench_ratio(f->chain_us[PEER_STARPU][w], tarn), "x", 0, 5);
     snprintf(what, sizeof what, "openmp chain / tarn chain (%u worker%s)", w,
              s);
-    print_goal(what, ratio(f->chain_us[PEER_OPENMP][w], tarn), "x", 0, 1);
+    bench_goal(what, bench_ratio(f->chain_us[PEER_OPENMP][w], tarn), "x", 0, 1);
   }
   fflush(stdout);
 }

@@ -418,6 +418,11 @@ static void a_limit_below_the_data_holds_tasks_back(void **state) {
   tarn_pool_stats ps;
   assert_int_equal(tarn_pool_stats_get(pool, &ps), 0);
   assert_true(ps.spills > 0);
+  /* Spilled inputs of ready tasks were read back ahead of their run. */
+  tarn_rt_stats rs;
+  assert_int_equal(tarn_rt_stats_get(rt, &rs), 0);
+  assert_true(rs.prefetches > 0);
+  assert_int_equal(rs.run, 2 * n);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 

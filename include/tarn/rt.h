@@ -100,6 +100,10 @@ typedef struct tarn_task_desc {
   int priority;
   /* For statistics and error messages; the string must outlive the task. */
   const char *name;
+  /* Called with `arg` once the task is done, whether it ran, failed or was
+   * cancelled (and when submission fails), so a task can own its
+   * argument. Optional. */
+  void (*arg_free)(void *arg);
 } tarn_task_desc;
 
 /* Submits a task. The runtime retains each ref until the task ends (the

@@ -77,6 +77,7 @@ struct tarn_task {
   tarn_rt *rt;
   tarn_task_fn fn;
   void *arg;
+  void (*arg_free)(void *arg);
   int priority;
   const char *name;
   uint64_t seq;
@@ -520,6 +521,7 @@ static void finish(tarn_task *t, int status, bool ran) {
     if (atomic_fetch_sub(&succ->pending, 1) == 1) push(rt, succ);
     e = next;
   }
+  if (t->arg_free != NULL) t->arg_free(t->arg);
   tarn_region *region = t->region;
   task_unref(t);
   region_done(rt, region, status, ran);
@@ -751,16 +753,22 @@ static int track_all(tarn_task *t) {
   return rc;
 }
 
+static int submit_failed(const tarn_task_desc *d, int rc) {
+  if (d != NULL && d->arg_free != NULL) d->arg_free(d->arg);
+  return rc;
+}
+
 int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   if (rt == NULL || d == NULL || d->fn == NULL ||
       (d->ndeps > 0 && d->deps == NULL))
-    return TARN_EINVAL;
+    return submit_failed(d, TARN_EINVAL);
   tarn_task *t = task_alloc(rt);
-  if (t == NULL) return TARN_ENOMEM;
+  if (t == NULL) return submit_failed(d, TARN_ENOMEM);
   memset(t, 0, offsetof(tarn_task, inline_slots_));
   t->rt = rt;
   t->fn = d->fn;
   t->arg = d->arg;
+  t->arg_free = d->arg_free;
   t->priority = d->priority;
   t->name = d->name;
   int rc = fill_slots(t, d->deps, d->ndeps);
@@ -771,7 +779,7 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
     }
   if (rc != 0) {
     task_free(t);
-    return rc;
+    return submit_failed(d, rc);
   }
   atomic_init(&t->pending, 1);
   atomic_init(&t->refcount, 1);
@@ -799,7 +807,7 @@ int tarn_task_submit_items(tarn_rt *rt, tarn_task_fn fn,
   tarn_dep *deps = inline_deps;
   if (ndeps > 16 && (deps = malloc(ndeps * sizeof *deps)) == NULL)
     return TARN_ENOMEM;
-  tarn_task_desc d = {fn, NULL, deps, 0, 0, NULL};
+  tarn_task_desc d = {fn, NULL, deps, 0, 0, NULL, NULL};
   int rc = 0;
   for (size_t i = 0; i < n; i++) {
     const tarn_item *it = &items[i];

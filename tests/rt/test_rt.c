@@ -115,7 +115,11 @@ static void one_graph(tarn_rt *rt, uint64_t seed) {
       t->mode[i] = (tarn_access)(1 + rng(&seed) % 3);
       deps[i] = (tarn_dep){refs[w], t->mode[i]};
     }
-    tarn_task_desc d = {graph_task, t, deps, t->n, 0, "graph"};
+    tarn_task_desc d = {.fn = graph_task,
+                        .arg = t,
+                        .deps = deps,
+                        .ndeps = t->n,
+                        .name = "graph"};
     assert_int_equal(tarn_task_submit(rt, &d), 0);
     uint64_t *v[max_deps];
     for (size_t i = 0; i < t->n; i++) v[i] = &expect[t->which[i]];
@@ -182,6 +186,37 @@ static void a_failure_cancels_its_dependants_only(void **state) {
   tarn_ref_release(x);
   tarn_ref_release(y);
   tarn_ref_release(z);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static atomic_int freed_args;
+
+static void count_free(void *arg) {
+  (void)arg;
+  atomic_fetch_add(&freed_args, 1);
+}
+
+static void task_args_are_freed_whatever_happens(void **state) {
+  (void)state;
+  atomic_store(&freed_args, 0);
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_ref *x = word_ref(rt, 1);
+  tarn_dep w = {x, TARN_WRITE}, r = {x, TARN_READ}, bad = {NULL, TARN_READ};
+  tarn_task_desc ran = {
+      .fn = count_task, .deps = &r, .ndeps = 1, .arg_free = count_free};
+  tarn_task_desc fails = {
+      .fn = fail_task, .deps = &w, .ndeps = 1, .arg_free = count_free};
+  tarn_task_desc refused = {
+      .fn = count_task, .deps = &bad, .ndeps = 1, .arg_free = count_free};
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_task_submit(rt, &ran), 0);
+  assert_int_equal(tarn_task_submit(rt, &fails), 0);
+  assert_int_equal(tarn_task_submit(rt, &ran), 0); /* cancelled */
+  assert_int_equal(tarn_task_submit(rt, &refused), TARN_EINVAL);
+  assert_int_equal(tarn_region_wait(region, NULL), -42);
+  assert_int_equal(atomic_load(&freed_args), 4);
+  tarn_ref_release(x);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -480,13 +515,13 @@ static void bad_submissions_are_refused(void **state) {
   (void)state;
   tarn_rt *rt = make_rt(1, 0, 1), *other = make_rt(1, 0, 1);
   tarn_ref *x = word_ref(rt, 0), *foreign = word_ref(other, 0);
-  tarn_task_desc d = {NULL, NULL, NULL, 0, 0, NULL};
+  tarn_task_desc d = {.fn = NULL};
   assert_int_equal(tarn_task_submit(rt, &d), TARN_EINVAL);
   assert_int_equal(tarn_task_submit(NULL, &d), TARN_EINVAL);
   assert_int_equal(tarn_submit(rt, count_task, TARN_R(NULL)), TARN_EINVAL);
   assert_int_equal(tarn_submit(rt, count_task, TARN_R(foreign)), TARN_EINVAL);
   tarn_dep bad_mode = {x, (tarn_access)7};
-  tarn_task_desc d2 = {count_task, NULL, &bad_mode, 1, 0, NULL};
+  tarn_task_desc d2 = {.fn = count_task, .deps = &bad_mode, .ndeps = 1};
   assert_int_equal(tarn_task_submit(rt, &d2), TARN_EINVAL);
   tarn_rt_stats st;
   assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
@@ -545,6 +580,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(random_graphs_match_sequential_order),
       cmocka_unit_test(a_failure_cancels_its_dependants_only),
+      cmocka_unit_test(task_args_are_freed_whatever_happens),
       cmocka_unit_test(tasks_submit_tasks_into_their_region),
       cmocka_unit_test(waiting_from_a_task_is_refused),
       cmocka_unit_test(destroy_waits_for_work_in_flight),

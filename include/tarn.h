@@ -7,6 +7,7 @@
 #include "tarn/alloc.h"
 #include "tarn/pool.h"
 #include "tarn/rt.h"
+#include "tarn/matrix.h"
 #include "tarn/status.h"
 #include "tarn/version.h"
 

@@ -1,0 +1,117 @@
+/* tarn/matrix.h: tiled matrices of doubles on the task runtime.
+ *
+ * An M x N matrix is cut into mb x nb tiles (the last row and column of
+ * tiles may be smaller); each tile is a ref in the runtime's pool, stored
+ * column-major with its own row count as leading dimension, so tiles can be
+ * spilled and are pinned only while a task uses them. A tile's memory
+ * arrives when it is first written.
+ *
+ * Operations submit one task per tile and return at once: the results are
+ * ordered after everything submitted before them (the runtime's rules), so
+ * a program chains operations without waiting. Calls that hand a value to
+ * the caller (tarn_matrix_get, _to_buffer, _sum, _norm) wait for the tasks
+ * they need. An operation writes into *out when it is not NULL (same shape
+ * and tiling, else TARN_EINVAL), else makes a new matrix there.
+ *
+ * Bad input gets a status and changes nothing: sizes of 0, a matrix of
+ * another runtime, shapes or tilings that do not match. A tile size larger
+ * than the matrix is clamped to the matrix.
+ *
+ * Thread-safety: calls on different matrices may run from any threads;
+ * calls on one matrix are ordered by the caller (as tasks on shared refs
+ * are ordered by submission). */
+#ifndef TARN_MATRIX_H
+#define TARN_MATRIX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tarn/export.h"
+#include "tarn/rt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tarn_matrix tarn_matrix;
+
+/* A new M x N matrix of mb x nb tiles whose elements are all 0. Returns 0,
+ * TARN_EINVAL for a size of 0, TARN_ENOMEM. */
+TARN_API int tarn_matrix_zeros(tarn_rt *rt, size_t m, size_t n, size_t mb,
+                               size_t nb, tarn_matrix **out);
+
+/* A new matrix whose elements are all `value`. */
+TARN_API int tarn_matrix_fill(tarn_rt *rt, size_t m, size_t n, size_t mb,
+                              size_t nb, double value, tarn_matrix **out);
+
+/* A new matrix of uniform random numbers in [0, 1): element (i, j) is a
+ * hash of (seed, i, j), so the values do not depend on the tiling or the
+ * number of workers. */
+TARN_API int tarn_matrix_rand(tarn_rt *rt, size_t m, size_t n, size_t mb,
+                              size_t nb, uint64_t seed, tarn_matrix **out);
+
+/* A new matrix copied from the caller's column-major buffer (leading
+ * dimension ld >= m). Waits until the copy is done: the buffer is free to
+ * change when it returns. */
+TARN_API int tarn_matrix_from_buffer(tarn_rt *rt, size_t m, size_t n, size_t mb,
+                                     size_t nb, const double *buf, size_t ld,
+                                     tarn_matrix **out);
+
+/* Copies the matrix into the caller's column-major buffer (ld >= rows),
+ * after every task submitted before on it. Waits. */
+TARN_API int tarn_matrix_to_buffer(tarn_matrix *a, double *buf, size_t ld);
+
+/* Element (i, j), after every task submitted before on it. Waits. Returns
+ * 0, or TARN_EINVAL when (i, j) is outside the matrix. */
+TARN_API int tarn_matrix_get(tarn_matrix *a, size_t i, size_t j, double *v);
+
+/* Frees the matrix: its tiles go as soon as the tasks using them end.
+ * NULL is a no-op. */
+TARN_API void tarn_matrix_destroy(tarn_matrix *a);
+
+/* Rows, columns, tile rows, tile columns. */
+TARN_API size_t tarn_matrix_rows(const tarn_matrix *a);
+TARN_API size_t tarn_matrix_cols(const tarn_matrix *a);
+TARN_API size_t tarn_matrix_tile_rows(const tarn_matrix *a);
+TARN_API size_t tarn_matrix_tile_cols(const tarn_matrix *a);
+
+/* The matrix with another tiling (a copy). */
+TARN_API int tarn_matrix_retile(tarn_matrix *a, size_t mb, size_t nb,
+                                tarn_matrix **out);
+
+/* *out = a + b (same shape; any tilings, the result takes a's). */
+TARN_API int tarn_matrix_add(tarn_matrix *a, tarn_matrix *b, tarn_matrix **out);
+
+/* *out = alpha * a + beta, elementwise. */
+TARN_API int tarn_matrix_axpb(tarn_matrix *a, double alpha, double beta,
+                              tarn_matrix **out);
+
+/* *out = f(a), elementwise. `f` must be safe to call from any thread. */
+TARN_API int tarn_matrix_map(tarn_matrix *a, double (*f)(double),
+                             tarn_matrix **out);
+
+/* *out = sin(a), elementwise, with a vectorised sin where the machine has
+ * one. */
+TARN_API int tarn_matrix_sin(tarn_matrix *a, tarn_matrix **out);
+
+/* *out = a (a copy with a's tiling). */
+TARN_API int tarn_matrix_copy(tarn_matrix *a, tarn_matrix **out);
+
+/* *out = the transpose of a (N x M, tiles nb x mb). */
+TARN_API int tarn_matrix_transpose(tarn_matrix *a, tarn_matrix **out);
+
+/* The sum of all elements. Each tile is summed with pairwise summation,
+ * then the tile sums are combined in a binary tree, so the rounding error
+ * grows with log2 of the element count, not with the count: the result is
+ * within about (log2(M N) + 1) eps sum|a_ij| of the exact sum. Waits. */
+TARN_API int tarn_matrix_sum(tarn_matrix *a, double *sum);
+
+/* The Frobenius norm sqrt(sum a_ij^2), scaled per tile against overflow and
+ * combined as for tarn_matrix_sum. Waits. */
+TARN_API int tarn_matrix_norm(tarn_matrix *a, double *norm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

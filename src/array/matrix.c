@@ -1,0 +1,667 @@
+/* matrix.c: tiled matrices of doubles and the operations on them, as tasks
+ * over tiles (see tarn/matrix.h). Tile (ti, tj) is tiles[ti + tj * mt], a
+ * ref of rows(ti) * cols(tj) doubles, column-major with ld = rows(ti).
+ * Each task owns a small job struct (its argument, freed by the runtime
+ * when the task is done); calls that return a value wait in a region of
+ * their own. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tarn/matrix.h"
+
+struct tarn_matrix {
+  tarn_rt *rt;
+  size_t m, n;   /* elements */
+  size_t mb, nb; /* tile size, clamped to the matrix */
+  size_t mt, nt; /* tiles down and across */
+  tarn_ref **tiles;
+};
+
+static size_t tile_rows(const tarn_matrix *a, size_t ti) {
+  size_t left = a->m - ti * a->mb;
+  return left < a->mb ? left : a->mb;
+}
+
+static size_t tile_cols(const tarn_matrix *a, size_t tj) {
+  size_t left = a->n - tj * a->nb;
+  return left < a->nb ? left : a->nb;
+}
+
+static tarn_ref *tile(const tarn_matrix *a, size_t ti, size_t tj) {
+  return a->tiles[ti + tj * a->mt];
+}
+
+/* ---- making and freeing ------------------------------------------------- */
+
+void tarn_matrix_destroy(tarn_matrix *a) {
+  if (a == NULL) return;
+  for (size_t k = 0; k < a->mt * a->nt; k++)
+    if (a->tiles[k] != NULL) tarn_ref_release(a->tiles[k]);
+  free(a->tiles);
+  free(a);
+}
+
+/* A matrix whose tiles have no memory yet. */
+static int matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
+                      tarn_matrix **out) {
+  if (rt == NULL || out == NULL || m == 0 || n == 0 || mb == 0 || nb == 0)
+    return TARN_EINVAL;
+  tarn_matrix *a = calloc(1, sizeof *a);
+  if (a == NULL) return TARN_ENOMEM;
+  a->rt = rt;
+  a->m = m;
+  a->n = n;
+  a->mb = mb < m ? mb : m;
+  a->nb = nb < n ? nb : n;
+  a->mt = (m + a->mb - 1) / a->mb;
+  a->nt = (n + a->nb - 1) / a->nb;
+  if (a->mt > SIZE_MAX / a->nt / sizeof *a->tiles ||
+      (a->tiles = calloc(a->mt * a->nt, sizeof *a->tiles)) == NULL) {
+    free(a);
+    return TARN_ENOMEM;
+  }
+  tarn_pool *pool = tarn_rt_pool(rt);
+  for (size_t tj = 0; tj < a->nt; tj++)
+    for (size_t ti = 0; ti < a->mt; ti++) {
+      size_t bytes = tile_rows(a, ti) * tile_cols(a, tj) * sizeof(double);
+      if (tarn_ref_create(pool, bytes, &a->tiles[ti + tj * a->mt]) != 0) {
+        tarn_matrix_destroy(a);
+        return TARN_ENOMEM;
+      }
+    }
+  *out = a;
+  return 0;
+}
+
+static bool same_layout(const tarn_matrix *a, const tarn_matrix *b) {
+  return a->rt == b->rt && a->m == b->m && a->n == b->n && a->mb == b->mb &&
+         a->nb == b->nb;
+}
+
+/* The destination of an operation: *out when given (checked against the
+ * layout it must have), else a new matrix. *made says which. */
+static int destination(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
+                       tarn_matrix **out, bool *made) {
+  if (out == NULL) return TARN_EINVAL;
+  *made = *out == NULL;
+  if (*made) return matrix_new(rt, m, n, mb, nb, out);
+  tarn_matrix want = {rt, m, n, mb < m ? mb : m, nb < n ? nb : n, 0, 0, NULL};
+  return same_layout(*out, &want) ? 0 : TARN_EINVAL;
+}
+
+/* ---- tile jobs ------------------------------------------------------------
+ */
+
+/* What one tile task needs to know; owned by the task. */
+struct job {
+  size_t rows, cols; /* of the tile written (or read, for reductions) */
+  size_t row0, col0; /* its first element in the matrix */
+  size_t n;          /* matrix columns (for rand) */
+  double alpha, beta;
+  uint64_t seed;
+  double (*f)(double);
+  double *buf; /* the caller's buffer, for from/to_buffer */
+  size_t ld;
+  size_t i, j;   /* element, for get */
+  double *out;   /* where get writes */
+  size_t ia, ib; /* task data slots of the operands (refs may repeat) */
+};
+
+/* The task data slot of deps[k]: the runtime merges repeated refs, so it
+ * is the number of distinct refs before deps[k]'s first appearance. */
+static size_t slot_of(const tarn_dep *deps, size_t k) {
+  size_t slot = 0;
+  for (size_t i = 0; i < k; i++) {
+    bool first = true;
+    for (size_t h = 0; h < i; h++) first &= deps[h].ref != deps[i].ref;
+    if (deps[i].ref == deps[k].ref) return slot;
+    slot += first;
+  }
+  return slot;
+}
+
+static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
+                      const tarn_dep *deps, size_t ndeps) {
+  struct job *j = malloc(sizeof *j);
+  if (j == NULL) return TARN_ENOMEM;
+  *j = *proto;
+  tarn_task_desc d = {
+      .fn = fn, .arg = j, .deps = deps, .ndeps = ndeps, .arg_free = free};
+  return tarn_task_submit(rt, &d);
+}
+
+static struct job job_for(const tarn_matrix *a, size_t ti, size_t tj) {
+  struct job j;
+  memset(&j, 0, sizeof j);
+  j.rows = tile_rows(a, ti);
+  j.cols = tile_cols(a, tj);
+  j.row0 = ti * a->mb;
+  j.col0 = tj * a->nb;
+  j.n = a->n;
+  return j;
+}
+
+/* Submits `fn` once per tile of `out`, writing it and reading the same tile
+ * of `in` when `in` is not NULL. */
+static int per_tile(tarn_matrix *out, tarn_matrix *in, tarn_task_fn fn,
+                    const struct job *extra) {
+  for (size_t tj = 0; tj < out->nt; tj++)
+    for (size_t ti = 0; ti < out->mt; ti++) {
+      struct job j = job_for(out, ti, tj);
+      j.alpha = extra->alpha;
+      j.beta = extra->beta;
+      j.seed = extra->seed;
+      j.f = extra->f;
+      tarn_dep deps[2] = {{tile(out, ti, tj), TARN_WRITE}, {NULL, TARN_READ}};
+      size_t nd = 1;
+      if (in != NULL) deps[nd++] = (tarn_dep){tile(in, ti, tj), TARN_READ};
+      j.ia = nd == 2 ? slot_of(deps, 1) : 0;
+      int rc = submit_job(out->rt, fn, &j, deps, nd);
+      if (rc != 0) return rc;
+    }
+  return 0;
+}
+
+static int k_fill(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  for (size_t k = 0; k < j->rows * j->cols; k++) c[k] = j->beta;
+  return 0;
+}
+
+/* splitmix64: a counter-based generator, one hash per element. */
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15u;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+  return x ^ (x >> 31);
+}
+
+static int k_rand(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  uint64_t key = mix(j->seed);
+  for (size_t q = 0; q < j->cols; q++)
+    for (size_t p = 0; p < j->rows; p++) {
+      uint64_t index = (uint64_t)(j->row0 + p) * j->n + (j->col0 + q);
+      c[p + q * j->rows] = (double)(mix(key ^ index) >> 11) * 0x1.0p-53;
+    }
+  return 0;
+}
+
+static int k_axpb(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  const double *a = tarn_task_data(t, j->ia);
+  for (size_t k = 0; k < j->rows * j->cols; k++)
+    c[k] = j->alpha * a[k] + j->beta;
+  return 0;
+}
+
+static int k_map(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  const double *a = tarn_task_data(t, j->ia);
+  for (size_t k = 0; k < j->rows * j->cols; k++) c[k] = j->f(a[k]);
+  return 0;
+}
+
+static int k_sin(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  const double *a = tarn_task_data(t, j->ia);
+  for (size_t k = 0; k < j->rows * j->cols; k++) c[k] = sin(a[k]);
+  return 0;
+}
+
+static int k_add(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  const double *a = tarn_task_data(t, j->ia), *b = tarn_task_data(t, j->ib);
+  for (size_t k = 0; k < j->rows * j->cols; k++) c[k] = a[k] + b[k];
+  return 0;
+}
+
+/* ---- making matrices ---------------------------------------------------- */
+
+int tarn_matrix_zeros(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
+                      tarn_matrix **out) {
+  return tarn_matrix_fill(rt, m, n, mb, nb, 0.0, out);
+}
+
+/* Makes a matrix and fills each tile with `fn`; on failure nothing is
+ * left. */
+static int make_with(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
+                     tarn_task_fn fn, const struct job *extra,
+                     tarn_matrix **out) {
+  if (out == NULL) return TARN_EINVAL;
+  tarn_matrix *a = NULL;
+  int rc = matrix_new(rt, m, n, mb, nb, &a);
+  if (rc == 0) rc = per_tile(a, NULL, fn, extra);
+  if (rc != 0) {
+    tarn_matrix_destroy(a);
+    return rc;
+  }
+  *out = a;
+  return 0;
+}
+
+int tarn_matrix_fill(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
+                     double value, tarn_matrix **out) {
+  struct job extra = {.beta = value};
+  return make_with(rt, m, n, mb, nb, k_fill, &extra, out);
+}
+
+int tarn_matrix_rand(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
+                     uint64_t seed, tarn_matrix **out) {
+  struct job extra = {.seed = seed};
+  return make_with(rt, m, n, mb, nb, k_rand, &extra, out);
+}
+
+/* Copies between a tile and the caller's buffer: to the tile (dep 0
+ * written) or from it (dep 0 read), as `fn` says. */
+static int k_from_buffer(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  for (size_t q = 0; q < j->cols; q++)
+    memcpy(c + q * j->rows, j->buf + j->row0 + (j->col0 + q) * j->ld,
+           j->rows * sizeof(double));
+  return 0;
+}
+
+static int k_to_buffer(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  const double *c = tarn_task_data(t, 0);
+  for (size_t q = 0; q < j->cols; q++)
+    memcpy(j->buf + j->row0 + (j->col0 + q) * j->ld, c + q * j->rows,
+           j->rows * sizeof(double));
+  return 0;
+}
+
+/* Runs `fn` on every tile of `a` in a region of its own and waits. */
+static int each_tile_and_wait(tarn_matrix *a, tarn_task_fn fn, tarn_access mode,
+                              double *buf, size_t ld) {
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(a->rt, &region);
+  if (rc != 0) return rc;
+  for (size_t tj = 0; rc == 0 && tj < a->nt; tj++)
+    for (size_t ti = 0; rc == 0 && ti < a->mt; ti++) {
+      struct job j = job_for(a, ti, tj);
+      j.buf = buf;
+      j.ld = ld;
+      tarn_dep dep = {tile(a, ti, tj), mode};
+      rc = submit_job(a->rt, fn, &j, &dep, 1);
+    }
+  int wrc = tarn_region_wait(region, NULL);
+  return rc != 0 ? rc : wrc;
+}
+
+int tarn_matrix_from_buffer(tarn_rt *rt, size_t m, size_t n, size_t mb,
+                            size_t nb, const double *buf, size_t ld,
+                            tarn_matrix **out) {
+  if (buf == NULL || out == NULL || ld < m) return TARN_EINVAL;
+  tarn_matrix *a = NULL;
+  int rc = matrix_new(rt, m, n, mb, nb, &a);
+  if (rc == 0)
+    rc = each_tile_and_wait(a, k_from_buffer, TARN_WRITE, (double *)buf, ld);
+  if (rc != 0) {
+    tarn_matrix_destroy(a);
+    return rc;
+  }
+  *out = a;
+  return 0;
+}
+
+int tarn_matrix_to_buffer(tarn_matrix *a, double *buf, size_t ld) {
+  if (a == NULL || buf == NULL || ld < a->m) return TARN_EINVAL;
+  return each_tile_and_wait(a, k_to_buffer, TARN_READ, buf, ld);
+}
+
+static int k_get(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  const double *c = tarn_task_data(t, 0);
+  *j->out = c[j->i + j->j * j->rows];
+  return 0;
+}
+
+int tarn_matrix_get(tarn_matrix *a, size_t i, size_t j, double *v) {
+  if (a == NULL || v == NULL || i >= a->m || j >= a->n) return TARN_EINVAL;
+  size_t ti = i / a->mb, tj = j / a->nb;
+  struct job job = job_for(a, ti, tj);
+  job.i = i - ti * a->mb;
+  job.j = j - tj * a->nb;
+  job.out = v;
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(a->rt, &region);
+  if (rc != 0) return rc;
+  tarn_dep dep = {tile(a, ti, tj), TARN_READ};
+  rc = submit_job(a->rt, k_get, &job, &dep, 1);
+  int wrc = tarn_region_wait(region, NULL);
+  return rc != 0 ? rc : wrc;
+}
+
+size_t tarn_matrix_rows(const tarn_matrix *a) { return a ? a->m : 0; }
+size_t tarn_matrix_cols(const tarn_matrix *a) { return a ? a->n : 0; }
+size_t tarn_matrix_tile_rows(const tarn_matrix *a) { return a ? a->mb : 0; }
+size_t tarn_matrix_tile_cols(const tarn_matrix *a) { return a ? a->nb : 0; }
+
+/* ---- elementwise operations --------------------------------------------- */
+
+/* out = op(a) tile by tile, into *out or a new matrix with a's layout. */
+static int unary(tarn_matrix *a, tarn_task_fn fn, const struct job *extra,
+                 tarn_matrix **out) {
+  if (a == NULL || out == NULL) return TARN_EINVAL;
+  bool made = false;
+  int rc = destination(a->rt, a->m, a->n, a->mb, a->nb, out, &made);
+  if (rc != 0) return rc;
+  rc = per_tile(*out, a, fn, extra);
+  if (rc != 0 && made) {
+    tarn_matrix_destroy(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+int tarn_matrix_axpb(tarn_matrix *a, double alpha, double beta,
+                     tarn_matrix **out) {
+  struct job extra = {.alpha = alpha, .beta = beta};
+  return unary(a, k_axpb, &extra, out);
+}
+
+int tarn_matrix_copy(tarn_matrix *a, tarn_matrix **out) {
+  return tarn_matrix_axpb(a, 1.0, 0.0, out);
+}
+
+int tarn_matrix_map(tarn_matrix *a, double (*f)(double), tarn_matrix **out) {
+  if (f == NULL) return TARN_EINVAL;
+  struct job extra = {.f = f};
+  return unary(a, k_map, &extra, out);
+}
+
+int tarn_matrix_sin(tarn_matrix *a, tarn_matrix **out) {
+  struct job extra = {.alpha = 0};
+  return unary(a, k_sin, &extra, out);
+}
+
+int tarn_matrix_add(tarn_matrix *a, tarn_matrix *b, tarn_matrix **out) {
+  if (a == NULL || b == NULL || out == NULL || !same_layout(a, b))
+    return TARN_EINVAL;
+  bool made = false;
+  int rc = destination(a->rt, a->m, a->n, a->mb, a->nb, out, &made);
+  for (size_t tj = 0; rc == 0 && tj < a->nt; tj++)
+    for (size_t ti = 0; rc == 0 && ti < a->mt; ti++) {
+      struct job j = job_for(a, ti, tj);
+      tarn_dep deps[3] = {{tile(*out, ti, tj), TARN_WRITE},
+                          {tile(a, ti, tj), TARN_READ},
+                          {tile(b, ti, tj), TARN_READ}};
+      j.ia = slot_of(deps, 1);
+      j.ib = slot_of(deps, 2);
+      rc = submit_job(a->rt, k_add, &j, deps, 3);
+    }
+  if (rc != 0 && made) {
+    tarn_matrix_destroy(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+/* ---- transpose and retile ----------------------------------------------- */
+
+static int k_transpose(tarn_task *t, void *arg) {
+  const struct job *j = arg; /* rows x cols: the tile written */
+  double *c = tarn_task_data(t, 0);
+  const double *a = tarn_task_data(t, 1); /* cols x rows */
+  for (size_t q = 0; q < j->cols; q++)
+    for (size_t p = 0; p < j->rows; p++)
+      c[p + q * j->rows] = a[q + p * j->cols];
+  return 0;
+}
+
+int tarn_matrix_transpose(tarn_matrix *a, tarn_matrix **out) {
+  if (a == NULL || out == NULL || *out == a) return TARN_EINVAL;
+  bool made = false;
+  int rc = destination(a->rt, a->n, a->m, a->nb, a->mb, out, &made);
+  tarn_matrix *c = *out;
+  for (size_t tj = 0; rc == 0 && tj < c->nt; tj++)
+    for (size_t ti = 0; rc == 0 && ti < c->mt; ti++) {
+      struct job j = job_for(c, ti, tj);
+      tarn_dep deps[2] = {{tile(c, ti, tj), TARN_WRITE},
+                          {tile(a, tj, ti), TARN_READ}};
+      rc = submit_job(a->rt, k_transpose, &j, deps, 2);
+    }
+  if (rc != 0 && made) {
+    tarn_matrix_destroy(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+/* A retile task: writes one tile of the new tiling from the source tiles
+ * that overlap it (deps 1..), whose layout the job carries. */
+struct retile_job {
+  struct job out;        /* the tile written */
+  size_t src_mb, src_nb; /* the source tiling */
+  size_t src_m, src_n;
+  size_t ti0, tj0, tis, tjs; /* the source tiles read, ti0.. x tj0.. */
+};
+
+static int k_retile(tarn_task *t, void *arg) {
+  const struct retile_job *r = arg;
+  double *c = tarn_task_data(t, 0);
+  size_t k = 1;
+  for (size_t tj = r->tj0; tj < r->tj0 + r->tjs; tj++)
+    for (size_t ti = r->ti0; ti < r->ti0 + r->tis; ti++, k++) {
+      const double *s = tarn_task_data(t, k);
+      size_t s_row0 = ti * r->src_mb, s_col0 = tj * r->src_nb;
+      size_t s_rows =
+          r->src_m - s_row0 < r->src_mb ? r->src_m - s_row0 : r->src_mb;
+      size_t s_cols =
+          r->src_n - s_col0 < r->src_nb ? r->src_n - s_col0 : r->src_nb;
+      /* The overlap, in matrix coordinates. */
+      size_t r0 = s_row0 > r->out.row0 ? s_row0 : r->out.row0;
+      size_t r1 = s_row0 + s_rows < r->out.row0 + r->out.rows
+                      ? s_row0 + s_rows
+                      : r->out.row0 + r->out.rows;
+      size_t c0 = s_col0 > r->out.col0 ? s_col0 : r->out.col0;
+      size_t c1 = s_col0 + s_cols < r->out.col0 + r->out.cols
+                      ? s_col0 + s_cols
+                      : r->out.col0 + r->out.cols;
+      for (size_t q = c0; q < c1; q++)
+        memcpy(c + (r0 - r->out.row0) + (q - r->out.col0) * r->out.rows,
+               s + (r0 - s_row0) + (q - s_col0) * s_rows,
+               (r1 - r0) * sizeof(double));
+    }
+  return 0;
+}
+
+static int submit_retile(tarn_matrix *a, tarn_matrix *c, size_t ti, size_t tj) {
+  struct retile_job *r = malloc(sizeof *r);
+  if (r == NULL) return TARN_ENOMEM;
+  r->out = job_for(c, ti, tj);
+  r->src_mb = a->mb;
+  r->src_nb = a->nb;
+  r->src_m = a->m;
+  r->src_n = a->n;
+  r->ti0 = r->out.row0 / a->mb;
+  r->tj0 = r->out.col0 / a->nb;
+  r->tis = (r->out.row0 + r->out.rows - 1) / a->mb - r->ti0 + 1;
+  r->tjs = (r->out.col0 + r->out.cols - 1) / a->nb - r->tj0 + 1;
+  size_t nd = 1 + r->tis * r->tjs;
+  tarn_dep *deps = malloc(nd * sizeof *deps);
+  if (deps == NULL) {
+    free(r);
+    return TARN_ENOMEM;
+  }
+  deps[0] = (tarn_dep){tile(c, ti, tj), TARN_WRITE};
+  size_t k = 1;
+  for (size_t sj = r->tj0; sj < r->tj0 + r->tjs; sj++)
+    for (size_t si = r->ti0; si < r->ti0 + r->tis; si++)
+      deps[k++] = (tarn_dep){tile(a, si, sj), TARN_READ};
+  tarn_task_desc d = {
+      .fn = k_retile, .arg = r, .deps = deps, .ndeps = nd, .arg_free = free};
+  int rc = tarn_task_submit(a->rt, &d);
+  free(deps);
+  return rc;
+}
+
+int tarn_matrix_retile(tarn_matrix *a, size_t mb, size_t nb,
+                       tarn_matrix **out) {
+  if (a == NULL || out == NULL || *out == a) return TARN_EINVAL;
+  bool made = false;
+  int rc = destination(a->rt, a->m, a->n, mb, nb, out, &made);
+  for (size_t tj = 0; rc == 0 && tj < (*out)->nt; tj++)
+    for (size_t ti = 0; rc == 0 && ti < (*out)->mt; ti++)
+      rc = submit_retile(a, *out, ti, tj);
+  if (rc != 0 && made) {
+    tarn_matrix_destroy(*out);
+    *out = NULL;
+  }
+  return rc;
+}
+
+/* ---- reductions ------------------------------------------------------------
+ */
+
+/* Pairwise summation: the error grows with log2(n), not n. */
+static double pairwise(const double *x, size_t n, double (*f)(double, double),
+                       double scale) {
+  if (n <= 16) {
+    double s = 0;
+    for (size_t k = 0; k < n; k++) s += f(x[k], scale);
+    return s;
+  }
+  size_t h = n / 2;
+  return pairwise(x, h, f, scale) + pairwise(x + h, n - h, f, scale);
+}
+
+static double plain(double x, double scale) {
+  (void)scale;
+  return x;
+}
+
+static double scaled_square(double x, double scale) {
+  double y = x / scale;
+  return y * y;
+}
+
+/* A partial result: a sum, or (scale, sum of squares / scale^2). */
+struct partial {
+  double scale, value;
+};
+
+static int k_tile_sum(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  const double *a = tarn_task_data(t, 1);
+  struct partial *p = tarn_task_data(t, 0);
+  p->scale = 1;
+  p->value = pairwise(a, j->rows * j->cols, plain, 1);
+  return 0;
+}
+
+static int k_tile_ssq(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  const double *a = tarn_task_data(t, 1);
+  struct partial *p = tarn_task_data(t, 0);
+  double scale = 0;
+  for (size_t k = 0; k < j->rows * j->cols; k++)
+    if (fabs(a[k]) > scale) scale = fabs(a[k]);
+  p->scale = scale;
+  p->value =
+      scale > 0 ? pairwise(a, j->rows * j->cols, scaled_square, scale) : 0;
+  return 0;
+}
+
+/* Combines two partials into dep 0: sums add; sums of squares are brought
+ * to the larger scale first (job.alpha != 0). */
+static int k_combine(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  struct partial *out = tarn_task_data(t, 0);
+  const struct partial *x = tarn_task_data(t, 1), *y = tarn_task_data(t, 2);
+  if (j->alpha == 0) {
+    out->scale = 1;
+    out->value = x->value + y->value;
+    return 0;
+  }
+  double s = x->scale > y->scale ? x->scale : y->scale;
+  double v = 0;
+  if (x->scale > 0) v += x->value * (x->scale / s) * (x->scale / s);
+  if (y->scale > 0) v += y->value * (y->scale / s) * (y->scale / s);
+  out->scale = s;
+  out->value = v;
+  return 0;
+}
+
+/* Reduces `a` to one partial: a task per tile, then pairs combined level
+ * by level (a binary tree). Each partial is released as soon as its
+ * reader is submitted, so it is freed when that reader ends. */
+static int reduce(tarn_matrix *a, tarn_task_fn tile_fn, bool squares,
+                  struct partial *result) {
+  if (a == NULL || result == NULL) return TARN_EINVAL;
+  size_t total = a->mt * a->nt, count = total;
+  tarn_ref **level = calloc(total, sizeof *level);
+  if (level == NULL) return TARN_ENOMEM;
+  tarn_pool *pool = tarn_rt_pool(a->rt);
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(a->rt, &region);
+  if (rc != 0) {
+    free(level);
+    return rc;
+  }
+  for (size_t k = 0; rc == 0 && k < count; k++) {
+    size_t ti = k % a->mt, tj = k / a->mt;
+    rc = tarn_ref_create(pool, sizeof(struct partial), &level[k]);
+    struct job j = job_for(a, ti, tj);
+    tarn_dep deps[2] = {{level[k], TARN_WRITE}, {tile(a, ti, tj), TARN_READ}};
+    if (rc == 0) rc = submit_job(a->rt, tile_fn, &j, deps, 2);
+  }
+  struct job combine = {.alpha = squares ? 1 : 0};
+  while (rc == 0 && count > 1) {
+    size_t next = 0;
+    for (size_t k = 0; rc == 0 && k + 1 < count; k += 2) {
+      tarn_ref *out = NULL;
+      rc = tarn_ref_create(pool, sizeof(struct partial), &out);
+      tarn_dep deps[3] = {
+          {out, TARN_WRITE}, {level[k], TARN_READ}, {level[k + 1], TARN_READ}};
+      if (rc == 0) rc = submit_job(a->rt, k_combine, &combine, deps, 3);
+      tarn_ref_release(level[k]);
+      tarn_ref_release(level[k + 1]);
+      level[k] = level[k + 1] = NULL;
+      level[next++] = out;
+    }
+    if (count % 2 == 1) {
+      level[next++] = level[count - 1];
+      level[count - 1] = NULL;
+    }
+    count = next;
+  }
+  int wrc = tarn_region_wait(region, NULL);
+  if (rc == 0) rc = wrc;
+  if (rc == 0) {
+    void *p = NULL;
+    rc = tarn_ref_pin(level[0], TARN_READ, UINT64_MAX, &p);
+    if (rc == 0) {
+      memcpy(result, p, sizeof *result);
+      tarn_ref_unpin(level[0]);
+    }
+  }
+  for (size_t k = 0; k < total; k++) /* NULL, or a partial still held */
+    if (level[k] != NULL) tarn_ref_release(level[k]);
+  free(level);
+  return rc;
+}
+
+int tarn_matrix_sum(tarn_matrix *a, double *sum) {
+  struct partial p;
+  int rc = reduce(a, k_tile_sum, false, &p);
+  if (rc == 0) *sum = p.value;
+  return rc;
+}
+
+int tarn_matrix_norm(tarn_matrix *a, double *norm) {
+  struct partial p;
+  int rc = reduce(a, k_tile_ssq, true, &p);
+  if (rc == 0) *norm = p.scale * sqrt(p.value);
+  return rc;
+}

@@ -1,0 +1,228 @@
+/* test_matrix.c: every matrix operation against a naive serial loop on
+ * many shapes (sizes not divisible by the tile, 1 x 1 tiles, one tile,
+ * tall, wide, tiles larger than the matrix), in place and into given
+ * matrices, under a memory limit that forces spilling, and every bad input
+ * refused. Elementwise results are compared exactly; reductions within
+ * their stated bound. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tarn.h"
+
+static const size_t shapes[][4] = {
+    {1, 1, 1, 1},     {5, 7, 2, 3},   {10, 10, 10, 10},
+    {17, 3, 4, 2},    {3, 17, 2, 4},  {9, 9, 20, 20},
+    {64, 48, 16, 16}, {33, 65, 8, 8}, {12, 12, 1, 1},
+};
+enum { nshapes = sizeof shapes / sizeof shapes[0] };
+
+static tarn_rt *make_rt(size_t limit) {
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 2;
+  o.pool.mem_limit = limit;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  return rt;
+}
+
+static double *buffer_of(tarn_matrix *a) {
+  size_t m = tarn_matrix_rows(a), n = tarn_matrix_cols(a);
+  double *b = malloc(m * n * sizeof *b);
+  assert_non_null(b);
+  assert_int_equal(tarn_matrix_to_buffer(a, b, m), 0);
+  return b;
+}
+
+static double square_plus_one(double x) { return x * x + 1; }
+
+static void check_shape(tarn_rt *rt, const size_t *s) {
+  size_t m = s[0], n = s[1], mb = s[2], nb = s[3];
+  tarn_matrix *a = NULL, *b = NULL, *c = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, m, n, mb, nb, 7, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, m, n, mb, nb, 8, &b), 0);
+  double *x = buffer_of(a), *y = buffer_of(b);
+  /* Random values do not depend on the tiling. */
+  tarn_matrix *other = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, m, n, 1 + mb / 2, nb + 1, 7, &other),
+                   0);
+  double *z = buffer_of(other);
+  assert_memory_equal(x, z, m * n * sizeof *x);
+  for (size_t k = 0; k < m * n; k++) assert_true(x[k] >= 0 && x[k] < 1);
+  assert_true(x[0] != y[0]); /* another seed, other numbers */
+  /* get */
+  for (size_t j = 0; j < n; j += 1 + n / 5)
+    for (size_t i = 0; i < m; i += 1 + m / 5) {
+      double v;
+      assert_int_equal(tarn_matrix_get(a, i, j, &v), 0);
+      assert_true(v == x[i + j * m]);
+    }
+  /* add, axpb, map, sin, copy: exact */
+  assert_int_equal(tarn_matrix_add(a, b, &c), 0);
+  double *r = buffer_of(c);
+  for (size_t k = 0; k < m * n; k++) assert_true(r[k] == x[k] + y[k]);
+  free(r);
+  assert_int_equal(tarn_matrix_axpb(a, 2.5, -1.0, &c), 0); /* into c */
+  r = buffer_of(c);
+  for (size_t k = 0; k < m * n; k++) assert_true(r[k] == 2.5 * x[k] + -1.0);
+  free(r);
+  assert_int_equal(tarn_matrix_map(a, square_plus_one, &c), 0);
+  r = buffer_of(c);
+  for (size_t k = 0; k < m * n; k++) assert_true(r[k] == square_plus_one(x[k]));
+  free(r);
+  assert_int_equal(tarn_matrix_sin(a, &c), 0);
+  r = buffer_of(c);
+  for (size_t k = 0; k < m * n; k++) assert_true(r[k] == sin(x[k]));
+  free(r);
+  /* In place: c = c + c, then c = 3 c + 1. */
+  assert_int_equal(tarn_matrix_copy(a, &c), 0);
+  assert_int_equal(tarn_matrix_add(c, c, &c), 0);
+  assert_int_equal(tarn_matrix_axpb(c, 3, 1, &c), 0);
+  r = buffer_of(c);
+  for (size_t k = 0; k < m * n; k++) assert_true(r[k] == 3 * (x[k] + x[k]) + 1);
+  free(r);
+  /* transpose and retile */
+  tarn_matrix *t = NULL, *re = NULL;
+  assert_int_equal(tarn_matrix_transpose(a, &t), 0);
+  assert_int_equal(tarn_matrix_rows(t), n);
+  r = buffer_of(t);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++) assert_true(r[j + i * n] == x[i + j * m]);
+  free(r);
+  assert_int_equal(tarn_matrix_retile(a, 3, 5, &re), 0);
+  r = buffer_of(re);
+  assert_memory_equal(r, x, m * n * sizeof *x);
+  free(r);
+  /* from_buffer round trip */
+  tarn_matrix *f = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, n, nb, mb, y, m, &f), 0);
+  r = buffer_of(f);
+  assert_memory_equal(r, y, m * n * sizeof *y);
+  free(r);
+  /* reductions against a long double loop */
+  long double exact = 0, sq = 0, absum = 0;
+  for (size_t k = 0; k < m * n; k++) {
+    exact += x[k];
+    absum += fabs(x[k]);
+    sq += (long double)x[k] * x[k];
+  }
+  double sum = 0, norm = 0, eps = 0x1.0p-52;
+  assert_int_equal(tarn_matrix_sum(a, &sum), 0);
+  double bound = (log2((double)(m * n)) + 2) * eps * (double)absum;
+  assert_true(fabs(sum - (double)exact) <= bound);
+  assert_int_equal(tarn_matrix_norm(a, &norm), 0);
+  assert_true(fabs(norm - sqrt((double)sq)) <=
+              (log2((double)(m * n)) + 4) * eps * sqrt((double)sq));
+  free(x);
+  free(y);
+  free(z);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(c);
+  tarn_matrix_destroy(other);
+  tarn_matrix_destroy(t);
+  tarn_matrix_destroy(re);
+  tarn_matrix_destroy(f);
+}
+
+static void every_operation_matches_a_serial_loop(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(0);
+  for (size_t s = 0; s < nshapes; s++) check_shape(rt, shapes[s]);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static void spilled_tiles_give_the_same_results(void **state) {
+  (void)state;
+  /* Tiles of 16 x 16 doubles take a 4 KiB page each; three 64 x 48
+   * matrices and their temporaries need well over 64 KiB. */
+  tarn_rt *rt = make_rt(64 << 10);
+  check_shape(rt, shapes[6]);
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+  assert_true(ps.spills > 0);
+  assert_true(ps.resident_peak <= 64 << 10);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static void constants_and_zeros(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(0);
+  tarn_matrix *z = NULL, *k = NULL;
+  assert_int_equal(tarn_matrix_zeros(rt, 7, 5, 3, 3, &z), 0);
+  assert_int_equal(tarn_matrix_fill(rt, 7, 5, 3, 3, 4.25, &k), 0);
+  double *a = buffer_of(z), *b = buffer_of(k), sum = 0;
+  for (size_t i = 0; i < 35; i++) {
+    assert_true(a[i] == 0);
+    assert_true(b[i] == 4.25);
+  }
+  assert_int_equal(tarn_matrix_sum(k, &sum), 0);
+  assert_true(sum == 35 * 4.25);
+  assert_int_equal(tarn_matrix_tile_rows(k), 3);
+  free(a);
+  free(b);
+  tarn_matrix_destroy(z);
+  tarn_matrix_destroy(k);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static void bad_input_is_refused(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(0), *other_rt = make_rt(0);
+  tarn_matrix *a = NULL, *b = NULL, *w = NULL, *foreign = NULL, *c = NULL;
+  assert_int_equal(tarn_matrix_zeros(rt, 0, 5, 2, 2, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_zeros(rt, 5, 5, 0, 2, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_zeros(NULL, 5, 5, 2, 2, &c), TARN_EINVAL);
+  assert_null(c);
+  assert_int_equal(tarn_matrix_rand(rt, 6, 4, 2, 2, 1, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 4, 6, 2, 2, 1, &b), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 6, 4, 3, 2, 1, &w), 0);
+  assert_int_equal(tarn_matrix_rand(other_rt, 6, 4, 2, 2, 1, &foreign), 0);
+  assert_int_equal(tarn_matrix_add(a, b, &c), TARN_EINVAL);       /* shape */
+  assert_int_equal(tarn_matrix_add(a, w, &c), TARN_EINVAL);       /* tiling */
+  assert_int_equal(tarn_matrix_add(a, foreign, &c), TARN_EINVAL); /* rt */
+  assert_null(c);
+  assert_int_equal(tarn_matrix_axpb(a, 1, 1, &b), TARN_EINVAL); /* out */
+  assert_int_equal(tarn_matrix_transpose(a, &a), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_retile(a, 1, 1, &a), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_map(a, NULL, &c), TARN_EINVAL);
+  double v;
+  assert_int_equal(tarn_matrix_get(a, 6, 0, &v), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_get(a, 0, 4, &v), TARN_EINVAL);
+  double buf[24];
+  assert_int_equal(tarn_matrix_to_buffer(a, buf, 5), TARN_EINVAL); /* ld */
+  assert_int_equal(tarn_matrix_from_buffer(rt, 6, 4, 2, 2, buf, 5, &c),
+                   TARN_EINVAL);
+  /* b is untouched by the refused operation. */
+  double after[24], before[24];
+  assert_int_equal(tarn_matrix_to_buffer(b, after, 4), 0);
+  tarn_matrix *fresh = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 4, 6, 2, 2, 1, &fresh), 0);
+  assert_int_equal(tarn_matrix_to_buffer(fresh, before, 4), 0);
+  assert_memory_equal(after, before, sizeof after);
+  tarn_matrix_destroy(fresh);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(w);
+  tarn_matrix_destroy(foreign);
+  tarn_matrix_destroy(NULL);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(tarn_rt_destroy(other_rt), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(every_operation_matches_a_serial_loop),
+      cmocka_unit_test(spilled_tiles_give_the_same_results),
+      cmocka_unit_test(constants_and_zeros),
+      cmocka_unit_test(bad_input_is_refused),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -9,27 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array/matrix_internal.h"
 #include "tarn/matrix.h"
 
-struct tarn_matrix {
-  tarn_rt *rt;
-  size_t m, n;   /* elements */
-  size_t mb, nb; /* tile size, clamped to the matrix */
-  size_t mt, nt; /* tiles down and across */
-  tarn_ref **tiles;
-};
-
-static size_t tile_rows(const tarn_matrix *a, size_t ti) {
+size_t tarn__tile_rows(const tarn_matrix *a, size_t ti) {
   size_t left = a->m - ti * a->mb;
   return left < a->mb ? left : a->mb;
 }
 
-static size_t tile_cols(const tarn_matrix *a, size_t tj) {
+size_t tarn__tile_cols(const tarn_matrix *a, size_t tj) {
   size_t left = a->n - tj * a->nb;
   return left < a->nb ? left : a->nb;
 }
 
-static tarn_ref *tile(const tarn_matrix *a, size_t ti, size_t tj) {
+tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj) {
   return a->tiles[ti + tj * a->mt];
 }
 
@@ -44,8 +37,8 @@ void tarn_matrix_destroy(tarn_matrix *a) {
 }
 
 /* A matrix whose tiles have no memory yet. */
-static int matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
-                      tarn_matrix **out) {
+int tarn__matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
+                     tarn_matrix **out) {
   if (rt == NULL || out == NULL || m == 0 || n == 0 || mb == 0 || nb == 0)
     return TARN_EINVAL;
   tarn_matrix *a = calloc(1, sizeof *a);
@@ -65,7 +58,8 @@ static int matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
   tarn_pool *pool = tarn_rt_pool(rt);
   for (size_t tj = 0; tj < a->nt; tj++)
     for (size_t ti = 0; ti < a->mt; ti++) {
-      size_t bytes = tile_rows(a, ti) * tile_cols(a, tj) * sizeof(double);
+      size_t bytes =
+          tarn__tile_rows(a, ti) * tarn__tile_cols(a, tj) * sizeof(double);
       if (tarn_ref_create(pool, bytes, &a->tiles[ti + tj * a->mt]) != 0) {
         tarn_matrix_destroy(a);
         return TARN_ENOMEM;
@@ -75,20 +69,20 @@ static int matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
   return 0;
 }
 
-static bool same_layout(const tarn_matrix *a, const tarn_matrix *b) {
+bool tarn__matrix_same_layout(const tarn_matrix *a, const tarn_matrix *b) {
   return a->rt == b->rt && a->m == b->m && a->n == b->n && a->mb == b->mb &&
          a->nb == b->nb;
 }
 
 /* The destination of an operation: *out when given (checked against the
  * layout it must have), else a new matrix. *made says which. */
-static int destination(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
-                       tarn_matrix **out, bool *made) {
+int tarn__matrix_destination(tarn_rt *rt, size_t m, size_t n, size_t mb,
+                             size_t nb, tarn_matrix **out, bool *made) {
   if (out == NULL) return TARN_EINVAL;
   *made = *out == NULL;
-  if (*made) return matrix_new(rt, m, n, mb, nb, out);
+  if (*made) return tarn__matrix_new(rt, m, n, mb, nb, out);
   tarn_matrix want = {rt, m, n, mb < m ? mb : m, nb < n ? nb : n, 0, 0, NULL};
-  return same_layout(*out, &want) ? 0 : TARN_EINVAL;
+  return tarn__matrix_same_layout(*out, &want) ? 0 : TARN_EINVAL;
 }
 
 /* ---- tile jobs ------------------------------------------------------------
@@ -135,8 +129,8 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
 static struct job job_for(const tarn_matrix *a, size_t ti, size_t tj) {
   struct job j;
   memset(&j, 0, sizeof j);
-  j.rows = tile_rows(a, ti);
-  j.cols = tile_cols(a, tj);
+  j.rows = tarn__tile_rows(a, ti);
+  j.cols = tarn__tile_cols(a, tj);
   j.row0 = ti * a->mb;
   j.col0 = tj * a->nb;
   j.n = a->n;
@@ -154,9 +148,11 @@ static int per_tile(tarn_matrix *out, tarn_matrix *in, tarn_task_fn fn,
       j.beta = extra->beta;
       j.seed = extra->seed;
       j.f = extra->f;
-      tarn_dep deps[2] = {{tile(out, ti, tj), TARN_WRITE}, {NULL, TARN_READ}};
+      tarn_dep deps[2] = {{tarn__tile(out, ti, tj), TARN_WRITE},
+                          {NULL, TARN_READ}};
       size_t nd = 1;
-      if (in != NULL) deps[nd++] = (tarn_dep){tile(in, ti, tj), TARN_READ};
+      if (in != NULL)
+        deps[nd++] = (tarn_dep){tarn__tile(in, ti, tj), TARN_READ};
       j.ia = nd == 2 ? slot_of(deps, 1) : 0;
       int rc = submit_job(out->rt, fn, &j, deps, nd);
       if (rc != 0) return rc;
@@ -238,7 +234,7 @@ static int make_with(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
                      tarn_matrix **out) {
   if (out == NULL) return TARN_EINVAL;
   tarn_matrix *a = NULL;
-  int rc = matrix_new(rt, m, n, mb, nb, &a);
+  int rc = tarn__matrix_new(rt, m, n, mb, nb, &a);
   if (rc == 0) rc = per_tile(a, NULL, fn, extra);
   if (rc != 0) {
     tarn_matrix_destroy(a);
@@ -291,7 +287,7 @@ static int each_tile_and_wait(tarn_matrix *a, tarn_task_fn fn, tarn_access mode,
       struct job j = job_for(a, ti, tj);
       j.buf = buf;
       j.ld = ld;
-      tarn_dep dep = {tile(a, ti, tj), mode};
+      tarn_dep dep = {tarn__tile(a, ti, tj), mode};
       rc = submit_job(a->rt, fn, &j, &dep, 1);
     }
   int wrc = tarn_region_wait(region, NULL);
@@ -303,7 +299,7 @@ int tarn_matrix_from_buffer(tarn_rt *rt, size_t m, size_t n, size_t mb,
                             tarn_matrix **out) {
   if (buf == NULL || out == NULL || ld < m) return TARN_EINVAL;
   tarn_matrix *a = NULL;
-  int rc = matrix_new(rt, m, n, mb, nb, &a);
+  int rc = tarn__matrix_new(rt, m, n, mb, nb, &a);
   if (rc == 0)
     rc = each_tile_and_wait(a, k_from_buffer, TARN_WRITE, (double *)buf, ld);
   if (rc != 0) {
@@ -336,7 +332,7 @@ int tarn_matrix_get(tarn_matrix *a, size_t i, size_t j, double *v) {
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);
   if (rc != 0) return rc;
-  tarn_dep dep = {tile(a, ti, tj), TARN_READ};
+  tarn_dep dep = {tarn__tile(a, ti, tj), TARN_READ};
   rc = submit_job(a->rt, k_get, &job, &dep, 1);
   int wrc = tarn_region_wait(region, NULL);
   return rc != 0 ? rc : wrc;
@@ -354,7 +350,8 @@ static int unary(tarn_matrix *a, tarn_task_fn fn, const struct job *extra,
                  tarn_matrix **out) {
   if (a == NULL || out == NULL) return TARN_EINVAL;
   bool made = false;
-  int rc = destination(a->rt, a->m, a->n, a->mb, a->nb, out, &made);
+  int rc =
+      tarn__matrix_destination(a->rt, a->m, a->n, a->mb, a->nb, out, &made);
   if (rc != 0) return rc;
   rc = per_tile(*out, a, fn, extra);
   if (rc != 0 && made) {
@@ -386,16 +383,17 @@ int tarn_matrix_sin(tarn_matrix *a, tarn_matrix **out) {
 }
 
 int tarn_matrix_add(tarn_matrix *a, tarn_matrix *b, tarn_matrix **out) {
-  if (a == NULL || b == NULL || out == NULL || !same_layout(a, b))
+  if (a == NULL || b == NULL || out == NULL || !tarn__matrix_same_layout(a, b))
     return TARN_EINVAL;
   bool made = false;
-  int rc = destination(a->rt, a->m, a->n, a->mb, a->nb, out, &made);
+  int rc =
+      tarn__matrix_destination(a->rt, a->m, a->n, a->mb, a->nb, out, &made);
   for (size_t tj = 0; rc == 0 && tj < a->nt; tj++)
     for (size_t ti = 0; rc == 0 && ti < a->mt; ti++) {
       struct job j = job_for(a, ti, tj);
-      tarn_dep deps[3] = {{tile(*out, ti, tj), TARN_WRITE},
-                          {tile(a, ti, tj), TARN_READ},
-                          {tile(b, ti, tj), TARN_READ}};
+      tarn_dep deps[3] = {{tarn__tile(*out, ti, tj), TARN_WRITE},
+                          {tarn__tile(a, ti, tj), TARN_READ},
+                          {tarn__tile(b, ti, tj), TARN_READ}};
       j.ia = slot_of(deps, 1);
       j.ib = slot_of(deps, 2);
       rc = submit_job(a->rt, k_add, &j, deps, 3);
@@ -422,13 +420,14 @@ static int k_transpose(tarn_task *t, void *arg) {
 int tarn_matrix_transpose(tarn_matrix *a, tarn_matrix **out) {
   if (a == NULL || out == NULL || *out == a) return TARN_EINVAL;
   bool made = false;
-  int rc = destination(a->rt, a->n, a->m, a->nb, a->mb, out, &made);
+  int rc =
+      tarn__matrix_destination(a->rt, a->n, a->m, a->nb, a->mb, out, &made);
   tarn_matrix *c = *out;
   for (size_t tj = 0; rc == 0 && tj < c->nt; tj++)
     for (size_t ti = 0; rc == 0 && ti < c->mt; ti++) {
       struct job j = job_for(c, ti, tj);
-      tarn_dep deps[2] = {{tile(c, ti, tj), TARN_WRITE},
-                          {tile(a, tj, ti), TARN_READ}};
+      tarn_dep deps[2] = {{tarn__tile(c, ti, tj), TARN_WRITE},
+                          {tarn__tile(a, tj, ti), TARN_READ}};
       rc = submit_job(a->rt, k_transpose, &j, deps, 2);
     }
   if (rc != 0 && made) {
@@ -494,11 +493,11 @@ static int submit_retile(tarn_matrix *a, tarn_matrix *c, size_t ti, size_t tj) {
     free(r);
     return TARN_ENOMEM;
   }
-  deps[0] = (tarn_dep){tile(c, ti, tj), TARN_WRITE};
+  deps[0] = (tarn_dep){tarn__tile(c, ti, tj), TARN_WRITE};
   size_t k = 1;
   for (size_t sj = r->tj0; sj < r->tj0 + r->tjs; sj++)
     for (size_t si = r->ti0; si < r->ti0 + r->tis; si++)
-      deps[k++] = (tarn_dep){tile(a, si, sj), TARN_READ};
+      deps[k++] = (tarn_dep){tarn__tile(a, si, sj), TARN_READ};
   tarn_task_desc d = {
       .fn = k_retile, .arg = r, .deps = deps, .ndeps = nd, .arg_free = free};
   int rc = tarn_task_submit(a->rt, &d);
@@ -510,7 +509,7 @@ int tarn_matrix_retile(tarn_matrix *a, size_t mb, size_t nb,
                        tarn_matrix **out) {
   if (a == NULL || out == NULL || *out == a) return TARN_EINVAL;
   bool made = false;
-  int rc = destination(a->rt, a->m, a->n, mb, nb, out, &made);
+  int rc = tarn__matrix_destination(a->rt, a->m, a->n, mb, nb, out, &made);
   for (size_t tj = 0; rc == 0 && tj < (*out)->nt; tj++)
     for (size_t ti = 0; rc == 0 && ti < (*out)->mt; ti++)
       rc = submit_retile(a, *out, ti, tj);
@@ -613,7 +612,8 @@ static int reduce(tarn_matrix *a, tarn_task_fn tile_fn, bool squares,
     size_t ti = k % a->mt, tj = k / a->mt;
     rc = tarn_ref_create(pool, sizeof(struct partial), &level[k]);
     struct job j = job_for(a, ti, tj);
-    tarn_dep deps[2] = {{level[k], TARN_WRITE}, {tile(a, ti, tj), TARN_READ}};
+    tarn_dep deps[2] = {{level[k], TARN_WRITE},
+                        {tarn__tile(a, ti, tj), TARN_READ}};
     if (rc == 0) rc = submit_job(a->rt, tile_fn, &j, deps, 2);
   }
   struct job combine = {.alpha = squares ? 1 : 0};

@@ -1,0 +1,42 @@
+/* matrix_internal.h: the layout of a tiled matrix, for the modules of the
+ * array layer (matrix.c, stencil.c, later linalg). Tile (ti, tj) is
+ * tiles[ti + tj * mt], a ref of rows(ti) x cols(tj) doubles stored
+ * column-major with leading dimension rows(ti). */
+#ifndef TARN_ARRAY_MATRIX_INTERNAL_H
+#define TARN_ARRAY_MATRIX_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "tarn/matrix.h"
+
+struct tarn_matrix {
+  tarn_rt *rt;
+  size_t m, n;   /* elements */
+  size_t mb, nb; /* tile size, clamped to the matrix */
+  size_t mt, nt; /* tiles down and across */
+  tarn_ref **tiles;
+};
+
+/* Rows of tile row ti, columns of tile column tj. */
+size_t tarn__tile_rows(const tarn_matrix *a, size_t ti);
+size_t tarn__tile_cols(const tarn_matrix *a, size_t tj);
+
+/* The ref of tile (ti, tj). */
+tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj);
+
+/* A new matrix whose tiles have no memory yet. Returns 0, TARN_EINVAL,
+ * TARN_ENOMEM. */
+int tarn__matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
+                     tarn_matrix **out);
+
+/* Whether two matrices share runtime, shape and tiling. */
+bool tarn__matrix_same_layout(const tarn_matrix *a, const tarn_matrix *b);
+
+/* The destination of an operation: *out when given (checked against the
+ * layout it must have: TARN_EINVAL otherwise), else a new matrix. *made
+ * says which. */
+int tarn__matrix_destination(tarn_rt *rt, size_t m, size_t n, size_t mb,
+                             size_t nb, tarn_matrix **out, bool *made);
+
+#endif

@@ -91,7 +91,8 @@ TARN_API int tarn_matrix_map(tarn_matrix *a, double (*f)(double),
                              tarn_matrix **out);
 
 /* *out = sin(a), elementwise, with a vectorised sin where the machine has
- * one. */
+ * one (glibc's libmvec with AVX2: within 4 ulp of libm's sin, about five
+ * times faster); elsewhere libm's sin. */
 TARN_API int tarn_matrix_sin(tarn_matrix *a, tarn_matrix **out);
 
 /* *out = a (a copy with a's tiling). */

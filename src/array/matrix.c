@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "array/matrix_internal.h"
+#include "array/vmath.h"
 #include "tarn/matrix.h"
 
 size_t tarn__tile_rows(const tarn_matrix *a, size_t ti) {
@@ -208,7 +209,7 @@ static int k_sin(tarn_task *t, void *arg) {
   const struct job *j = arg;
   double *c = tarn_task_data(t, 0);
   const double *a = tarn_task_data(t, j->ia);
-  for (size_t k = 0; k < j->rows * j->cols; k++) c[k] = sin(a[k]);
+  tarn__vsin(a, c, j->rows * j->cols);
   return 0;
 }
 

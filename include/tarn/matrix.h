@@ -10,8 +10,9 @@
  * ordered after everything submitted before them (the runtime's rules), so
  * a program chains operations without waiting. Calls that hand a value to
  * the caller (tarn_matrix_get, _to_buffer, _sum, _norm) wait for the tasks
- * they need. An operation writes into *out when it is not NULL (same shape
- * and tiling, else TARN_EINVAL), else makes a new matrix there.
+ * they need (from inside a task they return TARN_EDEADLK). An operation
+ * writes into *out when it is not NULL (same shape and tiling, else
+ * TARN_EINVAL), else makes a new matrix there.
  *
  * Bad input gets a status and changes nothing: sizes of 0, a matrix of
  * another runtime, shapes or tilings that do not match. A tile size larger

@@ -4,9 +4,10 @@
  * in address order. A task waits on a count of unfinished predecessors
  * (plus one while it is being submitted); a finished task closes its
  * successor list with an atomic exchange and readies every successor whose
- * count reaches zero. Ready tasks go to the worker queues (skew heaps by
- * priority, then submission order, each behind a spin lock); idle workers
- * steal, spin a little, then sleep. No lock is shared by every task.
+ * count reaches zero. Ready tasks are pushed to a worker's lock-free inbox;
+ * a worker moves its inbox into its queue (a skew heap by priority, then
+ * submission order, behind a spin lock) and pops; idle workers steal, spin
+ * a little, then sleep. No lock is shared by every task.
  *
  * Invariants:
  * - A task is freed when it has finished and no ref state names it:

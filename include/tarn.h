@@ -5,10 +5,11 @@
 #define TARN_H
 
 #include "tarn/alloc.h"
+#include "tarn/matrix.h"
 #include "tarn/pool.h"
 #include "tarn/rt.h"
-#include "tarn/matrix.h"
 #include "tarn/status.h"
+#include "tarn/stencil.h"
 #include "tarn/version.h"
 
 #endif

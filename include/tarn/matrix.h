@@ -80,7 +80,7 @@ TARN_API size_t tarn_matrix_tile_cols(const tarn_matrix *a);
 TARN_API int tarn_matrix_retile(tarn_matrix *a, size_t mb, size_t nb,
                                 tarn_matrix **out);
 
-/* *out = a + b (same shape; any tilings, the result takes a's). */
+/* *out = a + b (same shape and tiling: see tarn_matrix_retile). */
 TARN_API int tarn_matrix_add(tarn_matrix *a, tarn_matrix *b, tarn_matrix **out);
 
 /* *out = alpha * a + beta, elementwise. */

@@ -297,9 +297,12 @@ static void object_free(tarn_pool *p, tarn_ref *r, void *obj) {
     buffer_retire(p, obj, r->charge);
     return;
   }
+  /* Once the lock is dropped another thread may free `r`: copy first. */
+  const tarn_kind *kind = r->kind;
+  size_t size = r->size;
   p->resident -= r->charge;
   pthread_mutex_unlock(&p->lock);
-  r->kind->free(r->kind->ctx, obj, r->size);
+  kind->free(kind->ctx, obj, size);
   pthread_mutex_lock(&p->lock);
 }
 

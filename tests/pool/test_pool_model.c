@@ -231,6 +231,14 @@ static void run_model(uint64_t seed, int compress) {
       fail_msg("seed %llu thread %d: %s", (unsigned long long)seed, i,
                w[i].error);
   }
+  /* However the threads interleaved, more than the limit in fresh objects
+   * must push something out. */
+  enum { more = LIMIT / (64 << 10) + 2 };
+  tarn_ref *extra[more];
+  for (int k = 0; k < more; k++)
+    assert_int_equal(tarn_ref_alloc(pool, 64 << 10, WAIT_NS, &extra[k]), 0);
+  for (int k = 0; k < more; k++)
+    assert_int_equal(tarn_ref_release(extra[k]), 0);
   tarn_pool_stats st;
   assert_int_equal(tarn_pool_stats_get(pool, &st), 0);
   assert_true(st.resident_peak <= LIMIT);

@@ -36,7 +36,9 @@ typedef struct bench_result {
 
 /* A whole `tarn bench` invocation: its settings and the results so far. */
 typedef struct bench_run {
-  size_t samples; /* samples per benchmark, at least BENCH_SAMPLES_MIN */
+  size_t samples;      /* samples per benchmark, at least BENCH_SAMPLES_MIN */
+  const size_t *sizes; /* matrix sizes N of the array suite; NULL: default */
+  size_t nsizes;
   bench_result *results;
   size_t count, cap;
   int header_printed;
@@ -133,5 +135,6 @@ void bench_duo_close(bench_duo *duo);
 int bench_alloc(bench_run *run);
 int bench_pool(bench_run *run);
 int bench_rt(bench_run *run);
+int bench_array(bench_run *run);
 
 #endif

@@ -1,8 +1,8 @@
 /* tarn.c: the `tarn` command. Subcommands: `version` (the library's
- * version), `help` (usage), and `bench [SUITE] [--samples N] [--json FILE]`,
- * which runs one benchmark suite, or every suite, through the harness of
- * bench/bench.h. Exit status 0 on success, 1 when a benchmark or the JSON
- * file failed, 2 for a command line it does not understand. */
+ * version), `help` (usage), and `bench [SUITE] [--samples N] [--sizes LIST]
+ * [--json FILE]`, which runs one benchmark suite, or every suite, through
+ * the harness of bench/bench.h. Exit status 0 on success, 1 when a benchmark or
+ * the JSON file failed, 2 for a command line it does not understand. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdarg.h>
@@ -19,20 +19,28 @@ static const char usage_text[] =
     "commands:\n"
     "  version           print the version of the tarn library\n"
     "  help              print this help (also --help, -h)\n"
-    "  bench [SUITE] [--samples N] [--json FILE]\n"
-    "                    run the benchmark suite SUITE (alloc, pool or "
-    "rt), or\n"
-    "                    every suite in that order\n"
+    "  bench [SUITE] [--samples N] [--sizes LIST] [--json FILE]\n"
+    "                    run the benchmark suite SUITE (alloc, pool, rt "
+    "or\n"
+    "                    array), or every suite in that order\n"
     "    --samples N     samples per benchmark, at least 3 (default 5)\n"
+    "    --sizes LIST    matrix sizes N of the array suite, comma-separated\n"
+    "                    (default 256,1024,4096)\n"
     "    --json FILE     also write every result to FILE as JSON\n";
+
+/* Limits of --sizes. */
+#define MAX_SIZES 16
+#define MAX_SIZE 32768
 
 struct suite {
   const char *name;
   int (*run)(bench_run *run);
 };
 
-static const struct suite suites[] = {
-    {"alloc", bench_alloc}, {"pool", bench_pool}, {"rt", bench_rt}};
+static const struct suite suites[] = {{"alloc", bench_alloc},
+                                      {"pool", bench_pool},
+                                      {"rt", bench_rt},
+                                      {"array", bench_array}};
 enum { suite_count = sizeof suites / sizeof suites[0] };
 
 /* Prints "tarn: MESSAGE" and a hint to stderr; returns exit status 2. */
@@ -62,6 +70,8 @@ struct bench_args {
   const struct suite *suite; /* NULL: every suite */
   size_t samples;
   const char *json;
+  size_t sizes[MAX_SIZES]; /* the array suite's sizes; nsizes 0: default */
+  size_t nsizes;
   int help;
 };
 
@@ -77,6 +87,26 @@ static int parse_samples(const char *text, size_t *samples) {
   return 0;
 }
 
+/* Parses "256,1024,4096" into a->sizes. Returns 0 or exit status 2. */
+static int parse_sizes(const char *text, struct bench_args *a) {
+  const char *p = text;
+  a->nsizes = 0;
+  for (;;) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(p, &end, 10);
+    if (errno != 0 || end == p || v < 1 || v > MAX_SIZE ||
+        (*end != ',' && *end != '\0') || a->nsizes == MAX_SIZES)
+      return usage_error(
+          "--sizes must be up to %d comma-separated integers from 1 to %d, "
+          "not '%s'",
+          MAX_SIZES, MAX_SIZE, text);
+    a->sizes[a->nsizes++] = (size_t)v;
+    if (*end == '\0') return 0;
+    p = end + 1;
+  }
+}
+
 /* Parses argv[0..argc) after "bench". Returns 0 or exit status 2. */
 static int parse_bench(int argc, char **argv, struct bench_args *a) {
   memset(a, 0, sizeof *a);
@@ -85,12 +115,15 @@ static int parse_bench(int argc, char **argv, struct bench_args *a) {
     const char *arg = argv[i];
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
       a->help = 1;
-    } else if (strcmp(arg, "--samples") == 0 || strcmp(arg, "--json") == 0) {
+    } else if (strcmp(arg, "--samples") == 0 || strcmp(arg, "--json") == 0 ||
+               strcmp(arg, "--sizes") == 0) {
       if (i + 1 == argc) return usage_error("%s needs a value", arg);
       const char *value = argv[++i];
       if (strcmp(arg, "--json") == 0)
         a->json = value;
-      else if (parse_samples(value, &a->samples) != 0)
+      else if (strcmp(arg, "--sizes") == 0
+                   ? parse_sizes(value, a) != 0
+                   : parse_samples(value, &a->samples) != 0)
         return 2;
     } else if (arg[0] == '-') {
       return usage_error("unknown option '%s' for bench", arg);
@@ -99,7 +132,7 @@ static int parse_bench(int argc, char **argv, struct bench_args *a) {
                          a->suite->name);
     } else if ((a->suite = find_suite(arg)) == NULL) {
       return usage_error(
-          "unknown benchmark suite '%s' (suites: alloc, pool, rt)", arg);
+          "unknown benchmark suite '%s' (suites: alloc, pool, rt, array)", arg);
     }
   }
   return 0;
@@ -133,6 +166,10 @@ static int cmd_bench(int argc, char **argv) {
   if (open_json(a.json, &json) != 0) return 1;
   bench_run run;
   bench_run_init(&run, a.samples);
+  if (a.nsizes > 0) {
+    run.sizes = a.sizes;
+    run.nsizes = a.nsizes;
+  }
   int failed = 0;
   for (size_t i = 0; i < suite_count; i++)
     if (a.suite == NULL || a.suite == &suites[i])

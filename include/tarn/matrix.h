@@ -102,14 +102,17 @@ TARN_API int tarn_matrix_copy(tarn_matrix *a, tarn_matrix **out);
 /* *out = the transpose of a (N x M, tiles nb x mb). */
 TARN_API int tarn_matrix_transpose(tarn_matrix *a, tarn_matrix **out);
 
-/* The sum of all elements. Each tile is summed with pairwise summation,
- * then the tile sums are combined in a binary tree, so the rounding error
- * grows with log2 of the element count, not with the count: the result is
- * within about (log2(M N) + 1) eps sum|a_ij| of the exact sum. Waits. */
+/* The sum of all elements. Each tile is summed in blocks of 128 with 8
+ * accumulators, blocks pairwise, then the tile sums are combined in a
+ * binary tree, so the rounding error grows with log2 of the element count,
+ * not with the count: the result is within about (log2(M N) + 19) eps
+ * sum|a_ij| of the exact sum. Waits. */
 TARN_API int tarn_matrix_sum(tarn_matrix *a, double *sum);
 
-/* The Frobenius norm sqrt(sum a_ij^2), scaled per tile against overflow and
- * combined as for tarn_matrix_sum. Waits. */
+/* The Frobenius norm sqrt(sum a_ij^2): per tile a sum of squares (scaled
+ * by the tile's largest element when its squares could overflow or
+ * underflow), combined as for tarn_matrix_sum with the scales reconciled.
+ * Within about (log2(M N) + 21) eps of the exact norm. Waits. */
 TARN_API int tarn_matrix_norm(tarn_matrix *a, double *norm);
 
 #ifdef __cplusplus

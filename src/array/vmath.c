@@ -12,7 +12,7 @@
 #include <immintrin.h>
 #define TARN_HAVE_LIBMVEC 1
 
-__m256d _ZGVdN4v_sin(__m256d x);
+__attribute__((target("avx2"))) __m256d _ZGVdN4v_sin(__m256d x);
 
 __attribute__((target("avx2"))) static void vsin_avx2(const double *in,
                                                       double *out, size_t n) {

@@ -89,6 +89,8 @@ int tarn__matrix_destination(tarn_rt *rt, size_t m, size_t n, size_t mb,
 /* ---- tile jobs ------------------------------------------------------------
  */
 
+struct partial;
+
 /* What one tile task needs to know; owned by the task. */
 struct job {
   size_t rows, cols; /* of the tile written (or read, for reductions) */
@@ -102,6 +104,7 @@ struct job {
   size_t i, j;   /* element, for get */
   double *out;   /* where get writes */
   size_t ia, ib; /* task data slots of the operands (refs may repeat) */
+  struct partial *partial; /* where a reduction's tile task writes */
 };
 
 /* The task data slot of deps[k]: the runtime merges repeated refs, so it
@@ -572,11 +575,11 @@ struct partial {
 };
 
 static int k_tile_sum(tarn_task *t, void *arg) {
-  const struct job *j = arg;
-  const double *a = tarn_task_data(t, 1);
-  struct partial *p = tarn_task_data(t, 0);
+  const struct job *j = arg; /* columns i..j of the tile (see reduce) */
+  const double *a = (const double *)tarn_task_data(t, 0) + j->i * j->rows;
+  struct partial *p = j->partial;
   p->scale = 1;
-  p->value = pairwise(a, j->rows * j->cols, false, 1);
+  p->value = pairwise(a, j->rows * (j->j - j->i), false, 1);
   return 0;
 }
 
@@ -585,10 +588,10 @@ static int k_tile_sum(tarn_task *t, void *arg) {
 #define SAFE_LOW 0x1p-900
 
 static int k_tile_ssq(tarn_task *t, void *arg) {
-  const struct job *j = arg;
-  const double *a = tarn_task_data(t, 1);
-  struct partial *p = tarn_task_data(t, 0);
-  size_t n = j->rows * j->cols;
+  const struct job *j = arg; /* columns i..j of the tile (see reduce) */
+  const double *a = (const double *)tarn_task_data(t, 0) + j->i * j->rows;
+  struct partial *p = j->partial;
+  size_t n = j->rows * (j->j - j->i);
   /* One unscaled pass; it is exact enough unless squares overflowed (inf)
    * or the sum is so small that squares may have underflowed. */
   double ssq = pairwise(a, n, true, 1);
@@ -615,83 +618,59 @@ static int k_tile_ssq(tarn_task *t, void *arg) {
   return 0;
 }
 
-/* Combines two partials into dep 0: sums add; sums of squares are brought
- * to the larger scale first (job.alpha != 0). */
-static int k_combine(tarn_task *t, void *arg) {
-  const struct job *j = arg;
-  struct partial *out = tarn_task_data(t, 0);
-  const struct partial *x = tarn_task_data(t, 1), *y = tarn_task_data(t, 2);
-  if (j->alpha == 0) {
-    out->scale = 1;
-    out->value = x->value + y->value;
-    return 0;
-  }
-  double s = x->scale > y->scale ? x->scale : y->scale;
+/* Two partials as one: sums add; sums of squares are brought to the
+ * larger scale first. */
+static struct partial combine(struct partial x, struct partial y,
+                              bool squares) {
+  if (!squares) return (struct partial){1, x.value + y.value};
+  double s = x.scale > y.scale ? x.scale : y.scale;
   double v = 0;
-  if (x->scale > 0) v += x->value * (x->scale / s) * (x->scale / s);
-  if (y->scale > 0) v += y->value * (y->scale / s) * (y->scale / s);
-  out->scale = s;
-  out->value = v;
-  return 0;
+  if (x.scale > 0) v += x.value * (x.scale / s) * (x.scale / s);
+  if (y.scale > 0) v += y.value * (y.scale / s) * (y.scale / s);
+  return (struct partial){s, v};
 }
 
-/* Reduces `a` to one partial: a task per tile, then pairs combined level
- * by level (a binary tree). Each partial is released as soon as its
- * reader is submitted, so it is freed when that reader ends. */
+/* Reduces `a` to one partial: tasks over column ranges of the tiles
+ * (several per tile when there are few tiles, so every worker has work)
+ * write their partials into an array of the caller's; once they are done
+ * the caller combines the partials pairwise, level by level (a binary
+ * tree in a fixed order). */
 static int reduce(tarn_matrix *a, tarn_task_fn tile_fn, bool squares,
                   struct partial *result) {
   if (a == NULL || result == NULL) return TARN_EINVAL;
-  size_t total = a->mt * a->nt, count = total;
-  tarn_ref **level = calloc(total, sizeof *level);
-  if (level == NULL) return TARN_ENOMEM;
-  tarn_pool *pool = tarn_rt_pool(a->rt);
+  size_t tiles = a->mt * a->nt, want = tarn_rt_workers(a->rt);
+  size_t parts = tiles >= want ? 1 : (want + tiles - 1) / tiles;
+  if (parts > a->nb) parts = a->nb;
+  size_t count = tiles * parts;
+  struct partial *part = calloc(count, sizeof *part);
+  if (part == NULL) return TARN_ENOMEM;
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);
   if (rc != 0) {
-    free(level);
+    free(part);
     return rc;
   }
   for (size_t k = 0; rc == 0 && k < count; k++) {
-    size_t ti = k % a->mt, tj = k / a->mt;
-    rc = tarn_ref_create(pool, sizeof(struct partial), &level[k]);
+    size_t tk = k / parts, ti = tk % a->mt, tj = tk / a->mt, part_k = k % parts;
     struct job j = job_for(a, ti, tj);
-    tarn_dep deps[2] = {{level[k], TARN_WRITE},
-                        {tarn__tile(a, ti, tj), TARN_READ}};
-    if (rc == 0) rc = submit_job(a->rt, tile_fn, &j, deps, 2);
-  }
-  struct job combine = {.alpha = squares ? 1 : 0};
-  while (rc == 0 && count > 1) {
-    size_t next = 0;
-    for (size_t k = 0; rc == 0 && k + 1 < count; k += 2) {
-      tarn_ref *out = NULL;
-      rc = tarn_ref_create(pool, sizeof(struct partial), &out);
-      tarn_dep deps[3] = {
-          {out, TARN_WRITE}, {level[k], TARN_READ}, {level[k + 1], TARN_READ}};
-      if (rc == 0) rc = submit_job(a->rt, k_combine, &combine, deps, 3);
-      tarn_ref_release(level[k]);
-      tarn_ref_release(level[k + 1]);
-      level[k] = level[k + 1] = NULL;
-      level[next++] = out;
-    }
-    if (count % 2 == 1) {
-      level[next++] = level[count - 1];
-      level[count - 1] = NULL;
-    }
-    count = next;
+    size_t cols = j.cols;
+    j.i = cols * part_k / parts; /* columns i..j of the tile */
+    j.j = cols * (part_k + 1) / parts;
+    j.partial = &part[k];
+    tarn_dep dep = {tarn__tile(a, ti, tj), TARN_READ};
+    if (j.j > j.i) rc = submit_job(a->rt, tile_fn, &j, &dep, 1);
   }
   int wrc = tarn_region_wait(region, NULL);
   if (rc == 0) rc = wrc;
-  if (rc == 0) {
-    void *p = NULL;
-    rc = tarn_ref_pin(level[0], TARN_READ, UINT64_MAX, &p);
-    if (rc == 0) {
-      memcpy(result, p, sizeof *result);
-      tarn_ref_unpin(level[0]);
-    }
+  while (rc == 0 && count > 1) {
+    size_t next = 0;
+    for (size_t k = 0; k + 1 < count; k += 2)
+      part[next++] = combine(part[k], part[k + 1], squares);
+    if (count % 2 == 1) part[next++] = part[count - 1];
+    count = next;
   }
-  for (size_t k = 0; k < total; k++) /* NULL, or a partial still held */
-    if (level[k] != NULL) tarn_ref_release(level[k]);
-  free(level);
+  if (rc == 0) *result = part[0];
+  free(part);
   return rc;
 }
 

@@ -37,7 +37,7 @@ typedef struct bench_result {
 /* A whole `tarn bench` invocation: its settings and the results so far. */
 typedef struct bench_run {
   size_t samples;      /* samples per benchmark, at least BENCH_SAMPLES_MIN */
-  const size_t *sizes; /* matrix sizes N of the array suite; NULL: default */
+  const size_t *sizes; /* N of the array and stencil suites; NULL: default */
   size_t nsizes;
   bench_result *results;
   size_t count, cap;
@@ -136,5 +136,6 @@ int bench_alloc(bench_run *run);
 int bench_pool(bench_run *run);
 int bench_rt(bench_run *run);
 int bench_array(bench_run *run);
+int bench_stencil(bench_run *run);
 
 #endif

@@ -20,12 +20,12 @@ static const char usage_text[] =
     "  version           print the version of the tarn library\n"
     "  help              print this help (also --help, -h)\n"
     "  bench [SUITE] [--samples N] [--sizes LIST] [--json FILE]\n"
-    "                    run the benchmark suite SUITE (alloc, pool, rt "
-    "or\n"
-    "                    array), or every suite in that order\n"
+    "                    run the benchmark suite SUITE (alloc, pool, rt, "
+    "array\n"
+    "                    or stencil), or every suite in that order\n"
     "    --samples N     samples per benchmark, at least 3 (default 5)\n"
-    "    --sizes LIST    matrix sizes N of the array suite, comma-separated\n"
-    "                    (default 256,1024,4096)\n"
+    "    --sizes LIST    matrix sizes N of the array and stencil suites,\n"
+    "                    comma-separated (default 256,1024,4096)\n"
     "    --json FILE     also write every result to FILE as JSON\n";
 
 /* Limits of --sizes. */
@@ -40,7 +40,8 @@ struct suite {
 static const struct suite suites[] = {{"alloc", bench_alloc},
                                       {"pool", bench_pool},
                                       {"rt", bench_rt},
-                                      {"array", bench_array}};
+                                      {"array", bench_array},
+                                      {"stencil", bench_stencil}};
 enum { suite_count = sizeof suites / sizeof suites[0] };
 
 /* Prints "tarn: MESSAGE" and a hint to stderr; returns exit status 2. */
@@ -70,7 +71,7 @@ struct bench_args {
   const struct suite *suite; /* NULL: every suite */
   size_t samples;
   const char *json;
-  size_t sizes[MAX_SIZES]; /* the array suite's sizes; nsizes 0: default */
+  size_t sizes[MAX_SIZES]; /* array and stencil sizes; nsizes 0: default */
   size_t nsizes;
   int help;
 };
@@ -132,7 +133,9 @@ static int parse_bench(int argc, char **argv, struct bench_args *a) {
                          a->suite->name);
     } else if ((a->suite = find_suite(arg)) == NULL) {
       return usage_error(
-          "unknown benchmark suite '%s' (suites: alloc, pool, rt, array)", arg);
+          "unknown benchmark suite '%s' (suites: alloc, pool, rt, array, "
+          "stencil)",
+          arg);
     }
   }
   return 0;

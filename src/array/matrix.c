@@ -164,10 +164,14 @@ static int per_tile(tarn_matrix *out, tarn_matrix *in, tarn_task_fn fn,
   return 0;
 }
 
+/* The elementwise kernels copy what they need from the job into locals:
+ * stores through c could otherwise alias the job's doubles, which keeps
+ * the compiler from vectorising. */
 static int k_fill(tarn_task *t, void *arg) {
   const struct job *j = arg;
-  double *c = tarn_task_data(t, 0);
-  for (size_t k = 0; k < j->rows * j->cols; k++) c[k] = j->beta;
+  double *c = tarn_task_data(t, 0), beta = j->beta;
+  size_t n = j->rows * j->cols;
+  for (size_t k = 0; k < n; k++) c[k] = beta;
   return 0;
 }
 
@@ -195,8 +199,9 @@ static int k_axpb(tarn_task *t, void *arg) {
   const struct job *j = arg;
   double *c = tarn_task_data(t, 0);
   const double *a = tarn_task_data(t, j->ia);
-  for (size_t k = 0; k < j->rows * j->cols; k++)
-    c[k] = j->alpha * a[k] + j->beta;
+  double alpha = j->alpha, beta = j->beta;
+  size_t n = j->rows * j->cols;
+  for (size_t k = 0; k < n; k++) c[k] = alpha * a[k] + beta;
   return 0;
 }
 
@@ -220,7 +225,8 @@ static int k_add(tarn_task *t, void *arg) {
   const struct job *j = arg;
   double *c = tarn_task_data(t, 0);
   const double *a = tarn_task_data(t, j->ia), *b = tarn_task_data(t, j->ib);
-  for (size_t k = 0; k < j->rows * j->cols; k++) c[k] = a[k] + b[k];
+  size_t n = j->rows * j->cols;
+  for (size_t k = 0; k < n; k++) c[k] = a[k] + b[k];
   return 0;
 }
 
@@ -533,7 +539,7 @@ int tarn_matrix_retile(tarn_matrix *a, size_t mb, size_t nb,
  * (SUM_BLOCK / 8 + 3 + log2(n)) eps sum|x|, and the loops vectorise. */
 #define SUM_BLOCK 128
 
-static double block_sum(const double *x, size_t n) {
+TARN_HOT_CLONES static double block_sum(const double *x, size_t n) {
   double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   size_t k = 0;
   for (; n - k >= 8; k += 8)
@@ -543,7 +549,8 @@ static double block_sum(const double *x, size_t n) {
          ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-static double block_sumsq(const double *x, size_t n, double inv_scale) {
+TARN_HOT_CLONES static double block_sumsq(const double *x, size_t n,
+                                          double inv_scale) {
   double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   size_t k = 0;
   for (; n - k >= 8; k += 8)

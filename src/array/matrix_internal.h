@@ -10,6 +10,16 @@
 
 #include "tarn/matrix.h"
 
+/* Hot loops are compiled twice, for AVX2 and for the baseline, and the
+ * right one is picked when the library loads (GCC's target_clones, an
+ * ifunc). Results are the same: only the vector width changes. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define TARN_HOT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TARN_HOT_CLONES
+#endif
+
 struct tarn_matrix {
   tarn_rt *rt;
   size_t m, n;   /* elements */

@@ -103,20 +103,9 @@ struct run {
   size_t local;      /* first row within the source tile */
 };
 
-static int k_stencil(tarn_task *t, void *arg) {
-  const struct sjob *j = arg;
-  size_t r = j->st.radius;
-  size_t hr = j->rows + 2 * r, hc = j->cols + 2 * r;
-  double *halo = NULL;
-  struct run *runs = NULL;
-  int rc = tarn_task_scratch(t, hr * hc * sizeof *halo, 64, (void **)&halo);
-  if (rc == 0)
-    rc = tarn_task_scratch(t, hr * sizeof *runs, _Alignof(struct run),
-                           (void **)&runs);
-  if (rc != 0) return rc;
-
-  /* The rows' runs. */
-  size_t nruns = 0;
+/* Fills runs[] for the rows of the tile's halo; returns their count. */
+static size_t row_runs(const struct sjob *j, struct run *runs) {
+  size_t r = j->st.radius, hr = j->rows + 2 * r, nruns = 0;
   for (size_t k = 0; k < hr; k++) {
     ptrdiff_t src = map_index((ptrdiff_t)(j->row0 + k) - (ptrdiff_t)r, j->m,
                               j->st.rows.kind);
@@ -133,53 +122,95 @@ static int k_stencil(tarn_task *t, void *arg) {
       runs[nruns++] = (struct run){k, 1, tile, local};
     }
   }
+  return nruns;
+}
 
-  /* Column by column of the halo. */
-  for (size_t c = 0; c < hc; c++) {
-    double *dst = halo + c * hr;
-    ptrdiff_t srcc = map_index((ptrdiff_t)(j->col0 + c) - (ptrdiff_t)r, j->n,
-                               j->st.cols.kind);
-    size_t b = 0, lc = 0;
-    if (srcc >= 0) {
-      b = index_in(j->sct, j->nct, (size_t)srcc / j->nb);
-      lc = (size_t)srcc % j->nb;
-    }
-    for (size_t u = 0; u < nruns; u++) {
-      const struct run *ru = &runs[u];
-      if (ru->tile == SIZE_MAX || srcc < 0) {
-        double v = ru->tile == SIZE_MAX ? j->st.rows.pad : j->st.cols.pad;
-        for (size_t k = 0; k < ru->len; k++) dst[ru->start + k] = v;
-        continue;
-      }
-      size_t ti = j->srt[ru->tile];
-      size_t ld = j->m - ti * j->mb < j->mb ? j->m - ti * j->mb : j->mb;
-      const double *src = tarn_task_data(t, j->slot[ru->tile][b]);
-      memcpy(dst + ru->start, src + ru->local + lc * ld, ru->len * sizeof *dst);
-    }
+/* Assembles halo column c (0 .. cols + 2r - 1) into dst (rows + 2r
+ * doubles), run by run. */
+static void halo_column(tarn_task *t, const struct sjob *j,
+                        const struct run *runs, size_t nruns, size_t c,
+                        double *dst) {
+  ptrdiff_t srcc = map_index((ptrdiff_t)(j->col0 + c) - (ptrdiff_t)j->st.radius,
+                             j->n, j->st.cols.kind);
+  size_t b = 0, lc = 0;
+  if (srcc >= 0) {
+    b = index_in(j->sct, j->nct, (size_t)srcc / j->nb);
+    lc = (size_t)srcc % j->nb;
   }
+  for (size_t u = 0; u < nruns; u++) {
+    const struct run *ru = &runs[u];
+    if (ru->tile == SIZE_MAX || srcc < 0) {
+      double v = ru->tile == SIZE_MAX ? j->st.rows.pad : j->st.cols.pad;
+      for (size_t k = 0; k < ru->len; k++) dst[ru->start + k] = v;
+      continue;
+    }
+    size_t ti = j->srt[ru->tile];
+    size_t ld = j->m - ti * j->mb < j->mb ? j->m - ti * j->mb : j->mb;
+    const double *src = tarn_task_data(t, j->slot[ru->tile][b]);
+    memcpy(dst + ru->start, src + ru->local + lc * ld, ru->len * sizeof *dst);
+  }
+}
 
+/* The radius-1 sum of the 3 halo columns c0, c1, c2 (each rows + 2 long,
+ * element 1 the tile's row 0) into o: each element's 9 terms in order. */
+TARN_HOT_CLONES static void sum3(const double *c0, const double *c1,
+                                 const double *c2, double *o, size_t rows) {
+  for (size_t p = 0; p < rows; p++)
+    o[p] = 0.0 + c0[p] + c0[p + 1] + c0[p + 2] + c1[p] + c1[p + 1] + c1[p + 2] +
+           c2[p] + c2[p + 1] + c2[p + 2];
+}
+
+static int sum_kernel(const double *in, size_t ld_in, double *out,
+                      size_t ld_out, size_t rows, size_t cols, size_t radius,
+                      void *arg);
+
+/* The built-in radius-1 sum without the whole halo: three halo columns
+ * turn in a ring in scratch (small enough for L1), so the tile is read
+ * once from memory and the output written once. */
+static int sum_rolling(tarn_task *t, const struct sjob *j, struct run *runs,
+                       size_t nruns) {
+  size_t hr = j->rows + 2;
+  double *ring = NULL;
+  int rc = tarn_task_scratch(t, 3 * hr * sizeof *ring, 64, (void **)&ring);
+  if (rc != 0) return rc;
+  double *out = tarn_task_data(t, 0);
+  halo_column(t, j, runs, nruns, 0, ring);
+  halo_column(t, j, runs, nruns, 1, ring + hr);
+  for (size_t q = 0; q < j->cols; q++) {
+    halo_column(t, j, runs, nruns, q + 2, ring + ((q + 2) % 3) * hr);
+    sum3(ring + (q % 3) * hr, ring + ((q + 1) % 3) * hr,
+         ring + ((q + 2) % 3) * hr, out + q * j->rows, j->rows);
+  }
+  return 0;
+}
+
+static int k_stencil(tarn_task *t, void *arg) {
+  const struct sjob *j = arg;
+  size_t r = j->st.radius;
+  size_t hr = j->rows + 2 * r, hc = j->cols + 2 * r;
+  struct run *runs = NULL;
+  int rc = tarn_task_scratch(t, hr * sizeof *runs, _Alignof(struct run),
+                             (void **)&runs);
+  if (rc != 0) return rc;
+  size_t nruns = row_runs(j, runs);
+  if (j->fn == sum_kernel && r == 1) return sum_rolling(t, j, runs, nruns);
+  double *halo = NULL;
+  rc = tarn_task_scratch(t, hr * hc * sizeof *halo, 64, (void **)&halo);
+  if (rc != 0) return rc;
+  for (size_t c = 0; c < hc; c++)
+    halo_column(t, j, runs, nruns, c, halo + c * hr);
   double *out = tarn_task_data(t, 0);
   return j->fn(halo + r + r * hr, hr, out, j->rows, j->rows, j->cols, r,
                j->arg);
 }
 
-/* The built-in kernel of tarn_stencil_sum. */
+/* The built-in kernel of tarn_stencil_sum (radius 1 takes sum_rolling
+ * instead). */
 TARN_HOT_CLONES static int sum_kernel(const double *in, size_t ld_in,
                                       double *out, size_t ld_out, size_t rows,
                                       size_t cols, size_t radius, void *arg) {
   (void)arg;
   ptrdiff_t r = (ptrdiff_t)radius, ld = (ptrdiff_t)ld_in;
-  if (radius == 1) { /* one pass, each element's 9 terms in order */
-    for (size_t q = 0; q < cols; q++) {
-      const double *c0 = in + ((ptrdiff_t)q - 1) * ld, *c1 = c0 + ld,
-                   *c2 = c1 + ld;
-      double *o = out + q * ld_out;
-      for (size_t p = 0; p < rows; p++)
-        o[p] = 0.0 + c0[p - 1] + c0[p] + c0[p + 1] + c1[p - 1] + c1[p] +
-               c1[p + 1] + c2[p - 1] + c2[p] + c2[p + 1];
-    }
-    return 0;
-  }
   /* A column of the output stays in L1 while the (2r+1)^2 shifted input
    * columns are added to it, in the documented order. */
   for (size_t q = 0; q < cols; q++) {

@@ -33,7 +33,10 @@
 #include "tarn/rt.h"
 
 #define CLOSED ((struct edge *)(uintptr_t)1)
-#define SPIN_ROUNDS 400 /* looks at the queues before a worker sleeps */
+#define IDLE_SPIN_NS                                                       \
+  1000000                 /* how long an idle worker looks before sleeping \
+                           */
+#define DRAIN_SPINS 20000 /* pauses before a region's waiter sleeps */
 
 struct edge {
   tarn_task *task;
@@ -666,11 +669,15 @@ static void *worker_main(void *arg) {
   current_worker = w;
   for (;;) {
     tarn_task *t = take(w);
-    /* Idle: look again for a while (pausing, then yielding the core)
-     * before going to sleep. */
-    for (int spin = 0; t == NULL && spin < SPIN_ROUNDS; spin++) {
+    /* Idle: look again for IDLE_SPIN_NS (pausing, then yielding the
+     * core) before going to sleep: waking a sleeping thread costs far more
+     * than that here (about 0.2 ms), and work often comes back sooner. */
+    uint64_t idle_since = t == NULL ? tarn__clock_ns() : 0;
+    for (unsigned spin = 0; t == NULL; spin++) {
       if (atomic_load(&rt->stopping)) break;
-      if (spin < SPIN_ROUNDS / 2)
+      uint64_t idle = tarn__clock_ns() - idle_since;
+      if (idle > IDLE_SPIN_NS) break;
+      if (idle < IDLE_SPIN_NS / 2)
         for (int k = 0; k < 32; k++) cpu_relax();
       else
         sched_yield();
@@ -866,6 +873,12 @@ static void region_init(tarn_region *r, tarn_rt *rt) {
  * refs it kept. */
 static void region_drain(tarn_region *r) {
   tarn_rt *rt = r->rt;
+  /* A short region ends sooner than a sleeping thread wakes: look for a
+   * while (pausing) before sleeping on the condition variable. */
+  for (int spin = 0; spin < DRAIN_SPINS; spin++) {
+    if (atomic_load(&r->finished) == atomic_load(&r->submitted)) break;
+    cpu_relax();
+  }
   pthread_mutex_lock(&rt->done_lock);
   while (atomic_load(&r->finished) != atomic_load(&r->submitted))
     pthread_cond_wait(&rt->done, &rt->done_lock);

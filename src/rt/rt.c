@@ -33,10 +33,10 @@
 #include "tarn/rt.h"
 
 #define CLOSED ((struct edge *)(uintptr_t)1)
-#define IDLE_SPIN_NS                                                       \
-  1000000                 /* how long an idle worker looks before sleeping \
-                           */
-#define DRAIN_SPINS 20000 /* pauses before a region's waiter sleeps */
+/* How long an idle worker looks for work before sleeping, in ns. */
+#define IDLE_SPIN_NS 1000000
+/* Pauses a region's waiter makes before sleeping. */
+#define DRAIN_SPINS 20000
 
 struct edge {
   tarn_task *task;

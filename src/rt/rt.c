@@ -35,8 +35,8 @@
 #define CLOSED ((struct edge *)(uintptr_t)1)
 /* How long an idle worker looks for work before sleeping, in ns. */
 #define IDLE_SPIN_NS 1000000
-/* Pauses a region's waiter makes before sleeping. */
-#define DRAIN_SPINS 20000
+/* Looks a region's waiter takes (yielding between them) before sleeping. */
+#define DRAIN_SPINS 200
 
 struct edge {
   tarn_task *task;
@@ -669,18 +669,14 @@ static void *worker_main(void *arg) {
   current_worker = w;
   for (;;) {
     tarn_task *t = take(w);
-    /* Idle: look again for IDLE_SPIN_NS (pausing, then yielding the
-     * core) before going to sleep: waking a sleeping thread costs far more
-     * than that here (about 0.2 ms), and work often comes back sooner. */
+    /* Idle: look again for IDLE_SPIN_NS before going to sleep, yielding
+     * the core between looks (the submitting thread may need it: the
+     * workers are as many as the cores). Waking a sleeping thread costs
+     * about 0.2 ms here, and work often comes back sooner. */
     uint64_t idle_since = t == NULL ? tarn__clock_ns() : 0;
-    for (unsigned spin = 0; t == NULL; spin++) {
-      if (atomic_load(&rt->stopping)) break;
-      uint64_t idle = tarn__clock_ns() - idle_since;
-      if (idle > IDLE_SPIN_NS) break;
-      if (idle < IDLE_SPIN_NS / 2)
-        for (int k = 0; k < 32; k++) cpu_relax();
-      else
-        sched_yield();
+    while (t == NULL && !atomic_load(&rt->stopping) &&
+           tarn__clock_ns() - idle_since < IDLE_SPIN_NS) {
+      sched_yield();
       t = take(w);
     }
     if (t == NULL && !atomic_load(&rt->stopping)) t = sleep_or_take(w);
@@ -874,10 +870,10 @@ static void region_init(tarn_region *r, tarn_rt *rt) {
 static void region_drain(tarn_region *r) {
   tarn_rt *rt = r->rt;
   /* A short region ends sooner than a sleeping thread wakes: look for a
-   * while (pausing) before sleeping on the condition variable. */
+   * while (yielding) before sleeping on the condition variable. */
   for (int spin = 0; spin < DRAIN_SPINS; spin++) {
     if (atomic_load(&r->finished) == atomic_load(&r->submitted)) break;
-    cpu_relax();
+    sched_yield(); /* the workers get the core when they need it */
   }
   pthread_mutex_lock(&rt->done_lock);
   while (atomic_load(&r->finished) != atomic_load(&r->submitted))

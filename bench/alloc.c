@@ -29,8 +29,7 @@ extern char **environ;
 #define DUO_NAME "alloc/tarn/acquire+release (2 threads)"
 
 static int tarn_failed(const char *what, int status) {
-  fprintf(stderr, "tarn bench: alloc: %s: %s\n", what, tarn_strerror(status));
-  return 1;
+  return bench_tarn_failed("alloc", what, status);
 }
 
 /* ---- bursts in this process: tarn's bump allocation and the bare limit -- */

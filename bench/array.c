@@ -23,7 +23,6 @@
 #define INPUT_SEED 1u /* the input X */
 #define RAND_SEED 2u  /* the matrix made by alloc (rand) */
 #define MAX_SIZES 16
-#define TILE_MAX 512
 
 static const size_t default_sizes[] = {256, 1024, 4096};
 
@@ -87,19 +86,7 @@ struct figures {
 };
 
 static int tarn_failed(const char *what, int status) {
-  fprintf(stderr, "tarn bench: array: %s: %s\n", what, tarn_strerror(status));
-  return 1;
-}
-
-static size_t tile_size(size_t n) {
-  if (n <= TILE_MAX) return n;
-  size_t tiles = (n + TILE_MAX - 1) / TILE_MAX;
-  return (n + tiles - 1) / tiles;
-}
-
-static double minor_faults(void) {
-  struct rusage u;
-  return getrusage(RUSAGE_SELF, &u) == 0 ? (double)u.ru_minflt : 0;
+  return bench_tarn_failed("array", what, status);
 }
 
 /* Submits tarn's elementwise operation `op` on X, making *out. */
@@ -124,7 +111,7 @@ static int submit_op(struct ctx *c, int op, tarn_matrix **out) {
  * *keep when keep is not NULL, else is destroyed after the clock. */
 static int tarn_sample(struct ctx *c, int op, struct row *r, double *t,
                        tarn_matrix **keep) {
-  double f0 = minor_faults();
+  double f0 = bench_minor_faults();
   tarn_matrix *out = NULL;
   double v = 0;
   int rc;
@@ -143,7 +130,7 @@ static int tarn_sample(struct ctx *c, int op, struct row *r, double *t,
     }
   }
   uint64_t t1 = bench_now_ns();
-  r->faults += minor_faults() - f0;
+  r->faults += bench_minor_faults() - f0;
   *t = (double)(t1 - t0) * 1e-9;
   c->scalar[V_TARN] = v;
   if (keep != NULL)
@@ -158,7 +145,7 @@ static int peer_sample(struct ctx *c, int op, int v, struct row *r, double *t) {
   size_t bytes = c->n * c->n * sizeof(double);
   int omp = v == V_OMP_FRESH || v == V_OMP_TOUCHED;
   int fresh = v == V_OMP_FRESH || v == V_C_FRESH;
-  double f0 = minor_faults();
+  double f0 = bench_minor_faults();
   uint64_t t0 = bench_now_ns();
   double *out = c->touched;
   if (ops[op].has_output && fresh) {
@@ -175,21 +162,17 @@ static int peer_sample(struct ctx *c, int op, int v, struct row *r, double *t) {
   if (op == ARRAY_NORM) s = sqrt(s);
   bench_escape(out);
   uint64_t t1 = bench_now_ns();
-  r->faults += minor_faults() - f0;
+  r->faults += bench_minor_faults() - f0;
   *t = (double)(t1 - t0) * 1e-9;
   c->scalar[v] = s;
   if (out != c->touched) munmap(out, bytes);
   return 0;
 }
 
-static int close_to(double a, double b, double tol) {
-  return fabs(a - b) <= tol * (1 + fabs(b));
-}
-
 /* Compares tarn's result with the C loop's (in c->touched, or the scalar). */
 static int check(struct ctx *c, int op, tarn_matrix *out) {
   if (!ops[op].has_output) {
-    if (close_to(c->scalar[V_TARN], c->scalar[V_C_TOUCHED], 1e-9)) return 0;
+    if (bench_close(c->scalar[V_TARN], c->scalar[V_C_TOUCHED], 1e-9)) return 0;
     fprintf(stderr, "tarn bench: array: N=%zu %s: tarn %.17g, C loop %.17g\n",
             c->n, ops[op].name, c->scalar[V_TARN], c->scalar[V_C_TOUCHED]);
     return 1;
@@ -201,7 +184,7 @@ static int check(struct ctx *c, int op, tarn_matrix *out) {
     int rc = tarn_matrix_get(out, i, j, &v);
     if (rc != 0) return tarn_failed("tarn_matrix_get", rc);
     double want = c->touched[i + j * n];
-    if (!close_to(v, want, 1e-12)) {
+    if (!bench_close(v, want, 1e-12)) {
       fprintf(stderr,
               "tarn bench: array: N=%zu %s: element (%zu, %zu) is %.17g in "
               "tarn, %.17g in the C loop\n",
@@ -302,7 +285,7 @@ static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n) {
   memset(c, 0, sizeof *c);
   c->rt = rt;
   c->n = n;
-  c->b = tile_size(n);
+  c->b = bench_tile_size(n);
   size_t bytes = n * n * sizeof(double);
   c->xbuf = malloc(bytes);
   c->touched = malloc(bytes);

@@ -4,10 +4,12 @@
  * (CPU model, online cores, operating system, tarn version, date). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,7 +17,7 @@
 #include <jansson.h>
 
 #include "bench.h"
-#include "tarn/version.h"
+#include "tarn.h"
 
 #define NAME_WIDTH 46
 
@@ -373,4 +375,25 @@ void bench_duo_close(bench_duo *d) {
   pthread_barrier_destroy(&m->start);
   pthread_barrier_destroy(&m->done);
   free(m);
+}
+
+int bench_tarn_failed(const char *suite, const char *what, int status) {
+  fprintf(stderr, "tarn bench: %s: %s: %s\n", suite, what,
+          tarn_strerror(status));
+  return 1;
+}
+
+size_t bench_tile_size(size_t n) {
+  if (n <= 512) return n;
+  size_t tiles = (n + 511) / 512;
+  return (n + tiles - 1) / tiles;
+}
+
+double bench_minor_faults(void) {
+  struct rusage u;
+  return getrusage(RUSAGE_SELF, &u) == 0 ? (double)u.ru_minflt : 0;
+}
+
+int bench_close(double a, double b, double tol) {
+  return fabs(a - b) <= tol * (1 + fabs(b));
 }

@@ -91,6 +91,20 @@ void bench_note(bench_run *run, const char *name, const char *message);
  * messages). The caller closes it. Returns 0, or -1 after printing why. */
 int bench_write_json(const bench_run *run, FILE *out, const char *path);
 
+/* Prints "tarn bench: SUITE: WHAT: <tarn_strerror(status)>" to stderr and
+ * returns 1. */
+int bench_tarn_failed(const char *suite, const char *what, int status);
+
+/* BENCH.md's tile size for an N x N matrix: N up to 512, else N split into
+ * the fewest equal tiles of at most 512. */
+size_t bench_tile_size(size_t n);
+
+/* Minor page faults of the process so far (getrusage), 0 if unknown. */
+double bench_minor_faults(void);
+
+/* Whether a is within tol (relative, plus tol absolute) of b. */
+int bench_close(double a, double b, double tol);
+
 /* The median of n values, 0 < n <= BENCH_SAMPLES_MAX. */
 double bench_median(const double *values, size_t n);
 

@@ -28,8 +28,7 @@
 #define WAIT_NS ((uint64_t)10 * 1000000000u)
 
 static int tarn_failed(const char *what, int status) {
-  fprintf(stderr, "tarn bench: pool: %s: %s\n", what, tarn_strerror(status));
-  return 1;
+  return bench_tarn_failed("pool", what, status);
 }
 
 static int sys_failed(const char *what, const char *path) {

@@ -46,8 +46,7 @@ struct tarn_bench {
 };
 
 static int tarn_failed(const char *what, int status) {
-  fprintf(stderr, "tarn bench: rt: %s: %s\n", what, tarn_strerror(status));
-  return 1;
+  return bench_tarn_failed("rt", what, status);
 }
 
 /* Calibrates, then runs fn until a call lands within [SAMPLE_MIN_S,
@@ -56,7 +55,7 @@ static int tarn_failed(const char *what, int status) {
 static int calibrate(bench_fn fn, void *arg, uint64_t *reps) {
   if (bench_calibrate(fn, arg, SAMPLE_TARGET_S, reps) != 0) return 1;
   for (int i = 0; i < CALIBRATE_TRIES; i++) {
-    double t;
+    double t = 0;
     if (fn(arg, *reps, &t) != 0) return 1;
     if (t >= SAMPLE_MIN_S && t <= SAMPLE_MAX_S) return 0;
     double scaled = (double)*reps * SAMPLE_TARGET_S / (t > 0 ? t : 1e-9);

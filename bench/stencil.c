@@ -22,7 +22,6 @@
 
 #define INPUT_SEED 1u /* the input X */
 #define MAX_SIZES 16
-#define TILE_MAX 512
 
 static const size_t default_sizes[] = {256, 1024, 4096};
 
@@ -89,19 +88,7 @@ struct figures {
 };
 
 static int tarn_failed(const char *what, int status) {
-  fprintf(stderr, "tarn bench: stencil: %s: %s\n", what, tarn_strerror(status));
-  return 1;
-}
-
-static size_t tile_size(size_t n) {
-  if (n <= TILE_MAX) return n;
-  size_t tiles = (n + TILE_MAX - 1) / TILE_MAX;
-  return (n + tiles - 1) / tiles;
-}
-
-static double minor_faults(void) {
-  struct rusage u;
-  return getrusage(RUSAGE_SELF, &u) == 0 ? (double)u.ru_minflt : 0;
+  return bench_tarn_failed("stencil", what, status);
 }
 
 /* Submits tarn's operation `op`: into B, or a new matrix *fresh for alloc. */
@@ -131,7 +118,7 @@ static int submit_op(struct ctx *c, int op, tarn_matrix **fresh) {
  * when keep is not NULL, else is destroyed after the clock. */
 static int tarn_sample(struct ctx *c, int op, struct row *r, double *t,
                        tarn_matrix **keep) {
-  double f0 = minor_faults();
+  double f0 = bench_minor_faults();
   tarn_matrix *fresh = NULL;
   tarn_region *region;
   uint64_t t0 = bench_now_ns();
@@ -142,7 +129,7 @@ static int tarn_sample(struct ctx *c, int op, struct row *r, double *t,
     if (submitted != 0) rc = submitted;
   }
   uint64_t t1 = bench_now_ns();
-  r->faults += minor_faults() - f0;
+  r->faults += bench_minor_faults() - f0;
   *t = (double)(t1 - t0) * 1e-9;
   if (keep != NULL)
     *keep = fresh;
@@ -156,7 +143,7 @@ static int peer_sample(struct ctx *c, int op, int v, struct row *r, double *t) {
   size_t bytes = c->n * c->n * sizeof(double);
   int omp = v == V_OMP_FRESH || v == V_OMP_TOUCHED;
   int fresh = v == V_OMP_FRESH || v == V_C_FRESH;
-  double f0 = minor_faults();
+  double f0 = bench_minor_faults();
   uint64_t t0 = bench_now_ns();
   double *out = c->touched;
   if (fresh) {
@@ -175,14 +162,10 @@ static int peer_sample(struct ctx *c, int op, int v, struct row *r, double *t) {
   bench_escape(out);
   bench_escape(c->abuf);
   uint64_t t1 = bench_now_ns();
-  r->faults += minor_faults() - f0;
+  r->faults += bench_minor_faults() - f0;
   *t = (double)(t1 - t0) * 1e-9;
   if (out != c->touched) munmap(out, bytes);
   return 0;
-}
-
-static int close_to(double a, double b, double tol) {
-  return fabs(a - b) <= tol * (1 + fabs(b));
 }
 
 /* Compares a few elements of tarn's result (B, or `fresh` for alloc) with
@@ -199,7 +182,7 @@ static int check(struct ctx *c, int op, tarn_matrix *fresh) {
     int rc = tarn_matrix_get(res, i, j, &v);
     if (rc != 0) return tarn_failed("tarn_matrix_get", rc);
     double want = c->touched[i + j * n];
-    if (!close_to(v, want, 1e-12)) {
+    if (!bench_close(v, want, 1e-12)) {
       fprintf(stderr,
               "tarn bench: stencil: N=%zu %s: element (%zu, %zu) is %.17g in "
               "tarn, %.17g in the C loop\n",
@@ -319,7 +302,7 @@ static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n) {
   memset(c, 0, sizeof *c);
   c->rt = rt;
   c->n = n;
-  c->b = tile_size(n);
+  c->b = bench_tile_size(n);
   for (int op = 0; op < STENCIL_OP_COUNT; op++) {
     if (stencil_kind(op) < 0) continue;
     int rc = tarn_stencil_init(&c->st[op], 1, kinds[op], 0.0);

@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,11 +33,11 @@ typedef struct range {
 } range;
 
 struct tarn__store {
-  tarn_storage io;     /* the caller's storage, or the spill file's */
-  int fd;              /* the spill file; -1 with a caller's storage */
-  int direct;          /* fd is O_DIRECT: I/O in whole aligned units */
-  int compress;        /* try zstd on every write */
-  const char *io_mode; /* "direct", "fadvise" or "custom" */
+  tarn_storage io;   /* the caller's storage, or the spill file's */
+  int fd;            /* the spill file; -1 with a caller's storage */
+  atomic_int direct; /* fd is O_DIRECT: I/O in whole aligned units */
+  int compress;      /* try zstd on every write */
+  bool custom;       /* a caller's storage */
   pthread_mutex_t lock;
   range *free;  /* free ranges below end, sorted by offset */
   size_t nfree; /* ranges in free */
@@ -65,12 +67,26 @@ static void aligned_span(uint64_t offset, size_t n, off_t *lo, off_t *len) {
   *len = (off_t)(round_up(offset + n) - first);
 }
 
+/* A file system may accept O_DIRECT at open and refuse it on I/O (EINVAL):
+ * then the file goes on without it, flushing and dropping written pages
+ * (the "fadvise" mode), and the call is tried again. Returns whether the
+ * call may be retried. */
+static bool leave_direct(tarn__store *s, int err) {
+  if (err != EINVAL || !atomic_load(&s->direct)) return false;
+  int flags = fcntl(s->fd, F_GETFL);
+  if (flags < 0 || fcntl(s->fd, F_SETFL, flags & ~O_DIRECT) != 0) return false;
+  atomic_store(&s->direct, 0);
+  return true;
+}
+
 static long file_write(void *ctx, const void *buf, size_t len,
                        uint64_t offset) {
-  const tarn__store *s = ctx;
+  tarn__store *s = ctx;
   ssize_t n = pwrite(s->fd, buf, len, (off_t)offset);
+  if (n < 0 && leave_direct(s, errno))
+    n = pwrite(s->fd, buf, len, (off_t)offset);
   if (n < 0) return -errno;
-  if (s->direct || n == 0) return n;
+  if (atomic_load(&s->direct) || n == 0) return n;
   off_t lo, span;
   aligned_span(offset, (size_t)n, &lo, &span);
   unsigned flags = SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE |
@@ -81,10 +97,12 @@ static long file_write(void *ctx, const void *buf, size_t len,
 }
 
 static long file_read(void *ctx, void *buf, size_t len, uint64_t offset) {
-  const tarn__store *s = ctx;
+  tarn__store *s = ctx;
   ssize_t n = pread(s->fd, buf, len, (off_t)offset);
+  if (n < 0 && leave_direct(s, errno))
+    n = pread(s->fd, buf, len, (off_t)offset);
   if (n < 0) return -errno;
-  if (!s->direct && n > 0) {
+  if (!atomic_load(&s->direct) && n > 0) {
     off_t lo, span;
     aligned_span(offset, (size_t)n, &lo, &span);
     (void)posix_fadvise(s->fd, lo, span, POSIX_FADV_DONTNEED);
@@ -97,10 +115,10 @@ static void file_close(void *ctx) { close(((tarn__store *)ctx)->fd); }
 /* Opens `path` (new), trying O_DIRECT first, and unlinks it. */
 static int open_unlinked(tarn__store *s, const char *path) {
   const int flags = O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC;
-  s->direct = 1;
+  atomic_store(&s->direct, 1);
   s->fd = open(path, flags | O_DIRECT, 0600);
   if (s->fd < 0 && errno == EINVAL) { /* e.g. tmpfs before Linux 6.6 */
-    s->direct = 0;
+    atomic_store(&s->direct, 0);
     s->fd = open(path, flags, 0600);
   }
   if (s->fd < 0) return TARN_EIO;
@@ -138,7 +156,6 @@ out:
   free(path);
   if (rc == 0) {
     s->io = (tarn_storage){s, file_write, file_read, NULL, file_close};
-    s->io_mode = s->direct ? "direct" : "fadvise";
   }
   return rc;
 }
@@ -239,7 +256,7 @@ static void release_extent(tarn__store *s, uint64_t offset, uint64_t len) {
 
 /* Bytes moved for `packed` stored bytes: whole units with O_DIRECT. */
 static size_t io_len(const tarn__store *s, size_t packed) {
-  return s->direct ? (size_t)round_up(packed) : packed;
+  return atomic_load(&s->direct) ? (size_t)round_up(packed) : packed;
 }
 
 static int write_all(const tarn__store *s, const char *buf, size_t len,
@@ -351,7 +368,7 @@ int tarn__store_open(const char *dir, const tarn_storage *custom, int compress,
   int rc = 0;
   if (custom != NULL) {
     s->io = *custom;
-    s->io_mode = "custom";
+    s->custom = true;
   } else {
     rc = open_file(s, dir);
   }
@@ -375,7 +392,8 @@ void tarn__store_close(tarn__store *store) {
 }
 
 const char *tarn__store_io_mode(const tarn__store *store) {
-  return store->io_mode;
+  if (store->custom) return "custom";
+  return atomic_load(&store->direct) ? "direct" : "fadvise";
 }
 
 int tarn__store_write(tarn__store *store, const void *data, size_t size,

@@ -23,7 +23,6 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -792,11 +791,10 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   atomic_fetch_add(&t->region->submitted, 1);
   atomic_fetch_add_explicit(&rt->submitted, 1, memory_order_relaxed);
   rc = track_all(t);
-  if (rc != 0) { /* out of memory half-way: the task fails, in order */
-    atomic_store(&t->cancel, true);
-    fprintf(stderr, "tarn: task %s: out of memory at submission\n",
-            t->name != NULL ? t->name : "(unnamed)");
-  }
+  /* Out of memory half-way through tracking: the task is in the graph
+   * for some refs, so it stays, cancelled (it and its dependants report
+   * TARN_ECANCELED), and the caller gets TARN_ENOMEM. */
+  if (rc != 0) atomic_store(&t->cancel, true);
   if (atomic_fetch_sub(&t->pending, 1) == 1) push(rt, t);
   return rc;
 }

@@ -5,6 +5,7 @@
 #define TARN_H
 
 #include "tarn/alloc.h"
+#include "tarn/linalg.h"
 #include "tarn/matrix.h"
 #include "tarn/pool.h"
 #include "tarn/rt.h"

@@ -8,6 +8,7 @@ packages=(
   cmake make gcc pkg-config clang-format   # build and format check
   libxxhash-dev libzstd-dev                # spill store checksums, compression
   libcmocka-dev                            # tests
+  libopenblas-dev liblapacke-dev           # linalg tile kernels
   libjansson-dev                           # benchmark JSON
   libmimalloc-dev libjemalloc-dev          # allocator peers
   libstarpu-dev                            # task runtime peer

@@ -1,0 +1,69 @@
+/* tarn/linalg.h: dense linear algebra on tiled matrices (tarn/matrix.h),
+ * as tasks whose tile kernels call OpenBLAS (CBLAS) and LAPACKE with one
+ * BLAS thread per task: the runtime's workers are the parallelism. The
+ * first call of this module sets OpenBLAS to one thread for the process.
+ *
+ * Thread-safety: as tarn/matrix.h (calls on different matrices from any
+ * threads; calls on one matrix ordered by the caller). */
+#ifndef TARN_LINALG_H
+#define TARN_LINALG_H
+
+#include "tarn/export.h"
+#include "tarn/matrix.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Whether an operand is used as it is or transposed. */
+typedef enum { TARN_NO_TRANS, TARN_TRANS } tarn_trans;
+
+/* C = alpha op(A) op(B) + beta C, where op(X) is X or its transpose.
+ *
+ * op(A) is M x K and op(B) is K x N; their tilings must match: the tile
+ * size of op(A) along K equals that of op(B) along K. When *c is NULL a new
+ * M x N matrix is made there (tiles: op(A)'s along M by op(B)'s along N),
+ * owned by the caller, and beta is ignored (treated as 0); otherwise *c
+ * must have that shape and tiling and is updated in place. As in BLAS, a
+ * beta of 0 does not read C (NaNs in it do not propagate). A and B may be
+ * the same matrix; C may be neither.
+ *
+ * One task per C tile and K tile, in K order on each C tile (one tile of A,
+ * B and C pinned at a time). Submits and returns at once (results ordered
+ * as the runtime's rules say). Returns 0; TARN_EINVAL for NULL arguments, a
+ * bad tarn_trans value, shapes or tilings that do not match, matrices of
+ * different runtimes, C the same as A or B, a tile too large for BLAS
+ * (over INT_MAX elements along a side); TARN_ENOMEM. On failure a matrix
+ * made here is freed (*c left NULL); tasks already submitted on a given C
+ * still run. */
+TARN_API int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
+                              tarn_trans tb, double alpha, double beta,
+                              tarn_matrix **c);
+
+/* Cholesky factorisation in place: the lower triangle of A (with its
+ * diagonal) becomes L, lower triangular with a positive diagonal, such
+ * that A = L L^T. Only the lower triangle of A is read; the strictly upper
+ * triangle is left as it was. A must be square with square tiles (mb == nb
+ * after clamping to the matrix).
+ *
+ * Right-looking tiled algorithm: for each tile column k, potrf on the
+ * diagonal tile, trsm on the tiles below it, syrk and gemm on the trailing
+ * matrix, with priorities that favour the critical path (potrf, then
+ * trsm, then the updates of the next tile columns).
+ *
+ * Waits for the factorisation (in a region of its own), so it must not be
+ * called from a task (TARN_EDEADLK). *info (when `info` is not NULL) gets
+ * 0, or LAPACK's info: k > 0 when the leading minor of order k is not
+ * positive definite; then the call returns TARN_EINVAL, the tasks after
+ * the failing one are cancelled, and the content of A is unspecified.
+ * Returns 0; TARN_EINVAL for a NULL or non-square matrix, non-square tiles
+ * or tiles too large for LAPACK, and for a matrix that is not positive
+ * definite (*info > 0); TARN_ECANCELED when a task submitted before on A
+ * failed; TARN_ENOMEM, TARN_EIO from the runtime. */
+TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

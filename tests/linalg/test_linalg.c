@@ -1,0 +1,404 @@
+/* test_linalg.c: tiled gemm and Cholesky against OpenBLAS/LAPACKE on the
+ * whole matrix: gemm for the four transpose combinations on sizes that are
+ * and are not multiples of the tile, one tile and many, rectangular, A as
+ * both operands, beta 0 over NaNs; Cholesky by its scaled residual, the
+ * order of a failing leading minor, bad shapes refused, and a run under a
+ * memory limit smaller than the matrix that spills and gives the same
+ * bits. */
+#include <cblas.h>
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tarn.h"
+
+static tarn_rt *make_rt(size_t limit) {
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 3;
+  o.pool.mem_limit = limit;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  return rt;
+}
+
+static double *buffer_of(tarn_matrix *a) {
+  size_t m = tarn_matrix_rows(a), n = tarn_matrix_cols(a);
+  double *b = malloc(m * n * sizeof *b);
+  assert_non_null(b);
+  assert_int_equal(tarn_matrix_to_buffer(a, b, m), 0);
+  return b;
+}
+
+static double fro(const double *x, size_t n) {
+  double s = 0;
+  for (size_t k = 0; k < n; k++) s += x[k] * x[k];
+  return sqrt(s);
+}
+
+/* ---- gemm --------------------------------------------------------------- */
+
+/* Checks C = alpha op(A) op(B) + beta C0 for one shape: M x N x K, tiles
+ * of A mb x nb in A's own orientation, B's tiles chosen to match. */
+static void check_gemm(tarn_rt *rt, size_t m, size_t n, size_t k, size_t t1,
+                       size_t t2, size_t t3, tarn_trans ta, tarn_trans tb,
+                       bool given) {
+  bool tra = ta == TARN_TRANS, trb = tb == TARN_TRANS;
+  /* op(A): m x k tiles t1 x t2; op(B): k x n tiles t2 x t3. */
+  size_t ar = tra ? k : m, ac = tra ? m : k, amb = tra ? t2 : t1,
+         anb = tra ? t1 : t2;
+  size_t br = trb ? n : k, bc = trb ? k : n, bmb = trb ? t3 : t2,
+         bnb = trb ? t2 : t3;
+  tarn_matrix *a = NULL, *b = NULL, *c = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, ar, ac, amb, anb, 11, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, br, bc, bmb, bnb, 12, &b), 0);
+  double alpha = 1.5, beta = given ? -0.75 : 0.0;
+  if (given) assert_int_equal(tarn_matrix_rand(rt, m, n, t1, t3, 13, &c), 0);
+  double *x = buffer_of(a), *y = buffer_of(b);
+  double *ref = calloc(m * n, sizeof *ref);
+  assert_non_null(ref);
+  if (given) assert_int_equal(tarn_matrix_to_buffer(c, ref, m), 0);
+  double c0 = fro(ref, m * n);
+  assert_int_equal(tarn_matrix_gemm(a, ta, b, tb, alpha, beta, &c), 0);
+  assert_int_equal(tarn_matrix_rows(c), m);
+  assert_int_equal(tarn_matrix_cols(c), n);
+  cblas_dgemm(CblasColMajor, tra ? CblasTrans : CblasNoTrans,
+              trb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, x,
+              (int)ar, y, (int)br, beta, ref, (int)m);
+  double *z = buffer_of(c);
+  for (size_t q = 0; q < m * n; q++) z[q] -= ref[q];
+  double bound =
+      (fabs(alpha) * fro(x, ar * ac) * fro(y, br * bc) + fabs(beta) * c0) *
+      (double)(k + 2) * DBL_EPSILON;
+  double r = fro(z, m * n) / bound;
+  if (!(r < 10))
+    print_error("gemm %zux%zux%zu tiles %zu,%zu,%zu ta %d tb %d: %g\n", m, n, k,
+                t1, t2, t3, ta, tb, r);
+  assert_true(r < 10);
+  free(x);
+  free(y);
+  free(z);
+  free(ref);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(c);
+}
+
+static const size_t gemm_shapes[][6] = {
+    /* m, n, k, tile m, tile k, tile n */
+    {1, 1, 1, 1, 1, 1},       {8, 8, 8, 8, 8, 8},       {7, 5, 3, 16, 16, 16},
+    {64, 48, 32, 16, 16, 16}, {37, 29, 41, 8, 6, 5},    {50, 3, 70, 7, 9, 2},
+    {3, 50, 20, 2, 20, 11},   {33, 33, 33, 32, 32, 32},
+};
+
+static void test_gemm_transposes(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(0);
+  for (size_t s = 0; s < sizeof gemm_shapes / sizeof gemm_shapes[0]; s++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++)
+        for (int given = 0; given < 2; given++) {
+          const size_t *g = gemm_shapes[s];
+          check_gemm(rt, g[0], g[1], g[2], g[3], g[4], g[5], (tarn_trans)ta,
+                     (tarn_trans)tb, given);
+        }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A as both operands: A A^T and A^T A, the same tile read twice by a task
+ * (merged refs). */
+static void test_gemm_same_operand(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(0);
+  size_t m = 23, n = 17;
+  tarn_matrix *a = NULL, *c = NULL, *d = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, m, n, 5, 5, 3, &a), 0);
+  assert_int_equal(
+      tarn_matrix_gemm(a, TARN_NO_TRANS, a, TARN_TRANS, 1.0, 0.0, &c), 0);
+  assert_int_equal(
+      tarn_matrix_gemm(a, TARN_TRANS, a, TARN_NO_TRANS, 1.0, 0.0, &d), 0);
+  double *x = buffer_of(a), *zc = buffer_of(c), *zd = buffer_of(d);
+  double *rc = malloc(m * m * sizeof *rc), *rd = malloc(n * n * sizeof *rd);
+  assert_non_null(rc);
+  assert_non_null(rd);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)m, (int)m, (int)n,
+              1.0, x, (int)m, x, (int)m, 0.0, rc, (int)m);
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)m,
+              1.0, x, (int)m, x, (int)m, 0.0, rd, (int)n);
+  double na = fro(x, m * n);
+  for (size_t q = 0; q < m * m; q++) zc[q] -= rc[q];
+  for (size_t q = 0; q < n * n; q++) zd[q] -= rd[q];
+  assert_true(fro(zc, m * m) / (na * na * (double)n * DBL_EPSILON) < 10);
+  assert_true(fro(zd, n * n) / (na * na * (double)m * DBL_EPSILON) < 10);
+  free(x);
+  free(zc);
+  free(zd);
+  free(rc);
+  free(rd);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(c);
+  tarn_matrix_destroy(d);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* beta 0 does not read C: NaNs there vanish. */
+static void test_gemm_beta_zero(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(0);
+  tarn_matrix *a = NULL, *b = NULL, *c = NULL;
+  assert_int_equal(tarn_matrix_fill(rt, 9, 6, 4, 4, 2.0, &a), 0);
+  assert_int_equal(tarn_matrix_fill(rt, 6, 7, 4, 3, 0.5, &b), 0);
+  assert_int_equal(tarn_matrix_fill(rt, 9, 7, 4, 3, NAN, &c), 0);
+  assert_int_equal(
+      tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS, 1.0, 0.0, &c), 0);
+  double *z = buffer_of(c);
+  for (size_t q = 0; q < 9 * 7; q++) assert_true(z[q] == 6.0);
+  free(z);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(c);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static void test_gemm_bad(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(0), *rt2 = make_rt(0);
+  tarn_matrix *a = NULL, *b = NULL, *c = NULL, *other = NULL, *wrong = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 8, 6, 4, 3, 1, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 6, 5, 3, 5, 2, &b), 0);
+  assert_int_equal(tarn_matrix_rand(rt2, 6, 5, 3, 5, 2, &other), 0);
+  tarn_trans no = TARN_NO_TRANS, tr = TARN_TRANS;
+  /* K differs */
+  assert_int_equal(tarn_matrix_gemm(a, tr, b, no, 1, 0, &c), TARN_EINVAL);
+  assert_null(c);
+  /* K tiling differs */
+  tarn_matrix *b2 = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 6, 5, 2, 5, 2, &b2), 0);
+  assert_int_equal(tarn_matrix_gemm(a, no, b2, no, 1, 0, &c), TARN_EINVAL);
+  assert_null(c);
+  /* other runtime */
+  assert_int_equal(tarn_matrix_gemm(a, no, other, no, 1, 0, &c), TARN_EINVAL);
+  /* bad trans, NULLs */
+  assert_int_equal(tarn_matrix_gemm(a, (tarn_trans)7, b, no, 1, 0, &c),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_gemm(NULL, no, b, no, 1, 0, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_gemm(a, no, NULL, no, 1, 0, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_gemm(a, no, b, no, 1, 0, NULL), TARN_EINVAL);
+  /* given C: wrong shape, wrong tiling, aliasing an operand */
+  assert_int_equal(tarn_matrix_zeros(rt, 8, 6, 4, 5, &wrong), 0);
+  assert_int_equal(tarn_matrix_gemm(a, no, b, no, 1, 0, &wrong), TARN_EINVAL);
+  tarn_matrix_destroy(wrong);
+  wrong = NULL;
+  assert_int_equal(tarn_matrix_zeros(rt, 8, 5, 4, 3, &wrong), 0);
+  assert_int_equal(tarn_matrix_gemm(a, no, b, no, 1, 0, &wrong), TARN_EINVAL);
+  tarn_matrix *sq = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 6, 6, 3, 3, 4, &sq), 0);
+  tarn_matrix *alias = sq;
+  assert_int_equal(tarn_matrix_gemm(sq, no, sq, no, 1, 1, &alias), TARN_EINVAL);
+  /* and the good call still works */
+  assert_int_equal(tarn_matrix_gemm(a, no, b, no, 1, 0, &c), 0);
+  assert_int_equal(tarn_matrix_rows(c), 8);
+  assert_int_equal(tarn_matrix_cols(c), 5);
+  assert_int_equal(tarn_matrix_tile_rows(c), 4);
+  assert_int_equal(tarn_matrix_tile_cols(c), 5);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(b2);
+  tarn_matrix_destroy(c);
+  tarn_matrix_destroy(sq);
+  tarn_matrix_destroy(wrong);
+  tarn_matrix_destroy(other);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(tarn_rt_destroy(rt2), 0);
+}
+
+/* ---- Cholesky ----------------------------------------------------------- */
+
+/* An SPD matrix G G^T + n I in a buffer (G of splitmix-like numbers). */
+static double *spd(size_t n, uint64_t seed) {
+  double *g = malloc(n * n * sizeof *g), *a = calloc(n * n, sizeof *a);
+  assert_non_null(g);
+  assert_non_null(a);
+  uint64_t x = seed * 0x9e3779b97f4a7c15u + 1;
+  for (size_t k = 0; k < n * n; k++) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    g[k] = (double)(x >> 11) * 0x1.0p-53 - 0.5;
+  }
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)n,
+              1.0, g, (int)n, g, (int)n, 0.0, a, (int)n);
+  for (size_t i = 0; i < n; i++) a[i + i * n] += (double)n;
+  free(g);
+  return a;
+}
+
+/* ||A - L L^T||_F / (n ||A||_F eps), L the lower triangle of `f`; also
+ * checks that the strictly upper triangle of f is A's. */
+static double chol_residual(const double *a, const double *f, size_t n) {
+  double *l = calloc(n * n, sizeof *l), *r = malloc(n * n * sizeof *r);
+  assert_non_null(l);
+  assert_non_null(r);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++) {
+      if (i >= j)
+        l[i + j * n] = f[i + j * n];
+      else
+        assert_true(f[i + j * n] == a[i + j * n]);
+    }
+  memcpy(r, a, n * n * sizeof *r);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)n,
+              -1.0, l, (int)n, l, (int)n, 1.0, r, (int)n);
+  double res = fro(r, n * n) / ((double)n * fro(a, n * n) * DBL_EPSILON);
+  free(l);
+  free(r);
+  return res;
+}
+
+static double *factor(tarn_rt *rt, const double *a, size_t n, size_t nb) {
+  tarn_matrix *m = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
+  int info = -1;
+  assert_int_equal(tarn_matrix_cholesky(m, &info), 0);
+  assert_int_equal(info, 0);
+  double *f = buffer_of(m);
+  tarn_matrix_destroy(m);
+  return f;
+}
+
+static void test_cholesky_sizes(void **state) {
+  (void)state;
+  static const size_t sizes[][2] = {{1, 1},   {8, 8},   {10, 16}, {64, 16},
+                                    {70, 16}, {33, 8},  {50, 7},  {12, 1},
+                                    {96, 32}, {100, 33}};
+  tarn_rt *rt = make_rt(0);
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    size_t n = sizes[s][0], nb = sizes[s][1];
+    double *a = spd(n, s + 1);
+    double *f = factor(rt, a, n, nb);
+    double r = chol_residual(a, f, n);
+    if (!(r < 10)) print_error("cholesky n %zu nb %zu: %g\n", n, nb, r);
+    assert_true(r < 10);
+    free(a);
+    free(f);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Chained without waiting: A = G G^T by tarn's gemm, copied, then
+ * factored; G is n x 2n of full rank, so A is positive definite. */
+static void test_cholesky_after_gemm(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(0);
+  size_t n = 45, nb = 10;
+  tarn_matrix *g = NULL, *a = NULL, *copy = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, n, 2 * n, nb, nb, 5, &g), 0);
+  assert_int_equal(
+      tarn_matrix_gemm(g, TARN_NO_TRANS, g, TARN_TRANS, 1.0, 0.0, &a), 0);
+  assert_int_equal(tarn_matrix_copy(a, &copy), 0);
+  double *x = buffer_of(copy);
+  assert_int_equal(tarn_matrix_cholesky(a, NULL), 0);
+  double *f = buffer_of(a);
+  assert_true(chol_residual(x, f, n) < 10);
+  free(x);
+  free(f);
+  tarn_matrix_destroy(g);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(copy);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* The identity with one negative diagonal element at p: the leading
+ * minor of order p + 1 is the first that is not positive definite. */
+static void test_cholesky_not_spd(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(0);
+  static const size_t cases[][3] = {
+      {20, 6, 0}, {20, 6, 3}, {20, 6, 13}, {20, 6, 19}, {5, 5, 2}};
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+    size_t n = cases[s][0], nb = cases[s][1], p = cases[s][2];
+    double *a = calloc(n * n, sizeof *a);
+    assert_non_null(a);
+    for (size_t i = 0; i < n; i++) a[i + i * n] = i == p ? -1.0 : 1.0;
+    tarn_matrix *m = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
+    int info = 0;
+    assert_int_equal(tarn_matrix_cholesky(m, &info), TARN_EINVAL);
+    assert_int_equal(info, (int)(p + 1));
+    /* the runtime goes on: later work on the matrix runs */
+    tarn_matrix *ok = NULL;
+    assert_int_equal(tarn_matrix_fill(rt, n, n, nb, nb, 0.0, &ok), 0);
+    double v = -1;
+    assert_int_equal(tarn_matrix_get(ok, n - 1, n - 1, &v), 0);
+    assert_true(v == 0.0);
+    tarn_matrix_destroy(ok);
+    tarn_matrix_destroy(m);
+    free(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static void test_cholesky_bad(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(0);
+  tarn_matrix *a = NULL, *b = NULL;
+  int info = 5;
+  assert_int_equal(tarn_matrix_cholesky(NULL, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_rand(rt, 8, 6, 2, 2, 1, &a), 0);
+  assert_int_equal(tarn_matrix_cholesky(a, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_rand(rt, 8, 8, 4, 2, 1, &b), 0);
+  assert_int_equal(tarn_matrix_cholesky(b, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Under a memory limit of a quarter of the matrix: tiles spill, and the
+ * factor has the same bits (each tile sees the same kernels in the same
+ * order whatever the schedule). */
+static void test_cholesky_mem_limit(void **state) {
+  (void)state;
+  size_t n = 256, nb = 32;
+  size_t bytes = n * n * sizeof(double);
+  double *a = spd(n, 99);
+  tarn_rt *rt = make_rt(0);
+  double *f0 = factor(rt, a, n, nb);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  rt = make_rt(bytes / 4);
+  double *f1 = factor(rt, a, n, nb);
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+  assert_true(ps.spills > 0);
+  assert_true(ps.resident_peak <= bytes / 4);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_true(chol_residual(a, f1, n) < 10);
+  assert_memory_equal(f0, f1, bytes);
+  free(a);
+  free(f0);
+  free(f1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_gemm_transposes),
+      cmocka_unit_test(test_gemm_same_operand),
+      cmocka_unit_test(test_gemm_beta_zero),
+      cmocka_unit_test(test_gemm_bad),
+      cmocka_unit_test(test_cholesky_sizes),
+      cmocka_unit_test(test_cholesky_after_gemm),
+      cmocka_unit_test(test_cholesky_not_spd),
+      cmocka_unit_test(test_cholesky_bad),
+      cmocka_unit_test(test_cholesky_mem_limit),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

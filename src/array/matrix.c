@@ -107,9 +107,7 @@ struct job {
   struct partial *partial; /* where a reduction's tile task writes */
 };
 
-/* The task data slot of deps[k]: the runtime merges repeated refs, so it
- * is the number of distinct refs before deps[k]'s first appearance. */
-static size_t slot_of(const tarn_dep *deps, size_t k) {
+size_t tarn__dep_slot(const tarn_dep *deps, size_t k) {
   size_t slot = 0;
   for (size_t i = 0; i < k; i++) {
     bool first = true;
@@ -157,7 +155,7 @@ static int per_tile(tarn_matrix *out, tarn_matrix *in, tarn_task_fn fn,
       size_t nd = 1;
       if (in != NULL)
         deps[nd++] = (tarn_dep){tarn__tile(in, ti, tj), TARN_READ};
-      j.ia = nd == 2 ? slot_of(deps, 1) : 0;
+      j.ia = nd == 2 ? tarn__dep_slot(deps, 1) : 0;
       int rc = submit_job(out->rt, fn, &j, deps, nd);
       if (rc != 0) return rc;
     }
@@ -404,8 +402,8 @@ int tarn_matrix_add(tarn_matrix *a, tarn_matrix *b, tarn_matrix **out) {
       tarn_dep deps[3] = {{tarn__tile(*out, ti, tj), TARN_WRITE},
                           {tarn__tile(a, ti, tj), TARN_READ},
                           {tarn__tile(b, ti, tj), TARN_READ}};
-      j.ia = slot_of(deps, 1);
-      j.ib = slot_of(deps, 2);
+      j.ia = tarn__dep_slot(deps, 1);
+      j.ib = tarn__dep_slot(deps, 2);
       rc = submit_job(a->rt, k_add, &j, deps, 3);
     }
   if (rc != 0 && made) {

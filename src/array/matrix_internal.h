@@ -18,6 +18,11 @@
 #define TARN_HOT_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define TARN_HOT_CLONES
+/* The task data slot (tarn_task_data index) of deps[k]: the runtime merges
+ * repeated refs, so it is the number of distinct refs before deps[k]'s
+ * first appearance. */
+size_t tarn__dep_slot(const tarn_dep *deps, size_t k);
+
 #endif
 
 struct tarn_matrix {
@@ -48,5 +53,10 @@ bool tarn__matrix_same_layout(const tarn_matrix *a, const tarn_matrix *b);
  * says which. */
 int tarn__matrix_destination(tarn_rt *rt, size_t m, size_t n, size_t mb,
                              size_t nb, tarn_matrix **out, bool *made);
+
+/* The task data slot (tarn_task_data index) of deps[k]: the runtime merges
+ * repeated refs, so it is the number of distinct refs before deps[k]'s
+ * first appearance. */
+size_t tarn__dep_slot(const tarn_dep *deps, size_t k);
 
 #endif

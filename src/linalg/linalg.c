@@ -23,19 +23,6 @@ static void blas_single_thread(void) { openblas_set_num_threads(1); }
 
 static void blas_init(void) { pthread_once(&blas_once, blas_single_thread); }
 
-/* The task data slot of deps[k]: the runtime merges repeated refs, so it
- * is the number of distinct refs before deps[k]'s first appearance. */
-static size_t slot_of(const tarn_dep *deps, size_t k) {
-  size_t slot = 0;
-  for (size_t i = 0; i < k; i++) {
-    bool first = true;
-    for (size_t h = 0; h < i; h++) first &= deps[h].ref != deps[i].ref;
-    if (deps[i].ref == deps[k].ref) return slot;
-    slot += first;
-  }
-  return slot;
-}
-
 /* What one tile task needs; owned by the task. */
 struct job {
   int m, n, k;       /* the tile op's sizes (BLAS meaning) */
@@ -124,9 +111,9 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
             .tb = trb,
             .alpha = alpha,
             .beta = first ? beta : 1.0,
-            .sc = slot_of(deps, 0),
-            .sa = slot_of(deps, 1),
-            .sb = slot_of(deps, 2)};
+            .sc = tarn__dep_slot(deps, 0),
+            .sa = tarn__dep_slot(deps, 1),
+            .sb = tarn__dep_slot(deps, 2)};
         rc = submit_job(a->rt, k_gemm, &j, deps, 3, 0, "gemm");
       }
   if (rc != 0 && made) {

@@ -62,6 +62,49 @@ TARN_API int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
  * failed; TARN_ENOMEM, TARN_EIO from the runtime. */
 TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
 
+/* LU factorisation with partial pivoting in place, as LAPACK's dgetrf:
+ * P A = L U, where L (unit lower triangular, its diagonal not stored)
+ * goes below the diagonal of A and U on and above it. A must be square
+ * with square tiles (mb == nb after clamping to the matrix). piv (n
+ * entries, owned by the caller) gets the interchanges, 0-based: row i was
+ * interchanged with row piv[i] >= i, in the order i = 0, 1, ...
+ *
+ * Right-looking tiled algorithm: for each tile column k, one task factors
+ * the whole tile column from its diagonal tile down (copied into one
+ * contiguous panel, LAPACKE_dgetrf_work), then for every other tile column
+ * a task applies the panel's interchanges (to the left columns too, as
+ * dgetrf does), trsm on the tiles right of the diagonal tile and gemm on
+ * the trailing matrix; the panel has the highest priority, then the work
+ * of the next tile columns. The panel holds (n - k nb) x nb doubles in the
+ * task's scratch memory (or the heap when it does not fit).
+ *
+ * Waits for the factorisation (in a region of its own), so it must not be
+ * called from a task (TARN_EDEADLK). *info (when `info` is not NULL) gets
+ * 0, or LAPACK's info: k > 0 when U(k-1, k-1) (1-based U(k, k)) is
+ * exactly zero, so A is singular; the factorisation is still completed
+ * (A holds L and U, piv is filled, as dgetrf), and the call returns
+ * TARN_EINVAL. Returns 0; TARN_EINVAL for a NULL matrix or piv, a
+ * non-square matrix, non-square tiles, sizes too large for LAPACK, and a
+ * singular matrix (*info > 0); TARN_ECANCELED when a task submitted before
+ * on A failed; TARN_ENOMEM, TARN_EIO from the runtime. */
+TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
+
+/* Solves A X = B in place: B (n x nrhs) becomes X. A is factored by
+ * tarn_matrix_lu, so A is overwritten by its factors L and U (the
+ * pivots are kept internally and dropped); then B gets the interchanges,
+ * and a forward (unit L) and a backward (U) triangular solve by tiles
+ * (trsm and gemm tasks). B must have A's row tiling (B's mb equals A's);
+ * its column tiling is free. A and B must be different matrices of one
+ * runtime.
+ *
+ * Waits (regions of its own; from a task: TARN_EDEADLK). *info (when not
+ * NULL) is as for tarn_matrix_lu; a singular A gives *info > 0 and
+ * TARN_EINVAL with B left unchanged (A holds its factors). Returns 0;
+ * TARN_EINVAL for NULL arguments, shapes or tilings that do not match,
+ * A and B the same, different runtimes, a singular A; TARN_ECANCELED,
+ * TARN_ENOMEM, TARN_EIO as tarn_matrix_lu. */
+TARN_API int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info);
+
 #ifdef __cplusplus
 }
 #endif

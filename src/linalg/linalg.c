@@ -10,8 +10,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "array/matrix_internal.h"
+#include "linalg/linalg_internal.h"
 #include "tarn/linalg.h"
 
 /* In libopenblas (not every cblas.h declares it). */
@@ -21,7 +23,27 @@ static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 
 static void blas_single_thread(void) { openblas_set_num_threads(1); }
 
-static void blas_init(void) { pthread_once(&blas_once, blas_single_thread); }
+void tarn__blas_init(void) { pthread_once(&blas_once, blas_single_thread); }
+
+bool tarn__blas_sized(const tarn_matrix *a) {
+  return a->mb <= INT_MAX && a->nb <= INT_MAX;
+}
+
+int tarn__submit_owned(tarn_rt *rt, tarn_task_fn fn, const void *proto,
+                       size_t size, const tarn_dep *deps, size_t ndeps,
+                       int priority, const char *name) {
+  void *arg = malloc(size);
+  if (arg == NULL) return TARN_ENOMEM;
+  memcpy(arg, proto, size);
+  tarn_task_desc d = {.fn = fn,
+                      .arg = arg,
+                      .deps = deps,
+                      .ndeps = ndeps,
+                      .priority = priority,
+                      .name = name,
+                      .arg_free = free};
+  return tarn_task_submit(rt, &d);
+}
 
 /* What one tile task needs; owned by the task. */
 struct job {
@@ -37,17 +59,8 @@ struct job {
 static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
                       const tarn_dep *deps, size_t ndeps, int priority,
                       const char *name) {
-  struct job *j = malloc(sizeof *j);
-  if (j == NULL) return TARN_ENOMEM;
-  *j = *proto;
-  tarn_task_desc d = {.fn = fn,
-                      .arg = j,
-                      .deps = deps,
-                      .ndeps = ndeps,
-                      .priority = priority,
-                      .name = name,
-                      .arg_free = free};
-  return tarn_task_submit(rt, &d);
+  return tarn__submit_owned(rt, fn, proto, sizeof *proto, deps, ndeps, priority,
+                            name);
 }
 
 /* ---- gemm --------------------------------------------------------------- */
@@ -62,11 +75,6 @@ static int k_gemm(tarn_task *t, void *arg) {
   return 0;
 }
 
-/* Whether every tile side of `a` fits a BLAS int. */
-static bool blas_sized(const tarn_matrix *a) {
-  return a->mb <= INT_MAX && a->nb <= INT_MAX;
-}
-
 int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
                      tarn_trans tb, double alpha, double beta,
                      tarn_matrix **c) {
@@ -74,7 +82,7 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
   if ((ta != TARN_NO_TRANS && ta != TARN_TRANS) ||
       (tb != TARN_NO_TRANS && tb != TARN_TRANS))
     return TARN_EINVAL;
-  if (*c == a || *c == b || !blas_sized(a) || !blas_sized(b))
+  if (*c == a || *c == b || !tarn__blas_sized(a) || !tarn__blas_sized(b))
     return TARN_EINVAL;
   bool tra = ta == TARN_TRANS, trb = tb == TARN_TRANS;
   /* op(A) is M x K in tiles am x ak; op(B) is K x N in tiles bk x bn. */
@@ -84,7 +92,7 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
   size_t bk = trb ? b->nb : b->mb, bn = trb ? b->mb : b->nb;
   size_t kt = tra ? a->mt : a->nt;
   if (ka != kb || ak != bk) return TARN_EINVAL;
-  blas_init();
+  tarn__blas_init();
   bool made = false;
   if (*c == NULL) beta = 0;
   int rc = tarn__matrix_destination(a->rt, m, n, am, bn, c, &made);
@@ -225,9 +233,9 @@ static int submit_cholesky(tarn_matrix *a, atomic_int *info) {
 
 int tarn_matrix_cholesky(tarn_matrix *a, int *info) {
   if (info != NULL) *info = 0;
-  if (a == NULL || a->m != a->n || a->mb != a->nb || !blas_sized(a))
+  if (a == NULL || a->m != a->n || a->mb != a->nb || !tarn__blas_sized(a))
     return TARN_EINVAL;
-  blas_init();
+  tarn__blas_init();
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);
   if (rc != 0) return rc;

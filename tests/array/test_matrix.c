@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "support.h"
 #include "tarn.h"
 
 static const size_t shapes[][4] = {
@@ -23,24 +24,6 @@ static const size_t shapes[][4] = {
 };
 enum { nshapes = sizeof shapes / sizeof shapes[0] };
 
-static tarn_rt *make_rt(size_t limit) {
-  tarn_rt_options o;
-  assert_int_equal(tarn_rt_options_init(&o), 0);
-  o.workers = 2;
-  o.pool.mem_limit = limit;
-  tarn_rt *rt = NULL;
-  assert_int_equal(tarn_rt_create(&o, &rt), 0);
-  return rt;
-}
-
-static double *buffer_of(tarn_matrix *a) {
-  size_t m = tarn_matrix_rows(a), n = tarn_matrix_cols(a);
-  double *b = malloc(m * n * sizeof *b);
-  assert_non_null(b);
-  assert_int_equal(tarn_matrix_to_buffer(a, b, m), 0);
-  return b;
-}
-
 static double square_plus_one(double x) { return x * x + 1; }
 
 static void check_shape(tarn_rt *rt, const size_t *s) {
@@ -48,12 +31,12 @@ static void check_shape(tarn_rt *rt, const size_t *s) {
   tarn_matrix *a = NULL, *b = NULL, *c = NULL;
   assert_int_equal(tarn_matrix_rand(rt, m, n, mb, nb, 7, &a), 0);
   assert_int_equal(tarn_matrix_rand(rt, m, n, mb, nb, 8, &b), 0);
-  double *x = buffer_of(a), *y = buffer_of(b);
+  double *x = test_buffer_of(a), *y = test_buffer_of(b);
   /* Random values do not depend on the tiling. */
   tarn_matrix *other = NULL;
   assert_int_equal(tarn_matrix_rand(rt, m, n, 1 + mb / 2, nb + 1, 7, &other),
                    0);
-  double *z = buffer_of(other);
+  double *z = test_buffer_of(other);
   assert_memory_equal(x, z, m * n * sizeof *x);
   for (size_t k = 0; k < m * n; k++) assert_true(x[k] >= 0 && x[k] < 1);
   assert_true(x[0] != y[0]); /* another seed, other numbers */
@@ -66,19 +49,19 @@ static void check_shape(tarn_rt *rt, const size_t *s) {
     }
   /* add, axpb, map, sin, copy: exact */
   assert_int_equal(tarn_matrix_add(a, b, &c), 0);
-  double *r = buffer_of(c);
+  double *r = test_buffer_of(c);
   for (size_t k = 0; k < m * n; k++) assert_true(r[k] == x[k] + y[k]);
   free(r);
   assert_int_equal(tarn_matrix_axpb(a, 2.5, -1.0, &c), 0); /* into c */
-  r = buffer_of(c);
+  r = test_buffer_of(c);
   for (size_t k = 0; k < m * n; k++) assert_true(r[k] == 2.5 * x[k] + -1.0);
   free(r);
   assert_int_equal(tarn_matrix_map(a, square_plus_one, &c), 0);
-  r = buffer_of(c);
+  r = test_buffer_of(c);
   for (size_t k = 0; k < m * n; k++) assert_true(r[k] == square_plus_one(x[k]));
   free(r);
   assert_int_equal(tarn_matrix_sin(a, &c), 0);
-  r = buffer_of(c);
+  r = test_buffer_of(c);
   for (size_t k = 0; k < m * n; k++) /* libmvec: within 4 ulp */
     assert_true(fabs(r[k] - sin(x[k])) <= 4 * 0x1.0p-52 * fabs(sin(x[k])));
   free(r);
@@ -86,25 +69,25 @@ static void check_shape(tarn_rt *rt, const size_t *s) {
   assert_int_equal(tarn_matrix_copy(a, &c), 0);
   assert_int_equal(tarn_matrix_add(c, c, &c), 0);
   assert_int_equal(tarn_matrix_axpb(c, 3, 1, &c), 0);
-  r = buffer_of(c);
+  r = test_buffer_of(c);
   for (size_t k = 0; k < m * n; k++) assert_true(r[k] == 3 * (x[k] + x[k]) + 1);
   free(r);
   /* transpose and retile */
   tarn_matrix *t = NULL, *re = NULL;
   assert_int_equal(tarn_matrix_transpose(a, &t), 0);
   assert_int_equal(tarn_matrix_rows(t), n);
-  r = buffer_of(t);
+  r = test_buffer_of(t);
   for (size_t j = 0; j < n; j++)
     for (size_t i = 0; i < m; i++) assert_true(r[j + i * n] == x[i + j * m]);
   free(r);
   assert_int_equal(tarn_matrix_retile(a, 3, 5, &re), 0);
-  r = buffer_of(re);
+  r = test_buffer_of(re);
   assert_memory_equal(r, x, m * n * sizeof *x);
   free(r);
   /* from_buffer round trip */
   tarn_matrix *f = NULL;
   assert_int_equal(tarn_matrix_from_buffer(rt, m, n, nb, mb, y, m, &f), 0);
-  r = buffer_of(f);
+  r = test_buffer_of(f);
   assert_memory_equal(r, y, m * n * sizeof *y);
   free(r);
   /* reductions against a long double loop */
@@ -135,7 +118,7 @@ static void check_shape(tarn_rt *rt, const size_t *s) {
 
 static void every_operation_matches_a_serial_loop(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(2, 0);
   for (size_t s = 0; s < nshapes; s++) check_shape(rt, shapes[s]);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
@@ -144,7 +127,7 @@ static void spilled_tiles_give_the_same_results(void **state) {
   (void)state;
   /* Tiles of 16 x 16 doubles take a 4 KiB page each; three 64 x 48
    * matrices and their temporaries need well over 64 KiB. */
-  tarn_rt *rt = make_rt(64 << 10);
+  tarn_rt *rt = test_rt(2, 64 << 10);
   check_shape(rt, shapes[6]);
   tarn_pool_stats ps;
   assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
@@ -155,11 +138,11 @@ static void spilled_tiles_give_the_same_results(void **state) {
 
 static void constants_and_zeros(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(2, 0);
   tarn_matrix *z = NULL, *k = NULL;
   assert_int_equal(tarn_matrix_zeros(rt, 7, 5, 3, 3, &z), 0);
   assert_int_equal(tarn_matrix_fill(rt, 7, 5, 3, 3, 4.25, &k), 0);
-  double *a = buffer_of(z), *b = buffer_of(k), sum = 0;
+  double *a = test_buffer_of(z), *b = test_buffer_of(k), sum = 0;
   for (size_t i = 0; i < 35; i++) {
     assert_true(a[i] == 0);
     assert_true(b[i] == 4.25);
@@ -187,7 +170,7 @@ static void constants_and_zeros(void **state) {
 
 static void bad_input_is_refused(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0), *other_rt = make_rt(0);
+  tarn_rt *rt = test_rt(2, 0), *other_rt = test_rt(2, 0);
   tarn_matrix *a = NULL, *b = NULL, *w = NULL, *foreign = NULL, *c = NULL;
   assert_int_equal(tarn_matrix_zeros(rt, 0, 5, 2, 2, &c), TARN_EINVAL);
   assert_int_equal(tarn_matrix_zeros(rt, 5, 5, 0, 2, &c), TARN_EINVAL);

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "support.h"
 #include "tarn.h"
 
 static const size_t shapes[][4] = {
@@ -29,24 +30,6 @@ static const tarn_boundary_kind kinds[] = {
     TARN_BOUNDARY_WRAP, TARN_BOUNDARY_PAD, TARN_BOUNDARY_CLAMP,
     TARN_BOUNDARY_REFLECT, TARN_BOUNDARY_MIRROR};
 enum { nkinds = sizeof kinds / sizeof kinds[0] };
-
-static tarn_rt *make_rt(size_t limit) {
-  tarn_rt_options o;
-  assert_int_equal(tarn_rt_options_init(&o), 0);
-  o.workers = 2;
-  o.pool.mem_limit = limit;
-  tarn_rt *rt = NULL;
-  assert_int_equal(tarn_rt_create(&o, &rt), 0);
-  return rt;
-}
-
-static double *buffer_of(tarn_matrix *a) {
-  size_t m = tarn_matrix_rows(a), n = tarn_matrix_cols(a);
-  double *b = malloc(m * n * sizeof *b);
-  assert_non_null(b);
-  assert_int_equal(tarn_matrix_to_buffer(a, b, m), 0);
-  return b;
-}
 
 /* ---- the reference ------------------------------------------------------ */
 
@@ -153,12 +136,12 @@ static void check_sum(tarn_rt *rt, const size_t *sh, const tarn_stencil *s) {
     tarn_matrix_destroy(a);
     return;
   }
-  double *x = buffer_of(a);
+  double *x = test_buffer_of(a);
   double *want = ref_sum(x, m, n, s);
   assert_int_equal(tarn_stencil_sum(s, a, &b), 0);
   assert_int_equal(tarn_matrix_fill(rt, m, n, mb, nb, -1, &c), 0);
   assert_int_equal(tarn_stencil_sum(s, a, &c), 0);
-  double *y = buffer_of(b), *z = buffer_of(c);
+  double *y = test_buffer_of(b), *z = test_buffer_of(c);
   for (size_t k = 0; k < m * n; k++) {
     if (y[k] != want[k])
       fail_msg(
@@ -181,7 +164,7 @@ static void check_sum(tarn_rt *rt, const size_t *sh, const tarn_stencil *s) {
 
 static void sum_every_shape_every_boundary(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(2, 0);
   for (size_t sh = 0; sh < nshapes; sh++)
     for (size_t k = 0; k < nkinds; k++)
       for (size_t r = 1; r <= 2; r++) {
@@ -193,7 +176,7 @@ static void sum_every_shape_every_boundary(void **state) {
 
 static void sum_with_a_condition_per_dimension(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(2, 0);
   for (size_t sh = 0; sh < nshapes; sh++)
     for (size_t k1 = 0; k1 < nkinds; k1++)
       for (size_t k2 = 0; k2 < nkinds; k2++) {
@@ -211,7 +194,7 @@ static void sum_with_a_condition_per_dimension(void **state) {
 
 static void larger_radii(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(2, 0);
   /* Radius up to the tile size, and as large as the whole (one-tile)
    * dimension: reflections fold back more than once. */
   static const size_t big[][4] = {
@@ -230,7 +213,7 @@ static void integer_inputs_sum_exactly(void **state) {
   (void)state;
   /* Small integers: every order of addition gives the same sum, so the
    * comparison does not depend on matching the library's order. */
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(2, 0);
   size_t m = 23, n = 19;
   double *x = malloc(m * n * sizeof *x);
   assert_non_null(x);
@@ -241,7 +224,7 @@ static void integer_inputs_sum_exactly(void **state) {
     tarn_stencil s = make_stencil(2, kinds[k], 3, kinds[k], 3);
     double *want = ref_sum(x, m, n, &s);
     assert_int_equal(tarn_stencil_sum(&s, a, &b), 0);
-    double *y = buffer_of(b);
+    double *y = test_buffer_of(b);
     assert_memory_equal(y, want, m * n * sizeof *y);
     free(y);
     free(want);
@@ -254,7 +237,7 @@ static void integer_inputs_sum_exactly(void **state) {
 
 static void user_kernel_laplacian(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(2, 0);
   double h = 0.25;
   for (size_t sh = 0; sh < nshapes; sh++)
     for (size_t k = 0; k < nkinds; k++) {
@@ -264,7 +247,7 @@ static void user_kernel_laplacian(void **state) {
       tarn_matrix *a = NULL, *b = NULL;
       assert_int_equal(tarn_matrix_rand(rt, d[0], d[1], d[2], d[3], 5, &a), 0);
       assert_int_equal(tarn_stencil_apply(&s, a, laplace, &h, &b), 0);
-      double *x = buffer_of(a), *y = buffer_of(b);
+      double *x = test_buffer_of(a), *y = test_buffer_of(b);
       double *want = ref_laplace(x, d[0], d[1], &s, h);
       assert_memory_equal(y, want, d[0] * d[1] * sizeof *y);
       free(x);
@@ -285,7 +268,7 @@ static int failing(const double *in, size_t ld_in, double *out, size_t ld_out,
 
 static void a_failing_kernel_fails_its_tasks(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(2, 0);
   tarn_matrix *a = NULL, *b = NULL;
   assert_int_equal(tarn_matrix_fill(rt, 8, 8, 4, 4, 1, &a), 0);
   tarn_stencil s;
@@ -301,28 +284,28 @@ static void a_failing_kernel_fails_its_tasks(void **state) {
 
 static void elementwise_builtins_and_ordering(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(2, 0);
   for (size_t sh = 0; sh < nshapes; sh++) {
     const size_t *d = shapes[sh];
     size_t m = d[0], n = d[1], mn = m * n;
     tarn_matrix *a = NULL, *b = NULL, *c = NULL;
     assert_int_equal(tarn_matrix_rand(rt, m, n, d[2], d[3], 3, &a), 0);
     assert_int_equal(tarn_matrix_rand(rt, m, n, d[2], d[3], 4, &b), 0);
-    double *x = buffer_of(a), *y = buffer_of(b);
+    double *x = test_buffer_of(a), *y = test_buffer_of(b);
     /* update: B = B + A */
     assert_int_equal(tarn_stencil_update_add(b, a), 0);
-    double *z = buffer_of(b);
+    double *z = test_buffer_of(b);
     for (size_t k = 0; k < mn; k++) assert_true(z[k] == y[k] + x[k]);
     free(z);
     /* assign: B = 1.5 */
     assert_int_equal(tarn_stencil_assign(b, 1.5), 0);
-    z = buffer_of(b);
+    z = test_buffer_of(b);
     for (size_t k = 0; k < mn; k++) assert_true(z[k] == 1.5);
     free(z);
     /* multi-expr: A = 1, then B = 2 A, submitted without waiting. */
     assert_int_equal(tarn_stencil_assign(a, 1), 0);
     assert_int_equal(tarn_matrix_axpb(a, 2, 0, &b), 0);
-    z = buffer_of(b);
+    z = test_buffer_of(b);
     for (size_t k = 0; k < mn; k++) assert_true(z[k] == 2);
     free(z);
     /* alloc: a new matrix from the Wrap neighbourhood sum, then the input
@@ -333,19 +316,19 @@ static void elementwise_builtins_and_ordering(void **state) {
     a = NULL;
     assert_int_equal(tarn_matrix_rand(rt, m, n, d[2], d[3], 9, &a), 0);
     free(x);
-    x = buffer_of(a);
+    x = test_buffer_of(a);
     double *want = ref_sum(x, m, n, &s);
     assert_int_equal(tarn_stencil_sum(&s, a, &c), 0);
     assert_int_equal(tarn_stencil_assign(a, 7), 0);
     /* and a chained stencil on the result, also unwaited */
     tarn_matrix *e = NULL;
     assert_int_equal(tarn_stencil_sum(&s, c, &e), 0);
-    z = buffer_of(c);
+    z = test_buffer_of(c);
     assert_memory_equal(z, want, mn * sizeof *z);
-    double *want2 = ref_sum(z, m, n, &s), *w = buffer_of(e);
+    double *want2 = ref_sum(z, m, n, &s), *w = test_buffer_of(e);
     assert_memory_equal(w, want2, mn * sizeof *w);
     free(z);
-    z = buffer_of(a);
+    z = test_buffer_of(a);
     for (size_t k = 0; k < mn; k++) assert_true(z[k] == 7);
     free(x);
     free(y);
@@ -365,7 +348,7 @@ static void spilled_tiles_give_the_same_results(void **state) {
   (void)state;
   /* 16 x 16 tiles take a 4 KiB page each; a 64 x 48 matrix is 48 KiB, so
    * an input, two outputs and a chained result do not fit in 64 KiB. */
-  tarn_rt *rt = make_rt(64 << 10);
+  tarn_rt *rt = test_rt(2, 64 << 10);
   const size_t sh[4] = {64, 48, 16, 16};
   for (size_t k = 0; k < nkinds; k++) {
     tarn_stencil s = make_stencil(2, kinds[k], 0.5, kinds[(k + 1) % nkinds], 1);
@@ -377,7 +360,7 @@ static void spilled_tiles_give_the_same_results(void **state) {
   tarn_matrix *a = NULL, *b = NULL;
   assert_int_equal(tarn_matrix_rand(rt, 64, 48, 16, 16, 1, &a), 0);
   assert_int_equal(tarn_stencil_apply(&s, a, laplace, &h, &b), 0);
-  double *x = buffer_of(a), *y = buffer_of(b);
+  double *x = test_buffer_of(a), *y = test_buffer_of(b);
   double *want = ref_laplace(x, 64, 48, &s, h);
   assert_memory_equal(y, want, 64 * 48 * sizeof *y);
   free(x);
@@ -394,7 +377,7 @@ static void spilled_tiles_give_the_same_results(void **state) {
 
 static void bad_input_is_refused(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(2, 0);
   tarn_matrix *a = NULL, *b = NULL, *other = NULL, *t = NULL;
   assert_int_equal(tarn_matrix_fill(rt, 10, 12, 3, 4, 1, &a), 0);
   tarn_stencil s;
@@ -437,7 +420,7 @@ static void bad_input_is_refused(void **state) {
   assert_int_equal(tarn_stencil_update_add(a, NULL), TARN_EINVAL);
   assert_int_equal(tarn_stencil_assign(NULL, 1), TARN_EINVAL);
   /* nothing changed */
-  double *x = buffer_of(a);
+  double *x = test_buffer_of(a);
   for (size_t k = 0; k < 120; k++) assert_true(x[k] == 1);
   free(x);
   tarn_matrix_destroy(a);

@@ -18,31 +18,8 @@
 
 #include <cmocka.h>
 
+#include "support.h"
 #include "tarn.h"
-
-static tarn_rt *make_rt(size_t limit) {
-  tarn_rt_options o;
-  assert_int_equal(tarn_rt_options_init(&o), 0);
-  o.workers = 3;
-  o.pool.mem_limit = limit;
-  tarn_rt *rt = NULL;
-  assert_int_equal(tarn_rt_create(&o, &rt), 0);
-  return rt;
-}
-
-static double *buffer_of(tarn_matrix *a) {
-  size_t m = tarn_matrix_rows(a), n = tarn_matrix_cols(a);
-  double *b = malloc(m * n * sizeof *b);
-  assert_non_null(b);
-  assert_int_equal(tarn_matrix_to_buffer(a, b, m), 0);
-  return b;
-}
-
-static double fro(const double *x, size_t n) {
-  double s = 0;
-  for (size_t k = 0; k < n; k++) s += x[k] * x[k];
-  return sqrt(s);
-}
 
 /* ---- gemm --------------------------------------------------------------- */
 
@@ -62,23 +39,23 @@ static void check_gemm(tarn_rt *rt, size_t m, size_t n, size_t k, size_t t1,
   assert_int_equal(tarn_matrix_rand(rt, br, bc, bmb, bnb, 12, &b), 0);
   double alpha = 1.5, beta = given ? -0.75 : 0.0;
   if (given) assert_int_equal(tarn_matrix_rand(rt, m, n, t1, t3, 13, &c), 0);
-  double *x = buffer_of(a), *y = buffer_of(b);
+  double *x = test_buffer_of(a), *y = test_buffer_of(b);
   double *ref = calloc(m * n, sizeof *ref);
   assert_non_null(ref);
   if (given) assert_int_equal(tarn_matrix_to_buffer(c, ref, m), 0);
-  double c0 = fro(ref, m * n);
+  double c0 = test_fro(ref, m * n);
   assert_int_equal(tarn_matrix_gemm(a, ta, b, tb, alpha, beta, &c), 0);
   assert_int_equal(tarn_matrix_rows(c), m);
   assert_int_equal(tarn_matrix_cols(c), n);
   cblas_dgemm(CblasColMajor, tra ? CblasTrans : CblasNoTrans,
               trb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k, alpha, x,
               (int)ar, y, (int)br, beta, ref, (int)m);
-  double *z = buffer_of(c);
+  double *z = test_buffer_of(c);
   for (size_t q = 0; q < m * n; q++) z[q] -= ref[q];
-  double bound =
-      (fabs(alpha) * fro(x, ar * ac) * fro(y, br * bc) + fabs(beta) * c0) *
-      (double)(k + 2) * DBL_EPSILON;
-  double r = fro(z, m * n) / bound;
+  double bound = (fabs(alpha) * test_fro(x, ar * ac) * test_fro(y, br * bc) +
+                  fabs(beta) * c0) *
+                 (double)(k + 2) * DBL_EPSILON;
+  double r = test_fro(z, m * n) / bound;
   if (!(r < 10))
     print_error("gemm %zux%zux%zu tiles %zu,%zu,%zu ta %d tb %d: %g\n", m, n, k,
                 t1, t2, t3, ta, tb, r);
@@ -101,7 +78,7 @@ static const size_t gemm_shapes[][6] = {
 
 static void test_gemm_transposes(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(3, 0);
   for (size_t s = 0; s < sizeof gemm_shapes / sizeof gemm_shapes[0]; s++)
     for (int ta = 0; ta < 2; ta++)
       for (int tb = 0; tb < 2; tb++)
@@ -117,7 +94,7 @@ static void test_gemm_transposes(void **state) {
  * (merged refs). */
 static void test_gemm_same_operand(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(3, 0);
   size_t m = 23, n = 17;
   tarn_matrix *a = NULL, *c = NULL, *d = NULL;
   assert_int_equal(tarn_matrix_rand(rt, m, n, 5, 5, 3, &a), 0);
@@ -125,7 +102,8 @@ static void test_gemm_same_operand(void **state) {
       tarn_matrix_gemm(a, TARN_NO_TRANS, a, TARN_TRANS, 1.0, 0.0, &c), 0);
   assert_int_equal(
       tarn_matrix_gemm(a, TARN_TRANS, a, TARN_NO_TRANS, 1.0, 0.0, &d), 0);
-  double *x = buffer_of(a), *zc = buffer_of(c), *zd = buffer_of(d);
+  double *x = test_buffer_of(a), *zc = test_buffer_of(c),
+         *zd = test_buffer_of(d);
   double *rc = malloc(m * m * sizeof *rc), *rd = malloc(n * n * sizeof *rd);
   assert_non_null(rc);
   assert_non_null(rd);
@@ -133,11 +111,11 @@ static void test_gemm_same_operand(void **state) {
               1.0, x, (int)m, x, (int)m, 0.0, rc, (int)m);
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)m,
               1.0, x, (int)m, x, (int)m, 0.0, rd, (int)n);
-  double na = fro(x, m * n);
+  double na = test_fro(x, m * n);
   for (size_t q = 0; q < m * m; q++) zc[q] -= rc[q];
   for (size_t q = 0; q < n * n; q++) zd[q] -= rd[q];
-  assert_true(fro(zc, m * m) / (na * na * (double)n * DBL_EPSILON) < 10);
-  assert_true(fro(zd, n * n) / (na * na * (double)m * DBL_EPSILON) < 10);
+  assert_true(test_fro(zc, m * m) / (na * na * (double)n * DBL_EPSILON) < 10);
+  assert_true(test_fro(zd, n * n) / (na * na * (double)m * DBL_EPSILON) < 10);
   free(x);
   free(zc);
   free(zd);
@@ -152,14 +130,14 @@ static void test_gemm_same_operand(void **state) {
 /* beta 0 does not read C: NaNs there vanish. */
 static void test_gemm_beta_zero(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(3, 0);
   tarn_matrix *a = NULL, *b = NULL, *c = NULL;
   assert_int_equal(tarn_matrix_fill(rt, 9, 6, 4, 4, 2.0, &a), 0);
   assert_int_equal(tarn_matrix_fill(rt, 6, 7, 4, 3, 0.5, &b), 0);
   assert_int_equal(tarn_matrix_fill(rt, 9, 7, 4, 3, NAN, &c), 0);
   assert_int_equal(
       tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS, 1.0, 0.0, &c), 0);
-  double *z = buffer_of(c);
+  double *z = test_buffer_of(c);
   for (size_t q = 0; q < 9 * 7; q++) assert_true(z[q] == 6.0);
   free(z);
   tarn_matrix_destroy(a);
@@ -170,7 +148,7 @@ static void test_gemm_beta_zero(void **state) {
 
 static void test_gemm_bad(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0), *rt2 = make_rt(0);
+  tarn_rt *rt = test_rt(3, 0), *rt2 = test_rt(3, 0);
   tarn_matrix *a = NULL, *b = NULL, *c = NULL, *other = NULL, *wrong = NULL;
   assert_int_equal(tarn_matrix_rand(rt, 8, 6, 4, 3, 1, &a), 0);
   assert_int_equal(tarn_matrix_rand(rt, 6, 5, 3, 5, 2, &b), 0);
@@ -257,7 +235,8 @@ static double chol_residual(const double *a, const double *f, size_t n) {
   memcpy(r, a, n * n * sizeof *r);
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)n,
               -1.0, l, (int)n, l, (int)n, 1.0, r, (int)n);
-  double res = fro(r, n * n) / ((double)n * fro(a, n * n) * DBL_EPSILON);
+  double res =
+      test_fro(r, n * n) / ((double)n * test_fro(a, n * n) * DBL_EPSILON);
   free(l);
   free(r);
   return res;
@@ -269,7 +248,7 @@ static double *factor(tarn_rt *rt, const double *a, size_t n, size_t nb) {
   int info = -1;
   assert_int_equal(tarn_matrix_cholesky(m, &info), 0);
   assert_int_equal(info, 0);
-  double *f = buffer_of(m);
+  double *f = test_buffer_of(m);
   tarn_matrix_destroy(m);
   return f;
 }
@@ -279,7 +258,7 @@ static void test_cholesky_sizes(void **state) {
   static const size_t sizes[][2] = {{1, 1},   {8, 8},   {10, 16}, {64, 16},
                                     {70, 16}, {33, 8},  {50, 7},  {12, 1},
                                     {96, 32}, {100, 33}};
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(3, 0);
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
     size_t n = sizes[s][0], nb = sizes[s][1];
     double *a = spd(n, s + 1);
@@ -297,16 +276,16 @@ static void test_cholesky_sizes(void **state) {
  * factored; G is n x 2n of full rank, so A is positive definite. */
 static void test_cholesky_after_gemm(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(3, 0);
   size_t n = 45, nb = 10;
   tarn_matrix *g = NULL, *a = NULL, *copy = NULL;
   assert_int_equal(tarn_matrix_rand(rt, n, 2 * n, nb, nb, 5, &g), 0);
   assert_int_equal(
       tarn_matrix_gemm(g, TARN_NO_TRANS, g, TARN_TRANS, 1.0, 0.0, &a), 0);
   assert_int_equal(tarn_matrix_copy(a, &copy), 0);
-  double *x = buffer_of(copy);
+  double *x = test_buffer_of(copy);
   assert_int_equal(tarn_matrix_cholesky(a, NULL), 0);
-  double *f = buffer_of(a);
+  double *f = test_buffer_of(a);
   assert_true(chol_residual(x, f, n) < 10);
   free(x);
   free(f);
@@ -320,7 +299,7 @@ static void test_cholesky_after_gemm(void **state) {
  * minor of order p + 1 is the first that is not positive definite. */
 static void test_cholesky_not_spd(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(3, 0);
   static const size_t cases[][3] = {
       {20, 6, 0}, {20, 6, 3}, {20, 6, 13}, {20, 6, 19}, {5, 5, 2}};
   for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
@@ -348,7 +327,7 @@ static void test_cholesky_not_spd(void **state) {
 
 static void test_cholesky_bad(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(3, 0);
   tarn_matrix *a = NULL, *b = NULL;
   int info = 5;
   assert_int_equal(tarn_matrix_cholesky(NULL, &info), TARN_EINVAL);
@@ -371,10 +350,10 @@ static void test_cholesky_mem_limit(void **state) {
   size_t n = 256, nb = 32;
   size_t bytes = n * n * sizeof(double);
   double *a = spd(n, 99);
-  tarn_rt *rt = make_rt(0);
+  tarn_rt *rt = test_rt(3, 0);
   double *f0 = factor(rt, a, n, nb);
   assert_int_equal(tarn_rt_destroy(rt), 0);
-  rt = make_rt(bytes / 4);
+  rt = test_rt(3, bytes / 4);
   double *f1 = factor(rt, a, n, nb);
   tarn_pool_stats ps;
   assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);

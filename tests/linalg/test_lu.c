@@ -1,0 +1,345 @@
+/* test_lu.c: tiled LU with partial pivoting and the linear solve: the
+ * scaled residual ||P A - L U|| on sizes that are and are not multiples of
+ * the tile, one tile and many; pivots equal to LAPACKE_dgetrf's on the
+ * whole matrix; exactly singular matrices (a zero column) reported by
+ * info; solves with one and several right-hand sides by their residual;
+ * bad shapes refused; a run under a memory limit that spills. */
+#include <cblas.h>
+#include <float.h>
+#include <lapacke.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "support.h"
+#include "tarn.h"
+
+/* ||P A - L U||_F / (n ||A||_F eps) for the factors f and pivots piv of
+ * the n x n matrix a; also checks that piv[i] is in [i, n). */
+static double lu_residual(const double *a, const double *f, const size_t *piv,
+                          size_t n) {
+  double *l = calloc(n * n, sizeof *l), *u = calloc(n * n, sizeof *u);
+  double *r = malloc(n * n * sizeof *r);
+  assert_non_null(l);
+  assert_non_null(u);
+  assert_non_null(r);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++) {
+      if (i > j) l[i + j * n] = f[i + j * n];
+      if (i == j) l[i + j * n] = 1.0;
+      if (i <= j) u[i + j * n] = f[i + j * n];
+    }
+  memcpy(r, a, n * n * sizeof *r);
+  for (size_t i = 0; i < n; i++) {
+    assert_true(piv[i] >= i && piv[i] < n);
+    if (piv[i] != i) cblas_dswap((int)n, r + i, (int)n, r + piv[i], (int)n);
+  }
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
+              -1.0, l, (int)n, u, (int)n, 1.0, r, (int)n);
+  double res =
+      test_fro(r, n * n) / ((double)n * test_fro(a, n * n) * DBL_EPSILON);
+  free(l);
+  free(u);
+  free(r);
+  return res;
+}
+
+/* ---- LU ----------------------------------------------------------------- */
+
+static const size_t lu_sizes[][2] = {
+    /* n, tile */
+    {1, 1},    {1, 32}, {7, 32}, {32, 32}, {50, 16},  {96, 32},
+    {100, 30}, {33, 8}, {64, 8}, {45, 1},  {129, 16},
+};
+
+/* Random matrices (made by tasks, factored without waiting in between):
+ * the residual, and the pivots against dgetrf on the whole matrix (partial
+ * pivoting picks the same rows; the data have no near ties). */
+static void test_lu_sizes(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  for (size_t s = 0; s < sizeof lu_sizes / sizeof lu_sizes[0]; s++) {
+    size_t n = lu_sizes[s][0], nb = lu_sizes[s][1];
+    tarn_matrix *m = NULL, *copy = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 100 + s, &m), 0);
+    assert_int_equal(tarn_matrix_copy(m, &copy), 0);
+    size_t *piv = malloc(n * sizeof *piv);
+    assert_non_null(piv);
+    int info = -1;
+    assert_int_equal(tarn_matrix_lu(m, piv, &info), 0);
+    assert_int_equal(info, 0);
+    double *a = test_buffer_of(copy), *f = test_buffer_of(m);
+    double r = lu_residual(a, f, piv, n);
+    if (!(r < 20)) print_error("lu n %zu nb %zu: %g\n", n, nb, r);
+    assert_true(r < 20);
+    lapack_int *ipiv = malloc(n * sizeof *ipiv);
+    assert_non_null(ipiv);
+    assert_int_equal(
+        LAPACKE_dgetrf(LAPACK_COL_MAJOR, (int)n, (int)n, a, (int)n, ipiv), 0);
+    for (size_t i = 0; i < n; i++) assert_int_equal(piv[i], ipiv[i] - 1);
+    free(ipiv);
+    free(a);
+    free(f);
+    free(piv);
+    tarn_matrix_destroy(m);
+    tarn_matrix_destroy(copy);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A matrix that needs pivoting everywhere: zero diagonal (a permuted
+ * identity plus small noise would also do); from a caller's buffer. */
+static void test_lu_zero_diagonal(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  size_t n = 40, nb = 8;
+  double *a = malloc(n * n * sizeof *a);
+  assert_non_null(a);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++)
+      a[i + j * n] = i == j ? 0.0 : 1.0 / (double)(1 + (i * 7 + j * 3) % 11);
+  tarn_matrix *m = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
+  size_t piv[40];
+  assert_int_equal(tarn_matrix_lu(m, piv, NULL), 0);
+  double *f = test_buffer_of(m);
+  assert_true(lu_residual(a, f, piv, n) < 20);
+  free(a);
+  free(f);
+  tarn_matrix_destroy(m);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A zero column p: U(p, p) is exactly zero, info = p + 1, the call
+ * returns TARN_EINVAL, and the factors are still complete. */
+static void test_lu_singular(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  static const size_t cases[][3] = {{20, 6, 0},  {20, 6, 3},  {20, 6, 6},
+                                    {20, 6, 13}, {20, 6, 19}, {5, 5, 2},
+                                    {1, 1, 0}};
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+    size_t n = cases[s][0], nb = cases[s][1], p = cases[s][2];
+    tarn_matrix *r = NULL, *m = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 7 + s, &r), 0);
+    double *a = test_buffer_of(r);
+    for (size_t i = 0; i < n; i++) a[i + p * n] = 0.0;
+    assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
+    size_t piv[20];
+    int info = 0;
+    assert_int_equal(tarn_matrix_lu(m, piv, &info), TARN_EINVAL);
+    assert_int_equal(info, (int)(p + 1));
+    double *f = test_buffer_of(m);
+    assert_true(f[p + p * n] == 0.0);
+    double res = n == 1 ? 0.0 : lu_residual(a, f, piv, n); /* 1: A = 0 */
+    if (!(res < 20)) print_error("singular n %zu p %zu: %g\n", n, p, res);
+    assert_true(res < 20);
+    /* the runtime goes on */
+    tarn_matrix *ok = NULL;
+    assert_int_equal(tarn_matrix_fill(rt, n, n, nb, nb, 0.0, &ok), 0);
+    double v = -1;
+    assert_int_equal(tarn_matrix_get(ok, n - 1, n - 1, &v), 0);
+    assert_true(v == 0.0);
+    tarn_matrix_destroy(ok);
+    tarn_matrix_destroy(r);
+    tarn_matrix_destroy(m);
+    free(a);
+    free(f);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static void test_lu_bad(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  tarn_matrix *a = NULL, *b = NULL;
+  size_t piv[8];
+  int info = 5;
+  assert_int_equal(tarn_matrix_lu(NULL, piv, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_rand(rt, 8, 6, 2, 2, 1, &a), 0);
+  assert_int_equal(tarn_matrix_lu(a, piv, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_rand(rt, 8, 8, 4, 2, 1, &b), 0);
+  assert_int_equal(tarn_matrix_lu(b, piv, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  tarn_matrix *c = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 8, 8, 4, 4, 1, &c), 0);
+  assert_int_equal(tarn_matrix_lu(c, NULL, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu(c, piv, &info), 0);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(c);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Under a memory limit of a quarter of the matrix: tiles spill, and the
+ * factors and pivots have the same bits. */
+static void test_lu_mem_limit(void **state) {
+  (void)state;
+  size_t n = 192, nb = 32;
+  size_t bytes = n * n * sizeof(double);
+  double *f[2];
+  size_t *piv[2];
+  for (int run = 0; run < 2; run++) {
+    tarn_rt *rt = test_rt(3, run == 0 ? 0 : bytes / 4);
+    tarn_matrix *m = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 42, &m), 0);
+    piv[run] = malloc(n * sizeof *piv[run]);
+    assert_non_null(piv[run]);
+    assert_int_equal(tarn_matrix_lu(m, piv[run], NULL), 0);
+    f[run] = test_buffer_of(m);
+    tarn_matrix_destroy(m);
+    if (run == 1) {
+      tarn_pool_stats ps;
+      assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+      assert_true(ps.spills > 0);
+      assert_true(ps.resident_peak <= bytes / 4);
+    }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  assert_memory_equal(f[0], f[1], bytes);
+  assert_memory_equal(piv[0], piv[1], n * sizeof *piv[0]);
+  for (int run = 0; run < 2; run++) {
+    free(f[run]);
+    free(piv[run]);
+  }
+}
+
+/* ---- solve -------------------------------------------------------------- */
+
+/* Solves with n x nrhs right-hand sides, B's column tiles cb: checks
+ * ||A X - B||_F / (n ||A||_F ||X||_F eps) and that A holds its factors. */
+static void check_solve(tarn_rt *rt, size_t n, size_t nb, size_t nrhs,
+                        size_t cb, uint64_t seed) {
+  tarn_matrix *m = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, seed, &m), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, cb, seed + 1, &b), 0);
+  double *a = test_buffer_of(m), *rhs = test_buffer_of(b);
+  int info = -1;
+  assert_int_equal(tarn_matrix_solve(m, b, &info), 0);
+  assert_int_equal(info, 0);
+  double *x = test_buffer_of(b), *f = test_buffer_of(m);
+  /* A was overwritten by factors equal to tarn_matrix_lu's. */
+  size_t *piv = malloc(n * sizeof *piv);
+  assert_non_null(piv);
+  tarn_matrix *m2 = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m2), 0);
+  assert_int_equal(tarn_matrix_lu(m2, piv, NULL), 0);
+  double *f2 = test_buffer_of(m2);
+  assert_memory_equal(f, f2, n * n * sizeof *f);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)nrhs,
+              (int)n, 1.0, a, (int)n, x, (int)n, -1.0, rhs, (int)n);
+  double r = test_fro(rhs, n * nrhs) / ((double)n * test_fro(a, n * n) *
+                                        test_fro(x, n * nrhs) * DBL_EPSILON);
+  if (!(r < 20))
+    print_error("solve n %zu nb %zu nrhs %zu cb %zu: %g\n", n, nb, nrhs, cb, r);
+  assert_true(r < 20);
+  free(a);
+  free(rhs);
+  free(x);
+  free(f);
+  free(f2);
+  free(piv);
+  tarn_matrix_destroy(m);
+  tarn_matrix_destroy(m2);
+  tarn_matrix_destroy(b);
+}
+
+static void test_solve(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  static const size_t cases[][4] = {
+      /* n, tile, nrhs, rhs column tile */
+      {1, 1, 1, 1},   {7, 32, 1, 1},   {32, 32, 3, 2},  {50, 16, 1, 1},
+      {50, 16, 9, 4}, {96, 32, 5, 5},  {100, 30, 1, 1}, {100, 30, 17, 6},
+      {33, 8, 40, 7}, {64, 8, 64, 64},
+  };
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
+    check_solve(rt, cases[s][0], cases[s][1], cases[s][2], cases[s][3],
+                200 + 2 * s);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A singular A: TARN_EINVAL with info, B unchanged. */
+static void test_solve_singular(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  size_t n = 24, nb = 5, p = 11;
+  tarn_matrix *r = NULL, *m = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 3, &r), 0);
+  double *a = test_buffer_of(r);
+  for (size_t i = 0; i < n; i++) a[i + p * n] = 0.0;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, 3, nb, 2, 4, &b), 0);
+  double *b0 = test_buffer_of(b);
+  int info = 0;
+  assert_int_equal(tarn_matrix_solve(m, b, &info), TARN_EINVAL);
+  assert_int_equal(info, (int)(p + 1));
+  double *b1 = test_buffer_of(b);
+  assert_memory_equal(b0, b1, n * 3 * sizeof *b0);
+  free(a);
+  free(b0);
+  free(b1);
+  tarn_matrix_destroy(r);
+  tarn_matrix_destroy(m);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static void test_solve_bad(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0), *rt2 = test_rt(3, 0);
+  tarn_matrix *a = NULL, *rect = NULL, *tiles = NULL, *b = NULL, *rows = NULL,
+              *rowtile = NULL, *other = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 12, 12, 4, 4, 1, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 10, 4, 4, 1, &rect), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 12, 4, 3, 1, &tiles), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 2, 4, 1, 2, &b), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 10, 2, 4, 1, 2, &rows), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 2, 3, 1, 2, &rowtile), 0);
+  assert_int_equal(tarn_matrix_rand(rt2, 12, 2, 4, 1, 2, &other), 0);
+  int info = 5;
+  assert_int_equal(tarn_matrix_solve(NULL, b, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_solve(a, NULL, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_solve(a, a, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_solve(rect, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_solve(tiles, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_solve(a, rows, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_solve(a, rowtile, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_solve(a, other, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  /* refused calls changed nothing: the good one still works */
+  assert_int_equal(tarn_matrix_solve(a, b, &info), 0);
+  assert_int_equal(info, 0);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(rect);
+  tarn_matrix_destroy(tiles);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(rows);
+  tarn_matrix_destroy(rowtile);
+  tarn_matrix_destroy(other);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(tarn_rt_destroy(rt2), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_lu_sizes),
+      cmocka_unit_test(test_lu_zero_diagonal),
+      cmocka_unit_test(test_lu_singular),
+      cmocka_unit_test(test_lu_bad),
+      cmocka_unit_test(test_lu_mem_limit),
+      cmocka_unit_test(test_solve),
+      cmocka_unit_test(test_solve_singular),
+      cmocka_unit_test(test_solve_bad),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

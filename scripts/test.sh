@@ -33,8 +33,21 @@ run build -- -DCMAKE_BUILD_TYPE=Release -DTARN_SANITIZE=
 run build-asan -- -DCMAKE_BUILD_TYPE=Debug -DTARN_SANITIZE=address
 run build-tsan -L concurrent -- -DCMAKE_BUILD_TYPE=Debug -DTARN_SANITIZE=thread
 
+# libFuzzer needs clang and its runtime: check both with a trivial target.
+can_fuzz() {
+  command -v clang >/dev/null || return 1
+  local dir
+  dir=$(mktemp -d)
+  printf 'int LLVMFuzzerTestOneInput(const char *d, long n) { (void)d; (void)n; return 0; }\n' \
+    >"$dir/t.c"
+  clang -fsanitize=fuzzer "$dir/t.c" -o "$dir/t" >/dev/null 2>&1
+  local rc=$?
+  rm -rf "$dir"
+  return $rc
+}
+
 fuzz=skipped
-if command -v clang >/dev/null; then
+if can_fuzz; then
   echo "== build-fuzz"
   CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug \
     -DTARN_SANITIZE=fuzz -DTARN_BENCH=OFF >/dev/null

@@ -105,6 +105,65 @@ TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
  * TARN_ENOMEM, TARN_EIO as tarn_matrix_lu. */
 TARN_API int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info);
 
+/* Householder QR factorisation in place, in compact WY form (LAPACK's
+ * dgeqrt): A = Q R with Q orthogonal, as the tile algorithm of PLASMA and
+ * Chameleon (flat reduction tree). A is M x N with M >= N >= 1, and its
+ * tiles are square (mb == nb after clamping to the matrix), or it has one
+ * tile column no wider than its tiles are tall (N <= mb). R (N x N, upper
+ * triangular) goes on and above the diagonal of A's top N rows; below the
+ * diagonal A holds the Householder vectors: those of each diagonal tile
+ * below its diagonal (unit diagonal not stored), those of each tile below
+ * the diagonal tile in that whole tile.
+ *
+ * ib is the inner block size (1 <= ib <= nb; 0 picks min(32, nb)). *t
+ * gets a new matrix, owned by the caller (free it with
+ * tarn_matrix_destroy), that holds the triangular block reflector factors
+ * needed to apply Q: it is (mt ib) x N with tiles of ib x nb, where mt is
+ * A's number of tile rows, and its tile (i, k) holds the T of tile (i, k)
+ * of A (dgeqrt's for i == k, dtpqrt's for i > k; ib x cols, leading
+ * dimension ib, zeros elsewhere); tiles with i < k are zero. Pass it with
+ * A to tarn_matrix_qr_q.
+ *
+ * Tasks, for each tile column k: geqrt on the diagonal tile, gemqrt on the
+ * tiles right of it, tpqrt of each tile below against the diagonal tile's
+ * R, and tpmqrt on the pairs of tiles of the trailing columns; the panel
+ * (geqrt, tpqrt) has the highest priority, then the next tile columns.
+ * Work arrays (ib x nb doubles) are taken from the task's scratch memory.
+ *
+ * Waits for the factorisation (in a region of its own), so it must not be
+ * called from a task (TARN_EDEADLK). Returns 0; TARN_EINVAL for NULL
+ * arguments, M < N, N == 0, tiles that are not square (but for one tile
+ * column), ib > nb, sizes too large for LAPACK; TARN_ECANCELED when a task
+ * submitted before on A failed; TARN_ENOMEM, TARN_EIO from the runtime. On
+ * failure *t is NULL and the content of A is unspecified. */
+TARN_API int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t);
+
+/* The explicit thin Q (M x N, orthonormal columns) of a factorisation by
+ * tarn_matrix_qr, from A (as that call left it) and its T factors `t`:
+ * the reflectors applied to the first N columns of the identity (gemqrt
+ * and tpmqrt tasks). *q gets a new matrix with A's tiling, owned by the
+ * caller; A and t are only read. Then A's input equals Q R.
+ *
+ * Waits (a region of its own; from a task: TARN_EDEADLK). Returns 0;
+ * TARN_EINVAL for NULL arguments, a matrix tarn_matrix_qr does not take,
+ * a t whose shape or tiling is not the one tarn_matrix_qr makes for A,
+ * different runtimes; TARN_ECANCELED, TARN_ENOMEM, TARN_EIO from the
+ * runtime (then *q is NULL). */
+TARN_API int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q);
+
+/* C = A^T A, full (both triangles), N x N for an M x N matrix A. *c gets
+ * a new matrix, owned by the caller, with tiles nb x nb (A's column
+ * tiling); any tiling of A is taken. Tasks: for each tile of the lower
+ * half, syrk (diagonal tiles, lower triangle) or gemm over A's tile rows
+ * in order, then one task per tile that mirrors the lower half into the
+ * upper (the upper triangle of diagonal tiles too).
+ *
+ * Submits and returns at once (results ordered as the runtime's rules
+ * say). Returns 0; TARN_EINVAL for NULL arguments or tiles too large for
+ * BLAS; TARN_ENOMEM. On failure *c is NULL (a matrix made here is freed;
+ * tasks already submitted still run). */
+TARN_API int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,460 @@
+/* qr.c: tiled Householder QR in compact WY form and the explicit thin Q
+ * (see tarn/linalg.h). The tile algorithm of PLASMA / Chameleon with a
+ * flat reduction tree: for each tile column k, geqrt factors the diagonal
+ * tile, gemqrt applies its reflectors to the tiles right of it, tpqrt
+ * folds each tile below into the diagonal tile's R, and tpmqrt applies
+ * those reflectors to the pairs of tiles (k, n), (m, n). The kernels are
+ * LAPACKE's *_work functions; their work arrays come from the task's
+ * scratch memory (or the heap when it does not fit). Each task owns a
+ * small job struct freed by the runtime when it is done. Also here: C =
+ * A^T A by syrk and gemm tiles (tarn_matrix_syrk_ata). */
+#include <cblas.h>
+#include <lapacke.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array/matrix_internal.h"
+#include "linalg/linalg_internal.h"
+#include "tarn/linalg.h"
+
+/* What one tile task needs; owned by the task. */
+struct qr_job {
+  int m, n, k;     /* the LAPACK op's sizes */
+  int ib;          /* inner block size for this tile column (<= k) */
+  int lda, ldb;    /* leading dimensions: the top / the lower tile */
+  int ldt;         /* leading dimension of the T tile */
+  char trans;      /* 'T' (factorising) or 'N' (forming Q) */
+  int a, b, v, tt; /* data slots of the operands */
+};
+
+static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct qr_job *proto,
+                      const tarn_dep *deps, size_t ndeps, int priority,
+                      const char *name) {
+  return tarn__submit_owned(rt, fn, proto, sizeof *proto, deps, ndeps, priority,
+                            name);
+}
+
+/* ---- kernels ------------------------------------------------------------ */
+
+/* Memory for a task: scratch, or the heap when the slab is too small
+ * (*heap says which, to free it). */
+static void *task_memory(tarn_task *t, size_t bytes, bool *heap) {
+  void *p = NULL;
+  *heap = false;
+  if (tarn_task_scratch(t, bytes, 64, &p) == 0) return p;
+  *heap = true;
+  return malloc(bytes);
+}
+
+/* QR of the m x n diagonal tile (slot a) into its T (slot tt, ldt x n,
+ * zeroed first so that the tile's bits do not depend on what was there). */
+static int k_geqrt(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  double *a = tarn_task_data(t, (size_t)j->a);
+  double *tt = tarn_task_data(t, (size_t)j->tt);
+  memset(tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *tt);
+  bool heap;
+  double *work =
+      task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
+  if (work == NULL) return TARN_ENOMEM;
+  lapack_int info = LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, j->m, j->n, j->ib, a,
+                                        j->lda, tt, j->ldt, work);
+  if (heap) free(work);
+  return info == 0 ? 0 : TARN_EINVAL;
+}
+
+/* QR of [R; B]: R the upper triangle of the diagonal tile (slot a, n x n
+ * on top, lda), B the m x n tile below (slot b); T to slot tt. */
+static int k_tpqrt(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  double *a = tarn_task_data(t, (size_t)j->a);
+  double *b = tarn_task_data(t, (size_t)j->b);
+  double *tt = tarn_task_data(t, (size_t)j->tt);
+  memset(tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *tt);
+  bool heap;
+  double *work =
+      task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
+  if (work == NULL) return TARN_ENOMEM;
+  lapack_int info = LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, j->m, j->n, 0, j->ib,
+                                        a, j->lda, b, j->ldb, tt, j->ldt, work);
+  if (heap) free(work);
+  return info == 0 ? 0 : TARN_EINVAL;
+}
+
+/* C = Q^T C or Q C (j->trans) for the reflectors of a diagonal tile (slot
+ * v, m x k, lda) and their T (slot tt); C is m x n (slot a, lda). */
+static int k_gemqrt(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  const double *v = tarn_task_data(t, (size_t)j->v);
+  const double *tt = tarn_task_data(t, (size_t)j->tt);
+  double *c = tarn_task_data(t, (size_t)j->a);
+  bool heap;
+  double *work =
+      task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
+  if (work == NULL) return TARN_ENOMEM;
+  lapack_int info =
+      LAPACKE_dgemqrt_work(LAPACK_COL_MAJOR, 'L', j->trans, j->m, j->n, j->k,
+                           j->ib, v, j->lda, tt, j->ldt, c, j->lda, work);
+  if (heap) free(work);
+  return info == 0 ? 0 : TARN_EINVAL;
+}
+
+/* [A; B] = Q^T [A; B] or Q [A; B] for the reflectors of a tile below the
+ * diagonal (slot v, m x k, ldb) and their T (slot tt); A is the top k rows
+ * of a tile (slot a, lda), B an m x n tile (slot b, ldb). */
+static int k_tpmqrt(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  const double *v = tarn_task_data(t, (size_t)j->v);
+  const double *tt = tarn_task_data(t, (size_t)j->tt);
+  double *a = tarn_task_data(t, (size_t)j->a);
+  double *b = tarn_task_data(t, (size_t)j->b);
+  bool heap;
+  double *work =
+      task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
+  if (work == NULL) return TARN_ENOMEM;
+  lapack_int info = LAPACKE_dtpmqrt_work(LAPACK_COL_MAJOR, 'L', j->trans, j->m,
+                                         j->n, j->k, 0, j->ib, v, j->ldb, tt,
+                                         j->ldt, a, j->lda, b, j->ldb, work);
+  if (heap) free(work);
+  return info == 0 ? 0 : TARN_EINVAL;
+}
+
+/* Writes the tile of the identity at tile (ti, tj) (dep 0: rows x cols,
+ * j->m x j->n; j->k: the global row minus the global column of its first
+ * element, as a diagonal offset). */
+static int k_eye(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  size_t rows = (size_t)j->m, cols = (size_t)j->n;
+  memset(c, 0, rows * cols * sizeof *c);
+  /* element (i, q) is on the diagonal when i + off == q */
+  long off = (long)j->k;
+  for (size_t q = 0; q < cols; q++) {
+    long i = (long)q - off;
+    if (i >= 0 && (size_t)i < rows) c[(size_t)i + q * rows] = 1.0;
+  }
+  return 0;
+}
+
+/* ---- task graph ---------------------------------------------------------- */
+
+/* Priorities: the panel (geqrt, tpqrt) on top; the updates of tile column
+ * n after panel k by the distance of n from the panel (the next column
+ * first: it holds the next panel). */
+enum { PRIO_TOP = 1 << 24 };
+
+static int column_priority(size_t k, size_t n) {
+  size_t p = 1 + (n - k - 1);
+  return p >= PRIO_TOP ? 0 : PRIO_TOP - (int)p;
+}
+
+/* The inner block size for tile column k: at most its width. */
+static int inner(const tarn_matrix *a, size_t k, size_t ib) {
+  size_t w = tarn__tile_cols(a, k);
+  return (int)(ib < w ? ib : w);
+}
+
+static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib) {
+  size_t mt = a->mt, nt = a->nt;
+  int ldt = (int)tm->mb;
+  for (size_t k = 0; k < nt; k++) {
+    int rk = (int)tarn__tile_rows(a, k), ck = (int)tarn__tile_cols(a, k);
+    int ibk = inner(a, k, ib);
+    tarn_ref *akk = tarn__tile(a, k, k);
+    tarn_dep d2[2] = {{akk, TARN_READ_WRITE},
+                      {tarn__tile(tm, k, k), TARN_READ_WRITE}};
+    struct qr_job g = {
+        .m = rk, .n = ck, .ib = ibk, .lda = rk, .ldt = ldt, .a = 0, .tt = 1};
+    int rc = submit_job(a->rt, k_geqrt, &g, d2, 2, PRIO_TOP, "geqrt");
+    if (rc != 0) return rc;
+    for (size_t n = k + 1; n < nt; n++) {
+      tarn_dep d3[3] = {{tarn__tile(a, k, n), TARN_READ_WRITE},
+                        {akk, TARN_READ},
+                        {tarn__tile(tm, k, k), TARN_READ}};
+      struct qr_job u = {.m = rk,
+                         .n = (int)tarn__tile_cols(a, n),
+                         .k = ck,
+                         .ib = ibk,
+                         .lda = rk,
+                         .ldt = ldt,
+                         .trans = 'T',
+                         .a = 0,
+                         .v = 1,
+                         .tt = 2};
+      rc = submit_job(a->rt, k_gemqrt, &u, d3, 3, column_priority(k, n),
+                      "gemqrt");
+      if (rc != 0) return rc;
+    }
+    for (size_t m = k + 1; m < mt; m++) {
+      int rm = (int)tarn__tile_rows(a, m);
+      tarn_ref *amk = tarn__tile(a, m, k), *tmk = tarn__tile(tm, m, k);
+      tarn_dep d3[3] = {{akk, TARN_READ_WRITE},
+                        {amk, TARN_READ_WRITE},
+                        {tmk, TARN_READ_WRITE}};
+      struct qr_job p = {.m = rm,
+                         .n = ck,
+                         .ib = ibk,
+                         .lda = rk,
+                         .ldb = rm,
+                         .ldt = ldt,
+                         .a = 0,
+                         .b = 1,
+                         .tt = 2};
+      rc = submit_job(a->rt, k_tpqrt, &p, d3, 3, PRIO_TOP, "tpqrt");
+      if (rc != 0) return rc;
+      for (size_t n = k + 1; n < nt; n++) {
+        tarn_dep d4[4] = {{tarn__tile(a, k, n), TARN_READ_WRITE},
+                          {tarn__tile(a, m, n), TARN_READ_WRITE},
+                          {amk, TARN_READ},
+                          {tmk, TARN_READ}};
+        struct qr_job u = {.m = rm,
+                           .n = (int)tarn__tile_cols(a, n),
+                           .k = ck,
+                           .ib = ibk,
+                           .lda = rk,
+                           .ldb = rm,
+                           .ldt = ldt,
+                           .trans = 'T',
+                           .a = 0,
+                           .b = 1,
+                           .v = 2,
+                           .tt = 3};
+        rc = submit_job(a->rt, k_tpmqrt, &u, d4, 4, column_priority(k, n),
+                        "tpmqrt");
+        if (rc != 0) return rc;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Q (M x N, a's tiling) = H_0 ... H_{N-1} [I; 0]: the identity's tiles,
+ * then the reflectors in reverse order on tile columns k.. of Q. */
+static int submit_q(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *q) {
+  size_t mt = a->mt, nt = a->nt;
+  int ldt = (int)tm->mb;
+  for (size_t tj = 0; tj < nt; tj++)
+    for (size_t ti = 0; ti < mt; ti++) {
+      tarn_dep d = {tarn__tile(q, ti, tj), TARN_WRITE};
+      struct qr_job e = {.m = (int)tarn__tile_rows(q, ti),
+                         .n = (int)tarn__tile_cols(q, tj),
+                         .k = (int)((long)(ti * q->mb) - (long)(tj * q->nb))};
+      int rc = submit_job(a->rt, k_eye, &e, &d, 1, PRIO_TOP, "eye");
+      if (rc != 0) return rc;
+    }
+  for (size_t step = 0; step < nt; step++) {
+    size_t k = nt - 1 - step;
+    int rk = (int)tarn__tile_rows(a, k), ck = (int)tarn__tile_cols(a, k);
+    int ibk = inner(a, k, (size_t)ldt);
+    for (size_t ms = 0; ms + k + 1 < mt; ms++) {
+      size_t m = mt - 1 - ms;
+      int rm = (int)tarn__tile_rows(a, m);
+      for (size_t n = k; n < nt; n++) {
+        tarn_dep d4[4] = {{tarn__tile(q, k, n), TARN_READ_WRITE},
+                          {tarn__tile(q, m, n), TARN_READ_WRITE},
+                          {tarn__tile(a, m, k), TARN_READ},
+                          {tarn__tile(tm, m, k), TARN_READ}};
+        struct qr_job u = {.m = rm,
+                           .n = (int)tarn__tile_cols(q, n),
+                           .k = ck,
+                           .ib = ibk,
+                           .lda = rk,
+                           .ldb = rm,
+                           .ldt = ldt,
+                           .trans = 'N',
+                           .a = 0,
+                           .b = 1,
+                           .v = 2,
+                           .tt = 3};
+        int rc = submit_job(a->rt, k_tpmqrt, &u, d4, 4, PRIO_TOP - 1, "tpmqrt");
+        if (rc != 0) return rc;
+      }
+    }
+    for (size_t n = k; n < nt; n++) {
+      tarn_dep d3[3] = {{tarn__tile(q, k, n), TARN_READ_WRITE},
+                        {tarn__tile(a, k, k), TARN_READ},
+                        {tarn__tile(tm, k, k), TARN_READ}};
+      struct qr_job u = {.m = rk,
+                         .n = (int)tarn__tile_cols(q, n),
+                         .k = ck,
+                         .ib = ibk,
+                         .lda = rk,
+                         .ldt = ldt,
+                         .trans = 'N',
+                         .a = 0,
+                         .v = 1,
+                         .tt = 2};
+      int rc = submit_job(a->rt, k_gemqrt, &u, d3, 3, PRIO_TOP - 1, "gemqrt");
+      if (rc != 0) return rc;
+    }
+  }
+  return 0;
+}
+
+/* ---- public -------------------------------------------------------------- */
+
+/* Whether `a` is a matrix QR takes: M >= N, square tiles or one tile
+ * column no wider than a tile is tall, sizes LAPACK can take. */
+static bool qr_shape(const tarn_matrix *a) {
+  return a->m >= a->n && a->n > 0 &&
+         (a->mb == a->nb || (a->nt == 1 && a->mb >= a->nb)) &&
+         tarn__blas_sized(a) && a->m <= INT_MAX && a->n <= INT_MAX;
+}
+
+/* Submits the tasks of `submit` in a region of its own and waits for them
+ * all (tasks already submitted point at the matrices). */
+static int run_waiting(tarn_rt *rt,
+                       int (*submit)(tarn_matrix *, tarn_matrix *,
+                                     tarn_matrix *),
+                       tarn_matrix *a, tarn_matrix *b, tarn_matrix *c) {
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(rt, &region);
+  if (rc != 0) return rc;
+  int submitted = submit(a, b, c);
+  rc = tarn_region_wait(region, NULL);
+  return submitted != 0 ? submitted : rc;
+}
+
+static int submit_qr_fn(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *unused) {
+  (void)unused;
+  return submit_qr(a, tm, (size_t)tm->mb);
+}
+
+int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t) {
+  if (t != NULL) *t = NULL;
+  if (a == NULL || t == NULL || !qr_shape(a) || ib > a->nb) return TARN_EINVAL;
+  if (ib == 0) ib = a->nb < 32 ? a->nb : 32;
+  tarn__blas_init();
+  tarn_matrix *tm = NULL;
+  int rc = tarn_matrix_zeros(a->rt, a->mt * ib, a->n, ib, a->nb, &tm);
+  if (rc != 0) return rc;
+  rc = run_waiting(a->rt, submit_qr_fn, a, tm, NULL);
+  if (rc != 0) {
+    tarn_matrix_destroy(tm);
+    return rc;
+  }
+  *t = tm;
+  return 0;
+}
+
+int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q) {
+  if (q != NULL) *q = NULL;
+  if (a == NULL || t == NULL || q == NULL || a == t || a->rt != t->rt ||
+      !qr_shape(a))
+    return TARN_EINVAL;
+  /* t must be what tarn_matrix_qr made for a */
+  if (t->n != a->n || t->nb != a->nb || t->mb == 0 || t->mb > a->nb ||
+      t->mt != a->mt || t->m != a->mt * t->mb)
+    return TARN_EINVAL;
+  tarn__blas_init();
+  tarn_matrix *out = NULL;
+  int rc = tarn__matrix_new(a->rt, a->m, a->n, a->mb, a->nb, &out);
+  if (rc != 0) return rc;
+  rc = run_waiting(a->rt, submit_q, a, t, out);
+  if (rc != 0) {
+    tarn_matrix_destroy(out);
+    return rc;
+  }
+  *q = out;
+  return 0;
+}
+
+/* ---- A^T A ----------------------------------------------------------------
+ */
+
+/* Kept here with QR, its companion (normal equations versus QR). */
+
+struct ata_job {
+  int m, n, k;   /* C tile m x n, inner size k (rows of the A tiles) */
+  bool first;    /* beta 0: C not read */
+  bool diagonal; /* syrk on a diagonal tile / mirror of a diagonal tile */
+};
+
+/* C(i, j) = A(k, i)^T A(k, j) + beta C(i, j) (deps: C, A(k, i), A(k, j));
+ * on a diagonal tile syrk of its lower triangle (deps: C, A(k, i)). */
+static int k_ata(tarn_task *t, void *arg) {
+  const struct ata_job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  const double *ai = tarn_task_data(t, 1);
+  double beta = j->first ? 0.0 : 1.0;
+  if (j->diagonal)
+    cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, j->n, j->k, 1.0, ai,
+                j->k, beta, c, j->n);
+  else
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, j->m, j->n, j->k, 1.0,
+                ai, j->k, tarn_task_data(t, 2), j->k, beta, c, j->m);
+  return 0;
+}
+
+/* The upper part from the lower: a diagonal tile's upper triangle from its
+ * lower (dep 0), or tile (j, i) = tile (i, j)^T (dep 0 written, n x m; dep
+ * 1 read, m x n). */
+static int k_mirror(tarn_task *t, void *arg) {
+  const struct ata_job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  size_t m = (size_t)j->m, n = (size_t)j->n;
+  if (j->diagonal) {
+    for (size_t q = 1; q < n; q++)
+      for (size_t i = 0; i < q; i++) c[i + q * n] = c[q + i * n];
+    return 0;
+  }
+  const double *s = tarn_task_data(t, 1);
+  for (size_t q = 0; q < m; q++)
+    for (size_t i = 0; i < n; i++) c[i + q * n] = s[q + i * m];
+  return 0;
+}
+
+static int submit_ata_job(tarn_rt *rt, tarn_task_fn fn,
+                          const struct ata_job *proto, const tarn_dep *deps,
+                          size_t ndeps, const char *name) {
+  return tarn__submit_owned(rt, fn, proto, sizeof *proto, deps, ndeps, 0, name);
+}
+
+static int submit_ata(tarn_matrix *a, tarn_matrix *c) {
+  size_t nt = a->nt;
+  for (size_t j = 0; j < nt; j++)
+    for (size_t i = j; i < nt; i++)
+      for (size_t k = 0; k < a->mt; k++) {
+        tarn_dep d[3] = {
+            {tarn__tile(c, i, j), k == 0 ? TARN_WRITE : TARN_READ_WRITE},
+            {tarn__tile(a, k, i), TARN_READ},
+            {tarn__tile(a, k, j), TARN_READ}};
+        struct ata_job g = {.m = (int)tarn__tile_cols(a, i),
+                            .n = (int)tarn__tile_cols(a, j),
+                            .k = (int)tarn__tile_rows(a, k),
+                            .first = k == 0,
+                            .diagonal = i == j};
+        int rc = submit_ata_job(a->rt, k_ata, &g, d, i == j ? 2 : 3,
+                                i == j ? "syrk" : "gemm");
+        if (rc != 0) return rc;
+      }
+  for (size_t j = 0; j < nt; j++)
+    for (size_t i = j; i < nt; i++) {
+      tarn_dep d[2] = {
+          {tarn__tile(c, j, i), i == j ? TARN_READ_WRITE : TARN_WRITE},
+          {tarn__tile(c, i, j), TARN_READ}};
+      struct ata_job g = {.m = (int)tarn__tile_cols(a, i),
+                          .n = (int)tarn__tile_cols(a, j),
+                          .diagonal = i == j};
+      int rc = submit_ata_job(a->rt, k_mirror, &g, d, i == j ? 1 : 2, "mirror");
+      if (rc != 0) return rc;
+    }
+  return 0;
+}
+
+int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c) {
+  if (c != NULL) *c = NULL;
+  if (a == NULL || c == NULL || !tarn__blas_sized(a)) return TARN_EINVAL;
+  tarn__blas_init();
+  tarn_matrix *out = NULL;
+  int rc = tarn__matrix_new(a->rt, a->n, a->n, a->nb, a->nb, &out);
+  if (rc == 0) rc = submit_ata(a, out);
+  if (rc != 0) {
+    tarn_matrix_destroy(out);
+    return rc;
+  }
+  *c = out;
+  return 0;
+}

@@ -151,5 +151,6 @@ int bench_pool(bench_run *run);
 int bench_rt(bench_run *run);
 int bench_array(bench_run *run);
 int bench_stencil(bench_run *run);
+int bench_linalg(bench_run *run);
 
 #endif

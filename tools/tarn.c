@@ -21,11 +21,12 @@ static const char usage_text[] =
     "  help              print this help (also --help, -h)\n"
     "  bench [SUITE] [--samples N] [--sizes LIST] [--json FILE]\n"
     "                    run the benchmark suite SUITE (alloc, pool, rt, "
-    "array\n"
-    "                    or stencil), or every suite in that order\n"
+    "array,\n"
+    "                    stencil or linalg), or every suite in that order\n"
     "    --samples N     samples per benchmark, at least 3 (default 5)\n"
-    "    --sizes LIST    matrix sizes N of the array and stencil suites,\n"
-    "                    comma-separated (default 256,1024,4096)\n"
+    "    --sizes LIST    matrix sizes N of the array, stencil and linalg\n"
+    "                    suites, comma-separated (default 256,1024,4096;\n"
+    "                    linalg: 256,1024)\n"
     "    --json FILE     also write every result to FILE as JSON\n";
 
 /* Limits of --sizes. */
@@ -37,11 +38,10 @@ struct suite {
   int (*run)(bench_run *run);
 };
 
-static const struct suite suites[] = {{"alloc", bench_alloc},
-                                      {"pool", bench_pool},
-                                      {"rt", bench_rt},
-                                      {"array", bench_array},
-                                      {"stencil", bench_stencil}};
+static const struct suite suites[] = {
+    {"alloc", bench_alloc},     {"pool", bench_pool},
+    {"rt", bench_rt},           {"array", bench_array},
+    {"stencil", bench_stencil}, {"linalg", bench_linalg}};
 enum { suite_count = sizeof suites / sizeof suites[0] };
 
 /* Prints "tarn: MESSAGE" and a hint to stderr; returns exit status 2. */
@@ -134,7 +134,7 @@ static int parse_bench(int argc, char **argv, struct bench_args *a) {
     } else if ((a->suite = find_suite(arg)) == NULL) {
       return usage_error(
           "unknown benchmark suite '%s' (suites: alloc, pool, rt, array, "
-          "stencil)",
+          "stencil, linalg)",
           arg);
     }
   }

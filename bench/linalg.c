@@ -1,0 +1,586 @@
+/* linalg.c: the `linalg` suite of `tarn bench` (BENCH.md): cholesky, lu,
+ * matmul (A*A), matvec (A*x) and solve (A\b via lu) of an N x N tiled tarn
+ * matrix, side by side with LAPACKE/OpenBLAS on the whole matrix (1 thread
+ * and all cores), the same tiled Cholesky as OpenMP tasks and the same
+ * tiled Cholesky and gemm on StarPU 1.3 (linalg_peers.h). Inputs are made
+ * in an untimed setup; factorizations work on a fresh copy made before
+ * each sample, outside the clock. One round checks tarn and the tiled peers
+ * against LAPACKE, then each variant runs its samples after a warm-up of
+ * its own. qr and syrk (A'*A) are listed as not available yet. Ends with
+ * the goals, from the medians of the run and Dagger's published medians. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "linalg_peers.h"
+#include "tarn.h"
+
+/* In libopenblas (not every cblas.h declares it). */
+extern void openblas_set_num_threads(int);
+
+#define SPD_SEED 11u /* G, the SPD input being G G^T + N I */
+#define RND_SEED 12u /* A, the input of lu, matmul, matvec and solve */
+#define VEC_SEED 13u /* x and b, N x 1 */
+#define MAX_SIZES 16
+#define CHECK_TOL 1e-8
+
+static const size_t default_sizes[] = {256, 1024};
+
+enum { OP_CHOL, OP_LU, OP_QR, OP_MATMUL, OP_MATVEC, OP_SOLVE, OP_SYRK, OPS };
+enum { V_TARN, V_LAPACKE1, V_LAPACKEN, V_OMP, V_STARPU, VARIANTS };
+
+struct op {
+  const char *name; /* the row name, as Dagger's */
+  const char *short_name;
+  int available;   /* in tarn's API yet */
+  int omp, starpu; /* run by the tiled peers */
+};
+
+static const struct op ops[OPS] = {
+    [OP_CHOL] = {"cholesky", "cholesky", 1, 1, 1},
+    [OP_LU] = {"lu", "lu", 1, 0, 0},
+    [OP_QR] = {"qr", "qr", 0, 0, 0},
+    [OP_MATMUL] = {"matmul (A*A)", "matmul", 1, 0, 1},
+    [OP_MATVEC] = {"matvec (A*x)", "matvec", 1, 0, 0},
+    [OP_SOLVE] = {"solve (A\\b via lu)", "solve", 1, 0, 0},
+    [OP_SYRK] = {"syrk (A'*A)", "syrk", 0, 0, 0},
+};
+
+/* Dagger.jl's medians in milliseconds, published reference figures (not
+ * measured here): seed /work/shared/seeds/000_1e26231be056f87e.txt, the
+ * table "Dagger benchmarks: dirty vs master", rows
+ * "linalg/dagger/N=256 (block 256)/..." and "linalg/dagger/N=1024 (block
+ * 512)/...", column "dirty" (the first figure of "median ± spread", seconds
+ * converted to ms). Dagger ran 8 threads. Indexed by [0: N=256, 1: N=1024]
+ * and the op enum. */
+static const size_t dagger_sizes[2] = {256, 1024};
+static const double dagger_median_ms[2][OPS] = {
+    /* N=256: cholesky, lu, qr, matmul, matvec, solve, syrk */
+    {3.23, 4.53, 5.62, 2.19, 1.66, 8.89, 3.84},
+    /* N=1024: cholesky, lu, qr, matmul, matvec, solve, syrk */
+    {19.5, 43.2, 118, 47.0, 3.02, 53.4, 35.7},
+};
+
+/* One size's inputs, made and waited for before any clock starts. */
+struct ctx {
+  tarn_rt *rt;
+  size_t n, b;
+  int cores;
+  double *spd, *rnd, *vec; /* column-major inputs for the peers */
+  double *w, *wv;          /* LAPACKE's working matrix and vector */
+  double *chk;             /* a tiled peer's result, for the check */
+  int *ipiv;
+  size_t *piv;
+  tarn_matrix *t_spd, *t_rnd, *t_vec;
+  linalg_tiles ta, tc;
+};
+
+/* Medians in seconds by size, op and variant; -1: not measured. */
+struct figures {
+  size_t n[MAX_SIZES];
+  size_t count;
+  double med[MAX_SIZES][OPS][VARIANTS];
+};
+
+static int tarn_failed(const char *what, int status) {
+  return bench_tarn_failed("linalg", what, status);
+}
+
+static double flops(int op, size_t n) {
+  double x = (double)n;
+  switch (op) {
+    case OP_CHOL:
+      return x * x * x / 3;
+    case OP_LU:
+      return 2 * x * x * x / 3;
+    case OP_MATMUL:
+      return 2 * x * x * x;
+    case OP_MATVEC:
+      return 2 * x * x;
+    case OP_SOLVE:
+      return 2 * x * x * x / 3 + 2 * x * x;
+    default:
+      return 0;
+  }
+}
+
+int linalg_tiles_alloc(linalg_tiles *t, size_t n, size_t b) {
+  t->n = n;
+  t->b = b;
+  t->nt = (n + b - 1) / b;
+  t->tile = calloc(t->nt * t->nt, sizeof *t->tile);
+  if (t->tile == NULL) goto oom;
+  for (size_t j = 0; j < t->nt; j++)
+    for (size_t i = 0; i < t->nt; i++) {
+      size_t bytes = linalg_side(t, i) * linalg_side(t, j) * sizeof(double);
+      if ((t->tile[i + j * t->nt] = aligned_alloc(64, (bytes + 63) & ~63ul)) ==
+          NULL)
+        goto oom;
+    }
+  return 0;
+oom:
+  fprintf(stderr, "tarn bench: linalg: out of memory for tiles\n");
+  return 1;
+}
+
+void linalg_tiles_free(linalg_tiles *t) {
+  if (t->tile != NULL)
+    for (size_t k = 0; k < t->nt * t->nt; k++) free(t->tile[k]);
+  free(t->tile);
+  memset(t, 0, sizeof *t);
+}
+
+void linalg_tiles_from(linalg_tiles *t, const double *buf) {
+  for (size_t tj = 0; tj < t->nt; tj++)
+    for (size_t ti = 0; ti < t->nt; ti++) {
+      size_t mi = linalg_side(t, ti), nj = linalg_side(t, tj);
+      double *d = t->tile[ti + tj * t->nt];
+      for (size_t j = 0; j < nj; j++)
+        memcpy(d + j * mi, buf + ti * t->b + (tj * t->b + j) * t->n,
+               mi * sizeof(double));
+    }
+}
+
+void linalg_tiles_to(const linalg_tiles *t, double *buf) {
+  for (size_t tj = 0; tj < t->nt; tj++)
+    for (size_t ti = 0; ti < t->nt; ti++) {
+      size_t mi = linalg_side(t, ti), nj = linalg_side(t, tj);
+      const double *s = t->tile[ti + tj * t->nt];
+      for (size_t j = 0; j < nj; j++)
+        memcpy(buf + ti * t->b + (tj * t->b + j) * t->n, s + j * mi,
+               mi * sizeof(double));
+    }
+}
+
+/* *dst = a fresh copy of src, waited for. */
+static int fresh_copy(tarn_rt *rt, tarn_matrix *src, tarn_matrix **dst) {
+  tarn_region *region;
+  int rc = tarn_region_begin(rt, &region);
+  if (rc != 0) return tarn_failed("tarn_region_begin", rc);
+  *dst = NULL;
+  int made = tarn_matrix_copy(src, dst);
+  rc = tarn_region_wait(region, NULL);
+  if (made != 0 || rc != 0)
+    return tarn_failed("tarn_matrix_copy", made != 0 ? made : rc);
+  return 0;
+}
+
+/* One tarn sample of `op`: its result goes to *keep (or is destroyed after
+ * the clock when keep is NULL). */
+static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
+  tarn_matrix *work = NULL, *out = NULL;
+  int rc = 0, info = 0;
+  if (op == OP_CHOL || op == OP_LU || op == OP_SOLVE) {
+    if (fresh_copy(c->rt, op == OP_CHOL ? c->t_spd : c->t_rnd, &work) != 0)
+      return 1;
+    if (op == OP_SOLVE && fresh_copy(c->rt, c->t_vec, &out) != 0) {
+      tarn_matrix_destroy(work);
+      return 1;
+    }
+  }
+  uint64_t t0 = bench_now_ns();
+  if (op == OP_CHOL) {
+    rc = tarn_matrix_cholesky(work, &info);
+  } else if (op == OP_LU) {
+    rc = tarn_matrix_lu(work, c->piv, &info);
+  } else if (op == OP_SOLVE) {
+    rc = tarn_matrix_solve(work, out, &info);
+  } else {
+    tarn_region *region;
+    rc = tarn_region_begin(c->rt, &region);
+    if (rc == 0) {
+      tarn_matrix *b = op == OP_MATMUL ? c->t_rnd : c->t_vec;
+      int submitted = tarn_matrix_gemm(c->t_rnd, TARN_NO_TRANS, b,
+                                       TARN_NO_TRANS, 1.0, 0.0, &out);
+      rc = tarn_region_wait(region, NULL);
+      if (submitted != 0) rc = submitted;
+    }
+  }
+  *t = (double)(bench_now_ns() - t0) * 1e-9;
+  tarn_matrix *result = op == OP_CHOL || op == OP_LU ? work : out;
+  tarn_matrix_destroy(result == work ? out : work);
+  if (rc != 0) {
+    tarn_matrix_destroy(result);
+    return tarn_failed(ops[op].name, rc);
+  }
+  if (keep != NULL)
+    *keep = result;
+  else
+    tarn_matrix_destroy(result);
+  return 0;
+}
+
+/* One LAPACKE sample with `threads` OpenBLAS threads (set to 1 again
+ * afterwards, as tarn wants it); the result stays in c->w or c->wv. */
+static int lapacke_sample(struct ctx *c, int op, int threads, double *t) {
+  int n = (int)c->n, info = 0;
+  size_t bytes = c->n * c->n * sizeof(double);
+  if (op == OP_CHOL) memcpy(c->w, c->spd, bytes);
+  if (op == OP_LU || op == OP_SOLVE) memcpy(c->w, c->rnd, bytes);
+  if (op == OP_SOLVE) memcpy(c->wv, c->vec, c->n * sizeof(double));
+  openblas_set_num_threads(threads);
+  uint64_t t0 = bench_now_ns();
+  switch (op) {
+    case OP_CHOL:
+      info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', n, c->w, n);
+      break;
+    case OP_LU:
+      info = LAPACKE_dgetrf(LAPACK_COL_MAJOR, n, n, c->w, n, c->ipiv);
+      break;
+    case OP_MATMUL:
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0,
+                  c->rnd, n, c->rnd, n, 0.0, c->w, n);
+      break;
+    case OP_MATVEC:
+      cblas_dgemv(CblasColMajor, CblasNoTrans, n, n, 1.0, c->rnd, n, c->vec, 1,
+                  0.0, c->wv, 1);
+      break;
+    case OP_SOLVE:
+      info = LAPACKE_dgesv(LAPACK_COL_MAJOR, n, 1, c->w, n, c->ipiv, c->wv, n);
+      break;
+    default:
+      break;
+  }
+  bench_escape(c->w);
+  bench_escape(c->wv);
+  *t = (double)(bench_now_ns() - t0) * 1e-9;
+  openblas_set_num_threads(1);
+  if (info == 0) return 0;
+  fprintf(stderr, "tarn bench: linalg: N=%zu LAPACKE %s: info %d\n", c->n,
+          ops[op].name, info);
+  return 1;
+}
+
+/* One sample of a tiled peer (OpenMP or StarPU); the result stays in the
+ * tiles (ta for cholesky, tc for matmul). */
+static int tiled_sample(struct ctx *c, int op, int v, double *t) {
+  if (op == OP_CHOL) {
+    linalg_tiles_from(&c->ta, c->spd);
+    if (v == V_OMP) return linalg_omp_cholesky(&c->ta, t);
+#ifdef TARN_BENCH_STARPU
+    return linalg_starpu_cholesky(&c->ta, t);
+#endif
+  }
+#ifdef TARN_BENCH_STARPU
+  if (op == OP_MATMUL && v == V_STARPU) {
+    linalg_tiles_from(&c->ta, c->rnd);
+    return linalg_starpu_gemm(&c->ta, &c->ta, &c->tc, t);
+  }
+#endif
+  fprintf(stderr, "tarn bench: linalg: no tiled peer for %s\n", ops[op].name);
+  return 1;
+}
+
+static int sample(struct ctx *c, int op, int v, double *t) {
+  switch (v) {
+    case V_TARN:
+      return tarn_sample(c, op, t, NULL);
+    case V_LAPACKE1:
+      return lapacke_sample(c, op, 1, t);
+    case V_LAPACKEN:
+      return lapacke_sample(c, op, c->cores, t);
+    default:
+      return tiled_sample(c, op, v, t);
+  }
+}
+
+/* Compares a few elements of `got` (column-major n x cols, lower triangle
+ * only for cholesky) with LAPACKE's `want`. */
+static int check_buf(const struct ctx *c, int op, const char *who,
+                     const double *got, const double *want, size_t cols) {
+  size_t n = c->n;
+  size_t at[5][2] = {{0, 0},
+                     {n - 1, n - 1},
+                     {n / 2 + 1, n / 3},
+                     {n - 1, 0},
+                     {n / 3, n / 2 + 1}};
+  for (int k = 0; k < 5; k++) {
+    size_t i = at[k][0] % n, j = at[k][1] % cols;
+    if (op == OP_CHOL && i < j) continue;
+    double g = got[i + j * n], w = want[i + j * n];
+    if (!bench_close(g, w, CHECK_TOL)) {
+      fprintf(stderr,
+              "tarn bench: linalg: N=%zu %s: element (%zu, %zu) is %.17g in "
+              "%s, %.17g in LAPACKE\n",
+              n, ops[op].name, i, j, g, who, w);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Checks tarn's result `out` (and LU's pivots) against LAPACKE's. */
+static int check_tarn(struct ctx *c, int op, tarn_matrix *out) {
+  int vector = op == OP_MATVEC || op == OP_SOLVE;
+  int rc = tarn_matrix_to_buffer(out, c->chk, c->n);
+  if (rc != 0) return tarn_failed("tarn_matrix_to_buffer", rc);
+  if (op == OP_LU)
+    for (size_t i = 0; i < c->n; i++)
+      if (c->piv[i] + 1 != (size_t)c->ipiv[i]) {
+        fprintf(stderr,
+                "tarn bench: linalg: N=%zu lu: pivot %zu is %zu in tarn, %d "
+                "in LAPACKE (1-based)\n",
+                c->n, i, c->piv[i] + 1, c->ipiv[i]);
+        return 1;
+      }
+  return check_buf(c, op, "tarn", c->chk, vector ? c->wv : c->w,
+                   vector ? 1 : c->n);
+}
+
+static int check_tiled(struct ctx *c, int op, int v) {
+  linalg_tiles_to(op == OP_CHOL ? &c->ta : &c->tc, c->chk);
+  return check_buf(c, op, v == V_OMP ? "openmp" : "starpu", c->chk, c->w, c->n);
+}
+
+static void row_name(char *buf, size_t size, const struct ctx *c, int op,
+                     int v) {
+  switch (v) {
+    case V_TARN:
+      snprintf(buf, size, "linalg/tarn/N=%zu (block %zu)/%s", c->n, c->b,
+               ops[op].name);
+      break;
+    case V_LAPACKE1:
+      snprintf(buf, size, "linalg/lapacke/N=%zu/%s (1 thread)", c->n,
+               ops[op].name);
+      break;
+    case V_LAPACKEN:
+      snprintf(buf, size, "linalg/lapacke/N=%zu/%s (%d threads)", c->n,
+               ops[op].name, c->cores);
+      break;
+    default:
+      snprintf(buf, size, "linalg/%s/N=%zu (block %zu)/%s (%d %s)",
+               v == V_OMP ? "openmp" : "starpu", c->n, c->b, ops[op].name,
+               LINALG_PEER_THREADS, v == V_OMP ? "threads" : "workers");
+      break;
+  }
+}
+
+/* Warm-up then run->samples samples of variant v; reports the row and
+ * stores its median in *med. */
+static int measure(bench_run *run, struct ctx *c, int op, int v, double *med) {
+  double s[BENCH_SAMPLES_MAX + 1];
+  for (size_t i = 0; i <= run->samples; i++)
+    if (sample(c, op, v, &s[i]) != 0) return 1;
+  char name[160];
+  row_name(name, sizeof name, c, op, v);
+  double m = bench_median(s + 1, run->samples);
+  bench_extra extra[1] = {{"GFLOP_per_s", flops(op, c->n) / m * 1e-9}};
+  if (bench_report(run, name, s + 1, run->samples, extra, 1) == NULL) return 1;
+  *med = m;
+  return 0;
+}
+
+/* One operation at one size, without StarPU: a checked round, then each
+ * variant's samples. */
+static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
+  if (!ops[op].available) {
+    char name[160];
+    row_name(name, sizeof name, c, op, V_TARN);
+    bench_note(run, name, "not available yet");
+    return 0;
+  }
+  double t;
+  tarn_matrix *out = NULL;
+  if (tarn_sample(c, op, &t, &out) != 0) return 1;
+  int bad = lapacke_sample(c, op, 1, &t) != 0 || check_tarn(c, op, out) != 0;
+  tarn_matrix_destroy(out);
+  if (bad) return 1;
+  if (ops[op].omp &&
+      (tiled_sample(c, op, V_OMP, &t) != 0 || check_tiled(c, op, V_OMP) != 0))
+    return 1;
+  static const int order[] = {V_TARN, V_LAPACKE1, V_LAPACKEN, V_OMP};
+  for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
+    int v = order[k];
+    if (v == V_OMP && !ops[op].omp) continue;
+    if (measure(run, c, op, v, &med[v]) != 0) return 1;
+  }
+  return 0;
+}
+
+#ifdef TARN_BENCH_STARPU
+/* The StarPU rows of one size, StarPU started for them alone (its workers
+ * would otherwise compete with tarn's). */
+static int measure_starpu(bench_run *run, struct ctx *c,
+                          double med[][VARIANTS]) {
+  if (linalg_starpu_open() != 0) return 1;
+  int failed = 0;
+  for (int op = 0; op < OPS && !failed; op++) {
+    if (!ops[op].starpu) continue;
+    double t;
+    failed = lapacke_sample(c, op, 1, &t) != 0 ||
+             tiled_sample(c, op, V_STARPU, &t) != 0 ||
+             check_tiled(c, op, V_STARPU) != 0 ||
+             measure(run, c, op, V_STARPU, &med[op][V_STARPU]) != 0;
+  }
+  linalg_starpu_close();
+  return failed;
+}
+#endif
+
+static void ctx_free(struct ctx *c) {
+  tarn_matrix_destroy(c->t_spd);
+  tarn_matrix_destroy(c->t_rnd);
+  tarn_matrix_destroy(c->t_vec);
+  free(c->spd);
+  free(c->rnd);
+  free(c->vec);
+  free(c->w);
+  free(c->wv);
+  free(c->chk);
+  free(c->ipiv);
+  free(c->piv);
+  linalg_tiles_free(&c->ta);
+  linalg_tiles_free(&c->tc);
+}
+
+/* A random m x n matrix into buf (column-major), through tarn. */
+static int rand_buf(tarn_rt *rt, size_t m, size_t n, uint64_t seed,
+                    double *buf) {
+  tarn_matrix *x = NULL;
+  tarn_region *region;
+  int rc = tarn_region_begin(rt, &region);
+  if (rc != 0) return tarn_failed("tarn_region_begin", rc);
+  int made = tarn_matrix_rand(rt, m, n, m, n, seed, &x);
+  rc = tarn_region_wait(region, NULL);
+  if (made == 0 && rc == 0) rc = tarn_matrix_to_buffer(x, buf, m);
+  tarn_matrix_destroy(x);
+  return made != 0 || rc != 0
+             ? tarn_failed("tarn_matrix_rand", made != 0 ? made : rc)
+             : 0;
+}
+
+static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n) {
+  memset(c, 0, sizeof *c);
+  c->rt = rt;
+  c->n = n;
+  c->b = bench_tile_size(n);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  c->cores = cores > 0 ? (int)cores : 1;
+  size_t bytes = n * n * sizeof(double);
+  c->spd = malloc(bytes);
+  c->rnd = malloc(bytes);
+  c->w = malloc(bytes);
+  c->chk = malloc(bytes);
+  c->vec = malloc(n * sizeof(double));
+  c->wv = malloc(n * sizeof(double));
+  c->ipiv = malloc(n * sizeof(int));
+  c->piv = malloc(n * sizeof(size_t));
+  if (c->spd == NULL || c->rnd == NULL || c->w == NULL || c->chk == NULL ||
+      c->vec == NULL || c->wv == NULL || c->ipiv == NULL || c->piv == NULL) {
+    fprintf(stderr, "tarn bench: linalg: out of memory for N=%zu\n", n);
+    return 1;
+  }
+  if (linalg_tiles_alloc(&c->ta, n, c->b) != 0 ||
+      linalg_tiles_alloc(&c->tc, n, c->b) != 0)
+    return 1;
+  if (rand_buf(rt, n, n, SPD_SEED, c->w) != 0 ||
+      rand_buf(rt, n, n, RND_SEED, c->rnd) != 0 ||
+      rand_buf(rt, n, 1, VEC_SEED, c->vec) != 0)
+    return 1;
+  /* spd = G G^T + N I, G in c->w. */
+  int ni = (int)n;
+  openblas_set_num_threads(c->cores);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, ni, ni, ni, 1.0, c->w,
+              ni, c->w, ni, 0.0, c->spd, ni);
+  openblas_set_num_threads(1);
+  for (size_t i = 0; i < n; i++) c->spd[i + i * n] += (double)n;
+  int rc = tarn_matrix_from_buffer(rt, n, n, c->b, c->b, c->spd, n, &c->t_spd);
+  if (rc == 0)
+    rc = tarn_matrix_from_buffer(rt, n, n, c->b, c->b, c->rnd, n, &c->t_rnd);
+  if (rc == 0)
+    rc = tarn_matrix_from_buffer(rt, n, 1, c->b, 1, c->vec, n, &c->t_vec);
+  return rc == 0 ? 0 : tarn_failed("tarn_matrix_from_buffer", rc);
+}
+
+static void goal(size_t n, int op, const char *label, double value,
+                 const char *unit, int at_most, double limit) {
+  char what[96];
+  snprintf(what, sizeof what, "N=%zu %s: %s", n, ops[op].short_name, label);
+  bench_goal(what, value, unit, at_most, limit);
+}
+
+/* The smaller of two medians that were measured (-1 when neither was). */
+static double best(double a, double b) {
+  if (a <= 0) return b;
+  if (b <= 0) return a;
+  return a < b ? a : b;
+}
+
+static double dagger_ms(size_t n, int op) {
+  for (int k = 0; k < 2; k++)
+    if (dagger_sizes[k] == n) return dagger_median_ms[k][op];
+  return -1;
+}
+
+static void print_goals(const struct figures *f) {
+  printf("\nGoals (from the medians above; Dagger's from the seed table):\n");
+  for (size_t s = 0; s < f->count; s++) {
+    size_t n = f->n[s];
+    for (int op = 0; op < OPS; op++) {
+      const double *m = f->med[s][op];
+      double lapacke = best(m[V_LAPACKE1], m[V_LAPACKEN]);
+      if (n == 256 && ops[op].available)
+        goal(n, op, "tarn / best lapacke", bench_ratio(m[V_TARN], lapacke), "x",
+             1, 1.1);
+      if (n == 1024 && ops[op].available) {
+        if (ops[op].omp)
+          goal(n, op, "openmp / tarn", bench_ratio(m[V_OMP], m[V_TARN]), "x", 0,
+               1);
+        goal(n, op, "best lapacke / tarn", bench_ratio(lapacke, m[V_TARN]), "x",
+             0, 1);
+      }
+      if (n == 4096 && ops[op].available) {
+        double peer = best(best(lapacke, m[V_OMP]), m[V_STARPU]);
+        goal(n, op, "best peer / tarn", bench_ratio(peer, m[V_TARN]), "x", 0,
+             1);
+        if (op == OP_CHOL) {
+          /* 2-core dgemm on 512 tiles: StarPU's tiled matmul of this run. */
+          double gemm = f->med[s][OP_MATMUL][V_STARPU];
+          double rate = bench_ratio(flops(OP_CHOL, n), m[V_TARN]);
+          double ref = bench_ratio(flops(OP_MATMUL, n), gemm);
+          goal(n, op, "GFLOP/s / starpu dgemm's", bench_ratio(rate, ref), "x",
+               0, 0.85);
+        }
+      }
+      double dagger = dagger_ms(n, op);
+      if (dagger > 0)
+        goal(n, op, "dagger (seed) / tarn",
+             bench_ratio(dagger * 1e-3, m[V_TARN]), "x", 0, 2.5);
+    }
+  }
+}
+
+int bench_linalg(bench_run *run) {
+  const size_t *sizes = run->sizes != NULL ? run->sizes : default_sizes;
+  size_t nsizes =
+      run->sizes != NULL ? run->nsizes : sizeof default_sizes / sizeof *sizes;
+  if (nsizes > MAX_SIZES) nsizes = MAX_SIZES;
+  static struct figures f;
+  memset(&f, 0, sizeof f);
+  for (size_t s = 0; s < MAX_SIZES; s++)
+    for (int op = 0; op < OPS; op++)
+      for (int v = 0; v < VARIANTS; v++) f.med[s][op][v] = -1;
+  tarn_rt *rt;
+  int rc = tarn_rt_create(NULL, &rt);
+  if (rc != 0) return tarn_failed("tarn_rt_create", rc);
+  int failed = 0;
+  for (size_t s = 0; s < nsizes && !failed; s++) {
+    struct ctx c;
+    failed = ctx_open(&c, rt, sizes[s]);
+    f.n[f.count] = sizes[s];
+    for (int op = 0; op < OPS && !failed; op++)
+      failed = measure_op(run, &c, op, f.med[f.count][op]);
+#ifdef TARN_BENCH_STARPU
+    if (!failed) failed = measure_starpu(run, &c, f.med[f.count]);
+#endif
+    f.count++;
+    ctx_free(&c);
+  }
+  rc = tarn_rt_destroy(rt);
+  if (rc != 0 && !failed) failed = tarn_failed("tarn_rt_destroy", rc);
+  print_goals(&f);
+  return failed;
+}

@@ -1,14 +1,18 @@
 /* linalg.c: the `linalg` suite of `tarn bench` (BENCH.md): cholesky, lu,
- * matmul (A*A), matvec (A*x) and solve (A\b via lu) of an N x N tiled tarn
- * matrix, side by side with LAPACKE/OpenBLAS on the whole matrix (1 thread
- * and all cores), the same tiled Cholesky as OpenMP tasks and the same
- * tiled Cholesky and gemm on StarPU 1.3 (linalg_peers.h). Inputs are made
- * in an untimed setup; factorizations work on a fresh copy made before
- * each sample, outside the clock. One round checks tarn and the tiled peers
- * against LAPACKE, then each variant runs its samples after a warm-up of
- * its own. qr and syrk (A'*A) are listed as not available yet. Ends with
- * the goals, from the medians of the run and Dagger's published medians. */
+ * qr, matmul (A*A), matvec (A*x), solve (A\b via lu) and syrk (A'*A, the
+ * full result) of an N x N tiled tarn matrix, side by side with
+ * LAPACKE/OpenBLAS on the whole matrix (1 thread and all cores), the same tiled
+ * Cholesky as OpenMP tasks and the same tiled Cholesky and gemm on StarPU 1.3
+ * (linalg_peers.h). Inputs are made in an untimed setup; factorizations work on
+ * a fresh copy made before each sample, outside the clock. One round checks
+ * tarn and the tiled peers against LAPACKE, then each variant runs its samples
+ * after a warm-up of its own (qr: |diag R| against LAPACKE_dgeqrf's; syrk: a
+ * few elements of both triangles against cblas_dsyrk's, whose lower half the
+ * LAPACKE row mirrors to the upper inside its clock, as tarn's result is full).
+ * Ends with the goals, from the medians of the run and Dagger's published
+ * medians. */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +26,7 @@
 extern void openblas_set_num_threads(int);
 
 #define SPD_SEED 11u /* G, the SPD input being G G^T + N I */
-#define RND_SEED 12u /* A, the input of lu, matmul, matvec and solve */
+#define RND_SEED 12u /* A, the input of lu, qr, matmul, matvec, solve, syrk */
 #define VEC_SEED 13u /* x and b, N x 1 */
 #define MAX_SIZES 16
 #define CHECK_TOL 1e-8
@@ -42,11 +46,11 @@ struct op {
 static const struct op ops[OPS] = {
     [OP_CHOL] = {"cholesky", "cholesky", 1, 1, 1},
     [OP_LU] = {"lu", "lu", 1, 0, 0},
-    [OP_QR] = {"qr", "qr", 0, 0, 0},
+    [OP_QR] = {"qr", "qr", 1, 0, 0},
     [OP_MATMUL] = {"matmul (A*A)", "matmul", 1, 0, 1},
     [OP_MATVEC] = {"matvec (A*x)", "matvec", 1, 0, 0},
     [OP_SOLVE] = {"solve (A\\b via lu)", "solve", 1, 0, 0},
-    [OP_SYRK] = {"syrk (A'*A)", "syrk", 0, 0, 0},
+    [OP_SYRK] = {"syrk (A'*A)", "syrk", 1, 0, 0},
 };
 
 /* Dagger.jl's medians in milliseconds, published reference figures (not
@@ -102,6 +106,10 @@ static double flops(int op, size_t n) {
       return 2 * x * x;
     case OP_SOLVE:
       return 2 * x * x * x / 3 + 2 * x * x;
+    case OP_QR: /* 2 m n^2 - 2 n^3 / 3 with m = n */
+      return 4 * x * x * x / 3;
+    case OP_SYRK: /* the lower half's n^2 (n + 1), counted as n^3 */
+      return x * x * x;
     default:
       return 0;
   }
@@ -173,7 +181,7 @@ static int fresh_copy(tarn_rt *rt, tarn_matrix *src, tarn_matrix **dst) {
 static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
   tarn_matrix *work = NULL, *out = NULL;
   int rc = 0, info = 0;
-  if (op == OP_CHOL || op == OP_LU || op == OP_SOLVE) {
+  if (op == OP_CHOL || op == OP_LU || op == OP_QR || op == OP_SOLVE) {
     if (fresh_copy(c->rt, op == OP_CHOL ? c->t_spd : c->t_rnd, &work) != 0)
       return 1;
     if (op == OP_SOLVE && fresh_copy(c->rt, c->t_vec, &out) != 0) {
@@ -181,9 +189,12 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
       return 1;
     }
   }
+  tarn_matrix *tq = NULL; /* qr's T factors, destroyed after the clock */
   uint64_t t0 = bench_now_ns();
   if (op == OP_CHOL) {
     rc = tarn_matrix_cholesky(work, &info);
+  } else if (op == OP_QR) {
+    rc = tarn_matrix_qr(work, 0, &tq);
   } else if (op == OP_LU) {
     rc = tarn_matrix_lu(work, c->piv, &info);
   } else if (op == OP_SOLVE) {
@@ -192,15 +203,22 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
     tarn_region *region;
     rc = tarn_region_begin(c->rt, &region);
     if (rc == 0) {
-      tarn_matrix *b = op == OP_MATMUL ? c->t_rnd : c->t_vec;
-      int submitted = tarn_matrix_gemm(c->t_rnd, TARN_NO_TRANS, b,
-                                       TARN_NO_TRANS, 1.0, 0.0, &out);
+      int submitted;
+      if (op == OP_SYRK) {
+        submitted = tarn_matrix_syrk_ata(c->t_rnd, &out);
+      } else {
+        tarn_matrix *b = op == OP_MATMUL ? c->t_rnd : c->t_vec;
+        submitted = tarn_matrix_gemm(c->t_rnd, TARN_NO_TRANS, b, TARN_NO_TRANS,
+                                     1.0, 0.0, &out);
+      }
       rc = tarn_region_wait(region, NULL);
       if (submitted != 0) rc = submitted;
     }
   }
   *t = (double)(bench_now_ns() - t0) * 1e-9;
-  tarn_matrix *result = op == OP_CHOL || op == OP_LU ? work : out;
+  tarn_matrix_destroy(tq);
+  tarn_matrix *result =
+      op == OP_CHOL || op == OP_LU || op == OP_QR ? work : out;
   tarn_matrix_destroy(result == work ? out : work);
   if (rc != 0) {
     tarn_matrix_destroy(result);
@@ -214,12 +232,13 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
 }
 
 /* One LAPACKE sample with `threads` OpenBLAS threads (set to 1 again
- * afterwards, as tarn wants it); the result stays in c->w or c->wv. */
+ * afterwards, as tarn wants it); the result stays in c->w or c->wv (qr's
+ * tau goes to c->wv). */
 static int lapacke_sample(struct ctx *c, int op, int threads, double *t) {
   int n = (int)c->n, info = 0;
   size_t bytes = c->n * c->n * sizeof(double);
   if (op == OP_CHOL) memcpy(c->w, c->spd, bytes);
-  if (op == OP_LU || op == OP_SOLVE) memcpy(c->w, c->rnd, bytes);
+  if (op == OP_LU || op == OP_QR || op == OP_SOLVE) memcpy(c->w, c->rnd, bytes);
   if (op == OP_SOLVE) memcpy(c->wv, c->vec, c->n * sizeof(double));
   openblas_set_num_threads(threads);
   uint64_t t0 = bench_now_ns();
@@ -240,6 +259,17 @@ static int lapacke_sample(struct ctx *c, int op, int threads, double *t) {
       break;
     case OP_SOLVE:
       info = LAPACKE_dgesv(LAPACK_COL_MAJOR, n, 1, c->w, n, c->ipiv, c->wv, n);
+      break;
+    case OP_QR:
+      info = LAPACKE_dgeqrf(LAPACK_COL_MAJOR, n, n, c->w, n, c->wv);
+      break;
+    case OP_SYRK:
+      /* C = A^T A, lower half; then mirrored, as tarn's result is full. */
+      cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, n, n, 1.0, c->rnd, n,
+                  0.0, c->w, n);
+      for (size_t j = 0; j < c->n; j++)
+        for (size_t i = j + 1; i < c->n; i++)
+          c->w[j + i * c->n] = c->w[i + j * c->n];
       break;
     default:
       break;
@@ -312,11 +342,25 @@ static int check_buf(const struct ctx *c, int op, const char *who,
   return 0;
 }
 
-/* Checks tarn's result `out` (and LU's pivots) against LAPACKE's. */
+/* Checks tarn's result `out` (and LU's pivots) against LAPACKE's; for qr,
+ * |diag R| (the signs of the reflectors may differ). */
 static int check_tarn(struct ctx *c, int op, tarn_matrix *out) {
   int vector = op == OP_MATVEC || op == OP_SOLVE;
   int rc = tarn_matrix_to_buffer(out, c->chk, c->n);
   if (rc != 0) return tarn_failed("tarn_matrix_to_buffer", rc);
+  if (op == OP_QR) {
+    for (size_t i = 0; i < c->n; i++) {
+      double g = fabs(c->chk[i + i * c->n]), w = fabs(c->w[i + i * c->n]);
+      if (!bench_close(g, w, CHECK_TOL)) {
+        fprintf(stderr,
+                "tarn bench: linalg: N=%zu qr: |R(%zu, %zu)| is %.17g in "
+                "tarn, %.17g in LAPACKE\n",
+                c->n, i, i, g, w);
+        return 1;
+      }
+    }
+    return 0;
+  }
   if (op == OP_LU)
     for (size_t i = 0; i < c->n; i++)
       if (c->piv[i] + 1 != (size_t)c->ipiv[i]) {

@@ -29,6 +29,14 @@ bool tarn__blas_sized(const tarn_matrix *a) {
   return a->mb <= INT_MAX && a->nb <= INT_MAX;
 }
 
+void *tarn__task_memory(tarn_task *t, size_t bytes, bool *heap) {
+  void *p = NULL;
+  *heap = false;
+  if (tarn_task_scratch(t, bytes, 64, &p) == 0) return p;
+  *heap = true;
+  return malloc(bytes);
+}
+
 int tarn__submit_owned(tarn_rt *rt, tarn_task_fn fn, const void *proto,
                        size_t size, const tarn_dep *deps, size_t ndeps,
                        int priority, const char *name) {

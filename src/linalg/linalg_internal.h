@@ -1,6 +1,6 @@
-/* linalg_internal.h: what the linalg layer's modules (linalg.c, lu.c)
- * share: OpenBLAS set to one thread, BLAS-sized tiles, and submitting a
- * tile task that owns a copy of its job. */
+/* linalg_internal.h: what the linalg layer's modules (linalg.c, lu.c,
+ * qr.c) share: OpenBLAS set to one thread, BLAS-sized tiles, submitting a
+ * tile task that owns a copy of its job, and task working memory. */
 #ifndef TARN_LINALG_INTERNAL_H
 #define TARN_LINALG_INTERNAL_H
 
@@ -22,5 +22,9 @@ bool tarn__blas_sized(const tarn_matrix *a);
 int tarn__submit_owned(tarn_rt *rt, tarn_task_fn fn, const void *proto,
                        size_t size, const tarn_dep *deps, size_t ndeps,
                        int priority, const char *name);
+
+/* Memory for a task: its worker's scratch, or the heap when the slab is
+ * too small (*heap says which: free it then). NULL when neither has it. */
+void *tarn__task_memory(tarn_task *t, size_t bytes, bool *heap);
 
 #endif

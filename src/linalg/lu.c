@@ -42,24 +42,14 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
 
 /* ---- kernels ------------------------------------------------------------ */
 
-/* Memory for a task: scratch, or the heap when the slab is too small
- * (*heap says which, to free it). */
-static void *task_memory(tarn_task *t, size_t bytes, bool *heap) {
-  void *p = NULL;
-  *heap = false;
-  if (tarn_task_scratch(t, bytes, 64, &p) == 0) return p;
-  *heap = true;
-  return malloc(bytes);
-}
-
 /* Factors tile column k from its diagonal tile down (deps: tiles (k..,k),
  * slots 0..ntiles-1); pivots to piv[row0..row0+n). */
 static int k_panel(tarn_task *t, void *arg) {
   const struct lu_job *j = arg;
   size_t rows = j->rows, cols = (size_t)j->n;
   bool heap_a, heap_p;
-  double *p = task_memory(t, rows * cols * sizeof *p, &heap_a);
-  lapack_int *ipiv = task_memory(t, cols * sizeof *ipiv, &heap_p);
+  double *p = tarn__task_memory(t, rows * cols * sizeof *p, &heap_a);
+  lapack_int *ipiv = tarn__task_memory(t, cols * sizeof *ipiv, &heap_p);
   int rc = 0;
   if (p == NULL || ipiv == NULL) {
     rc = TARN_ENOMEM;

@@ -38,16 +38,6 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct qr_job *proto,
 
 /* ---- kernels ------------------------------------------------------------ */
 
-/* Memory for a task: scratch, or the heap when the slab is too small
- * (*heap says which, to free it). */
-static void *task_memory(tarn_task *t, size_t bytes, bool *heap) {
-  void *p = NULL;
-  *heap = false;
-  if (tarn_task_scratch(t, bytes, 64, &p) == 0) return p;
-  *heap = true;
-  return malloc(bytes);
-}
-
 /* QR of the m x n diagonal tile (slot a) into its T (slot tt, ldt x n,
  * zeroed first so that the tile's bits do not depend on what was there). */
 static int k_geqrt(tarn_task *t, void *arg) {
@@ -57,7 +47,7 @@ static int k_geqrt(tarn_task *t, void *arg) {
   memset(tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *tt);
   bool heap;
   double *work =
-      task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
+      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
   if (work == NULL) return TARN_ENOMEM;
   lapack_int info = LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, j->m, j->n, j->ib, a,
                                         j->lda, tt, j->ldt, work);
@@ -75,7 +65,7 @@ static int k_tpqrt(tarn_task *t, void *arg) {
   memset(tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *tt);
   bool heap;
   double *work =
-      task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
+      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
   if (work == NULL) return TARN_ENOMEM;
   lapack_int info = LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, j->m, j->n, 0, j->ib,
                                         a, j->lda, b, j->ldb, tt, j->ldt, work);
@@ -92,7 +82,7 @@ static int k_gemqrt(tarn_task *t, void *arg) {
   double *c = tarn_task_data(t, (size_t)j->a);
   bool heap;
   double *work =
-      task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
+      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
   if (work == NULL) return TARN_ENOMEM;
   lapack_int info =
       LAPACKE_dgemqrt_work(LAPACK_COL_MAJOR, 'L', j->trans, j->m, j->n, j->k,
@@ -112,7 +102,7 @@ static int k_tpmqrt(tarn_task *t, void *arg) {
   double *b = tarn_task_data(t, (size_t)j->b);
   bool heap;
   double *work =
-      task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
+      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
   if (work == NULL) return TARN_ENOMEM;
   lapack_int info = LAPACKE_dtpmqrt_work(LAPACK_COL_MAJOR, 'L', j->trans, j->m,
                                          j->n, j->k, 0, j->ib, v, j->ldb, tt,

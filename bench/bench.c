@@ -4,6 +4,7 @@
  * (CPU model, online cores, operating system, tarn version, date). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <ftw.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -396,4 +397,35 @@ double bench_minor_faults(void) {
 
 int bench_close(double a, double b, double tol) {
   return fabs(a - b) <= tol * (1 + fabs(b));
+}
+
+int bench_starpu_environment(const char *suite, char *dir, size_t size) {
+  snprintf(dir, size, "/tmp/tarn-bench-starpu-XXXXXX"); /* mkdtemp's template */
+  if (mkdtemp(dir) == NULL) {
+    fprintf(stderr, "tarn bench: %s: cannot make %s: %s\n", suite, dir,
+            strerror(errno));
+    return 1;
+  }
+  if (setenv("STARPU_SILENT", "1", 1) != 0 ||
+      setenv("STARPU_WORKERS_NOBIND", "1", 1) != 0 ||
+      setenv("STARPU_HOME", dir, 1) != 0 ||
+      setenv("STARPU_PERF_MODEL_DIR", dir, 1) != 0) {
+    fprintf(stderr, "tarn bench: %s: setenv: %s\n", suite, strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag,
+                        struct FTW *ftw) {
+  (void)st;
+  (void)flag;
+  (void)ftw;
+  if (remove(path) == 0) return 0;
+  fprintf(stderr, "tarn bench: cannot remove %s: %s\n", path, strerror(errno));
+  return 1;
+}
+
+void bench_remove_tree(const char *dir) {
+  nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }

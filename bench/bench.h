@@ -105,6 +105,16 @@ double bench_minor_faults(void);
 /* Whether a is within tol (relative, plus tol absolute) of b. */
 int bench_close(double a, double b, double tol);
 
+/* Prepares the environment StarPU reads at starpu_init: quiet, workers not
+ * bound to cores, and its home (performance models, traces) in a fresh
+ * temporary directory, whose path goes to dir (size bytes). Returns 0, or
+ * 1 after printing why (naming `suite`). */
+int bench_starpu_environment(const char *suite, char *dir, size_t size);
+
+/* Removes the directory tree `dir` (as made by bench_starpu_environment),
+ * printing what cannot be removed. */
+void bench_remove_tree(const char *dir);
+
 /* The median of n values, 0 < n <= BENCH_SAMPLES_MAX. */
 double bench_median(const double *values, size_t n);
 

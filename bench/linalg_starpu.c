@@ -8,7 +8,6 @@
  * starpu_task_wait_for_all; the tiles are unregistered after it. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,19 +84,7 @@ static int starpu_failed(const char *what, int rc) {
 }
 
 int linalg_starpu_open(void) {
-  snprintf(home, sizeof home, "/tmp/tarn-bench-starpu-XXXXXX");
-  if (mkdtemp(home) == NULL) {
-    fprintf(stderr, "tarn bench: linalg: cannot make %s: %s\n", home,
-            strerror(errno));
-    return 1;
-  }
-  if (setenv("STARPU_SILENT", "1", 1) != 0 ||
-      setenv("STARPU_WORKERS_NOBIND", "1", 1) != 0 ||
-      setenv("STARPU_HOME", home, 1) != 0 ||
-      setenv("STARPU_PERF_MODEL_DIR", home, 1) != 0) {
-    fprintf(stderr, "tarn bench: linalg: setenv: %s\n", strerror(errno));
-    return 1;
-  }
+  if (bench_starpu_environment("linalg", home, sizeof home) != 0) return 1;
   struct starpu_conf conf;
   int rc = starpu_conf_init(&conf);
   if (rc != 0) return starpu_failed("starpu_conf_init", rc);
@@ -110,20 +97,9 @@ int linalg_starpu_open(void) {
   return rc == 0 ? 0 : starpu_failed("starpu_init", rc);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  if (remove(path) == 0) return 0;
-  fprintf(stderr, "tarn bench: linalg: cannot remove %s: %s\n", path,
-          strerror(errno));
-  return 1;
-}
-
 void linalg_starpu_close(void) {
   starpu_shutdown();
-  nftw(home, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  bench_remove_tree(home);
 }
 
 /* Registers every tile of t into h (nt * nt handles). */

@@ -5,7 +5,6 @@
  * starpu_task_insert and the time ends at starpu_task_wait_for_all. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,27 +40,8 @@ static int starpu_failed(const char *what, int rc) {
   return 1;
 }
 
-/* The environment StarPU reads at starpu_init: quiet, no binding, and
- * its home (performance models, traces) in a fresh temporary directory. */
-static int quiet_environment(void) {
-  snprintf(home, sizeof home, "/tmp/tarn-bench-starpu-XXXXXX");
-  if (mkdtemp(home) == NULL) {
-    fprintf(stderr, "tarn bench: rt: cannot make %s: %s\n", home,
-            strerror(errno));
-    return 1;
-  }
-  if (setenv("STARPU_SILENT", "1", 1) != 0 ||
-      setenv("STARPU_WORKERS_NOBIND", "1", 1) != 0 ||
-      setenv("STARPU_HOME", home, 1) != 0 ||
-      setenv("STARPU_PERF_MODEL_DIR", home, 1) != 0) {
-    fprintf(stderr, "tarn bench: rt: setenv: %s\n", strerror(errno));
-    return 1;
-  }
-  return 0;
-}
-
 int rt_starpu_open(unsigned workers) {
-  if (quiet_environment() != 0) return 1;
+  if (bench_starpu_environment("rt", home, sizeof home) != 0) return 1;
   struct starpu_conf conf;
   int rc = starpu_conf_init(&conf);
   if (rc != 0) return starpu_failed("starpu_conf_init", rc);
@@ -78,21 +58,10 @@ int rt_starpu_open(unsigned workers) {
   return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag,
-                        struct FTW *ftw) {
-  (void)st;
-  (void)flag;
-  (void)ftw;
-  if (remove(path) == 0) return 0;
-  fprintf(stderr, "tarn bench: rt: cannot remove %s: %s\n", path,
-          strerror(errno));
-  return 1;
-}
-
 void rt_starpu_close(void) {
   starpu_data_unregister(counter_handle);
   starpu_shutdown();
-  nftw(home, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  bench_remove_tree(home);
 }
 
 int rt_starpu_empty(void *arg, uint64_t reps, double *seconds) {

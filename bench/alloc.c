@@ -129,28 +129,6 @@ static int run_bursts(bench_run *run, double *bump_ns, double *bare_ns) {
 
 /* ---- malloc peers, each in a process of its own ------------------------ */
 
-/* Sets `path` to tarn-burst-NAME next to this executable: <dir>/bench/ in a
- * build tree, <dir>/../libexec/tarn/ once installed. Returns 0, 1 when
- * there is none, -1 after printing why the search failed. */
-static int find_burst(const char *name, char *path, size_t size) {
-  char exe[PATH_MAX];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (len < 0) {
-    fprintf(stderr, "tarn bench: alloc: readlink(/proc/self/exe): %s\n",
-            strerror(errno));
-    return -1;
-  }
-  exe[len] = '\0';
-  char *slash = strrchr(exe, '/');
-  if (slash != NULL) *slash = '\0';
-  const char *dirs[] = {"bench", "../libexec/tarn"};
-  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-    int n = snprintf(path, size, "%s/%s/tarn-burst-%s", exe, dirs[i], name);
-    if (n > 0 && (size_t)n < size && access(path, X_OK) == 0) return 0;
-  }
-  return 1;
-}
-
 /* Starts `path SAMPLES` with its stdout on a pipe; *out reads it. */
 static int spawn_burst(const char *path, size_t samples, pid_t *pid,
                        FILE **out) {
@@ -225,9 +203,10 @@ static int reap(pid_t pid, const char *path) {
  * -1 when it is not available or failed. Returns 1 on failure. */
 static int run_peer(bench_run *run, const char *name, const char *row,
                     double *ns) {
-  char path[PATH_MAX + 64];
+  char path[PATH_MAX + 64], program[64];
   *ns = -1;
-  int found = find_burst(name, path, sizeof path);
+  snprintf(program, sizeof program, "tarn-burst-%s", name);
+  int found = bench_find_program(program, path, sizeof path);
   if (found < 0) return 1;
   if (found > 0) {
     bench_note(run, row,
@@ -323,7 +302,7 @@ struct figures {
 };
 
 static void print_goals(const struct figures *f) {
-  printf("\nGoals (ratios of the medians above, ns per operation):\n");
+  bench_printf("\nGoals (ratios of the medians above, ns per operation):\n");
   bench_goal("tarn bump / bare increment", bench_ratio(f->bump, f->bare), "x",
              1, 1.5);
   bench_goal("glibc malloc+free / tarn bump", bench_ratio(f->glibc, f->bump),

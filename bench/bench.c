@@ -5,8 +5,11 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <regex.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +40,100 @@ void bench_run_init(bench_run *run, size_t samples) {
 }
 
 void bench_run_free(bench_run *run) {
+  bench_progress_clear(run);
+  if (run->filter != NULL) {
+    regfree(run->filter);
+    free(run->filter);
+  }
   for (size_t i = 0; i < run->count; i++) {
     free(run->results[i].name);
     free(run->results[i].samples);
   }
   free(run->results);
   memset(run, 0, sizeof *run);
+}
+
+int bench_set_filter(bench_run *run, const char *regex) {
+  regex_t *re = malloc(sizeof *re);
+  if (re == NULL) {
+    fprintf(stderr, "tarn bench: out of memory\n");
+    return 2;
+  }
+  int rc = regcomp(re, regex, REG_EXTENDED | REG_NOSUB);
+  if (rc != 0) {
+    char why[256];
+    regerror(rc, re, why, sizeof why);
+    free(re);
+    fprintf(stderr, "tarn: --filter '%s' is not a regular expression: %s\n",
+            regex, why);
+    return 2;
+  }
+  if (run->filter != NULL) {
+    regfree(run->filter);
+    free(run->filter);
+  }
+  run->filter = re;
+  return 0;
+}
+
+/* The run whose progress bar is on the screen, or NULL. */
+static bench_run *progress_owner;
+
+/* Draws "[#####.....] 3/7 suites  NAME" on stderr, over the last bar. */
+static void progress_draw(bench_run *run, const char *name) {
+  enum { width = 24 };
+  unsigned total = run->suite_count ? run->suite_count : 1;
+  unsigned filled = run->suite_index * width / total;
+  char bar[width + 1];
+  for (unsigned i = 0; i < width; i++) bar[i] = i < filled ? '#' : '.';
+  bar[width] = '\0';
+  fprintf(stderr, "\r\033[K[%s] %u/%u  %.60s", bar, run->suite_index, total,
+          name);
+  fflush(stderr);
+  run->progress_shown = 1;
+  progress_owner = run;
+}
+
+void bench_progress_clear(bench_run *run) {
+  if (!run->progress_shown) return;
+  fputs("\r\033[K", stderr);
+  fflush(stderr);
+  run->progress_shown = 0;
+  progress_owner = NULL;
+}
+
+int bench_printf(const char *format, ...) {
+  if (progress_owner != NULL) bench_progress_clear(progress_owner);
+  va_list ap;
+  va_start(ap, format);
+  int n = vprintf(format, ap);
+  va_end(ap);
+  fflush(stdout);
+  return n;
+}
+
+int bench_wanted(bench_run *run, const char *name) {
+  if (run->filter != NULL && regexec(run->filter, name, 0, NULL, 0) != 0)
+    return 0;
+  if (run->progress) {
+    fflush(stdout);
+    progress_draw(run, name);
+  }
+  return 1;
+}
+
+int bench_rt_options(const bench_run *run, struct tarn_rt_options *options) {
+  int rc = tarn_rt_options_init(options);
+  if (rc != 0) return rc;
+  if (run->workers > 0) options->workers = run->workers;
+  if (run->mem_limit > 0) options->pool.mem_limit = run->mem_limit;
+  return 0;
+}
+
+unsigned bench_threads(const bench_run *run) {
+  if (run->workers > 0) return run->workers;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? (unsigned)cores : 1;
 }
 
 int bench_calibrate(bench_fn fn, void *arg, double target_s, uint64_t *reps) {
@@ -89,33 +180,34 @@ static const char *format_time(char *buf, size_t size, double s) {
 }
 
 static void print_header(bench_run *run) {
+  bench_progress_clear(run);
   if (run->header_printed) return;
   run->header_printed = 1;
-  printf("%-*s %11s %11s %11s  %s\n", NAME_WIDTH, "name", "median", "min",
-         "max", "extra");
+  bench_printf("%-*s %11s %11s %11s  %s\n", NAME_WIDTH, "name", "median", "min",
+               "max", "extra");
 }
 
 static void print_row(bench_run *run, const bench_result *r) {
   char med[32], lo[32], hi[32];
   print_header(run);
-  printf("%-*s %11s %11s %11s ", NAME_WIDTH, r->name,
-         format_time(med, sizeof med, r->median_s),
-         format_time(lo, sizeof lo, r->min_s),
-         format_time(hi, sizeof hi, r->max_s));
+  bench_printf("%-*s %11s %11s %11s ", NAME_WIDTH, r->name,
+               format_time(med, sizeof med, r->median_s),
+               format_time(lo, sizeof lo, r->min_s),
+               format_time(hi, sizeof hi, r->max_s));
   for (size_t i = 0; i < r->nextra; i++) {
     double v = r->extra[i].value;
     if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v)
-      printf(" %s=%.0f", r->extra[i].key, v);
+      bench_printf(" %s=%.0f", r->extra[i].key, v);
     else
-      printf(" %s=%.3g", r->extra[i].key, v);
+      bench_printf(" %s=%.3g", r->extra[i].key, v);
   }
-  printf("\n");
+  bench_printf("\n");
   fflush(stdout);
 }
 
 void bench_note(bench_run *run, const char *name, const char *message) {
   print_header(run);
-  printf("%-*s %s\n", NAME_WIDTH, name, message);
+  bench_printf("%-*s %s\n", NAME_WIDTH, name, message);
   fflush(stdout);
 }
 
@@ -298,13 +390,13 @@ void bench_goal(const char *what, double value, const char *unit, int at_most,
   char goal[32], figure[32];
   snprintf(goal, sizeof goal, "%s %g%s", at_most ? "<=" : ">=", limit, unit);
   if (value < 0) {
-    printf("  %-42s %12s   goal %s\n", what, "not measured", goal);
+    bench_printf("  %-42s %12s   goal %s\n", what, "not measured", goal);
     return;
   }
   int met = at_most ? value <= limit : value >= limit;
   snprintf(figure, sizeof figure, "%.2f%s", value, unit);
-  printf("  %-42s %12s   goal %-9s %s\n", what, figure, goal,
-         met ? "met" : "NOT met");
+  bench_printf("  %-42s %12s   goal %-9s %s\n", what, figure, goal,
+               met ? "met" : "NOT met");
 }
 
 double bench_ratio(double a, double b) { return a > 0 && b > 0 ? a / b : -1; }
@@ -428,4 +520,23 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
 
 void bench_remove_tree(const char *dir) {
   nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int bench_find_program(const char *name, char *path, size_t size) {
+  char exe[PATH_MAX];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len < 0) {
+    fprintf(stderr, "tarn bench: readlink(/proc/self/exe): %s\n",
+            strerror(errno));
+    return -1;
+  }
+  exe[len] = '\0';
+  char *slash = strrchr(exe, '/');
+  if (slash != NULL) *slash = '\0';
+  const char *dirs[] = {"bench", "../libexec/tarn"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    int n = snprintf(path, size, "%s/%s/%s", exe, dirs[i], name);
+    if (n > 0 && (size_t)n < size && access(path, X_OK) == 0) return 0;
+  }
+  return 1;
 }

@@ -39,6 +39,13 @@ typedef struct bench_run {
   size_t samples;      /* samples per benchmark, at least BENCH_SAMPLES_MIN */
   const size_t *sizes; /* N of the array and stencil suites; NULL: default */
   size_t nsizes;
+  unsigned workers;  /* tarn's workers and peers' threads; 0: all cores */
+  size_t mem_limit;  /* tarn's pool limit in bytes (--mem-limit); 0: none */
+  void *filter;      /* compiled --filter (regex_t), or NULL: every name */
+  const char *suite; /* name of the suite running now, for progress */
+  unsigned suite_index, suite_count; /* progress: suites done and in all */
+  int progress;       /* draw a progress bar on stderr (a terminal) */
+  int progress_shown; /* a bar is on the screen and must be cleared */
   bench_result *results;
   size_t count, cap;
   int header_printed;
@@ -64,8 +71,32 @@ uint64_t bench_now_ns(void);
 /* Starts a run with `samples` samples per benchmark. */
 void bench_run_init(bench_run *run, size_t samples);
 
-/* Frees every result of the run. */
+/* Frees every result of the run and its filter. */
 void bench_run_free(bench_run *run);
+
+/* Compiles `regex` (POSIX extended) as the run's filter. Returns 0, or 2
+ * after printing why. */
+int bench_set_filter(bench_run *run, const char *regex);
+
+/* Whether the benchmark `name` is to be measured (it matches the filter,
+ * or there is none). Suites ask before measuring, so that a filtered-out
+ * benchmark costs nothing; also updates the progress bar with `name`. */
+int bench_wanted(bench_run *run, const char *name);
+
+/* Fills *options for a runtime of the run: tarn_rt_options_init, then
+ * --workers and --mem-limit. Returns 0 or a tarn status. */
+struct tarn_rt_options;
+int bench_rt_options(const bench_run *run, struct tarn_rt_options *options);
+
+/* Threads the peers of the run use: --workers, or the online cores. */
+unsigned bench_threads(const bench_run *run);
+
+/* Clears the progress bar (before anything is printed to stdout). */
+void bench_progress_clear(bench_run *run);
+
+/* printf for the suites' tables and goal lines: clears the progress bar
+ * first and flushes stdout after, so the two never mix on a terminal. */
+int bench_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 /* Runs fn with a doubling number of repetitions until one call takes a
  * sixth of `target_s`, then sets *reps so that a call takes about target_s.
@@ -115,6 +146,12 @@ int bench_starpu_environment(const char *suite, char *dir, size_t size);
  * printing what cannot be removed. */
 void bench_remove_tree(const char *dir);
 
+/* Sets `path` to the helper program `name` (e.g. "tarn-burst-glibc") next
+ * to this executable: <dir>/bench/ in a build tree, <dir>/../libexec/tarn/
+ * once installed. Returns 0, 1 when there is none, -1 after printing why the
+ * search failed. */
+int bench_find_program(const char *name, char *path, size_t size);
+
 /* The median of n values, 0 < n <= BENCH_SAMPLES_MAX. */
 double bench_median(const double *values, size_t n);
 
@@ -162,5 +199,20 @@ int bench_rt(bench_run *run);
 int bench_array(bench_run *run);
 int bench_stencil(bench_run *run);
 int bench_linalg(bench_run *run);
+int bench_ooc(bench_run *run);
+int bench_eager(bench_run *run);
+int bench_load(bench_run *run);
+
+/* The ooc suite measures each configuration in a fresh process (its peak
+ * resident set is the process's own): it starts this executable as
+ * `tarn bench BENCH_OOC_CHILD ARGS...`, which runs bench_ooc_child(ARGS)
+ * and exits with its status. Not for users; not in the help. */
+#define BENCH_OOC_CHILD "__ooc-child"
+int bench_ooc_child(int argc, char **argv);
+
+/* `tarn bench compare BASE.json NEW.json [--threshold P]
+ * [--fail-on-regression] [--svg FILE]`: argv holds the arguments after
+ * "compare". Returns the process's exit status. */
+int bench_compare(int argc, char **argv);
 
 #endif

@@ -560,7 +560,8 @@ static double dagger_ms(size_t n, int op) {
 }
 
 static void print_goals(const struct figures *f) {
-  printf("\nGoals (from the medians above; Dagger's from the seed table):\n");
+  bench_printf(
+      "\nGoals (from the medians above; Dagger's from the seed table):\n");
   for (size_t s = 0; s < f->count; s++) {
     size_t n = f->n[s];
     for (int op = 0; op < OPS; op++) {

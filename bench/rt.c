@@ -378,7 +378,7 @@ static int run_starpu(bench_run *run, unsigned w, struct figures *f) {
 
 static void print_goals(const struct figures *f) {
   char what[64];
-  printf("\nGoals (from the medians above):\n");
+  bench_printf("\nGoals (from the medians above):\n");
   for (unsigned w = 1; w <= MAX_WORKERS; w++) {
     const char *s = w == 1 ? "" : "s";
     double tarn = f->chain_us[PEER_TARN][w];

@@ -1,14 +1,17 @@
 /* tarn.c: the `tarn` command. Subcommands: `version` (the library's
- * version), `help` (usage), and `bench [SUITE] [--samples N] [--sizes LIST]
- * [--json FILE]`, which runs one benchmark suite, or every suite, through
- * the harness of bench/bench.h. Exit status 0 on success, 1 when a benchmark or
- * the JSON file failed, 2 for a command line it does not understand. */
+ * version), `help` (usage), `bench [SUITE] [options]`, which runs one
+ * benchmark suite, or every suite, through the harness of bench/bench.h, and
+ * `bench compare BASE NEW`, which compares two JSON files of results. Exit
+ * status 0 on success, 1 when a benchmark or the JSON file failed (compare:
+ * a regression with --fail-on-regression), 2 for a command line it does not
+ * understand. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "tarn.h"
@@ -19,15 +22,29 @@ static const char usage_text[] =
     "commands:\n"
     "  version           print the version of the tarn library\n"
     "  help              print this help (also --help, -h)\n"
-    "  bench [SUITE] [--samples N] [--sizes LIST] [--json FILE]\n"
-    "                    run the benchmark suite SUITE (alloc, pool, rt, "
-    "array,\n"
-    "                    stencil or linalg), or every suite in that order\n"
+    "  bench [SUITE] [options]\n"
+    "                    run the benchmark suite SUITE, or every suite in\n"
+    "                    this order: alloc, pool, rt, array, stencil, "
+    "linalg,\n"
+    "                    ooc (larger than memory), eager (eager freeing),\n"
+    "                    time_to_load; a table is printed as results come\n"
     "    --samples N     samples per benchmark, at least 3 (default 5)\n"
-    "    --sizes LIST    matrix sizes N of the array, stencil and linalg\n"
-    "                    suites, comma-separated (default 256,1024,4096;\n"
-    "                    linalg: 256,1024)\n"
-    "    --json FILE     also write every result to FILE as JSON\n";
+    "    --sizes LIST    matrix sizes N, comma-separated (default: array and\n"
+    "                    stencil 256,1024,4096; linalg 256,1024; ooc and\n"
+    "                    eager their own small sizes)\n"
+    "    --filter REGEX  measure only the benchmarks whose name matches the\n"
+    "                    POSIX extended regular expression REGEX\n"
+    "    --workers N     tarn's workers and the peers' threads (default: one\n"
+    "                    per core)\n"
+    "    --mem-limit SIZE  memory limit of tarn's pool, bytes or with K, M,\n"
+    "                    G suffix (default none; ooc sets its own: 2/3 of\n"
+    "                    the data)\n"
+    "    --json FILE     also write every result to FILE as JSON\n"
+    "    A progress bar is drawn on standard error when it is a terminal.\n"
+    "  bench compare BASE.json NEW.json [--threshold PERCENT]\n"
+    "                [--fail-on-regression] [--svg FILE]\n"
+    "                    compare two result files (run 'tarn bench compare\n"
+    "                    --help' for details)\n";
 
 /* Limits of --sizes. */
 #define MAX_SIZES 16
@@ -38,10 +55,15 @@ struct suite {
   int (*run)(bench_run *run);
 };
 
-static const struct suite suites[] = {
-    {"alloc", bench_alloc},     {"pool", bench_pool},
-    {"rt", bench_rt},           {"array", bench_array},
-    {"stencil", bench_stencil}, {"linalg", bench_linalg}};
+static const struct suite suites[] = {{"alloc", bench_alloc},
+                                      {"pool", bench_pool},
+                                      {"rt", bench_rt},
+                                      {"array", bench_array},
+                                      {"stencil", bench_stencil},
+                                      {"linalg", bench_linalg},
+                                      {"ooc", bench_ooc},
+                                      {"eager", bench_eager},
+                                      {"time_to_load", bench_load}};
 enum { suite_count = sizeof suites / sizeof suites[0] };
 
 /* Prints "tarn: MESSAGE" and a hint to stderr; returns exit status 2. */
@@ -73,6 +95,9 @@ struct bench_args {
   const char *json;
   size_t sizes[MAX_SIZES]; /* array and stencil sizes; nsizes 0: default */
   size_t nsizes;
+  const char *filter;
+  unsigned workers;
+  size_t mem_limit;
   int help;
 };
 
@@ -108,6 +133,43 @@ static int parse_sizes(const char *text, struct bench_args *a) {
   }
 }
 
+/* Parses --workers: 1 to 1024. */
+static int parse_workers(const char *text, unsigned *workers) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < 1 || v > 1024)
+    return usage_error("--workers must be an integer from 1 to 1024, not '%s'",
+                       text);
+  *workers = (unsigned)v;
+  return 0;
+}
+
+/* Parses --mem-limit: bytes, or a number with K, M, G or T (powers of
+ * 1024), at least 1 MiB. */
+static int parse_mem_limit(const char *text, size_t *bytes) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  unsigned shift = 0;
+  if (end != text && *end != '\0' && end[1] == '\0') {
+    const char *units = "KMGT";
+    const char *u = strchr(units, *end == 'k' ? 'K' : *end);
+    if (u != NULL && *end != '\0') {
+      shift = 10 * (unsigned)(u - units + 1);
+      end++;
+    }
+  }
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-' ||
+      v > (~0ull >> shift) || (v << shift) < (1u << 20))
+    return usage_error(
+        "--mem-limit must be a size of at least 1M, such as 512M or 2G, not "
+        "'%s'",
+        text);
+  *bytes = (size_t)(v << shift);
+  return 0;
+}
+
 /* Parses argv[0..argc) after "bench". Returns 0 or exit status 2. */
 static int parse_bench(int argc, char **argv, struct bench_args *a) {
   memset(a, 0, sizeof *a);
@@ -117,15 +179,25 @@ static int parse_bench(int argc, char **argv, struct bench_args *a) {
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
       a->help = 1;
     } else if (strcmp(arg, "--samples") == 0 || strcmp(arg, "--json") == 0 ||
-               strcmp(arg, "--sizes") == 0) {
+               strcmp(arg, "--sizes") == 0 || strcmp(arg, "--filter") == 0 ||
+               strcmp(arg, "--workers") == 0 ||
+               strcmp(arg, "--mem-limit") == 0) {
       if (i + 1 == argc) return usage_error("%s needs a value", arg);
       const char *value = argv[++i];
+      int bad = 0;
       if (strcmp(arg, "--json") == 0)
         a->json = value;
-      else if (strcmp(arg, "--sizes") == 0
-                   ? parse_sizes(value, a) != 0
-                   : parse_samples(value, &a->samples) != 0)
-        return 2;
+      else if (strcmp(arg, "--filter") == 0)
+        a->filter = value;
+      else if (strcmp(arg, "--sizes") == 0)
+        bad = parse_sizes(value, a);
+      else if (strcmp(arg, "--workers") == 0)
+        bad = parse_workers(value, &a->workers);
+      else if (strcmp(arg, "--mem-limit") == 0)
+        bad = parse_mem_limit(value, &a->mem_limit);
+      else
+        bad = parse_samples(value, &a->samples);
+      if (bad) return 2;
     } else if (arg[0] == '-') {
       return usage_error("unknown option '%s' for bench", arg);
     } else if (a->suite != NULL) {
@@ -134,7 +206,7 @@ static int parse_bench(int argc, char **argv, struct bench_args *a) {
     } else if ((a->suite = find_suite(arg)) == NULL) {
       return usage_error(
           "unknown benchmark suite '%s' (suites: alloc, pool, rt, array, "
-          "stencil, linalg)",
+          "stencil, linalg, ooc, eager, time_to_load)",
           arg);
     }
   }
@@ -162,21 +234,39 @@ static int finish_json(const bench_run *run, FILE *out, const char *path) {
 }
 
 static int cmd_bench(int argc, char **argv) {
+  if (argc > 0 && strcmp(argv[0], "compare") == 0)
+    return bench_compare(argc - 1, argv + 1);
+  if (argc > 0 && strcmp(argv[0], BENCH_OOC_CHILD) == 0)
+    return bench_ooc_child(argc - 1, argv + 1);
   struct bench_args a;
   if (parse_bench(argc, argv, &a) != 0) return 2;
   if (a.help) return print_usage();
-  FILE *json;
-  if (open_json(a.json, &json) != 0) return 1;
   bench_run run;
   bench_run_init(&run, a.samples);
+  if (a.filter != NULL && bench_set_filter(&run, a.filter) != 0) {
+    bench_run_free(&run);
+    return 2;
+  }
+  FILE *json;
+  if (open_json(a.json, &json) != 0) {
+    bench_run_free(&run);
+    return 1;
+  }
   if (a.nsizes > 0) {
     run.sizes = a.sizes;
     run.nsizes = a.nsizes;
   }
+  run.workers = a.workers;
+  run.mem_limit = a.mem_limit;
+  run.progress = isatty(STDERR_FILENO);
+  run.suite_count = a.suite == NULL ? suite_count : 1;
   int failed = 0;
   for (size_t i = 0; i < suite_count; i++)
-    if (a.suite == NULL || a.suite == &suites[i])
+    if (a.suite == NULL || a.suite == &suites[i]) {
+      run.suite = suites[i].name;
       failed |= suites[i].run(&run) != 0;
+      run.suite_index++;
+    }
   failed |= finish_json(&run, json, a.json);
   bench_run_free(&run);
   return failed;

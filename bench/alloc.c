@@ -19,8 +19,6 @@
 #include "bench.h"
 #include "tarn.h"
 
-extern char **environ;
-
 #define BLOCK 64
 #define ALIGN 16
 #define BURST 4096
@@ -129,42 +127,6 @@ static int run_bursts(bench_run *run, double *bump_ns, double *bare_ns) {
 
 /* ---- malloc peers, each in a process of its own ------------------------ */
 
-/* Starts `path SAMPLES` with its stdout on a pipe; *out reads it. */
-static int spawn_burst(const char *path, size_t samples, pid_t *pid,
-                       FILE **out) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    fprintf(stderr, "tarn bench: alloc: pipe: %s\n", strerror(errno));
-    return 1;
-  }
-  char count[32];
-  snprintf(count, sizeof count, "%zu", samples);
-  char *argv[] = {(char *)path, count, NULL};
-  posix_spawn_file_actions_t fa;
-  int rc = posix_spawn_file_actions_init(&fa);
-  if (rc != 0) goto fail;
-  rc = posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
-  if (rc == 0) rc = posix_spawn_file_actions_addclose(&fa, fds[0]);
-  if (rc == 0) rc = posix_spawn_file_actions_addclose(&fa, fds[1]);
-  if (rc == 0) rc = posix_spawn(pid, path, &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) goto fail;
-  close(fds[1]);
-  if ((*out = fdopen(fds[0], "r")) != NULL) return 0;
-  rc = errno;
-  close(fds[0]); /* the child ends on a broken pipe */
-  waitpid(*pid, NULL, 0);
-  fprintf(stderr, "tarn bench: alloc: reading from %s: %s\n", path,
-          strerror(rc));
-  return 1;
-fail:
-  close(fds[0]);
-  close(fds[1]);
-  fprintf(stderr, "tarn bench: alloc: cannot start %s: %s\n", path,
-          strerror(rc));
-  return 1;
-}
-
 /* Reads burst.c's output: the allocator's name, ops per sample, then
  * `samples` lines of seconds. Returns 0 or 1 for output out of protocol. */
 static int read_burst(FILE *in, const char *name, size_t samples, uint64_t *ops,
@@ -179,24 +141,6 @@ static int read_burst(FILE *in, const char *name, size_t samples, uint64_t *ops,
       return 1;
   *ops = n;
   return 0;
-}
-
-/* Waits for `pid`; returns 0 when it exited with status 0. */
-static int reap(pid_t pid, const char *path) {
-  int status;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno == EINTR) continue;
-    fprintf(stderr, "tarn bench: alloc: waitpid: %s\n", strerror(errno));
-    return 1;
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-  if (WIFEXITED(status))
-    fprintf(stderr, "tarn bench: alloc: %s failed with exit status %d\n", path,
-            WEXITSTATUS(status));
-  else
-    fprintf(stderr, "tarn bench: alloc: %s died of signal %d\n", path,
-            WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  return 1;
 }
 
 /* Runs one malloc peer and reports it. *ns is its median ns per block, or
@@ -216,12 +160,15 @@ static int run_peer(bench_run *run, const char *name, const char *row,
   }
   pid_t pid;
   FILE *in;
-  if (spawn_burst(path, run->samples, &pid, &in) != 0) return 1;
+  char count[32];
+  snprintf(count, sizeof count, "%zu", run->samples);
+  char *argv[] = {path, count, NULL};
+  if (bench_spawn(path, argv, &pid, &in) != 0) return 1;
   uint64_t ops = 0;
   double seconds[BENCH_SAMPLES_MAX];
   int bad = read_burst(in, name, run->samples, &ops, seconds);
   fclose(in);
-  if (reap(pid, path) != 0) return 1;
+  if (bench_reap(pid, path) != 0) return 1;
   if (bad) {
     fprintf(stderr, "tarn bench: alloc: %s: unexpected output\n", path);
     return 1;
@@ -302,7 +249,7 @@ struct figures {
 };
 
 static void print_goals(const struct figures *f) {
-  bench_printf("\nGoals (ratios of the medians above, ns per operation):\n");
+  bench_goal_heading("Goals (ratios of the medians above, ns per operation):");
   bench_goal("tarn bump / bare increment", bench_ratio(f->bump, f->bare), "x",
              1, 1.5);
   bench_goal("glibc malloc+free / tarn bump", bench_ratio(f->glibc, f->bump),

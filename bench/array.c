@@ -66,6 +66,7 @@ static const double dagger_median_ms[2][ARRAY_OP_COUNT] = {
 struct ctx {
   tarn_rt *rt;
   size_t n, b;
+  unsigned threads;       /* of the OpenMP peer */
   tarn_matrix *x;         /* the input X */
   double *xbuf;           /* X's values, column-major, for the peers */
   double *touched;        /* the peers' output buffer, written before timing */
@@ -157,7 +158,7 @@ static int peer_sample(struct ctx *c, int op, int v, struct row *r, double *t) {
     }
     out = m;
   }
-  double s = omp ? array_omp_run(op, RAND_SEED, c->xbuf, out, c->n)
+  double s = omp ? array_omp_run(op, RAND_SEED, c->xbuf, out, c->n, c->threads)
                  : array_cols(op, RAND_SEED, c->xbuf, out, c->n, 0, c->n);
   if (op == ARRAY_NORM) s = sqrt(s);
   bench_escape(out);
@@ -195,26 +196,42 @@ static int check(struct ctx *c, int op, tarn_matrix *out) {
   return 0;
 }
 
-static void row_name(char *buf, size_t size, const struct ctx *c, int op,
+static void row_name(char *buf, size_t size, size_t n, size_t b, int op,
                      int v) {
   static const char *const peer[V_COUNT] = {"tarn", "openmp", "openmp", "c",
                                             "c"};
   if (v == V_TARN) {
-    snprintf(buf, size, "array/tarn/N=%zu (block %zu)/%s", c->n, c->b,
-             ops[op].name);
+    snprintf(buf, size, "array/tarn/N=%zu (block %zu)/%s", n, b, ops[op].name);
     return;
   }
   const char *mode = !ops[op].has_output                  ? ""
                      : v == V_OMP_FRESH || v == V_C_FRESH ? " fresh"
                                                           : " touched";
-  snprintf(buf, size, "array/%s/N=%zu/%s%s", peer[v], c->n, ops[op].name, mode);
+  snprintf(buf, size, "array/%s/N=%zu/%s%s", peer[v], n, ops[op].name, mode);
+}
+
+/* Whether any row of `op` at size n is wanted (--filter). */
+static int op_wanted(bench_run *run, size_t n, size_t b, int op) {
+  for (int v = 0; v < V_COUNT; v++) {
+    char name[160];
+    row_name(name, sizeof name, n, b, op, v);
+    if (bench_wanted(run, name)) return 1;
+  }
+  return 0;
+}
+
+/* Whether any row at size n is wanted. */
+static int size_wanted(bench_run *run, size_t n) {
+  for (int op = 0; op < ARRAY_OP_COUNT; op++)
+    if (op_wanted(run, n, bench_tile_size(n), op)) return 1;
+  return 0;
 }
 
 /* Reports one row; returns its median, or -1 after printing why. */
 static double report(bench_run *run, const struct ctx *c, int op, int v,
                      const struct row *r) {
   char name[160];
-  row_name(name, sizeof name, c, op, v);
+  row_name(name, sizeof name, c->n, c->b, op, v);
   size_t ns = run->samples;
   double med = bench_median(r->s, ns);
   double moved = ops[op].touches * (double)(c->n * c->n) * sizeof(double);
@@ -227,13 +244,14 @@ static double report(bench_run *run, const struct ctx *c, int op, int v,
  * samples, every variant in turn within each. */
 static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
   static struct row rows[V_COUNT];
+  for (int v = 0; v < V_COUNT; v++) med[v] = -1;
+  if (!op_wanted(run, c->n, c->b, op)) return 0;
   int nv = ops[op].has_output ? V_COUNT : 3;
   static const int order[V_COUNT] = {V_TARN, V_OMP_FRESH, V_C_FRESH,
                                      V_OMP_TOUCHED, V_C_TOUCHED};
   static const int order_scalar[3] = {V_TARN, V_OMP_FRESH, V_C_FRESH};
   const int *seq = ops[op].has_output ? order : order_scalar;
   memset(rows, 0, sizeof rows);
-  for (int v = 0; v < V_COUNT; v++) med[v] = -1;
 
   double t;
   tarn_matrix *out = NULL;
@@ -269,6 +287,9 @@ static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
     int v = print[k];
     if (!ops[op].has_output && (v == V_OMP_TOUCHED || v == V_C_TOUCHED))
       continue;
+    char name[160];
+    row_name(name, sizeof name, c->n, c->b, op, v);
+    if (!bench_wanted(run, name)) continue;
     if ((med[v] = report(run, c, op, v, &rows[v])) < 0) return 1;
   }
   return 0;
@@ -281,9 +302,10 @@ static void ctx_free(struct ctx *c) {
 }
 
 /* Makes X (tarn and plain) and the touched buffer for size n. */
-static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n) {
+static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n, unsigned threads) {
   memset(c, 0, sizeof *c);
   c->rt = rt;
+  c->threads = threads;
   c->n = n;
   c->b = bench_tile_size(n);
   size_t bytes = n * n * sizeof(double);
@@ -319,8 +341,8 @@ static double dagger_ms(size_t n, int op) {
 }
 
 static void print_goals(const struct figures *f) {
-  bench_printf(
-      "\nGoals (from the medians above; Dagger's from the seed table):\n");
+  bench_goal_heading(
+      "Goals (from the medians above; Dagger's from the seed table):");
   for (size_t s = 0; s < f->count; s++) {
     size_t n = f->n[s];
     for (int op = 0; op < ARRAY_OP_COUNT; op++) {
@@ -347,13 +369,19 @@ int bench_array(bench_run *run) {
   if (nsizes > MAX_SIZES) nsizes = MAX_SIZES;
   static struct figures f;
   memset(&f, 0, sizeof f);
+  size_t wanted = 0;
+  for (size_t s = 0; s < nsizes; s++) wanted += size_wanted(run, sizes[s]);
+  if (wanted == 0) return 0;
   tarn_rt *rt;
-  int rc = tarn_rt_create(NULL, &rt);
+  tarn_rt_options o;
+  int rc = bench_rt_options(run, &o);
+  if (rc == 0) rc = tarn_rt_create(&o, &rt);
   if (rc != 0) return tarn_failed("tarn_rt_create", rc);
   int failed = 0;
   for (size_t s = 0; s < nsizes && !failed; s++) {
+    if (!size_wanted(run, sizes[s])) continue;
     struct ctx c;
-    failed = ctx_open(&c, rt, sizes[s]);
+    failed = ctx_open(&c, rt, sizes[s], bench_threads(run));
     f.n[f.count] = sizes[s];
     for (int op = 0; op < ARRAY_OP_COUNT && !failed; op++)
       failed = measure_op(run, &c, op, f.med[f.count][op]);

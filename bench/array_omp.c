@@ -6,10 +6,10 @@
 #include "array_peers.h"
 
 double array_omp_run(int op, uint64_t seed, const double *x, double *out,
-                     size_t n) {
+                     size_t n, unsigned threads) {
   double s = 0;
   long steps = (long)((n + ARRAY_BLOCK - 1) / ARRAY_BLOCK);
-#pragma omp parallel for num_threads(ARRAY_OMP_THREADS) schedule(static) \
+#pragma omp parallel for num_threads((int)threads) schedule(static) \
     reduction(+ : s)
   for (long c = 0; c < steps; c++) {
     size_t j0 = (size_t)c * ARRAY_BLOCK;

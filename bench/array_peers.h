@@ -26,8 +26,6 @@ enum array_op {
 
 /* Columns per step of the OpenMP loop, and the transpose's block. */
 #define ARRAY_BLOCK 32
-/* Threads of the OpenMP peer. */
-#define ARRAY_OMP_THREADS 2
 
 /* tarn_matrix_rand's generator (src/array/matrix.c): splitmix64. */
 static inline uint64_t array_mix(uint64_t x) {
@@ -93,9 +91,9 @@ static inline double array_cols(int op, uint64_t seed, const double *x,
 }
 
 /* The OpenMP peer (array_omp.c): `#pragma omp parallel for` with
- * ARRAY_OMP_THREADS threads over steps of ARRAY_BLOCK columns, static
+ * `threads` threads over steps of ARRAY_BLOCK columns, static
  * schedule, a reduction(+) for the sums. Returns as array_cols. */
 double array_omp_run(int op, uint64_t seed, const double *x, double *out,
-                     size_t n);
+                     size_t n, unsigned threads);
 
 #endif

@@ -9,12 +9,14 @@
 #include <math.h>
 #include <pthread.h>
 #include <regex.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +24,8 @@
 
 #include "bench.h"
 #include "tarn.h"
+
+extern char **environ;
 
 #define NAME_WIDTH 46
 
@@ -53,6 +57,10 @@ void bench_run_free(bench_run *run) {
   memset(run, 0, sizeof *run);
 }
 
+/* Whether a --filter is in force: goals that were not measured are then
+ * left out instead of printed as "not measured". */
+static int filtered;
+
 int bench_set_filter(bench_run *run, const char *regex) {
   regex_t *re = malloc(sizeof *re);
   if (re == NULL) {
@@ -73,6 +81,7 @@ int bench_set_filter(bench_run *run, const char *regex) {
     free(run->filter);
   }
   run->filter = re;
+  filtered = 1;
   return 0;
 }
 
@@ -232,6 +241,12 @@ const bench_result *bench_report(bench_run *run, const char *name,
             name, n, nextra);
     return NULL;
   }
+  if (run->filter != NULL && regexec(run->filter, name, 0, NULL, 0) != 0) {
+    /* Measured by a suite that cannot skip single rows: not recorded. */
+    static const bench_result unwanted = {
+        .median_s = -1, .min_s = -1, .max_s = -1};
+    return &unwanted;
+  }
   bench_result *r = append_result(run);
   if (r == NULL || (r->name = strdup(name)) == NULL ||
       (r->samples = malloc(n * sizeof *samples)) == NULL) {
@@ -382,14 +397,31 @@ double bench_report_ops(bench_run *run, const char *name, const double *samples,
   extra[0].value = bench_median(samples, run->samples) * scale / (double)ops;
   const bench_result *r =
       bench_report(run, name, samples, run->samples, extra, 2);
-  return r == NULL ? -1 : extra[0].value;
+  if (r == NULL) return -1;
+  return r->median_s < 0 ? BENCH_SKIPPED : extra[0].value;
+}
+
+/* The heading bench_goal_heading set, printed before the next goal line;
+ * empty once printed. */
+static char goal_heading[160];
+
+void bench_goal_heading(const char *format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  vsnprintf(goal_heading, sizeof goal_heading, format, ap);
+  va_end(ap);
 }
 
 void bench_goal(const char *what, double value, const char *unit, int at_most,
                 double limit) {
   char goal[32], figure[32];
   snprintf(goal, sizeof goal, "%s %g%s", at_most ? "<=" : ">=", limit, unit);
-  if (value < 0) {
+  if ((value < 0 || signbit(value)) && filtered) return;
+  if (goal_heading[0] != '\0') {
+    bench_printf("\n%s\n", goal_heading);
+    goal_heading[0] = '\0';
+  }
+  if (value < 0 || signbit(value)) {
     bench_printf("  %-42s %12s   goal %s\n", what, "not measured", goal);
     return;
   }
@@ -538,5 +570,51 @@ int bench_find_program(const char *name, char *path, size_t size) {
     int n = snprintf(path, size, "%s/%s/%s", exe, dirs[i], name);
     if (n > 0 && (size_t)n < size && access(path, X_OK) == 0) return 0;
   }
+  return 1;
+}
+
+int bench_spawn(const char *path, char *const argv[], pid_t *pid, FILE **out) {
+  int fds[2];
+  if (pipe(fds) != 0) {
+    fprintf(stderr, "tarn bench: pipe: %s\n", strerror(errno));
+    return 1;
+  }
+  posix_spawn_file_actions_t fa;
+  int rc = posix_spawn_file_actions_init(&fa);
+  if (rc != 0) goto fail;
+  rc = posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+  if (rc == 0) rc = posix_spawn_file_actions_addclose(&fa, fds[0]);
+  if (rc == 0) rc = posix_spawn_file_actions_addclose(&fa, fds[1]);
+  if (rc == 0) rc = posix_spawn(pid, path, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) goto fail;
+  close(fds[1]);
+  if ((*out = fdopen(fds[0], "r")) != NULL) return 0;
+  rc = errno;
+  close(fds[0]); /* the child ends on a broken pipe */
+  waitpid(*pid, NULL, 0);
+  fprintf(stderr, "tarn bench: reading from %s: %s\n", path, strerror(rc));
+  return 1;
+fail:
+  close(fds[0]);
+  close(fds[1]);
+  fprintf(stderr, "tarn bench: cannot start %s: %s\n", path, strerror(rc));
+  return 1;
+}
+
+int bench_reap(pid_t pid, const char *path) {
+  int status;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno == EINTR) continue;
+    fprintf(stderr, "tarn bench: waitpid: %s\n", strerror(errno));
+    return 1;
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+  if (WIFEXITED(status))
+    fprintf(stderr, "tarn bench: %s failed with exit status %d\n", path,
+            WEXITSTATUS(status));
+  else
+    fprintf(stderr, "tarn bench: %s died of signal %d\n", path,
+            WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   return 1;
 }

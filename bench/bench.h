@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #define BENCH_SAMPLES_MIN 3
 #define BENCH_SAMPLES_DEFAULT 5
@@ -108,7 +109,9 @@ void bench_summary(const double *values, size_t n, double *median, double *min,
                    double *max);
 
 /* Records a result (copying name, samples and extras), prints its table
- * row and returns the stored record, or NULL after printing why. */
+ * row and returns the stored record, or NULL after printing why. A name the
+ * filter rejects is neither recorded nor printed: the record returned then
+ * has a median of -1 (not measured). */
 const bench_result *bench_report(bench_run *run, const char *name,
                                  const double *samples, size_t n,
                                  const bench_extra *extra, size_t nextra);
@@ -152,14 +155,35 @@ void bench_remove_tree(const char *dir);
  * search failed. */
 int bench_find_program(const char *name, char *path, size_t size);
 
+/* Starts `path` with `argv` (argv[0] first, NULL-terminated) and its
+ * stdout on a pipe that *out reads; *pid is the child. Returns 0, or 1
+ * after printing why. */
+int bench_spawn(const char *path, char *const argv[], pid_t *pid, FILE **out);
+
+/* Waits for the child `pid` started from `path`. Returns 0 when it exited
+ * with status 0, else 1 after printing how it ended. */
+int bench_reap(pid_t pid, const char *path);
+
 /* The median of n values, 0 < n <= BENCH_SAMPLES_MAX. */
 double bench_median(const double *values, size_t n);
 
+/* The figure of a row that the filter rejected: negative zero. It is not
+ * below 0, so a suite's `figure < 0` failure checks let it through, and
+ * bench_goal and bench_ratio treat it as not measured. */
+#define BENCH_SKIPPED (-0.0)
+
 /* Records a result whose samples each did `ops` operations, with the extras
  * `per_op` (median seconds per operation times `scale`, e.g. 1e9 for
- * "ns_per_op") and "ops". Returns that per-operation figure, or -1. */
+ * "ns_per_op") and "ops". Returns that per-operation figure, -1 after a
+ * failure, or BENCH_SKIPPED when the filter rejects the name. */
 double bench_report_ops(bench_run *run, const char *name, const double *samples,
                         uint64_t ops, const char *per_op, double scale);
+
+/* Sets the heading of a suite's goal lines ("Goals (...):"), printed
+ * after an empty line before the first goal line that is printed (none
+ * when a filter leaves every goal unmeasured). */
+void bench_goal_heading(const char *format, ...)
+    __attribute__((format(printf, 1, 2)));
 
 /* Prints one line of a suite's goals: `value` (negative when it was not
  * measured) against `limit`, as at most or at least, and whether it is met.
@@ -167,7 +191,8 @@ double bench_report_ops(bench_run *run, const char *name, const double *samples,
 void bench_goal(const char *what, double value, const char *unit, int at_most,
                 double limit);
 
-/* a / b, or -1 when either is not a positive figure. */
+/* a / b, or -1 when either is not a positive figure (BENCH_SKIPPED is
+ * not). */
 double bench_ratio(double a, double b);
 
 /* Two threads doing the same work at once: this one and a helper, released

@@ -379,6 +379,17 @@ static int check_tiled(struct ctx *c, int op, int v) {
   return check_buf(c, op, v == V_OMP ? "openmp" : "starpu", c->chk, c->w, c->n);
 }
 
+/* The peers' threads; 0: the online cores. */
+static int peer_threads;
+
+void linalg_peer_threads_set(int threads) { peer_threads = threads; }
+
+int linalg_peer_threads(void) {
+  if (peer_threads > 0) return peer_threads;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 0 ? (int)cores : 1;
+}
+
 static void row_name(char *buf, size_t size, const struct ctx *c, int op,
                      int v) {
   switch (v) {
@@ -391,13 +402,14 @@ static void row_name(char *buf, size_t size, const struct ctx *c, int op,
                ops[op].name);
       break;
     case V_LAPACKEN:
-      snprintf(buf, size, "linalg/lapacke/N=%zu/%s (%d threads)", c->n,
-               ops[op].name, c->cores);
+      snprintf(buf, size, "linalg/lapacke/N=%zu/%s (%d thread%s)", c->n,
+               ops[op].name, c->cores, c->cores == 1 ? "" : "s");
       break;
     default:
-      snprintf(buf, size, "linalg/%s/N=%zu (block %zu)/%s (%d %s)",
+      snprintf(buf, size, "linalg/%s/N=%zu (block %zu)/%s (%d %s%s)",
                v == V_OMP ? "openmp" : "starpu", c->n, c->b, ops[op].name,
-               LINALG_PEER_THREADS, v == V_OMP ? "threads" : "workers");
+               LINALG_PEER_THREADS, v == V_OMP ? "thread" : "worker",
+               LINALG_PEER_THREADS == 1 ? "" : "s");
       break;
   }
 }
@@ -406,10 +418,11 @@ static void row_name(char *buf, size_t size, const struct ctx *c, int op,
  * stores its median in *med. */
 static int measure(bench_run *run, struct ctx *c, int op, int v, double *med) {
   double s[BENCH_SAMPLES_MAX + 1];
-  for (size_t i = 0; i <= run->samples; i++)
-    if (sample(c, op, v, &s[i]) != 0) return 1;
   char name[160];
   row_name(name, sizeof name, c, op, v);
+  if (!bench_wanted(run, name)) return 0;
+  for (size_t i = 0; i <= run->samples; i++)
+    if (sample(c, op, v, &s[i]) != 0) return 1;
   double m = bench_median(s + 1, run->samples);
   bench_extra extra[1] = {{"GFLOP_per_s", flops(op, c->n) / m * 1e-9}};
   if (bench_report(run, name, s + 1, run->samples, extra, 1) == NULL) return 1;
@@ -419,7 +432,20 @@ static int measure(bench_run *run, struct ctx *c, int op, int v, double *med) {
 
 /* One operation at one size, without StarPU: a checked round, then each
  * variant's samples. */
+/* Whether any of the variants of `op` is wanted (--filter). */
+static int op_wanted(bench_run *run, const struct ctx *c, int op,
+                     const int *variants, size_t count) {
+  for (size_t k = 0; k < count; k++) {
+    char name[160];
+    row_name(name, sizeof name, c, op, variants[k]);
+    if (bench_wanted(run, name)) return 1;
+  }
+  return 0;
+}
+
 static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
+  static const int order[] = {V_TARN, V_LAPACKE1, V_LAPACKEN, V_OMP};
+  if (!op_wanted(run, c, op, order, ops[op].omp ? 4 : 3)) return 0;
   if (!ops[op].available) {
     char name[160];
     row_name(name, sizeof name, c, op, V_TARN);
@@ -435,7 +461,6 @@ static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
   if (ops[op].omp &&
       (tiled_sample(c, op, V_OMP, &t) != 0 || check_tiled(c, op, V_OMP) != 0))
     return 1;
-  static const int order[] = {V_TARN, V_LAPACKE1, V_LAPACKEN, V_OMP};
   for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
     int v = order[k];
     if (v == V_OMP && !ops[op].omp) continue;
@@ -449,10 +474,15 @@ static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
  * would otherwise compete with tarn's). */
 static int measure_starpu(bench_run *run, struct ctx *c,
                           double med[][VARIANTS]) {
+  static const int starpu_only[] = {V_STARPU};
+  int wanted = 0;
+  for (int op = 0; op < OPS; op++)
+    wanted |= ops[op].starpu && op_wanted(run, c, op, starpu_only, 1);
+  if (!wanted) return 0;
   if (linalg_starpu_open() != 0) return 1;
   int failed = 0;
   for (int op = 0; op < OPS && !failed; op++) {
-    if (!ops[op].starpu) continue;
+    if (!ops[op].starpu || !op_wanted(run, c, op, starpu_only, 1)) continue;
     double t;
     failed = lapacke_sample(c, op, 1, &t) != 0 ||
              tiled_sample(c, op, V_STARPU, &t) != 0 ||
@@ -501,8 +531,7 @@ static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n) {
   c->rt = rt;
   c->n = n;
   c->b = bench_tile_size(n);
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  c->cores = cores > 0 ? (int)cores : 1;
+  c->cores = linalg_peer_threads();
   size_t bytes = n * n * sizeof(double);
   c->spd = malloc(bytes);
   c->rnd = malloc(bytes);
@@ -560,8 +589,8 @@ static double dagger_ms(size_t n, int op) {
 }
 
 static void print_goals(const struct figures *f) {
-  bench_printf(
-      "\nGoals (from the medians above; Dagger's from the seed table):\n");
+  bench_goal_heading(
+      "Goals (from the medians above; Dagger's from the seed table):");
   for (size_t s = 0; s < f->count; s++) {
     size_t n = f->n[s];
     for (int op = 0; op < OPS; op++) {
@@ -598,6 +627,16 @@ static void print_goals(const struct figures *f) {
   }
 }
 
+/* Whether any row at size n is wanted (--filter). */
+static int size_wanted(bench_run *run, size_t n) {
+  static const int all[] = {V_TARN, V_LAPACKE1, V_LAPACKEN, V_OMP, V_STARPU};
+  struct ctx c = {
+      .n = n, .b = bench_tile_size(n), .cores = LINALG_PEER_THREADS};
+  for (int op = 0; op < OPS; op++)
+    if (op_wanted(run, &c, op, all, VARIANTS)) return 1;
+  return 0;
+}
+
 int bench_linalg(bench_run *run) {
   const size_t *sizes = run->sizes != NULL ? run->sizes : default_sizes;
   size_t nsizes =
@@ -608,11 +647,15 @@ int bench_linalg(bench_run *run) {
   for (size_t s = 0; s < MAX_SIZES; s++)
     for (int op = 0; op < OPS; op++)
       for (int v = 0; v < VARIANTS; v++) f.med[s][op][v] = -1;
+  linalg_peer_threads_set((int)bench_threads(run));
   tarn_rt *rt;
-  int rc = tarn_rt_create(NULL, &rt);
+  tarn_rt_options o;
+  int rc = bench_rt_options(run, &o);
+  if (rc == 0) rc = tarn_rt_create(&o, &rt);
   if (rc != 0) return tarn_failed("tarn_rt_create", rc);
   int failed = 0;
   for (size_t s = 0; s < nsizes && !failed; s++) {
+    if (!size_wanted(run, sizes[s])) continue;
     struct ctx c;
     failed = ctx_open(&c, rt, sizes[s]);
     f.n[f.count] = sizes[s];

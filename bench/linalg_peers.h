@@ -13,8 +13,11 @@
 #include <lapacke.h>
 #include <stddef.h>
 
-/* Threads of the OpenMP peer and CPU workers of the StarPU peer. */
-#define LINALG_PEER_THREADS 2
+/* Threads of the OpenMP peer and CPU workers of the StarPU peer: what
+ * linalg_peer_threads_set chose (--workers), else the online cores. */
+int linalg_peer_threads(void);
+void linalg_peer_threads_set(int threads);
+#define LINALG_PEER_THREADS linalg_peer_threads()
 
 /* An N x N matrix cut into nt x nt tiles of b (the last ones smaller). */
 typedef struct linalg_tiles {

@@ -267,7 +267,8 @@ static double report_io(bench_run *run, const char *name, const double *s,
   bench_extra extra[] = {
       {"MBps", mbps}, {"bytes", bytes}, {"io_direct", direct}};
   const bench_result *r = bench_report(run, name, s, run->samples, extra, 3);
-  return r == NULL ? -1 : mbps;
+  if (r == NULL) return -1;
+  return r->median_s < 0 ? BENCH_SKIPPED : mbps;
 }
 
 struct io_figures {
@@ -291,9 +292,10 @@ static int report_all_io(bench_run *run, struct io_sample *s, const char *mode,
                          (double)s[0].restore_bytes, tdirect);
   f->write = report_io(run, "pool/plain/write 2MiB", t[2], plain_bytes, direct);
   f->read = report_io(run, "pool/plain/read 2MiB", t[3], plain_bytes, direct);
-  bench_printf("  (spill dir %s: tarn io_mode %s, plain %s)\n", spill_dir(),
-               mode != NULL ? mode : "(null)",
-               direct ? "O_DIRECT" : "fsync + fadvise DONTNEED");
+  if (f->spill > 0 || f->restore > 0 || f->write > 0 || f->read > 0)
+    bench_printf("  (spill dir %s: tarn io_mode %s, plain %s)\n", spill_dir(),
+                 mode != NULL ? mode : "(null)",
+                 direct ? "O_DIRECT" : "fsync + fadvise DONTNEED");
   return f->spill < 0 || f->restore < 0 || f->write < 0 || f->read < 0;
 }
 
@@ -379,7 +381,7 @@ static int run_churn(bench_run *run, double *pins_per_s) {
 /* ---- goals ------------------------------------------------------------- */
 
 static void print_goals(double alone, double duo, const struct io_figures *f) {
-  bench_printf("\nGoals (from the medians above):\n");
+  bench_goal_heading("Goals (from the medians above):");
   bench_goal("pin+unpin, one thread", alone, " ns", 1, 25);
   bench_goal("pin+unpin, 2 threads / one thread", bench_ratio(duo, alone), "x",
              1, 1.1);

@@ -91,7 +91,8 @@ static double per_task_row(bench_run *run, const char *name, bench_fn fn,
       {"us_per_task", bench_median(s, run->samples) * 1e6 / (double)reps},
       {"tasks", (double)reps}};
   const bench_result *r = bench_report(run, name, s, run->samples, extra, 2);
-  return r == NULL ? -1 : extra[0].value;
+  if (r == NULL) return -1;
+  return r->median_s < 0 ? BENCH_SKIPPED : extra[0].value;
 }
 
 /* Measures fn, whose one rep is `per_rep` tasks, and reports tasks_per_s.
@@ -378,7 +379,7 @@ static int run_starpu(bench_run *run, unsigned w, struct figures *f) {
 
 static void print_goals(const struct figures *f) {
   char what[64];
-  bench_printf("\nGoals (from the medians above):\n");
+  bench_goal_heading("Goals (from the medians above):");
   for (unsigned w = 1; w <= MAX_WORKERS; w++) {
     const char *s = w == 1 ? "" : "s";
     double tarn = f->chain_us[PEER_TARN][w];

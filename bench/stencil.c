@@ -3,7 +3,7 @@
  * update (+) and multi-expr on an N x N tiled tarn matrix, each into a
  * matrix B made before timing, and alloc (neighbors Wrap) into a new matrix
  * (destroyed after the clock stops); each sample is a region timed to
- * tarn_region_wait. Side by side with a plain C loop and a 2-thread OpenMP
+ * tarn_region_wait. Side by side with a plain C loop and a OpenMP
  * loop (stencil_peers.h) on plain buffers written before (touched), and for
  * alloc also into fresh memory (mapped inside the clock). One round checks
  * tarn's results against the C loop's, then each variant runs its samples
@@ -65,6 +65,7 @@ static const double dagger_median_ms[2][STENCIL_OP_COUNT] = {
 struct ctx {
   tarn_rt *rt;
   size_t n, b;
+  unsigned threads;                  /* of the OpenMP peer */
   tarn_stencil st[STENCIL_OP_COUNT]; /* by op, for the neighbourhood ops */
   tarn_matrix *x;                    /* the input X */
   tarn_matrix *out;                  /* B, the existing output */
@@ -156,7 +157,7 @@ static int peer_sample(struct ctx *c, int op, int v, struct row *r, double *t) {
     out = m;
   }
   if (omp)
-    stencil_omp_run(op, c->xbuf, c->abuf, out, c->n);
+    stencil_omp_run(op, c->xbuf, c->abuf, out, c->n, c->threads);
   else
     stencil_cols(op, c->xbuf, c->abuf, out, c->n, 0, c->n);
   bench_escape(out);
@@ -207,25 +208,46 @@ static int reset_update(struct ctx *c) {
   return 0;
 }
 
-static void row_name(char *buf, size_t size, const struct ctx *c, int op,
+static void row_name(char *buf, size_t size, size_t n, size_t b, int op,
                      int v) {
   static const char *const peer[V_COUNT] = {"tarn", "openmp", "openmp", "c",
                                             "c"};
   if (v == V_TARN) {
-    snprintf(buf, size, "stencil/tarn/N=%zu (block %zu)/%s", c->n, c->b,
+    snprintf(buf, size, "stencil/tarn/N=%zu (block %zu)/%s", n, b,
              ops[op].name);
     return;
   }
   const char *mode = v == V_OMP_FRESH || v == V_C_FRESH ? " fresh" : " touched";
-  snprintf(buf, size, "stencil/%s/N=%zu/%s%s", peer[v], c->n, ops[op].name,
-           mode);
+  snprintf(buf, size, "stencil/%s/N=%zu/%s%s", peer[v], n, ops[op].name, mode);
+}
+
+/* Whether a row is printed for variant v of op. */
+static int has_row(int op, int v) {
+  return ops[op].fresh || (v != V_OMP_FRESH && v != V_C_FRESH);
+}
+
+/* Whether any row of `op` at size n is wanted (--filter). */
+static int op_wanted(bench_run *run, size_t n, size_t b, int op) {
+  for (int v = 0; v < V_COUNT; v++) {
+    char name[160];
+    row_name(name, sizeof name, n, b, op, v);
+    if (has_row(op, v) && bench_wanted(run, name)) return 1;
+  }
+  return 0;
+}
+
+/* Whether any row at size n is wanted. */
+static int size_wanted(bench_run *run, size_t n) {
+  for (int op = 0; op < STENCIL_OP_COUNT; op++)
+    if (op_wanted(run, n, bench_tile_size(n), op)) return 1;
+  return 0;
 }
 
 /* Reports one row; returns its median, or -1 after printing why. */
 static double report(bench_run *run, const struct ctx *c, int op, int v,
                      const struct row *r) {
   char name[160];
-  row_name(name, sizeof name, c, op, v);
+  row_name(name, sizeof name, c->n, c->b, op, v);
   size_t ns = run->samples;
   double med = bench_median(r->s, ns);
   double moved = ops[op].touches * (double)(c->n * c->n) * sizeof(double);
@@ -245,6 +267,7 @@ static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
   const int *seq = ops[op].fresh ? order : order_touched;
   memset(rows, 0, sizeof rows);
   for (int v = 0; v < V_COUNT; v++) med[v] = -1;
+  if (!op_wanted(run, c->n, c->b, op)) return 0;
 
   double t;
   tarn_matrix *fresh = NULL;
@@ -275,7 +298,9 @@ static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
                                      V_C_FRESH, V_C_TOUCHED};
   for (int k = 0; k < V_COUNT; k++) {
     int v = print[k];
-    if (!ops[op].fresh && (v == V_OMP_FRESH || v == V_C_FRESH)) continue;
+    char name[160];
+    row_name(name, sizeof name, c->n, c->b, op, v);
+    if (!has_row(op, v) || !bench_wanted(run, name)) continue;
     if ((med[v] = report(run, c, op, v, &rows[v])) < 0) return 1;
   }
   return 0;
@@ -292,7 +317,7 @@ static void ctx_free(struct ctx *c) {
 
 /* Makes X (tarn and plain), B and A (tarn, written) and the peers' buffers
  * (written) for size n. */
-static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n) {
+static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n, unsigned threads) {
   static const tarn_boundary_kind kinds[STENCIL_OP_COUNT] = {
       [STENCIL_WRAP] = TARN_BOUNDARY_WRAP,
       [STENCIL_PAD] = TARN_BOUNDARY_PAD,
@@ -301,6 +326,7 @@ static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n) {
       [STENCIL_ALLOC] = TARN_BOUNDARY_WRAP};
   memset(c, 0, sizeof *c);
   c->rt = rt;
+  c->threads = threads;
   c->n = n;
   c->b = bench_tile_size(n);
   for (int op = 0; op < STENCIL_OP_COUNT; op++) {
@@ -345,8 +371,8 @@ static double dagger_ms(size_t n, int op) {
 }
 
 static void print_goals(const struct figures *f) {
-  bench_printf(
-      "\nGoals (from the medians above; Dagger's from the seed table):\n");
+  bench_goal_heading(
+      "Goals (from the medians above; Dagger's from the seed table):");
   for (size_t s = 0; s < f->count; s++) {
     size_t n = f->n[s];
     for (int op = 0; op < STENCIL_OP_COUNT; op++) {
@@ -373,13 +399,19 @@ int bench_stencil(bench_run *run) {
   if (nsizes > MAX_SIZES) nsizes = MAX_SIZES;
   static struct figures f;
   memset(&f, 0, sizeof f);
+  size_t wanted = 0;
+  for (size_t s = 0; s < nsizes; s++) wanted += size_wanted(run, sizes[s]);
+  if (wanted == 0) return 0;
   tarn_rt *rt;
-  int rc = tarn_rt_create(NULL, &rt);
+  tarn_rt_options o;
+  int rc = bench_rt_options(run, &o);
+  if (rc == 0) rc = tarn_rt_create(&o, &rt);
   if (rc != 0) return tarn_failed("tarn_rt_create", rc);
   int failed = 0;
   for (size_t s = 0; s < nsizes && !failed; s++) {
+    if (!size_wanted(run, sizes[s])) continue;
     struct ctx c;
-    failed = ctx_open(&c, rt, sizes[s]);
+    failed = ctx_open(&c, rt, sizes[s], bench_threads(run));
     f.n[f.count] = sizes[s];
     for (int op = 0; op < STENCIL_OP_COUNT && !failed; op++)
       failed = measure_op(run, &c, op, f.med[f.count][op]);

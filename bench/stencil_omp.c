@@ -6,10 +6,10 @@
 
 #include "stencil_peers.h"
 
-void stencil_omp_run(int op, const double *x, double *a, double *out,
-                     size_t n) {
+void stencil_omp_run(int op, const double *x, double *a, double *out, size_t n,
+                     unsigned threads) {
   long steps = (long)((n + STENCIL_BLOCK - 1) / STENCIL_BLOCK);
-#pragma omp parallel for num_threads(STENCIL_OMP_THREADS) schedule(static)
+#pragma omp parallel for num_threads((int)threads) schedule(static)
   for (long c = 0; c < steps; c++) {
     size_t j0 = (size_t)c * STENCIL_BLOCK;
     size_t j1 = j0 + STENCIL_BLOCK < n ? j0 + STENCIL_BLOCK : n;

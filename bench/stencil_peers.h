@@ -26,8 +26,6 @@ enum stencil_op {
 
 /* Columns per step of the OpenMP loop. */
 #define STENCIL_BLOCK 32
-/* Threads of the OpenMP peer. */
-#define STENCIL_OMP_THREADS 2
 
 /* The boundary condition of a neighbourhood operation, or -1 for none. */
 static inline int stencil_kind(int op) {
@@ -126,8 +124,9 @@ static inline void stencil_cols(int op, const double *x, double *a, double *out,
 }
 
 /* The OpenMP peer (stencil_omp.c): `#pragma omp parallel for` with
- * STENCIL_OMP_THREADS threads over steps of STENCIL_BLOCK columns, static
+ * `threads` threads over steps of STENCIL_BLOCK columns, static
  * schedule, running stencil_cols. */
-void stencil_omp_run(int op, const double *x, double *a, double *out, size_t n);
+void stencil_omp_run(int op, const double *x, double *a, double *out, size_t n,
+                     unsigned threads);
 
 #endif

@@ -53,7 +53,10 @@ if can_fuzz; then
     -DTARN_SANITIZE=fuzz -DTARN_BENCH=OFF >/dev/null
   cmake --build build-fuzz -j"$jobs"
   mkdir -p build-fuzz/corpus
-  build-fuzz/tests/fuzz_pool -max_total_time=20 -seed=1 build-fuzz/corpus 2>&1 |
+  # Inputs that once crashed it (tests/fuzz/regressions) seed the corpus;
+  # new crash files go to build-fuzz/, not the source tree.
+  build-fuzz/tests/fuzz_pool -max_total_time=20 -seed=1 \
+    -artifact_prefix=build-fuzz/ build-fuzz/corpus tests/fuzz/regressions 2>&1 |
     tail -n 2
   passed=$((passed + 1))
   fuzz=ran

@@ -10,6 +10,7 @@ packages=(
   libcmocka-dev                            # tests
   libopenblas-dev liblapacke-dev           # linalg tile kernels
   libjansson-dev                           # benchmark JSON
+  gnuplot-nox                              # bench compare's picture
   libmimalloc-dev libjemalloc-dev          # allocator peers
   libstarpu-dev                            # task runtime peer
 )

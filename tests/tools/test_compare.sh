@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# `tarn bench compare` as a user runs it: writes small result files into a
+# scratch directory and checks the table, the ratios, the verdicts, the exit
+# status (0, 1 on a regression with --fail-on-regression or a bad file, 2 for
+# a bad command line) and the picture. Usage: test_compare.sh TARN
+set -uo pipefail
+[ -x "${1:-}" ] || { echo "usage: test_compare.sh TARN (an executable)"; exit 1; }
+tarn=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+cd "$scratch" || exit 1
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# run ARGS...: runs `tarn bench compare ARGS` with stdout and stderr in
+# $out, its status in $status.
+run() {
+  out=$("$tarn" bench compare "$@" 2>&1)
+  status=$?
+}
+
+# expect_status WANT WHAT
+expect_status() {
+  [ "$status" -eq "$1" ] || fail "$2: exit status $status, expected $1"
+}
+
+# expect_line REGEX WHAT: some line of $out matches the extended REGEX.
+expect_line() {
+  grep -Eq -- "$1" <<<"$out" || fail "$2: no line matches '$1' in:
+$out"
+}
+
+# expect_no_line REGEX WHAT
+expect_no_line() {
+  if grep -Eq -- "$1" <<<"$out"; then fail "$2: a line matches '$1' in:
+$out"; fi
+}
+
+cat >base.json <<'JSON'
+{"machine": {"cpu": "Test CPU A", "cores": 2, "date": "2024-05-01T10:00:00Z"},
+ "results": [
+  {"name": "array/same", "median_s": 0.001, "min_s": 0.0009, "max_s": 0.0011,
+   "samples": 5, "extra": {"gflops": 1.5}},
+  {"name": "linalg/slower", "median_s": 0.002, "min_s": 0.0019, "max_s": 0.0021},
+  {"name": "stencil/faster", "median_s": 0.003, "min_s": 0.0029, "max_s": 0.0031},
+  {"name": "rt/noisy", "median_s": 0.010, "min_s": 0.008, "max_s": 0.020},
+  {"name": "alloc/gone", "median_s": 1.5e-9},
+  {"name": "odd 'name' \"with\" \\ & <chars>", "median_s": 2.5}
+ ]}
+JSON
+cat >new.json <<'JSON'
+{"machine": {"cpu": "Test CPU B", "cores": 2, "date": "2024-05-02T10:00:00Z"},
+ "results": [
+  {"name": "array/same", "median_s": 0.001, "min_s": 0.00095, "max_s": 0.00105},
+  {"name": "linalg/slower", "median_s": 0.004, "min_s": 0.0039, "max_s": 0.0041},
+  {"name": "stencil/faster", "median_s": 0.002, "min_s": 0.0019, "max_s": 0.0021},
+  {"name": "rt/noisy", "median_s": 0.014, "min_s": 0.009, "max_s": 0.030},
+  {"name": "load/fresh", "median_s": 0.0042},
+  {"name": "array/same", "median_s": 0.5},
+  {"name": "odd 'name' \"with\" \\ & <chars>", "median_s": 2.4}
+ ]}
+JSON
+# Only faster or equal: an improvement and no regression.
+cat >better.json <<'JSON'
+{"machine": {"cpu": "Test CPU A", "cores": 2, "date": "2024-05-03T10:00:00Z"},
+ "results": [
+  {"name": "array/same", "median_s": 0.001, "min_s": 0.0009, "max_s": 0.0011},
+  {"name": "linalg/slower", "median_s": 0.001, "min_s": 0.00095, "max_s": 0.00105},
+  {"name": "stencil/faster", "median_s": 0.003, "min_s": 0.0029, "max_s": 0.0031},
+  {"name": "rt/noisy", "median_s": 0.010, "min_s": 0.008, "max_s": 0.020},
+  {"name": "alloc/gone", "median_s": 1.5e-9},
+  {"name": "odd 'name' \"with\" \\ & <chars>", "median_s": 2.5}
+ ]}
+JSON
+
+# The table: rows, times with their spread, ratios, verdicts.
+run base.json new.json --svg "$scratch/picture.svg"
+expect_status 0 "a regression without --fail-on-regression"
+expect_line '^name +base +new +base / new$' "table header"
+expect_line '^array/same +1\.00 ms \[0\.900\.\.1\.10\] +1\.00 ms \[0\.950\.\.1\.05\] +1\.00 \[0\.857\.\.1\.16\]$' \
+  "unchanged row"
+expect_line '^linalg/slower +2\.00 ms \[1\.90\.\.2\.10\] +4\.00 ms \[3\.90\.\.4\.10\] +0\.500 \[0\.463\.\.0\.538\] +REGRESSION$' \
+  "regression row"
+expect_line '^stencil/faster +3\.00 ms .* +1\.50 \[1\.38\.\.1\.63\] +improvement$' \
+  "improvement row"
+expect_line '^rt/noisy +10\.0 ms \[8\.00\.\.20\.0\] +14\.0 ms .* +0\.714 .* +slower, within noise$' \
+  "noisy row"
+expect_line '^alloc/gone +1\.50 ns +- +- +only in base$' "only in base"
+expect_line '^load/fresh +- +4\.20 ms +- +only in new$' "only in new"
+expect_line "^odd 'name' \"with\" \\\\ & <chars> +2\.50 s +2\.40 s +1\.04$" \
+  "a name with quotes"
+expect_line '^threshold 25 %: 1 regression, 1 improvement, 1 within noise, 2 unchanged, 1 only in base, 1 only in new$' \
+  "summary"
+expect_line '^  linalg/slower: 2\.00x slower \(2\.00 ms -> 4\.00 ms\)$' \
+  "regressions list"
+expect_line '^  stencil/faster: 1\.50x faster \(3\.00 ms -> 2\.00 ms\)$' \
+  "improvements list"
+expect_line '^  rt/noisy: 1\.40x slower' "within noise list"
+expect_line '^base: base\.json \(Test CPU A, 2 cores, 2024-05-01T10:00:00Z\)$' \
+  "base machine"
+expect_line '^new: +new\.json \(Test CPU B, 2 cores, 2024-05-02T10:00:00Z\)$' \
+  "new machine"
+expect_line 'machines differ \(cpu\)' "different machines flagged"
+expect_line 'warning: new\.json: "array/same" appears again' \
+  "duplicate name warned"
+
+# --fail-on-regression gates; --threshold changes the verdict.
+run base.json new.json --fail-on-regression --svg "$scratch/picture.svg"
+expect_status 1 "--fail-on-regression with a regression"
+expect_line '1 regression beyond 25 %' "--fail-on-regression message"
+run --threshold 150 --fail-on-regression base.json new.json --svg x.svg
+expect_status 0 "--threshold 150: a 2x slowdown is within it"
+expect_no_line 'REGRESSION' "--threshold 150: no regression"
+expect_line '^threshold 150 %: 0 regressions, 0 improvements' \
+  "--threshold 150 summary"
+run --threshold=10% base.json better.json --fail-on-regression --svg x.svg
+expect_status 0 "an improvement only, --threshold=10%"
+expect_line '^linalg/slower .* +2\.00 \[1\.81\.\.2\.21\] +improvement$' \
+  "improvement only: row"
+expect_line '^threshold 10 %: 0 regressions, 1 improvement,' \
+  "improvement only: summary"
+expect_no_line 'machines differ' "same machine: no note"
+
+# A calibrated benchmark (extra "ops": the operations of a sample, chosen
+# anew in each run) compares per operation: 2 us/op before, 1 us/op after.
+cat >calibrated-base.json <<'JSON'
+{"results": [{"name": "alloc/calibrated", "median_s": 0.002,
+  "min_s": 0.0019, "max_s": 0.0021, "extra": {"ops": 1000}},
+ {"name": "rt/tasks", "median_s": 0.03, "extra": {"tasks": 3000}}]}
+JSON
+cat >calibrated-new.json <<'JSON'
+{"results": [{"name": "alloc/calibrated", "median_s": 0.004,
+  "min_s": 0.0038, "max_s": 0.0042, "extra": {"ops": 4000}},
+ {"name": "rt/tasks", "median_s": 0.03, "extra": {"tasks": 1000}}]}
+JSON
+run calibrated-base.json calibrated-new.json --fail-on-regression --svg x.svg
+expect_status 1 "per operation: the per-task regression fails"
+expect_line '^alloc/calibrated +2\.00 us/op \[1\.90\.\.2\.10\] +1\.00 us/op \[0\.950\.\.1\.05\] +2\.00 \[1\.81\.\.2\.21\] +improvement$' \
+  "per operation: ops"
+expect_line '^rt/tasks +10\.0 us/task +30\.0 us/task +0\.333 +REGRESSION$' \
+  "per task: tasks"
+
+# Bad files: status 1 and a message naming the file.
+printf '{"results": [\n  {"name": "x", "median_s": 1,}\n]}\n' >broken.json
+run base.json broken.json
+expect_status 1 "malformed JSON"
+expect_line '^tarn bench compare: broken\.json: not valid JSON: line 2, column [0-9]+: ' \
+  "malformed JSON message"
+printf '{"results": [{"name": "x", "median_s": "fast"}]}\n' >shape.json
+run shape.json base.json
+expect_status 1 "median_s not a number"
+expect_line '^tarn bench compare: shape\.json: results\[0\] \("x"\): "median_s" is not a number' \
+  "shape message"
+printf '{"machine": {}}\n' >noresults.json
+run base.json noresults.json
+expect_status 1 "no results array"
+expect_line 'noresults\.json: not a result file' "no results message"
+run base.json missing.json
+expect_status 1 "missing file"
+expect_line '^tarn bench compare: missing\.json: cannot open' "missing message"
+
+# Bad command lines: status 2.
+for args in "" "base.json" "base.json new.json third.json" \
+  "--bogus base.json new.json" "--threshold" \
+  "--threshold abc base.json new.json" "--threshold -5 base.json new.json" \
+  "base.json new.json --svg"; do
+  # shellcheck disable=SC2086
+  run $args
+  expect_status 2 "bad command line '$args'"
+  expect_line "Run 'tarn bench compare --help'" "hint for '$args'"
+done
+
+run --help
+expect_status 0 "--help"
+expect_line '^usage: tarn bench compare BASE\.json NEW\.json' "--help text"
+expect_line '--fail-on-regression' "--help lists --fail-on-regression"
+
+# The picture: an SVG file where gnuplot is installed (default name: NEW's
+# with .json replaced by -compare.svg); one line and the table's exit
+# status where it is not.
+if command -v gnuplot >/dev/null; then
+  grep -q '<svg' picture.svg 2>/dev/null ||
+    fail "--svg picture.svg: no SVG written"
+  grep -q 'linalg/slower' picture.svg || fail "the SVG has no row names"
+  run base.json new.json
+  expect_line '^picture: new-compare\.svg$' "default picture name"
+  grep -q '<svg' new-compare.svg 2>/dev/null ||
+    fail "no SVG at the default name new-compare.svg"
+  # One benchmark, not slower: no label left of 1 (gnuplot 5.4 crashed on
+  # an empty labels plot).
+  printf '{"results": [{"name": "one", "median_s": 1}]}\n' >one.json
+  run one.json one.json --svg one.svg
+  expect_line '^picture: one\.svg$' "a picture of one benchmark"
+  grep -q '<svg' one.svg 2>/dev/null || fail "no SVG of one benchmark"
+  run base.json new.json --svg "$scratch/no/such/dir/x.svg"
+  expect_status 0 "a picture that cannot be written: the table's status"
+  expect_line '^no picture: gnuplot failed to draw .*/no/such/dir/x\.svg$' \
+    "a picture that cannot be written: one line"
+  expect_no_line '<svg' "a picture that cannot be written: no SVG on the terminal"
+else
+  echo "skipped: the SVG checks (gnuplot is not installed)"
+fi
+out=$(PATH=/nonexistent "$tarn" bench compare base.json new.json \
+  --fail-on-regression --svg none.svg 2>&1)
+status=$?
+expect_status 1 "without gnuplot, still the table's exit status"
+expect_line '^no picture: gnuplot is not installed \(apt-get install gnuplot-nox\)$' \
+  "without gnuplot: one line"
+[ -e none.svg ] && fail "without gnuplot: none.svg exists"
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures check(s) failed"
+  exit 1
+fi
+echo "ok: tarn bench compare"

@@ -225,10 +225,16 @@ typedef struct tarn_pool_stats {
    * (written pages dropped from the page cache), "custom" (a caller's
    * storage). Static string. */
   const char *io_mode;
+  /* Bytes held by live objects: resident_bytes less cache_bytes (objects in
+   * RAM, being written or read back). Freed buffers kept in the recycling
+   * cache are not counted, so this is what a program's data occupies. */
+  size_t live_bytes;
+  size_t live_peak; /* highest live_bytes so far */
 } tarn_pool_stats;
 
-/* Sets the peak of resident bytes to the current value, so that the next
- * stats report the peak since this call. Returns 0 or TARN_EINVAL. */
+/* Sets the peaks of resident bytes and of live bytes to their current
+ * values, so that the next stats report the peaks since this call. Returns
+ * 0 or TARN_EINVAL. */
 TARN_API int tarn_pool_peak_reset(tarn_pool *pool);
 
 /* Fills *stats with a consistent snapshot. Returns 0 or TARN_EINVAL. */

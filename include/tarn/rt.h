@@ -166,6 +166,27 @@ TARN_API int tarn_task_scratch(tarn_task *task, size_t size, size_t align,
 /* The runtime running the task (to submit further tasks). */
 TARN_API tarn_rt *tarn_task_rt(tarn_task *task);
 
+/* A piece of a task's own work over the index range [begin, end). Returns
+ * 0 or a status that fails the task. */
+typedef int (*tarn_range_fn)(void *arg, size_t begin, size_t end);
+
+/* Splits the running task's own work over the workers that are idle: runs
+ * body(arg, begin, end) over disjoint ranges that cover [0, count), each
+ * at least `grain` long (the last may be shorter), on the calling worker
+ * and, at the same time, on any worker that has nothing else to do, and
+ * returns when every range is done. With no idle worker, or when count is
+ * below 2 * grain, it is a single call body(arg, 0, count) on this thread.
+ * For a task whose data is one large tile (a gemm, an elementwise
+ * operation, a stencil on a single tile) when there are fewer ready tasks
+ * than workers. The bodies may read the task's data (tarn_task_data,
+ * tarn_task_size) but must not submit tasks, wait or take scratch (take it
+ * before, in the task); they run concurrently with each other, so they
+ * must write disjoint memory. Returns 0, the first non-zero status of
+ * a body (the other ranges still run), TARN_EINVAL for a NULL body or
+ * grain 0, or TARN_EMISUSE when `task` is not running on this thread. */
+TARN_API int tarn_task_parallel_for(tarn_task *task, size_t count, size_t grain,
+                                    tarn_range_fn body, void *arg);
+
 /* ---- regions ------------------------------------------------------------ */
 
 /* Starts a region on the calling thread: tasks it submits until
@@ -175,7 +196,12 @@ TARN_API int tarn_region_begin(tarn_rt *rt, tarn_region **region);
 
 typedef struct tarn_region_stats {
   uint64_t submitted, run, cancelled, failed;
-  size_t peak_bytes; /* the pool's peak resident bytes during the region */
+  size_t peak_bytes; /* the pool's peak resident bytes during the region
+                        (live objects and the recycling cache) */
+  /* The pool's peak of live bytes during the region: objects only, not the
+   * recycling cache (tarn_pool_stats.live_peak). What the region's data
+   * needed at most. */
+  size_t live_peak_bytes;
 } tarn_region_stats;
 
 /* Blocks until every task of the region is done, fills *stats when not

@@ -162,15 +162,42 @@ static int per_tile(tarn_matrix *out, tarn_matrix *in, tarn_task_fn fn,
   return 0;
 }
 
-/* The elementwise kernels copy what they need from the job into locals:
+/* A tile task's operands, shared with idle workers by ranges of the
+ * output tile's columns (tarn_task_parallel_for): a tile alone still uses
+ * every core. */
+struct tile_share {
+  const struct job *j;
+  double *c;
+  const double *a, *b;
+};
+
+/* Columns per range: at least this many elements, so that a range is
+ * worth handing to another worker. */
+#define SHARE_ELEMENTS 16384
+
+/* Runs `range` over the columns of the task's output tile (slot 0), with
+ * the inputs in slots j->ia and j->ib. */
+static int split_columns(tarn_task *t, const struct job *j,
+                         tarn_range_fn range) {
+  struct tile_share s = {j, tarn_task_data(t, 0), tarn_task_data(t, j->ia),
+                         tarn_task_data(t, j->ib)};
+  size_t grain = j->rows >= SHARE_ELEMENTS ? 1 : SHARE_ELEMENTS / j->rows;
+  return tarn_task_parallel_for(t, j->cols, grain, range, &s);
+}
+
+/* The elementwise ranges copy what they need from the job into locals:
  * stores through c could otherwise alias the job's doubles, which keeps
- * the compiler from vectorising. */
-static int k_fill(tarn_task *t, void *arg) {
-  const struct job *j = arg;
-  double *c = tarn_task_data(t, 0), beta = j->beta;
-  size_t n = j->rows * j->cols;
-  for (size_t k = 0; k < n; k++) c[k] = beta;
+ * the compiler from vectorising. Each works on columns [q0, q1). */
+static int fill_range(void *arg, size_t q0, size_t q1) {
+  const struct tile_share *s = arg;
+  size_t rows = s->j->rows;
+  double *c = s->c, beta = s->j->beta;
+  for (size_t k = q0 * rows; k < q1 * rows; k++) c[k] = beta;
   return 0;
+}
+
+static int k_fill(tarn_task *t, void *arg) {
+  return split_columns(t, arg, fill_range);
 }
 
 /* splitmix64: a counter-based generator, one hash per element. */
@@ -181,11 +208,12 @@ static uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-static int k_rand(tarn_task *t, void *arg) {
-  const struct job *j = arg;
-  double *c = tarn_task_data(t, 0);
+static int rand_range(void *arg, size_t q0, size_t q1) {
+  const struct tile_share *s = arg;
+  const struct job *j = s->j;
+  double *c = s->c;
   uint64_t key = mix(j->seed);
-  for (size_t q = 0; q < j->cols; q++)
+  for (size_t q = q0; q < q1; q++)
     for (size_t p = 0; p < j->rows; p++) {
       uint64_t index = (uint64_t)(j->row0 + p) * j->n + (j->col0 + q);
       c[p + q * j->rows] = (double)(mix(key ^ index) >> 11) * 0x1.0p-53;
@@ -193,39 +221,58 @@ static int k_rand(tarn_task *t, void *arg) {
   return 0;
 }
 
+static int k_rand(tarn_task *t, void *arg) {
+  return split_columns(t, arg, rand_range);
+}
+
+static int axpb_range(void *arg, size_t q0, size_t q1) {
+  const struct tile_share *s = arg;
+  size_t rows = s->j->rows;
+  double *c = s->c;
+  const double *a = s->a;
+  double alpha = s->j->alpha, beta = s->j->beta;
+  for (size_t k = q0 * rows; k < q1 * rows; k++) c[k] = alpha * a[k] + beta;
+  return 0;
+}
+
 static int k_axpb(tarn_task *t, void *arg) {
-  const struct job *j = arg;
-  double *c = tarn_task_data(t, 0);
-  const double *a = tarn_task_data(t, j->ia);
-  double alpha = j->alpha, beta = j->beta;
-  size_t n = j->rows * j->cols;
-  for (size_t k = 0; k < n; k++) c[k] = alpha * a[k] + beta;
+  return split_columns(t, arg, axpb_range);
+}
+
+static int map_range(void *arg, size_t q0, size_t q1) {
+  const struct tile_share *s = arg;
+  size_t rows = s->j->rows;
+  double (*f)(double) = s->j->f;
+  for (size_t k = q0 * rows; k < q1 * rows; k++) s->c[k] = f(s->a[k]);
   return 0;
 }
 
 static int k_map(tarn_task *t, void *arg) {
-  const struct job *j = arg;
-  double *c = tarn_task_data(t, 0);
-  const double *a = tarn_task_data(t, j->ia);
-  for (size_t k = 0; k < j->rows * j->cols; k++) c[k] = j->f(a[k]);
+  return split_columns(t, arg, map_range);
+}
+
+static int sin_range(void *arg, size_t q0, size_t q1) {
+  const struct tile_share *s = arg;
+  size_t rows = s->j->rows;
+  tarn__vsin(s->a + q0 * rows, s->c + q0 * rows, (q1 - q0) * rows);
   return 0;
 }
 
 static int k_sin(tarn_task *t, void *arg) {
-  const struct job *j = arg;
-  double *c = tarn_task_data(t, 0);
-  const double *a = tarn_task_data(t, j->ia);
-  tarn__vsin(a, c, j->rows * j->cols);
+  return split_columns(t, arg, sin_range);
+}
+
+static int add_range(void *arg, size_t q0, size_t q1) {
+  const struct tile_share *s = arg;
+  size_t rows = s->j->rows;
+  double *c = s->c;
+  const double *a = s->a, *b = s->b;
+  for (size_t k = q0 * rows; k < q1 * rows; k++) c[k] = a[k] + b[k];
   return 0;
 }
 
 static int k_add(tarn_task *t, void *arg) {
-  const struct job *j = arg;
-  double *c = tarn_task_data(t, 0);
-  const double *a = tarn_task_data(t, j->ia), *b = tarn_task_data(t, j->ib);
-  size_t n = j->rows * j->cols;
-  for (size_t k = 0; k < n; k++) c[k] = a[k] + b[k];
-  return 0;
+  return split_columns(t, arg, add_range);
 }
 
 /* ---- making matrices ---------------------------------------------------- */
@@ -415,14 +462,20 @@ int tarn_matrix_add(tarn_matrix *a, tarn_matrix *b, tarn_matrix **out) {
 
 /* ---- transpose and retile ----------------------------------------------- */
 
-static int k_transpose(tarn_task *t, void *arg) {
-  const struct job *j = arg; /* rows x cols: the tile written */
-  double *c = tarn_task_data(t, 0);
-  const double *a = tarn_task_data(t, 1); /* cols x rows */
-  for (size_t q = 0; q < j->cols; q++)
-    for (size_t p = 0; p < j->rows; p++)
-      c[p + q * j->rows] = a[q + p * j->cols];
+/* Columns [q0, q1) of the tile written (rows x cols) from the tile read
+ * (cols x rows). */
+static int transpose_range(void *arg, size_t q0, size_t q1) {
+  const struct tile_share *s = arg;
+  size_t rows = s->j->rows, cols = s->j->cols;
+  double *c = s->c;
+  const double *a = s->a;
+  for (size_t q = q0; q < q1; q++)
+    for (size_t p = 0; p < rows; p++) c[p + q * rows] = a[q + p * cols];
   return 0;
+}
+
+static int k_transpose(tarn_task *t, void *arg) {
+  return split_columns(t, arg, transpose_range);
 }
 
 int tarn_matrix_transpose(tarn_matrix *a, tarn_matrix **out) {
@@ -436,6 +489,7 @@ int tarn_matrix_transpose(tarn_matrix *a, tarn_matrix **out) {
       struct job j = job_for(c, ti, tj);
       tarn_dep deps[2] = {{tarn__tile(c, ti, tj), TARN_WRITE},
                           {tarn__tile(a, tj, ti), TARN_READ}};
+      j.ia = 1;
       rc = submit_job(a->rt, k_transpose, &j, deps, 2);
     }
   if (rc != 0 && made) {

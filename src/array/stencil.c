@@ -164,24 +164,73 @@ static int sum_kernel(const double *in, size_t ld_in, double *out,
                       size_t ld_out, size_t rows, size_t cols, size_t radius,
                       void *arg);
 
-/* The built-in radius-1 sum without the whole halo: three halo columns
- * turn in a ring in scratch (small enough for L1), so the tile is read
- * once from memory and the output written once. */
-static int sum_rolling(tarn_task *t, const struct sjob *j, struct run *runs,
-                       size_t nruns) {
-  size_t hr = j->rows + 2;
-  double *ring = NULL;
-  int rc = tarn_task_scratch(t, 3 * hr * sizeof *ring, 64, (void **)&ring);
-  if (rc != 0) return rc;
-  double *out = tarn_task_data(t, 0);
-  halo_column(t, j, runs, nruns, 0, ring);
-  halo_column(t, j, runs, nruns, 1, ring + hr);
-  for (size_t q = 0; q < j->cols; q++) {
-    halo_column(t, j, runs, nruns, q + 2, ring + ((q + 2) % 3) * hr);
+/* A stencil task's work, shared with idle workers by ranges of columns
+ * (tarn_task_parallel_for), so that a matrix of one tile still uses every
+ * core. */
+struct stencil_share {
+  tarn_task *t;
+  const struct sjob *j;
+  const struct run *runs;
+  size_t nruns;
+  size_t hr;    /* halo rows */
+  double *halo; /* the whole halo, hr per column; or the rings */
+  double *out;
+  size_t grain; /* of the rolling sum: ring k serves the range at k grains */
+};
+
+/* Columns per range: at least this many elements of output. */
+#define SHARE_ELEMENTS 16384
+
+static size_t share_grain(size_t rows) {
+  return rows >= SHARE_ELEMENTS ? 1 : SHARE_ELEMENTS / rows;
+}
+
+/* The built-in radius-1 sum without the whole halo, output columns [q0,
+ * q1): three halo columns turn in a ring (small enough for L1), so the
+ * tile is read once from memory and the output written once. */
+static int rolling_range(void *arg, size_t q0, size_t q1) {
+  const struct stencil_share *s = arg;
+  const struct sjob *j = s->j;
+  size_t hr = s->hr;
+  double *ring = s->halo + (q0 / s->grain) * 3 * hr;
+  halo_column(s->t, j, s->runs, s->nruns, q0, ring + (q0 % 3) * hr);
+  halo_column(s->t, j, s->runs, s->nruns, q0 + 1, ring + ((q0 + 1) % 3) * hr);
+  for (size_t q = q0; q < q1; q++) {
+    halo_column(s->t, j, s->runs, s->nruns, q + 2, ring + ((q + 2) % 3) * hr);
     sum3(ring + (q % 3) * hr, ring + ((q + 1) % 3) * hr,
-         ring + ((q + 2) % 3) * hr, out + q * j->rows, j->rows);
+         ring + ((q + 2) % 3) * hr, s->out + q * j->rows, j->rows);
   }
   return 0;
+}
+
+static int sum_rolling(tarn_task *t, const struct sjob *j, struct run *runs,
+                       size_t nruns) {
+  size_t hr = j->rows + 2, grain = share_grain(j->rows);
+  size_t rings = (j->cols - 1) / grain + 1;
+  double *ring = NULL;
+  int rc =
+      tarn_task_scratch(t, rings * 3 * hr * sizeof *ring, 64, (void **)&ring);
+  if (rc != 0) return rc;
+  struct stencil_share s = {
+      t, j, runs, nruns, hr, ring, tarn_task_data(t, 0), grain};
+  return tarn_task_parallel_for(t, j->cols, grain, rolling_range, &s);
+}
+
+/* Halo columns [c0, c1). */
+static int halo_range(void *arg, size_t c0, size_t c1) {
+  const struct stencil_share *s = arg;
+  for (size_t c = c0; c < c1; c++)
+    halo_column(s->t, s->j, s->runs, s->nruns, c, s->halo + c * s->hr);
+  return 0;
+}
+
+/* The built-in sum of any radius over output columns [q0, q1). */
+static int sum_range(void *arg, size_t q0, size_t q1) {
+  const struct stencil_share *s = arg;
+  const struct sjob *j = s->j;
+  size_t r = j->st.radius;
+  return sum_kernel(s->halo + r + (r + q0) * s->hr, s->hr,
+                    s->out + q0 * j->rows, j->rows, j->rows, q1 - q0, r, NULL);
 }
 
 static int k_stencil(tarn_task *t, void *arg) {
@@ -197,9 +246,15 @@ static int k_stencil(tarn_task *t, void *arg) {
   double *halo = NULL;
   rc = tarn_task_scratch(t, hr * hc * sizeof *halo, 64, (void **)&halo);
   if (rc != 0) return rc;
-  for (size_t c = 0; c < hc; c++)
-    halo_column(t, j, runs, nruns, c, halo + c * hr);
   double *out = tarn_task_data(t, 0);
+  struct stencil_share s = {t, j, runs, nruns, hr, halo, out, 0};
+  size_t grain = share_grain(hr);
+  rc = tarn_task_parallel_for(t, hc, grain, halo_range, &s);
+  if (rc != 0) return rc;
+  /* The built-in kernel is split by columns too; a user's kernel gets the
+   * whole tile in one call (it may not expect to run concurrently). */
+  if (j->fn == sum_kernel)
+    return tarn_task_parallel_for(t, j->cols, grain, sum_range, &s);
   return j->fn(halo + r + r * hr, hr, out, j->rows, j->rows, j->cols, r,
                j->arg);
 }
@@ -305,13 +360,23 @@ struct fjob {
   double value;
 };
 
+struct assign_share {
+  double *c;
+  double value;
+};
+
+static int assign_range(void *arg, size_t k0, size_t k1) {
+  const struct assign_share *s = arg;
+  double *c = s->c;
+  double value = s->value; /* locals: c cannot alias them */
+  for (size_t k = k0; k < k1; k++) c[k] = value;
+  return 0;
+}
+
 static int k_assign(tarn_task *t, void *arg) {
   const struct fjob *j = arg;
-  double *c = tarn_task_data(t, 0);
-  double value = j->value; /* locals: c cannot alias them */
-  size_t count = j->count;
-  for (size_t k = 0; k < count; k++) c[k] = value;
-  return 0;
+  struct assign_share s = {tarn_task_data(t, 0), j->value};
+  return tarn_task_parallel_for(t, j->count, SHARE_ELEMENTS, assign_range, &s);
 }
 
 int tarn_stencil_assign(tarn_matrix *b, double value) {

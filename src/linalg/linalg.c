@@ -73,14 +73,47 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
 
 /* ---- gemm --------------------------------------------------------------- */
 
-static int k_gemm(tarn_task *t, void *arg) {
-  const struct job *j = arg;
-  const double *a = tarn_task_data(t, j->sa), *b = tarn_task_data(t, j->sb);
-  double *c = tarn_task_data(t, j->sc);
+/* A gemm tile task's operands, shared with idle workers by ranges of C's
+ * columns (or rows, for a tall C such as a matrix-vector product). */
+struct gemm_share {
+  const struct job *j;
+  const double *a, *b;
+  double *c;
+  bool by_rows;
+};
+
+/* Columns or rows [begin, end) of C = alpha op(A) op(B) + beta C. */
+static int gemm_range(void *arg, size_t begin, size_t end) {
+  const struct gemm_share *g = arg;
+  const struct job *j = g->j;
+  size_t lda = (size_t)j->lda, ldb = (size_t)j->ldb, ldc = (size_t)j->ldc;
+  const double *a = g->a, *b = g->b;
+  double *c = g->c;
+  int m = j->m, n = j->n;
+  if (g->by_rows) { /* rows of op(A) and C */
+    a += j->ta ? begin * lda : begin;
+    c += begin;
+    m = (int)(end - begin);
+  } else { /* columns of op(B) and C */
+    b += j->tb ? begin : begin * ldb;
+    c += begin * ldc;
+    n = (int)(end - begin);
+  }
   cblas_dgemm(CblasColMajor, j->ta ? CblasTrans : CblasNoTrans,
-              j->tb ? CblasTrans : CblasNoTrans, j->m, j->n, j->k, j->alpha, a,
+              j->tb ? CblasTrans : CblasNoTrans, m, n, j->k, j->alpha, a,
               j->lda, b, j->ldb, j->beta, c, j->ldc);
   return 0;
+}
+
+/* Ranges below this many rows or columns are not worth a helper. */
+#define GEMM_GRAIN 64
+
+static int k_gemm(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  struct gemm_share g = {j, tarn_task_data(t, j->sa), tarn_task_data(t, j->sb),
+                         tarn_task_data(t, j->sc), j->m > j->n};
+  return tarn_task_parallel_for(t, (size_t)(g.by_rows ? j->m : j->n),
+                                GEMM_GRAIN, gemm_range, &g);
 }
 
 int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,

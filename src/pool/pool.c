@@ -11,7 +11,9 @@
  *
  * Invariants, under the pool lock:
  * - resident = charges of RESIDENT, WRITING and READING refs + cache bytes,
- *   and resident <= mem_limit when a limit is set.
+ *   and resident <= mem_limit when a limit is set; resident - cached is
+ *   what live objects hold, and live_peak its highest value since the last
+ *   peak reset.
  * - FAST is set only in state RESIDENT on a live ref; the evictor clears it
  *   with a CAS that also checks the pin count is 0, so a lock-free pin and
  *   an eviction never both succeed.
@@ -102,6 +104,7 @@ struct tarn_pool {
   size_t page;
   /* Guarded by lock. */
   size_t resident, peak, inflight;
+  size_t live_peak; /* highest resident - cached */
   uint64_t room_epoch;
   tarn_ref *refs; /* list of live refs; the clock hand walks it */
   tarn_ref *hand;
@@ -428,6 +431,14 @@ static bool wait_changed(tarn_pool *p, uint64_t deadline) {
          tarn__clock_ns() < deadline;
 }
 
+/* Raises the peak of live bytes (resident less the cache) to the current
+ * value: called wherever live objects grow, which is only make_room (fresh
+ * bytes, or a buffer taken from the cache). */
+static void note_live(tarn_pool *p) {
+  size_t live = p->resident - p->cached;
+  if (live > p->live_peak) p->live_peak = live;
+}
+
 /* Makes room for `need` more resident bytes and counts them. With `cap`
  * nonzero the room is for a bytes buffer of that capacity (== need): a
  * cached buffer of it is taken instead when there is one (*buf). */
@@ -438,11 +449,15 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
   uint64_t epoch = ++p->room_epoch;
   uint64_t failures = p->write_failures;
   for (;;) {
-    if (cap != 0 && (*buf = cache_take(p, cap)) != NULL) return 0;
+    if (cap != 0 && (*buf = cache_take(p, cap)) != NULL) {
+      note_live(p);
+      return 0;
+    }
     size_t limit = p->opt.mem_limit;
     if (limit == 0 || (need <= limit && p->resident <= limit - need)) {
       p->resident += need;
       if (p->resident > p->peak) p->peak = p->resident;
+      note_live(p);
       return 0;
     }
     if (need > limit) return TARN_ENOMEM;
@@ -809,8 +824,21 @@ int tarn_pool_peak_reset(tarn_pool *p) {
   if (p == NULL) return TARN_EINVAL;
   pthread_mutex_lock(&p->lock);
   p->peak = p->resident;
+  p->live_peak = p->resident - p->cached;
   pthread_mutex_unlock(&p->lock);
   return 0;
+}
+
+void tarn__pool_peaks(tarn_pool *p, bool reset, size_t *resident_peak,
+                      size_t *live_peak) {
+  pthread_mutex_lock(&p->lock);
+  *resident_peak = p->peak;
+  *live_peak = p->live_peak;
+  if (reset) {
+    p->peak = p->resident;
+    p->live_peak = p->resident - p->cached;
+  }
+  pthread_mutex_unlock(&p->lock);
 }
 
 void tarn__pool_set_owner_free(tarn_pool *p,
@@ -1040,6 +1068,8 @@ int tarn_pool_stats_get(tarn_pool *p, tarn_pool_stats *s) {
   s->resident_bytes = p->resident;
   s->resident_peak = p->peak;
   s->cache_bytes = p->cached;
+  s->live_bytes = p->resident - p->cached;
+  s->live_peak = p->live_peak;
   s->live_refs = p->live;
   for (tarn_ref *r = p->refs; r != NULL; r = r->next)
     if ((r->state == RESIDENT || r->state == WRITING) &&

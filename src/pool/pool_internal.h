@@ -1,8 +1,11 @@
 /* pool_internal.h: what the pool offers the layers above it and nobody
  * else: one pointer slot per ref for the runtime's state, freed through a
- * callback when the ref dies. */
+ * callback when the ref dies, and a cheap read of the peaks. */
 #ifndef TARN_POOL_INTERNAL_H
 #define TARN_POOL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "tarn/pool.h"
 
@@ -19,5 +22,12 @@ void *tarn__ref_owner(tarn_ref *ref, void *install);
 
 /* The pool a ref belongs to. */
 tarn_pool *tarn__ref_pool(const tarn_ref *ref);
+
+/* The peaks of resident and of live bytes since the last reset (as
+ * tarn_pool_stats_get gives them, without its walk over the refs); with
+ * `reset`, then resets them as tarn_pool_peak_reset, under the same lock
+ * (no peak is lost between the read and the reset). Thread-safe. */
+void tarn__pool_peaks(tarn_pool *pool, bool reset, size_t *resident_peak,
+                      size_t *live_peak);
 
 #endif

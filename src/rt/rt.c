@@ -118,11 +118,29 @@ struct tarn_region {
   _Alignas(64) _Atomic uint64_t submitted;
   _Alignas(64) _Atomic uint64_t finished;
   _Alignas(64) atomic_int error;
+  /* Set while a thread drains the region: only then does a finishing
+   * task read `submitted` (the submitters' line) to see if it was the
+   * last. Written twice per wait, so this line stays in every cache. */
+  atomic_bool waiting;
   _Atomic uint64_t not_run, cancelled, failed;
+  /* The pool's peaks (resident, live) before the last region begun inside
+   * this one reset them; the owning thread's only. */
+  size_t peak, live_peak;
   /* With eager_free off: refs released when the region ends. */
   pthread_mutex_t keep_lock;
   tarn_ref **kept;
   size_t nkept, capkept;
+};
+
+/* A task's work shared with idle workers (tarn_task_parallel_for): ranges
+ * of `chunk` indexes handed out by `next`. Lives on the posting worker's
+ * stack while it is in that worker's `help` slot. */
+struct help {
+  tarn_range_fn body;
+  void *arg;
+  size_t count, chunk;
+  _Atomic size_t next;
+  atomic_int error; /* the first non-zero status of a body */
 };
 
 struct worker {
@@ -139,26 +157,34 @@ struct worker {
   tarn_task *free_tasks; /* finished tasks kept for reuse, by this worker */
   size_t nfree;
   atomic_bool active; /* pinning for or running a task */
+  /* The work this worker shares now, or NULL; and how many other workers
+   * may be looking at it (a helper counts itself before it reads `help`,
+   * the owner clears `help` and then waits for the count to drop). */
+  _Alignas(64) _Atomic(struct help *) help;
+  atomic_uint help_users;
   /* Counters written by this worker only. */
   _Atomic uint64_t run, stolen, run_ns, wait_ns;
 } __attribute__((aligned(64)));
 
 struct tarn_rt {
+  /* Read by every task, written once: a line of their own, so that the
+   * submitters' counters below never evict it from the workers' caches. */
   tarn_pool *pool;
   tarn_slab_set *slabs;
   struct worker *workers;
   unsigned nworkers;
   int eager_free;
-  bool may_spill;         /* the pool has a limit: data may be on disk */
-  atomic_bool spare_lock; /* spare: tasks for non-worker submitters */
+  bool may_spill; /* the pool has a limit: data may be on disk */
+  /* Written by submitters that are not workers, per task. */
+  _Alignas(64) atomic_bool spare_lock; /* spare: tasks for such submitters */
   tarn_task *spare;
   size_t nspare;
   _Atomic uint64_t seq;
   atomic_uint next_worker;
   /* Sleeping. */
+  _Alignas(64) atomic_int sleepers; /* read by every push */
   pthread_mutex_t idle_lock;
   pthread_cond_t idle;
-  atomic_int sleepers;
   uint64_t wakeups; /* signals sent, under idle_lock */
   atomic_bool stopping;
   /* Tasks waiting for memory. */
@@ -447,9 +473,12 @@ static tarn_task *take(struct worker *self) {
 /* Counts a finished task in its region and wakes the waiter when it was
  * the last. Region memory is reused, never freed before the runtime, so
  * the reads after the count are safe even once the waiter has returned
- * (at worst they wake it for nothing). The seq_cst increment and load:
+ * (at worst they wake it for nothing). The seq_cst increment and loads:
  * a task's children are counted in `submitted` before the task's own
- * `finished`, so the last finisher sees every submission. */
+ * `finished`, so the last finisher sees every submission; the waiter sets
+ * `waiting` before it compares the counts, and the last finisher reads it
+ * after its increment, so either the waiter sees the last count or the
+ * finisher sees the waiter. */
 static void region_done(tarn_rt *rt, tarn_region *r, int status, bool ran) {
   if (status != 0) {
     int zero = 0;
@@ -460,7 +489,7 @@ static void region_done(tarn_rt *rt, tarn_region *r, int status, bool ran) {
     if (!ran) atomic_fetch_add(&r->not_run, 1);
   }
   uint64_t finished = atomic_fetch_add(&r->finished, 1) + 1;
-  if (finished == atomic_load(&r->submitted)) {
+  if (atomic_load(&r->waiting) && finished == atomic_load(&r->submitted)) {
     pthread_mutex_lock(&rt->done_lock);
     pthread_cond_broadcast(&rt->done);
     pthread_mutex_unlock(&rt->done_lock);
@@ -648,6 +677,90 @@ static void run(struct worker *w, tarn_task *t) {
   task_done(w);
 }
 
+/* ---- sharing a task's work ----------------------------------------------
+ */
+
+/* Runs ranges of `h` until none is left. */
+static void help_run(struct help *h) {
+  for (;;) {
+    size_t begin =
+        atomic_fetch_add_explicit(&h->next, h->chunk, memory_order_relaxed);
+    if (begin >= h->count) return;
+    size_t end = h->count - begin > h->chunk ? begin + h->chunk : h->count;
+    int rc = h->body(h->arg, begin, end);
+    if (rc != 0) {
+      int zero = 0;
+      atomic_compare_exchange_strong(&h->error, &zero, rc);
+    }
+  }
+}
+
+/* Whether some worker shares work now. */
+static bool help_wanted(const tarn_rt *rt) {
+  for (unsigned i = 0; i < rt->nworkers; i++)
+    if (atomic_load(&rt->workers[i].help) != NULL) return true;
+  return false;
+}
+
+/* An idle worker joins the first shared work it finds. Returns whether it
+ * ran any. */
+static bool help_others(struct worker *self) {
+  tarn_rt *rt = self->rt;
+  for (unsigned k = 1; k < rt->nworkers; k++) {
+    struct worker *v = &rt->workers[(self->index + k) % rt->nworkers];
+    if (atomic_load_explicit(&v->help, memory_order_relaxed) == NULL) continue;
+    atomic_fetch_add(&v->help_users, 1);
+    struct help *h = atomic_load(&v->help);
+    if (h != NULL) help_run(h);
+    atomic_fetch_sub(&v->help_users, 1);
+    if (h != NULL) return true;
+  }
+  return false;
+}
+
+/* Whether a worker other than `self` is idle (could help). */
+static bool others_idle(const struct worker *self) {
+  tarn_rt *rt = self->rt;
+  for (unsigned i = 0; i < rt->nworkers; i++)
+    if (&rt->workers[i] != self &&
+        !atomic_load_explicit(&rt->workers[i].active, memory_order_relaxed))
+      return true;
+  return false;
+}
+
+int tarn_task_parallel_for(tarn_task *t, size_t count, size_t grain,
+                           tarn_range_fn body, void *arg) {
+  if (body == NULL || grain == 0) return TARN_EINVAL;
+  if (t == NULL || t != current_task) return TARN_EMISUSE;
+  struct worker *w = current_worker;
+  if (count == 0) return 0;
+  /* Alone, too little work, already sharing (a body that splits again),
+   * or nobody idle: one call. */
+  if (w->rt->nworkers < 2 || count / grain < 2 ||
+      atomic_load_explicit(&w->help, memory_order_relaxed) != NULL ||
+      !others_idle(w))
+    return body(arg, 0, count);
+  /* Ranges of at least `grain`, about two per worker, so that a helper
+   * that arrives late still finds one. */
+  size_t parts = 2 * (size_t)w->rt->nworkers;
+  size_t chunk = (count + parts - 1) / parts;
+  if (chunk < grain) chunk = grain;
+  struct help h = {.body = body, .arg = arg, .count = count, .chunk = chunk};
+  atomic_init(&h.next, 0);
+  atomic_init(&h.error, 0);
+  atomic_store(&w->help, &h);
+  wake(w->rt);
+  help_run(&h);
+  atomic_store(&w->help, NULL);
+  /* Helpers that saw `h` finish their range before they uncount. */
+  for (unsigned n = 0; atomic_load(&w->help_users) != 0; n++)
+    if (n < 64)
+      cpu_relax();
+    else
+      sched_yield();
+  return atomic_load(&h.error);
+}
+
 /* Sleeps until a push signals, unless a last look finds a task. */
 static tarn_task *sleep_or_take(struct worker *w) {
   tarn_rt *rt = w->rt;
@@ -655,7 +768,8 @@ static tarn_task *sleep_or_take(struct worker *w) {
   atomic_fetch_add(&rt->sleepers, 1);
   tarn_task *t = take(w);
   uint64_t seen = rt->wakeups;
-  while (t == NULL && rt->wakeups == seen && !atomic_load(&rt->stopping))
+  while (t == NULL && rt->wakeups == seen && !atomic_load(&rt->stopping) &&
+         !help_wanted(rt))
     pthread_cond_wait(&rt->idle, &rt->idle_lock);
   atomic_fetch_sub(&rt->sleepers, 1);
   pthread_mutex_unlock(&rt->idle_lock);
@@ -675,7 +789,10 @@ static void *worker_main(void *arg) {
     uint64_t idle_since = t == NULL ? tarn__clock_ns() : 0;
     while (t == NULL && !atomic_load(&rt->stopping) &&
            tarn__clock_ns() - idle_since < IDLE_SPIN_NS) {
-      sched_yield();
+      if (help_others(w))
+        idle_since = tarn__clock_ns();
+      else
+        sched_yield();
       t = take(w);
     }
     if (t == NULL && !atomic_load(&rt->stopping)) t = sleep_or_take(w);
@@ -867,6 +984,7 @@ static void region_init(tarn_region *r, tarn_rt *rt) {
  * refs it kept. */
 static void region_drain(tarn_region *r) {
   tarn_rt *rt = r->rt;
+  atomic_store(&r->waiting, true);
   /* A short region ends sooner than a sleeping thread wakes: look for a
    * while (yielding) before sleeping on the condition variable. */
   for (int spin = 0; spin < DRAIN_SPINS; spin++) {
@@ -877,6 +995,7 @@ static void region_drain(tarn_region *r) {
   while (atomic_load(&r->finished) != atomic_load(&r->submitted))
     pthread_cond_wait(&rt->done, &rt->done_lock);
   pthread_mutex_unlock(&rt->done_lock);
+  atomic_store(&r->waiting, false);
   for (size_t i = 0; i < r->nkept; i++) tarn_ref_release(r->kept[i]);
   free(r->kept);
   r->kept = NULL;
@@ -907,6 +1026,12 @@ static void region_retire(tarn_region *r) {
   pthread_mutex_unlock(&rt->done_lock);
 }
 
+/* Raises `r`'s peaks to `peak` (resident) and `live`. */
+static void region_fold_peaks(tarn_region *r, size_t peak, size_t live) {
+  if (peak > r->peak) r->peak = peak;
+  if (live > r->live_peak) r->live_peak = live;
+}
+
 int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
   if (rt == NULL || out == NULL) return TARN_EINVAL;
   if (current_task != NULL) return TARN_EDEADLK;
@@ -931,7 +1056,11 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
   pthread_mutex_lock(&rt->done_lock);
   list_link(&rt->live, r);
   pthread_mutex_unlock(&rt->done_lock);
-  tarn_pool_peak_reset(rt->pool);
+  /* The pool's peaks restart here; an enclosing region keeps them first. */
+  size_t peak, live;
+  tarn__pool_peaks(rt->pool, true, &peak, &live);
+  if (r->parent != NULL) region_fold_peaks(r->parent, peak, live);
+  r->peak = r->live_peak = 0;
   *out = r;
   return 0;
 }
@@ -942,14 +1071,20 @@ int tarn_region_wait(tarn_region *r, tarn_region_stats *stats) {
   if (r != current_region) return TARN_EMISUSE;
   region_drain(r);
   current_region = r->parent;
-  if (stats != NULL) {
-    tarn_pool_stats ps;
-    tarn_pool_stats_get(r->rt->pool, &ps);
+  if (stats != NULL || r->parent != NULL) {
+    size_t peak, live;
+    tarn__pool_peaks(r->rt->pool, false, &peak, &live);
+    region_fold_peaks(r, peak, live);
+    if (r->parent != NULL) region_fold_peaks(r->parent, r->peak, r->live_peak);
+  }
+  if (stats != NULL)
     *stats = (tarn_region_stats){
         atomic_load(&r->submitted),
         atomic_load(&r->submitted) - atomic_load(&r->not_run),
-        atomic_load(&r->cancelled), atomic_load(&r->failed), ps.resident_peak};
-  }
+        atomic_load(&r->cancelled),
+        atomic_load(&r->failed),
+        r->peak,
+        r->live_peak};
   int rc = atomic_load(&r->error);
   region_retire(r);
   return rc;

@@ -509,6 +509,35 @@ static void temporaries_are_freed_when_their_last_task_ends(void **state) {
   assert_true(kept >= stages * MiB);
 }
 
+/* A region's peaks cover all of it, also when a region begun inside it
+ * (as tarn_matrix_sum and the other waiting calls do) resets the pool's
+ * peaks: 4 MiB allocated and freed before the inner region still count for
+ * the outer one. Without the recycling cache, both peaks see it. */
+static void an_inner_region_keeps_the_outer_peak(void **state) {
+  (void)state;
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 1;
+  o.pool.mem_limit = 0;
+  o.pool.cache_bytes = 0;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  tarn_region *outer = NULL, *inner = NULL;
+  assert_int_equal(tarn_region_begin(rt, &outer), 0);
+  tarn_ref *big = NULL;
+  assert_int_equal(tarn_ref_alloc(tarn_rt_pool(rt), 4 * MiB, 0, &big), 0);
+  assert_int_equal(tarn_ref_release(big), 0);
+  assert_int_equal(tarn_region_begin(rt, &inner), 0);
+  tarn_region_stats in, out;
+  assert_int_equal(tarn_region_wait(inner, &in), 0);
+  assert_true(in.peak_bytes < 4 * MiB); /* the inner region began after */
+  assert_true(in.live_peak_bytes < 4 * MiB);
+  assert_int_equal(tarn_region_wait(outer, &out), 0);
+  assert_true(out.peak_bytes >= 4 * MiB);
+  assert_true(out.live_peak_bytes >= 4 * MiB);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- bad input and idleness --------------------------------------------- */
 
 static void bad_submissions_are_refused(void **state) {
@@ -589,6 +618,7 @@ int main(void) {
       cmocka_unit_test(scratch_is_reset_when_a_task_ends),
       cmocka_unit_test(a_limit_below_the_data_holds_tasks_back),
       cmocka_unit_test(temporaries_are_freed_when_their_last_task_ends),
+      cmocka_unit_test(an_inner_region_keeps_the_outer_peak),
       cmocka_unit_test(bad_submissions_are_refused),
       cmocka_unit_test(one_ref_twice_is_one_access),
       cmocka_unit_test(idle_workers_sleep),

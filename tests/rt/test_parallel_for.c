@@ -1,0 +1,195 @@
+/* test_parallel_for.c: tarn_task_parallel_for as a user sees it: every
+ * index of the range done exactly once whatever the split, the bodies'
+ * failures returned while the other ranges still run, one call for small
+ * ranges, many tasks sharing their work at once, and bad calls refused. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "support.h"
+#include "tarn.h"
+
+/* What one task shares: a count of visits per index. */
+struct visits {
+  size_t count, grain;
+  _Atomic unsigned *seen;
+  atomic_uint calls;
+  size_t fail_at; /* a body whose range holds it returns TARN_EIO */
+  size_t first_begin, first_end;
+  int result; /* tarn_task_parallel_for's */
+};
+
+static int visit(void *arg, size_t begin, size_t end) {
+  struct visits *v = arg;
+  assert_true(begin < end);
+  assert_true(end <= v->count);
+  if (atomic_fetch_add(&v->calls, 1) == 0) {
+    v->first_begin = begin;
+    v->first_end = end;
+  }
+  for (size_t i = begin; i < end; i++) atomic_fetch_add(&v->seen[i], 1);
+  return begin <= v->fail_at && v->fail_at < end ? TARN_EIO : 0;
+}
+
+static int share_task(tarn_task *task, void *arg) {
+  struct visits *v = arg;
+  v->result = tarn_task_parallel_for(task, v->count, v->grain, visit, v);
+  return 0;
+}
+
+static void visits_init(struct visits *v, size_t count, size_t grain) {
+  memset(v, 0, sizeof *v);
+  v->count = count;
+  v->grain = grain;
+  v->fail_at = SIZE_MAX;
+  v->seen = calloc(count ? count : 1, sizeof *v->seen);
+  assert_non_null(v->seen);
+}
+
+static void assert_each_once(const struct visits *v) {
+  for (size_t i = 0; i < v->count; i++)
+    assert_int_equal(atomic_load(&v->seen[i]), 1);
+}
+
+/* Runs one task that shares `v` and waits for it. */
+static void run_one(tarn_rt *rt, struct visits *v) {
+  tarn_region *region;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, share_task, TARN_ARG(v)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+}
+
+static void every_index_once(void **state) {
+  (void)state;
+  static const size_t counts[] = {1, 2, 7, 64, 1000, 100003};
+  static const size_t grains[] = {1, 3, 64, 5000};
+  for (unsigned workers = 1; workers <= 3; workers++) {
+    tarn_rt *rt = test_rt(workers, 0);
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++)
+      for (size_t g = 0; g < sizeof grains / sizeof *grains; g++) {
+        struct visits v;
+        visits_init(&v, counts[c], grains[g]);
+        run_one(rt, &v);
+        assert_int_equal(v.result, 0);
+        assert_each_once(&v);
+        /* No range is shorter than the grain, but for the last one. */
+        assert_true(atomic_load(&v.calls) <=
+                    (counts[c] + grains[g] - 1) / grains[g]);
+        free(v.seen);
+      }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+static void small_range_is_one_call(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  struct visits v;
+  visits_init(&v, 99, 50); /* fewer than two grains */
+  run_one(rt, &v);
+  assert_int_equal(v.result, 0);
+  assert_int_equal(atomic_load(&v.calls), 1);
+  assert_int_equal(v.first_begin, 0);
+  assert_int_equal(v.first_end, 99);
+  free(v.seen);
+  visits_init(&v, 0, 1);
+  run_one(rt, &v);
+  assert_int_equal(v.result, 0);
+  assert_int_equal(atomic_load(&v.calls), 0);
+  free(v.seen);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static void failure_returned_others_run(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  for (int round = 0; round < 50; round++) {
+    struct visits v;
+    visits_init(&v, 4096, 16);
+    v.fail_at = (size_t)round * 81 % 4096;
+    run_one(rt, &v);
+    assert_int_equal(v.result, TARN_EIO);
+    assert_each_once(&v);
+    free(v.seen);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Many tasks at once, each sharing its own range: workers are owners and
+ * helpers in turn. */
+static void many_tasks_share(void **state) {
+  (void)state;
+  enum { tasks = 64 };
+  tarn_rt *rt = test_rt(3, 0);
+  static struct visits v[tasks];
+  for (int round = 0; round < 5; round++) {
+    tarn_region *region;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    for (size_t k = 0; k < tasks; k++) {
+      visits_init(&v[k], 1000 + 37 * k, 1 + k % 9);
+      assert_int_equal(tarn_submit(rt, share_task, TARN_ARG(&v[k])), 0);
+    }
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    for (size_t k = 0; k < tasks; k++) {
+      assert_int_equal(v[k].result, 0);
+      assert_each_once(&v[k]);
+      free(v[k].seen);
+    }
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static int never(void *arg, size_t begin, size_t end) {
+  (void)arg;
+  (void)begin;
+  (void)end;
+  fail_msg("a refused call ran its body");
+  return 0;
+}
+
+struct misuse {
+  int null_body, zero_grain, null_task;
+};
+
+static int misuse_task(tarn_task *task, void *arg) {
+  struct misuse *m = arg;
+  m->null_body = tarn_task_parallel_for(task, 10, 1, NULL, NULL);
+  m->zero_grain = tarn_task_parallel_for(task, 10, 0, never, NULL);
+  m->null_task = tarn_task_parallel_for(NULL, 10, 1, never, NULL);
+  return 0;
+}
+
+static void bad_calls_refused(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  struct misuse m;
+  tarn_region *region;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, misuse_task, TARN_ARG(&m)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(m.null_body, TARN_EINVAL);
+  assert_int_equal(m.zero_grain, TARN_EINVAL);
+  assert_int_equal(m.null_task, TARN_EMISUSE);
+  /* Outside any task. */
+  assert_int_equal(tarn_task_parallel_for(NULL, 10, 1, never, NULL),
+                   TARN_EMISUSE);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(every_index_once),
+      cmocka_unit_test(small_range_is_one_call),
+      cmocka_unit_test(failure_returned_others_run),
+      cmocka_unit_test(many_tasks_share),
+      cmocka_unit_test(bad_calls_refused),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

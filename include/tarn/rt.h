@@ -158,8 +158,10 @@ TARN_API void *tarn_task_data(tarn_task *task, size_t i);
 /* The size of the task's i-th ref, 0 when out of range. */
 TARN_API size_t tarn_task_size(tarn_task *task, size_t i);
 
-/* Scratch memory from the worker's slab, freed when the task ends. Returns
- * 0, TARN_EINVAL or TARN_ENOSPC (see tarn_slab_alloc). */
+/* Scratch memory from the worker's slab, freed when the task ends. Call it
+ * from the task's own thread (not from a tarn_task_parallel_for body).
+ * Returns 0, TARN_EINVAL (also when `task` is not running on this thread)
+ * or TARN_ENOSPC (see tarn_slab_alloc). */
 TARN_API int tarn_task_scratch(tarn_task *task, size_t size, size_t align,
                                void **out);
 

@@ -37,10 +37,11 @@
 /* Looks a region's waiter takes (yielding between them) before sleeping. */
 #define DRAIN_SPINS 200
 
+/* A successor edge: one of the successor's in_edges, or malloc'ed when it
+ * has more predecessors than those (edge_on_heap tells which). */
 struct edge {
   tarn_task *task;
   struct edge *next;
-  bool heap; /* malloc'ed; else one of the successor's in_edges */
 };
 
 static void cpu_relax(void) {
@@ -69,36 +70,58 @@ static void spin_unlock(atomic_bool *l) {
 
 struct slot {
   tarn_ref *ref;
-  tarn_access mode;
   void *data;
+  tarn_access mode;
   bool pinned;
 };
 
 enum { inline_slots = 4 };
 
+/* A task's fields in the order the two sides touch them. The submitting
+ * thread writes a task and a worker then reads and writes it, so every
+ * cache line of it that both touch crosses between cores once per task
+ * (and back when the memory is reused): the first line holds what
+ * submitting, readying, running and finishing all use, the second the
+ * rest of that and the first predecessor edge, the third the first slot,
+ * so a task of one ref and one predecessor (a chain) crosses in three
+ * lines. Tasks are 64-byte aligned (task_alloc). */
 struct tarn_task {
-  tarn_rt *rt;
-  tarn_task_fn fn;
-  void *arg;
-  void (*arg_free)(void *arg);
-  int priority;
-  const char *name;
-  uint64_t seq;
-  tarn_region *region;
-  struct worker *worker; /* running it, for scratch */
-  size_t n;
-  struct slot *slots;
-  unsigned nin;
   _Atomic int pending;
   _Atomic int refcount;
-  _Atomic(struct edge *) successors;
   atomic_bool cancel;
   bool failed;
+  uint16_t nin; /* in_edges used */
+  uint32_t n;   /* slots */
+  tarn_task_fn fn;
+  void *arg;
+  _Atomic(struct edge *) successors;
+  struct slot *slots;
+  tarn_region *region;
+  tarn_rt *rt;
+  /* Second line. */
+  void (*arg_free)(void *arg);
+  uint64_t seq;
   tarn_task *left, *right; /* in a worker's queue */
-  /* Last, so that a new task zeroes only what comes before. */
-  struct slot inline_slots_[inline_slots];
+  int priority;
+  /* Not zeroed when the task is made: written as they are used. */
   struct edge in_edges[inline_slots]; /* its first edges from predecessors */
+  struct slot inline_slots_[inline_slots];
+  const char *name;
 };
+
+_Static_assert(offsetof(struct tarn_task, in_edges) + sizeof(struct edge) <=
+                   128,
+               "a task's first edge is in its second cache line");
+_Static_assert(offsetof(struct tarn_task, inline_slots_) +
+                       sizeof(struct slot) <=
+                   192,
+               "a task's first slot is in its third cache line");
+
+/* Whether `e`, an edge to e->task, was malloc'ed. */
+static bool edge_on_heap(const struct edge *e) {
+  uintptr_t at = (uintptr_t)e, first = (uintptr_t)e->task->in_edges;
+  return at - first >= sizeof e->task->in_edges;
+}
 
 /* A ref's dependency state, in its owner slot; `lock` guards the rest. */
 struct ref_state {
@@ -252,7 +275,7 @@ static tarn_task *task_alloc(tarn_rt *rt) {
     }
     spin_unlock(&rt->spare_lock);
   }
-  if (t == NULL) t = malloc(sizeof *t);
+  if (t == NULL) t = aligned_alloc(64, (sizeof *t + 63) / 64 * 64);
   return t;
 }
 
@@ -299,19 +322,17 @@ static void task_unref(tarn_task *t) {
 static int add_edge(tarn_task *pred, tarn_task *t) {
   if (pred == NULL || pred == t) return 0;
   struct edge *e;
-  if (t->nin < inline_slots) {
+  bool heap = t->nin >= inline_slots;
+  if (!heap)
     e = &t->in_edges[t->nin++];
-    e->heap = false;
-  } else {
-    if ((e = malloc(sizeof *e)) == NULL) return TARN_ENOMEM;
-    e->heap = true;
-  }
+  else if ((e = malloc(sizeof *e)) == NULL)
+    return TARN_ENOMEM;
   e->task = t;
   atomic_fetch_add(&t->pending, 1);
   struct edge *head = atomic_load(&pred->successors);
   do {
     if (head == CLOSED) {
-      if (e->heap) free(e);
+      if (heap) free(e);
       if (pred->failed) atomic_store(&t->cancel, true);
       atomic_fetch_sub(&t->pending, 1); /* never 0: submission holds 1 */
       return 0;
@@ -547,7 +568,7 @@ static void finish(tarn_task *t, int status, bool ran) {
      * inside it) may run and be gone. */
     struct edge *next = e->next;
     tarn_task *succ = e->task;
-    bool heap = e->heap;
+    bool heap = edge_on_heap(e);
     if (t->failed) atomic_store(&succ->cancel, true);
     if (heap) free(e);
     if (atomic_fetch_sub(&succ->pending, 1) == 1) push(rt, succ);
@@ -597,6 +618,9 @@ static bool others_active(const struct worker *self) {
  * seq_cst): one of the two sides sees the other. */
 static bool hold(struct worker *w, tarn_task *t) {
   tarn_rt *rt = w->rt;
+  /* Without a limit no task's end makes room: the allocation failed for
+   * real, and so does the task. */
+  if (!rt->may_spill) return false;
   pthread_mutex_lock(&rt->held_lock);
   if (rt->nheld == rt->capheld) {
     size_t cap = rt->capheld ? 2 * rt->capheld : 16;
@@ -626,7 +650,10 @@ static bool hold(struct worker *w, tarn_task *t) {
 /* Pins a task's data; the worker is active from here on. Returns 0, a
  * status that fails the task, or 1 when the task was held back. */
 static int acquire_data(struct worker *w, tarn_task *t) {
-  atomic_store(&w->active, true);
+  /* seq_cst only where tasks may be held back (see hold). */
+  atomic_store_explicit(
+      &w->active, true,
+      w->rt->may_spill ? memory_order_seq_cst : memory_order_relaxed);
   int rc = pin_all(t);
   if (rc != TARN_ENOMEM) return rc;
   unpin_all(t);
@@ -638,6 +665,10 @@ static int acquire_data(struct worker *w, tarn_task *t) {
 
 /* The worker leaves the active set: retry what waits for memory. */
 static void task_done(struct worker *w) {
+  if (!w->rt->may_spill) {
+    atomic_store_explicit(&w->active, false, memory_order_relaxed);
+    return;
+  }
   atomic_store(&w->active, false);
   retry_held(w->rt);
 }
@@ -663,7 +694,6 @@ static void run(struct worker *w, tarn_task *t) {
     task_done(w);
     return;
   }
-  t->worker = w;
   tarn_mark mark;
   bool marked = tarn_slab_mark(w->scratch, &mark) == 0;
   current_task = t;
@@ -830,7 +860,8 @@ static int fill_slots(tarn_task *t, const tarn_dep *deps, size_t ndeps) {
       return TARN_EINVAL;
     size_t k = 0;
     while (k < t->n && t->slots[k].ref != deps[i].ref) k++;
-    if (k == t->n) t->slots[t->n++] = (struct slot){deps[i].ref, 0, NULL, 0};
+    if (k == t->n)
+      t->slots[t->n++] = (struct slot){.ref = deps[i].ref, .mode = 0};
     t->slots[k].mode |= mode;
   }
   return 0;
@@ -880,11 +911,11 @@ static int submit_failed(const tarn_task_desc *d, int rc) {
 
 int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   if (rt == NULL || d == NULL || d->fn == NULL ||
-      (d->ndeps > 0 && d->deps == NULL))
+      (d->ndeps > 0 && d->deps == NULL) || d->ndeps > UINT32_MAX)
     return submit_failed(d, TARN_EINVAL);
   tarn_task *t = task_alloc(rt);
   if (t == NULL) return submit_failed(d, TARN_ENOMEM);
-  memset(t, 0, offsetof(tarn_task, inline_slots_));
+  memset(t, 0, offsetof(tarn_task, in_edges));
   t->rt = rt;
   t->fn = d->fn;
   t->arg = d->arg;
@@ -965,8 +996,9 @@ size_t tarn_task_size(tarn_task *t, size_t i) {
 }
 
 int tarn_task_scratch(tarn_task *t, size_t size, size_t align, void **out) {
-  if (t == NULL || t->worker == NULL) return TARN_EINVAL;
-  return tarn_slab_alloc(t->worker->scratch, size, align, out);
+  /* A task runs on the thread that calls this, its worker's. */
+  if (t == NULL || t != current_task) return TARN_EINVAL;
+  return tarn_slab_alloc(current_worker->scratch, size, align, out);
 }
 
 tarn_rt *tarn_task_rt(tarn_task *t) { return t != NULL ? t->rt : NULL; }

@@ -546,9 +546,19 @@ static void retry_held(tarn_rt *rt) {
   pthread_mutex_unlock(&rt->held_lock);
 }
 
+/* Whether `w`'s queue and inbox are empty (its own view). */
+static bool queue_empty(struct worker *w) {
+  return !atomic_load_explicit(&w->has_tasks, memory_order_relaxed) &&
+         atomic_load_explicit(&w->inbox, memory_order_relaxed) == NULL;
+}
+
 /* Ends a task that ran (status from its function or its data) or was
- * cancelled: drops its refs, readies or cancels its successors. */
-static void finish(tarn_task *t, int status, bool ran) {
+ * cancelled on worker `w`: drops its refs, readies or cancels its
+ * successors. The first successor readied goes to *next instead of a queue
+ * when `w` has nothing queued: the worker runs it at once (a chain stays
+ * on one core, with no queue or steal in between); the others are pushed. */
+static void finish(struct worker *w, tarn_task *t, int status, bool ran,
+                   tarn_task **next) {
   tarn_rt *rt = t->rt;
   for (size_t i = 0; i < t->n; i++) {
     if (t->slots[i].pinned) tarn_ref_unpin(t->slots[i].ref);
@@ -566,13 +576,18 @@ static void finish(tarn_task *t, int status, bool ran) {
   while (e != NULL) {
     /* Read everything first: once readied, the successor (and the edge
      * inside it) may run and be gone. */
-    struct edge *next = e->next;
+    struct edge *after = e->next;
     tarn_task *succ = e->task;
     bool heap = edge_on_heap(e);
     if (t->failed) atomic_store(&succ->cancel, true);
     if (heap) free(e);
-    if (atomic_fetch_sub(&succ->pending, 1) == 1) push(rt, succ);
-    e = next;
+    if (atomic_fetch_sub(&succ->pending, 1) == 1) {
+      if (*next == NULL && queue_empty(w))
+        *next = succ;
+      else
+        push(rt, succ);
+    }
+    e = after;
   }
   if (t->arg_free != NULL) t->arg_free(t->arg);
   tarn_region *region = t->region;
@@ -678,21 +693,24 @@ static void add_relaxed(_Atomic uint64_t *c, uint64_t v) {
                         memory_order_relaxed);
 }
 
-static void run(struct worker *w, tarn_task *t) {
+/* Runs `t` on `w`; returns the successor to run next, or NULL (see
+ * finish). */
+static tarn_task *run(struct worker *w, tarn_task *t) {
+  tarn_task *next = NULL;
   if (atomic_load(&t->cancel)) {
-    finish(t, TARN_ECANCELED, false);
-    return;
+    finish(w, t, TARN_ECANCELED, false, &next);
+    return next;
   }
   uint64_t t0 = tarn__clock_coarse_ns();
   int rc = acquire_data(w, t);
   uint64_t t1 = tarn__clock_coarse_ns();
   add_relaxed(&w->wait_ns, t1 - t0);
-  if (rc == 1) return; /* held back */
+  if (rc == 1) return NULL; /* held back */
   if (rc != 0) {
     unpin_all(t);
-    finish(t, rc, false);
+    finish(w, t, rc, false, &next);
     task_done(w);
-    return;
+    return next;
   }
   tarn_mark mark;
   bool marked = tarn_slab_mark(w->scratch, &mark) == 0;
@@ -703,8 +721,9 @@ static void run(struct worker *w, tarn_task *t) {
   add_relaxed(&w->run_ns, tarn__clock_coarse_ns() - t1);
   add_relaxed(&w->run, 1);
   unpin_all(t);
-  finish(t, rc, true);
+  finish(w, t, rc, true, &next);
   task_done(w);
+  return next;
 }
 
 /* ---- sharing a task's work ----------------------------------------------
@@ -827,7 +846,7 @@ static void *worker_main(void *arg) {
     }
     if (t == NULL && !atomic_load(&rt->stopping)) t = sleep_or_take(w);
     if (t != NULL)
-      run(w, t);
+      while (t != NULL) t = run(w, t);
     else if (atomic_load(&rt->stopping))
       break;
   }

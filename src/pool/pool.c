@@ -360,6 +360,9 @@ static bool candidate(const tarn_pool *p, const tarn_ref *r) {
          (atomic_load(&r->pinword) & PIN_MASK) == 0;
 }
 
+/* Refs CLOCK looks past a dirty victim for a clean one. */
+#define CLEAN_LOOKAHEAD 16
+
 /* Picks the next victim by the pool's policy and claims it, or NULL. */
 static tarn_ref *pick_victim(tarn_pool *p) {
   if (p->opt.policy == TARN_EVICT_LARGEST) {
@@ -369,18 +372,32 @@ static tarn_ref *pick_victim(tarn_pool *p) {
         best = r;
     return best != NULL && claim_idle(best) ? best : NULL;
   }
-  /* CLOCK: two sweeps at most (the first may only clear bits). */
+  /* CLOCK: two sweeps at most (the first may only clear bits), preferring
+   * a clean victim (its spilled copy current: dropped without a write) to a
+   * dirty one: after the first unreferenced dirty candidate, the hand looks
+   * CLEAN_LOOKAHEAD refs further for a clean one before taking it. In a
+   * tiled product this evicts the inputs used for the last time rather
+   * than the outputs still being accumulated. */
+  tarn_ref *dirty = NULL;
+  size_t lookahead = 0;
   for (size_t steps = 0; steps < 2 * p->live + 1; steps++) {
+    if (dirty != NULL && lookahead++ == CLEAN_LOOKAHEAD) break;
     if (p->hand == NULL) p->hand = p->refs;
     tarn_ref *r = p->hand;
-    if (r == NULL) return NULL;
+    if (r == NULL) break;
     p->hand = r->next;
     if (!candidate(p, r)) continue;
     if (atomic_exchange_explicit(&r->referenced, 0, memory_order_relaxed))
       continue;
+    bool clean = r->has_block && (atomic_load(&r->pinword) & CLEAN);
+    if (!clean) {
+      if (dirty == NULL) dirty = r;
+      continue;
+    }
     if (claim_idle(r)) return r;
   }
-  return NULL;
+  return dirty != NULL && candidate(p, dirty) && claim_idle(dirty) ? dirty
+                                                                   : NULL;
 }
 
 /* Evicts `r` (claimed, RESIDENT): drops it when its spilled copy is current,

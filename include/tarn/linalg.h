@@ -71,12 +71,16 @@ TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
  *
  * Right-looking tiled algorithm: for each tile column k, one task factors
  * the whole tile column from its diagonal tile down (copied into one
- * contiguous panel, LAPACKE_dgetrf_work), then for every other tile column
- * a task applies the panel's interchanges (to the left columns too, as
- * dgetrf does), trsm on the tiles right of the diagonal tile and gemm on
- * the trailing matrix; the panel has the highest priority, then the work
- * of the next tile columns. The panel holds (n - k nb) x nb doubles in the
- * task's scratch memory (or the heap when it does not fit).
+ * contiguous panel, or in place when it is one tile; blocked by 64
+ * columns, LAPACKE_dgetrf_work on each block column), then for every other
+ * tile column a task applies the panel's interchanges (to the left columns
+ * too, as dgetrf does), trsm on the tiles right of the diagonal tile and
+ * gemm on the trailing matrix; the panel has the highest priority, then the
+ * work of the next tile columns. The panel holds (n - k nb) x nb doubles in
+ * the task's scratch memory (or the heap when it does not fit). Like every
+ * tile kernel here, the panel shares its trailing updates with idle workers
+ * (tarn_task_parallel_for), so a split product may round differently in
+ * the last bits from one run to the next, as multithreaded LAPACK does.
  *
  * Waits for the factorisation (in a region of its own), so it must not be
  * called from a task (TARN_EDEADLK). *info (when `info` is not NULL) gets

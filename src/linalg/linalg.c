@@ -1,8 +1,14 @@
-/* linalg.c: tiled linear algebra (see tarn/linalg.h). Each tile kernel is
- * one task calling OpenBLAS/LAPACKE on pinned tiles (column-major, ld =
+/* linalg.c: tiled linear algebra (see tarn/linalg.h): gemm and Cholesky,
+ * and what the linalg modules share (linalg_internal.h). Each tile kernel
+ * is one task calling OpenBLAS/LAPACKE on pinned tiles (column-major, ld =
  * the tile's own row count, see array/matrix_internal.h); each task owns a
  * small job struct freed by the runtime when it is done. OpenBLAS is set
- * to one thread once, on the first call. */
+ * to one thread once, on the first call. The tile kernels share their
+ * work with idle workers (tarn_task_parallel_for): gemm by columns or
+ * rows of C, trsm by the independent rows or columns of B, syrk by the
+ * diagonal blocks and the block below them of C's lower triangle, and a
+ * large potrf by blocks of columns (dpotrf on the diagonal block, then a
+ * shared trsm and syrk). */
 #include <cblas.h>
 #include <lapacke.h>
 #include <limits.h>
@@ -71,49 +77,233 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
                             name);
 }
 
-/* ---- gemm --------------------------------------------------------------- */
+/* ---- tile kernels shared with idle workers ------------------------------ */
 
-/* A gemm tile task's operands, shared with idle workers by ranges of C's
- * columns (or rows, for a tall C such as a matrix-vector product). */
+/* Below this many multiply-adds a kernel is one plain call: a helper would
+ * cost about what it saves. */
+#define SHARE_MIN_MADDS ((double)(1 << 18))
+
+/* Ranges below this many rows or columns are not worth a helper. */
+#define SHARE_GRAIN 64
+
+/* A gemm's operands, shared by ranges of C's columns or rows. */
 struct gemm_share {
-  const struct job *j;
+  bool ta, tb, by_rows;
+  int m, n, k, lda, ldb, ldc;
+  double alpha, beta;
   const double *a, *b;
   double *c;
-  bool by_rows;
 };
 
 /* Columns or rows [begin, end) of C = alpha op(A) op(B) + beta C. */
 static int gemm_range(void *arg, size_t begin, size_t end) {
   const struct gemm_share *g = arg;
-  const struct job *j = g->j;
-  size_t lda = (size_t)j->lda, ldb = (size_t)j->ldb, ldc = (size_t)j->ldc;
+  size_t lda = (size_t)g->lda, ldb = (size_t)g->ldb, ldc = (size_t)g->ldc;
   const double *a = g->a, *b = g->b;
   double *c = g->c;
-  int m = j->m, n = j->n;
+  int m = g->m, n = g->n;
   if (g->by_rows) { /* rows of op(A) and C */
-    a += j->ta ? begin * lda : begin;
+    a += g->ta ? begin * lda : begin;
     c += begin;
     m = (int)(end - begin);
   } else { /* columns of op(B) and C */
-    b += j->tb ? begin : begin * ldb;
+    b += g->tb ? begin : begin * ldb;
     c += begin * ldc;
     n = (int)(end - begin);
   }
-  cblas_dgemm(CblasColMajor, j->ta ? CblasTrans : CblasNoTrans,
-              j->tb ? CblasTrans : CblasNoTrans, m, n, j->k, j->alpha, a,
-              j->lda, b, j->ldb, j->beta, c, j->ldc);
+  cblas_dgemm(CblasColMajor, g->ta ? CblasTrans : CblasNoTrans,
+              g->tb ? CblasTrans : CblasNoTrans, m, n, g->k, g->alpha, a,
+              g->lda, b, g->ldb, g->beta, c, g->ldc);
   return 0;
 }
 
-/* Ranges below this many rows or columns are not worth a helper. */
-#define GEMM_GRAIN 64
+int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
+                      double alpha, const double *a, int lda, const double *b,
+                      int ldb, double beta, double *c, int ldc) {
+  struct gemm_share g = {.ta = ta,
+                         .tb = tb,
+                         .by_rows = m > n,
+                         .m = m,
+                         .n = n,
+                         .k = k,
+                         .lda = lda,
+                         .ldb = ldb,
+                         .ldc = ldc,
+                         .alpha = alpha,
+                         .beta = beta,
+                         .a = a,
+                         .b = b,
+                         .c = c};
+  size_t count = (size_t)(g.by_rows ? m : n);
+  if ((double)m * n * k < SHARE_MIN_MADDS) return gemm_range(&g, 0, count);
+  return tarn_task_parallel_for(t, count, SHARE_GRAIN, gemm_range, &g);
+}
+
+/* A trsm's operands, shared by ranges of B's columns (left side: each
+ * column is solved alone) or rows (right side). */
+struct trsm_share {
+  CBLAS_SIDE side;
+  CBLAS_UPLO uplo;
+  CBLAS_TRANSPOSE trans;
+  CBLAS_DIAG diag;
+  int m, n, ldt, ldb;
+  double alpha;
+  const double *tri;
+  double *b;
+};
+
+/* Columns (left) or rows (right) [begin, end) of B. */
+static int trsm_range(void *arg, size_t begin, size_t end) {
+  const struct trsm_share *s = arg;
+  int m = s->m, n = s->n;
+  double *b = s->b;
+  if (s->side == CblasLeft) {
+    b += begin * (size_t)s->ldb;
+    n = (int)(end - begin);
+  } else {
+    b += begin;
+    m = (int)(end - begin);
+  }
+  cblas_dtrsm(CblasColMajor, s->side, s->uplo, s->trans, s->diag, m, n,
+              s->alpha, s->tri, s->ldt, b, s->ldb);
+  return 0;
+}
+
+int tarn__trsm_shared(tarn_task *t, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                      CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m, int n,
+                      double alpha, const double *tri, int ldt, double *b,
+                      int ldb) {
+  struct trsm_share s = {.side = side,
+                         .uplo = uplo,
+                         .trans = trans,
+                         .diag = diag,
+                         .m = m,
+                         .n = n,
+                         .ldt = ldt,
+                         .ldb = ldb,
+                         .alpha = alpha,
+                         .tri = tri,
+                         .b = b};
+  bool left = side == CblasLeft;
+  size_t count = (size_t)(left ? n : m);
+  double side_len = left ? m : n; /* the triangle's order */
+  if ((double)m * n * side_len / 2 < SHARE_MIN_MADDS)
+    return trsm_range(&s, 0, count);
+  return tarn_task_parallel_for(t, count, SHARE_GRAIN, trsm_range, &s);
+}
+
+/* A syrk's operands, shared by pieces of C's lower triangle: with C11 and
+ * C22 its diagonal blocks of order n1 and n - n1, C21 (n - n1 x n1) holds
+ * half of the work and each of them a quarter. Pieces [0, gemms) are
+ * column ranges of C21 (dgemm), piece gemms is C11, gemms + 1 is C22
+ * (dsyrk); largest first. */
+struct syrk_share {
+  CBLAS_TRANSPOSE trans;
+  int n, k, lda, ldc;
+  int n1;       /* C11's order */
+  size_t gemms; /* the pieces of C21 */
+  double alpha, beta;
+  const double *a;
+  double *c;
+};
+
+/* Rows [r, n) of op(A): its first element. */
+static const double *syrk_rows(const struct syrk_share *s, int r) {
+  return s->trans == CblasNoTrans ? s->a + r : s->a + (size_t)r * s->lda;
+}
+
+/* dsyrk on the diagonal block of C at [r0, r1). */
+static void syrk_diagonal(const struct syrk_share *s, int r0, int r1) {
+  cblas_dsyrk(CblasColMajor, CblasLower, s->trans, r1 - r0, s->k, s->alpha,
+              syrk_rows(s, r0), s->lda, s->beta,
+              s->c + r0 + (size_t)r0 * s->ldc, s->ldc);
+}
+
+/* Pieces [begin, end) of C's lower triangle (all of it in one dsyrk when
+ * the range is every piece). */
+static int syrk_range(void *arg, size_t begin, size_t end) {
+  const struct syrk_share *s = arg;
+  if (begin == 0 && end == s->gemms + 2) {
+    syrk_diagonal(s, 0, s->n);
+    return 0;
+  }
+  CBLAS_TRANSPOSE other = s->trans == CblasNoTrans ? CblasTrans : CblasNoTrans;
+  for (size_t p = begin; p < end; p++) {
+    if (p == s->gemms) {
+      syrk_diagonal(s, 0, s->n1);
+    } else if (p == s->gemms + 1) {
+      syrk_diagonal(s, s->n1, s->n);
+    } else { /* columns [c0, c1) of C21 */
+      int c0 = (int)((size_t)s->n1 * p / s->gemms);
+      int c1 = (int)((size_t)s->n1 * (p + 1) / s->gemms);
+      cblas_dgemm(CblasColMajor, s->trans, other, s->n - s->n1, c1 - c0, s->k,
+                  s->alpha, syrk_rows(s, s->n1), s->lda, syrk_rows(s, c0),
+                  s->lda, s->beta, s->c + s->n1 + (size_t)c0 * s->ldc, s->ldc);
+    }
+  }
+  return 0;
+}
+
+int tarn__syrk_shared(tarn_task *t, CBLAS_TRANSPOSE trans, int n, int k,
+                      double alpha, const double *a, int lda, double beta,
+                      double *c, int ldc) {
+  /* C21 in as many pieces as there are workers besides those that take
+   * C11 and C22 (one at least). */
+  size_t workers = tarn_rt_workers(tarn_task_rt(t));
+  struct syrk_share s = {.trans = trans,
+                         .n = n,
+                         .k = k,
+                         .lda = lda,
+                         .ldc = ldc,
+                         .n1 = n / 2,
+                         .gemms = workers > 3 ? workers - 2 : 1,
+                         .alpha = alpha,
+                         .beta = beta,
+                         .a = a,
+                         .c = c};
+  size_t pieces = s.gemms + 2;
+  if ((double)n * n * k / 2 < SHARE_MIN_MADDS || n < 2 * SHARE_GRAIN)
+    return syrk_range(&s, 0, pieces);
+  return tarn_task_parallel_for(t, pieces, 1, syrk_range, &s);
+}
+
+/* Tiles from this order on are factored by blocks of POTRF_NB columns. */
+#define POTRF_BLOCKED 256
+#define POTRF_NB 64
+
+int tarn__potrf_shared(tarn_task *t, int n, double *a, int lda, int *info) {
+  *info = 0;
+  int nb = n < POTRF_BLOCKED ? n : POTRF_NB;
+  size_t ld = (size_t)lda;
+  for (int k = 0; k < n; k += nb) {
+    int w = n - k < nb ? n - k : nb, r = n - k - w;
+    double *akk = a + k + (size_t)k * ld;
+    lapack_int i = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', w, akk, lda);
+    if (i < 0) return TARN_EINVAL;
+    if (i > 0) {
+      *info = k + (int)i;
+      return 0;
+    }
+    if (r == 0) break;
+    /* L21 = A21 L11^-T, then A22 -= L21 L21^T. */
+    int rc = tarn__trsm_shared(t, CblasRight, CblasLower, CblasTrans,
+                               CblasNonUnit, r, w, 1.0, akk, lda, akk + w, lda);
+    if (rc == 0)
+      rc = tarn__syrk_shared(t, CblasNoTrans, r, w, -1.0, akk + w, lda, 1.0,
+                             akk + w + (size_t)w * ld, lda);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+/* ---- gemm --------------------------------------------------------------- */
 
 static int k_gemm(tarn_task *t, void *arg) {
   const struct job *j = arg;
-  struct gemm_share g = {j, tarn_task_data(t, j->sa), tarn_task_data(t, j->sb),
-                         tarn_task_data(t, j->sc), j->m > j->n};
-  return tarn_task_parallel_for(t, (size_t)(g.by_rows ? j->m : j->n),
-                                GEMM_GRAIN, gemm_range, &g);
+  return tarn__gemm_shared(t, j->ta, j->tb, j->m, j->n, j->k, j->alpha,
+                           tarn_task_data(t, j->sa), j->lda,
+                           tarn_task_data(t, j->sb), j->ldb, j->beta,
+                           tarn_task_data(t, j->sc), j->ldc);
 }
 
 int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
@@ -176,14 +366,12 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
 
 static int k_potrf(tarn_task *t, void *arg) {
   const struct job *j = arg;
-  double *a = tarn_task_data(t, 0);
-  lapack_int info = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', j->n, a, j->lda);
-  if (info == 0) return 0;
-  if (info > 0) {
-    int expected = 0;
-    atomic_compare_exchange_strong(j->info, &expected,
-                                   (int)(j->offset + (size_t)info));
-  }
+  int info = 0;
+  int rc = tarn__potrf_shared(t, j->n, tarn_task_data(t, 0), j->lda, &info);
+  if (rc != 0 || info == 0) return rc;
+  int expected = 0;
+  atomic_compare_exchange_strong(j->info, &expected,
+                                 (int)(j->offset + (size_t)info));
   return TARN_EINVAL;
 }
 
@@ -192,9 +380,8 @@ static int k_trsm(tarn_task *t, void *arg) {
   const struct job *j = arg;
   const double *l = tarn_task_data(t, 0);
   double *b = tarn_task_data(t, 1);
-  cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit,
-              j->m, j->n, 1.0, l, j->lda, b, j->ldb);
-  return 0;
+  return tarn__trsm_shared(t, CblasRight, CblasLower, CblasTrans, CblasNonUnit,
+                           j->m, j->n, 1.0, l, j->lda, b, j->ldb);
 }
 
 /* A_ii -= A_ik A_ik^T, lower triangle (deps: A_ik, A_ii). */
@@ -202,9 +389,8 @@ static int k_syrk(tarn_task *t, void *arg) {
   const struct job *j = arg;
   const double *a = tarn_task_data(t, 0);
   double *c = tarn_task_data(t, 1);
-  cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, j->n, j->k, -1.0, a,
-              j->lda, 1.0, c, j->ldc);
-  return 0;
+  return tarn__syrk_shared(t, CblasNoTrans, j->n, j->k, -1.0, a, j->lda, 1.0, c,
+                           j->ldc);
 }
 
 /* Priorities: potrf on top, then trsm, then the updates by the distance

@@ -1,9 +1,12 @@
 /* linalg_internal.h: what the linalg layer's modules (linalg.c, lu.c,
  * qr.c) share: OpenBLAS set to one thread, BLAS-sized tiles, submitting a
- * tile task that owns a copy of its job, and task working memory. */
+ * tile task that owns a copy of its job, task working memory, and the
+ * tile kernels that share their work with idle workers (gemm, trsm, syrk
+ * and a blocked Cholesky of one tile, split by tarn_task_parallel_for). */
 #ifndef TARN_LINALG_INTERNAL_H
 #define TARN_LINALG_INTERNAL_H
 
+#include <cblas.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -26,5 +29,47 @@ int tarn__submit_owned(tarn_rt *rt, tarn_task_fn fn, const void *proto,
 /* Memory for a task: its worker's scratch, or the heap when the slab is
  * too small (*heap says which: free it then). NULL when neither has it. */
 void *tarn__task_memory(tarn_task *t, size_t bytes, bool *heap);
+
+/* ---- tile kernels shared with idle workers --------------------------------
+ * Each does what the BLAS call of its name does (column-major, one BLAS
+ * thread per call), from inside the running task `t`: it splits its output
+ * into disjoint parts with tarn_task_parallel_for, so idle workers compute
+ * some of them; with no idle worker, or little work, it is one plain BLAS
+ * call. The results may differ from the plain call's in the last bits.
+ * Each returns 0 or the status of tarn_task_parallel_for. */
+
+/* C = alpha op(A) op(B) + beta C (C m x n, inner size k), split by columns
+ * of C, or by rows when C has more rows than columns. */
+int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
+                      double alpha, const double *a, int lda, const double *b,
+                      int ldb, double beta, double *c, int ldc);
+
+/* B = alpha op(T)^-1 B (CblasLeft: split by columns of B) or alpha B
+ * op(T)^-1 (CblasRight: split by rows of B); B is m x n. */
+int tarn__trsm_shared(tarn_task *t, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                      CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m, int n,
+                      double alpha, const double *tri, int ldt, double *b,
+                      int ldb);
+
+/* The lower triangle of C (n x n) = alpha op(A) op(A)^T + beta C, where
+ * op(A) is A (n x k, CblasNoTrans) or A^T (A k x n, CblasTrans); split
+ * into the dsyrk of its two diagonal blocks of order n/2 (a quarter of the
+ * work each) and the dgemm of the block below them (half; in column ranges
+ * when there are more than 3 workers). The strictly upper triangle is not
+ * touched. */
+int tarn__syrk_shared(tarn_task *t, CBLAS_TRANSPOSE trans, int n, int k,
+                      double alpha, const double *a, int lda, double beta,
+                      double *c, int ldc);
+
+/* Cholesky A = L L^T of the lower triangle of the n x n A in place, as
+ * LAPACK's dpotrf('L'). A large tile (see POTRF_BLOCKED in linalg.c) is
+ * factored right-looking by blocks of columns: dpotrf on the diagonal
+ * block (one plain call), then the trsm below it and the syrk of the
+ * trailing matrix, shared; a small one by one LAPACKE_dpotrf_work. *info gets
+ * LAPACK's info (k > 0: the leading minor of order k is not positive definite;
+ * the rest of A is then unspecified). Returns 0 (also when *info > 0),
+ * TARN_EINVAL when LAPACK refuses its arguments, or a status of
+ * tarn_task_parallel_for. */
+int tarn__potrf_shared(tarn_task *t, int n, double *a, int lda, int *info);
 
 #endif

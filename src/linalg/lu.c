@@ -1,10 +1,13 @@
 /* lu.c: tiled LU with partial pivoting and the linear solve built on it
  * (see tarn/linalg.h). Right-looking, one panel per tile column: the panel
  * task factors the whole tile column (copied into one contiguous buffer)
- * with LAPACKE_dgetrf_work and records the pivots; swap tasks apply them
- * to the other tile columns, trsm and gemm tasks update the rest. Each
- * task owns a small job struct freed by the runtime when it is done.
- * blas_init, submit_job and blas_sized are copies of linalg.c's. */
+ * and records the pivots; swap tasks apply them to the other tile columns,
+ * trsm and gemm tasks update the rest. The kernels share their work with
+ * idle workers (tarn_task_parallel_for): the panel's copies by columns and
+ * its factorisation by blocks of columns (dgetrf on the block, then its
+ * interchanges and trsm shared by columns, and a shared trailing gemm);
+ * the swaps by columns; trsm and gemm as linalg_internal.h says. Each task
+ * owns a small job struct freed by the runtime when it is done. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <limits.h>
@@ -40,74 +43,193 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
                             name);
 }
 
+/* ---- the panel ----------------------------------------------------------- */
+
+/* Panels from this many columns on are factored by blocks of PANEL_NB
+ * columns (narrower ones by one LAPACKE_dgetrf_work). */
+#define PANEL_BLOCKED 128
+#define PANEL_NB 64
+
+/* Columns below this many per range are not worth a helper. */
+#define COPY_GRAIN 32
+
+/* A panel: the tiles of a tile column (task data slots 0..ntiles-1) and
+ * their copy in one contiguous rows x cols buffer (ld rows); for a blocked
+ * factorisation, the block [k, k + w) just factored and its pivots. A swap
+ * task uses only t and j. */
+struct panel {
+  tarn_task *t;
+  const struct lu_job *j;
+  double *p;
+  size_t rows, cols;
+  int k, w;
+  const lapack_int *ipiv; /* 1-based, relative to the panel */
+};
+
+/* Rows in tile i of the panel (the last may be short). */
+static size_t panel_tile_rows(const struct panel *q, size_t i) {
+  size_t left = q->rows - i * q->j->tb;
+  return left < q->j->tb ? left : q->j->tb;
+}
+
+/* Copies columns [begin, end) of the tiles into the buffer. */
+static int panel_in(void *arg, size_t begin, size_t end) {
+  const struct panel *q = arg;
+  for (size_t i = 0; i < q->j->ntiles; i++) {
+    const double *tile = tarn_task_data(q->t, i);
+    size_t r = panel_tile_rows(q, i);
+    for (size_t c = begin; c < end; c++)
+      memcpy(q->p + i * q->j->tb + c * q->rows, tile + c * r, r * sizeof *q->p);
+  }
+  return 0;
+}
+
+/* Copies columns [begin, end) of the buffer back into the tiles. */
+static int panel_out(void *arg, size_t begin, size_t end) {
+  const struct panel *q = arg;
+  for (size_t i = 0; i < q->j->ntiles; i++) {
+    double *tile = tarn_task_data(q->t, i);
+    size_t r = panel_tile_rows(q, i);
+    for (size_t c = begin; c < end; c++)
+      memcpy(tile + c * r, q->p + i * q->j->tb + c * q->rows, r * sizeof *q->p);
+  }
+  return 0;
+}
+
+/* After block [k, k + w) is factored: for the columns [begin, end) of
+ * those outside the block (left of it, then right of it), its
+ * interchanges, and on the right U12 = L11^-1 A12 as well. */
+static int panel_swap_solve(void *arg, size_t begin, size_t end) {
+  const struct panel *q = arg;
+  size_t k = (size_t)q->k, w = (size_t)q->w, ld = q->rows;
+  for (int side = 0; side < 2; side++) {
+    /* left: the columns of [begin, end) below k; right: the rest, shifted
+     * by w */
+    size_t lo = side == 0 ? begin : (begin > k ? begin : k) + w;
+    size_t hi = side == 0 ? (end < k ? end : k) : end + w;
+    if (lo >= hi) continue;
+    double *a = q->p + lo * ld;
+    if (LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, (lapack_int)(hi - lo), a,
+                            (lapack_int)ld, q->k + 1, q->k + q->w, q->ipiv,
+                            1) != 0)
+      return TARN_EINVAL;
+    if (side == 1)
+      cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit,
+                  q->w, (int)(hi - lo), 1.0, q->p + k + k * ld, (int)ld, a + k,
+                  (int)ld);
+  }
+  return 0;
+}
+
+/* LU with partial pivoting of the rows x cols buffer (rows >= cols), as
+ * dgetrf: ipiv 1-based relative to the panel, *info the first exactly zero
+ * pivot (1-based) or 0. By blocks of PANEL_NB columns, right-looking: the
+ * block by LAPACKE_dgetrf_work (one plain call), then its interchanges on
+ * the other columns and the trsm of the columns right of it (shared by
+ * columns), then the trailing gemm (shared). Returns 0, TARN_EINVAL when
+ * LAPACK refuses its arguments, or a status of tarn_task_parallel_for. */
+static int panel_getrf(struct panel *q, lapack_int *ipiv, int *info) {
+  int m = (int)q->rows, n = (int)q->cols, ld = m;
+  int nb = n < PANEL_BLOCKED ? n : PANEL_NB;
+  *info = 0;
+  q->ipiv = ipiv;
+  for (int k = 0; k < n; k += nb) {
+    int w = n - k < nb ? n - k : nb, r = n - k - w;
+    double *akk = q->p + k + (size_t)k * ld;
+    lapack_int i =
+        LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m - k, w, akk, ld, ipiv + k);
+    if (i < 0) return TARN_EINVAL;
+    if (i > 0 && *info == 0) *info = k + (int)i;
+    for (int c = k; c < k + w; c++) ipiv[c] += k;
+    if (nb == n) break;
+    q->k = k;
+    q->w = w;
+    int rc = tarn_task_parallel_for(q->t, (size_t)(n - w), COPY_GRAIN,
+                                    panel_swap_solve, q);
+    if (rc == 0 && r > 0)
+      rc = tarn__gemm_shared(q->t, false, false, m - k - w, r, w, -1.0, akk + w,
+                             ld, akk + (size_t)w * ld, ld, 1.0,
+                             akk + w + (size_t)w * ld, ld);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
 /* ---- kernels ------------------------------------------------------------ */
 
-/* Factors tile column k from its diagonal tile down (deps: tiles (k..,k),
- * slots 0..ntiles-1); pivots to piv[row0..row0+n). */
-static int k_panel(tarn_task *t, void *arg) {
-  const struct lu_job *j = arg;
-  size_t rows = j->rows, cols = (size_t)j->n;
-  bool heap_a, heap_p;
-  double *p = tarn__task_memory(t, rows * cols * sizeof *p, &heap_a);
-  lapack_int *ipiv = tarn__task_memory(t, cols * sizeof *ipiv, &heap_p);
-  int rc = 0;
-  if (p == NULL || ipiv == NULL) {
-    rc = TARN_ENOMEM;
-    goto out;
-  }
-  for (size_t i = 0; i < j->ntiles; i++) {
-    const double *tile = tarn_task_data(t, i);
-    size_t r = rows - i * j->tb < j->tb ? rows - i * j->tb : j->tb;
-    for (size_t c = 0; c < cols; c++)
-      memcpy(p + i * j->tb + c * rows, tile + c * r, r * sizeof *p);
-  }
-  lapack_int info =
-      LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (lapack_int)rows, (lapack_int)cols,
-                          p, (lapack_int)rows, ipiv);
-  if (info < 0) {
-    rc = TARN_EINVAL;
-    goto out;
-  }
+/* Records a panel's pivots (0-based, global) and its first zero pivot. */
+static void panel_pivots(const struct lu_job *j, const lapack_int *ipiv,
+                         int info) {
   if (info > 0) {
     /* Panels run in order: the first failure is the smallest index. */
     int expected = 0;
     atomic_compare_exchange_strong(j->info, &expected,
                                    (int)(j->row0 + (size_t)info));
   }
-  for (size_t c = 0; c < cols; c++)
+  for (size_t c = 0; c < (size_t)j->n; c++)
     j->piv[j->row0 + c] = j->row0 + (size_t)ipiv[c] - 1;
-  for (size_t i = 0; i < j->ntiles; i++) {
-    double *tile = tarn_task_data(t, i);
-    size_t r = rows - i * j->tb < j->tb ? rows - i * j->tb : j->tb;
-    for (size_t c = 0; c < cols; c++)
-      memcpy(tile + c * r, p + i * j->tb + c * rows, r * sizeof *p);
-  }
-out:
+}
+
+/* Factors tile column k from its diagonal tile down (deps: tiles (k..,k),
+ * slots 0..ntiles-1), in a contiguous copy (or in place when it is one
+ * tile); pivots to piv[row0..row0+n). */
+static int k_panel(tarn_task *t, void *arg) {
+  const struct lu_job *j = arg;
+  size_t rows = j->rows, cols = (size_t)j->n;
+  bool one = j->ntiles == 1, heap_a = false, heap_p;
+  double *p = one ? tarn_task_data(t, 0)
+                  : tarn__task_memory(t, rows * cols * sizeof *p, &heap_a);
+  lapack_int *ipiv = tarn__task_memory(t, cols * sizeof *ipiv, &heap_p);
+  struct panel q = {.t = t, .j = j, .p = p, .rows = rows, .cols = cols};
+  int rc = p == NULL || ipiv == NULL ? TARN_ENOMEM : 0;
+  if (rc == 0 && !one)
+    rc = tarn_task_parallel_for(t, cols, COPY_GRAIN, panel_in, &q);
+  int info = 0;
+  if (rc == 0) rc = panel_getrf(&q, ipiv, &info);
+  if (rc == 0) panel_pivots(j, ipiv, info);
+  if (rc == 0 && !one)
+    rc = tarn_task_parallel_for(t, cols, COPY_GRAIN, panel_out, &q);
   if (heap_a) free(p);
   if (heap_p) free(ipiv);
   return rc;
 }
 
-/* Applies interchanges first..first+count of piv to the rows row0.. of a
- * tile column of `n` columns (deps from slot0: its tiles from row0 down). */
-static int k_swap(tarn_task *t, void *arg) {
-  const struct lu_job *j = arg;
-  size_t tb = j->tb, ncols = (size_t)j->n;
-  for (size_t q = j->first; q < j->first + j->count; q++) {
-    size_t a = q - j->row0, b = j->piv[q] - j->row0;
-    if (a == b) continue;
-    size_t ta = a / tb, tbb = b / tb;
-    size_t ra = j->rows - ta * tb < tb ? j->rows - ta * tb : tb;
-    size_t rb = j->rows - tbb * tb < tb ? j->rows - tbb * tb : tb;
-    double *xa = (double *)tarn_task_data(t, j->slot0 + ta) + a % tb;
-    double *xb = (double *)tarn_task_data(t, j->slot0 + tbb) + b % tb;
-    for (size_t c = 0; c < ncols; c++) {
-      double v = xa[c * ra];
-      xa[c * ra] = xb[c * rb];
-      xb[c * rb] = v;
+/* Interchanges are applied to this many columns at a time (a column
+ * segment of each tile stays in cache meanwhile). */
+#define SWAP_COLS 16
+
+/* Applies interchanges first..first+count of piv to columns [begin, end)
+ * of the rows row0.. of a tile column (deps from slot0: its tiles from
+ * row0 down). */
+static int swap_range(void *arg, size_t begin, size_t end) {
+  const struct panel *q = arg;
+  const struct lu_job *j = q->j;
+  size_t tb = j->tb;
+  for (size_t c0 = begin; c0 < end; c0 += SWAP_COLS) {
+    size_t c1 = end - c0 < SWAP_COLS ? end : c0 + SWAP_COLS;
+    for (size_t s = j->first; s < j->first + j->count; s++) {
+      size_t a = s - j->row0, b = j->piv[s] - j->row0;
+      if (a == b) continue;
+      size_t ta = a / tb, tbb = b / tb;
+      size_t ra = j->rows - ta * tb < tb ? j->rows - ta * tb : tb;
+      size_t rb = j->rows - tbb * tb < tb ? j->rows - tbb * tb : tb;
+      double *xa = (double *)tarn_task_data(q->t, j->slot0 + ta) + a % tb;
+      double *xb = (double *)tarn_task_data(q->t, j->slot0 + tbb) + b % tb;
+      for (size_t c = c0; c < c1; c++) {
+        double v = xa[c * ra];
+        xa[c * ra] = xb[c * rb];
+        xb[c * rb] = v;
+      }
     }
   }
   return 0;
+}
+
+/* The interchanges of k_swap's job on its tile column, shared by columns. */
+static int k_swap(tarn_task *t, void *arg) {
+  const struct lu_job *j = arg;
+  struct panel q = {.t = t, .j = j};
+  return tarn_task_parallel_for(t, (size_t)j->n, COPY_GRAIN, swap_range, &q);
 }
 
 /* B = L^-1 B (unit lower) or U^-1 B (deps: the diagonal tile, B). */
@@ -115,20 +237,17 @@ static int k_trsm(tarn_task *t, void *arg) {
   const struct lu_job *j = arg;
   const double *l = tarn_task_data(t, 0);
   double *b = tarn_task_data(t, 1);
-  cblas_dtrsm(CblasColMajor, CblasLeft, j->upper ? CblasUpper : CblasLower,
-              CblasNoTrans, j->upper ? CblasNonUnit : CblasUnit, j->m, j->n,
-              1.0, l, j->lda, b, j->ldb);
-  return 0;
+  return tarn__trsm_shared(t, CblasLeft, j->upper ? CblasUpper : CblasLower,
+                           CblasNoTrans, j->upper ? CblasNonUnit : CblasUnit,
+                           j->m, j->n, 1.0, l, j->lda, b, j->ldb);
 }
 
 /* C -= A B (deps: C, A, B). */
 static int k_gemm(tarn_task *t, void *arg) {
   const struct lu_job *j = arg;
-  double *c = tarn_task_data(t, 0);
-  const double *a = tarn_task_data(t, 1), *b = tarn_task_data(t, 2);
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, j->m, j->n, j->k, -1.0,
-              a, j->lda, b, j->ldb, 1.0, c, j->ldc);
-  return 0;
+  return tarn__gemm_shared(t, false, false, j->m, j->n, j->k, -1.0,
+                           tarn_task_data(t, 1), j->lda, tarn_task_data(t, 2),
+                           j->ldb, 1.0, tarn_task_data(t, 0), j->ldc);
 }
 
 /* ---- LU ------------------------------------------------------------------ */

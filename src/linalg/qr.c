@@ -5,9 +5,13 @@
  * folds each tile below into the diagonal tile's R, and tpmqrt applies
  * those reflectors to the pairs of tiles (k, n), (m, n). The kernels are
  * LAPACKE's *_work functions; their work arrays come from the task's
- * scratch memory (or the heap when it does not fit). Each task owns a
- * small job struct freed by the runtime when it is done. Also here: C =
- * A^T A by syrk and gemm tiles (tarn_matrix_syrk_ata). */
+ * scratch memory (or the heap when it does not fit). gemqrt and tpmqrt
+ * share their work with idle workers by ranges of the columns they update
+ * (tarn_task_parallel_for); geqrt and tpqrt are one plain call. Each task
+ * owns a small job struct freed by the runtime when it is done. Also here:
+ * C = A^T A by syrk and gemm tiles (tarn_matrix_syrk_ata), whose kernels
+ * and mirroring share their work with idle workers (tarn__syrk_shared,
+ * tarn__gemm_shared, tarn_task_parallel_for). */
 #include <cblas.h>
 #include <lapacke.h>
 #include <limits.h>
@@ -73,42 +77,81 @@ static int k_tpqrt(tarn_task *t, void *arg) {
   return info == 0 ? 0 : TARN_EINVAL;
 }
 
+/* A reflector update's operands, shared by ranges of the columns it
+ * updates (each column is transformed alone): work is ib x n, and a range
+ * of columns uses its own part of it. */
+struct apply_share {
+  const struct qr_job *j;
+  const double *v, *tt;
+  double *a, *b; /* b: tpmqrt's lower tile */
+  double *work;
+};
+
+/* Columns below this many per range are not worth a helper. */
+#define APPLY_GRAIN 64
+
+/* Columns [begin, end) of gemqrt's C. */
+static int gemqrt_range(void *arg, size_t begin, size_t end) {
+  const struct apply_share *s = arg;
+  const struct qr_job *j = s->j;
+  lapack_int info = LAPACKE_dgemqrt_work(
+      LAPACK_COL_MAJOR, 'L', j->trans, j->m, (lapack_int)(end - begin), j->k,
+      j->ib, s->v, j->lda, s->tt, j->ldt, s->a + begin * (size_t)j->lda, j->lda,
+      s->work + begin * (size_t)j->ib);
+  return info == 0 ? 0 : TARN_EINVAL;
+}
+
 /* C = Q^T C or Q C (j->trans) for the reflectors of a diagonal tile (slot
- * v, m x k, lda) and their T (slot tt); C is m x n (slot a, lda). */
+ * v, m x k, lda) and their T (slot tt); C is m x n (slot a, lda); shared
+ * by columns of C. */
 static int k_gemqrt(tarn_task *t, void *arg) {
   const struct qr_job *j = arg;
-  const double *v = tarn_task_data(t, (size_t)j->v);
-  const double *tt = tarn_task_data(t, (size_t)j->tt);
-  double *c = tarn_task_data(t, (size_t)j->a);
   bool heap;
-  double *work =
-      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
-  if (work == NULL) return TARN_ENOMEM;
-  lapack_int info =
-      LAPACKE_dgemqrt_work(LAPACK_COL_MAJOR, 'L', j->trans, j->m, j->n, j->k,
-                           j->ib, v, j->lda, tt, j->ldt, c, j->lda, work);
-  if (heap) free(work);
+  struct apply_share s = {
+      .j = j,
+      .v = tarn_task_data(t, (size_t)j->v),
+      .tt = tarn_task_data(t, (size_t)j->tt),
+      .a = tarn_task_data(t, (size_t)j->a),
+      .work = tarn__task_memory(
+          t, (size_t)j->ib * (size_t)j->n * sizeof *s.work, &heap)};
+  if (s.work == NULL) return TARN_ENOMEM;
+  int rc =
+      tarn_task_parallel_for(t, (size_t)j->n, APPLY_GRAIN, gemqrt_range, &s);
+  if (heap) free(s.work);
+  return rc;
+}
+
+/* Columns [begin, end) of tpmqrt's A and B. */
+static int tpmqrt_range(void *arg, size_t begin, size_t end) {
+  const struct apply_share *s = arg;
+  const struct qr_job *j = s->j;
+  lapack_int info = LAPACKE_dtpmqrt_work(
+      LAPACK_COL_MAJOR, 'L', j->trans, j->m, (lapack_int)(end - begin), j->k, 0,
+      j->ib, s->v, j->ldb, s->tt, j->ldt, s->a + begin * (size_t)j->lda, j->lda,
+      s->b + begin * (size_t)j->ldb, j->ldb, s->work + begin * (size_t)j->ib);
   return info == 0 ? 0 : TARN_EINVAL;
 }
 
 /* [A; B] = Q^T [A; B] or Q [A; B] for the reflectors of a tile below the
  * diagonal (slot v, m x k, ldb) and their T (slot tt); A is the top k rows
- * of a tile (slot a, lda), B an m x n tile (slot b, ldb). */
+ * of a tile (slot a, lda), B an m x n tile (slot b, ldb); shared by
+ * columns. */
 static int k_tpmqrt(tarn_task *t, void *arg) {
   const struct qr_job *j = arg;
-  const double *v = tarn_task_data(t, (size_t)j->v);
-  const double *tt = tarn_task_data(t, (size_t)j->tt);
-  double *a = tarn_task_data(t, (size_t)j->a);
-  double *b = tarn_task_data(t, (size_t)j->b);
   bool heap;
-  double *work =
-      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
-  if (work == NULL) return TARN_ENOMEM;
-  lapack_int info = LAPACKE_dtpmqrt_work(LAPACK_COL_MAJOR, 'L', j->trans, j->m,
-                                         j->n, j->k, 0, j->ib, v, j->ldb, tt,
-                                         j->ldt, a, j->lda, b, j->ldb, work);
-  if (heap) free(work);
-  return info == 0 ? 0 : TARN_EINVAL;
+  struct apply_share s = {
+      .j = j,
+      .v = tarn_task_data(t, (size_t)j->v),
+      .tt = tarn_task_data(t, (size_t)j->tt),
+      .a = tarn_task_data(t, (size_t)j->a),
+      .b = tarn_task_data(t, (size_t)j->b),
+      .work = tarn__task_memory(
+          t, (size_t)j->ib * (size_t)j->n * sizeof *s.work, &heap)};
+  if (s.work == NULL) return TARN_ENOMEM;
+  int rc =
+      tarn_task_parallel_for(t, (size_t)j->n, APPLY_GRAIN, tpmqrt_range, &s);
+  if (heap) free(s.work);
+  return rc;
 }
 
 /* Writes the tile of the identity at tile (ti, tj) (dep 0: rows x cols,
@@ -363,37 +406,56 @@ struct ata_job {
 };
 
 /* C(i, j) = A(k, i)^T A(k, j) + beta C(i, j) (deps: C, A(k, i), A(k, j));
- * on a diagonal tile syrk of its lower triangle (deps: C, A(k, i)). */
+ * on a diagonal tile syrk of its lower triangle (deps: C, A(k, i)); both
+ * shared with idle workers. */
 static int k_ata(tarn_task *t, void *arg) {
   const struct ata_job *j = arg;
   double *c = tarn_task_data(t, 0);
   const double *ai = tarn_task_data(t, 1);
   double beta = j->first ? 0.0 : 1.0;
   if (j->diagonal)
-    cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, j->n, j->k, 1.0, ai,
-                j->k, beta, c, j->n);
-  else
-    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, j->m, j->n, j->k, 1.0,
-                ai, j->k, tarn_task_data(t, 2), j->k, beta, c, j->m);
-  return 0;
+    return tarn__syrk_shared(t, CblasTrans, j->n, j->k, 1.0, ai, j->k, beta, c,
+                             j->n);
+  return tarn__gemm_shared(t, true, false, j->m, j->n, j->k, 1.0, ai, j->k,
+                           tarn_task_data(t, 2), j->k, beta, c, j->m);
 }
 
-/* The upper part from the lower: a diagonal tile's upper triangle from its
- * lower (dep 0), or tile (j, i) = tile (i, j)^T (dep 0 written, n x m; dep
- * 1 read, m x n). */
-static int k_mirror(tarn_task *t, void *arg) {
-  const struct ata_job *j = arg;
-  double *c = tarn_task_data(t, 0);
-  size_t m = (size_t)j->m, n = (size_t)j->n;
-  if (j->diagonal) {
-    for (size_t q = 1; q < n; q++)
+/* A mirror task's tiles, shared by ranges of the written tile's columns. */
+struct mirror_share {
+  const struct ata_job *j;
+  double *c;
+  const double *s;
+};
+
+/* Columns [begin, end) of the upper part: of a diagonal tile's upper
+ * triangle from its lower (reads only below the diagonal), or of tile
+ * (j, i) = tile (i, j)^T. */
+static int mirror_range(void *arg, size_t begin, size_t end) {
+  const struct mirror_share *ms = arg;
+  double *c = ms->c;
+  size_t m = (size_t)ms->j->m, n = (size_t)ms->j->n;
+  if (ms->j->diagonal) {
+    for (size_t q = begin; q < end; q++)
       for (size_t i = 0; i < q; i++) c[i + q * n] = c[q + i * n];
     return 0;
   }
-  const double *s = tarn_task_data(t, 1);
-  for (size_t q = 0; q < m; q++)
-    for (size_t i = 0; i < n; i++) c[i + q * n] = s[q + i * m];
+  for (size_t q = begin; q < end; q++)
+    for (size_t i = 0; i < n; i++) c[i + q * n] = ms->s[q + i * m];
   return 0;
+}
+
+/* Columns of a tile below this many per range are not worth a helper. */
+#define MIRROR_GRAIN 64
+
+/* The upper part from the lower: a diagonal tile's upper triangle from its
+ * lower (dep 0), or tile (j, i) = tile (i, j)^T (dep 0 written, n x m; dep
+ * 1 read, m x n); shared by columns. */
+static int k_mirror(tarn_task *t, void *arg) {
+  const struct ata_job *j = arg;
+  struct mirror_share ms = {j, tarn_task_data(t, 0),
+                            j->diagonal ? NULL : tarn_task_data(t, 1)};
+  return tarn_task_parallel_for(t, (size_t)(j->diagonal ? j->n : j->m),
+                                MIRROR_GRAIN, mirror_range, &ms);
 }
 
 static int submit_ata_job(tarn_rt *rt, tarn_task_fn fn,

@@ -1,10 +1,12 @@
 /* test_linalg.c: tiled gemm and Cholesky against OpenBLAS/LAPACKE on the
  * whole matrix: gemm for the four transpose combinations on sizes that are
- * and are not multiples of the tile, one tile and many, rectangular, A as
+ * and are not multiples of the tile, one tile and many, tiles large enough
+ * to be shared with idle workers, rectangular, A as
  * both operands, beta 0 over NaNs; Cholesky by its scaled residual, the
  * order of a failing leading minor, bad shapes refused, and a run under a
  * memory limit smaller than the matrix that spills and gives the same
- * bits. */
+ * bits; tiles large enough to be factored by blocks with their work
+ * shared (1 to 3 workers), and failing minors inside such tiles. */
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
@@ -71,9 +73,17 @@ static void check_gemm(tarn_rt *rt, size_t m, size_t n, size_t k, size_t t1,
 
 static const size_t gemm_shapes[][6] = {
     /* m, n, k, tile m, tile k, tile n */
-    {1, 1, 1, 1, 1, 1},       {8, 8, 8, 8, 8, 8},       {7, 5, 3, 16, 16, 16},
-    {64, 48, 32, 16, 16, 16}, {37, 29, 41, 8, 6, 5},    {50, 3, 70, 7, 9, 2},
-    {3, 50, 20, 2, 20, 11},   {33, 33, 33, 32, 32, 32},
+    {1, 1, 1, 1, 1, 1},
+    {8, 8, 8, 8, 8, 8},
+    {7, 5, 3, 16, 16, 16},
+    {64, 48, 32, 16, 16, 16},
+    {37, 29, 41, 8, 6, 5},
+    {50, 3, 70, 7, 9, 2},
+    {3, 50, 20, 2, 20, 11},
+    {33, 33, 33, 32, 32, 32},
+    /* tiles large enough to be shared by columns or by rows */
+    {300, 200, 150, 300, 150, 200},
+    {130, 400, 90, 130, 45, 400},
 };
 
 static void test_gemm_transposes(void **state) {
@@ -325,6 +335,57 @@ static void test_cholesky_not_spd(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Tiles large enough to be factored by blocks of columns (potrf on the
+ * diagonal block, trsm and syrk shared with idle workers): one tile and
+ * several, with 1, 2 and 3 workers. */
+static void test_cholesky_large_tiles(void **state) {
+  (void)state;
+  static const size_t sizes[][2] = {
+      {300, 300}, {513, 513}, {700, 700}, {700, 300}};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    size_t n = sizes[s][0], nb = sizes[s][1];
+    double *a = spd(n, 40 + s);
+    for (unsigned w = 1; w <= 3; w++) {
+      tarn_rt *rt = test_rt(w, 0);
+      double *f = factor(rt, a, n, nb);
+      double r = chol_residual(a, f, n);
+      if (!(r < 10))
+        print_error("cholesky n %zu nb %zu workers %u: %g\n", n, nb, w, r);
+      assert_true(r < 10);
+      free(f);
+      assert_int_equal(tarn_rt_destroy(rt), 0);
+    }
+    free(a);
+  }
+}
+
+/* An SPD matrix whose diagonal element p is made -1: the leading minor of
+ * order p + 1 is the first that is not positive definite, in the first,
+ * a middle or the last block of a tile factored by blocks, or in a later
+ * tile. */
+static void test_cholesky_not_spd_blocked(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  static const size_t cases[][3] = {
+      {300, 300, 0},   {300, 300, 127}, {300, 300, 128}, {300, 300, 200},
+      {300, 300, 299}, {700, 300, 450}, {700, 300, 699}};
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+    size_t n = cases[s][0], nb = cases[s][1], p = cases[s][2];
+    double *a = spd(n, 60 + s);
+    a[p + p * n] = -1.0;
+    tarn_matrix *m = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
+    int info = 0;
+    assert_int_equal(tarn_matrix_cholesky(m, &info), TARN_EINVAL);
+    if (info != (int)(p + 1))
+      print_error("not spd n %zu nb %zu p %zu: info %d\n", n, nb, p, info);
+    assert_int_equal(info, (int)(p + 1));
+    tarn_matrix_destroy(m);
+    free(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 static void test_cholesky_bad(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(3, 0);
@@ -376,6 +437,8 @@ int main(void) {
       cmocka_unit_test(test_cholesky_sizes),
       cmocka_unit_test(test_cholesky_after_gemm),
       cmocka_unit_test(test_cholesky_not_spd),
+      cmocka_unit_test(test_cholesky_large_tiles),
+      cmocka_unit_test(test_cholesky_not_spd_blocked),
       cmocka_unit_test(test_cholesky_bad),
       cmocka_unit_test(test_cholesky_mem_limit),
   };

@@ -1,10 +1,13 @@
 /* test_qr.c: tiled Householder QR and its explicit thin Q: the scaled
  * residuals ||A - Q R|| and ||Q^T Q - I|| on square and tall matrices
  * whose sizes are and are not multiples of the tile, one tile and many,
- * several inner block sizes; R upper triangular with |diag| equal to
- * LAPACK's on the whole matrix; the shape of the T factors; bad arguments
- * refused; a run under a memory limit that spills giving the same bits.
- * Also C = A^T A against dgemm. */
+ * several inner block sizes, tiles large enough for the updates to be
+ * shared with idle workers (1 to 3 workers); R upper triangular with
+ * |diag| equal to LAPACK's on the whole matrix; the shape of the T
+ * factors; bad arguments refused; a run under a memory limit that spills
+ * giving the same bits.
+ * Also C = A^T A against dgemm, with tiles small and large enough to be
+ * shared with idle workers. */
 #include <cblas.h>
 #include <float.h>
 #include <lapacke.h>
@@ -120,6 +123,25 @@ static void test_qr_workers(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Tiles large enough for gemqrt and tpmqrt to be shared by columns with
+ * idle workers (in the factorisation and in forming Q): square and tall,
+ * one tile column and several, with 1, 2 and 3 workers. */
+static void test_qr_large_tiles(void **state) {
+  (void)state;
+  static const size_t cases[][4] = {
+      /* m, n, tile, ib */
+      {300, 300, 300, 0},
+      {600, 300, 300, 32},
+      {520, 400, 200, 24},
+  };
+  for (unsigned w = 1; w <= 3; w++) {
+    tarn_rt *rt = test_rt(w, 0);
+    for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
+      check_qr(rt, cases[s][0], cases[s][1], cases[s][2], cases[s][3], 500 + s);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
 static void test_qr_bad(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(3, 0), *rt2 = test_rt(2, 0);
@@ -214,8 +236,16 @@ static void test_ata(void **state) {
   tarn_rt *rt = test_rt(3, 0);
   static const size_t cases[][4] = {
       /* m, n, mb, nb */
-      {1, 1, 1, 1},      {7, 5, 32, 32},  {40, 40, 8, 8},    {50, 30, 16, 7},
-      {100, 64, 30, 32}, {33, 70, 10, 9}, {129, 17, 128, 4},
+      {1, 1, 1, 1},
+      {7, 5, 32, 32},
+      {40, 40, 8, 8},
+      {50, 30, 16, 7},
+      {100, 64, 30, 32},
+      {33, 70, 10, 9},
+      {129, 17, 128, 4},
+      /* tiles large enough for syrk, gemm and the mirror to be shared */
+      {300, 260, 300, 260},
+      {400, 300, 200, 150},
   };
   for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
     size_t m = cases[s][0], n = cases[s][1];
@@ -251,9 +281,9 @@ static void test_ata(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_qr_sizes), cmocka_unit_test(test_qr_workers),
-      cmocka_unit_test(test_qr_bad),   cmocka_unit_test(test_qr_mem_limit),
-      cmocka_unit_test(test_ata),
+      cmocka_unit_test(test_qr_sizes),       cmocka_unit_test(test_qr_workers),
+      cmocka_unit_test(test_qr_large_tiles), cmocka_unit_test(test_qr_bad),
+      cmocka_unit_test(test_qr_mem_limit),   cmocka_unit_test(test_ata),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

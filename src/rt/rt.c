@@ -184,6 +184,8 @@ struct worker {
    * may be looking at it (a helper counts itself before it reads `help`,
    * the owner clears `help` and then waits for the count to drop). */
   _Alignas(64) _Atomic(struct help *) help;
+  /* Looking for work or asleep: could help (read by sharing workers). */
+  atomic_bool idle;
   atomic_uint help_users;
   /* Counters written by this worker only. */
   _Atomic uint64_t run, stolen, run_ns, wait_ns;
@@ -760,19 +762,24 @@ static bool help_others(struct worker *self) {
     if (atomic_load_explicit(&v->help, memory_order_relaxed) == NULL) continue;
     atomic_fetch_add(&v->help_users, 1);
     struct help *h = atomic_load(&v->help);
-    if (h != NULL) help_run(h);
+    if (h != NULL) {
+      atomic_store_explicit(&self->idle, false, memory_order_relaxed);
+      help_run(h);
+      atomic_store_explicit(&self->idle, true, memory_order_relaxed);
+    }
     atomic_fetch_sub(&v->help_users, 1);
     if (h != NULL) return true;
   }
   return false;
 }
 
-/* Whether a worker other than `self` is idle (could help). */
+/* Whether a worker other than `self` is looking for work or asleep (a
+ * worker between two of its tasks is not). */
 static bool others_idle(const struct worker *self) {
   tarn_rt *rt = self->rt;
   for (unsigned i = 0; i < rt->nworkers; i++)
     if (&rt->workers[i] != self &&
-        !atomic_load_explicit(&rt->workers[i].active, memory_order_relaxed))
+        atomic_load_explicit(&rt->workers[i].idle, memory_order_relaxed))
       return true;
   return false;
 }
@@ -836,6 +843,7 @@ static void *worker_main(void *arg) {
      * workers are as many as the cores). Waking a sleeping thread costs
      * about 0.2 ms here, and work often comes back sooner. */
     uint64_t idle_since = t == NULL ? tarn__clock_ns() : 0;
+    if (t == NULL) atomic_store_explicit(&w->idle, true, memory_order_relaxed);
     while (t == NULL && !atomic_load(&rt->stopping) &&
            tarn__clock_ns() - idle_since < IDLE_SPIN_NS) {
       if (help_others(w))
@@ -845,10 +853,12 @@ static void *worker_main(void *arg) {
       t = take(w);
     }
     if (t == NULL && !atomic_load(&rt->stopping)) t = sleep_or_take(w);
-    if (t != NULL)
+    if (t != NULL) {
+      atomic_store_explicit(&w->idle, false, memory_order_relaxed);
       while (t != NULL) t = run(w, t);
-    else if (atomic_load(&rt->stopping))
+    } else if (atomic_load(&rt->stopping)) {
       break;
+    }
   }
   return NULL;
 }

@@ -1,8 +1,10 @@
 /* tarn/stencil.h: neighbourhood operations on tiled matrices. Each output
  * tile is one task that reads its own tile of the input and the tiles
  * around it within the radius, assembles the tile with its halo in the
- * worker's scratch memory, and runs a kernel on it. At the matrix edge a
- * boundary condition supplies the missing elements, per dimension.
+ * worker's scratch memory, and runs a kernel on it (the built-in radius-1
+ * sum reads the source tiles in place instead, with only the edge rows and
+ * columns looked up through the halo). At the matrix edge a boundary
+ * condition supplies the missing elements, per dimension.
  *
  * Like the operations of tarn/matrix.h, these submit tasks and return at
  * once; results are ordered after everything submitted before them, so two

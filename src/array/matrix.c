@@ -3,7 +3,8 @@
  * ref of rows(ti) * cols(tj) doubles, column-major with ld = rows(ti).
  * Each task owns a small job struct (its argument, freed by the runtime
  * when the task is done); calls that return a value wait in a region of
- * their own. */
+ * their own. A task on a large tile shares ranges of its columns with idle
+ * workers (tarn__share_columns, which stencil.c uses too). */
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -162,18 +163,25 @@ static int per_tile(tarn_matrix *out, tarn_matrix *in, tarn_task_fn fn,
   return 0;
 }
 
+/* ---- sharing a tile's columns with idle workers ------------------------- */
+
+/* Columns per range: at least this many elements, so that a range is
+ * worth handing to another worker. */
+#define SHARE_ELEMENTS 16384
+
+int tarn__share_columns(tarn_task *t, size_t rows, size_t cols,
+                        tarn_range_fn fn, void *arg) {
+  size_t grain = rows >= SHARE_ELEMENTS ? 1 : SHARE_ELEMENTS / rows;
+  return tarn_task_parallel_for(t, cols, grain, fn, arg);
+}
+
 /* A tile task's operands, shared with idle workers by ranges of the
- * output tile's columns (tarn_task_parallel_for): a tile alone still uses
- * every core. */
+ * output tile's columns: a tile alone still uses every core. */
 struct tile_share {
   const struct job *j;
   double *c;
   const double *a, *b;
 };
-
-/* Columns per range: at least this many elements, so that a range is
- * worth handing to another worker. */
-#define SHARE_ELEMENTS 16384
 
 /* Runs `range` over the columns of the task's output tile (slot 0), with
  * the inputs in slots j->ia and j->ib. */
@@ -181,13 +189,13 @@ static int split_columns(tarn_task *t, const struct job *j,
                          tarn_range_fn range) {
   struct tile_share s = {j, tarn_task_data(t, 0), tarn_task_data(t, j->ia),
                          tarn_task_data(t, j->ib)};
-  size_t grain = j->rows >= SHARE_ELEMENTS ? 1 : SHARE_ELEMENTS / j->rows;
-  return tarn_task_parallel_for(t, j->cols, grain, range, &s);
+  return tarn__share_columns(t, j->rows, j->cols, range, &s);
 }
 
-/* The elementwise ranges copy what they need from the job into locals:
- * stores through c could otherwise alias the job's doubles, which keeps
- * the compiler from vectorising. Each works on columns [q0, q1). */
+/* The elementwise ranges copy what they need from the job into locals, or
+ * pass it to a hot loop as arguments: stores through c could otherwise
+ * alias the job's doubles, which keeps the compiler from vectorising. Each
+ * works on columns [q0, q1). */
 static int fill_range(void *arg, size_t q0, size_t q1) {
   const struct tile_share *s = arg;
   size_t rows = s->j->rows;
@@ -225,13 +233,17 @@ static int k_rand(tarn_task *t, void *arg) {
   return split_columns(t, arg, rand_range);
 }
 
+/* c = alpha a + beta over n elements (c may be a). */
+TARN_HOT_CLONES static void axpb_n(double *c, const double *a, double alpha,
+                                   double beta, size_t n) {
+  for (size_t k = 0; k < n; k++) c[k] = alpha * a[k] + beta;
+}
+
 static int axpb_range(void *arg, size_t q0, size_t q1) {
   const struct tile_share *s = arg;
   size_t rows = s->j->rows;
-  double *c = s->c;
-  const double *a = s->a;
-  double alpha = s->j->alpha, beta = s->j->beta;
-  for (size_t k = q0 * rows; k < q1 * rows; k++) c[k] = alpha * a[k] + beta;
+  axpb_n(s->c + q0 * rows, s->a + q0 * rows, s->j->alpha, s->j->beta,
+         (q1 - q0) * rows);
   return 0;
 }
 
@@ -262,12 +274,16 @@ static int k_sin(tarn_task *t, void *arg) {
   return split_columns(t, arg, sin_range);
 }
 
+/* c = a + b over n elements (c may be a or b). */
+TARN_HOT_CLONES static void add_n(double *c, const double *a, const double *b,
+                                  size_t n) {
+  for (size_t k = 0; k < n; k++) c[k] = a[k] + b[k];
+}
+
 static int add_range(void *arg, size_t q0, size_t q1) {
   const struct tile_share *s = arg;
-  size_t rows = s->j->rows;
-  double *c = s->c;
-  const double *a = s->a, *b = s->b;
-  for (size_t k = q0 * rows; k < q1 * rows; k++) c[k] = a[k] + b[k];
+  size_t off = q0 * s->j->rows;
+  add_n(s->c + off, s->a + off, s->b + off, (q1 - q0) * s->j->rows);
   return 0;
 }
 

@@ -1,7 +1,8 @@
 /* matrix_internal.h: the layout of a tiled matrix, for the modules of the
  * array layer (matrix.c, stencil.c, later linalg). Tile (ti, tj) is
  * tiles[ti + tj * mt], a ref of rows(ti) x cols(tj) doubles stored
- * column-major with leading dimension rows(ti). */
+ * column-major with leading dimension rows(ti). Also how a tile task
+ * shares its columns with idle workers. */
 #ifndef TARN_ARRAY_MATRIX_INTERNAL_H
 #define TARN_ARRAY_MATRIX_INTERNAL_H
 
@@ -18,11 +19,6 @@
 #define TARN_HOT_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define TARN_HOT_CLONES
-/* The task data slot (tarn_task_data index) of deps[k]: the runtime merges
- * repeated refs, so it is the number of distinct refs before deps[k]'s
- * first appearance. */
-size_t tarn__dep_slot(const tarn_dep *deps, size_t k);
-
 #endif
 
 struct tarn_matrix {
@@ -58,5 +54,14 @@ int tarn__matrix_destination(tarn_rt *rt, size_t m, size_t n, size_t mb,
  * repeated refs, so it is the number of distinct refs before deps[k]'s
  * first appearance. */
 size_t tarn__dep_slot(const tarn_dep *deps, size_t k);
+
+/* Runs fn(arg, q0, q1) over disjoint ranges of columns covering [0, cols)
+ * of the running task's tile of `rows` rows, on this thread and on idle
+ * workers (tarn_task_parallel_for), each range at least 16384 elements, so
+ * that a matrix of one tile still uses every core. Call it from the task's
+ * thread. Returns 0, the first non-zero status of fn, or an error of
+ * tarn_task_parallel_for. */
+int tarn__share_columns(tarn_task *t, size_t rows, size_t cols,
+                        tarn_range_fn fn, void *arg);
 
 #endif

@@ -1,9 +1,23 @@
 /* stencil.c: neighbourhood operations on tiled matrices (tarn/stencil.h).
  * One task per output tile writes that tile and reads every distinct input
- * tile its halo maps to under the boundary conditions; the task copies the
- * tile and its halo into the worker's scratch memory, run by run of
- * consecutive source rows, and hands the buffer to the kernel. Each task
- * owns its job struct (freed by the runtime when the task is done). */
+ * tile its halo maps to under the boundary conditions. The task first maps
+ * each halo row and column to where it reads (an index of a source tile,
+ * or the pad value); only the 2r outside the tile go through the boundary
+ * condition.
+ *
+ * The built-in sum of radius 1 copies nothing: a halo column's rows inside
+ * the tile's rows are a column of a source tile of the same tile row (or a
+ * column of the pad value), so the inner rows of each output column are
+ * summed straight from three source columns, and only the first and last
+ * row read the halo rows above and below, element by element. A user's
+ * kernel, and the sum of a larger radius (whose (2r+1)^2 terms per element
+ * dwarf a copy), get the tile with its halo assembled in the worker's
+ * scratch memory, run by run of consecutive source rows. Either way the
+ * tile's columns are shared with idle workers (tarn__share_columns), and
+ * each element's terms are added in the documented order.
+ *
+ * Each task owns its job struct (freed by the runtime when the task is
+ * done). */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +35,7 @@ struct sjob {
   size_t row0, col0; /* its first element */
   size_t m, n, mb, nb;
   tarn_stencil st;
-  tarn_stencil_fn fn;
+  tarn_stencil_fn fn; /* NULL: the built-in sum */
   void *arg;
   size_t nrt, nct; /* distinct source tile rows, columns */
   size_t srt[MAX_SIDE], sct[MAX_SIDE];
@@ -71,12 +85,14 @@ static ptrdiff_t map_index(ptrdiff_t p, size_t size, tarn_boundary_kind kind) {
 }
 
 /* Adds the tile index of every source index of the halo range of one
- * dimension to set[] (distinct, in order of first appearance). */
+ * dimension to set[] (distinct, in order of first appearance). The tile's
+ * own indexes are one tile: only the first of them is looked at. */
 static int source_tiles(size_t first, size_t count, size_t r, size_t size,
                         size_t tile, tarn_boundary_kind kind, size_t *set,
                         size_t *nset) {
   *nset = 0;
   for (size_t k = 0; k < count + 2 * r; k++) {
+    if (k > r && k < r + count) continue;
     ptrdiff_t src =
         map_index((ptrdiff_t)(first + k) - (ptrdiff_t)r, size, kind);
     if (src < 0) continue;
@@ -95,8 +111,76 @@ static size_t index_in(const size_t *set, size_t nset, size_t t) {
   return h;
 }
 
+/* Where halo index h of one dimension (0 .. count + 2r - 1; index h - r of
+ * the tile) reads: index `local` of source tile set[tile], or the pad
+ * value (tile == PAD). */
+#define PAD SIZE_MAX
+struct loc {
+  size_t tile, local;
+};
+
+/* Fills out[] for the halo of one dimension. The tile's own indexes need
+ * no mapping; only the 2r outside ones go through the boundary
+ * condition. */
+static void map_halo(size_t first, size_t count, size_t r, size_t size,
+                     size_t tile, tarn_boundary_kind kind, const size_t *set,
+                     size_t nset, struct loc *out) {
+  size_t own = index_in(set, nset, first / tile);
+  for (size_t h = 0; h < count + 2 * r; h++) {
+    if (h >= r && h - r < count) {
+      out[h] = (struct loc){own, h - r};
+      continue;
+    }
+    ptrdiff_t src =
+        map_index((ptrdiff_t)(first + h) - (ptrdiff_t)r, size, kind);
+    out[h] = src < 0 ? (struct loc){PAD, 0}
+                     : (struct loc){index_in(set, nset, (size_t)src / tile),
+                                    (size_t)src % tile};
+  }
+}
+
+/* What a stencil task reads, worked out once before its columns are
+ * shared: the source tiles' data and where every halo row and column
+ * reads. */
+struct sources {
+  const struct sjob *j;
+  size_t r, rows, cols, hr, hc;           /* hr, hc: halo rows, columns */
+  const double *data[MAX_SIDE][MAX_SIDE]; /* tile (srt[a], sct[b]) */
+  size_t ld[MAX_SIDE];                    /* rows of tile row srt[a] */
+  struct loc *hrow, *hcol;                /* hr and hc entries */
+};
+
+static int sources_init(tarn_task *t, const struct sjob *j, struct sources *m) {
+  size_t r = j->st.radius;
+  *m = (struct sources){.j = j,
+                        .r = r,
+                        .rows = j->rows,
+                        .cols = j->cols,
+                        .hr = j->rows + 2 * r,
+                        .hc = j->cols + 2 * r};
+  for (size_t a = 0; a < j->nrt; a++) {
+    size_t left = j->m - j->srt[a] * j->mb;
+    m->ld[a] = left < j->mb ? left : j->mb;
+    for (size_t b = 0; b < j->nct; b++)
+      m->data[a][b] = tarn_task_data(t, j->slot[a][b]);
+  }
+  struct loc *locs = NULL;
+  int rc = tarn_task_scratch(t, (m->hr + m->hc) * sizeof *locs,
+                             _Alignof(struct loc), (void **)&locs);
+  if (rc != 0) return rc;
+  m->hrow = locs;
+  m->hcol = locs + m->hr;
+  map_halo(j->row0, j->rows, r, j->m, j->mb, j->st.rows.kind, j->srt, j->nrt,
+           m->hrow);
+  map_halo(j->col0, j->cols, r, j->n, j->nb, j->st.cols.kind, j->sct, j->nct,
+           m->hcol);
+  return 0;
+}
+
+/* ---- the tile with its halo: a user's kernel, a sum of radius > 1 ------- */
+
 /* A run of consecutive halo rows that read consecutive rows of one source
- * tile row (or the pad value, when tile is SIZE_MAX). */
+ * tile row (or the pad value, when tile is PAD). */
 struct run {
   size_t start, len; /* halo rows */
   size_t tile;       /* index into srt[] */
@@ -104,172 +188,64 @@ struct run {
 };
 
 /* Fills runs[] for the rows of the tile's halo; returns their count. */
-static size_t row_runs(const struct sjob *j, struct run *runs) {
-  size_t r = j->st.radius, hr = j->rows + 2 * r, nruns = 0;
-  for (size_t k = 0; k < hr; k++) {
-    ptrdiff_t src = map_index((ptrdiff_t)(j->row0 + k) - (ptrdiff_t)r, j->m,
-                              j->st.rows.kind);
-    size_t tile = SIZE_MAX, local = 0;
-    if (src >= 0) {
-      tile = index_in(j->srt, j->nrt, (size_t)src / j->mb);
-      local = (size_t)src % j->mb;
-    }
+static size_t row_runs(const struct sources *m, struct run *runs) {
+  size_t nruns = 0;
+  for (size_t k = 0; k < m->hr; k++) {
+    struct loc at = m->hrow[k];
     struct run *last = nruns > 0 ? &runs[nruns - 1] : NULL;
-    if (last != NULL && last->tile == tile &&
-        (tile == SIZE_MAX || last->local + last->len == local)) {
+    if (last != NULL && last->tile == at.tile &&
+        (at.tile == PAD || last->local + last->len == at.local)) {
       last->len++;
     } else {
-      runs[nruns++] = (struct run){k, 1, tile, local};
+      runs[nruns++] = (struct run){k, 1, at.tile, at.local};
     }
   }
   return nruns;
 }
 
-/* Assembles halo column c (0 .. cols + 2r - 1) into dst (rows + 2r
- * doubles), run by run. */
-static void halo_column(tarn_task *t, const struct sjob *j,
-                        const struct run *runs, size_t nruns, size_t c,
-                        double *dst) {
-  ptrdiff_t srcc = map_index((ptrdiff_t)(j->col0 + c) - (ptrdiff_t)j->st.radius,
-                             j->n, j->st.cols.kind);
-  size_t b = 0, lc = 0;
-  if (srcc >= 0) {
-    b = index_in(j->sct, j->nct, (size_t)srcc / j->nb);
-    lc = (size_t)srcc % j->nb;
-  }
-  for (size_t u = 0; u < nruns; u++) {
-    const struct run *ru = &runs[u];
-    if (ru->tile == SIZE_MAX || srcc < 0) {
-      double v = ru->tile == SIZE_MAX ? j->st.rows.pad : j->st.cols.pad;
+/* The halo, assembled by ranges of halo columns shared with idle workers,
+ * and the output tile. */
+struct halo_share {
+  const struct sources *m;
+  const struct run *runs;
+  size_t nruns;
+  double *halo; /* hr doubles per halo column */
+  double *out;  /* the output tile */
+};
+
+/* Assembles halo column c into dst (hr doubles), run by run. */
+static void halo_column(const struct halo_share *s, size_t c, double *dst) {
+  const struct sources *m = s->m;
+  struct loc col = m->hcol[c];
+  for (size_t u = 0; u < s->nruns; u++) {
+    const struct run *ru = &s->runs[u];
+    if (ru->tile == PAD || col.tile == PAD) {
+      double v = ru->tile == PAD ? m->j->st.rows.pad : m->j->st.cols.pad;
       for (size_t k = 0; k < ru->len; k++) dst[ru->start + k] = v;
       continue;
     }
-    size_t ti = j->srt[ru->tile];
-    size_t ld = j->m - ti * j->mb < j->mb ? j->m - ti * j->mb : j->mb;
-    const double *src = tarn_task_data(t, j->slot[ru->tile][b]);
-    memcpy(dst + ru->start, src + ru->local + lc * ld, ru->len * sizeof *dst);
+    const double *src =
+        m->data[ru->tile][col.tile] + ru->local + col.local * m->ld[ru->tile];
+    memcpy(dst + ru->start, src, ru->len * sizeof *dst);
   }
-}
-
-/* The radius-1 sum of the 3 halo columns c0, c1, c2 (each rows + 2 long,
- * element 1 the tile's row 0) into o: each element's 9 terms in order. */
-TARN_HOT_CLONES static void sum3(const double *c0, const double *c1,
-                                 const double *c2, double *o, size_t rows) {
-  for (size_t p = 0; p < rows; p++)
-    o[p] = 0.0 + c0[p] + c0[p + 1] + c0[p + 2] + c1[p] + c1[p + 1] + c1[p + 2] +
-           c2[p] + c2[p + 1] + c2[p + 2];
-}
-
-static int sum_kernel(const double *in, size_t ld_in, double *out,
-                      size_t ld_out, size_t rows, size_t cols, size_t radius,
-                      void *arg);
-
-/* A stencil task's work, shared with idle workers by ranges of columns
- * (tarn_task_parallel_for), so that a matrix of one tile still uses every
- * core. */
-struct stencil_share {
-  tarn_task *t;
-  const struct sjob *j;
-  const struct run *runs;
-  size_t nruns;
-  size_t hr;    /* halo rows */
-  double *halo; /* the whole halo, hr per column; or the rings */
-  double *out;
-  size_t grain; /* of the rolling sum: ring k serves the range at k grains */
-};
-
-/* Columns per range: at least this many elements of output. */
-#define SHARE_ELEMENTS 16384
-
-static size_t share_grain(size_t rows) {
-  return rows >= SHARE_ELEMENTS ? 1 : SHARE_ELEMENTS / rows;
-}
-
-/* The built-in radius-1 sum without the whole halo, output columns [q0,
- * q1): three halo columns turn in a ring (small enough for L1), so the
- * tile is read once from memory and the output written once. */
-static int rolling_range(void *arg, size_t q0, size_t q1) {
-  const struct stencil_share *s = arg;
-  const struct sjob *j = s->j;
-  size_t hr = s->hr;
-  double *ring = s->halo + (q0 / s->grain) * 3 * hr;
-  halo_column(s->t, j, s->runs, s->nruns, q0, ring + (q0 % 3) * hr);
-  halo_column(s->t, j, s->runs, s->nruns, q0 + 1, ring + ((q0 + 1) % 3) * hr);
-  for (size_t q = q0; q < q1; q++) {
-    halo_column(s->t, j, s->runs, s->nruns, q + 2, ring + ((q + 2) % 3) * hr);
-    sum3(ring + (q % 3) * hr, ring + ((q + 1) % 3) * hr,
-         ring + ((q + 2) % 3) * hr, s->out + q * j->rows, j->rows);
-  }
-  return 0;
-}
-
-static int sum_rolling(tarn_task *t, const struct sjob *j, struct run *runs,
-                       size_t nruns) {
-  size_t hr = j->rows + 2, grain = share_grain(j->rows);
-  size_t rings = (j->cols - 1) / grain + 1;
-  double *ring = NULL;
-  int rc =
-      tarn_task_scratch(t, rings * 3 * hr * sizeof *ring, 64, (void **)&ring);
-  if (rc != 0) return rc;
-  struct stencil_share s = {
-      t, j, runs, nruns, hr, ring, tarn_task_data(t, 0), grain};
-  return tarn_task_parallel_for(t, j->cols, grain, rolling_range, &s);
 }
 
 /* Halo columns [c0, c1). */
 static int halo_range(void *arg, size_t c0, size_t c1) {
-  const struct stencil_share *s = arg;
-  for (size_t c = c0; c < c1; c++)
-    halo_column(s->t, s->j, s->runs, s->nruns, c, s->halo + c * s->hr);
+  const struct halo_share *s = arg;
+  for (size_t c = c0; c < c1; c++) halo_column(s, c, s->halo + c * s->m->hr);
   return 0;
 }
 
-/* The built-in sum of any radius over output columns [q0, q1). */
-static int sum_range(void *arg, size_t q0, size_t q1) {
-  const struct stencil_share *s = arg;
-  const struct sjob *j = s->j;
-  size_t r = j->st.radius;
-  return sum_kernel(s->halo + r + (r + q0) * s->hr, s->hr,
-                    s->out + q0 * j->rows, j->rows, j->rows, q1 - q0, r, NULL);
-}
-
-static int k_stencil(tarn_task *t, void *arg) {
-  const struct sjob *j = arg;
-  size_t r = j->st.radius;
-  size_t hr = j->rows + 2 * r, hc = j->cols + 2 * r;
-  struct run *runs = NULL;
-  int rc = tarn_task_scratch(t, hr * sizeof *runs, _Alignof(struct run),
-                             (void **)&runs);
-  if (rc != 0) return rc;
-  size_t nruns = row_runs(j, runs);
-  if (j->fn == sum_kernel && r == 1) return sum_rolling(t, j, runs, nruns);
-  double *halo = NULL;
-  rc = tarn_task_scratch(t, hr * hc * sizeof *halo, 64, (void **)&halo);
-  if (rc != 0) return rc;
-  double *out = tarn_task_data(t, 0);
-  struct stencil_share s = {t, j, runs, nruns, hr, halo, out, 0};
-  size_t grain = share_grain(hr);
-  rc = tarn_task_parallel_for(t, hc, grain, halo_range, &s);
-  if (rc != 0) return rc;
-  /* The built-in kernel is split by columns too; a user's kernel gets the
-   * whole tile in one call (it may not expect to run concurrently). */
-  if (j->fn == sum_kernel)
-    return tarn_task_parallel_for(t, j->cols, grain, sum_range, &s);
-  return j->fn(halo + r + r * hr, hr, out, j->rows, j->rows, j->cols, r,
-               j->arg);
-}
-
-/* The built-in kernel of tarn_stencil_sum (radius 1 takes sum_rolling
- * instead). */
-TARN_HOT_CLONES static int sum_kernel(const double *in, size_t ld_in,
-                                      double *out, size_t ld_out, size_t rows,
-                                      size_t cols, size_t radius, void *arg) {
-  (void)arg;
+/* The built-in sum of any radius on the assembled halo, n output columns:
+ * a column of the output stays in L1 while the (2r+1)^2 shifted input
+ * columns are added to it, in the documented order. */
+TARN_HOT_CLONES static void sum_halo(const double *in, size_t ld_in,
+                                     double *out, size_t rows, size_t n,
+                                     size_t radius) {
   ptrdiff_t r = (ptrdiff_t)radius, ld = (ptrdiff_t)ld_in;
-  /* A column of the output stays in L1 while the (2r+1)^2 shifted input
-   * columns are added to it, in the documented order. */
-  for (size_t q = 0; q < cols; q++) {
-    double *o = out + q * ld_out;
+  for (size_t q = 0; q < n; q++) {
+    double *o = out + q * rows;
     for (size_t p = 0; p < rows; p++) o[p] = 0.0;
     for (ptrdiff_t dq = -r; dq <= r; dq++) {
       const double *col = in + ((ptrdiff_t)q + dq) * ld;
@@ -279,7 +255,143 @@ TARN_HOT_CLONES static int sum_kernel(const double *in, size_t ld_in,
       }
     }
   }
+}
+
+/* The built-in sum over output columns [q0, q1) of the assembled halo. */
+static int sum_halo_range(void *arg, size_t q0, size_t q1) {
+  const struct halo_share *s = arg;
+  const struct sources *m = s->m;
+  size_t r = m->r;
+  sum_halo(s->halo + r + (r + q0) * m->hr, m->hr, s->out + q0 * m->rows,
+           m->rows, q1 - q0, r);
   return 0;
+}
+
+/* Assembles the halo and runs the kernel on it: the built-in sum shared
+ * by columns with idle workers, a user's kernel on the whole tile in one
+ * call (it may not expect to run concurrently). */
+static int halo_tile(tarn_task *t, const struct sources *m) {
+  const struct sjob *j = m->j;
+  struct run *runs = NULL;
+  double *halo = NULL;
+  int rc = tarn_task_scratch(t, m->hr * sizeof *runs, _Alignof(struct run),
+                             (void **)&runs);
+  if (rc == 0)
+    rc = tarn_task_scratch(t, m->hr * m->hc * sizeof *halo, 64, (void **)&halo);
+  if (rc != 0) return rc;
+  double *out = tarn_task_data(t, 0);
+  struct halo_share s = {m, runs, row_runs(m, runs), halo, out};
+  rc = tarn__share_columns(t, m->hr, m->hc, halo_range, &s);
+  if (rc != 0) return rc;
+  if (j->fn == NULL)
+    return tarn__share_columns(t, m->rows, m->cols, sum_halo_range, &s);
+  size_t r = m->r;
+  return j->fn(halo + r + r * m->hr, m->hr, out, m->rows, m->rows, m->cols, r,
+               j->arg);
+}
+
+/* ---- the sum of radius 1: the sources read in place --------------------- */
+
+/* Output rows 1 .. n of a column: element p of o from rows p .. p + 2 of
+ * the three source columns c0, c1, c2 (each from the tile's row 0), its 9
+ * terms in the documented order. */
+TARN_HOT_CLONES static void sum3(const double *c0, const double *c1,
+                                 const double *c2, double *o, size_t n) {
+  for (size_t p = 0; p < n; p++)
+    o[p] = 0.0 + c0[p] + c0[p + 1] + c0[p + 2] + c1[p] + c1[p + 1] + c1[p + 2] +
+           c2[p] + c2[p + 1] + c2[p + 2];
+}
+
+/* The first and last row of an output column, from its three source
+ * columns (l, c, r: rows 0 .. rows - 1) and the elements of the halo rows
+ * above (t) and below (b) in those columns; in the documented order. */
+static void edges1(const double *l, const double *c, const double *r,
+                   const double *t, const double *b, double *o, size_t rows) {
+  size_t z = rows - 1;
+  if (rows == 1) {
+    o[0] = 0.0 + t[0] + l[0] + b[0] + t[1] + c[0] + b[1] + t[2] + r[0] + b[2];
+    return;
+  }
+  o[0] = 0.0 + t[0] + l[0] + l[1] + t[1] + c[0] + c[1] + t[2] + r[0] + r[1];
+  o[z] = 0.0 + l[z - 1] + l[z] + b[0] + c[z - 1] + c[z] + b[1] + r[z - 1] +
+         r[z] + b[2];
+}
+
+/* A sum task's work, shared with idle workers by ranges of output columns,
+ * so that a matrix of one tile still uses every core. */
+struct sum_share {
+  const struct sources *m;
+  const double *const *col; /* halo column c's rows 0 .. rows - 1 */
+  double *out;
+};
+
+/* The element of halo row h, outside the tile's rows (0: above, rows + 1:
+ * below), in halo column c. The rows' pad comes first. */
+static double outside_at(const struct sources *m, size_t h, size_t c) {
+  struct loc row = m->hrow[h], col = m->hcol[c];
+  if (row.tile == PAD) return m->j->st.rows.pad;
+  if (col.tile == PAD) return m->j->st.cols.pad;
+  return m->data[row.tile][col.tile][row.local + col.local * m->ld[row.tile]];
+}
+
+/* Output columns [q0, q1): the inner rows straight from the source
+ * columns, the first and last row with the halo rows above and below,
+ * whose elements slide along in a window of three columns. */
+static int sum1_range(void *arg, size_t q0, size_t q1) {
+  const struct sum_share *s = arg;
+  const struct sources *m = s->m;
+  size_t rows = m->rows, below = rows + 1;
+  double t[3], b[3];
+  for (size_t k = 1; k < 3; k++) {
+    t[k] = outside_at(m, 0, q0 + k - 1);
+    b[k] = outside_at(m, below, q0 + k - 1);
+  }
+  for (size_t q = q0; q < q1; q++) {
+    const double *const *col = s->col + q;
+    double *o = s->out + q * rows;
+    t[0] = t[1], t[1] = t[2], t[2] = outside_at(m, 0, q + 2);
+    b[0] = b[1], b[1] = b[2], b[2] = outside_at(m, below, q + 2);
+    if (rows > 2) sum3(col[0], col[1], col[2], o + 1, rows - 2);
+    edges1(col[0], col[1], col[2], t, b, o, rows);
+  }
+  return 0;
+}
+
+/* The built-in sum of radius 1 of one tile, without copying the tile or
+ * its halo: a halo column's rows 0 .. rows - 1 are a column of a source
+ * tile of the same tile row, or a column of the columns' pad value; only
+ * the table of those columns is made. */
+static int sum1_tile(tarn_task *t, const struct sources *m) {
+  const double **col = NULL;
+  int rc = tarn_task_scratch(t, m->hc * sizeof *col, _Alignof(const double *),
+                             (void **)&col);
+  if (rc != 0) return rc;
+  double *pad = NULL;
+  size_t own = m->hrow[m->r].tile; /* the tile's own tile row */
+  for (size_t c = 0; c < m->hc && rc == 0; c++) {
+    struct loc cl = m->hcol[c];
+    if (cl.tile != PAD) {
+      col[c] = m->data[own][cl.tile] + cl.local * m->rows;
+      continue;
+    }
+    if (pad == NULL) {
+      rc = tarn_task_scratch(t, m->rows * sizeof *pad, 64, (void **)&pad);
+      for (size_t p = 0; rc == 0 && p < m->rows; p++)
+        pad[p] = m->j->st.cols.pad;
+    }
+    col[c] = pad;
+  }
+  if (rc != 0) return rc;
+  struct sum_share s = {m, col, tarn_task_data(t, 0)};
+  return tarn__share_columns(t, m->rows, m->cols, sum1_range, &s);
+}
+
+static int k_stencil(tarn_task *t, void *arg) {
+  const struct sjob *j = arg;
+  struct sources m;
+  int rc = sources_init(t, j, &m);
+  if (rc != 0) return rc;
+  return j->fn == NULL && m.r == 1 ? sum1_tile(t, &m) : halo_tile(t, &m);
 }
 
 static bool stencil_ok(const tarn_stencil *s, const tarn_matrix *a) {
@@ -330,10 +442,11 @@ static int submit_tile(const tarn_stencil *s, tarn_matrix *a, tarn_matrix *o,
   return tarn_task_submit(a->rt, &d);
 }
 
-int tarn_stencil_apply(const tarn_stencil *s, tarn_matrix *a,
-                       tarn_stencil_fn fn, void *arg, tarn_matrix **out) {
-  if (s == NULL || a == NULL || fn == NULL || out == NULL || *out == a ||
-      !stencil_ok(s, a))
+/* Submits a task per output tile: `fn` on the tile with its halo, or the
+ * built-in sum when fn is NULL. */
+static int submit_all(const tarn_stencil *s, tarn_matrix *a, tarn_stencil_fn fn,
+                      void *arg, tarn_matrix **out) {
+  if (s == NULL || a == NULL || out == NULL || *out == a || !stencil_ok(s, a))
     return TARN_EINVAL;
   bool made = false;
   int rc =
@@ -349,34 +462,43 @@ int tarn_stencil_apply(const tarn_stencil *s, tarn_matrix *a,
   return rc;
 }
 
+int tarn_stencil_apply(const tarn_stencil *s, tarn_matrix *a,
+                       tarn_stencil_fn fn, void *arg, tarn_matrix **out) {
+  if (fn == NULL) return TARN_EINVAL;
+  return submit_all(s, a, fn, arg, out);
+}
+
 int tarn_stencil_sum(const tarn_stencil *s, tarn_matrix *a, tarn_matrix **out) {
-  return tarn_stencil_apply(s, a, sum_kernel, NULL, out);
+  return submit_all(s, a, NULL, NULL, out);
 }
 
 /* ---- elementwise -------------------------------------------------------- */
 
 struct fjob {
-  size_t count;
+  size_t rows, cols;
   double value;
 };
 
 struct assign_share {
   double *c;
+  size_t rows;
   double value;
 };
 
-static int assign_range(void *arg, size_t k0, size_t k1) {
+/* Columns [q0, q1). */
+static int assign_range(void *arg, size_t q0, size_t q1) {
   const struct assign_share *s = arg;
   double *c = s->c;
   double value = s->value; /* locals: c cannot alias them */
-  for (size_t k = k0; k < k1; k++) c[k] = value;
+  size_t rows = s->rows;
+  for (size_t k = q0 * rows; k < q1 * rows; k++) c[k] = value;
   return 0;
 }
 
 static int k_assign(tarn_task *t, void *arg) {
   const struct fjob *j = arg;
-  struct assign_share s = {tarn_task_data(t, 0), j->value};
-  return tarn_task_parallel_for(t, j->count, SHARE_ELEMENTS, assign_range, &s);
+  struct assign_share s = {tarn_task_data(t, 0), j->rows, j->value};
+  return tarn__share_columns(t, j->rows, j->cols, assign_range, &s);
 }
 
 int tarn_stencil_assign(tarn_matrix *b, double value) {
@@ -385,8 +507,7 @@ int tarn_stencil_assign(tarn_matrix *b, double value) {
     for (size_t ti = 0; ti < b->mt; ti++) {
       struct fjob *j = malloc(sizeof *j);
       if (j == NULL) return TARN_ENOMEM;
-      j->count = tarn__tile_rows(b, ti) * tarn__tile_cols(b, tj);
-      j->value = value;
+      *j = (struct fjob){tarn__tile_rows(b, ti), tarn__tile_cols(b, tj), value};
       tarn_dep dep = {tarn__tile(b, ti, tj), TARN_WRITE};
       tarn_task_desc d = {.fn = k_assign,
                           .arg = j,

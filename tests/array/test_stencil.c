@@ -3,7 +3,11 @@
  * 1 x 1 tiles, one tile, tall, wide), every boundary condition with radius
  * 1 and 2, different conditions per dimension, a user kernel, the
  * elementwise built-ins and their ordering, a memory limit that forces
- * spilling, and every bad input refused. Results are compared exactly (the
+ * spilling, and every bad input refused. The built-in sum reads the source
+ * tiles in place and treats the first and last rows apart, so tiles of 1,
+ * 2 and 3 rows or columns (no inner rows), tall and wide single tiles that
+ * idle workers share, 1, 2 and 3 workers, and signed zeros (the sum starts
+ * from +0) get cases of their own. Results are compared bit for bit (the
  * reference adds in the same order as the library). */
 #include <math.h>
 #include <setjmp.h>
@@ -143,7 +147,7 @@ static void check_sum(tarn_rt *rt, const size_t *sh, const tarn_stencil *s) {
   assert_int_equal(tarn_stencil_sum(s, a, &c), 0);
   double *y = test_buffer_of(b), *z = test_buffer_of(c);
   for (size_t k = 0; k < m * n; k++) {
-    if (y[k] != want[k])
+    if (memcmp(&y[k], &want[k], sizeof *y) != 0)
       fail_msg(
           "%zux%zu/%zux%zu r=%zu kinds %d,%d: element %zu: %.17g != "
           "%.17g",
@@ -375,6 +379,124 @@ static void spilled_tiles_give_the_same_results(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Radius 1 (and 2 where the tile allows) under every condition, alike and
+ * different per dimension, on tiles of 1 to 3 rows and columns: a single
+ * tile, and several with a smaller last one. */
+static void sum_small_tiles_every_boundary(void **state) {
+  (void)state;
+  for (unsigned workers = 1; workers <= 3; workers++) {
+    tarn_rt *rt = test_rt(workers, 0);
+    for (size_t tr = 1; tr <= 3; tr++)
+      for (size_t tc = 1; tc <= 3; tc++) {
+        const size_t sh[2][4] = {{tr, tc, tr, tc},
+                                 {2 * tr + 1, 3 * tc + 2, tr, tc}};
+        for (size_t k = 0; k < nkinds; k++)
+          for (size_t r = 1; r <= 2; r++)
+            for (size_t v = 0; v < 2; v++) {
+              tarn_stencil same = make_stencil(r, kinds[k], 0.5, kinds[k], 0.5);
+              tarn_stencil mixed = make_stencil(r, kinds[k], 2.25,
+                                                kinds[(k + 1) % nkinds], -3.5);
+              check_sum(rt, sh[v], &same);
+              check_sum(rt, sh[v], &mixed);
+            }
+      }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* Tall and wide single tiles, large enough that idle workers share their
+ * columns, under every condition, with 1, 2 and 3 workers. */
+static void sum_tall_and_wide_single_tiles(void **state) {
+  (void)state;
+  static const size_t big[][4] = {
+      {1000, 40, 1000, 40}, {24, 2100, 24, 2100}, {2, 9000, 2, 9000},
+      {9000, 2, 9000, 2},   {1, 33000, 1, 33000}, {33000, 1, 33000, 1},
+      {3, 12000, 3, 12000}, {300, 301, 300, 301}, {300, 301, 150, 151}};
+  for (unsigned workers = 1; workers <= 3; workers++) {
+    tarn_rt *rt = test_rt(workers, 0);
+    for (size_t sh = 0; sh < sizeof big / sizeof big[0]; sh++)
+      for (size_t k = 0; k < nkinds; k++)
+        for (size_t r = 1; r <= 2; r++) {
+          tarn_stencil s =
+              make_stencil(r, kinds[k], 0.25, kinds[(k + 3) % nkinds], 4.0);
+          check_sum(rt, big[sh], &s);
+        }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* The sum starts from +0, so a neighbourhood of negative zeros (inside,
+ * outside, or a pad of -0) sums to +0, bit for bit as the reference. */
+static void signed_zeros_sum_from_plus_zero(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  static const size_t sh[][4] = {{8, 8, 8, 8}, {9, 7, 4, 3}, {5, 6, 2, 2}};
+  for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+    size_t m = sh[i][0], n = sh[i][1];
+    double *x = malloc(m * n * sizeof *x);
+    assert_non_null(x);
+    for (size_t k = 0; k < m * n; k++) x[k] = k % 5 == 3 ? 0.0 : -0.0;
+    tarn_matrix *a = NULL;
+    assert_int_equal(
+        tarn_matrix_from_buffer(rt, m, n, sh[i][2], sh[i][3], x, m, &a), 0);
+    for (size_t k = 0; k < nkinds; k++)
+      for (size_t r = 1; r <= 2; r++) {
+        tarn_stencil s =
+            make_stencil(r, kinds[k], -0.0, kinds[(k + 1) % nkinds], -0.0);
+        tarn_matrix *b = NULL;
+        assert_int_equal(tarn_stencil_sum(&s, a, &b), 0);
+        double *y = test_buffer_of(b), *want = ref_sum(x, m, n, &s);
+        assert_memory_equal(y, want, m * n * sizeof *y);
+        for (size_t e = 0; e < m * n; e++) assert_false(signbit(y[e]));
+        free(y);
+        free(want);
+        tarn_matrix_destroy(b);
+      }
+    free(x);
+    tarn_matrix_destroy(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* update, assign and multi-expr on single tiles that idle workers share
+ * (and on small ones they do not), with 1, 2 and 3 workers. */
+static void elementwise_shared_by_workers(void **state) {
+  (void)state;
+  static const size_t sh[][4] = {{300, 300, 300, 300},
+                                 {1000, 40, 1000, 40},
+                                 {7, 9000, 7, 9000},
+                                 {100, 100, 100, 100},
+                                 {600, 500, 300, 250}};
+  for (unsigned workers = 1; workers <= 3; workers++) {
+    tarn_rt *rt = test_rt(workers, 0);
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+      const size_t *d = sh[i];
+      size_t mn = d[0] * d[1];
+      tarn_matrix *a = NULL, *b = NULL;
+      assert_int_equal(tarn_matrix_rand(rt, d[0], d[1], d[2], d[3], 3, &a), 0);
+      assert_int_equal(tarn_matrix_rand(rt, d[0], d[1], d[2], d[3], 4, &b), 0);
+      double *x = test_buffer_of(a), *y = test_buffer_of(b);
+      assert_int_equal(tarn_stencil_update_add(b, a), 0);
+      double *z = test_buffer_of(b);
+      for (size_t k = 0; k < mn; k++) assert_true(z[k] == y[k] + x[k]);
+      free(z);
+      assert_int_equal(tarn_stencil_assign(a, -2.5), 0);
+      assert_int_equal(tarn_matrix_axpb(a, 2, 0, &b), 0);
+      z = test_buffer_of(b);
+      for (size_t k = 0; k < mn; k++) assert_true(z[k] == -5);
+      free(z);
+      z = test_buffer_of(a);
+      for (size_t k = 0; k < mn; k++) assert_true(z[k] == -2.5);
+      free(x);
+      free(y);
+      free(z);
+      tarn_matrix_destroy(a);
+      tarn_matrix_destroy(b);
+    }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
 static void bad_input_is_refused(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(2, 0);
@@ -439,6 +561,10 @@ int main(void) {
       cmocka_unit_test(a_failing_kernel_fails_its_tasks),
       cmocka_unit_test(elementwise_builtins_and_ordering),
       cmocka_unit_test(spilled_tiles_give_the_same_results),
+      cmocka_unit_test(sum_small_tiles_every_boundary),
+      cmocka_unit_test(sum_tall_and_wide_single_tiles),
+      cmocka_unit_test(signed_zeros_sum_from_plus_zero),
+      cmocka_unit_test(elementwise_shared_by_workers),
       cmocka_unit_test(bad_input_is_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

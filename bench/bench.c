@@ -618,3 +618,9 @@ int bench_reap(pid_t pid, const char *path) {
             WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   return 1;
 }
+
+void bench_quiesce(double seconds) {
+  struct timespec ts = {(time_t)seconds,
+                        (long)((seconds - (double)(time_t)seconds) * 1e9)};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) continue;
+}

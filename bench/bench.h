@@ -164,6 +164,16 @@ int bench_spawn(const char *path, char *const argv[], pid_t *pid, FILE **out);
  * with status 0, else 1 after printing how it ended. */
 int bench_reap(pid_t pid, const char *path);
 
+/* Pauses for `seconds` before a variant's warm-up, so that the threads of
+ * the party measured before (libgomp's and OpenBLAS's spin a while after
+ * their work, tarn's workers 1 ms) have gone idle and every party starts
+ * on a quiet machine. BENCH_QUIESCE_S between the variants of the array and
+ * stencil suites; BENCH_QUIESCE_BLAS_S where OpenBLAS ran with several
+ * threads (its idle threads spin about 2^28 cycles). */
+#define BENCH_QUIESCE_S 0.02
+#define BENCH_QUIESCE_BLAS_S 0.2
+void bench_quiesce(double seconds);
+
 /* The median of n values, 0 < n <= BENCH_SAMPLES_MAX. */
 double bench_median(const double *values, size_t n);
 

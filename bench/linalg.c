@@ -421,6 +421,7 @@ static int measure(bench_run *run, struct ctx *c, int op, int v, double *med) {
   char name[160];
   row_name(name, sizeof name, c, op, v);
   if (!bench_wanted(run, name)) return 0;
+  bench_quiesce(BENCH_QUIESCE_BLAS_S);
   for (size_t i = 0; i <= run->samples; i++)
     if (sample(c, op, v, &s[i]) != 0) return 1;
   double m = bench_median(s + 1, run->samples);

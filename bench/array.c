@@ -273,7 +273,6 @@ static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
    * party spinning or asleep on a cold core). */
   for (int k = 0; k < nv; k++) {
     int v = seq[k];
-    bench_quiesce(BENCH_QUIESCE_S);
     for (size_t i = 0; i <= run->samples; i++) {
       double *t = i == 0 ? &rows[v].s[0] : &rows[v].s[i - 1];
       int rc = v == V_TARN ? tarn_sample(c, op, &rows[v], t, NULL)

@@ -164,13 +164,13 @@ int bench_spawn(const char *path, char *const argv[], pid_t *pid, FILE **out);
  * with status 0, else 1 after printing how it ended. */
 int bench_reap(pid_t pid, const char *path);
 
-/* Pauses for `seconds` before a variant's warm-up, so that the threads of
- * the party measured before (libgomp's and OpenBLAS's spin a while after
- * their work, tarn's workers 1 ms) have gone idle and every party starts
- * on a quiet machine. BENCH_QUIESCE_S between the variants of the array and
- * stencil suites; BENCH_QUIESCE_BLAS_S where OpenBLAS ran with several
- * threads (its idle threads spin about 2^28 cycles). */
-#define BENCH_QUIESCE_S 0.02
+/* Pauses for `seconds` before a variant's warm-up. The linalg suite
+ * pauses BENCH_QUIESCE_BLAS_S before each variant, so that OpenBLAS's idle
+ * threads (they spin about 2^28 cycles after a multithreaded call) do not
+ * share the cores with the next party. The array and stencil suites do
+ * not: after a pause of even 20 ms, libgomp's regions at N=1024 took 8 ms
+ * instead of 0.5 ms here (threads and vCPUs gone idle), so they run the
+ * variants back to back, each after a warm-up. */
 #define BENCH_QUIESCE_BLAS_S 0.2
 void bench_quiesce(double seconds);
 

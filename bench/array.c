@@ -273,12 +273,21 @@ static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
    * party spinning or asleep on a cold core). */
   for (int k = 0; k < nv; k++) {
     int v = seq[k];
-    for (size_t i = 0; i <= run->samples; i++) {
-      double *t = i == 0 ? &rows[v].s[0] : &rows[v].s[i - 1];
+    /* Warm-up rounds for BENCH_WARMUP_S at least (one round was not
+     * enough here: a core that idled takes a few rounds to come back). */
+    uint64_t warm_until = bench_now_ns() + (uint64_t)(BENCH_WARMUP_S * 1e9);
+    do {
+      double *t = &rows[v].s[0];
       int rc = v == V_TARN ? tarn_sample(c, op, &rows[v], t, NULL)
                            : peer_sample(c, op, v, &rows[v], t);
       if (rc != 0) return 1;
-      if (i == 0) rows[v].faults = 0;
+    } while (bench_now_ns() < warm_until);
+    rows[v].faults = 0;
+    for (size_t i = 0; i < run->samples; i++) {
+      double *t = &rows[v].s[i];
+      int rc = v == V_TARN ? tarn_sample(c, op, &rows[v], t, NULL)
+                           : peer_sample(c, op, v, &rows[v], t);
+      if (rc != 0) return 1;
     }
   }
   static const int print[V_COUNT] = {V_TARN, V_OMP_FRESH, V_OMP_TOUCHED,

@@ -167,12 +167,16 @@ int bench_reap(pid_t pid, const char *path);
 /* Pauses for `seconds` before a variant's warm-up. The linalg suite
  * pauses BENCH_QUIESCE_BLAS_S before each variant, so that OpenBLAS's idle
  * threads (they spin about 2^28 cycles after a multithreaded call) do not
- * share the cores with the next party. The array and stencil suites do
- * not: after a pause of even 20 ms, libgomp's regions at N=1024 took 8 ms
- * instead of 0.5 ms here (threads and vCPUs gone idle), so they run the
- * variants back to back, each after a warm-up. */
+ * share the cores with the next party. */
 #define BENCH_QUIESCE_BLAS_S 0.2
 void bench_quiesce(double seconds);
+
+/* The array and stencil suites warm each variant up for this long (at
+ * least one round) before its samples: on this 2-vCPU machine a core that
+ * idled takes a few rounds to come back, and a party that followed another
+ * (libgomp's threads spin about 17 ms after a region) finds it busy. A
+ * pause instead made libgomp's regions take 8 ms instead of 0.5 ms here. */
+#define BENCH_WARMUP_S 0.05
 
 /* The median of n values, 0 < n <= BENCH_SAMPLES_MAX. */
 double bench_median(const double *values, size_t n);

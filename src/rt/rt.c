@@ -19,6 +19,7 @@
  *   region. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -173,6 +174,10 @@ struct worker {
   atomic_bool lock;
   tarn_task *top;        /* the queue, under lock */
   atomic_bool has_tasks; /* top != NULL, readable without the lock */
+  /* The highest priority queued here (INT_MIN: none), best effort: raised
+   * by every push, set from `top` by every pop (a push racing with a pop
+   * may be missed until the next one). */
+  atomic_int queued_max;
   /* Tasks pushed to this worker, not yet in `top`: a lock-free stack that
    * any worker takes whole with one exchange. */
   _Alignas(64) _Atomic(tarn_task *) inbox;
@@ -438,6 +443,9 @@ static tarn_task *heap_pop(struct worker *w) {
   tarn_task *t = w->top;
   if (t != NULL) w->top = merge(t->left, t->right);
   atomic_store_explicit(&w->has_tasks, w->top != NULL, memory_order_relaxed);
+  atomic_store_explicit(&w->queued_max,
+                        w->top != NULL ? w->top->priority : INT_MIN,
+                        memory_order_relaxed);
   spin_unlock(&w->lock);
   return t;
 }
@@ -466,6 +474,11 @@ static void push(tarn_rt *rt, tarn_task *t) {
     w = &rt->workers[atomic_fetch_add_explicit(&rt->next_worker, 1,
                                                memory_order_relaxed) %
                      rt->nworkers];
+  int max = atomic_load_explicit(&w->queued_max, memory_order_relaxed);
+  while (t->priority > max && !atomic_compare_exchange_weak_explicit(
+                                  &w->queued_max, &max, t->priority,
+                                  memory_order_relaxed, memory_order_relaxed))
+    continue;
   tarn_task *head = atomic_load_explicit(&w->inbox, memory_order_relaxed);
   do t->left = head; /* seq_cst exchange: see wake() */
   while (!atomic_compare_exchange_weak(&w->inbox, &head, t));
@@ -548,17 +561,21 @@ static void retry_held(tarn_rt *rt) {
   pthread_mutex_unlock(&rt->held_lock);
 }
 
-/* Whether `w`'s queue and inbox are empty (its own view). */
-static bool queue_empty(struct worker *w) {
-  return !atomic_load_explicit(&w->has_tasks, memory_order_relaxed) &&
-         atomic_load_explicit(&w->inbox, memory_order_relaxed) == NULL;
+/* Whether `t` may run before everything queued on `w`: nothing queued
+ * there has a higher priority (among equal priorities the successor goes
+ * first: its inputs were just written, on this core). */
+static bool runs_first(struct worker *w, const tarn_task *t) {
+  return t->priority >=
+         atomic_load_explicit(&w->queued_max, memory_order_relaxed);
 }
 
 /* Ends a task that ran (status from its function or its data) or was
  * cancelled on worker `w`: drops its refs, readies or cancels its
  * successors. The first successor readied goes to *next instead of a queue
- * when `w` has nothing queued: the worker runs it at once (a chain stays
- * on one core, with no queue or steal in between); the others are pushed. */
+ * when nothing queued on `w` has a higher priority: the worker runs it at
+ * once (a chain stays on one core, with no queue or steal in between, and
+ * a consumer runs while its producer's output is in this core's cache);
+ * the others are pushed. */
 static void finish(struct worker *w, tarn_task *t, int status, bool ran,
                    tarn_task **next) {
   tarn_rt *rt = t->rt;
@@ -584,7 +601,7 @@ static void finish(struct worker *w, tarn_task *t, int status, bool ran,
     if (t->failed) atomic_store(&succ->cancel, true);
     if (heap) free(e);
     if (atomic_fetch_sub(&succ->pending, 1) == 1) {
-      if (*next == NULL && queue_empty(w))
+      if (*next == NULL && runs_first(w, succ))
         *next = succ;
       else
         push(rt, succ);
@@ -1231,6 +1248,7 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   for (unsigned i = 0; i < o.workers; i++) {
     struct worker *w = &rt->workers[i];
     memset(w, 0, sizeof *w);
+    atomic_init(&w->queued_max, INT_MIN);
     w->rt = rt;
     w->index = i;
     tarn_slab_acquire(rt->slabs, &w->scratch); /* count == workers */

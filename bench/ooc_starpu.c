@@ -9,9 +9,9 @@
  *
  * StarPU evicts only data it allocated itself, so every tile is registered
  * with home node -1 and written by fill tasks (STARPU_W) in the untimed
- * setup. The operations are the tiled Cholesky of linalg_starpu.c (same
- * tasks and priorities) and C = A B with the task order of tarn's gemm (K
- * outermost, STARPU_W on C for the first K tile, STARPU_RW after); the
+ * setup. The operations are starpu_tiles.c's tiled Cholesky (the tasks and
+ * priorities of the linalg suite's peer) and C = A B with the task order of
+ * tarn's gemm (K outermost, the first K tile only writing C); the
  * clock ends at starpu_task_wait_for_all. Spilled and restored bytes are the
  * process's disk writes and reads (/proc/self/io) during the operation. */
 #define _GNU_SOURCE
@@ -22,19 +22,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cblas.h>
-#include <lapacke.h>
 #include <starpu.h>
 
 #include "bench.h"
 #include "ooc_peers.h"
+#include "starpu_tiles.h"
 
 #define PTR(i) ((double *)STARPU_MATRIX_GET_PTR(buffers[i]))
 #define ROWS(i) ((int)STARPU_MATRIX_GET_NX(buffers[i]))
 #define COLS(i) ((int)STARPU_MATRIX_GET_NY(buffers[i]))
 #define LD(i) ((int)STARPU_MATRIX_GET_LD(buffers[i]))
-
-static int potrf_failed;
 
 /* Fills a tile of input `which`: arguments which, n, i0, j0. */
 static void fill_cpu(void *buffers[], void *arg) {
@@ -45,81 +42,10 @@ static void fill_cpu(void *buffers[], void *arg) {
            (size_t)LD(0));
 }
 
-static void potrf_cpu(void *buffers[], void *arg) {
-  (void)arg;
-  if (LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', ROWS(0), PTR(0), LD(0)) != 0)
-    __atomic_store_n(&potrf_failed, 1, __ATOMIC_RELAXED);
-}
-
-/* A_ik = A_ik L_kk^-T (buffers: L_kk, A_ik). */
-static void trsm_cpu(void *buffers[], void *arg) {
-  (void)arg;
-  cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit,
-              ROWS(1), COLS(1), 1.0, PTR(0), LD(0), PTR(1), LD(1));
-}
-
-/* A_jj -= A_jk A_jk^T, lower (buffers: A_jk, A_jj). */
-static void syrk_cpu(void *buffers[], void *arg) {
-  (void)arg;
-  cblas_dsyrk(CblasColMajor, CblasLower, CblasNoTrans, ROWS(1), COLS(0), -1.0,
-              PTR(0), LD(0), 1.0, PTR(1), LD(1));
-}
-
-/* A_ij -= A_ik A_jk^T (buffers: A_ik, A_jk, A_ij). */
-static void gemm_nt_cpu(void *buffers[], void *arg) {
-  (void)arg;
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, ROWS(2), COLS(2),
-              COLS(0), -1.0, PTR(0), LD(0), PTR(1), LD(1), 1.0, PTR(2), LD(2));
-}
-
-/* C = A B + beta C (buffers: A, B, C). */
-static void gemm_nn(void *buffers[], double beta) {
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, ROWS(2), COLS(2),
-              COLS(0), 1.0, PTR(0), LD(0), PTR(1), LD(1), beta, PTR(2), LD(2));
-}
-
-static void gemm_first_cpu(void *buffers[], void *arg) {
-  (void)arg;
-  gemm_nn(buffers, 0.0);
-}
-
-static void gemm_next_cpu(void *buffers[], void *arg) {
-  (void)arg;
-  gemm_nn(buffers, 1.0);
-}
-
 static struct starpu_codelet fill_cl = {.cpu_funcs = {fill_cpu},
                                         .nbuffers = 1,
                                         .modes = {STARPU_W},
                                         .name = "fill"};
-static struct starpu_codelet potrf_cl = {.cpu_funcs = {potrf_cpu},
-                                         .nbuffers = 1,
-                                         .modes = {STARPU_RW},
-                                         .name = "potrf"};
-static struct starpu_codelet trsm_cl = {.cpu_funcs = {trsm_cpu},
-                                        .nbuffers = 2,
-                                        .modes = {STARPU_R, STARPU_RW},
-                                        .name = "trsm"};
-static struct starpu_codelet syrk_cl = {.cpu_funcs = {syrk_cpu},
-                                        .nbuffers = 2,
-                                        .modes = {STARPU_R, STARPU_RW},
-                                        .name = "syrk"};
-static struct starpu_codelet gemm_nt_cl = {
-    .cpu_funcs = {gemm_nt_cpu},
-    .nbuffers = 3,
-    .modes = {STARPU_R, STARPU_R, STARPU_RW},
-    .name = "gemm_nt"};
-static struct starpu_codelet gemm_first_cl = {
-    .cpu_funcs = {gemm_first_cpu},
-    .nbuffers = 3,
-    .modes = {STARPU_R, STARPU_R, STARPU_W},
-    .name = "gemm_first"};
-static struct starpu_codelet gemm_next_cl = {
-    .cpu_funcs = {gemm_next_cpu},
-    .nbuffers = 3,
-    .modes = {STARPU_R, STARPU_R, STARPU_RW},
-    .name = "gemm_next"};
-
 /* A StarPU child: its directories and its tiles (a for Cholesky; a, b
  * and c = a b for matmul; nt * nt handles each, tile (i, j) at i + j nt). */
 struct state {
@@ -132,8 +58,7 @@ struct state {
 };
 
 static int starpu_failed(const char *what, int rc) {
-  fprintf(stderr, "tarn bench: ooc: %s failed: %s\n", what, strerror(-rc));
-  return 1;
+  return bench_starpu_failed("ooc", what, rc);
 }
 
 static size_t side(const struct state *st, size_t i) {
@@ -184,29 +109,6 @@ static int fill_tiles(const struct state *st, starpu_data_handle_t *h,
   return wrc == 0 ? 0 : starpu_failed("starpu_task_wait_for_all", wrc);
 }
 
-/* The tasks of linalg_starpu_cholesky on h. */
-static int insert_cholesky(size_t nt, starpu_data_handle_t *h) {
-  int rc = 0;
-  for (size_t k = 0; k < nt && rc == 0; k++) {
-    int top = STARPU_MAX_PRIO;
-    rc = starpu_task_insert(&potrf_cl, STARPU_RW, h[k + k * nt],
-                            STARPU_PRIORITY, top, 0);
-    for (size_t i = k + 1; i < nt && rc == 0; i++)
-      rc = starpu_task_insert(&trsm_cl, STARPU_R, h[k + k * nt], STARPU_RW,
-                              h[i + k * nt], STARPU_PRIORITY, top - 1, 0);
-    for (size_t j = k + 1; j < nt && rc == 0; j++) {
-      int prio = j == k + 1 ? top - 2 : STARPU_DEFAULT_PRIO;
-      rc = starpu_task_insert(&syrk_cl, STARPU_R, h[j + k * nt], STARPU_RW,
-                              h[j + j * nt], STARPU_PRIORITY, prio, 0);
-      for (size_t i = j + 1; i < nt && rc == 0; i++)
-        rc = starpu_task_insert(&gemm_nt_cl, STARPU_R, h[i + k * nt], STARPU_R,
-                                h[j + k * nt], STARPU_RW, h[i + j * nt],
-                                STARPU_PRIORITY, prio, 0);
-    }
-  }
-  return rc;
-}
-
 /* C = A B, K outermost as tarn_matrix_gemm submits it. */
 static int insert_matmul(size_t nt, starpu_data_handle_t *a,
                          starpu_data_handle_t *b, starpu_data_handle_t *c) {
@@ -214,25 +116,22 @@ static int insert_matmul(size_t nt, starpu_data_handle_t *a,
   for (size_t k = 0; k < nt && rc == 0; k++)
     for (size_t j = 0; j < nt && rc == 0; j++)
       for (size_t i = 0; i < nt && rc == 0; i++)
-        rc =
-            starpu_task_insert(k == 0 ? &gemm_first_cl : &gemm_next_cl,
-                               STARPU_R, a[i + k * nt], STARPU_R, b[k + j * nt],
-                               k == 0 ? STARPU_W : STARPU_RW, c[i + j * nt], 0);
+        rc = starpu_tiles_gemm(a[i + k * nt], b[k + j * nt], c[i + j * nt],
+                               k == 0);
   return rc;
 }
 
 /* The operation, timed into *seconds. */
 static int operation(struct state *st, double *seconds) {
-  potrf_failed = 0;
   uint64_t t0 = bench_now_ns();
   int rc = st->job->op == OOC_CHOLESKY
-               ? insert_cholesky(st->nt, st->a)
+               ? starpu_tiles_cholesky(st->nt, st->a)
                : insert_matmul(st->nt, st->a, st->b, st->c);
   int wrc = starpu_task_wait_for_all();
   *seconds = (double)(bench_now_ns() - t0) * 1e-9;
   if (rc != 0) return starpu_failed("starpu_task_insert", rc);
   if (wrc != 0) return starpu_failed("starpu_task_wait_for_all", wrc);
-  if (!potrf_failed) return 0;
+  if (!starpu_tiles_potrf_failed()) return 0;
   fprintf(stderr, "tarn bench: ooc: starpu cholesky: not positive definite\n");
   return 1;
 }
@@ -285,16 +184,7 @@ static int start(struct state *st) {
     fprintf(stderr, "tarn bench: ooc: setenv: %s\n", strerror(errno));
     return 1;
   }
-  struct starpu_conf conf;
-  rc = starpu_conf_init(&conf);
-  if (rc != 0) return starpu_failed("starpu_conf_init", rc);
-  conf.ncpus = (int)st->job->cores;
-  conf.ncuda = 0;
-  conf.nopencl = 0;
-  conf.nmic = 0;
-  conf.nmpi_ms = 0;
-  rc = starpu_init(&conf);
-  if (rc != 0) return starpu_failed("starpu_init", rc);
+  if (bench_starpu_start("ooc", (unsigned)st->job->cores) != 0) return 1;
   st->started = 1;
   return 0;
 }

@@ -14,6 +14,7 @@
 
 #include "bench.h"
 #include "rt_peers.h"
+#include "starpu_tiles.h"
 
 static void empty_cpu(void *buffers[], void *arg) {
   (void)buffers;
@@ -36,22 +37,12 @@ static uint64_t counter, counted; /* counted: tasks run on it so far */
 static starpu_data_handle_t counter_handle;
 
 static int starpu_failed(const char *what, int rc) {
-  fprintf(stderr, "tarn bench: rt: %s failed: %s\n", what, strerror(-rc));
-  return 1;
+  return bench_starpu_failed("rt", what, rc);
 }
 
 int rt_starpu_open(unsigned workers) {
   if (bench_starpu_environment("rt", home, sizeof home) != 0) return 1;
-  struct starpu_conf conf;
-  int rc = starpu_conf_init(&conf);
-  if (rc != 0) return starpu_failed("starpu_conf_init", rc);
-  conf.ncpus = (int)workers;
-  conf.ncuda = 0;
-  conf.nopencl = 0;
-  conf.nmic = 0;
-  conf.nmpi_ms = 0;
-  rc = starpu_init(&conf);
-  if (rc != 0) return starpu_failed("starpu_init", rc);
+  if (bench_starpu_start("rt", workers) != 0) return 1;
   counter = counted = 0;
   starpu_variable_data_register(&counter_handle, STARPU_MAIN_RAM,
                                 (uintptr_t)&counter, sizeof counter);

@@ -139,6 +139,38 @@ int bench_rt_options(const bench_run *run, struct tarn_rt_options *options) {
   return 0;
 }
 
+int bench_rt_open(const bench_run *run, const char *suite, tarn_rt **rt) {
+  tarn_rt_options o;
+  int rc = bench_rt_options(run, &o);
+  if (rc == 0) rc = tarn_rt_create(&o, rt);
+  return rc == 0 ? 0 : bench_tarn_failed(suite, "tarn_rt_create", rc);
+}
+
+size_t bench_sizes(const bench_run *run, const size_t *defaults,
+                   size_t ndefaults, const size_t **sizes) {
+  size_t n = ndefaults;
+  *sizes = defaults;
+  if (run->sizes != NULL) {
+    *sizes = run->sizes;
+    n = run->nsizes;
+  }
+  return n < BENCH_SIZES_MAX ? n : BENCH_SIZES_MAX;
+}
+
+void bench_size_goal(size_t n, const char *op, const char *label, double value,
+                     const char *unit, int at_most, double limit) {
+  char what[96];
+  snprintf(what, sizeof what, "N=%zu %s: %s", n, op, label);
+  bench_goal(what, value, unit, at_most, limit);
+}
+
+double bench_seed_ms(size_t n, const size_t *sizes, size_t nsizes,
+                     const double *medians, size_t ops, size_t op) {
+  for (size_t k = 0; k < nsizes; k++)
+    if (sizes[k] == n) return medians[k * ops + op];
+  return -1;
+}
+
 unsigned bench_threads(const bench_run *run) {
   if (run->workers > 0) return run->workers;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);

@@ -17,6 +17,7 @@
 #define BENCH_SAMPLES_DEFAULT 5
 #define BENCH_SAMPLES_MAX 1000
 #define BENCH_EXTRA_MAX 8
+#define BENCH_SIZES_MAX 16 /* matrix sizes of a run (--sizes) */
 #define BENCH_KEY_MAX 32
 
 /* One extra figure of a result, such as {"ns_per_op", 1.1}. */
@@ -87,7 +88,27 @@ int bench_wanted(bench_run *run, const char *name);
 /* Fills *options for a runtime of the run: tarn_rt_options_init, then
  * --workers and --mem-limit. Returns 0 or a tarn status. */
 struct tarn_rt_options;
+struct tarn_rt;
 int bench_rt_options(const bench_run *run, struct tarn_rt_options *options);
+
+/* Starts the runtime of a suite with bench_rt_options. Returns 0, or 1
+ * after printing why (naming `suite`). */
+int bench_rt_open(const bench_run *run, const char *suite, struct tarn_rt **rt);
+
+/* The matrix sizes of a suite: --sizes when given, else `defaults`; sets
+ * *sizes and returns their count, at most BENCH_SIZES_MAX. */
+size_t bench_sizes(const bench_run *run, const size_t *defaults,
+                   size_t ndefaults, const size_t **sizes);
+
+/* A goal line of one operation at one size: "N=<n> <op>: <label>" (see
+ * bench_goal). */
+void bench_size_goal(size_t n, const char *op, const char *label, double value,
+                     const char *unit, int at_most, double limit);
+
+/* A seed table's median in ms for size n and operation op: `medians` is a
+ * [nsizes][ops] table of the sizes in `sizes`; -1 when n is not there. */
+double bench_seed_ms(size_t n, const size_t *sizes, size_t nsizes,
+                     const double *medians, size_t ops, size_t op);
 
 /* Threads the peers of the run use: --workers, or the online cores. */
 unsigned bench_threads(const bench_run *run);

@@ -45,7 +45,6 @@
 
 #define STENCIL_STEPS 8
 #define QR_STEPS 3
-#define MAX_SIZES 16
 #define MiB ((double)(1u << 20))
 
 /* ---- the live set, computed from the operations ------------------------
@@ -514,13 +513,13 @@ int bench_eager(bench_run *run) {
       [W_QR] = {qr_sizes, sizeof qr_sizes / sizeof(size_t)},
       [W_CHAIN] = {chain_sizes, sizeof chain_sizes / sizeof(size_t)},
   };
-  static struct figure figures[W_COUNT * MAX_SIZES];
+  static struct figure figures[W_COUNT * BENCH_SIZES_MAX];
   size_t count = 0;
   int failed = 0;
   for (int w = 0; w < W_COUNT && !failed; w++) {
-    const size_t *sizes = run->sizes != NULL ? run->sizes : defaults[w].sizes;
-    size_t nsizes = run->sizes != NULL ? run->nsizes : defaults[w].count;
-    if (nsizes > MAX_SIZES) nsizes = MAX_SIZES;
+    const size_t *sizes;
+    size_t nsizes =
+        bench_sizes(run, defaults[w].sizes, defaults[w].count, &sizes);
     for (size_t s = 0; s < nsizes && !failed; s++)
       failed = measure(run, w, sizes[s], &figures[count++]);
   }

@@ -28,7 +28,6 @@ extern void openblas_set_num_threads(int);
 #define SPD_SEED 11u /* G, the SPD input being G G^T + N I */
 #define RND_SEED 12u /* A, the input of lu, qr, matmul, matvec, solve, syrk */
 #define VEC_SEED 13u /* x and b, N x 1 */
-#define MAX_SIZES 16
 #define CHECK_TOL 1e-8
 
 static const size_t default_sizes[] = {256, 1024};
@@ -84,9 +83,9 @@ struct ctx {
 
 /* Medians in seconds by size, op and variant; -1: not measured. */
 struct figures {
-  size_t n[MAX_SIZES];
+  size_t n[BENCH_SIZES_MAX];
   size_t count;
-  double med[MAX_SIZES][OPS][VARIANTS];
+  double med[BENCH_SIZES_MAX][OPS][VARIANTS];
 };
 
 static int tarn_failed(const char *what, int status) {
@@ -571,9 +570,7 @@ static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n) {
 
 static void goal(size_t n, int op, const char *label, double value,
                  const char *unit, int at_most, double limit) {
-  char what[96];
-  snprintf(what, sizeof what, "N=%zu %s: %s", n, ops[op].short_name, label);
-  bench_goal(what, value, unit, at_most, limit);
+  bench_size_goal(n, ops[op].short_name, label, value, unit, at_most, limit);
 }
 
 /* The smaller of two medians that were measured (-1 when neither was). */
@@ -584,9 +581,8 @@ static double best(double a, double b) {
 }
 
 static double dagger_ms(size_t n, int op) {
-  for (int k = 0; k < 2; k++)
-    if (dagger_sizes[k] == n) return dagger_median_ms[k][op];
-  return -1;
+  return bench_seed_ms(n, dagger_sizes, 2, &dagger_median_ms[0][0], OPS,
+                       (size_t)op);
 }
 
 static void print_goals(const struct figures *f) {
@@ -639,21 +635,17 @@ static int size_wanted(bench_run *run, size_t n) {
 }
 
 int bench_linalg(bench_run *run) {
-  const size_t *sizes = run->sizes != NULL ? run->sizes : default_sizes;
-  size_t nsizes =
-      run->sizes != NULL ? run->nsizes : sizeof default_sizes / sizeof *sizes;
-  if (nsizes > MAX_SIZES) nsizes = MAX_SIZES;
+  const size_t *sizes;
+  size_t nsizes = bench_sizes(
+      run, default_sizes, sizeof default_sizes / sizeof *default_sizes, &sizes);
   static struct figures f;
   memset(&f, 0, sizeof f);
-  for (size_t s = 0; s < MAX_SIZES; s++)
+  for (size_t s = 0; s < BENCH_SIZES_MAX; s++)
     for (int op = 0; op < OPS; op++)
       for (int v = 0; v < VARIANTS; v++) f.med[s][op][v] = -1;
   linalg_peer_threads_set((int)bench_threads(run));
   tarn_rt *rt;
-  tarn_rt_options o;
-  int rc = bench_rt_options(run, &o);
-  if (rc == 0) rc = tarn_rt_create(&o, &rt);
-  if (rc != 0) return tarn_failed("tarn_rt_create", rc);
+  if (bench_rt_open(run, "linalg", &rt) != 0) return 1;
   int failed = 0;
   for (size_t s = 0; s < nsizes && !failed; s++) {
     if (!size_wanted(run, sizes[s])) continue;
@@ -668,7 +660,7 @@ int bench_linalg(bench_run *run) {
     f.count++;
     ctx_free(&c);
   }
-  rc = tarn_rt_destroy(rt);
+  int rc = tarn_rt_destroy(rt);
   if (rc != 0 && !failed) failed = tarn_failed("tarn_rt_destroy", rc);
   print_goals(&f);
   return failed;

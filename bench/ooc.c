@@ -35,7 +35,6 @@
 extern void openblas_set_num_threads(int);
 
 #define MIB (1024.0 * 1024.0)
-#define MAX_SIZES 16
 /* N of `tarn bench ooc` (8 x 8 tiles of 512, 128 MiB a matrix: about a
  * minute for the suite on 2 cores) and of the run of every suite, told
  * apart by run->suite_count (4 x 4 tiles: under 10 s). */
@@ -717,14 +716,10 @@ static size_t limit_for(const bench_run *run, int op, size_t n) {
 
 int bench_ooc(bench_run *run) {
   static const size_t suite_size[] = {SUITE_N}, all_size[] = {ALL_SUITES_N};
-  const size_t *sizes = run->sizes;
-  size_t count = run->nsizes;
-  if (sizes == NULL) {
-    sizes = run->suite_count == 1 ? suite_size : all_size;
-    count = 1;
-  }
-  if (count > MAX_SIZES) count = MAX_SIZES;
-  static struct size_rows rows[MAX_SIZES];
+  const size_t *sizes;
+  size_t count = bench_sizes(run, run->suite_count == 1 ? suite_size : all_size,
+                             1, &sizes);
+  static struct size_rows rows[BENCH_SIZES_MAX];
   memset(rows, 0, sizeof rows);
   int failed = 0;
   for (size_t k = 0; k < count && !failed; k++) {

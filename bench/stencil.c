@@ -21,7 +21,6 @@
 #include "tarn.h"
 
 #define INPUT_SEED 1u /* the input X */
-#define MAX_SIZES 16
 
 static const size_t default_sizes[] = {256, 1024, 4096};
 
@@ -83,9 +82,9 @@ struct row {
 
 /* Medians, in seconds, by size, operation and variant; -1: not measured. */
 struct figures {
-  size_t n[MAX_SIZES];
+  size_t n[BENCH_SIZES_MAX];
   size_t count;
-  double med[MAX_SIZES][STENCIL_OP_COUNT][V_COUNT];
+  double med[BENCH_SIZES_MAX][STENCIL_OP_COUNT][V_COUNT];
 };
 
 static int tarn_failed(const char *what, int status) {
@@ -368,15 +367,12 @@ static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n, unsigned threads) {
 
 static void goal_ratio(const char *label, size_t n, int op, double value,
                        int at_most, double limit) {
-  char what[96];
-  snprintf(what, sizeof what, "N=%zu %s: %s", n, ops[op].short_name, label);
-  bench_goal(what, value, "x", at_most, limit);
+  bench_size_goal(n, ops[op].short_name, label, value, "x", at_most, limit);
 }
 
 static double dagger_ms(size_t n, int op) {
-  for (int k = 0; k < 2; k++)
-    if (dagger_sizes[k] == n) return dagger_median_ms[k][op];
-  return -1;
+  return bench_seed_ms(n, dagger_sizes, 2, &dagger_median_ms[0][0],
+                       STENCIL_OP_COUNT, (size_t)op);
 }
 
 static void print_goals(const struct figures *f) {
@@ -402,20 +398,16 @@ static void print_goals(const struct figures *f) {
 }
 
 int bench_stencil(bench_run *run) {
-  const size_t *sizes = run->sizes != NULL ? run->sizes : default_sizes;
-  size_t nsizes =
-      run->sizes != NULL ? run->nsizes : sizeof default_sizes / sizeof *sizes;
-  if (nsizes > MAX_SIZES) nsizes = MAX_SIZES;
+  const size_t *sizes;
+  size_t nsizes = bench_sizes(
+      run, default_sizes, sizeof default_sizes / sizeof *default_sizes, &sizes);
   static struct figures f;
   memset(&f, 0, sizeof f);
   size_t wanted = 0;
   for (size_t s = 0; s < nsizes; s++) wanted += size_wanted(run, sizes[s]);
   if (wanted == 0) return 0;
   tarn_rt *rt;
-  tarn_rt_options o;
-  int rc = bench_rt_options(run, &o);
-  if (rc == 0) rc = tarn_rt_create(&o, &rt);
-  if (rc != 0) return tarn_failed("tarn_rt_create", rc);
+  if (bench_rt_open(run, "stencil", &rt) != 0) return 1;
   int failed = 0;
   for (size_t s = 0; s < nsizes && !failed; s++) {
     if (!size_wanted(run, sizes[s])) continue;
@@ -427,7 +419,7 @@ int bench_stencil(bench_run *run) {
     f.count++;
     ctx_free(&c);
   }
-  rc = tarn_rt_destroy(rt);
+  int rc = tarn_rt_destroy(rt);
   if (rc != 0 && !failed) failed = tarn_failed("tarn_rt_destroy", rc);
   print_goals(&f);
   return failed;

@@ -47,7 +47,6 @@ static const char usage_text[] =
     "                    --help' for details)\n";
 
 /* Limits of --sizes. */
-#define MAX_SIZES 16
 #define MAX_SIZE 32768
 
 struct suite {
@@ -93,7 +92,8 @@ struct bench_args {
   const struct suite *suite; /* NULL: every suite */
   size_t samples;
   const char *json;
-  size_t sizes[MAX_SIZES]; /* array and stencil sizes; nsizes 0: default */
+  size_t
+      sizes[BENCH_SIZES_MAX]; /* array and stencil sizes; nsizes 0: default */
   size_t nsizes;
   const char *filter;
   unsigned workers;
@@ -122,11 +122,11 @@ static int parse_sizes(const char *text, struct bench_args *a) {
     errno = 0;
     long long v = strtoll(p, &end, 10);
     if (errno != 0 || end == p || v < 1 || v > MAX_SIZE ||
-        (*end != ',' && *end != '\0') || a->nsizes == MAX_SIZES)
+        (*end != ',' && *end != '\0') || a->nsizes == BENCH_SIZES_MAX)
       return usage_error(
           "--sizes must be up to %d comma-separated integers from 1 to %d, "
           "not '%s'",
-          MAX_SIZES, MAX_SIZE, text);
+          BENCH_SIZES_MAX, MAX_SIZE, text);
     a->sizes[a->nsizes++] = (size_t)v;
     if (*end == '\0') return 0;
     p = end + 1;

@@ -101,24 +101,32 @@ static int gemqrt_range(void *arg, size_t begin, size_t end) {
   return info == 0 ? 0 : TARN_EINVAL;
 }
 
-/* C = Q^T C or Q C (j->trans) for the reflectors of a diagonal tile (slot
- * v, m x k, lda) and their T (slot tt); C is m x n (slot a, lda); shared
- * by columns of C. */
-static int k_gemqrt(tarn_task *t, void *arg) {
-  const struct qr_job *j = arg;
+/* Runs `range` over the j->n columns of an apply task, shared with idle
+ * workers: the reflectors (slot v) and their T (slot tt), the tile A (slot
+ * a) and, for a pair, the tile B (slot b), with a work array of ib x n
+ * doubles, each range using its own columns of it. */
+static int apply_shared(tarn_task *t, const struct qr_job *j, bool pair,
+                        tarn_range_fn range) {
   bool heap;
   struct apply_share s = {
       .j = j,
       .v = tarn_task_data(t, (size_t)j->v),
       .tt = tarn_task_data(t, (size_t)j->tt),
       .a = tarn_task_data(t, (size_t)j->a),
+      .b = pair ? tarn_task_data(t, (size_t)j->b) : NULL,
       .work = tarn__task_memory(
           t, (size_t)j->ib * (size_t)j->n * sizeof *s.work, &heap)};
   if (s.work == NULL) return TARN_ENOMEM;
-  int rc =
-      tarn_task_parallel_for(t, (size_t)j->n, APPLY_GRAIN, gemqrt_range, &s);
+  int rc = tarn_task_parallel_for(t, (size_t)j->n, APPLY_GRAIN, range, &s);
   if (heap) free(s.work);
   return rc;
+}
+
+/* C = Q^T C or Q C (j->trans) for the reflectors of a diagonal tile (slot
+ * v, m x k, lda) and their T (slot tt); C is m x n (slot a, lda); shared
+ * by columns of C. */
+static int k_gemqrt(tarn_task *t, void *arg) {
+  return apply_shared(t, arg, false, gemqrt_range);
 }
 
 /* Columns [begin, end) of tpmqrt's A and B. */
@@ -137,21 +145,7 @@ static int tpmqrt_range(void *arg, size_t begin, size_t end) {
  * of a tile (slot a, lda), B an m x n tile (slot b, ldb); shared by
  * columns. */
 static int k_tpmqrt(tarn_task *t, void *arg) {
-  const struct qr_job *j = arg;
-  bool heap;
-  struct apply_share s = {
-      .j = j,
-      .v = tarn_task_data(t, (size_t)j->v),
-      .tt = tarn_task_data(t, (size_t)j->tt),
-      .a = tarn_task_data(t, (size_t)j->a),
-      .b = tarn_task_data(t, (size_t)j->b),
-      .work = tarn__task_memory(
-          t, (size_t)j->ib * (size_t)j->n * sizeof *s.work, &heap)};
-  if (s.work == NULL) return TARN_ENOMEM;
-  int rc =
-      tarn_task_parallel_for(t, (size_t)j->n, APPLY_GRAIN, tpmqrt_range, &s);
-  if (heap) free(s.work);
-  return rc;
+  return apply_shared(t, arg, true, tpmqrt_range);
 }
 
 /* Writes the tile of the identity at tile (ti, tj) (dep 0: rows x cols,

@@ -200,28 +200,9 @@ static int pair_fn(void *arg, uint64_t reps, double *seconds) {
 
 static int pairs_work(void *set, uint64_t reps) { return pairs(set, reps); }
 
-/* Calibrates, warms up once and takes the run's samples of fn. */
-static int measure(bench_run *run, bench_fn fn, void *arg, uint64_t *reps,
-                   double *samples) {
-  double warm;
-  if (bench_calibrate(fn, arg, BENCH_TARGET_S, reps) != 0 ||
-      fn(arg, *reps, &warm) != 0)
-    return 1;
-  for (size_t i = 0; i < run->samples; i++)
-    if (fn(arg, *reps, &samples[i]) != 0) return 1;
-  return 0;
-}
-
 /* Median ns per pair per thread with two threads on `set`. */
 static int run_duo(bench_run *run, tarn_slab_set *set, double *ns) {
-  bench_duo d;
-  if (bench_duo_open(&d, pairs_work, set, set) != 0) return 1;
-  uint64_t reps = 0;
-  double s[BENCH_SAMPLES_MAX];
-  int failed = measure(run, bench_duo_fn, &d, &reps, s);
-  bench_duo_close(&d);
-  if (failed) return 1;
-  *ns = bench_report_ops(run, DUO_NAME, s, reps, "ns_per_op", 1e9);
+  *ns = bench_duo_report(run, DUO_NAME, pairs_work, set, set);
   return *ns < 0;
 }
 
@@ -233,7 +214,7 @@ static int run_pairs(bench_run *run, double *alone_ns, double *duo_ns) {
   if (rc != 0) return tarn_failed("tarn_slab_set_create", rc);
   uint64_t reps = 0;
   double s[BENCH_SAMPLES_MAX];
-  int failed = measure(run, pair_fn, set, &reps, s);
+  int failed = bench_measure(run, pair_fn, set, &reps, s);
   if (!failed) {
     *alone_ns = bench_report_ops(run, PAIR_NAME, s, reps, "ns_per_op", 1e9);
     failed = *alone_ns < 0 || run_duo(run, set, duo_ns);

@@ -177,6 +177,17 @@ unsigned bench_threads(const bench_run *run) {
   return cores > 0 ? (unsigned)cores : 1;
 }
 
+int bench_measure(bench_run *run, bench_fn fn, void *arg, uint64_t *reps,
+                  double *samples) {
+  double warm;
+  if (bench_calibrate(fn, arg, BENCH_TARGET_S, reps) != 0 ||
+      fn(arg, *reps, &warm) != 0)
+    return 1;
+  for (size_t i = 0; i < run->samples; i++)
+    if (fn(arg, *reps, &samples[i]) != 0) return 1;
+  return 0;
+}
+
 int bench_calibrate(bench_fn fn, void *arg, double target_s, uint64_t *reps) {
   uint64_t n = 1;
   for (;;) {
@@ -522,6 +533,19 @@ int bench_duo_fn(void *arg, uint64_t reps, double *seconds) {
   if (failed || m->helper_failed) return 1;
   *seconds = own > m->helper_s ? own : m->helper_s;
   return 0;
+}
+
+double bench_duo_report(bench_run *run, const char *name,
+                        int (*work)(void *, uint64_t), void *mine,
+                        void *theirs) {
+  bench_duo d;
+  if (bench_duo_open(&d, work, mine, theirs) != 0) return -1;
+  uint64_t reps = 0;
+  double s[BENCH_SAMPLES_MAX];
+  int failed = bench_measure(run, bench_duo_fn, &d, &reps, s);
+  bench_duo_close(&d);
+  if (failed) return -1;
+  return bench_report_ops(run, name, s, reps, "ns_per_op", 1e9);
 }
 
 void bench_duo_close(bench_duo *d) {

@@ -125,6 +125,12 @@ int bench_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
  * The calls double as warm-up. Returns 0 or fn's failure. */
 int bench_calibrate(bench_fn fn, void *arg, double target_s, uint64_t *reps);
 
+/* Calibrates fn (bench_calibrate, BENCH_TARGET_S), runs one warm-up, then
+ * run->samples samples of *reps repetitions into samples[]. Returns 0 or
+ * fn's failure. */
+int bench_measure(bench_run *run, bench_fn fn, void *arg, uint64_t *reps,
+                  double *samples);
+
 /* The median, minimum and maximum of n values, 0 < n <= BENCH_SAMPLES_MAX. */
 void bench_summary(const double *values, size_t n, double *median, double *min,
                    double *max);
@@ -250,6 +256,13 @@ int bench_duo_fn(void *duo, uint64_t reps, double *seconds);
 
 /* Stops the helper. */
 void bench_duo_close(bench_duo *duo);
+
+/* Measures `work` on two threads at once (bench_measure over a bench_duo)
+ * and reports it as `name` with ns_per_op per thread. Returns that figure,
+ * -1 after a failure, or BENCH_SKIPPED. */
+double bench_duo_report(bench_run *run, const char *name,
+                        int (*work)(void *, uint64_t), void *mine,
+                        void *theirs);
 
 /* The suites. Each prints its rows and returns 0, or 1 when a measurement
  * failed (after printing why). */

@@ -36,18 +36,6 @@ static int sys_failed(const char *what, const char *path) {
   return 1;
 }
 
-/* Calibrates, warms up once and takes the run's samples of fn. */
-static int measure(bench_run *run, bench_fn fn, void *arg, uint64_t *reps,
-                   double *samples) {
-  double warm;
-  if (bench_calibrate(fn, arg, BENCH_TARGET_S, reps) != 0 ||
-      fn(arg, *reps, &warm) != 0)
-    return 1;
-  for (size_t i = 0; i < run->samples; i++)
-    if (fn(arg, *reps, &samples[i]) != 0) return 1;
-  return 0;
-}
-
 static int make_pool(size_t limit, tarn_pool **pool) {
   tarn_pool_options o;
   int rc = tarn_pool_options_init(&o);
@@ -91,14 +79,7 @@ static int pin_fn(void *arg, uint64_t reps, double *seconds) {
 static int pins_work(void *ref, uint64_t reps) { return pins(ref, reps); }
 
 static int run_duo(bench_run *run, tarn_ref *a, tarn_ref *b, double *ns) {
-  bench_duo d;
-  if (bench_duo_open(&d, pins_work, a, b) != 0) return 1;
-  uint64_t reps = 0;
-  double s[BENCH_SAMPLES_MAX];
-  int failed = measure(run, bench_duo_fn, &d, &reps, s);
-  bench_duo_close(&d);
-  if (failed) return 1;
-  *ns = bench_report_ops(run, DUO_NAME, s, reps, "ns_per_op", 1e9);
+  *ns = bench_duo_report(run, DUO_NAME, pins_work, a, b);
   return *ns < 0;
 }
 
@@ -112,7 +93,7 @@ static int run_pins(bench_run *run, double *alone_ns, double *duo_ns) {
   int failed = rc != 0 ? tarn_failed("tarn_ref_alloc", rc) : 0;
   uint64_t reps = 0;
   double s[BENCH_SAMPLES_MAX];
-  if (!failed) failed = measure(run, pin_fn, a, &reps, s);
+  if (!failed) failed = bench_measure(run, pin_fn, a, &reps, s);
   if (!failed) {
     *alone_ns = bench_report_ops(run, PIN_NAME, s, reps, "ns_per_op", 1e9);
     failed = *alone_ns < 0 || run_duo(run, a, b, duo_ns);

@@ -868,7 +868,10 @@ void tarn__pool_set_owner_free(tarn_pool *p,
 }
 
 void *tarn__ref_owner(tarn_ref *r, void *install) {
-  void *cur = NULL;
+  /* A plain load first: a compare-exchange takes the line for writing even
+   * when it fails, and the workers read this line on every pin. */
+  void *cur = atomic_load_explicit(&r->owner, memory_order_acquire);
+  if (cur != NULL || install == NULL) return cur;
   if (atomic_compare_exchange_strong(&r->owner, &cur, install)) return install;
   return cur;
 }
@@ -877,6 +880,7 @@ tarn_pool *tarn__ref_pool(const tarn_ref *r) { return r->pool; }
 
 int tarn_ref_retain(tarn_ref *r) {
   if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
+  tarn__prefetch_write(&r->refs);
   uint32_t n = atomic_load(&r->refs);
   do {
     if (n == 0) return TARN_EMISUSE;
@@ -886,6 +890,7 @@ int tarn_ref_retain(tarn_ref *r) {
 
 int tarn_ref_release(tarn_ref *r) {
   if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
+  tarn__prefetch_write(&r->refs);
   uint32_t n = atomic_load(&r->refs);
   do {
     if (n == 0) return TARN_EMISUSE;

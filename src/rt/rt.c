@@ -39,11 +39,16 @@
 #define DRAIN_SPINS 200
 
 /* A successor edge: one of the successor's in_edges, or malloc'ed when it
- * has more predecessors than those (edge_on_heap tells which). */
+ * has more predecessors than those (edge_on_heap tells which). `to` is the
+ * successor's address (64-byte aligned) plus, in its low bits, 1 + the
+ * index of the predecessor's slot whose reference the successor takes
+ * over when the predecessor ends (0: none; see track). */
 struct edge {
-  tarn_task *task;
+  uintptr_t to;
   struct edge *next;
 };
+
+enum { lend_bits = 63 }; /* slots 0..61 can lend */
 
 static void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -74,6 +79,7 @@ struct slot {
   void *data;
   tarn_access mode;
   bool pinned;
+  bool held; /* the task holds a reference to `ref` (released at its end) */
 };
 
 enum { inline_slots = 4 };
@@ -118,15 +124,28 @@ _Static_assert(offsetof(struct tarn_task, inline_slots_) +
                    192,
                "a task's first slot is in its third cache line");
 
-/* Whether `e`, an edge to e->task, was malloc'ed. */
-static bool edge_on_heap(const struct edge *e) {
-  uintptr_t at = (uintptr_t)e, first = (uintptr_t)e->task->in_edges;
-  return at - first >= sizeof e->task->in_edges;
+static tarn_task *edge_task(const struct edge *e) {
+  return (tarn_task *)(e->to & ~(uintptr_t)lend_bits);
 }
 
-/* A ref's dependency state, in its owner slot; `lock` guards the rest. */
+/* The predecessor's slot lent through `e`, or -1. */
+static long edge_lent_slot(const struct edge *e) {
+  return (long)(e->to & lend_bits) - 1;
+}
+
+/* Whether `e`, an edge to edge_task(e), was malloc'ed. */
+static bool edge_on_heap(const struct edge *e) {
+  uintptr_t at = (uintptr_t)e, first = (uintptr_t)edge_task(e)->in_edges;
+  return at - first >= sizeof edge_task(e)->in_edges;
+}
+
+/* A ref's dependency state, in its owner slot; `lock` guards the rest.
+ * `writer_slot` is the writer's slot of this ref; `writer_lent`, whether
+ * a later task already takes over the writer's reference to it. */
 struct ref_state {
   atomic_bool lock;
+  bool writer_lent;
+  uint32_t writer_slot;
   tarn_task *writer;
   tarn_task **readers;
   size_t nreaders, cap;
@@ -336,8 +355,10 @@ static void task_unref(tarn_task *t) {
   if (atomic_fetch_sub(&t->refcount, 1) == 1) task_free(t);
 }
 
-/* Makes `t` wait for `pred` unless pred has finished already. */
-static int add_edge(tarn_task *pred, tarn_task *t) {
+/* Makes `t` wait for `pred` unless pred has finished already. With
+ * `lend` >= 0, pred's reference in its slot `lend` goes to `t` when pred
+ * ends: sets *lent when so (pred had not ended). */
+static int add_edge(tarn_task *pred, tarn_task *t, long lend, bool *lent) {
   if (pred == NULL || pred == t) return 0;
   struct edge *e;
   bool heap = t->nin >= inline_slots;
@@ -345,7 +366,8 @@ static int add_edge(tarn_task *pred, tarn_task *t) {
     e = &t->in_edges[t->nin++];
   else if ((e = malloc(sizeof *e)) == NULL)
     return TARN_ENOMEM;
-  e->task = t;
+  bool lending = lend >= 0 && lend < lend_bits - 1;
+  e->to = (uintptr_t)t | (lending ? (uintptr_t)lend + 1 : 0);
   atomic_fetch_add(&t->pending, 1);
   struct edge *head = atomic_load(&pred->successors);
   do {
@@ -357,6 +379,7 @@ static int add_edge(tarn_task *pred, tarn_task *t) {
     }
     e->next = head;
   } while (!atomic_compare_exchange_weak(&pred->successors, &head, e));
+  if (lending) *lent = true;
   return 0;
 }
 
@@ -380,19 +403,40 @@ static struct ref_state *state_of(tarn_ref *ref) {
   return st;
 }
 
-/* Records one access of `t` in the ref's state `st` (locked), adding the
- * edges that submission order implies. */
-static int track(tarn_task *t, struct ref_state *st, tarn_access mode) {
+/* Whether `t`'s access in `mode` to the ref of state `st` (locked) takes
+ * over the reference of the ref's writer instead of retaining its own:
+ * when the access waits for that writer, and no earlier task took it. */
+static bool may_inherit(const struct ref_state *st, tarn_access mode) {
+  return st->writer != NULL && !st->writer_lent &&
+         (!(mode & TARN_WRITE) || st->nreaders == 0);
+}
+
+/* Records `t`'s access to its slot `slot` in the ref's state `st`
+ * (locked), adding the edges that submission order implies. When
+ * may_inherit, the edge from the writer carries the writer's reference;
+ * sets *inherited when it will (the writer had not ended).
+ *
+ * Handing references on is what keeps a chain of tasks on one ref from
+ * moving the ref's count between the submitting core and the worker's for
+ * every task: a task that waits for the ref's writer anyway is kept alive
+ * by the writer's reference, and then holds it. */
+static int track(tarn_task *t, struct ref_state *st, uint32_t slot,
+                 bool *inherited) {
+  tarn_access mode = t->slots[slot].mode;
+  long lend = -1;
+  if (may_inherit(st, mode)) lend = (long)st->writer_slot;
   int rc = 0;
   if (mode & TARN_WRITE) {
-    if (st->nreaders == 0) rc = add_edge(st->writer, t);
+    if (st->nreaders == 0) rc = add_edge(st->writer, t, lend, inherited);
     for (size_t i = 0; i < st->nreaders && rc == 0; i++)
-      rc = add_edge(st->readers[i], t);
+      rc = add_edge(st->readers[i], t, -1, inherited);
     if (rc != 0) return rc;
     for (size_t i = 0; i < st->nreaders; i++) task_unref(st->readers[i]);
     st->nreaders = 0;
     if (st->writer != NULL) task_unref(st->writer);
     st->writer = t;
+    st->writer_slot = slot;
+    st->writer_lent = false;
     atomic_fetch_add(&t->refcount, 1);
     return 0;
   }
@@ -403,8 +447,9 @@ static int track(tarn_task *t, struct ref_state *st, tarn_access mode) {
     st->readers = r;
     st->cap = cap;
   }
-  rc = add_edge(st->writer, t);
+  rc = add_edge(st->writer, t, lend, inherited);
   if (rc != 0) return rc;
+  if (*inherited) st->writer_lent = true;
   st->readers[st->nreaders++] = t;
   atomic_fetch_add(&t->refcount, 1);
   return 0;
@@ -590,24 +635,32 @@ static bool runs_first(struct worker *w, const tarn_task *t) {
 static void finish(struct worker *w, tarn_task *t, int status, bool ran,
                    tarn_task **next) {
   tarn_rt *rt = t->rt;
-  for (size_t i = 0; i < t->n; i++) {
+  for (size_t i = 0; i < t->n; i++)
     if (t->slots[i].pinned) tarn_ref_unpin(t->slots[i].ref);
-    if (rt->eager_free)
-      tarn_ref_release(t->slots[i].ref);
-    else
-      keep(t->region, t->slots[i].ref);
-  }
   t->failed = status != 0;
   if (status == TARN_ECANCELED)
     atomic_fetch_add_explicit(&rt->cancelled, 1, memory_order_relaxed);
   else if (status != 0)
     atomic_fetch_add_explicit(&rt->failed, 1, memory_order_relaxed);
-  struct edge *e = atomic_exchange(&t->successors, CLOSED);
+  /* Closed: no successor can be added, so none can take a reference. */
+  struct edge *first = atomic_exchange(&t->successors, CLOSED);
+  for (struct edge *e = first; e != NULL; e = e->next) {
+    long lent = edge_lent_slot(e);
+    if (lent >= 0) t->slots[lent].held = false; /* the successor's now */
+  }
+  for (size_t i = 0; i < t->n; i++) {
+    if (!t->slots[i].held) continue;
+    if (rt->eager_free)
+      tarn_ref_release(t->slots[i].ref);
+    else
+      keep(t->region, t->slots[i].ref);
+  }
+  struct edge *e = first;
   while (e != NULL) {
     /* Read everything first: once readied, the successor (and the edge
      * inside it) may run and be gone. */
     struct edge *after = e->next;
-    tarn_task *succ = e->task;
+    tarn_task *succ = edge_task(e);
     bool heap = edge_on_heap(e);
     if (t->failed) atomic_store(&succ->cancel, true);
     if (heap) free(e);
@@ -732,6 +785,7 @@ static void prefetch_successor(const tarn_task *t) {
   const struct edge *e =
       atomic_load_explicit(&t->successors, memory_order_relaxed);
   if (e == NULL || e == CLOSED) return;
+  tarn__prefetch_write(e);
   prefetch_task(
       (const tarn_task *)((const char *)e - offsetof(tarn_task, in_edges)));
 }
@@ -938,11 +992,36 @@ static int fill_slots(tarn_task *t, const tarn_dep *deps, size_t ndeps) {
   return 0;
 }
 
+/* Retains the refs of `t` whose writer's reference it will not take over
+ * (states locked). Returns 0, or TARN_EINVAL for a dead ref, with every
+ * reference it took given back. */
+static int retain_own(tarn_task *t, struct ref_state **states) {
+  for (size_t i = 0; i < t->n; i++) {
+    struct slot *s = &t->slots[i];
+    if (may_inherit(states[i], s->mode)) continue;
+    if (tarn_ref_retain(s->ref) != 0) {
+      for (size_t k = 0; k < i; k++)
+        if (t->slots[k].held) {
+          tarn_ref_release(t->slots[k].ref);
+          t->slots[k].held = false;
+        }
+      return TARN_EINVAL;
+    }
+    s->held = true;
+  }
+  return 0;
+}
+
 /* Tracks every access of `t` while holding the states of all its refs,
  * locked in address order: concurrent submitters on shared refs are then
  * ordered the same way on every ref (no cycle), and submitters on
- * different refs never wait for each other. */
-static int track_all(tarn_task *t) {
+ * different refs never wait for each other. Each slot ends up holding a
+ * reference to its ref, its own or its writer's (track). Returns 0; or
+ * TARN_EINVAL (a dead ref) or TARN_ENOMEM with `t` in no ref's graph and
+ * holding nothing (*tracked false); or TARN_ENOMEM half-way (*tracked
+ * true: the slots that hold a reference say so). */
+static int track_all(tarn_task *t, bool *tracked) {
+  *tracked = false;
   struct ref_state *st[inline_slots], **states = st;
   size_t order_inline[inline_slots], *order = order_inline;
   if (t->n > inline_slots) {
@@ -966,8 +1045,22 @@ static int track_all(tarn_task *t) {
   }
   if (rc == 0) {
     for (size_t k = 0; k < t->n; k++) spin_lock(&states[order[k]]->lock);
-    for (size_t i = 0; i < t->n && rc == 0; i++)
-      rc = track(t, states[i], t->slots[i].mode);
+    rc = retain_own(t, states);
+    *tracked = rc == 0;
+    for (size_t i = 0; i < t->n && rc == 0; i++) {
+      struct slot *s = &t->slots[i];
+      bool inherited = false;
+      rc = track(t, states[i], (uint32_t)i, &inherited);
+      if (inherited) s->held = true;
+      /* Its writer ended before the edge was made: a reference of its
+       * own after all (the caller holds one, so the ref is alive). */
+      if (rc == 0 && !s->held)
+        rc = tarn_ref_retain(s->ref) == 0 ? 0 : TARN_EINVAL;
+      if (rc == 0)
+        s->held = true;
+      else if (states[i]->writer == t)
+        states[i]->writer_lent = true; /* it has no reference to lend */
+    }
     for (size_t k = t->n; k-- > 0;) spin_unlock(&states[order[k]]->lock);
   }
   if (states != st) free(states);
@@ -994,25 +1087,24 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   t->priority = d->priority;
   t->name = d->name;
   int rc = fill_slots(t, d->deps, d->ndeps);
-  for (size_t i = 0; rc == 0 && i < t->n; i++)
-    if (tarn_ref_retain(t->slots[i].ref) != 0) {
-      for (size_t k = 0; k < i; k++) tarn_ref_release(t->slots[k].ref);
-      rc = TARN_EINVAL; /* a dead ref */
-    }
-  if (rc != 0) {
+  bool tracked = false;
+  if (rc == 0) {
+    atomic_init(&t->pending, 1);
+    atomic_init(&t->refcount, 1);
+    t->region = region_now(rt);
+    t->seq = atomic_fetch_add_explicit(&rt->seq, 1, memory_order_relaxed);
+    rc = track_all(t, &tracked);
+  }
+  if (rc != 0 && !tracked) {
     task_free(t);
     return submit_failed(d, rc);
   }
-  atomic_init(&t->pending, 1);
-  atomic_init(&t->refcount, 1);
-  t->region = region_now(rt);
-  t->seq = atomic_fetch_add_explicit(&rt->seq, 1, memory_order_relaxed);
+  /* Counted before it can end: it waits for this submission's hold. */
   atomic_fetch_add(&t->region->submitted, 1);
   atomic_fetch_add_explicit(&rt->submitted, 1, memory_order_relaxed);
-  rc = track_all(t);
-  /* Out of memory half-way through tracking: the task is in the graph
-   * for some refs, so it stays, cancelled (it and its dependants report
-   * TARN_ECANCELED), and the caller gets TARN_ENOMEM. */
+  /* Failed half-way through tracking: the task is in the graph for some
+   * refs, so it stays, cancelled (it and its dependants report
+   * TARN_ECANCELED), and the caller gets the status. */
   if (rc != 0) atomic_store(&t->cancel, true);
   if (atomic_fetch_sub(&t->pending, 1) == 1) push(rt, t);
   return rc;

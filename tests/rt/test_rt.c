@@ -146,6 +146,91 @@ static void random_graphs_match_sequential_order(void **state) {
   }
 }
 
+/* Copies its ref's word to *arg. */
+static int report_task(tarn_task *t, void *arg) {
+  memcpy(arg, tarn_task_data(t, 0), sizeof(uint64_t));
+  return 0;
+}
+
+/* A random graph whose refs the program releases while it runs: each
+ * right after submitting its last task and a task that reports its final
+ * value. The tasks keep every ref alive exactly as long as they need it
+ * (a task that waits for a ref's writer holds the writer's reference when
+ * the writer ends), so every value comes out right and, once the region
+ * is done, no ref is left. */
+static void one_released_graph(tarn_rt *rt, uint64_t seed) {
+  struct gtask g[graph_tasks];
+  uint64_t expect[graph_refs], got[graph_refs];
+  tarn_ref *refs[graph_refs];
+  int last[graph_refs];
+  for (int r = 0; r < graph_refs; r++) {
+    expect[r] = (uint64_t)r + 1;
+    last[r] = -1;
+  }
+  for (int k = 0; k < graph_tasks; k++) {
+    struct gtask *t = &g[k];
+    t->id = seed * 1000 + (uint64_t)k;
+    t->n = 1 + rng(&seed) % max_deps;
+    for (size_t i = 0; i < t->n; i++) {
+      int w;
+      bool again;
+      do {
+        w = (int)(rng(&seed) % graph_refs);
+        again = false;
+        for (size_t j = 0; j < i; j++) again |= t->which[j] == w;
+      } while (again);
+      t->which[i] = w;
+      t->mode[i] = (tarn_access)(1 + rng(&seed) % 3);
+      last[w] = k;
+    }
+  }
+  for (int r = 0; r < graph_refs; r++) refs[r] = word_ref(rt, expect[r]);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  for (int r = 0; r < graph_refs; r++)
+    if (last[r] < 0) { /* unused: report it now */
+      assert_int_equal(
+          tarn_submit(rt, report_task, TARN_ARG(&got[r]), TARN_R(refs[r])), 0);
+      assert_int_equal(tarn_ref_release(refs[r]), 0);
+    }
+  for (int k = 0; k < graph_tasks; k++) {
+    struct gtask *t = &g[k];
+    tarn_dep deps[max_deps];
+    uint64_t *v[max_deps];
+    for (size_t i = 0; i < t->n; i++) {
+      deps[i] = (tarn_dep){refs[t->which[i]], t->mode[i]};
+      v[i] = &expect[t->which[i]];
+    }
+    tarn_task_desc d = {
+        .fn = graph_task, .arg = t, .deps = deps, .ndeps = t->n};
+    assert_int_equal(tarn_task_submit(rt, &d), 0);
+    apply(t, v);
+    for (size_t i = 0; i < t->n; i++) {
+      int w = t->which[i];
+      if (last[w] != k) continue;
+      assert_int_equal(
+          tarn_submit(rt, report_task, TARN_ARG(&got[w]), TARN_R(refs[w])), 0);
+      assert_int_equal(tarn_ref_release(refs[w]), 0);
+    }
+  }
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  for (int r = 0; r < graph_refs; r++) assert_int_equal(got[r], expect[r]);
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+  assert_int_equal(ps.live_refs, 0);
+}
+
+static void refs_released_mid_graph_live_as_long_as_their_tasks(void **state) {
+  (void)state;
+  const unsigned workers[] = {1, 2, 3};
+  for (size_t w = 0; w < 3; w++)
+    for (int eager = 0; eager <= 1; eager++) {
+      tarn_rt *rt = make_rt(workers[w], 0, eager);
+      for (uint64_t seed = 1; seed <= 300; seed++) one_released_graph(rt, seed);
+      assert_int_equal(tarn_rt_destroy(rt), 0);
+    }
+}
+
 /* ---- failures and cancellation ------------------------------------------ */
 
 static atomic_int ran_count;
@@ -608,6 +693,7 @@ static void idle_workers_sleep(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(random_graphs_match_sequential_order),
+      cmocka_unit_test(refs_released_mid_graph_live_as_long_as_their_tasks),
       cmocka_unit_test(a_failure_cancels_its_dependants_only),
       cmocka_unit_test(task_args_are_freed_whatever_happens),
       cmocka_unit_test(tasks_submit_tasks_into_their_region),

@@ -186,9 +186,13 @@ struct help {
   atomic_int error; /* the first non-zero status of a body */
 };
 
+/* A worker thread, or the runtime's guest: the one thread at a time that
+ * runs queued tasks while it waits for a region (region_drain). The guest
+ * has no queue of its own: what it readies goes to the workers'. */
 struct worker {
   tarn_rt *rt;
   unsigned index;
+  bool guest;
   pthread_t thread;
   atomic_bool lock;
   tarn_task *top;        /* the queue, under lock */
@@ -220,7 +224,7 @@ struct tarn_rt {
    * submitters' counters below never evict it from the workers' caches. */
   tarn_pool *pool;
   tarn_slab_set *slabs;
-  struct worker *workers;
+  struct worker *workers; /* nworkers threads, then the guest */
   unsigned nworkers;
   int eager_free;
   bool may_spill; /* the pool has a limit: data may be on disk */
@@ -236,6 +240,7 @@ struct tarn_rt {
   pthread_cond_t idle;
   uint64_t wakeups; /* signals sent, under idle_lock */
   atomic_bool stopping;
+  atomic_bool guest_busy; /* a waiting thread is the guest */
   /* Tasks waiting for memory. */
   pthread_mutex_t held_lock;
   tarn_task **held;
@@ -526,7 +531,7 @@ static void push(tarn_rt *rt, tarn_task *t) {
       if (tarn_ref_prefetch(t->slots[i].ref) == 1)
         atomic_fetch_add_explicit(&rt->prefetches, 1, memory_order_relaxed);
   struct worker *w = current_worker;
-  if (w == NULL || w->rt != rt)
+  if (w == NULL || w->rt != rt || w->guest)
     w = &rt->workers[atomic_fetch_add_explicit(&rt->next_worker, 1,
                                                memory_order_relaxed) %
                      rt->nworkers];
@@ -703,7 +708,7 @@ static int pin_all(tarn_task *t) {
 /* Whether a worker other than `self` is pinning for or running a task. */
 static bool others_active(const struct worker *self) {
   tarn_rt *rt = self->rt;
-  for (unsigned i = 0; i < rt->nworkers; i++)
+  for (unsigned i = 0; i <= rt->nworkers; i++) /* the guest too */
     if (&rt->workers[i] != self && atomic_load(&rt->workers[i].active))
       return true;
   return false;
@@ -844,7 +849,7 @@ static void help_run(struct help *h) {
 
 /* Whether some worker shares work now. */
 static bool help_wanted(const tarn_rt *rt) {
-  for (unsigned i = 0; i < rt->nworkers; i++)
+  for (unsigned i = 0; i <= rt->nworkers; i++) /* the guest too */
     if (atomic_load(&rt->workers[i].help) != NULL) return true;
   return false;
 }
@@ -853,8 +858,9 @@ static bool help_wanted(const tarn_rt *rt) {
  * ran any. */
 static bool help_others(struct worker *self) {
   tarn_rt *rt = self->rt;
-  for (unsigned k = 1; k < rt->nworkers; k++) {
-    struct worker *v = &rt->workers[(self->index + k) % rt->nworkers];
+  unsigned slots = rt->nworkers + 1; /* the guest too */
+  for (unsigned k = 1; k < slots; k++) {
+    struct worker *v = &rt->workers[(self->index + k) % slots];
     if (atomic_load_explicit(&v->help, memory_order_relaxed) == NULL) continue;
     atomic_fetch_add(&v->help_users, 1);
     struct help *h = atomic_load(&v->help);
@@ -888,7 +894,7 @@ int tarn_task_parallel_for(tarn_task *t, size_t count, size_t grain,
   if (count == 0) return 0;
   /* Alone, too little work, already sharing (a body that splits again),
    * or nobody idle: one call. */
-  if (w->rt->nworkers < 2 || count / grain < 2 ||
+  if ((w->rt->nworkers < 2 && !w->guest) || count / grain < 2 ||
       atomic_load_explicit(&w->help, memory_order_relaxed) != NULL ||
       !others_idle(w))
     return body(arg, 0, count);
@@ -1175,17 +1181,66 @@ static void region_init(tarn_region *r, tarn_rt *rt) {
   pthread_mutex_init(&r->keep_lock, NULL);
 }
 
+/* Makes the calling thread the runtime's guest, unless another thread is
+ * (or it runs a task already). Returns the guest, or NULL. */
+static struct worker *guest_enter(tarn_rt *rt) {
+  if (current_worker != NULL || atomic_load(&rt->guest_busy) ||
+      atomic_exchange(&rt->guest_busy, true))
+    return NULL;
+  struct worker *g = &rt->workers[rt->nworkers];
+  current_worker = g;
+  return g;
+}
+
+static void guest_leave(struct worker *g) {
+  if (g == NULL) return;
+  current_worker = NULL;
+  atomic_store(&g->rt->guest_busy, false);
+}
+
+/* The first task the guest finds queued on an idle worker (one looking
+ * for work, asleep, or off its core meanwhile), or NULL. Busy workers'
+ * queues are left to them: taking from them would put one more thread on
+ * the cores than there are, and make two threads take turns at one
+ * queue's lock. */
+static tarn_task *guest_take(struct worker *g) {
+  tarn_rt *rt = g->rt;
+  unsigned start = atomic_load_explicit(&rt->next_worker, memory_order_relaxed);
+  for (unsigned k = 0; k < rt->nworkers; k++) {
+    struct worker *v = &rt->workers[(start + k) % rt->nworkers];
+    if (!atomic_load_explicit(&v->idle, memory_order_relaxed)) continue;
+    tarn_task *t = heap_pop(v);
+    if (t != NULL) {
+      add_relaxed(&g->stolen, 1);
+      return t;
+    }
+  }
+  return NULL;
+}
+
 /* Waits until every task of the region has finished, then releases the
- * refs it kept. */
+ * refs it kept. Meanwhile the thread runs queued tasks as the guest (any
+ * region's: a task it takes runs to its end, so the wait may last that
+ * long): a program's thread that only waits would take a core from the
+ * workers for nothing, and a small region's second task then runs at
+ * once instead of after the first. */
 static void region_drain(tarn_region *r) {
   tarn_rt *rt = r->rt;
   atomic_store(&r->waiting, true);
+  struct worker *g = guest_enter(rt);
   /* A short region ends sooner than a sleeping thread wakes: look for a
    * while (yielding) before sleeping on the condition variable. */
   for (int spin = 0; spin < DRAIN_SPINS; spin++) {
     if (atomic_load(&r->finished) == atomic_load(&r->submitted)) break;
+    tarn_task *t = g != NULL ? guest_take(g) : NULL;
+    if (t != NULL) {
+      while (t != NULL) t = run(g, t);
+      spin = 0;
+      continue;
+    }
     sched_yield(); /* the workers get the core when they need it */
   }
+  guest_leave(g);
   pthread_mutex_lock(&rt->done_lock);
   while (atomic_load(&r->finished) != atomic_load(&r->submitted))
     pthread_cond_wait(&rt->done, &rt->done_lock);
@@ -1305,7 +1360,7 @@ static void stop_workers(tarn_rt *rt, unsigned started) {
   pthread_mutex_unlock(&rt->idle_lock);
   for (unsigned i = 0; i < started; i++)
     pthread_join(rt->workers[i].thread, NULL);
-  for (unsigned i = 0; i < rt->nworkers; i++) {
+  for (unsigned i = 0; i <= rt->nworkers; i++) { /* the guest too */
     tarn_slab_release(rt->slabs, rt->workers[i].scratch);
     task_list_free(rt->workers[i].free_tasks);
   }
@@ -1350,9 +1405,9 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   region_init(&rt->root, rt);
   tarn_slab_set_options so;
   tarn_slab_set_options_init(&so);
-  so.count = o.workers;
+  so.count = o.workers + 1; /* and the guest */
   so.slab_size = o.scratch_bytes;
-  rt->workers = aligned_alloc(64, o.workers * sizeof *rt->workers);
+  rt->workers = aligned_alloc(64, (o.workers + 1) * sizeof *rt->workers);
   if (rt->workers == NULL) rc = TARN_ENOMEM;
   if (rc == 0) rc = tarn_pool_create(&o.pool, &rt->pool);
   if (rc == 0) rc = tarn_slab_set_create(&so, &rt->slabs);
@@ -1362,13 +1417,14 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   }
   tarn__pool_set_owner_free(rt->pool, ref_state_free, NULL);
   /* Every worker is ready before any starts: workers steal from all. */
-  for (unsigned i = 0; i < o.workers; i++) {
+  for (unsigned i = 0; i <= o.workers; i++) {
     struct worker *w = &rt->workers[i];
     memset(w, 0, sizeof *w);
     atomic_init(&w->queued_max, INT_MIN);
     w->rt = rt;
     w->index = i;
-    tarn_slab_acquire(rt->slabs, &w->scratch); /* count == workers */
+    w->guest = i == o.workers;
+    tarn_slab_acquire(rt->slabs, &w->scratch); /* count == workers + 1 */
   }
   unsigned started = 0;
   while (started < o.workers &&
@@ -1416,7 +1472,7 @@ int tarn_rt_stats_get(tarn_rt *rt, tarn_rt_stats *s) {
   s->failed = atomic_load(&rt->failed);
   s->held_back = atomic_load(&rt->held_back);
   s->prefetches = atomic_load(&rt->prefetches);
-  for (unsigned i = 0; i < rt->nworkers; i++) {
+  for (unsigned i = 0; i <= rt->nworkers; i++) { /* the guest too */
     struct worker *w = &rt->workers[i];
     s->run += atomic_load_explicit(&w->run, memory_order_relaxed);
     s->stolen += atomic_load_explicit(&w->stolen, memory_order_relaxed);

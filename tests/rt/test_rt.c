@@ -231,6 +231,76 @@ static void refs_released_mid_graph_live_as_long_as_their_tasks(void **state) {
     }
 }
 
+/* ---- the waiting thread as a guest worker ------------------------------- */
+
+struct guest_job {
+  pthread_t waiter;
+  atomic_int on_waiter; /* tasks that ran on the waiting thread */
+};
+
+static int add_range(void *arg, size_t begin, size_t end) {
+  _Atomic uint64_t *sum = arg;
+  uint64_t s = 0;
+  for (size_t i = begin; i < end; i++) s += i;
+  atomic_fetch_add(sum, s);
+  return 0;
+}
+
+/* x = 2x + (sum of 0..999, split across idle workers) + a scratch word. */
+static int guest_task(tarn_task *t, void *arg) {
+  struct guest_job *j = arg;
+  if (pthread_equal(pthread_self(), j->waiter))
+    atomic_fetch_add(&j->on_waiter, 1);
+  uint64_t *scratch = NULL;
+  int rc = tarn_task_scratch(t, sizeof *scratch, 8, (void **)&scratch);
+  if (rc != 0) return rc;
+  *scratch = 1;
+  _Atomic uint64_t sum = 0;
+  rc = tarn_task_parallel_for(t, 1000, 10, add_range, (void *)&sum);
+  if (rc != 0) return rc;
+  uint64_t *x = tarn_task_data(t, 0);
+  *x = 2 * *x + atomic_load(&sum) + *scratch;
+  return 0;
+}
+
+/* Many small regions: the thread in tarn_region_wait takes tasks queued
+ * on idle workers and runs them with everything a worker gives a task
+ * (data, scratch, sharing); results are the same whichever thread ran
+ * what, and the statistics count every task once. */
+static void tasks_run_right_on_the_waiting_thread(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1);
+  struct guest_job j = {.waiter = pthread_self()};
+  atomic_init(&j.on_waiter, 0);
+  enum { regions = 2000, per_region = 3 };
+  tarn_ref *x[per_region];
+  uint64_t expect[per_region];
+  for (int i = 0; i < per_region; i++) {
+    x[i] = word_ref(rt, (uint64_t)i);
+    expect[i] = (uint64_t)i;
+  }
+  for (int r = 0; r < regions; r++) {
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    for (int i = 0; i < per_region; i++) {
+      assert_int_equal(tarn_submit(rt, guest_task, TARN_ARG(&j), TARN_RW(x[i])),
+                       0);
+      expect[i] = 2 * expect[i] + 499500 + 1;
+    }
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+  }
+  for (int i = 0; i < per_region; i++) {
+    assert_int_equal(word_of(x[i]), expect[i]);
+    tarn_ref_release(x[i]);
+  }
+  tarn_rt_stats st;
+  assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+  assert_int_equal(st.run, regions * per_region);
+  print_message("%d of %d tasks ran on the waiting thread\n",
+                atomic_load(&j.on_waiter), regions * per_region);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- failures and cancellation ------------------------------------------ */
 
 static atomic_int ran_count;
@@ -694,6 +764,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(random_graphs_match_sequential_order),
       cmocka_unit_test(refs_released_mid_graph_live_as_long_as_their_tasks),
+      cmocka_unit_test(tasks_run_right_on_the_waiting_thread),
       cmocka_unit_test(a_failure_cancels_its_dependants_only),
       cmocka_unit_test(task_args_are_freed_whatever_happens),
       cmocka_unit_test(tasks_submit_tasks_into_their_region),

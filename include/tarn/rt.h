@@ -22,6 +22,8 @@
  *    Independent tasks still run.
  * 5. tarn_region_wait blocks until every task submitted in the region (and
  *    every task those tasks submitted) is done, and returns the first error.
+ *    Meanwhile the waiting thread may run tasks queued on idle workers (of
+ *    any region), so task functions run on it too.
  *
  * Every function is thread-safe unless it says otherwise. */
 #ifndef TARN_RT_H
@@ -207,7 +209,9 @@ typedef struct tarn_region_stats {
 } tarn_region_stats;
 
 /* Blocks until every task of the region is done, fills *stats when not
- * NULL, ends the region and frees it. Returns the first error of its tasks
+ * NULL, ends the region and frees it. While it waits, the calling thread
+ * runs tasks queued on idle workers (one waiting thread at a time; see
+ * docs/rt.md, "The waiting thread"); a task it takes runs to its end. Returns the first error of its tasks
  * (a task's own status, TARN_ENOMEM or TARN_EIO from its data), or 0.
  * Returns TARN_EDEADLK, changing nothing, when called from a task;
  * TARN_EMISUSE when `region` is not the calling thread's innermost. */

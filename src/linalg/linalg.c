@@ -86,6 +86,10 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
 /* Ranges below this many rows or columns are not worth a helper. */
 #define SHARE_GRAIN 64
 
+/* A matrix-vector product's tile is shared from this many multiply-adds (a
+ * 2048 x 2048 tile) only: see tarn__gemm_shared. */
+#define GEMV_SHARE_MIN ((double)(1 << 22))
+
 /* A gemm's operands, shared by ranges of C's columns or rows. */
 struct gemm_share {
   bool ta, tb, by_rows;
@@ -111,6 +115,13 @@ static int gemm_range(void *arg, size_t begin, size_t end) {
     c += begin * ldc;
     n = (int)(end - begin);
   }
+  if (n == 1) { /* a matrix-vector product: gemv streams A once, gemm
+                 * would pack it first */
+    cblas_dgemv(CblasColMajor, g->ta ? CblasTrans : CblasNoTrans,
+                g->ta ? g->k : m, g->ta ? m : g->k, g->alpha, a, g->lda, b,
+                g->tb ? g->ldb : 1, g->beta, c, 1);
+    return 0;
+  }
   cblas_dgemm(CblasColMajor, g->ta ? CblasTrans : CblasNoTrans,
               g->tb ? CblasTrans : CblasNoTrans, m, n, g->k, g->alpha, a,
               g->lda, b, g->ldb, g->beta, c, g->ldc);
@@ -135,7 +146,11 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
                          .b = b,
                          .c = c};
   size_t count = (size_t)(g.by_rows ? m : n);
-  if ((double)m * n * k < SHARE_MIN_MADDS) return gemm_range(&g, 0, count);
+  /* A matrix-vector product is bound by memory, not arithmetic: halves of
+   * a tile's columns on two cores stream no faster than one core streams
+   * the whole tile, and the other tiles' tasks keep the cores busy. */
+  double min = n == 1 ? GEMV_SHARE_MIN : SHARE_MIN_MADDS;
+  if ((double)m * n * k < min) return gemm_range(&g, 0, count);
   return tarn_task_parallel_for(t, count, SHARE_GRAIN, gemm_range, &g);
 }
 

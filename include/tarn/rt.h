@@ -211,10 +211,11 @@ typedef struct tarn_region_stats {
 /* Blocks until every task of the region is done, fills *stats when not
  * NULL, ends the region and frees it. While it waits, the calling thread
  * runs tasks queued on idle workers (one waiting thread at a time; see
- * docs/rt.md, "The waiting thread"); a task it takes runs to its end. Returns the first error of its tasks
- * (a task's own status, TARN_ENOMEM or TARN_EIO from its data), or 0.
- * Returns TARN_EDEADLK, changing nothing, when called from a task;
- * TARN_EMISUSE when `region` is not the calling thread's innermost. */
+ * docs/rt.md, "The waiting thread"); a task it takes runs to its end. Returns
+ * the first error of its tasks (a task's own status, TARN_ENOMEM or TARN_EIO
+ * from its data), or 0. Returns TARN_EDEADLK, changing nothing, when called
+ * from a task; TARN_EMISUSE when `region` is not the calling thread's
+ * innermost. */
 TARN_API int tarn_region_wait(tarn_region *region, tarn_region_stats *stats);
 
 /* ---- statistics --------------------------------------------------------- */

@@ -167,6 +167,81 @@ struct trsm_share {
   double *b;
 };
 
+/* The triangle's order up to which trsm_blocked calls dtrsm itself. */
+#define TRSM_BASE 32
+
+/* op(T) X = B (left) or X op(T) = B (right), X over B, T of order m (left)
+ * or n (right). OpenBLAS's dtrsm runs at under half the rate of its dgemm
+ * here (29 against 66 GFLOP/s on a 512 tile), so the solve is blocked
+ * recursively, as LAPACK's blocked solvers are: the triangle is split in
+ * two, one half solved, the other half's right-hand side updated by one
+ * dgemm with the off-diagonal block, the other half solved. Down to
+ * TRSM_BASE most of the work is dgemm (47 GFLOP/s on a 512 tile). The
+ * rounding is that of a blocked substitution, the same as dtrsm's own
+ * blocking, within the same bounds. */
+static void trsm_blocked(CBLAS_SIDE side, CBLAS_UPLO uplo,
+                         CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m, int n,
+                         const double *t, int ldt, double *b, int ldb) {
+  bool left = side == CblasLeft;
+  int order = left ? m : n;
+  if (order <= TRSM_BASE || (left ? n : m) == 0) {
+    cblas_dtrsm(CblasColMajor, side, uplo, trans, diag, m, n, 1.0, t, ldt, b,
+                ldb);
+    return;
+  }
+  int h = (order / 2 + 7) / 8 * 8; /* 8-aligned for the kernels */
+  const double *t11 = t, *t22 = t + h + (size_t)h * ldt;
+  /* op(T)'s off-diagonal block is op(off): T21 of a lower T, T12 of an
+   * upper one. op(T) is upper when T is upper and not transposed, or lower
+   * and transposed: its first half is then solved last. */
+  const double *off = uplo == CblasLower ? t + h : t + (size_t)h * ldt;
+  bool upper = (uplo == CblasUpper) == (trans == CblasNoTrans);
+  int r = order - h;
+  if (left) { /* B's rows split h / r */
+    double *b1 = b, *b2 = b + h;
+    if (upper) {
+      trsm_blocked(side, uplo, trans, diag, r, n, t22, ldt, b2, ldb);
+      cblas_dgemm(CblasColMajor, trans, CblasNoTrans, h, n, r, -1.0, off, ldt,
+                  b2, ldb, 1.0, b1, ldb);
+      trsm_blocked(side, uplo, trans, diag, h, n, t11, ldt, b1, ldb);
+    } else {
+      trsm_blocked(side, uplo, trans, diag, h, n, t11, ldt, b1, ldb);
+      cblas_dgemm(CblasColMajor, trans, CblasNoTrans, r, n, h, -1.0, off, ldt,
+                  b1, ldb, 1.0, b2, ldb);
+      trsm_blocked(side, uplo, trans, diag, r, n, t22, ldt, b2, ldb);
+    }
+    return;
+  }
+  double *b1 = b, *b2 = b + (size_t)h * ldb; /* B's columns split h / r */
+  if (upper) {
+    trsm_blocked(side, uplo, trans, diag, m, h, t11, ldt, b1, ldb);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, trans, m, r, h, -1.0, b1, ldb, off,
+                ldt, 1.0, b2, ldb);
+    trsm_blocked(side, uplo, trans, diag, m, r, t22, ldt, b2, ldb);
+  } else {
+    trsm_blocked(side, uplo, trans, diag, m, r, t22, ldt, b2, ldb);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, trans, m, h, r, -1.0, b2, ldb, off,
+                ldt, 1.0, b1, ldb);
+    trsm_blocked(side, uplo, trans, diag, m, h, t11, ldt, b1, ldb);
+  }
+}
+
+void tarn__trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
+                CBLAS_DIAG diag, int m, int n, double alpha, const double *tri,
+                int ldt, double *b, int ldb) {
+  /* alpha B first, as dtrsm does (zeros, not 0 * B, for alpha 0). */
+  if (alpha != 1.0)
+    for (int j = 0; j < n; j++) {
+      double *col = b + (size_t)j * ldb;
+      if (alpha == 0.0)
+        memset(col, 0, (size_t)m * sizeof *col);
+      else
+        cblas_dscal(m, alpha, col, 1);
+    }
+  if (alpha != 0.0)
+    trsm_blocked(side, uplo, trans, diag, m, n, tri, ldt, b, ldb);
+}
+
 /* Columns (left) or rows (right) [begin, end) of B. */
 static int trsm_range(void *arg, size_t begin, size_t end) {
   const struct trsm_share *s = arg;
@@ -179,8 +254,8 @@ static int trsm_range(void *arg, size_t begin, size_t end) {
     b += begin;
     m = (int)(end - begin);
   }
-  cblas_dtrsm(CblasColMajor, s->side, s->uplo, s->trans, s->diag, m, n,
-              s->alpha, s->tri, s->ldt, b, s->ldb);
+  tarn__trsm(s->side, s->uplo, s->trans, s->diag, m, n, s->alpha, s->tri,
+             s->ldt, b, s->ldb);
   return 0;
 }
 

@@ -44,8 +44,15 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
                       double alpha, const double *a, int lda, const double *b,
                       int ldb, double beta, double *c, int ldc);
 
-/* B = alpha op(T)^-1 B (CblasLeft: split by columns of B) or alpha B
- * op(T)^-1 (CblasRight: split by rows of B); B is m x n. */
+/* B = alpha op(T)^-1 B (CblasLeft) or alpha B op(T)^-1 (CblasRight), as
+ * cblas_dtrsm, blocked so that most of the work is dgemm (see
+ * trsm_blocked). Thread-safe. */
+void tarn__trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
+                CBLAS_DIAG diag, int m, int n, double alpha, const double *tri,
+                int ldt, double *b, int ldb);
+
+/* tarn__trsm (B is m x n) in task `t`, split with idle workers by columns
+ * of B (CblasLeft) or rows of B (CblasRight). */
 int tarn__trsm_shared(tarn_task *t, CBLAS_SIDE side, CBLAS_UPLO uplo,
                       CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m, int n,
                       double alpha, const double *tri, int ldt, double *b,

@@ -114,9 +114,9 @@ static int panel_swap_solve(void *arg, size_t begin, size_t end) {
                             1) != 0)
       return TARN_EINVAL;
     if (side == 1)
-      cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit,
-                  q->w, (int)(hi - lo), 1.0, q->p + k + k * ld, (int)ld, a + k,
-                  (int)ld);
+      tarn__trsm(CblasLeft, CblasLower, CblasNoTrans, CblasUnit, q->w,
+                 (int)(hi - lo), 1.0, q->p + k + k * ld, (int)ld, a + k,
+                 (int)ld);
   }
   return 0;
 }
@@ -198,30 +198,45 @@ static int k_panel(tarn_task *t, void *arg) {
  * segment of each tile stays in cache meanwhile). */
 #define SWAP_COLS 16
 
+/* One interchange in a tile column: the two rows' first elements and the
+ * leading dimensions of their tiles. */
+struct swap_rows {
+  double *a, *b;
+  size_t lda, ldb;
+};
+
 /* Applies interchanges first..first+count of piv to columns [begin, end)
  * of the rows row0.. of a tile column (deps from slot0: its tiles from
- * row0 down). */
+ * row0 down). The rows of each interchange are found once (a division per
+ * row), then swapped SWAP_COLS columns at a time. */
 static int swap_range(void *arg, size_t begin, size_t end) {
   const struct panel *q = arg;
   const struct lu_job *j = q->j;
-  size_t tb = j->tb;
+  size_t tb = j->tb, n = 0;
+  struct swap_rows *rows = malloc(j->count * sizeof *rows);
+  if (rows == NULL) return TARN_ENOMEM;
+  for (size_t s = j->first; s < j->first + j->count; s++) {
+    size_t a = s - j->row0, b = j->piv[s] - j->row0;
+    if (a == b) continue;
+    size_t ta = a / tb, tbb = b / tb;
+    rows[n].lda = j->rows - ta * tb < tb ? j->rows - ta * tb : tb;
+    rows[n].ldb = j->rows - tbb * tb < tb ? j->rows - tbb * tb : tb;
+    rows[n].a = (double *)tarn_task_data(q->t, j->slot0 + ta) + a % tb;
+    rows[n].b = (double *)tarn_task_data(q->t, j->slot0 + tbb) + b % tb;
+    n++;
+  }
   for (size_t c0 = begin; c0 < end; c0 += SWAP_COLS) {
     size_t c1 = end - c0 < SWAP_COLS ? end : c0 + SWAP_COLS;
-    for (size_t s = j->first; s < j->first + j->count; s++) {
-      size_t a = s - j->row0, b = j->piv[s] - j->row0;
-      if (a == b) continue;
-      size_t ta = a / tb, tbb = b / tb;
-      size_t ra = j->rows - ta * tb < tb ? j->rows - ta * tb : tb;
-      size_t rb = j->rows - tbb * tb < tb ? j->rows - tbb * tb : tb;
-      double *xa = (double *)tarn_task_data(q->t, j->slot0 + ta) + a % tb;
-      double *xb = (double *)tarn_task_data(q->t, j->slot0 + tbb) + b % tb;
+    for (size_t i = 0; i < n; i++) {
+      const struct swap_rows *r = &rows[i];
       for (size_t c = c0; c < c1; c++) {
-        double v = xa[c * ra];
-        xa[c * ra] = xb[c * rb];
-        xb[c * rb] = v;
+        double v = r->a[c * r->lda];
+        r->a[c * r->lda] = r->b[c * r->ldb];
+        r->b[c * r->ldb] = v;
       }
     }
   }
+  free(rows);
   return 0;
 }
 

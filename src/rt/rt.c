@@ -1218,6 +1218,17 @@ static tarn_task *guest_take(struct worker *g) {
   return NULL;
 }
 
+/* Whether the guest should look for tasks while waiting for `r`: only
+ * while two or more of its tasks are unfinished. The last one left runs on
+ * a worker, which shares its work with the other workers: the guest taking
+ * it would leave an idle worker spinning on the guest's core, helping,
+ * three threads on two cores (N=256 update: 10.5 us against 9.4). */
+static bool guest_worthwhile(tarn_region *r) {
+  return atomic_load_explicit(&r->submitted, memory_order_relaxed) -
+             atomic_load_explicit(&r->finished, memory_order_relaxed) >=
+         2;
+}
+
 /* Waits until every task of the region has finished, then releases the
  * refs it kept. Meanwhile the thread runs queued tasks as the guest (any
  * region's: a task it takes runs to its end, so the wait may last that
@@ -1232,7 +1243,7 @@ static void region_drain(tarn_region *r) {
    * while (yielding) before sleeping on the condition variable. */
   for (int spin = 0; spin < DRAIN_SPINS; spin++) {
     if (atomic_load(&r->finished) == atomic_load(&r->submitted)) break;
-    tarn_task *t = g != NULL ? guest_take(g) : NULL;
+    tarn_task *t = g != NULL && guest_worthwhile(r) ? guest_take(g) : NULL;
     if (t != NULL) {
       while (t != NULL) t = run(g, t);
       spin = 0;

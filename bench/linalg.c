@@ -413,15 +413,23 @@ static void row_name(char *buf, size_t size, const struct ctx *c, int op,
   }
 }
 
-/* Warm-up then run->samples samples of variant v; reports the row and
- * stores its median in *med. */
+/* Warm-up (see below) then run->samples samples of variant v; reports the row
+ * and stores its median in *med. */
 static int measure(bench_run *run, struct ctx *c, int op, int v, double *med) {
   double s[BENCH_SAMPLES_MAX + 1];
   char name[160];
   row_name(name, sizeof name, c, op, v);
   if (!bench_wanted(run, name)) return 0;
   bench_quiesce(BENCH_QUIESCE_BLAS_S);
-  for (size_t i = 0; i <= run->samples; i++)
+  /* Warm-up samples for BENCH_WARMUP_S at least (one at least), as in
+   * the array and stencil suites: after the pause, the first few small
+   * operations find idle cores slow to come back (N=256 matvec: 13 to
+   * 30 us for the first five or ten, then 6.6). */
+  uint64_t warm_until = bench_now_ns() + (uint64_t)(BENCH_WARMUP_S * 1e9);
+  do
+    if (sample(c, op, v, &s[0]) != 0) return 1;
+  while (bench_now_ns() < warm_until);
+  for (size_t i = 1; i <= run->samples; i++)
     if (sample(c, op, v, &s[i]) != 0) return 1;
   double m = bench_median(s + 1, run->samples);
   bench_extra extra[1] = {{"GFLOP_per_s", flops(op, c->n) / m * 1e-9}};

@@ -546,20 +546,45 @@ static void push(tarn_rt *rt, tarn_task *t) {
   wake(rt);
 }
 
-static tarn_task *take(struct worker *self) {
+/* Takes the first task of `v`'s queue for `self` (another worker, or the
+ * guest), or NULL. `v` may have looked at its queue while this emptied
+ * its inbox, found nothing and gone to sleep: what is left there would
+ * then wait for the next push (or, when the guest leaves a region's last
+ * task to the workers, for ever). So a sleeper is woken for it; the fence
+ * orders the store of has_tasks (in heap_pop) before the read of the
+ * sleepers, as a sleeper's count orders its own read (see wake()). */
+static tarn_task *steal(struct worker *self, struct worker *v,
+                        bool idle_locked) {
+  tarn_task *t = heap_pop(v);
+  if (t == NULL) return NULL;
+  atomic_store_explicit(
+      &self->stolen,
+      atomic_load_explicit(&self->stolen, memory_order_relaxed) + 1,
+      memory_order_relaxed);
+  if (atomic_load_explicit(&v->has_tasks, memory_order_relaxed)) {
+    tarn_rt *rt = self->rt;
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!idle_locked) {
+      wake(rt);
+    } else if (atomic_load(&rt->sleepers) > 1) { /* others than self */
+      rt->wakeups++;
+      pthread_cond_signal(&rt->idle);
+    }
+  }
+  return t;
+}
+
+/* The first task of self's queue, else one stolen from another worker's,
+ * or NULL. `idle_locked`: the caller holds rt->idle_lock (sleep_or_take's
+ * last look). */
+static tarn_task *take(struct worker *self, bool idle_locked) {
   tarn_task *t = heap_pop(self);
   if (t != NULL) return t;
   tarn_rt *rt = self->rt;
   for (unsigned k = 1; k < rt->nworkers; k++) {
-    struct worker *v = &rt->workers[(self->index + k) % rt->nworkers];
-    t = heap_pop(v);
-    if (t != NULL) {
-      atomic_store_explicit(
-          &self->stolen,
-          atomic_load_explicit(&self->stolen, memory_order_relaxed) + 1,
-          memory_order_relaxed);
-      return t;
-    }
+    t = steal(self, &rt->workers[(self->index + k) % rt->nworkers],
+              idle_locked);
+    if (t != NULL) return t;
   }
   return NULL;
 }
@@ -924,7 +949,7 @@ static tarn_task *sleep_or_take(struct worker *w) {
   tarn_rt *rt = w->rt;
   pthread_mutex_lock(&rt->idle_lock);
   atomic_fetch_add(&rt->sleepers, 1);
-  tarn_task *t = take(w);
+  tarn_task *t = take(w, true);
   uint64_t seen = rt->wakeups;
   while (t == NULL && rt->wakeups == seen && !atomic_load(&rt->stopping) &&
          !help_wanted(rt))
@@ -939,7 +964,7 @@ static void *worker_main(void *arg) {
   tarn_rt *rt = w->rt;
   current_worker = w;
   for (;;) {
-    tarn_task *t = take(w);
+    tarn_task *t = take(w, false);
     /* Idle: look again for IDLE_SPIN_NS before going to sleep, yielding
      * the core between looks (the submitting thread may need it: the
      * workers are as many as the cores). Waking a sleeping thread costs
@@ -952,7 +977,7 @@ static void *worker_main(void *arg) {
         idle_since = tarn__clock_ns();
       else
         sched_yield();
-      t = take(w);
+      t = take(w, false);
     }
     if (t == NULL && !atomic_load(&rt->stopping)) t = sleep_or_take(w);
     if (t != NULL) {
@@ -1209,11 +1234,8 @@ static tarn_task *guest_take(struct worker *g) {
   for (unsigned k = 0; k < rt->nworkers; k++) {
     struct worker *v = &rt->workers[(start + k) % rt->nworkers];
     if (!atomic_load_explicit(&v->idle, memory_order_relaxed)) continue;
-    tarn_task *t = heap_pop(v);
-    if (t != NULL) {
-      add_relaxed(&g->stolen, 1);
-      return t;
-    }
+    tarn_task *t = steal(g, v, false);
+    if (t != NULL) return t;
   }
   return NULL;
 }

@@ -104,6 +104,7 @@ struct tarn_pool {
   size_t page;
   /* Guarded by lock. */
   size_t resident, peak, inflight;
+  size_t reading;   /* refs being read back or given bytes (READING) */
   size_t live_peak; /* highest resident - cached */
   uint64_t room_epoch;
   tarn_ref *refs; /* list of live refs; the clock hand walks it */
@@ -878,6 +879,14 @@ void *tarn__ref_owner(tarn_ref *r, void *install) {
 
 tarn_pool *tarn__ref_pool(const tarn_ref *r) { return r->pool; }
 
+bool tarn__pool_reads_settle(tarn_pool *p) {
+  pthread_mutex_lock(&p->lock);
+  bool waited = p->reading > 0;
+  while (p->reading > 0) pthread_cond_wait(&p->changed, &p->lock);
+  pthread_mutex_unlock(&p->lock);
+  return waited;
+}
+
 int tarn_ref_retain(tarn_ref *r) {
   if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
   tarn__prefetch_write(&r->refs);
@@ -927,6 +936,7 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
     return 1; /* look again */
   }
   r->state = READING;
+  p->reading++;
   pthread_mutex_unlock(&p->lock);
   void *obj = buf;
   if (r->kind == NULL && obj == NULL) obj = aligned_alloc(p->page, cap);
@@ -943,6 +953,7 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
     free(staging);
   }
   pthread_mutex_lock(&p->lock);
+  p->reading--;
   if (rc != 0) {
     if (r->kind == NULL && obj != NULL)
       buffer_retire(p, obj, cap);

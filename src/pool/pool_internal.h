@@ -23,6 +23,13 @@ void *tarn__ref_owner(tarn_ref *ref, void *install);
 /* The pool a ref belongs to. */
 tarn_pool *tarn__ref_pool(const tarn_ref *ref);
 
+/* Waits until no object is being read back (a prefetch, another thread's
+ * pin): each leaves an object that can then be evicted. Returns whether
+ * there was one to wait for. For the runtime's last try at a task's data
+ * when nothing else runs; never called from the pool's own threads.
+ * Thread-safe. */
+bool tarn__pool_reads_settle(tarn_pool *pool);
+
 /* The peaks of resident and of live bytes since the last reset (as
  * tarn_pool_stats_get gives them, without its walk over the refs); with
  * `reset`, then resets them as tarn_pool_peak_reset, under the same lock

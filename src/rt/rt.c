@@ -782,13 +782,24 @@ static int acquire_data(struct worker *w, tarn_task *t) {
   atomic_store_explicit(
       &w->active, true,
       w->rt->may_spill ? memory_order_seq_cst : memory_order_relaxed);
-  int rc = pin_all(t);
-  if (rc != TARN_ENOMEM) return rc;
-  unpin_all(t);
-  if (hold(w, t)) return 1;
-  /* No other task is active, so every other task's data is unpinned: one
-   * more try, then the task does not fit and fails. */
-  return pin_all(t);
+  for (;;) {
+    int rc = pin_all(t);
+    if (rc != TARN_ENOMEM) return rc;
+    unpin_all(t);
+    if (hold(w, t)) return 1;
+    /* No other task was active, so every other task's data was unpinned:
+     * one more try. */
+    rc = pin_all(t);
+    if (rc != TARN_ENOMEM) return rc;
+    unpin_all(t);
+    /* Another worker (or the guest) may have begun pinning meanwhile and
+     * held part of the room when this tried: it will retry the held tasks
+     * when it ends, so hold this one back again. A prefetch being read
+     * back holds room it gives up when done: wait for it, try again.
+     * Alone, with nothing in flight, the task does not fit and fails. */
+    if (!others_active(w) && !tarn__pool_reads_settle(w->rt->pool))
+      return TARN_ENOMEM;
+  }
 }
 
 /* The worker leaves the active set: retry what waits for memory. */

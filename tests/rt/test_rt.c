@@ -503,13 +503,14 @@ static void submitters_on_shared_refs_agree_on_an_order(void **state) {
 
 /* ---- priorities and scratch --------------------------------------------- */
 
-static atomic_int gate;
+static atomic_int gate, gate_started;
 static int order[10];
 static atomic_int next_slot;
 
 static int gate_task(tarn_task *t, void *arg) {
   (void)t;
   (void)arg;
+  atomic_store(&gate_started, 1);
   while (!atomic_load(&gate)) sched_yield();
   return 0;
 }
@@ -523,17 +524,23 @@ static int record_task(tarn_task *t, void *arg) {
 static void higher_priorities_run_first(void **state) {
   (void)state;
   atomic_store(&gate, 0);
+  atomic_store(&gate_started, 0);
   atomic_store(&next_slot, 0);
   tarn_rt *rt = make_rt(1, 0, 1);
-  /* The gate comes first whenever the one worker looks, and holds it
-   * until every other task is queued. */
+  /* The gate holds the one worker until every other task is queued. The
+   * program's thread waits without a region until all ran: a thread in
+   * tarn_region_wait or tarn_rt_destroy may run queued tasks itself (as
+   * the guest), and two threads would record in no fixed order. */
   assert_int_equal(
       tarn_submit(rt, gate_task, TARN_ARG(NULL), TARN_PRIORITY(100)), 0);
+  struct timespec tick = {0, 100000};
+  while (!atomic_load(&gate_started)) nanosleep(&tick, NULL);
   for (int p = 0; p < 10; p++)
     assert_int_equal(
         tarn_submit(rt, record_task, TARN_ARG((intptr_t)p), TARN_PRIORITY(p)),
         0);
   atomic_store(&gate, 1);
+  while (atomic_load(&next_slot) < 10) nanosleep(&tick, NULL);
   assert_int_equal(tarn_rt_destroy(rt), 0);
   for (int i = 0; i < 10; i++) assert_int_equal(order[i], 9 - i);
 }

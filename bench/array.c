@@ -274,7 +274,7 @@ static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
     int v = seq[k];
     /* Warm-up rounds for BENCH_WARMUP_S at least (one round was not
      * enough here: a core that idled takes a few rounds to come back). */
-    uint64_t warm_until = bench_now_ns() + (uint64_t)(BENCH_WARMUP_S * 1e9);
+    uint64_t warm_until = bench_warmup_until();
     do {
       double *t = &rows[v].s[0];
       int rc = v == V_TARN ? tarn_sample(c, op, &rows[v], t, NULL)

@@ -675,6 +675,10 @@ int bench_reap(pid_t pid, const char *path) {
   return 1;
 }
 
+uint64_t bench_warmup_until(void) {
+  return bench_now_ns() + (uint64_t)(BENCH_WARMUP_S * 1e9);
+}
+
 void bench_quiesce(double seconds) {
   struct timespec ts = {(time_t)seconds,
                         (long)((seconds - (double)(time_t)seconds) * 1e9)};

@@ -205,6 +205,9 @@ void bench_quiesce(double seconds);
  * pause instead made libgomp's regions take 8 ms instead of 0.5 ms here. */
 #define BENCH_WARMUP_S 0.05
 
+/* When a warm-up begun now ends: bench_now_ns() + BENCH_WARMUP_S. */
+uint64_t bench_warmup_until(void);
+
 /* The median of n values, 0 < n <= BENCH_SAMPLES_MAX. */
 double bench_median(const double *values, size_t n);
 

@@ -425,7 +425,7 @@ static int measure(bench_run *run, struct ctx *c, int op, int v, double *med) {
    * the array and stencil suites: after the pause, the first few small
    * operations find idle cores slow to come back (N=256 matvec: 13 to
    * 30 us for the first five or ten, then 6.6). */
-  uint64_t warm_until = bench_now_ns() + (uint64_t)(BENCH_WARMUP_S * 1e9);
+  uint64_t warm_until = bench_warmup_until();
   do
     if (sample(c, op, v, &s[0]) != 0) return 1;
   while (bench_now_ns() < warm_until);

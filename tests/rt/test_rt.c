@@ -88,6 +88,24 @@ static uint64_t rng(uint64_t *x) {
   return *x;
 }
 
+/* A random task `id`: 1 to max_deps distinct refs, each read, written or
+ * both, drawn from *seed. */
+static void random_gtask(struct gtask *t, uint64_t id, uint64_t *seed) {
+  t->id = id;
+  t->n = 1 + rng(seed) % max_deps;
+  for (size_t i = 0; i < t->n; i++) {
+    int w;
+    bool again;
+    do {
+      w = (int)(rng(seed) % graph_refs);
+      again = false;
+      for (size_t j = 0; j < i; j++) again |= t->which[j] == w;
+    } while (again);
+    t->which[i] = w;
+    t->mode[i] = (tarn_access)(1 + rng(seed) % 3);
+  }
+}
+
 static void one_graph(tarn_rt *rt, uint64_t seed) {
   struct gtask g[graph_tasks];
   uint64_t expect[graph_refs];
@@ -100,21 +118,10 @@ static void one_graph(tarn_rt *rt, uint64_t seed) {
   assert_int_equal(tarn_region_begin(rt, &region), 0);
   for (int k = 0; k < graph_tasks; k++) {
     struct gtask *t = &g[k];
-    t->id = seed * 1000 + (uint64_t)k;
-    t->n = 1 + rng(&seed) % max_deps;
+    random_gtask(t, seed * 1000 + (uint64_t)k, &seed);
     tarn_dep deps[max_deps];
-    for (size_t i = 0; i < t->n; i++) { /* distinct refs */
-      int w;
-      bool again;
-      do {
-        w = (int)(rng(&seed) % graph_refs);
-        again = false;
-        for (size_t j = 0; j < i; j++) again |= t->which[j] == w;
-      } while (again);
-      t->which[i] = w;
-      t->mode[i] = (tarn_access)(1 + rng(&seed) % 3);
-      deps[i] = (tarn_dep){refs[w], t->mode[i]};
-    }
+    for (size_t i = 0; i < t->n; i++)
+      deps[i] = (tarn_dep){refs[t->which[i]], t->mode[i]};
     tarn_task_desc d = {.fn = graph_task,
                         .arg = t,
                         .deps = deps,
@@ -169,20 +176,8 @@ static void one_released_graph(tarn_rt *rt, uint64_t seed) {
   }
   for (int k = 0; k < graph_tasks; k++) {
     struct gtask *t = &g[k];
-    t->id = seed * 1000 + (uint64_t)k;
-    t->n = 1 + rng(&seed) % max_deps;
-    for (size_t i = 0; i < t->n; i++) {
-      int w;
-      bool again;
-      do {
-        w = (int)(rng(&seed) % graph_refs);
-        again = false;
-        for (size_t j = 0; j < i; j++) again |= t->which[j] == w;
-      } while (again);
-      t->which[i] = w;
-      t->mode[i] = (tarn_access)(1 + rng(&seed) % 3);
-      last[w] = k;
-    }
+    random_gtask(t, seed * 1000 + (uint64_t)k, &seed);
+    for (size_t i = 0; i < t->n; i++) last[t->which[i]] = k;
   }
   for (int r = 0; r < graph_refs; r++) refs[r] = word_ref(rt, expect[r]);
   tarn_region *region = NULL;

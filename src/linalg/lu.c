@@ -194,9 +194,28 @@ static int k_panel(tarn_task *t, void *arg) {
   return rc;
 }
 
-/* Interchanges are applied to this many columns at a time (a column
- * segment of each tile stays in cache meanwhile). */
-#define SWAP_COLS 16
+/* Interchanges are applied to this many columns at a time: the columns'
+ * segments stay in cache meanwhile. Not more: each row's elements in the
+ * columns lie a tile's leading dimension apart (4 KiB for 512 rows), in
+ * one set of the L1 cache, and 16 of them thrash its 12 ways (the swaps
+ * took 9 % of LU's time with 16 columns, 5 % with 4). */
+#define SWAP_COLS 4
+
+/* Prefetches columns [c0, c1) of the tiles of a swap task's tile column
+ * into the L2 cache: the interchanges touch most of their lines, and a
+ * sequential sweep reads them faster than the random rows' misses do (the
+ * swaps' share of LU's time fell from 5 % to 4.3 %). */
+static void prefetch_columns(const struct panel *q, size_t c0, size_t c1) {
+  const struct lu_job *j = q->j;
+  for (size_t i = 0; i < j->ntiles; i++) {
+    size_t r = j->rows - i * j->tb < j->tb ? j->rows - i * j->tb : j->tb;
+    const char *tile = tarn_task_data(q->t, j->slot0 + i);
+    for (const char *p = tile + c0 * r * sizeof(double),
+                    *e = tile + c1 * r * sizeof(double);
+         p < e; p += 64)
+      __builtin_prefetch(p, 1, 2);
+  }
+}
 
 /* One interchange in a tile column: the two rows' first elements and the
  * leading dimensions of their tiles. */
@@ -227,6 +246,7 @@ static int swap_range(void *arg, size_t begin, size_t end) {
   }
   for (size_t c0 = begin; c0 < end; c0 += SWAP_COLS) {
     size_t c1 = end - c0 < SWAP_COLS ? end : c0 + SWAP_COLS;
+    prefetch_columns(q, c0, c1);
     for (size_t i = 0; i < n; i++) {
       const struct swap_rows *r = &rows[i];
       for (size_t c = c0; c < c1; c++) {

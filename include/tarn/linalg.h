@@ -93,16 +93,18 @@ TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
  * on A failed; TARN_ENOMEM, TARN_EIO from the runtime. */
 TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
 
-/* Solves A X = B in place: B (n x nrhs) becomes X. A is factored by
- * tarn_matrix_lu, so A is overwritten by its factors L and U (the
- * pivots are kept internally and dropped); then B gets the interchanges,
- * and a forward (unit L) and a backward (U) triangular solve by tiles
- * (trsm and gemm tasks). B must have A's row tiling (B's mb equals A's);
+/* Solves A X = B in place: B (n x nrhs) becomes X. A is factored as by
+ * tarn_matrix_lu, so A is overwritten by its factors L and U (the pivots
+ * are kept internally and dropped). A copy Y of B (a temporary of B's
+ * size, freed as its last task ends) gets each panel's interchanges and
+ * forward (unit L) updates along with A's tile columns, so the forward
+ * solve runs during the factorisation; the backward (U) solve by tiles
+ * then writes X into B. B must have A's row tiling (B's mb equals A's);
  * its column tiling is free. A and B must be different matrices of one
  * runtime.
  *
- * Waits (regions of its own; from a task: TARN_EDEADLK). *info (when not
- * NULL) is as for tarn_matrix_lu; a singular A gives *info > 0 and
+ * Waits (one region of its own; from a task: TARN_EDEADLK). *info (when
+ * not NULL) is as for tarn_matrix_lu; a singular A gives *info > 0 and
  * TARN_EINVAL with B left unchanged (A holds its factors). Returns 0;
  * TARN_EINVAL for NULL arguments, shapes or tilings that do not match,
  * A and B the same, different runtimes, a singular A; TARN_ECANCELED,

@@ -2,7 +2,9 @@
  * (see tarn/linalg.h). Right-looking, one panel per tile column: the panel
  * task factors the whole tile column (copied into one contiguous buffer)
  * and records the pivots; swap tasks apply them to the other tile columns,
- * trsm and gemm tasks update the rest. The kernels share their work with
+ * trsm and gemm tasks update the rest. A solve carries a copy of B along
+ * as tile columns right of A's (the forward solve), then solves with U
+ * into B. The kernels share their work with
  * idle workers (tarn_task_parallel_for): the panel's copies by columns and
  * its factorisation by blocks of columns (dgetrf on the block, then its
  * interchanges and trsm shared by columns, and a shared trailing gemm);
@@ -277,12 +279,32 @@ static int k_trsm(tarn_task *t, void *arg) {
                            j->m, j->n, 1.0, l, j->lda, b, j->ldb);
 }
 
-/* C -= A B (deps: C, A, B). */
+/* Whether a task of a solve's backward pass is to do nothing: A turned
+ * out singular (or the submission failed), and B stays unchanged. Every
+ * panel has ended by then: the backward pass reads the last one's tile. */
+static bool solve_dropped(const struct lu_job *j) {
+  return j->info != NULL && atomic_load(j->info) != 0;
+}
+
+/* C -= A B (deps: C, A, B); nothing when solve_dropped. */
 static int k_gemm(tarn_task *t, void *arg) {
   const struct lu_job *j = arg;
+  if (solve_dropped(j)) return 0;
   return tarn__gemm_shared(t, false, false, j->m, j->n, j->k, -1.0,
                            tarn_task_data(t, 1), j->lda, tarn_task_data(t, 2),
                            j->ldb, 1.0, tarn_task_data(t, 0), j->ldc);
+}
+
+/* A solve's backward step on a tile of B: B = U^-1 Y (deps: U's diagonal
+ * tile, Y's tile, B's tile); nothing when solve_dropped. */
+static int k_solve_tile(tarn_task *t, void *arg) {
+  const struct lu_job *j = arg;
+  if (solve_dropped(j)) return 0;
+  const double *u = tarn_task_data(t, 0), *y = tarn_task_data(t, 1);
+  double *b = tarn_task_data(t, 2);
+  memcpy(b, y, (size_t)j->m * (size_t)j->n * sizeof *b);
+  return tarn__trsm_shared(t, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit,
+                           j->m, j->n, 1.0, u, j->lda, b, j->ldb);
 }
 
 /* ---- LU ------------------------------------------------------------------ */
@@ -297,15 +319,16 @@ static int column_priority(size_t k, size_t j, int stage) {
   return p >= PRIO_TOP ? 0 : PRIO_TOP - (int)p;
 }
 
-/* Swap task for tile column j after panel k (deps: A(k,k) to order it
- * after the panel, tiles (k..mt-1, j)). */
-static int submit_swap(tarn_matrix *a, size_t k, size_t j, size_t *piv,
-                       tarn_dep *deps, int priority) {
+/* Swap task for tile column j of `m` (A, or a solve's Y: A's row tiling)
+ * after panel k (deps: A(k,k) to order it after the panel, tiles (k..mt-1,
+ * j) of m). */
+static int submit_swap(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
+                       size_t *piv, tarn_dep *deps, int priority) {
   size_t mt = a->mt, nt = mt - k;
   deps[0] = (tarn_dep){tarn__tile(a, k, k), TARN_READ};
   for (size_t i = k; i < mt; i++)
-    deps[1 + i - k] = (tarn_dep){tarn__tile(a, i, j), TARN_READ_WRITE};
-  struct lu_job s = {.n = (int)tarn__tile_cols(a, j),
+    deps[1 + i - k] = (tarn_dep){tarn__tile(m, i, j), TARN_READ_WRITE};
+  struct lu_job s = {.n = (int)tarn__tile_cols(m, j),
                      .tb = a->mb,
                      .row0 = k * a->mb,
                      .rows = a->m - k * a->mb,
@@ -317,8 +340,37 @@ static int submit_swap(tarn_matrix *a, size_t k, size_t j, size_t *piv,
   return submit_job(a->rt, k_swap, &s, deps, nt + 1, priority, "laswp");
 }
 
+/* Panel k's updates of tile column jb of a solve's Y (B's copy): its
+ * interchanges, L_kk^-1 on tile row k, and the gemm below, as for a tile
+ * column of A right of all of A's (the priorities say so). */
+static int submit_forward(tarn_matrix *a, tarn_matrix *y, size_t k, size_t jb,
+                          size_t *piv, tarn_dep *deps) {
+  size_t mt = a->mt, j = mt + jb;
+  int nk = (int)tarn__tile_rows(a, k), nj = (int)tarn__tile_cols(y, jb);
+  int rc = submit_swap(a, y, k, jb, piv, deps, column_priority(k, j, 0));
+  if (rc != 0) return rc;
+  tarn_ref *ykj = tarn__tile(y, k, jb);
+  tarn_dep d2[2] = {{tarn__tile(a, k, k), TARN_READ}, {ykj, TARN_READ_WRITE}};
+  struct lu_job s = {.m = nk, .n = nj, .lda = nk, .ldb = nk};
+  rc = submit_job(a->rt, k_trsm, &s, d2, 2, column_priority(k, j, 1), "trsm");
+  for (size_t i = k + 1; rc == 0 && i < mt; i++) {
+    int ni = (int)tarn__tile_rows(a, i);
+    tarn_dep d3[3] = {{tarn__tile(y, i, jb), TARN_READ_WRITE},
+                      {tarn__tile(a, i, k), TARN_READ},
+                      {ykj, TARN_READ}};
+    struct lu_job g = {
+        .m = ni, .n = nj, .k = nk, .lda = ni, .ldb = nk, .ldc = ni};
+    rc = submit_job(a->rt, k_gemm, &g, d3, 3, column_priority(k, j, 2), "gemm");
+  }
+  return rc;
+}
+
+/* LU's tasks; with y (a solve's copy of B), the forward solve L Y = P Y
+ * carried along: each panel's updates of Y are submitted with those of A's
+ * tile columns, so they fill the cores while the factorisation's last
+ * panels leave them idle. */
 static int submit_lu(tarn_matrix *a, size_t *piv, atomic_int *info,
-                     tarn_dep *deps) {
+                     tarn_dep *deps, tarn_matrix *y) {
   size_t mt = a->mt;
   for (size_t k = 0; k < mt; k++) {
     int nk = (int)tarn__tile_rows(a, k);
@@ -335,7 +387,7 @@ static int submit_lu(tarn_matrix *a, size_t *piv, atomic_int *info,
     if (rc != 0) return rc;
     for (size_t j = k + 1; j < mt; j++) {
       int nj = (int)tarn__tile_cols(a, j);
-      rc = submit_swap(a, k, j, piv, deps, column_priority(k, j, 0));
+      rc = submit_swap(a, a, k, j, piv, deps, column_priority(k, j, 0));
       if (rc != 0) return rc;
       tarn_ref *akj = tarn__tile(a, k, j);
       tarn_dep d2[2] = {{tarn__tile(a, k, k), TARN_READ},
@@ -356,9 +408,13 @@ static int submit_lu(tarn_matrix *a, size_t *piv, atomic_int *info,
         if (rc != 0) return rc;
       }
     }
+    for (size_t jb = 0; y != NULL && jb < y->nt; jb++) {
+      rc = submit_forward(a, y, k, jb, piv, deps);
+      if (rc != 0) return rc;
+    }
     /* The left part, as dgetrf does: off the critical path. */
     for (size_t j = 0; j < k; j++) {
-      rc = submit_swap(a, k, j, piv, deps, 0);
+      rc = submit_swap(a, a, k, j, piv, deps, 0);
       if (rc != 0) return rc;
     }
   }
@@ -380,7 +436,7 @@ int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
     return rc;
   }
   atomic_int failed = 0;
-  int submitted = submit_lu(a, piv, &failed, deps);
+  int submitted = submit_lu(a, piv, &failed, deps, NULL);
   /* Always wait: tasks already submitted point at `failed` and piv. */
   rc = tarn_region_wait(region, NULL);
   free(deps);
@@ -396,57 +452,47 @@ int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
 
 /* ---- solve --------------------------------------------------------------- */
 
-static int submit_solve(tarn_matrix *a, tarn_matrix *b, size_t *piv,
-                        tarn_dep *deps) {
+/* The backward solve U X = Y, walking up the tile rows: X's tiles go to B,
+ * each tile's trsm reading Y's, the gemm below it updating Y's rows above.
+ * Every task does nothing when `dropped` (see solve_dropped). */
+static int submit_backward(tarn_matrix *a, tarn_matrix *y, tarn_matrix *b,
+                           atomic_int *dropped) {
   size_t mt = a->mt;
-  int rc = 0;
-  /* P B: all n interchanges on each tile column of B (a's diagonal tile
-   * is not needed for ordering: the factorisation is done). */
-  for (size_t j = 0; j < b->nt; j++) {
-    for (size_t i = 0; i < mt; i++)
-      deps[i] = (tarn_dep){tarn__tile(b, i, j), TARN_READ_WRITE};
-    struct lu_job s = {.n = (int)tarn__tile_cols(b, j),
-                       .tb = b->mb,
-                       .row0 = 0,
-                       .rows = b->m,
-                       .first = 0,
-                       .count = b->m,
-                       .ntiles = mt,
-                       .slot0 = 0,
-                       .piv = piv};
-    rc = submit_job(a->rt, k_swap, &s, deps, mt, PRIO_TOP, "laswp");
-    if (rc != 0) return rc;
-  }
-  /* L Y = P B walking down the tile rows, then U X = Y walking up. */
-  for (int pass = 0; pass < 2; pass++)
-    for (size_t step = 0; step < mt; step++) {
-      size_t k = pass == 0 ? step : mt - 1 - step;
-      int nk = (int)tarn__tile_rows(a, k);
-      tarn_ref *akk = tarn__tile(a, k, k);
-      for (size_t j = 0; j < b->nt; j++) {
-        int nj = (int)tarn__tile_cols(b, j);
-        tarn_ref *bkj = tarn__tile(b, k, j);
-        tarn_dep d2[2] = {{akk, TARN_READ}, {bkj, TARN_READ_WRITE}};
-        struct lu_job s = {
-            .m = nk, .n = nj, .lda = nk, .ldb = nk, .upper = pass == 1};
-        rc = submit_job(a->rt, k_trsm, &s, d2, 2, PRIO_TOP - 1, "trsm");
-        if (rc != 0) return rc;
-        size_t lo = pass == 0 ? k + 1 : 0, hi = pass == 0 ? mt : k;
-        for (size_t i = lo; i < hi; i++) {
-          int ni = (int)tarn__tile_rows(a, i);
-          tarn_dep d3[3] = {{tarn__tile(b, i, j), TARN_READ_WRITE},
-                            {tarn__tile(a, i, k), TARN_READ},
-                            {bkj, TARN_READ}};
-          struct lu_job g = {
-              .m = ni, .n = nj, .k = nk, .lda = ni, .ldb = nk, .ldc = ni};
-          rc = submit_job(a->rt, k_gemm, &g, d3, 3, 0, "gemm");
-          if (rc != 0) return rc;
-        }
+  for (size_t step = 0; step < mt; step++) {
+    size_t k = mt - 1 - step;
+    int nk = (int)tarn__tile_rows(a, k);
+    for (size_t j = 0; j < b->nt; j++) {
+      int nj = (int)tarn__tile_cols(b, j);
+      tarn_ref *bkj = tarn__tile(b, k, j);
+      tarn_dep d3[3] = {{tarn__tile(a, k, k), TARN_READ},
+                        {tarn__tile(y, k, j), TARN_READ},
+                        {bkj, TARN_READ_WRITE}};
+      struct lu_job s = {
+          .m = nk, .n = nj, .lda = nk, .ldb = nk, .info = dropped};
+      int rc = submit_job(a->rt, k_solve_tile, &s, d3, 3, PRIO_TOP - 1, "trsm");
+      for (size_t i = 0; rc == 0 && i < k; i++) {
+        int ni = (int)tarn__tile_rows(a, i);
+        tarn_dep g3[3] = {{tarn__tile(y, i, j), TARN_READ_WRITE},
+                          {tarn__tile(a, i, k), TARN_READ},
+                          {bkj, TARN_READ}};
+        struct lu_job g = {.m = ni,
+                           .n = nj,
+                           .k = nk,
+                           .lda = ni,
+                           .ldb = nk,
+                           .ldc = ni,
+                           .info = dropped};
+        rc = submit_job(a->rt, k_gemm, &g, g3, 3, 0, "gemm");
       }
+      if (rc != 0) return rc;
     }
+  }
   return 0;
 }
 
+/* One region: Y = B; LU with the forward solve on Y carried along; the
+ * backward solve from Y into B. B is written by the backward pass only,
+ * whose tasks do nothing unless the factorisation succeeded. */
 int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
   if (a == NULL || b == NULL || a == b || a->rt != b->rt || b->m != a->m ||
@@ -454,18 +500,36 @@ int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
     return TARN_EINVAL;
   if (a->m != a->n || a->mb != a->nb || !tarn__blas_sized(a) || a->m > INT_MAX)
     return TARN_EINVAL;
+  tarn__blas_init();
   size_t *piv = malloc(a->m * sizeof *piv);
   tarn_dep *deps = malloc((a->mt + 1) * sizeof *deps);
-  int rc = piv == NULL || deps == NULL ? TARN_ENOMEM : 0;
-  if (rc == 0) rc = tarn_matrix_lu(a, piv, info);
   tarn_region *region = NULL;
+  int rc = piv == NULL || deps == NULL ? TARN_ENOMEM : 0;
   if (rc == 0) rc = tarn_region_begin(a->rt, &region);
-  if (rc == 0) {
-    int submitted = submit_solve(a, b, piv, deps);
-    rc = tarn_region_wait(region, NULL);
-    if (submitted != 0) rc = submitted;
+  if (rc != 0) {
+    free(piv);
+    free(deps);
+    return rc;
   }
+  atomic_int failed = 0;
+  tarn_matrix *y = NULL;
+  int submitted = tarn_matrix_copy(b, &y);
+  if (submitted == 0) submitted = submit_lu(a, piv, &failed, deps, y);
+  if (submitted == 0) submitted = submit_backward(a, y, b, &failed);
+  /* A task that has not run yet leaves B alone; the ones that did (none,
+   * unless the backward pass began) cannot be undone. */
+  if (submitted != 0) atomic_store(&failed, -1);
+  tarn_matrix_destroy(y); /* its tiles go when their last task ends */
+  /* Always wait: tasks already submitted point at `failed` and piv. */
+  rc = tarn_region_wait(region, NULL);
   free(piv);
   free(deps);
-  return rc;
+  if (submitted != 0) return submitted;
+  if (rc != 0) return rc;
+  int order = atomic_load(&failed);
+  if (order > 0) {
+    if (info != NULL) *info = order;
+    return TARN_EINVAL;
+  }
+  return 0;
 }

@@ -218,22 +218,28 @@ static void test_lu_bad(void **state) {
 }
 
 /* Under a memory limit of a quarter of the matrix: tiles spill, and the
- * factors and pivots have the same bits. */
+ * factors and pivots, and a solve's solution, have the same bits. */
 static void test_lu_mem_limit(void **state) {
   (void)state;
-  size_t n = 192, nb = 32;
+  size_t n = 192, nb = 32, nrhs = 40;
   size_t bytes = n * n * sizeof(double);
-  double *f[2];
+  double *f[2], *x[2];
   size_t *piv[2];
   for (int run = 0; run < 2; run++) {
     tarn_rt *rt = test_rt(3, run == 0 ? 0 : bytes / 4);
-    tarn_matrix *m = NULL;
+    tarn_matrix *m = NULL, *m2 = NULL, *b = NULL;
     assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 42, &m), 0);
     piv[run] = malloc(n * sizeof *piv[run]);
     assert_non_null(piv[run]);
     assert_int_equal(tarn_matrix_lu(m, piv[run], NULL), 0);
     f[run] = test_buffer_of(m);
     tarn_matrix_destroy(m);
+    assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 43, &m2), 0);
+    assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, 16, 44, &b), 0);
+    assert_int_equal(tarn_matrix_solve(m2, b, NULL), 0);
+    x[run] = test_buffer_of(b);
+    tarn_matrix_destroy(m2);
+    tarn_matrix_destroy(b);
     if (run == 1) {
       tarn_pool_stats ps;
       assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
@@ -244,8 +250,10 @@ static void test_lu_mem_limit(void **state) {
   }
   assert_memory_equal(f[0], f[1], bytes);
   assert_memory_equal(piv[0], piv[1], n * sizeof *piv[0]);
+  assert_memory_equal(x[0], x[1], n * nrhs * sizeof *x[0]);
   for (int run = 0; run < 2; run++) {
     free(f[run]);
+    free(x[run]);
     free(piv[run]);
   }
 }

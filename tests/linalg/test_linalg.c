@@ -84,6 +84,9 @@ static const size_t gemm_shapes[][6] = {
     /* tiles large enough to be shared by columns or by rows */
     {300, 200, 150, 300, 150, 200},
     {130, 400, 90, 130, 45, 400},
+    /* matrix-vector tiles small enough to be shared in halves */
+    {300, 1, 300, 300, 300, 1},
+    {200, 1, 500, 100, 500, 1},
 };
 
 static void test_gemm_transposes(void **state) {

@@ -69,8 +69,9 @@ struct tarn_ref {
   bool dead;    /* the last reference is gone */
   bool escaped; /* never evicted again */
   bool has_block;
-  bool prefetching;      /* queued for the reader thread */
-  bool guarded;          /* the reader works on it: not freed meanwhile */
+  bool prefetching; /* queued for the reader thread */
+  bool guarded;     /* the reader works on it, or it is being freed (ref_destroy
+                     * drops the lock): not freed (again) meanwhile */
   uint64_t failed_epoch; /* room_epoch in which writing it failed, or 0 */
   size_t charge;         /* bytes it counts against the limit */
   tarn__block block;
@@ -321,10 +322,16 @@ static void drop_to_disk(tarn_pool *p, tarn_ref *r) {
 /* Frees a dead, unpinned ref that no I/O is using: its RAM, its block, the
  * handle. A user kind's free runs with the lock dropped. */
 static void ref_destroy(tarn_pool *p, tarn_ref *r) {
+  /* While the lock is dropped below, `r` is dead and unpinned but must not
+   * look idle: a second ref_destroy would put its buffer in the cache
+   * twice. */
+  r->guarded = true;
   list_remove(p, r);
   if (r->prefetching) reads_remove(p, r);
   if (r->has_block) tarn__store_free(p->store, &r->block);
-  if (r->state == RESIDENT && r->data != NULL) object_free(p, r, r->data);
+  void *data = r->data;
+  r->data = NULL;
+  if (r->state == RESIDENT && data != NULL) object_free(p, r, data);
   void *owner = atomic_exchange(&r->owner, NULL);
   if (owner != NULL && p->owner_free != NULL) {
     pthread_mutex_unlock(&p->lock);

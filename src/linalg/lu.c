@@ -4,12 +4,12 @@
  * and records the pivots; swap tasks apply them to the other tile columns,
  * trsm and gemm tasks update the rest. A solve carries a copy of B along
  * as tile columns right of A's (the forward solve), then solves with U
- * into B. The kernels share their work with
- * idle workers (tarn_task_parallel_for): the panel's copies by columns and
- * its factorisation by blocks of columns (dgetrf on the block, then its
- * interchanges and trsm shared by columns, and a shared trailing gemm);
- * the swaps by columns; trsm and gemm as linalg_internal.h says. Each task
- * owns a small job struct freed by the runtime when it is done. */
+ * into B. The kernels share their work with idle workers
+ * (tarn_task_parallel_for): the panel's copies by columns and its
+ * factorisation by blocks of columns (dgetrf on the block, then its
+ * interchanges and trsm shared by columns, and a shared trailing gemm); the
+ * swaps by columns; trsm and gemm as linalg_internal.h says. Each task owns
+ * a small job struct freed by the runtime when it is done. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <limits.h>

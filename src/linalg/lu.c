@@ -421,35 +421,6 @@ static int submit_lu(tarn_matrix *a, size_t *piv, atomic_int *info,
   return 0;
 }
 
-int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
-  if (info != NULL) *info = 0;
-  if (a == NULL || piv == NULL || a->m != a->n || a->mb != a->nb ||
-      !tarn__blas_sized(a) || a->m > INT_MAX)
-    return TARN_EINVAL;
-  tarn__blas_init();
-  tarn_dep *deps = malloc((a->mt + 1) * sizeof *deps);
-  if (deps == NULL) return TARN_ENOMEM;
-  tarn_region *region = NULL;
-  int rc = tarn_region_begin(a->rt, &region);
-  if (rc != 0) {
-    free(deps);
-    return rc;
-  }
-  atomic_int failed = 0;
-  int submitted = submit_lu(a, piv, &failed, deps, NULL);
-  /* Always wait: tasks already submitted point at `failed` and piv. */
-  rc = tarn_region_wait(region, NULL);
-  free(deps);
-  if (submitted != 0) return submitted;
-  if (rc != 0) return rc;
-  int order = atomic_load(&failed);
-  if (order > 0) {
-    if (info != NULL) *info = order;
-    return TARN_EINVAL;
-  }
-  return 0;
-}
-
 /* ---- solve --------------------------------------------------------------- */
 
 /* The backward solve U X = Y, walking up the tile rows: X's tiles go to B,
@@ -490,39 +461,34 @@ static int submit_backward(tarn_matrix *a, tarn_matrix *y, tarn_matrix *b,
   return 0;
 }
 
-/* One region: Y = B; LU with the forward solve on Y carried along; the
+/* ---- waiting for LU and solve -------------------------------------------- */
+
+/* LU of A in a region of its own, waited for; with B, the solve of
+ * A X = B as well: Y = B, LU with the forward solve on Y carried along, the
  * backward solve from Y into B. B is written by the backward pass only,
  * whose tasks do nothing unless the factorisation succeeded. */
-int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
-  if (info != NULL) *info = 0;
-  if (a == NULL || b == NULL || a == b || a->rt != b->rt || b->m != a->m ||
-      b->mb != a->mb || !tarn__blas_sized(b))
-    return TARN_EINVAL;
-  if (a->m != a->n || a->mb != a->nb || !tarn__blas_sized(a) || a->m > INT_MAX)
-    return TARN_EINVAL;
+static int lu_region(tarn_matrix *a, size_t *piv, tarn_matrix *b, int *info) {
   tarn__blas_init();
-  size_t *piv = malloc(a->m * sizeof *piv);
   tarn_dep *deps = malloc((a->mt + 1) * sizeof *deps);
+  if (deps == NULL) return TARN_ENOMEM;
   tarn_region *region = NULL;
-  int rc = piv == NULL || deps == NULL ? TARN_ENOMEM : 0;
-  if (rc == 0) rc = tarn_region_begin(a->rt, &region);
+  int rc = tarn_region_begin(a->rt, &region);
   if (rc != 0) {
-    free(piv);
     free(deps);
     return rc;
   }
   atomic_int failed = 0;
   tarn_matrix *y = NULL;
-  int submitted = tarn_matrix_copy(b, &y);
+  int submitted = b != NULL ? tarn_matrix_copy(b, &y) : 0;
   if (submitted == 0) submitted = submit_lu(a, piv, &failed, deps, y);
-  if (submitted == 0) submitted = submit_backward(a, y, b, &failed);
-  /* A task that has not run yet leaves B alone; the ones that did (none,
-   * unless the backward pass began) cannot be undone. */
+  if (submitted == 0 && b != NULL)
+    submitted = submit_backward(a, y, b, &failed);
+  /* A backward task that has not run yet leaves B alone; the ones that did
+   * (none, unless the backward pass began) cannot be undone. */
   if (submitted != 0) atomic_store(&failed, -1);
   tarn_matrix_destroy(y); /* its tiles go when their last task ends */
   /* Always wait: tasks already submitted point at `failed` and piv. */
   rc = tarn_region_wait(region, NULL);
-  free(piv);
   free(deps);
   if (submitted != 0) return submitted;
   if (rc != 0) return rc;
@@ -532,4 +498,26 @@ int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
     return TARN_EINVAL;
   }
   return 0;
+}
+
+int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
+  if (info != NULL) *info = 0;
+  if (a == NULL || piv == NULL || a->m != a->n || a->mb != a->nb ||
+      !tarn__blas_sized(a) || a->m > INT_MAX)
+    return TARN_EINVAL;
+  return lu_region(a, piv, NULL, info);
+}
+
+int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
+  if (info != NULL) *info = 0;
+  if (a == NULL || b == NULL || a == b || a->rt != b->rt || b->m != a->m ||
+      b->mb != a->mb || !tarn__blas_sized(b))
+    return TARN_EINVAL;
+  if (a->m != a->n || a->mb != a->nb || !tarn__blas_sized(a) || a->m > INT_MAX)
+    return TARN_EINVAL;
+  size_t *piv = malloc(a->m * sizeof *piv);
+  if (piv == NULL) return TARN_ENOMEM;
+  int rc = lu_region(a, piv, b, info);
+  free(piv);
+  return rc;
 }

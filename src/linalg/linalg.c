@@ -181,8 +181,12 @@ struct trsm_share {
   double *b;
 };
 
-/* The triangle's order up to which trsm_blocked calls dtrsm itself. */
-#define TRSM_BASE 32
+/* The triangle's order up to which trsm_blocked calls dtrsm itself. Not
+ * more: dtrsm on a short, wide right-hand side (the left side's leaves) is
+ * slower than the small dgemm updates that replace it. On a 512 tile, one
+ * core: left side 35 to 38 GFLOP/s with 8, 30 to 32 with 32 (and 24 for
+ * dtrsm alone); right side 50 either way. */
+#define TRSM_BASE 8
 
 /* op(T) X = B (left) or X op(T) = B (right), X over B, T of order m (left)
  * or n (right). OpenBLAS's dtrsm runs at under half the rate of its dgemm
@@ -190,7 +194,7 @@ struct trsm_share {
  * recursively, as LAPACK's blocked solvers are: the triangle is split in
  * two, one half solved, the other half's right-hand side updated by one
  * dgemm with the off-diagonal block, the other half solved. Down to
- * TRSM_BASE most of the work is dgemm (47 GFLOP/s on a 512 tile). The
+ * TRSM_BASE most of the work is dgemm (35 to 50 GFLOP/s on a 512 tile). The
  * rounding is that of a blocked substitution, the same as dtrsm's own
  * blocking, within the same bounds. */
 static void trsm_blocked(CBLAS_SIDE side, CBLAS_UPLO uplo,

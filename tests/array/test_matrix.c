@@ -18,9 +18,19 @@
 #include "tarn.h"
 
 static const size_t shapes[][4] = {
-    {1, 1, 1, 1},     {5, 7, 2, 3},   {10, 10, 10, 10},
-    {17, 3, 4, 2},    {3, 17, 2, 4},  {9, 9, 20, 20},
-    {64, 48, 16, 16}, {33, 65, 8, 8}, {12, 12, 1, 1},
+    {1, 1, 1, 1},
+    {5, 7, 2, 3},
+    {10, 10, 10, 10},
+    {17, 3, 4, 2},
+    {3, 17, 2, 4},
+    {9, 9, 20, 20},
+    {64, 48, 16, 16},
+    {33, 65, 8, 8},
+    {12, 12, 1, 1},
+    /* tiles whose sides are not multiples of the transpose's 8 x 8 blocks,
+     * and one tile large enough to be shared by column ranges */
+    {45, 70, 19, 13},
+    {300, 301, 300, 301},
 };
 enum { nshapes = sizeof shapes / sizeof shapes[0] };
 

@@ -210,7 +210,8 @@ typedef struct tarn_pool_stats {
   size_t live_refs;        /* refs not yet freed; a ref released while
                               its write is in flight is freed after it */
   uint64_t evictions;      /* objects moved out of RAM */
-  uint64_t spills;         /* of which written (the rest were dropped) */
+  uint64_t spills;         /* objects written to the storage, at eviction
+                              or ahead of it (cleanings) */
   uint64_t restores;       /* objects read back */
   uint64_t bytes_written;  /* to the storage */
   uint64_t bytes_read;     /* from the storage */
@@ -230,6 +231,11 @@ typedef struct tarn_pool_stats {
    * cache are not counted, so this is what a program's data occupies. */
   size_t live_bytes;
   size_t live_peak; /* highest live_bytes so far */
+  /* Of the spills, objects written ahead of eviction while the pool was
+   * above 3/4 of its limit and an I/O thread had nothing else to do: they
+   * stayed in RAM, clean, and their eviction later writes nothing
+   * (docs/pool.md, "Cleaning"). */
+  uint64_t cleanings;
 } tarn_pool_stats;
 
 /* Sets the peaks of resident bytes and of live bytes to their current

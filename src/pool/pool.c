@@ -72,6 +72,7 @@ struct tarn_ref {
   bool prefetching; /* queued for the reader thread */
   bool guarded;     /* the reader works on it, or it is being freed (ref_destroy
                      * drops the lock): not freed (again) meanwhile */
+  bool cleaning;    /* WRITING ahead of eviction: stays resident after */
   uint64_t failed_epoch; /* room_epoch in which writing it failed, or 0 */
   size_t charge;         /* bytes it counts against the limit */
   tarn__block block;
@@ -127,6 +128,10 @@ struct tarn_pool {
   unsigned nio;
   uint64_t evictions, spills, restores, cache_hits, cache_misses;
   uint64_t write_failures; /* evictions whose write failed */
+  /* Cleaning (see clean_candidate): a write in flight; off after a failed
+   * one until an eviction's write succeeds; writes done. */
+  bool cleaning, clean_off;
+  uint64_t cleanings;
   int last_error;
   tarn_ref *quarantine;
 };
@@ -437,6 +442,41 @@ static void evict(tarn_pool *p, tarn_ref *r) {
   pthread_cond_broadcast(&p->io_ready);
 }
 
+/* Cleaning: above CLEAN_FROM_PERCENT of the limit, an I/O thread with no
+ * eviction to write writes a dirty object the clock hand is about to reach
+ * (unreferenced since the hand last passed it, among the next CLEAN_AHEAD
+ * refs) and leaves it in RAM, clean: when the hand takes it, it is dropped
+ * without a write, so making room waits for no write and a read-back for
+ * no eviction. One such write at a time, only while the I/O thread would
+ * idle. */
+#define CLEAN_FROM_PERCENT 75
+#define CLEAN_AHEAD 64
+
+static bool clean_wanted(const tarn_pool *p) {
+  size_t limit = p->opt.mem_limit;
+  return limit != 0 && !p->cleaning && !p->clean_off && !p->stopping &&
+         p->resident - p->cached >= limit / 100 * CLEAN_FROM_PERCENT;
+}
+
+/* A ref to clean, claimed and WRITING, or NULL (lock held). */
+static tarn_ref *clean_candidate(tarn_pool *p) {
+  if (!clean_wanted(p)) return NULL;
+  tarn_ref *r = p->hand != NULL ? p->hand : p->refs;
+  for (size_t n = 0; r != NULL && n < CLEAN_AHEAD && n < p->live; n++) {
+    if (candidate(p, r) &&
+        !(r->has_block && (atomic_load(&r->pinword) & CLEAN)) &&
+        !atomic_load_explicit(&r->referenced, memory_order_relaxed) &&
+        claim_idle(r)) {
+      r->state = WRITING;
+      r->cleaning = true;
+      p->cleaning = true;
+      return r;
+    }
+    r = r->next != NULL ? r->next : p->refs;
+  }
+  return NULL;
+}
+
 static uint64_t deadline_after(uint64_t timeout_ns) {
   return timeout_ns == UINT64_MAX ? UINT64_MAX : tarn__clock_ns() + timeout_ns;
 }
@@ -483,6 +523,7 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
       p->resident += need;
       if (p->resident > p->peak) p->peak = p->resident;
       note_live(p);
+      if (p->jobs == NULL && clean_wanted(p)) pthread_cond_signal(&p->io_ready);
       return 0;
     }
     if (need > limit) return TARN_ENOMEM;
@@ -534,12 +575,19 @@ static int write_victim(tarn_pool *p, tarn_ref *r, tarn__block *block) {
   return rc;
 }
 
-/* Finishes a write (lock held): the object leaves RAM unless it was pinned,
- * escaped or died meanwhile. */
+/* Finishes a write (lock held): an evicted object leaves RAM unless it was
+ * pinned, escaped or died meanwhile; a cleaned one stays, clean. */
 static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
                          const tarn__block *block) {
-  p->inflight -= r->charge;
-  if (rc != 0) {
+  bool cleaning = r->cleaning;
+  r->cleaning = false;
+  if (cleaning)
+    p->cleaning = false;
+  else
+    p->inflight -= r->charge;
+  if (rc != 0 && cleaning) {
+    p->clean_off = true; /* the disk may be full: until a write succeeds */
+  } else if (rc != 0) {
     p->write_failures++;
     p->last_error = rc;
     r->failed_epoch = p->room_epoch;
@@ -548,6 +596,10 @@ static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
     r->block = *block;
     r->has_block = true;
     p->spills++;
+    if (cleaning)
+      p->cleanings++;
+    else
+      p->clean_off = false;
   }
   uint64_t w = atomic_load(&r->pinword);
   r->state = RESIDENT;
@@ -556,7 +608,7 @@ static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
     return;
   }
   if (rc == 0) w = atomic_fetch_or(&r->pinword, CLEAN) | CLEAN;
-  if (rc == 0 && (w & PIN_MASK) == 0 && !r->escaped && !r->dead) {
+  if (!cleaning && rc == 0 && (w & PIN_MASK) == 0 && !r->escaped && !r->dead) {
     drop_to_disk(p, r);
   } else if (!r->dead) {
     atomic_fetch_or(&r->pinword, FAST);
@@ -568,14 +620,17 @@ static void *io_main(void *arg) {
   tarn_pool *p = arg;
   pthread_mutex_lock(&p->lock);
   for (;;) {
-    while (p->jobs == NULL && !p->stopping)
+    tarn_ref *r = NULL;
+    while (p->jobs == NULL && !p->stopping && (r = clean_candidate(p)) == NULL)
       pthread_cond_wait(&p->io_ready, &p->lock);
-    if (p->jobs == NULL) break;
-    struct io_job *job = p->jobs;
-    p->jobs = job->next;
-    if (p->jobs == NULL) p->jobs_tail = NULL;
-    tarn_ref *r = job->ref;
-    free(job);
+    if (r == NULL && p->jobs == NULL) break;
+    if (r == NULL) {
+      struct io_job *job = p->jobs;
+      p->jobs = job->next;
+      if (p->jobs == NULL) p->jobs_tail = NULL;
+      r = job->ref;
+      free(job);
+    }
     /* A WRITING ref's data and kind do not change until finish_write, and
      * only read pins are admitted meanwhile: reading it unlocked is safe. */
     pthread_mutex_unlock(&p->lock);
@@ -1117,6 +1172,7 @@ int tarn_pool_stats_get(tarn_pool *p, tarn_pool_stats *s) {
       s->pinned_bytes += r->charge;
   s->evictions = p->evictions;
   s->spills = p->spills;
+  s->cleanings = p->cleanings;
   s->restores = p->restores;
   s->cache_hits = p->cache_hits;
   s->cache_misses = p->cache_misses;

@@ -147,6 +147,19 @@ static tarn_ref *alloc(tarn_pool *p, size_t size) {
   return r;
 }
 
+/* Spilled bytes once the writes in flight have ended: a ref released
+ * while the pool writes it is freed after the write (a cleaning write may
+ * be in flight whenever a pool is near its limit). */
+static size_t settled_spilled_bytes(tarn_pool *p) {
+  tarn_pool_stats s = stats(p);
+  for (int waited = 0; s.spilled_bytes != 0 && waited < 5000; waited++) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+    s = stats(p);
+  }
+  return s.spilled_bytes;
+}
+
 /* ---- a user kind whose frees are observed ----------------------------- */
 
 struct observed {
@@ -283,7 +296,50 @@ static void objects_spill_and_come_back_under_the_limit(void **state) {
   assert_true(s.restores >= n);
   assert_true(s.bytes_read >= s.restores * 64 * KiB);
   for (int i = 0; i < n; i++) assert_int_equal(tarn_ref_release(r[i]), 0);
-  assert_int_equal(stats(p).spilled_bytes, 0);
+  assert_int_equal(settled_spilled_bytes(p), 0);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+/* Near its limit the pool writes dirty objects the clock is about to reach
+ * while its I/O threads are idle (cleaning); their eviction then writes
+ * nothing, and every object reads back whole. */
+static void dirty_objects_are_cleaned_ahead_of_eviction(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(1 * MiB, disk);
+  enum { n = 20, full = 16 };
+  tarn_ref *r[n];
+  for (int i = 0; i < full; i++) { /* at the limit: nothing evicted yet */
+    r[i] = alloc(p, 64 * KiB);
+    fill(r[i], (uint32_t)i + 7);
+  }
+  assert_int_equal(stats(p).evictions, 0);
+  /* One more: the clock passes every object (now unreferenced) and evicts,
+   * and the idle I/O threads clean the objects it is about to reach. */
+  r[full] = alloc(p, 64 * KiB);
+  fill(r[full], full + 7);
+  tarn_pool_stats s = stats(p);
+  for (int waited = 0; s.cleanings < 4 && waited < 10000; waited++) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+    s = stats(p);
+  }
+  assert_true(s.cleanings >= 4);
+  assert_true(s.spills >= s.cleanings);
+  /* The next evictions take cleaned objects: no eviction writes. */
+  uint64_t evictions = s.evictions, eviction_writes = s.spills - s.cleanings;
+  for (int i = full + 1; i < n; i++) {
+    r[i] = alloc(p, 64 * KiB);
+    fill(r[i], (uint32_t)i + 7);
+  }
+  s = stats(p);
+  assert_true(s.evictions > evictions);
+  assert_int_equal(s.spills - s.cleanings, eviction_writes);
+  assert_true(s.resident_peak <= 1 * MiB);
+  for (int i = 0; i < n; i++) assert_int_equal(check(r[i], (uint32_t)i + 7), 0);
+  for (int i = 0; i < n; i++) assert_int_equal(tarn_ref_release(r[i]), 0);
+  assert_int_equal(settled_spilled_bytes(p), 0);
   assert_int_equal(tarn_pool_destroy(p), 0);
   memdisk_free(disk);
 }
@@ -727,6 +783,7 @@ int main(void) {
       cmocka_unit_test(user_kind_is_freed_by_its_function),
       cmocka_unit_test(objects_spill_and_come_back_under_the_limit),
       cmocka_unit_test(clean_copies_are_dropped_without_writing),
+      cmocka_unit_test(dirty_objects_are_cleaned_ahead_of_eviction),
       cmocka_unit_test(write_pin_of_a_spilled_object_reads_nothing),
       cmocka_unit_test(nothing_evictable_is_enomem_or_a_wait),
       cmocka_unit_test(a_waiting_allocation_runs_after_an_unpin),

@@ -541,7 +541,9 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
       evict(p, v);
     }
     if (p->resident + need <= limit || p->cached > 0) continue;
-    if (p->inflight > 0) {
+    /* A write in flight frees its bytes, or (cleaning) leaves a victim
+     * that is dropped without a write: wait for it. */
+    if (p->inflight > 0 || p->cleaning) {
       pthread_cond_wait(&p->changed, &p->lock);
       p->room_epoch = epoch; /* objects that failed here stay skipped */
       continue;

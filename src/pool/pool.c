@@ -129,8 +129,9 @@ struct tarn_pool {
   uint64_t evictions, spills, restores, cache_hits, cache_misses;
   uint64_t write_failures; /* evictions whose write failed */
   /* Cleaning (see clean_candidate): a write in flight; off after a failed
-   * one until an eviction's write succeeds; writes done. */
-  bool cleaning, clean_off;
+   * one until an eviction's write succeeds; the last look found nothing
+   * (only the clock hand makes new candidates); writes done. */
+  bool cleaning, clean_off, clean_dry;
   uint64_t cleanings;
   int last_error;
   tarn_ref *quarantine;
@@ -376,8 +377,10 @@ static bool candidate(const tarn_pool *p, const tarn_ref *r) {
 /* Refs CLOCK looks past a dirty victim for a clean one. */
 #define CLEAN_LOOKAHEAD 16
 
-/* Picks the next victim by the pool's policy and claims it, or NULL. */
+/* Picks the next victim by the pool's policy and claims it, or NULL. The
+ * hand clears bits as it goes: cleaning may find candidates again. */
 static tarn_ref *pick_victim(tarn_pool *p) {
+  p->clean_dry = false;
   if (p->opt.policy == TARN_EVICT_LARGEST) {
     tarn_ref *best = NULL;
     for (tarn_ref *r = p->refs; r != NULL; r = r->next)
@@ -460,7 +463,7 @@ static bool clean_wanted(const tarn_pool *p) {
 
 /* A ref to clean, claimed and WRITING, or NULL (lock held). */
 static tarn_ref *clean_candidate(tarn_pool *p) {
-  if (!clean_wanted(p)) return NULL;
+  if (!clean_wanted(p) || p->clean_dry) return NULL;
   tarn_ref *r = p->hand != NULL ? p->hand : p->refs;
   for (size_t n = 0; r != NULL && n < CLEAN_AHEAD && n < p->live; n++) {
     if (candidate(p, r) &&
@@ -474,6 +477,7 @@ static tarn_ref *clean_candidate(tarn_pool *p) {
     }
     r = r->next != NULL ? r->next : p->refs;
   }
+  p->clean_dry = true;
   return NULL;
 }
 
@@ -523,7 +527,8 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
       p->resident += need;
       if (p->resident > p->peak) p->peak = p->resident;
       note_live(p);
-      if (p->jobs == NULL && clean_wanted(p)) pthread_cond_signal(&p->io_ready);
+      if (p->jobs == NULL && !p->clean_dry && clean_wanted(p))
+        pthread_cond_broadcast(&p->io_ready); /* the reader waits on it too */
       return 0;
     }
     if (need > limit) return TARN_ENOMEM;

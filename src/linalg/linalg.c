@@ -149,23 +149,23 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
                          .a = a,
                          .b = b,
                          .c = c};
-  size_t count = (size_t)(g.by_rows ? m : n);
+  size_t count = (size_t)(g.by_rows ? m : n), grain = SHARE_GRAIN;
   double madds = (double)m * n * k;
-  if (n != 1) {
-    if (madds < SHARE_MIN_MADDS) return gemm_range(&g, 0, count);
-    return tarn_task_parallel_for(t, count, SHARE_GRAIN, gemm_range, &g);
+  bool share = madds >= SHARE_MIN_MADDS;
+  if (n == 1) {
+    /* A matrix-vector product is bound by memory, not arithmetic: halves
+     * of a tile's rows on two cores stream from memory no faster than one
+     * core streams the whole tile (at N=4096 in 512 tiles, sharing them
+     * took 4 to 8 ms instead of 3), and the other tiles' tasks keep the
+     * cores busy. A tile that stays in cache between uses is read from two
+     * caches at twice the rate: shared in two halves (one 256 tile, N=256:
+     * 6.3 to 6.7 us instead of 7.0 to 7.5). */
+    bool cached = madds >= GEMV_CACHED_MIN && madds <= GEMV_CACHED_MAX;
+    share = cached || madds >= GEMV_SHARE_MIN;
+    if (cached) grain = count / 2 > 0 ? count / 2 : 1;
   }
-  /* A matrix-vector product is bound by memory, not arithmetic: halves of
-   * a tile's rows on two cores stream from memory no faster than one core
-   * streams the whole tile (at N=4096 in 512 tiles, sharing them took 4 to
-   * 8 ms instead of 3), and the other tiles' tasks keep the cores busy.
-   * A tile that stays in cache between uses is read from two caches at
-   * twice the rate: shared in two halves (one 256 tile, N=256: 6.3 to 6.7
-   * us instead of 7.0 to 7.5). */
-  if (madds >= GEMV_CACHED_MIN && madds <= GEMV_CACHED_MAX)
-    return tarn_task_parallel_for(t, count, count / 2, gemm_range, &g);
-  if (madds < GEMV_SHARE_MIN) return gemm_range(&g, 0, count);
-  return tarn_task_parallel_for(t, count, SHARE_GRAIN, gemm_range, &g);
+  if (!share) return gemm_range(&g, 0, count);
+  return tarn_task_parallel_for(t, count, grain, gemm_range, &g);
 }
 
 /* A trsm's operands, shared by ranges of B's columns (left side: each

@@ -68,9 +68,10 @@ struct panel {
   const lapack_int *ipiv; /* 1-based, relative to the panel */
 };
 
-/* Rows in tile i of the panel (the last may be short). */
+/* Rows in tile i of the job's tile column from row0 down (the last may be
+ * short): the leading dimension of that tile. */
 static size_t panel_tile_rows(const struct panel *q, size_t i) {
-  size_t left = q->rows - i * q->j->tb;
+  size_t left = q->j->rows - i * q->j->tb;
   return left < q->j->tb ? left : q->j->tb;
 }
 
@@ -210,7 +211,7 @@ static int k_panel(tarn_task *t, void *arg) {
 static void prefetch_columns(const struct panel *q, size_t c0, size_t c1) {
   const struct lu_job *j = q->j;
   for (size_t i = 0; i < j->ntiles; i++) {
-    size_t r = j->rows - i * j->tb < j->tb ? j->rows - i * j->tb : j->tb;
+    size_t r = panel_tile_rows(q, i);
     const char *tile = tarn_task_data(q->t, j->slot0 + i);
     for (const char *p = tile + c0 * r * sizeof(double),
                     *e = tile + c1 * r * sizeof(double);
@@ -240,8 +241,8 @@ static int swap_range(void *arg, size_t begin, size_t end) {
     size_t a = s - j->row0, b = j->piv[s] - j->row0;
     if (a == b) continue;
     size_t ta = a / tb, tbb = b / tb;
-    rows[n].lda = j->rows - ta * tb < tb ? j->rows - ta * tb : tb;
-    rows[n].ldb = j->rows - tbb * tb < tb ? j->rows - tbb * tb : tb;
+    rows[n].lda = panel_tile_rows(q, ta);
+    rows[n].ldb = panel_tile_rows(q, tbb);
     rows[n].a = (double *)tarn_task_data(q->t, j->slot0 + ta) + a % tb;
     rows[n].b = (double *)tarn_task_data(q->t, j->slot0 + tbb) + b % tb;
     n++;
@@ -340,27 +341,29 @@ static int submit_swap(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
   return submit_job(a->rt, k_swap, &s, deps, nt + 1, priority, "laswp");
 }
 
-/* Panel k's updates of tile column jb of a solve's Y (B's copy): its
- * interchanges, L_kk^-1 on tile row k, and the gemm below, as for a tile
- * column of A right of all of A's (the priorities say so). */
-static int submit_forward(tarn_matrix *a, tarn_matrix *y, size_t k, size_t jb,
-                          size_t *piv, tarn_dep *deps) {
-  size_t mt = a->mt, j = mt + jb;
-  int nk = (int)tarn__tile_rows(a, k), nj = (int)tarn__tile_cols(y, jb);
-  int rc = submit_swap(a, y, k, jb, piv, deps, column_priority(k, j, 0));
+/* Panel k's updates of tile column j of `m` (A right of the panel, or a
+ * solve's copy Y of B: A's row tiling): its interchanges, L_kk^-1 on tile
+ * row k, and the gemm below. `at` is the column's place right of the
+ * panel for the priorities (Y's columns come after all of A's). */
+static int submit_update(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
+                         size_t at, size_t *piv, tarn_dep *deps) {
+  size_t mt = a->mt;
+  int nk = (int)tarn__tile_rows(a, k), nj = (int)tarn__tile_cols(m, j);
+  int rc = submit_swap(a, m, k, j, piv, deps, column_priority(k, at, 0));
   if (rc != 0) return rc;
-  tarn_ref *ykj = tarn__tile(y, k, jb);
-  tarn_dep d2[2] = {{tarn__tile(a, k, k), TARN_READ}, {ykj, TARN_READ_WRITE}};
+  tarn_ref *mkj = tarn__tile(m, k, j);
+  tarn_dep d2[2] = {{tarn__tile(a, k, k), TARN_READ}, {mkj, TARN_READ_WRITE}};
   struct lu_job s = {.m = nk, .n = nj, .lda = nk, .ldb = nk};
-  rc = submit_job(a->rt, k_trsm, &s, d2, 2, column_priority(k, j, 1), "trsm");
+  rc = submit_job(a->rt, k_trsm, &s, d2, 2, column_priority(k, at, 1), "trsm");
   for (size_t i = k + 1; rc == 0 && i < mt; i++) {
     int ni = (int)tarn__tile_rows(a, i);
-    tarn_dep d3[3] = {{tarn__tile(y, i, jb), TARN_READ_WRITE},
+    tarn_dep d3[3] = {{tarn__tile(m, i, j), TARN_READ_WRITE},
                       {tarn__tile(a, i, k), TARN_READ},
-                      {ykj, TARN_READ}};
+                      {mkj, TARN_READ}};
     struct lu_job g = {
         .m = ni, .n = nj, .k = nk, .lda = ni, .ldb = nk, .ldc = ni};
-    rc = submit_job(a->rt, k_gemm, &g, d3, 3, column_priority(k, j, 2), "gemm");
+    rc =
+        submit_job(a->rt, k_gemm, &g, d3, 3, column_priority(k, at, 2), "gemm");
   }
   return rc;
 }
@@ -384,39 +387,14 @@ static int submit_lu(tarn_matrix *a, size_t *piv, atomic_int *info,
                        .piv = piv,
                        .info = info};
     int rc = submit_job(a->rt, k_panel, &p, deps, mt - k, PRIO_TOP, "getrf");
-    if (rc != 0) return rc;
-    for (size_t j = k + 1; j < mt; j++) {
-      int nj = (int)tarn__tile_cols(a, j);
-      rc = submit_swap(a, a, k, j, piv, deps, column_priority(k, j, 0));
-      if (rc != 0) return rc;
-      tarn_ref *akj = tarn__tile(a, k, j);
-      tarn_dep d2[2] = {{tarn__tile(a, k, k), TARN_READ},
-                        {akj, TARN_READ_WRITE}};
-      struct lu_job s = {.m = nk, .n = nj, .lda = nk, .ldb = nk};
-      rc = submit_job(a->rt, k_trsm, &s, d2, 2, column_priority(k, j, 1),
-                      "trsm");
-      if (rc != 0) return rc;
-      for (size_t i = k + 1; i < mt; i++) {
-        int ni = (int)tarn__tile_rows(a, i);
-        tarn_dep d3[3] = {{tarn__tile(a, i, j), TARN_READ_WRITE},
-                          {tarn__tile(a, i, k), TARN_READ},
-                          {akj, TARN_READ}};
-        struct lu_job g = {
-            .m = ni, .n = nj, .k = nk, .lda = ni, .ldb = nk, .ldc = ni};
-        rc = submit_job(a->rt, k_gemm, &g, d3, 3, column_priority(k, j, 2),
-                        "gemm");
-        if (rc != 0) return rc;
-      }
-    }
-    for (size_t jb = 0; y != NULL && jb < y->nt; jb++) {
-      rc = submit_forward(a, y, k, jb, piv, deps);
-      if (rc != 0) return rc;
-    }
+    for (size_t j = k + 1; rc == 0 && j < mt; j++)
+      rc = submit_update(a, a, k, j, j, piv, deps);
+    for (size_t jb = 0; rc == 0 && y != NULL && jb < y->nt; jb++)
+      rc = submit_update(a, y, k, jb, mt + jb, piv, deps);
     /* The left part, as dgetrf does: off the critical path. */
-    for (size_t j = 0; j < k; j++) {
+    for (size_t j = 0; rc == 0 && j < k; j++)
       rc = submit_swap(a, a, k, j, piv, deps, 0);
-      if (rc != 0) return rc;
-    }
+    if (rc != 0) return rc;
   }
   return 0;
 }

@@ -87,6 +87,7 @@ static const size_t gemm_shapes[][6] = {
     /* matrix-vector tiles small enough to be shared in halves */
     {300, 1, 300, 300, 300, 1},
     {200, 1, 500, 100, 500, 1},
+    {1, 1, 40000, 1, 40000, 1}, /* a dot product of one tile */
 };
 
 static void test_gemm_transposes(void **state) {

@@ -64,6 +64,10 @@ struct tarn_ref {
   tarn_pool *pool;
   _Atomic(void *) owner; /* the layer above's state (pool_internal.h) */
   _Alignas(64) _Atomic uint32_t refs;
+  /* Tasks submitted and not yet ended that use the ref, counted by the
+   * runtime while the pool has a limit (tarn__ref_demand): eviction takes
+   * refs no such task uses before the others. */
+  _Atomic uint32_t demand;
   /* Guarded by the pool lock. */
   enum ref_state state;
   bool dead;    /* the last reference is gone */
@@ -374,35 +378,31 @@ static bool candidate(const tarn_pool *p, const tarn_ref *r) {
          (atomic_load(&r->pinword) & PIN_MASK) == 0;
 }
 
+/* Whether no submitted task still uses `r` (tarn__ref_demand). */
+static bool idle_in_graph(const tarn_ref *r) {
+  return atomic_load_explicit(&r->demand, memory_order_relaxed) == 0;
+}
+
 /* Refs CLOCK looks past a dirty victim for a clean one. */
 #define CLEAN_LOOKAHEAD 16
+/* Refs the first CLOCK pass looks at for one no task uses, at most. */
+#define IDLE_SCAN 1024
 
-/* Picks the next victim by the pool's policy and claims it, or NULL. The
- * hand clears bits as it goes: cleaning may find candidates again. */
-static tarn_ref *pick_victim(tarn_pool *p) {
-  p->clean_dry = false;
-  if (p->opt.policy == TARN_EVICT_LARGEST) {
-    tarn_ref *best = NULL;
-    for (tarn_ref *r = p->refs; r != NULL; r = r->next)
-      if (candidate(p, r) && (best == NULL || r->charge > best->charge))
-        best = r;
-    return best != NULL && claim_idle(best) ? best : NULL;
-  }
-  /* CLOCK: two sweeps at most (the first may only clear bits), preferring
-   * a clean victim (its spilled copy current: dropped without a write) to a
-   * dirty one: after the first unreferenced dirty candidate, the hand looks
-   * CLEAN_LOOKAHEAD refs further for a clean one before taking it. In a
-   * tiled product this evicts the inputs used for the last time rather
-   * than the outputs still being accumulated. */
+/* One CLOCK pass over at most `steps` refs, among the candidates no task
+ * uses when `idle_only`, else among all: the first unreferenced clean
+ * candidate, or the first unreferenced dirty one when no clean one follows
+ * it within CLEAN_LOOKAHEAD refs, claimed; or NULL. Passing a referenced
+ * candidate clears its bit (its second chance). */
+static tarn_ref *clock_pass(tarn_pool *p, size_t steps, bool idle_only) {
   tarn_ref *dirty = NULL;
   size_t lookahead = 0;
-  for (size_t steps = 0; steps < 2 * p->live + 1; steps++) {
+  for (size_t n = 0; n < steps; n++) {
     if (dirty != NULL && lookahead++ == CLEAN_LOOKAHEAD) break;
     if (p->hand == NULL) p->hand = p->refs;
     tarn_ref *r = p->hand;
     if (r == NULL) break;
     p->hand = r->next;
-    if (!candidate(p, r)) continue;
+    if (!candidate(p, r) || (idle_only && !idle_in_graph(r))) continue;
     if (atomic_exchange_explicit(&r->referenced, 0, memory_order_relaxed))
       continue;
     bool clean = r->has_block && (atomic_load(&r->pinword) & CLEAN);
@@ -414,6 +414,30 @@ static tarn_ref *pick_victim(tarn_pool *p) {
   }
   return dirty != NULL && candidate(p, dirty) && claim_idle(dirty) ? dirty
                                                                    : NULL;
+}
+
+/* Picks the next victim by the pool's policy and claims it, or NULL. The
+ * hand clears bits as it goes: cleaning may find candidates again. */
+static tarn_ref *pick_victim(tarn_pool *p) {
+  p->clean_dry = false;
+  if (p->opt.policy == TARN_EVICT_LARGEST) {
+    tarn_ref *best = NULL;
+    for (tarn_ref *r = p->refs; r != NULL; r = r->next)
+      if (candidate(p, r) &&
+          (best == NULL || idle_in_graph(r) > idle_in_graph(best) ||
+           (idle_in_graph(r) == idle_in_graph(best) &&
+            r->charge > best->charge)))
+        best = r;
+    return best != NULL && claim_idle(best) ? best : NULL;
+  }
+  /* CLOCK, first among the refs no submitted task uses (a finished tile
+   * column of a factorisation, the other triangle, inputs whose products
+   * are done), then among all; two sweeps at most each (the first may
+   * only clear bits). A clean victim (its spilled copy current: dropped
+   * without a write) is preferred to a dirty one. */
+  size_t sweeps = 2 * p->live + 1;
+  tarn_ref *v = clock_pass(p, sweeps < IDLE_SCAN ? sweeps : IDLE_SCAN, true);
+  return v != NULL ? v : clock_pass(p, sweeps, false);
 }
 
 /* Evicts `r` (claimed, RESIDENT): drops it when its spilled copy is current,
@@ -461,21 +485,32 @@ static bool clean_wanted(const tarn_pool *p) {
          p->resident - p->cached >= limit / 100 * CLEAN_FROM_PERCENT;
 }
 
-/* A ref to clean, claimed and WRITING, or NULL (lock held). */
+/* A ref to clean, claimed and WRITING, or NULL (lock held): among the next
+ * CLEAN_AHEAD refs from the hand, an unreferenced dirty candidate that no
+ * submitted task uses; or, when none of them is unused, any unreferenced
+ * dirty candidate (eviction takes unused refs first, so those are the
+ * ones it reaches next). */
 static tarn_ref *clean_candidate(tarn_pool *p) {
   if (!clean_wanted(p) || p->clean_dry) return NULL;
-  tarn_ref *r = p->hand != NULL ? p->hand : p->refs;
-  for (size_t n = 0; r != NULL && n < CLEAN_AHEAD && n < p->live; n++) {
-    if (candidate(p, r) &&
-        !(r->has_block && (atomic_load(&r->pinword) & CLEAN)) &&
-        !atomic_load_explicit(&r->referenced, memory_order_relaxed) &&
-        claim_idle(r)) {
-      r->state = WRITING;
-      r->cleaning = true;
-      p->cleaning = true;
-      return r;
+  bool any_idle = false;
+  for (int pass = 0; pass < 2 && !(pass == 1 && any_idle); pass++) {
+    tarn_ref *r = p->hand != NULL ? p->hand : p->refs;
+    for (size_t n = 0; r != NULL && n < CLEAN_AHEAD && n < p->live; n++) {
+      if (candidate(p, r)) {
+        bool idle = idle_in_graph(r);
+        any_idle = any_idle || idle;
+        if ((idle || pass == 1) &&
+            !(r->has_block && (atomic_load(&r->pinword) & CLEAN)) &&
+            !atomic_load_explicit(&r->referenced, memory_order_relaxed) &&
+            claim_idle(r)) {
+          r->state = WRITING;
+          r->cleaning = true;
+          p->cleaning = true;
+          return r;
+        }
+      }
+      r = r->next != NULL ? r->next : p->refs;
     }
-    r = r->next != NULL ? r->next : p->refs;
   }
   p->clean_dry = true;
   return NULL;
@@ -837,6 +872,7 @@ static tarn_ref *ref_new(tarn_pool *p, void *data, size_t size, size_t charge,
   memset(r, 0, sizeof *r);
   atomic_init(&r->pinword, FAST);
   atomic_init(&r->refs, 1);
+  atomic_init(&r->demand, 0);
   atomic_init(&r->magic, MAGIC_LIVE);
   atomic_init(&r->referenced, 1);
   r->state = RESIDENT;
@@ -947,6 +983,17 @@ void *tarn__ref_owner(tarn_ref *r, void *install) {
 }
 
 tarn_pool *tarn__ref_pool(const tarn_ref *r) { return r->pool; }
+
+bool tarn__pool_limited(const tarn_pool *p) { return p->opt.mem_limit != 0; }
+
+void tarn__ref_demand(tarn_ref *r, int delta) {
+  if (delta > 0)
+    atomic_fetch_add_explicit(&r->demand, (uint32_t)delta,
+                              memory_order_relaxed);
+  else
+    atomic_fetch_sub_explicit(&r->demand, (uint32_t)-delta,
+                              memory_order_relaxed);
+}
 
 bool tarn__pool_reads_settle(tarn_pool *p) {
   pthread_mutex_lock(&p->lock);

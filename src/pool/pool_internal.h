@@ -1,6 +1,7 @@
 /* pool_internal.h: what the pool offers the layers above it and nobody
  * else: one pointer slot per ref for the runtime's state, freed through a
- * callback when the ref dies, and a cheap read of the peaks. */
+ * callback when the ref dies, a count of the tasks that will use a ref
+ * (which eviction reads), and a cheap read of the peaks. */
 #ifndef TARN_POOL_INTERNAL_H
 #define TARN_POOL_INTERNAL_H
 
@@ -22,6 +23,16 @@ void *tarn__ref_owner(tarn_ref *ref, void *install);
 
 /* The pool a ref belongs to. */
 tarn_pool *tarn__ref_pool(const tarn_ref *ref);
+
+/* Whether the pool has a memory limit (fixed when it is made). */
+bool tarn__pool_limited(const tarn_pool *pool);
+
+/* Adds `delta` (+1 or -1) to the count of tasks submitted and not yet
+ * ended that use `ref` (alive). The runtime counts while the pool has a
+ * limit; eviction then takes refs that no such task uses before the
+ * others, since those are known to be needed again. A hint: only which
+ * ref is evicted depends on it. Thread-safe, lock-free. */
+void tarn__ref_demand(tarn_ref *ref, int delta);
 
 /* Waits until no object is being read back (a prefetch, another thread's
  * pin): each leaves an object that can then be evicted. Returns whether

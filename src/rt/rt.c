@@ -79,7 +79,8 @@ struct slot {
   void *data;
   tarn_access mode;
   bool pinned;
-  bool held; /* the task holds a reference to `ref` (released at its end) */
+  bool held;    /* the task holds a reference to `ref` (released at its end) */
+  bool counted; /* in the ref's demand (tarn__ref_demand) until the end */
 };
 
 enum { inline_slots = 4 };
@@ -665,8 +666,11 @@ static bool runs_first(struct worker *w, const tarn_task *t) {
 static void finish(struct worker *w, tarn_task *t, int status, bool ran,
                    tarn_task **next) {
   tarn_rt *rt = t->rt;
-  for (size_t i = 0; i < t->n; i++)
+  for (size_t i = 0; i < t->n; i++) {
+    /* Alive: held, or lent to a successor, which cannot end before t. */
     if (t->slots[i].pinned) tarn_ref_unpin(t->slots[i].ref);
+    if (t->slots[i].counted) tarn__ref_demand(t->slots[i].ref, -1);
+  }
   t->failed = status != 0;
   if (status == TARN_ECANCELED)
     atomic_fetch_add_explicit(&rt->cancelled, 1, memory_order_relaxed);
@@ -1141,7 +1145,15 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
     task_free(t);
     return submit_failed(d, rc);
   }
-  /* Counted before it can end: it waits for this submission's hold. */
+  /* Counted before it can end: it waits for this submission's hold. Under
+   * a memory limit, its refs count it as a future user too, so that
+   * eviction takes refs no task will use before these. */
+  if (tarn__pool_limited(rt->pool))
+    for (size_t i = 0; i < t->n; i++)
+      if (t->slots[i].held) {
+        tarn__ref_demand(t->slots[i].ref, 1);
+        t->slots[i].counted = true;
+      }
   atomic_fetch_add(&t->region->submitted, 1);
   atomic_fetch_add_explicit(&rt->submitted, 1, memory_order_relaxed);
   /* Failed half-way through tracking: the task is in the graph for some

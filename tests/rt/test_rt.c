@@ -632,6 +632,86 @@ static void a_limit_below_the_data_holds_tasks_back(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+static int first_byte_task(tarn_task *t, void *arg) {
+  (void)arg;
+  const unsigned char *in = tarn_task_data(t, 1);
+  uint64_t v = in[0];
+  memcpy(tarn_task_data(t, 2), &v, sizeof v);
+  return 0;
+}
+
+/* Under a limit, eviction takes data no submitted task uses before data a
+ * waiting task will read: the CLOCK hand alone would take the newest ref
+ * first, one that a task waits for. Six 1 MiB refs, the odd ones read by
+ * tasks held behind a gate; a 1 MiB allocation under a 7 MiB limit evicts
+ * two refs (one for it, one written ahead). The tasks then run without
+ * reading anything back. The same with the largest-first policy (all
+ * sizes equal: it would take the first it finds, the newest). */
+static void evict_while_tasks_wait(tarn_evict_policy policy) {
+  atomic_store(&gate, 0);
+  atomic_store(&gate_started, 0);
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 1;
+  o.pool.mem_limit = 7 * MiB;
+  o.pool.cache_bytes = 0;
+  o.pool.policy = policy;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  tarn_pool *pool = tarn_rt_pool(rt);
+  enum { n = 6 };
+  tarn_ref *data[n], *firsts[n] = {NULL};
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(tarn_ref_alloc(pool, MiB, 0, &data[i]), 0);
+    unsigned char *p = NULL;
+    assert_int_equal(tarn_ref_pin(data[i], TARN_WRITE, 0, (void **)&p), 0);
+    memset(p, i + 1, MiB);
+    assert_int_equal(tarn_ref_unpin(data[i]), 0);
+  }
+  tarn_ref *g = word_ref(rt, 0);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, gate_task, TARN_W(g)), 0);
+  struct timespec tick = {0, 100000};
+  while (!atomic_load(&gate_started)) nanosleep(&tick, NULL);
+  for (int i = 1; i < n; i += 2) {
+    firsts[i] = word_ref(rt, 0);
+    assert_int_equal(tarn_submit(rt, first_byte_task, TARN_R(g),
+                                 TARN_R(data[i]), TARN_W(firsts[i])),
+                     0);
+  }
+  tarn_pool_stats before, after;
+  assert_int_equal(tarn_pool_stats_get(pool, &before), 0);
+  tarn_ref *extra = NULL;
+  assert_int_equal(tarn_ref_alloc(pool, MiB, 0, &extra), 0);
+  atomic_store(&gate, 1);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(tarn_pool_stats_get(pool, &after), 0);
+  assert_true(after.evictions >= before.evictions + 2);
+  assert_int_equal(after.bytes_read, before.bytes_read);
+  for (int i = 0; i < n; i++) {
+    if (firsts[i] != NULL) {
+      assert_int_equal(word_of(firsts[i]), (uint64_t)(i + 1));
+      tarn_ref_release(firsts[i]);
+    }
+    unsigned char *p = NULL; /* the evicted ones come back whole */
+    assert_int_equal(tarn_ref_pin(data[i], TARN_READ, 0, (void **)&p), 0);
+    assert_int_equal(p[0], i + 1);
+    assert_int_equal(p[MiB - 1], i + 1);
+    assert_int_equal(tarn_ref_unpin(data[i]), 0);
+    tarn_ref_release(data[i]);
+  }
+  tarn_ref_release(extra);
+  tarn_ref_release(g);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static void data_tasks_wait_for_is_evicted_last(void **state) {
+  (void)state;
+  evict_while_tasks_wait(TARN_EVICT_CLOCK);
+  evict_while_tasks_wait(TARN_EVICT_LARGEST);
+}
+
 static int stage_task(tarn_task *t, void *arg) {
   (void)arg;
   const unsigned char *in = tarn_task_data(t, 0);
@@ -790,6 +870,7 @@ int main(void) {
       cmocka_unit_test(higher_priorities_run_first),
       cmocka_unit_test(scratch_is_reset_when_a_task_ends),
       cmocka_unit_test(a_limit_below_the_data_holds_tasks_back),
+      cmocka_unit_test(data_tasks_wait_for_is_evicted_last),
       cmocka_unit_test(temporaries_are_freed_when_their_last_task_ends),
       cmocka_unit_test(an_inner_region_keeps_the_outer_peak),
       cmocka_unit_test(bad_submissions_are_refused),

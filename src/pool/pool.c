@@ -647,7 +647,11 @@ static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
   }
   uint64_t w = atomic_load(&r->pinword);
   r->state = RESIDENT;
-  if (r->dead && (w & PIN_MASK) == 0) {
+  /* A guarded ref is the reader's: it may wait in make_room for a
+   * prefetch of `r` begun before `r` was read back, evicted and released.
+   * It frees the ref when it is done (freeing it here too freed it twice,
+   * and the reader then used it). */
+  if (r->dead && (w & PIN_MASK) == 0 && !r->guarded) {
     ref_destroy(p, r);
     return;
   }

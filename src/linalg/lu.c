@@ -478,11 +478,16 @@ static int lu_region(tarn_matrix *a, size_t *piv, tarn_matrix *b, int *info) {
   return 0;
 }
 
+/* Whether A (not NULL) can be factored here: square, with square tiles,
+ * sizes BLAS takes. */
+static bool lu_shape_ok(const tarn_matrix *a) {
+  return a->m == a->n && a->mb == a->nb && tarn__blas_sized(a) &&
+         a->m <= INT_MAX;
+}
+
 int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
   if (info != NULL) *info = 0;
-  if (a == NULL || piv == NULL || a->m != a->n || a->mb != a->nb ||
-      !tarn__blas_sized(a) || a->m > INT_MAX)
-    return TARN_EINVAL;
+  if (a == NULL || piv == NULL || !lu_shape_ok(a)) return TARN_EINVAL;
   return lu_region(a, piv, NULL, info);
 }
 
@@ -491,8 +496,7 @@ int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
   if (a == NULL || b == NULL || a == b || a->rt != b->rt || b->m != a->m ||
       b->mb != a->mb || !tarn__blas_sized(b))
     return TARN_EINVAL;
-  if (a->m != a->n || a->mb != a->nb || !tarn__blas_sized(a) || a->m > INT_MAX)
-    return TARN_EINVAL;
+  if (!lu_shape_ok(a)) return TARN_EINVAL;
   size_t *piv = malloc(a->m * sizeof *piv);
   if (piv == NULL) return TARN_ENOMEM;
   int rc = lu_region(a, piv, b, info);

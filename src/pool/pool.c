@@ -423,13 +423,18 @@ static tarn_ref *clock_pass(tarn_pool *p, size_t steps, bool idle_only) {
 static tarn_ref *pick_victim(tarn_pool *p) {
   p->clean_dry = false;
   if (p->opt.policy == TARN_EVICT_LARGEST) {
+    /* Unused refs first, the largest among them. */
     tarn_ref *best = NULL;
-    for (tarn_ref *r = p->refs; r != NULL; r = r->next)
-      if (candidate(p, r) &&
-          (best == NULL || idle_in_graph(r) > idle_in_graph(best) ||
-           (idle_in_graph(r) == idle_in_graph(best) &&
-            r->charge > best->charge)))
+    bool best_idle = false;
+    for (tarn_ref *r = p->refs; r != NULL; r = r->next) {
+      if (!candidate(p, r)) continue;
+      bool idle = idle_in_graph(r);
+      if (best == NULL || idle > best_idle ||
+          (idle == best_idle && r->charge > best->charge)) {
         best = r;
+        best_idle = idle;
+      }
+    }
     return best != NULL && claim_idle(best) ? best : NULL;
   }
   /* CLOCK, first among the refs no submitted task uses (a finished tile
@@ -495,7 +500,8 @@ static bool clean_wanted(const tarn_pool *p) {
 static tarn_ref *clean_candidate(tarn_pool *p) {
   if (!clean_wanted(p) || p->clean_dry) return NULL;
   bool any_idle = false;
-  for (int pass = 0; pass < 2 && !(pass == 1 && any_idle); pass++) {
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1 && any_idle) break; /* unused ones go first: wait for them */
     tarn_ref *r = p->hand != NULL ? p->hand : p->refs;
     for (size_t n = 0; r != NULL && n < CLEAN_AHEAD && n < p->live; n++) {
       if (candidate(p, r)) {
@@ -990,15 +996,9 @@ void *tarn__ref_owner(tarn_ref *r, void *install) {
 
 tarn_pool *tarn__ref_pool(const tarn_ref *r) { return r->pool; }
 
-bool tarn__pool_limited(const tarn_pool *p) { return p->opt.mem_limit != 0; }
-
 void tarn__ref_demand(tarn_ref *r, int delta) {
-  if (delta > 0)
-    atomic_fetch_add_explicit(&r->demand, (uint32_t)delta,
-                              memory_order_relaxed);
-  else
-    atomic_fetch_sub_explicit(&r->demand, (uint32_t)-delta,
-                              memory_order_relaxed);
+  /* Unsigned: adding (uint32_t)-1 subtracts one. */
+  atomic_fetch_add_explicit(&r->demand, (uint32_t)delta, memory_order_relaxed);
 }
 
 bool tarn__pool_reads_settle(tarn_pool *p) {

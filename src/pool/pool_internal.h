@@ -24,9 +24,6 @@ void *tarn__ref_owner(tarn_ref *ref, void *install);
 /* The pool a ref belongs to. */
 tarn_pool *tarn__ref_pool(const tarn_ref *ref);
 
-/* Whether the pool has a memory limit (fixed when it is made). */
-bool tarn__pool_limited(const tarn_pool *pool);
-
 /* Adds `delta` (+1 or -1) to the count of tasks submitted and not yet
  * ended that use `ref` (alive). The runtime counts while the pool has a
  * limit; eviction then takes refs that no such task uses before the

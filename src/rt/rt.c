@@ -1148,7 +1148,7 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   /* Counted before it can end: it waits for this submission's hold. Under
    * a memory limit, its refs count it as a future user too, so that
    * eviction takes refs no task will use before these. */
-  if (tarn__pool_limited(rt->pool))
+  if (rt->may_spill)
     for (size_t i = 0; i < t->n; i++)
       if (t->slots[i].held) {
         tarn__ref_demand(t->slots[i].ref, 1);

@@ -117,6 +117,14 @@ typedef struct tarn_pool_options {
   unsigned io_threads;
   /* Most bytes of freed buffers kept for reuse. Default 256 MiB. */
   size_t cache_bytes;
+  /* 1 (the default): buffers of 2 MiB or more (a 512 x 512 tile of
+   * doubles) are mapped on a 2 MiB boundary and offered to the kernel for
+   * transparent huge pages, so a task streaming through them does not
+   * miss the TLB every 4 KiB (a stencil at N=4096 ran 5 to 10 % faster).
+   * The memory charged is the same; where the kernel's THP setting is
+   * "never" nothing changes. 0: every buffer on the system's small
+   * pages. */
+  int huge_pages;
   /* NULL for the default spill file. The struct is copied; its ctx must
    * outlive the pool. */
   const tarn_storage *storage;

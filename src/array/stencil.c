@@ -9,7 +9,8 @@
  * the tile's rows are a column of a source tile of the same tile row (or a
  * column of the pad value), so the inner rows of each output column are
  * summed straight from three source columns, and only the first and last
- * row read the halo rows above and below, element by element. A user's
+ * row read the halo rows above and below, gathered a chunk
+ * of columns at a time. A user's
  * kernel, and the sum of a larger radius (whose (2r+1)^2 terms per element
  * dwarf a copy), get the tile with its halo assembled in the worker's
  * scratch memory, run by run of consecutive source rows. Either way the
@@ -325,34 +326,46 @@ struct sum_share {
   double *out;
 };
 
-/* The element of halo row h, outside the tile's rows (0: above, rows + 1:
- * below), in halo column c. The rows' pad comes first. */
-static double outside_at(const struct sources *m, size_t h, size_t c) {
+/* Where the element of halo row h, outside the tile's rows (0: above,
+ * rows + 1: below), in halo column c lies, or NULL for a pad value. */
+static const double *outside_ptr(const struct sources *m, size_t h, size_t c) {
   struct loc row = m->hrow[h], col = m->hcol[c];
-  if (row.tile == PAD) return m->j->st.rows.pad;
-  if (col.tile == PAD) return m->j->st.cols.pad;
-  return m->data[row.tile][col.tile][row.local + col.local * m->ld[row.tile]];
+  if (row.tile == PAD || col.tile == PAD) return NULL;
+  return m->data[row.tile][col.tile] + row.local + col.local * m->ld[row.tile];
 }
 
+/* That element's value. The rows' pad comes first. */
+static double outside_at(const struct sources *m, size_t h, size_t c) {
+  const double *at = outside_ptr(m, h, c);
+  if (at != NULL) return *at;
+  return m->hrow[h].tile == PAD ? m->j->st.rows.pad : m->j->st.cols.pad;
+}
+
+/* Output columns per chunk of sum1_range. The halo rows' elements lie a
+ * source column apart (a page, for a tile of 512 rows): each load misses
+ * the TLB and the cache. So a chunk's are prefetched while the chunk
+ * before it is summed, and gathered before its own columns. */
+enum { SUM1_CHUNK = 64 };
+
 /* Output columns [q0, q1): the inner rows straight from the source
- * columns, the first and last row with the halo rows above and below,
- * whose elements slide along in a window of three columns. */
+ * columns, the first and last row with the halo rows above and below. */
 static int sum1_range(void *arg, size_t q0, size_t q1) {
   const struct sum_share *s = arg;
   const struct sources *m = s->m;
   size_t rows = m->rows, below = rows + 1;
-  double t[3], b[3];
-  for (size_t k = 1; k < 3; k++) {
-    t[k] = outside_at(m, 0, q0 + k - 1);
-    b[k] = outside_at(m, below, q0 + k - 1);
-  }
-  for (size_t q = q0; q < q1; q++) {
-    const double *const *col = s->col + q;
-    double *o = s->out + q * rows;
-    t[0] = t[1], t[1] = t[2], t[2] = outside_at(m, 0, q + 2);
-    b[0] = b[1], b[1] = b[2], b[2] = outside_at(m, below, q + 2);
-    if (rows > 2) sum3(col[0], col[1], col[2], o + 1, rows - 2);
-    edges1(col[0], col[1], col[2], t, b, o, rows);
+  double t[SUM1_CHUNK + 2], b[SUM1_CHUNK + 2];
+  for (size_t c0 = q0; c0 < q1; c0 += SUM1_CHUNK) {
+    size_t c1 = q1 - c0 < SUM1_CHUNK ? q1 : c0 + SUM1_CHUNK;
+    for (size_t c = c0; c < c1 + 2; c++) {
+      t[c - c0] = outside_at(m, 0, c);
+      b[c - c0] = outside_at(m, below, c);
+    }
+    for (size_t q = c0; q < c1; q++) {
+      const double *const *col = s->col + q;
+      double *o = s->out + q * rows;
+      if (rows > 2) sum3(col[0], col[1], col[2], o + 1, rows - 2);
+      edges1(col[0], col[1], col[2], t + (q - c0), b + (q - c0), o, rows);
+    }
   }
   return 0;
 }

@@ -191,6 +191,7 @@ int tarn_pool_options_init(tarn_pool_options *o) {
   o->policy = TARN_EVICT_CLOCK;
   o->io_threads = 2;
   o->cache_bytes = (size_t)256 << 20;
+  o->huge_pages = 1;
   int rc = 0;
   const char *limit = getenv("TARN_MEM_LIMIT");
   if (limit != NULL && parse_bytes(limit, &o->mem_limit) != 0) {
@@ -239,13 +240,36 @@ static bool cache_put(tarn_pool *p, void *buf, size_t cap) {
   return true;
 }
 
+/* ---- bytes buffers ------------------------------------------------------ */
+
+/* Whether a buffer of cap bytes lies on huge pages: decided by the size and
+ * the pool's option alone, so buffer_free needs no record of it. */
+static bool buffer_huge(const tarn_pool *p, size_t cap) {
+  return p->opt.huge_pages && cap >= TARN_HUGE_PAGE;
+}
+
+/* A new bytes buffer of cap bytes (a multiple of the page), or NULL. */
+static void *buffer_new(const tarn_pool *p, size_t cap) {
+  if (!buffer_huge(p, cap)) return aligned_alloc(p->page, cap);
+  void *buf = NULL;
+  return tarn__vm_map_huge(cap, &buf) == 0 ? buf : NULL;
+}
+
+/* Gives a buffer from buffer_new back to the system. */
+static void buffer_free(const tarn_pool *p, void *buf, size_t cap) {
+  if (buffer_huge(p, cap))
+    tarn__vm_unreserve(buf, cap);
+  else
+    free(buf);
+}
+
 /* Frees every cached buffer and takes it off the resident count. */
 static void cache_drop(tarn_pool *p) {
   for (int i = 0; i < cache_classes; i++) {
     while (p->cache[i].head != NULL) {
       struct cached *c = p->cache[i].head;
       p->cache[i].head = c->next;
-      free(c);
+      buffer_free(p, c, p->cache[i].cap);
     }
     p->resident -= p->cache[i].count * p->cache[i].cap;
     p->cache[i].count = 0;
@@ -256,7 +280,7 @@ static void cache_drop(tarn_pool *p) {
 /* Gives a resident bytes buffer back: to the cache, or to the system. */
 static void buffer_retire(tarn_pool *p, void *buf, size_t cap) {
   if (!cache_put(p, buf, cap)) {
-    free(buf);
+    buffer_free(p, buf, cap);
     p->resident -= cap;
   }
 }
@@ -765,6 +789,7 @@ int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
   else if (rc != 0)
     return rc;
   if (out == NULL || o.io_threads == 0 || o.io_threads > 64 ||
+      (o.huge_pages != 0 && o.huge_pages != 1) ||
       (o.policy != TARN_EVICT_CLOCK && o.policy != TARN_EVICT_LARGEST) ||
       (o.storage == NULL && o.spill_dir == NULL) ||
       (o.storage != NULL &&
@@ -907,7 +932,7 @@ int tarn_ref_alloc(tarn_pool *p, size_t size, uint64_t timeout_ns,
   int rc = make_room(p, cap, cap, &buf, timeout_ns);
   if (rc == 0 && buf == NULL) {
     p->cache_misses++;
-    buf = aligned_alloc(p->page, cap);
+    buf = buffer_new(p, cap);
     if (buf == NULL) {
       p->resident -= cap;
       rc = TARN_ENOMEM;
@@ -1061,7 +1086,7 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
   p->reading++;
   pthread_mutex_unlock(&p->lock);
   void *obj = buf;
-  if (r->kind == NULL && obj == NULL) obj = aligned_alloc(p->page, cap);
+  if (r->kind == NULL && obj == NULL) obj = buffer_new(p, cap);
   rc = obj == NULL && r->kind == NULL ? TARN_ENOMEM : 0;
   bool read = (mode & TARN_READ) != 0;
   if (rc == 0 && from == EMPTY && read) memset(obj, 0, cap);

@@ -34,6 +34,26 @@ void tarn__vm_unreserve(void *base, size_t bytes) {
   if (base != NULL) munmap(base, bytes);
 }
 
+int tarn__vm_map_huge(size_t bytes, void **out) {
+  size_t page = tarn__page_size();
+  bytes = (bytes + page - 1) & ~(page - 1);
+  if (bytes == 0 || bytes > SIZE_MAX - TARN_HUGE_PAGE) return TARN_ENOMEM;
+  size_t span = bytes + TARN_HUGE_PAGE;
+  void *m = mmap(NULL, span, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return TARN_ENOMEM;
+  uintptr_t base = (uintptr_t)m;
+  uintptr_t start =
+      (base + TARN_HUGE_PAGE - 1) & ~(uintptr_t)(TARN_HUGE_PAGE - 1);
+  size_t head = start - base, tail = span - head - bytes;
+  if (head != 0) munmap(m, head);
+  if (tail != 0) munmap((void *)(start + bytes), tail);
+  size_t whole = bytes & ~(TARN_HUGE_PAGE - 1);
+  if (whole != 0) (void)madvise((void *)start, whole, MADV_HUGEPAGE);
+  *out = (void *)start;
+  return 0;
+}
+
 int tarn__vm_discard(void *base, size_t bytes) {
   if (bytes == 0) return 0;
   return madvise(base, bytes, MADV_DONTNEED) == 0 ? 0 : TARN_EINVAL;

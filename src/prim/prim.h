@@ -18,6 +18,20 @@ int tarn__vm_reserve(size_t bytes, void **out);
 /* Unmaps a reservation made by tarn__vm_reserve. Thread-safe. */
 void tarn__vm_unreserve(void *base, size_t bytes);
 
+/* The size of a transparent huge page on x86-64 and arm64 with 4 KiB
+ * pages. */
+#define TARN_HUGE_PAGE ((size_t)2 << 20)
+
+/* Maps `bytes` of readable, writable memory (zeros, backed only when
+ * touched) starting on a TARN_HUGE_PAGE boundary, and asks the kernel for
+ * transparent huge pages (madvise MADV_HUGEPAGE) on its whole huge pages;
+ * a tail shorter than one stays on small pages, so no page ever covers
+ * memory outside the mapping. One TLB entry then covers 2 MiB, where a
+ * stream through memory otherwise misses the TLB every 4 KiB. Where the
+ * kernel has no huge pages the advice is ignored. Returns 0 and *out, or
+ * TARN_ENOMEM. Free with tarn__vm_unreserve(base, bytes). Thread-safe. */
+int tarn__vm_map_huge(size_t bytes, void **out);
+
 /* Gives the pages of [base, base + bytes) back to the system; the range
  * stays reserved and reads as zeros when touched again. `base` and `bytes`
  * are page-aligned. Returns 0 or TARN_EINVAL. Thread-safe. */

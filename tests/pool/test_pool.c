@@ -214,6 +214,11 @@ static void options_come_from_the_environment(void **state) {
   assert_int_equal(o.mem_limit, 0);
   o.io_threads = 0;
   assert_int_equal(tarn_pool_create(&o, &p), TARN_EINVAL);
+  assert_int_equal(tarn_pool_options_init(&o), 0);
+  assert_int_equal(o.huge_pages, 1);
+  o.huge_pages = 2;
+  assert_int_equal(tarn_pool_create(&o, &p), TARN_EINVAL);
+  assert_null(p);
 }
 
 static void pin_returns_the_bytes_until_unpin(void **state) {
@@ -523,6 +528,50 @@ static void freed_buffers_are_recycled(void **state) {
   memdisk_free(disk);
 }
 
+/* Buffers of 2 MiB and more start on a 2 MiB boundary (huge_pages, the
+ * default) whether new, recycled or read back, and keep their bytes
+ * through spilling; with huge_pages 0 they are page-aligned as before. */
+static void large_buffers_start_on_huge_page_boundaries(void **state) {
+  (void)state;
+  for (int huge = 1; huge >= 0; huge--) {
+    struct memdisk *disk = memdisk_new();
+    tarn_pool_options o;
+    tarn_pool_options_init(&o);
+    o.mem_limit = 5 * MiB;
+    o.huge_pages = huge;
+    static tarn_storage storage;
+    storage = (tarn_storage){.write = memdisk_write, .read = memdisk_read};
+    storage.ctx = disk;
+    o.storage = &storage;
+    tarn_pool *p = NULL;
+    assert_int_equal(tarn_pool_create(&o, &p), 0);
+    size_t sizes[3] = {2 * MiB, 2 * MiB + 12 * KiB, 2 * MiB - 4 * KiB};
+    tarn_ref *r[3] = {alloc(p, sizes[0]), NULL, NULL};
+    assert_int_equal(tarn_ref_create(p, sizes[1], &r[1]), 0);
+    for (int k = 0; k < 2; k++) fill(r[k], (uint32_t)k + 1);
+    r[2] = alloc(p, sizes[2]); /* over the limit: evicts one of them */
+    fill(r[2], 3);
+    assert_true(stats(p).spills >= 1);
+    for (int round = 0; round < 2; round++) {
+      for (int k = 0; k < 3; k++) {
+        void *at = NULL;
+        assert_int_equal(tarn_ref_pin(r[k], TARN_READ, 0, &at), 0);
+        uintptr_t boundary = huge && sizes[k] >= 2 * MiB ? 2 * MiB : 4096;
+        assert_int_equal((uintptr_t)at % boundary, 0);
+        assert_int_equal(tarn_ref_unpin(r[k]), 0);
+        assert_int_equal(check(r[k], (uint32_t)k + 1), 0);
+      }
+      /* Recycled: the second round's first buffer comes from the cache. */
+      tarn_ref_release(r[0]);
+      r[0] = alloc(p, sizes[0]);
+      fill(r[0], 1);
+    }
+    for (int k = 0; k < 3; k++) tarn_ref_release(r[k]);
+    assert_int_equal(tarn_pool_destroy(p), 0);
+    memdisk_free(disk);
+  }
+}
+
 static void failed_writes_lose_nothing(void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
@@ -794,6 +843,7 @@ int main(void) {
       cmocka_unit_test(a_waiting_allocation_runs_after_an_unpin),
       cmocka_unit_test(escaped_objects_stay),
       cmocka_unit_test(freed_buffers_are_recycled),
+      cmocka_unit_test(large_buffers_start_on_huge_page_boundaries),
       cmocka_unit_test(failed_writes_lose_nothing),
       cmocka_unit_test(bad_reads_never_return_wrong_bytes),
       cmocka_unit_test(user_kinds_spill_through_save_and_load),

@@ -36,8 +36,9 @@ void tarn__vm_unreserve(void *base, size_t bytes) {
 
 int tarn__vm_map_huge(size_t bytes, void **out) {
   size_t page = tarn__page_size();
+  if (bytes == 0 || bytes > SIZE_MAX - TARN_HUGE_PAGE - page)
+    return TARN_ENOMEM;
   bytes = (bytes + page - 1) & ~(page - 1);
-  if (bytes == 0 || bytes > SIZE_MAX - TARN_HUGE_PAGE) return TARN_ENOMEM;
   size_t span = bytes + TARN_HUGE_PAGE;
   void *m = mmap(NULL, span, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

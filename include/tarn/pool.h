@@ -117,22 +117,23 @@ typedef struct tarn_pool_options {
   unsigned io_threads;
   /* Most bytes of freed buffers kept for reuse. Default 256 MiB. */
   size_t cache_bytes;
-  /* 1 (the default): buffers of 2 MiB or more (a 512 x 512 tile of
-   * doubles) are mapped on a 2 MiB boundary and offered to the kernel for
-   * transparent huge pages, so a task streaming through them does not
-   * miss the TLB every 4 KiB (a stencil at N=4096 ran 5 to 10 % faster).
+  /* 1 (the default, or TARN_HUGE_PAGES=1): buffers of 2 MiB or more (a
+   * 512 x 512 tile of doubles) are mapped on a 2 MiB boundary and offered
+   * to the kernel for transparent huge pages, so a task streaming through
+   * them does not miss the TLB every 4 KiB (docs/pool.md, "Huge pages").
    * The memory charged is the same; where the kernel's THP setting is
-   * "never" nothing changes. 0: every buffer on the system's small
-   * pages. */
+   * "never" nothing changes. 0 (or TARN_HUGE_PAGES=0): every buffer on the
+   * system's small pages. */
   int huge_pages;
   /* NULL for the default spill file. The struct is copied; its ctx must
    * outlive the pool. */
   const tarn_storage *storage;
 } tarn_pool_options;
 
-/* Fills `options` with the defaults, then applies TARN_MEM_LIMIT and
- * TARN_SPILL_DIR from the environment. Returns 0, or TARN_EINVAL when an
- * environment variable cannot be parsed (the defaults are kept for it). */
+/* Fills `options` with the defaults, then applies TARN_MEM_LIMIT,
+ * TARN_HUGE_PAGES (0 or 1) and TARN_SPILL_DIR from the environment. Returns 0,
+ * or TARN_EINVAL when an environment variable cannot be parsed (the defaults
+ * are kept for it). */
 TARN_API int tarn_pool_options_init(tarn_pool_options *options);
 
 /* Creates a pool. `options` may be NULL (tarn_pool_options_init's values).

@@ -198,6 +198,13 @@ int tarn_pool_options_init(tarn_pool_options *o) {
     o->mem_limit = 0;
     rc = TARN_EINVAL;
   }
+  const char *huge = getenv("TARN_HUGE_PAGES");
+  if (huge != NULL && huge[0] != '\0') {
+    if ((huge[0] == '0' || huge[0] == '1') && huge[1] == '\0')
+      o->huge_pages = huge[0] - '0';
+    else
+      rc = TARN_EINVAL;
+  }
   const char *dir = getenv("TARN_SPILL_DIR");
   if (dir == NULL || dir[0] == '\0') dir = getenv("TMPDIR");
   o->spill_dir = (dir != NULL && dir[0] != '\0') ? dir : "/tmp";

@@ -216,6 +216,13 @@ static void options_come_from_the_environment(void **state) {
   assert_int_equal(tarn_pool_create(&o, &p), TARN_EINVAL);
   assert_int_equal(tarn_pool_options_init(&o), 0);
   assert_int_equal(o.huge_pages, 1);
+  setenv("TARN_HUGE_PAGES", "0", 1);
+  assert_int_equal(tarn_pool_options_init(&o), 0);
+  assert_int_equal(o.huge_pages, 0);
+  setenv("TARN_HUGE_PAGES", "yes", 1);
+  assert_int_equal(tarn_pool_options_init(&o), TARN_EINVAL);
+  assert_int_equal(o.huge_pages, 1);
+  unsetenv("TARN_HUGE_PAGES");
   o.huge_pages = 2;
   assert_int_equal(tarn_pool_create(&o, &p), TARN_EINVAL);
   assert_null(p);

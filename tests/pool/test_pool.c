@@ -191,38 +191,44 @@ static int obs_load(void *ctx, const void *src, size_t n, void **o) {
 
 /* ---- tests -------------------------------------------------------------- */
 
+/* The options with environment variable `var` set to `value` (then
+ * unset again); tarn_pool_options_init must return `rc`. */
+static tarn_pool_options options_with(const char *var, const char *value,
+                                      int rc) {
+  tarn_pool_options o;
+  setenv(var, value, 1);
+  assert_int_equal(tarn_pool_options_init(&o), rc);
+  unsetenv(var);
+  return o;
+}
+
 static void options_come_from_the_environment(void **state) {
   (void)state;
   tarn_pool_options o;
-  setenv("TARN_MEM_LIMIT", "64M", 1);
   setenv("TARN_SPILL_DIR", "/var/tmp", 1);
-  assert_int_equal(tarn_pool_options_init(&o), 0);
+  o = options_with("TARN_MEM_LIMIT", "64M", 0);
   assert_int_equal(o.mem_limit, 64 * MiB);
   assert_string_equal(o.spill_dir, "/var/tmp");
-  setenv("TARN_MEM_LIMIT", "123456", 1);
-  assert_int_equal(tarn_pool_options_init(&o), 0);
-  assert_int_equal(o.mem_limit, 123456);
-  setenv("TARN_MEM_LIMIT", "lots", 1);
-  assert_int_equal(tarn_pool_options_init(&o), TARN_EINVAL);
-  assert_int_equal(o.mem_limit, 0);
+  unsetenv("TARN_SPILL_DIR");
+  assert_int_equal(options_with("TARN_MEM_LIMIT", "123456", 0).mem_limit,
+                   123456);
+  assert_int_equal(
+      options_with("TARN_MEM_LIMIT", "lots", TARN_EINVAL).mem_limit, 0);
+  assert_int_equal(options_with("TARN_HUGE_PAGES", "0", 0).huge_pages, 0);
+  /* A bad value keeps the default. */
+  assert_int_equal(
+      options_with("TARN_HUGE_PAGES", "yes", TARN_EINVAL).huge_pages, 1);
   tarn_pool *p = NULL;
+  setenv("TARN_MEM_LIMIT", "lots", 1);
   assert_int_equal(tarn_pool_create(NULL, &p), TARN_EINVAL);
   assert_null(p);
   unsetenv("TARN_MEM_LIMIT");
-  unsetenv("TARN_SPILL_DIR");
   assert_int_equal(tarn_pool_options_init(&o), 0);
   assert_int_equal(o.mem_limit, 0);
+  assert_int_equal(o.huge_pages, 1);
   o.io_threads = 0;
   assert_int_equal(tarn_pool_create(&o, &p), TARN_EINVAL);
-  assert_int_equal(tarn_pool_options_init(&o), 0);
-  assert_int_equal(o.huge_pages, 1);
-  setenv("TARN_HUGE_PAGES", "0", 1);
-  assert_int_equal(tarn_pool_options_init(&o), 0);
-  assert_int_equal(o.huge_pages, 0);
-  setenv("TARN_HUGE_PAGES", "yes", 1);
-  assert_int_equal(tarn_pool_options_init(&o), TARN_EINVAL);
-  assert_int_equal(o.huge_pages, 1);
-  unsetenv("TARN_HUGE_PAGES");
+  tarn_pool_options_init(&o);
   o.huge_pages = 2;
   assert_int_equal(tarn_pool_create(&o, &p), TARN_EINVAL);
   assert_null(p);

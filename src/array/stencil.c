@@ -9,13 +9,13 @@
  * the tile's rows are a column of a source tile of the same tile row (or a
  * column of the pad value), so the inner rows of each output column are
  * summed straight from three source columns, and only the first and last
- * row read the halo rows above and below, gathered a chunk
- * of columns at a time. A user's
- * kernel, and the sum of a larger radius (whose (2r+1)^2 terms per element
- * dwarf a copy), get the tile with its halo assembled in the worker's
- * scratch memory, run by run of consecutive source rows. Either way the
- * tile's columns are shared with idle workers (tarn__share_columns), and
- * each element's terms are added in the documented order.
+ * row read the halo rows above and below, gathered a chunk of columns at
+ * a time. A user's kernel, and the sum of a larger radius (whose
+ * (2r+1)^2 terms per element dwarf a copy), get the tile with its halo
+ * assembled in the worker's scratch memory, run by run of consecutive
+ * source rows. Either way the tile's columns are shared with idle workers
+ * (tarn__share_columns), and each element's terms are added in the
+ * documented order.
  *
  * Each task owns its job struct (freed by the runtime when the task is
  * done). */
@@ -343,8 +343,9 @@ static double outside_at(const struct sources *m, size_t h, size_t c) {
 
 /* Output columns per chunk of sum1_range. The halo rows' elements lie a
  * source column apart (a page, for a tile of 512 rows): each load misses
- * the TLB and the cache. So a chunk's are prefetched while the chunk
- * before it is summed, and gathered before its own columns. */
+ * the cache, and on small pages the TLB. So a chunk's are gathered first,
+ * in a loop of independent loads whose misses overlap, rather than one
+ * at a time between the columns' sums. */
 enum { SUM1_CHUNK = 64 };
 
 /* Output columns [q0, q1): the inner rows straight from the source

@@ -15,7 +15,8 @@ size_t tarn__page_size(void);
  * TARN_ENOMEM when the system refuses. Thread-safe. */
 int tarn__vm_reserve(size_t bytes, void **out);
 
-/* Unmaps a reservation made by tarn__vm_reserve. Thread-safe. */
+/* Unmaps a reservation made by tarn__vm_reserve, or a mapping made by
+ * tarn__vm_map_huge. Thread-safe. */
 void tarn__vm_unreserve(void *base, size_t bytes);
 
 /* The size of a transparent huge page on x86-64 and arm64 with 4 KiB

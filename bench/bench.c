@@ -328,14 +328,34 @@ static void cpu_model(char *buf, size_t size) {
   fclose(f);
 }
 
+/* The kernel's transparent huge page setting, the bracketed word of
+ * /sys/kernel/mm/transparent_hugepage/enabled ("always", "madvise",
+ * "never"), or "unknown". */
+static void thp_setting(char *buf, size_t size) {
+  snprintf(buf, size, "unknown");
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (f == NULL) return;
+  char line[128];
+  if (fgets(line, sizeof line, f) != NULL) {
+    char *open = strchr(line, '['), *close = open ? strchr(open, ']') : NULL;
+    if (close != NULL)
+      snprintf(buf, size, "%.*s", (int)(close - open - 1), open + 1);
+  }
+  fclose(f);
+}
+
 /* Adds `value` under `key` to `obj`; returns -1 when jansson fails. */
 static int set_new(json_t *obj, const char *key, json_t *value) {
   return value == NULL ? -1 : json_object_set_new(obj, key, value);
 }
 
 static json_t *machine_json(void) {
-  char cpu[256], os[400], date[32];
+  char cpu[256], os[400], date[32], thp[32];
   cpu_model(cpu, sizeof cpu);
+  thp_setting(thp, sizeof thp);
+  /* tarn's own setting, as every suite's pool gets it (TARN_HUGE_PAGES). */
+  tarn_pool_options pool;
+  tarn_pool_options_init(&pool);
   struct utsname u;
   if (uname(&u) == 0)
     snprintf(os, sizeof os, "%s %s %s", u.sysname, u.release, u.machine);
@@ -353,7 +373,9 @@ static json_t *machine_json(void) {
       set_new(m, "cores", json_integer(cores > 0 ? cores : 1)) != 0 ||
       set_new(m, "os", json_string(os)) != 0 ||
       set_new(m, "tarn", json_string(tarn_version())) != 0 ||
-      set_new(m, "date", json_string(date)) != 0) {
+      set_new(m, "date", json_string(date)) != 0 ||
+      set_new(m, "thp", json_string(thp)) != 0 ||
+      set_new(m, "huge_pages", json_integer(pool.huge_pages)) != 0) {
     json_decref(m);
     return NULL;
   }

@@ -95,6 +95,8 @@ typedef struct result_file {
   size_t count;
   const char *cpu, *date; /* NULL: unknown */
   json_int_t cores;       /* 0: unknown */
+  const char *thp;        /* the kernel's THP setting; NULL: unknown */
+  int huge_pages;         /* tarn's huge_pages: 0, 1, or -1: unknown */
 } result_file;
 
 enum verdict {
@@ -371,6 +373,9 @@ static int read_file(result_file *f) {
   f->date = json_string_value(json_object_get(machine, "date"));
   json_t *cores = json_object_get(machine, "cores");
   f->cores = json_is_integer(cores) ? json_integer_value(cores) : 0;
+  f->thp = json_string_value(json_object_get(machine, "thp"));
+  json_t *huge = json_object_get(machine, "huge_pages");
+  f->huge_pages = json_is_integer(huge) ? (json_integer_value(huge) != 0) : -1;
   return 0;
 }
 
@@ -585,28 +590,47 @@ static int print_table(const row *rows, size_t n) {
   return 0;
 }
 
-/* Prints "LABEL PATH (cpu, N cores, date)". */
+/* Prints "LABEL PATH (cpu, N cores, date)", then ", huge pages on|off"
+ * and ", THP setting" when the file says. */
 static void print_machine(const char *label, const result_file *f) {
   printf("%s %s (%s, ", label, f->path, f->cpu ? f->cpu : "unknown cpu");
   if (f->cores > 0)
     printf("%lld cores, ", (long long)f->cores);
   else
     fputs("unknown cores, ", stdout);
-  printf("%s)\n", f->date ? f->date : "unknown date");
+  printf("%s", f->date ? f->date : "unknown date");
+  if (f->huge_pages >= 0)
+    printf(", huge pages %s", f->huge_pages ? "on" : "off");
+  if (f->thp != NULL) printf(", THP %s", f->thp);
+  puts(")");
+}
+
+/* Whether two optional strings differ (one known, the other not, counts). */
+static int differ(const char *a, const char *b) {
+  return (a == NULL) != (b == NULL) || (a != NULL && strcmp(a, b) != 0);
 }
 
 /* The two files' machines, and a note when they differ. */
 static void print_header(const result_file *base, const result_file *new) {
   print_machine("base:", base);
   print_machine("new: ", new);
-  int cpu = (base->cpu == NULL) != (new->cpu == NULL) ||
-            (base->cpu != NULL && strcmp(base->cpu, new->cpu) != 0);
+  int cpu = differ(base->cpu, new->cpu);
   int cores = base->cores != new->cores;
   if (cpu || cores)
     printf(
         "note: the machines differ (%s%s%s): the ratios compare the "
         "machines as well as the code\n",
         cpu ? "cpu" : "", cpu && cores ? ", " : "", cores ? "cores" : "");
+  int huge = base->huge_pages >= 0 && new->huge_pages >= 0 &&
+             base->huge_pages != new->huge_pages;
+  int thp = base->thp != NULL && new->thp != NULL;
+  thp = thp && differ(base->thp, new->thp);
+  if (huge || thp)
+    printf(
+        "note: the pages differ (%s%s%s): the ratios compare tarn's tiles on "
+        "huge and small pages as well as the code\n",
+        huge ? "tarn's huge pages" : "", huge && thp ? ", " : "",
+        thp ? "the kernel's THP setting" : "");
   putchar('\n');
 }
 

@@ -124,6 +124,26 @@ expect_line '^linalg/slower .* +2\.00 \[1\.81\.\.2\.21\] +improvement$' \
 expect_line '^threshold 10 %: 0 regressions, 1 improvement,' \
   "improvement only: summary"
 expect_no_line 'machines differ' "same machine: no note"
+expect_no_line 'pages differ' "no page settings: no note"
+
+# Files that record the page settings: shown, and a difference noted.
+for hp in 1 0; do
+  cat >"pages$hp.json" <<JSON
+{"machine": {"cpu": "Test CPU A", "cores": 2, "date": "2024-05-04T10:00:00Z",
+             "thp": "madvise", "huge_pages": $hp},
+ "results": [{"name": "array/same", "median_s": 0.001}]}
+JSON
+done
+run pages1.json pages0.json --svg x.svg
+expect_status 0 "page settings differ"
+expect_line '^base: pages1\.json \(Test CPU A, 2 cores, 2024-05-04T10:00:00Z, huge pages on, THP madvise\)$' \
+  "base page settings"
+expect_line '^new: +pages0\.json \(.*, huge pages off, THP madvise\)$' \
+  "new page settings"
+expect_line "note: the pages differ \\(tarn's huge pages\\)" "huge pages differ flagged"
+expect_no_line 'machines differ' "page settings alone: same machine"
+run pages1.json pages1.json --svg x.svg
+expect_no_line 'pages differ' "same page settings: no note"
 
 # A calibrated benchmark (extra "ops": the operations of a sample, chosen
 # anew in each run) compares per operation: 2 us/op before, 1 us/op after.

@@ -91,6 +91,9 @@ typedef struct tarn_storage {
   void (*close)(void *ctx);
 } tarn_storage;
 
+/* Which unpinned object makes room. Under a runtime (tarn/rt.h), either
+ * policy first evicts objects that no submitted, unfinished task uses, and
+ * only then the others. */
 typedef enum tarn_evict_policy {
   /* CLOCK (second chance): an approximation of least recently used that
    * needs no lock on pin. The default. */
@@ -98,8 +101,6 @@ typedef enum tarn_evict_policy {
   /* Largest unpinned object first: fewest evictions per byte freed. */
   TARN_EVICT_LARGEST = 1
 } tarn_evict_policy;
-/* Under a runtime (tarn/rt.h), either policy first evicts objects that no
- * submitted, unfinished task uses, and only then the others. */
 
 typedef struct tarn_pool_options {
   /* Limit on resident bytes; 0 = none. Default 0, or TARN_MEM_LIMIT from

@@ -37,6 +37,10 @@
 #define IDLE_SPIN_NS 1000000
 /* Looks a region's waiter takes (yielding between them) before sleeping. */
 #define DRAIN_SPINS 200
+/* When the workers fill the cores, the guest runs tasks only while the
+ * workers' recent tasks took less than this on average, in ns (see
+ * guest_worthwhile). */
+#define GUEST_TASK_MAX_NS 500000
 
 /* A successor edge: one of the successor's in_edges, or malloc'ed when it
  * has more predecessors than those (edge_on_heap tells which). `to` is the
@@ -218,6 +222,11 @@ struct worker {
   atomic_uint help_users;
   /* Counters written by this worker only. */
   _Atomic uint64_t run, stolen, run_ns, wait_ns;
+  /* How long its recent tasks ran, in ns: a running mean that weighs the
+   * last task 1/8. From the coarse clock, whose tick (1 to 4 ms) a short
+   * task seldom spans: it reads 0 mostly and a tick now and then, which
+   * averages to its length. Written by this worker only. */
+  _Atomic uint64_t recent_ns;
 } __attribute__((aligned(64)));
 
 struct tarn_rt {
@@ -228,7 +237,8 @@ struct tarn_rt {
   struct worker *workers; /* nworkers threads, then the guest */
   unsigned nworkers;
   int eager_free;
-  bool may_spill; /* the pool has a limit: data may be on disk */
+  bool workers_fill_cores; /* nworkers >= the online processors */
+  bool may_spill;          /* the pool has a limit: data may be on disk */
   /* Written by submitters that are not workers, per task. */
   _Alignas(64) atomic_bool spare_lock; /* spare: tasks for such submitters */
   tarn_task *spare;
@@ -861,8 +871,12 @@ static tarn_task *run(struct worker *w, tarn_task *t) {
   rc = t->fn(t, t->arg);
   current_task = NULL;
   if (marked) tarn_slab_reset(w->scratch, &mark);
-  add_relaxed(&w->run_ns, tarn__clock_coarse_ns() - t1);
+  uint64_t took = tarn__clock_coarse_ns() - t1;
+  add_relaxed(&w->run_ns, took);
   add_relaxed(&w->run, 1);
+  uint64_t recent = atomic_load_explicit(&w->recent_ns, memory_order_relaxed);
+  atomic_store_explicit(&w->recent_ns, recent - recent / 8 + took / 8,
+                        memory_order_relaxed);
   unpin_all(t);
   finish(w, t, rc, true, &next);
   task_done(w);
@@ -1263,12 +1277,30 @@ static tarn_task *guest_take(struct worker *g) {
   return NULL;
 }
 
-/* Whether the guest should look for tasks while waiting for `r`: only
- * while two or more of its tasks are unfinished. The last one left runs on
- * a worker, which shares its work with the other workers: the guest taking
- * it would leave an idle worker spinning on the guest's core, helping,
- * three threads on two cores (N=256 update: 10.5 us against 9.4). */
+/* Whether the workers' recent tasks were short (GUEST_TASK_MAX_NS). */
+static bool tasks_short(const tarn_rt *rt) {
+  uint64_t sum = 0;
+  for (unsigned i = 0; i < rt->nworkers; i++)
+    sum +=
+        atomic_load_explicit(&rt->workers[i].recent_ns, memory_order_relaxed);
+  return sum < (uint64_t)GUEST_TASK_MAX_NS * rt->nworkers;
+}
+
+/* Whether the guest should look for tasks while waiting for `r`.
+ * - Only while two or more of its tasks are unfinished. The last one left
+ *   runs on a worker, which shares its work with the other workers: the
+ *   guest taking it would leave an idle worker spinning on the guest's
+ *   core, helping, three threads on two cores (N=256 update: 10.5 us
+ *   against 9.4).
+ * - When the workers fill the cores, only while tasks are short. The guest
+ *   stands in for a worker that is idle or asleep, saving a hand-off or a
+ *   wake-up, which matters for tasks of microseconds. That worker still
+ *   wakes up and runs tasks, so a long task the guest took runs as a
+ *   third thread on two cores until it ends: in a 2 x 2 tile matmul (8
+ *   tasks of 3.4 ms), a range of 0.9 ms the guest ran took 5 ms, and the
+ *   region ended 1 ms late. */
 static bool guest_worthwhile(tarn_region *r) {
+  if (r->rt->workers_fill_cores && !tasks_short(r->rt)) return false;
   return atomic_load_explicit(&r->submitted, memory_order_relaxed) -
              atomic_load_explicit(&r->finished, memory_order_relaxed) >=
          2;
@@ -1451,6 +1483,7 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   if (rt == NULL) return TARN_ENOMEM;
   memset(rt, 0, sizeof *rt);
   rt->nworkers = o.workers;
+  rt->workers_fill_cores = o.workers >= tarn__cpu_count();
   rt->eager_free = o.eager_free;
   rt->may_spill = o.pool.mem_limit != 0;
   pthread_mutex_init(&rt->idle_lock, NULL);

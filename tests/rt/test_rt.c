@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -293,6 +294,49 @@ static void tasks_run_right_on_the_waiting_thread(void **state) {
   assert_int_equal(st.run, regions * per_region);
   print_message("%d of %d tasks ran on the waiting thread\n",
                 atomic_load(&j.on_waiter), regions * per_region);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Keeps its thread busy for 10 ms of the clock, counting the runs on the
+ * waiting thread. */
+static int busy_task(tarn_task *t, void *arg) {
+  (void)t;
+  struct guest_job *j = arg;
+  if (pthread_equal(pthread_self(), j->waiter))
+    atomic_fetch_add(&j->on_waiter, 1);
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) <
+         10000000L);
+  return 0;
+}
+
+/* With as many workers as cores, the waiting thread leaves long tasks to
+ * the workers: it would run as one thread more than there are cores. Once
+ * the workers have run a few tasks of 10 ms, a region of them runs none on
+ * the waiting thread, and every task runs once. */
+static void long_tasks_stay_off_the_waiting_thread(void **state) {
+  (void)state;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  assert_true(cores > 0);
+  tarn_rt *rt = make_rt((unsigned)cores, 0, 1);
+  struct guest_job j = {.waiter = pthread_self()};
+  atomic_init(&j.on_waiter, 0);
+  enum { rounds = 4 }; /* the last one counts */
+  int per_round = 4 * (int)cores;
+  for (int round = 0; round < rounds; round++) {
+    if (round == rounds - 1) atomic_store(&j.on_waiter, 0);
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    for (int i = 0; i < per_round; i++)
+      assert_int_equal(tarn_submit(rt, busy_task, TARN_ARG(&j)), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+  }
+  assert_int_equal(atomic_load(&j.on_waiter), 0);
+  tarn_rt_stats st;
+  assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+  assert_int_equal(st.run, (uint64_t)(rounds * per_round));
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -861,6 +905,7 @@ int main(void) {
       cmocka_unit_test(random_graphs_match_sequential_order),
       cmocka_unit_test(refs_released_mid_graph_live_as_long_as_their_tasks),
       cmocka_unit_test(tasks_run_right_on_the_waiting_thread),
+      cmocka_unit_test(long_tasks_stay_off_the_waiting_thread),
       cmocka_unit_test(a_failure_cancels_its_dependants_only),
       cmocka_unit_test(task_args_are_freed_whatever_happens),
       cmocka_unit_test(tasks_submit_tasks_into_their_region),

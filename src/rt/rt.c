@@ -1300,10 +1300,11 @@ static bool tasks_short(const tarn_rt *rt) {
  *   tasks of 3.4 ms), a range of 0.9 ms the guest ran took 5 ms, and the
  *   region ended 1 ms late. */
 static bool guest_worthwhile(tarn_region *r) {
-  if (r->rt->workers_fill_cores && !tasks_short(r->rt)) return false;
-  return atomic_load_explicit(&r->submitted, memory_order_relaxed) -
-             atomic_load_explicit(&r->finished, memory_order_relaxed) >=
-         2;
+  if (atomic_load_explicit(&r->submitted, memory_order_relaxed) -
+          atomic_load_explicit(&r->finished, memory_order_relaxed) <
+      2)
+    return false;
+  return !r->rt->workers_fill_cores || tasks_short(r->rt);
 }
 
 /* Waits until every task of the region has finished, then releases the

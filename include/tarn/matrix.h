@@ -102,6 +102,50 @@ TARN_API int tarn_matrix_copy(tarn_matrix *a, tarn_matrix **out);
 /* *out = the transpose of a (N x M, tiles nb x mb). */
 TARN_API int tarn_matrix_transpose(tarn_matrix *a, tarn_matrix **out);
 
+/* ---- user kernels over several matrices ---------------------------------
+ *
+ * tarn_matrix_apply runs one kernel over the same tile of several matrices
+ * in one task per tile, so a sequence of elementwise statements (A = 1,
+ * then B = 2 A) is one pass over memory instead of one per statement. */
+
+/* The maximum number of matrices of one tarn_matrix_apply. */
+#define TARN_MATRIX_APPLY_MAX 16
+
+/* A block of columns of one tile position, handed to a tarn_block_fn:
+ * data[i] is matrix i's block, column-major with leading dimension ld
+ * (the tile's rows), `rows` x `cols` elements; its element (p, q) is the
+ * matrix element (row + p, col + q). */
+typedef struct tarn_block {
+  double *const *data;
+  size_t ld;
+  size_t rows, cols;
+  size_t row, col;
+} tarn_block;
+
+/* A user kernel: reads the blocks of the matrices given TARN_READ or
+ * TARN_READ_WRITE and writes every element of the blocks of those given
+ * TARN_WRITE (their previous contents are undefined) or, as it likes, of
+ * those given TARN_READ_WRITE. It must not write the blocks of matrices
+ * given TARN_READ, nor keep any pointer. Runs on worker threads,
+ * concurrently on other blocks (also of the same tile: a tile's columns
+ * are shared with idle workers). Returns 0, or a nonzero status that
+ * fails the tile's task (and cancels what depends on it). */
+typedef int (*tarn_block_fn)(const tarn_block *block, void *arg);
+
+/* For every tile position, one task that runs fn over the blocks, at that
+ * position, of matrices[0..count-1] (same runtime, shape and tiling),
+ * matrix i accessed with modes[i]. fn is called once or more per tile, on
+ * column blocks that together cover the tile once. A matrix given twice
+ * is one access (its modes combined), its block the same memory. `arg` is
+ * passed to fn as is and must stay valid until the tasks are done.
+ * Returns 0; TARN_EINVAL for a NULL argument or matrix, a count of 0 or
+ * above TARN_MATRIX_APPLY_MAX, an unknown mode, or matrices of different
+ * runtimes, shapes or tilings (nothing is submitted then); TARN_ENOMEM.
+ * Thread-safety as the other operations. */
+TARN_API int tarn_matrix_apply(tarn_matrix *const *matrices,
+                               const tarn_access *modes, size_t count,
+                               tarn_block_fn fn, void *arg);
+
 /* The sum of all elements. Each tile is summed in blocks of 128 with 8
  * accumulators, blocks pairwise, then the tile sums are combined in a
  * binary tree, so the rounding error grows with log2 of the element count,

@@ -2,8 +2,9 @@
  * many shapes (sizes not divisible by the tile, 1 x 1 tiles, one tile,
  * tall, wide, tiles larger than the matrix), in place and into given
  * matrices, under a memory limit that forces spilling, and every bad input
- * refused. Elementwise results are compared exactly; reductions within
- * their stated bound. */
+ * refused; user kernels over several matrices (tarn_matrix_apply) with
+ * every access mode, a matrix given twice and a failing kernel. Elementwise
+ * results are compared exactly; reductions within their stated bound. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -35,6 +36,35 @@ static const size_t shapes[][4] = {
 enum { nshapes = sizeof shapes / sizeof shapes[0] };
 
 static double square_plus_one(double x) { return x * x + 1; }
+
+/* tarn_matrix_apply's kernel of check_shape: with blocks of a (read), b
+ * (read), c (written), d (read and written) and n (counts the visits),
+ * c = a + b + (i / 2 + j / 4) for element (i, j), then d = 2 d + c, and
+ * n = n + 1. */
+static int fused_statements(const tarn_block *blk, void *arg) {
+  (void)arg;
+  const double *a = blk->data[0], *b = blk->data[1];
+  double *c = blk->data[2], *d = blk->data[3], *n = blk->data[4];
+  for (size_t q = 0; q < blk->cols; q++)
+    for (size_t p = 0; p < blk->rows; p++) {
+      size_t k = p + q * blk->ld;
+      c[k] = a[k] + b[k] +
+             ((double)(blk->row + p) * 0.5 + (double)(blk->col + q) * 0.25);
+      d[k] = 2 * d[k] + c[k];
+      n[k] += 1;
+    }
+  return 0;
+}
+
+/* A matrix given twice (read, then read and written): one block. */
+static int increment_through_the_second(const tarn_block *blk, void *arg) {
+  (void)arg;
+  if (blk->data[0] != blk->data[1]) return -5;
+  for (size_t q = 0; q < blk->cols; q++)
+    for (size_t p = 0; p < blk->rows; p++)
+      blk->data[1][p + q * blk->ld] = blk->data[0][p + q * blk->ld] + 1;
+  return 0;
+}
 
 static void check_shape(tarn_rt *rt, const size_t *s) {
   size_t m = s[0], n = s[1], mb = s[2], nb = s[3];
@@ -82,6 +112,43 @@ static void check_shape(tarn_rt *rt, const size_t *s) {
   r = test_buffer_of(c);
   for (size_t k = 0; k < m * n; k++) assert_true(r[k] == 3 * (x[k] + x[k]) + 1);
   free(r);
+  /* apply: several statements over five matrices in one pass, each
+   * element visited once, blocks placed right */
+  {
+    tarn_matrix *cc = NULL, *d = NULL, *cnt = NULL;
+    assert_int_equal(tarn_matrix_zeros(rt, m, n, mb, nb, &cc), 0);
+    assert_int_equal(tarn_matrix_copy(a, &d), 0);
+    assert_int_equal(tarn_matrix_fill(rt, m, n, mb, nb, 7, &cnt), 0);
+    tarn_matrix *const ms[] = {a, b, cc, d, cnt};
+    const tarn_access modes[] = {TARN_READ, TARN_READ, TARN_WRITE,
+                                 TARN_READ_WRITE, TARN_READ_WRITE};
+    assert_int_equal(tarn_matrix_apply(ms, modes, 5, fused_statements, NULL),
+                     0);
+    double *rc = test_buffer_of(cc), *rd = test_buffer_of(d),
+           *rn = test_buffer_of(cnt);
+    for (size_t j = 0; j < n; j++)
+      for (size_t i = 0; i < m; i++) {
+        size_t k = i + j * m;
+        double want = x[k] + y[k] + ((double)i * 0.5 + (double)j * 0.25);
+        assert_true(rc[k] == want);
+        assert_true(rd[k] == 2 * x[k] + want);
+        assert_true(rn[k] == 8);
+      }
+    tarn_matrix *const twice[] = {cnt, cnt};
+    const tarn_access read_then_write[] = {TARN_READ, TARN_READ_WRITE};
+    assert_int_equal(tarn_matrix_apply(twice, read_then_write, 2,
+                                       increment_through_the_second, NULL),
+                     0);
+    free(rn);
+    rn = test_buffer_of(cnt);
+    for (size_t k = 0; k < m * n; k++) assert_true(rn[k] == 9);
+    free(rc);
+    free(rd);
+    free(rn);
+    tarn_matrix_destroy(cc);
+    tarn_matrix_destroy(d);
+    tarn_matrix_destroy(cnt);
+  }
   /* transpose and retile */
   tarn_matrix *t = NULL, *re = NULL;
   assert_int_equal(tarn_matrix_transpose(a, &t), 0);
@@ -222,12 +289,109 @@ static void bad_input_is_refused(void **state) {
   assert_int_equal(tarn_rt_destroy(other_rt), 0);
 }
 
+/* Fails on the block that holds element (0, 0) of the matrix. */
+static int fail_at_the_origin(const tarn_block *blk, void *arg) {
+  (void)arg;
+  if (blk->row == 0 && blk->col == 0) return -77;
+  for (size_t q = 0; q < blk->cols; q++)
+    for (size_t p = 0; p < blk->rows; p++) blk->data[0][p + q * blk->ld] = 1;
+  return 0;
+}
+
+static int write_ones(const tarn_block *blk, void *arg) {
+  (void)arg;
+  for (size_t q = 0; q < blk->cols; q++)
+    for (size_t p = 0; p < blk->rows; p++) blk->data[0][p + q * blk->ld] = 1;
+  return 0;
+}
+
+/* A kernel's status fails its tile's task and comes back from the region;
+ * the other tiles are written. */
+static void an_apply_kernel_failure_reaches_the_region(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *a = NULL;
+  assert_int_equal(tarn_matrix_zeros(rt, 6, 6, 3, 3, &a), 0);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  tarn_matrix *const ms[] = {a};
+  const tarn_access w[] = {TARN_READ_WRITE};
+  assert_int_equal(tarn_matrix_apply(ms, w, 1, fail_at_the_origin, NULL), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), -77);
+  double v = 0;
+  assert_int_equal(tarn_matrix_get(a, 5, 5, &v), 0);
+  assert_true(v == 1);
+  tarn_matrix_destroy(a);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static void bad_apply_input_is_refused(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0), *other_rt = test_rt(2, 0);
+  tarn_matrix *a = NULL, *wide = NULL, *retiled = NULL, *foreign = NULL;
+  assert_int_equal(tarn_matrix_zeros(rt, 6, 4, 2, 2, &a), 0);
+  assert_int_equal(tarn_matrix_zeros(rt, 6, 5, 2, 2, &wide), 0);
+  assert_int_equal(tarn_matrix_zeros(rt, 6, 4, 3, 2, &retiled), 0);
+  assert_int_equal(tarn_matrix_zeros(other_rt, 6, 4, 2, 2, &foreign), 0);
+  const tarn_access rw[TARN_MATRIX_APPLY_MAX + 1] = {
+      TARN_READ_WRITE, TARN_READ_WRITE, TARN_READ_WRITE, TARN_READ_WRITE,
+      TARN_READ_WRITE, TARN_READ_WRITE, TARN_READ_WRITE, TARN_READ_WRITE,
+      TARN_READ_WRITE, TARN_READ_WRITE, TARN_READ_WRITE, TARN_READ_WRITE,
+      TARN_READ_WRITE, TARN_READ_WRITE, TARN_READ_WRITE, TARN_READ_WRITE,
+      TARN_READ_WRITE};
+  tarn_matrix *many[TARN_MATRIX_APPLY_MAX + 1];
+  for (size_t i = 0; i <= TARN_MATRIX_APPLY_MAX; i++) many[i] = a;
+  tarn_matrix *const one[] = {a};
+  assert_int_equal(tarn_matrix_apply(NULL, rw, 1, write_ones, NULL),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_apply(one, NULL, 1, write_ones, NULL),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_apply(one, rw, 1, NULL, NULL), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_apply(one, rw, 0, write_ones, NULL),
+                   TARN_EINVAL);
+  assert_int_equal(
+      tarn_matrix_apply(many, rw, TARN_MATRIX_APPLY_MAX + 1, write_ones, NULL),
+      TARN_EINVAL);
+  const tarn_access bad_modes[][1] = {{(tarn_access)0}, {(tarn_access)4}};
+  for (int k = 0; k < 2; k++)
+    assert_int_equal(tarn_matrix_apply(one, bad_modes[k], 1, write_ones, NULL),
+                     TARN_EINVAL);
+  tarn_matrix *const with_null[] = {a, NULL};
+  tarn_matrix *const shape[] = {a, wide};
+  tarn_matrix *const tiling[] = {a, retiled};
+  tarn_matrix *const runtime[] = {a, foreign};
+  assert_int_equal(tarn_matrix_apply(with_null, rw, 2, write_ones, NULL),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_apply(shape, rw, 2, write_ones, NULL),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_apply(tiling, rw, 2, write_ones, NULL),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_apply(runtime, rw, 2, write_ones, NULL),
+                   TARN_EINVAL);
+  /* Nothing ran: a is still zeros. The most matrices allowed do run. */
+  double sum = -1;
+  assert_int_equal(tarn_matrix_sum(a, &sum), 0);
+  assert_true(sum == 0);
+  assert_int_equal(
+      tarn_matrix_apply(many, rw, TARN_MATRIX_APPLY_MAX, write_ones, NULL), 0);
+  assert_int_equal(tarn_matrix_sum(a, &sum), 0);
+  assert_true(sum == 24);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(wide);
+  tarn_matrix_destroy(retiled);
+  tarn_matrix_destroy(foreign);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(tarn_rt_destroy(other_rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_operation_matches_a_serial_loop),
       cmocka_unit_test(spilled_tiles_give_the_same_results),
       cmocka_unit_test(constants_and_zeros),
       cmocka_unit_test(bad_input_is_refused),
+      cmocka_unit_test(an_apply_kernel_failure_reaches_the_region),
+      cmocka_unit_test(bad_apply_input_is_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

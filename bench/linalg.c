@@ -205,10 +205,12 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
       int submitted;
       if (op == OP_SYRK) {
         submitted = tarn_matrix_syrk_ata(c->t_rnd, &out);
+      } else if (op == OP_MATMUL) {
+        submitted = tarn_matrix_gemm(c->t_rnd, TARN_NO_TRANS, c->t_rnd,
+                                     TARN_NO_TRANS, 1.0, 0.0, &out);
       } else {
-        tarn_matrix *b = op == OP_MATMUL ? c->t_rnd : c->t_vec;
-        submitted = tarn_matrix_gemm(c->t_rnd, TARN_NO_TRANS, b, TARN_NO_TRANS,
-                                     1.0, 0.0, &out);
+        submitted =
+            tarn_matrix_gemv(c->t_rnd, TARN_NO_TRANS, c->t_vec, 1.0, 0.0, &out);
       }
       rc = tarn_region_wait(region, NULL);
       if (submitted != 0) rc = submitted;

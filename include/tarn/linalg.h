@@ -40,6 +40,17 @@ TARN_API int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
                               tarn_trans tb, double alpha, double beta,
                               tarn_matrix **c);
 
+/* y = alpha op(A) x + beta y, a matrix-vector product. x is a matrix of
+ * one column whose tile rows match op(A)'s tiles along K. When *y is NULL
+ * a new column is made there (tiles: op(A)'s along M), owned by the
+ * caller, and beta is ignored (treated as 0); otherwise *y must be that
+ * column and is updated in place. The tasks are tarn_matrix_gemm's with
+ * B = x; their kernels are dgemv, which streams each tile of A once.
+ * Returns as tarn_matrix_gemm, and TARN_EINVAL when x or a given *y has
+ * more than one column. */
+TARN_API int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,
+                              double alpha, double beta, tarn_matrix **y);
+
 /* Cholesky factorisation in place: the lower triangle of A (with its
  * diagonal) becomes L, lower triangular with a positive diagonal, such
  * that A = L L^T. Only the lower triangle of A is read; the strictly upper

@@ -1,4 +1,4 @@
-/* linalg.c: tiled linear algebra (see tarn/linalg.h): gemm and Cholesky,
+/* linalg.c: tiled linear algebra (see tarn/linalg.h): gemm, gemv and Cholesky,
  * and what the linalg modules share (linalg_internal.h). Each tile kernel
  * is one task calling OpenBLAS/LAPACKE on pinned tiles (column-major, ld =
  * the tile's own row count, see array/matrix_internal.h); each task owns a
@@ -472,6 +472,13 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
     *c = NULL;
   }
   return rc;
+}
+
+int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,
+                     double alpha, double beta, tarn_matrix **y) {
+  if (x == NULL || y == NULL || x->n != 1 || (*y != NULL && (*y)->n != 1))
+    return TARN_EINVAL;
+  return tarn_matrix_gemm(a, ta, x, TARN_NO_TRANS, alpha, beta, y);
 }
 
 /* ---- Cholesky ----------------------------------------------------------- */

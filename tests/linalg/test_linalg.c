@@ -1,9 +1,10 @@
-/* test_linalg.c: tiled gemm and Cholesky against OpenBLAS/LAPACKE on the
+/* test_linalg.c: tiled gemm, gemv and Cholesky against OpenBLAS/LAPACKE on the
  * whole matrix: gemm for the four transpose combinations on sizes that are
  * and are not multiples of the tile, one tile and many, tiles large enough
  * to be shared with idle workers, rectangular, A as
- * both operands, beta 0 over NaNs; Cholesky by its scaled residual, the
- * order of a failing leading minor, bad shapes refused, and a run under a
+ * both operands, beta 0 over NaNs; gemv against cblas_dgemv, both
+ * orientations, and columns of two refused; Cholesky by its scaled residual,
+ * the order of a failing leading minor, bad shapes refused, and a run under a
  * memory limit smaller than the matrix that spills and gives the same
  * bits; tiles large enough to be factored by blocks with their work
  * shared (1 to 3 workers), and failing minors inside such tiles. */
@@ -157,6 +158,84 @@ static void test_gemm_beta_zero(void **state) {
   tarn_matrix_destroy(a);
   tarn_matrix_destroy(b);
   tarn_matrix_destroy(c);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* y = alpha op(A) x + beta y0 against cblas_dgemv on the whole matrix:
+ * op(A) m x k in tiles t1 x t2, x and y of one column. */
+static void check_gemv(tarn_rt *rt, size_t m, size_t k, size_t t1, size_t t2,
+                       tarn_trans ta, bool given) {
+  bool tra = ta == TARN_TRANS;
+  size_t ar = tra ? k : m, ac = tra ? m : k;
+  tarn_matrix *a = NULL, *x = NULL, *y = NULL;
+  assert_int_equal(
+      tarn_matrix_rand(rt, ar, ac, tra ? t2 : t1, tra ? t1 : t2, 21, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, k, 1, t2, 1, 22, &x), 0);
+  double alpha = -1.25, beta = given ? 0.5 : 0.0;
+  if (given) assert_int_equal(tarn_matrix_rand(rt, m, 1, t1, 1, 23, &y), 0);
+  double *av = test_buffer_of(a), *xv = test_buffer_of(x);
+  double *ref = calloc(m, sizeof *ref);
+  assert_non_null(ref);
+  if (given) assert_int_equal(tarn_matrix_to_buffer(y, ref, m), 0);
+  double y0 = test_fro(ref, m);
+  assert_int_equal(tarn_matrix_gemv(a, ta, x, alpha, beta, &y), 0);
+  assert_int_equal(tarn_matrix_rows(y), m);
+  assert_int_equal(tarn_matrix_cols(y), 1);
+  cblas_dgemv(CblasColMajor, tra ? CblasTrans : CblasNoTrans, (int)ar, (int)ac,
+              alpha, av, (int)ar, xv, 1, beta, ref, 1);
+  double *z = test_buffer_of(y);
+  for (size_t i = 0; i < m; i++) z[i] -= ref[i];
+  double bound = (fabs(alpha) * test_fro(av, ar * ac) * test_fro(xv, k) +
+                  fabs(beta) * y0) *
+                 (double)(k + 2) * DBL_EPSILON;
+  assert_true(test_fro(z, m) / bound < 10);
+  free(av);
+  free(xv);
+  free(z);
+  free(ref);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(x);
+  tarn_matrix_destroy(y);
+}
+
+/* gemv for both orientations of A, into a new and a given column, on one
+ * tile, many, and sizes that are not multiples of the tile; bad columns
+ * refused. */
+static void test_gemv(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  static const size_t shapes[][4] = {
+      /* m, k, tile m, tile k */
+      {1, 1, 1, 1},   {9, 9, 9, 9},         {37, 41, 8, 6},
+      {50, 70, 7, 9}, {300, 300, 300, 300}, {200, 500, 100, 500},
+  };
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int given = 0; given < 2; given++)
+        check_gemv(rt, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
+                   (tarn_trans)ta, given);
+  tarn_matrix *a = NULL, *x = NULL, *x2 = NULL, *y2 = NULL, *y = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 8, 6, 4, 3, 1, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 6, 1, 3, 1, 2, &x), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 6, 2, 3, 1, 3, &x2), 0);
+  assert_int_equal(tarn_matrix_zeros(rt, 8, 2, 4, 1, &y2), 0);
+  tarn_trans no = TARN_NO_TRANS;
+  assert_int_equal(tarn_matrix_gemv(a, no, x2, 1, 0, &y), TARN_EINVAL);
+  assert_null(y);
+  assert_int_equal(tarn_matrix_gemv(a, no, x, 1, 0, &y2), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_gemv(a, no, NULL, 1, 0, &y), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_gemv(a, no, x, 1, 0, NULL), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_gemv(NULL, no, x, 1, 0, &y), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_gemv(a, TARN_TRANS, x, 1, 0, &y),
+                   TARN_EINVAL); /* A^T is 6 x 8 */
+  assert_null(y);
+  double sum = -1;
+  assert_int_equal(tarn_matrix_sum(y2, &sum), 0);
+  assert_true(sum == 0); /* the refused call left y2 alone */
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(x);
+  tarn_matrix_destroy(x2);
+  tarn_matrix_destroy(y2);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -438,6 +517,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_same_operand),
       cmocka_unit_test(test_gemm_beta_zero),
       cmocka_unit_test(test_gemm_bad),
+      cmocka_unit_test(test_gemv),
       cmocka_unit_test(test_cholesky_sizes),
       cmocka_unit_test(test_cholesky_after_gemm),
       cmocka_unit_test(test_cholesky_not_spd),

@@ -183,6 +183,55 @@ static int inner(const tarn_matrix *a, size_t k, size_t ib) {
   return (int)(ib < w ? ib : w);
 }
 
+/* Applies the reflectors of diagonal tile k (geqrt's V in a, T in tm) to
+ * tile (k, n) of c (a itself when factorising, Q when forming it):
+ * gemqrt with `trans`, inner block size ibk. */
+static int submit_gemqrt(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
+                         size_t k, size_t n, char trans, int ibk,
+                         int priority) {
+  int rk = (int)tarn__tile_rows(a, k);
+  tarn_dep d3[3] = {{tarn__tile(c, k, n), TARN_READ_WRITE},
+                    {tarn__tile(a, k, k), TARN_READ},
+                    {tarn__tile(tm, k, k), TARN_READ}};
+  struct qr_job u = {.m = rk,
+                     .n = (int)tarn__tile_cols(c, n),
+                     .k = (int)tarn__tile_cols(a, k),
+                     .ib = ibk,
+                     .lda = rk,
+                     .ldt = (int)tm->mb,
+                     .trans = trans,
+                     .a = 0,
+                     .v = 1,
+                     .tt = 2};
+  return submit_job(a->rt, k_gemqrt, &u, d3, 3, priority, "gemqrt");
+}
+
+/* Applies the reflectors of tile (m, k) (tpqrt's V in a, T in tm) to
+ * tiles (k, n) and (m, n) of c: tpmqrt with `trans`, inner block size
+ * ibk. */
+static int submit_tpmqrt(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
+                         size_t k, size_t m, size_t n, char trans, int ibk,
+                         int priority) {
+  int rk = (int)tarn__tile_rows(a, k), rm = (int)tarn__tile_rows(a, m);
+  tarn_dep d4[4] = {{tarn__tile(c, k, n), TARN_READ_WRITE},
+                    {tarn__tile(c, m, n), TARN_READ_WRITE},
+                    {tarn__tile(a, m, k), TARN_READ},
+                    {tarn__tile(tm, m, k), TARN_READ}};
+  struct qr_job u = {.m = rm,
+                     .n = (int)tarn__tile_cols(c, n),
+                     .k = (int)tarn__tile_cols(a, k),
+                     .ib = ibk,
+                     .lda = rk,
+                     .ldb = rm,
+                     .ldt = (int)tm->mb,
+                     .trans = trans,
+                     .a = 0,
+                     .b = 1,
+                     .v = 2,
+                     .tt = 3};
+  return submit_job(a->rt, k_tpmqrt, &u, d4, 4, priority, "tpmqrt");
+}
+
 static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib) {
   size_t mt = a->mt, nt = a->nt;
   int ldt = (int)tm->mb;
@@ -197,29 +246,14 @@ static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib) {
     int rc = submit_job(a->rt, k_geqrt, &g, d2, 2, PRIO_TOP, "geqrt");
     if (rc != 0) return rc;
     for (size_t n = k + 1; n < nt; n++) {
-      tarn_dep d3[3] = {{tarn__tile(a, k, n), TARN_READ_WRITE},
-                        {akk, TARN_READ},
-                        {tarn__tile(tm, k, k), TARN_READ}};
-      struct qr_job u = {.m = rk,
-                         .n = (int)tarn__tile_cols(a, n),
-                         .k = ck,
-                         .ib = ibk,
-                         .lda = rk,
-                         .ldt = ldt,
-                         .trans = 'T',
-                         .a = 0,
-                         .v = 1,
-                         .tt = 2};
-      rc = submit_job(a->rt, k_gemqrt, &u, d3, 3, column_priority(k, n),
-                      "gemqrt");
+      rc = submit_gemqrt(a, tm, a, k, n, 'T', ibk, column_priority(k, n));
       if (rc != 0) return rc;
     }
     for (size_t m = k + 1; m < mt; m++) {
       int rm = (int)tarn__tile_rows(a, m);
-      tarn_ref *amk = tarn__tile(a, m, k), *tmk = tarn__tile(tm, m, k);
       tarn_dep d3[3] = {{akk, TARN_READ_WRITE},
-                        {amk, TARN_READ_WRITE},
-                        {tmk, TARN_READ_WRITE}};
+                        {tarn__tile(a, m, k), TARN_READ_WRITE},
+                        {tarn__tile(tm, m, k), TARN_READ_WRITE}};
       struct qr_job p = {.m = rm,
                          .n = ck,
                          .ib = ibk,
@@ -232,24 +266,7 @@ static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib) {
       rc = submit_job(a->rt, k_tpqrt, &p, d3, 3, PRIO_TOP, "tpqrt");
       if (rc != 0) return rc;
       for (size_t n = k + 1; n < nt; n++) {
-        tarn_dep d4[4] = {{tarn__tile(a, k, n), TARN_READ_WRITE},
-                          {tarn__tile(a, m, n), TARN_READ_WRITE},
-                          {amk, TARN_READ},
-                          {tmk, TARN_READ}};
-        struct qr_job u = {.m = rm,
-                           .n = (int)tarn__tile_cols(a, n),
-                           .k = ck,
-                           .ib = ibk,
-                           .lda = rk,
-                           .ldb = rm,
-                           .ldt = ldt,
-                           .trans = 'T',
-                           .a = 0,
-                           .b = 1,
-                           .v = 2,
-                           .tt = 3};
-        rc = submit_job(a->rt, k_tpmqrt, &u, d4, 4, column_priority(k, n),
-                        "tpmqrt");
+        rc = submit_tpmqrt(a, tm, a, k, m, n, 'T', ibk, column_priority(k, n));
         if (rc != 0) return rc;
       }
     }
@@ -261,7 +278,6 @@ static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib) {
  * then the reflectors in reverse order on tile columns k.. of Q. */
 static int submit_q(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *q) {
   size_t mt = a->mt, nt = a->nt;
-  int ldt = (int)tm->mb;
   for (size_t tj = 0; tj < nt; tj++)
     for (size_t ti = 0; ti < mt; ti++) {
       tarn_dep d = {tarn__tile(q, ti, tj), TARN_WRITE};
@@ -273,47 +289,16 @@ static int submit_q(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *q) {
     }
   for (size_t step = 0; step < nt; step++) {
     size_t k = nt - 1 - step;
-    int rk = (int)tarn__tile_rows(a, k), ck = (int)tarn__tile_cols(a, k);
-    int ibk = inner(a, k, (size_t)ldt);
+    int ibk = inner(a, k, (size_t)tm->mb);
     for (size_t ms = 0; ms + k + 1 < mt; ms++) {
       size_t m = mt - 1 - ms;
-      int rm = (int)tarn__tile_rows(a, m);
       for (size_t n = k; n < nt; n++) {
-        tarn_dep d4[4] = {{tarn__tile(q, k, n), TARN_READ_WRITE},
-                          {tarn__tile(q, m, n), TARN_READ_WRITE},
-                          {tarn__tile(a, m, k), TARN_READ},
-                          {tarn__tile(tm, m, k), TARN_READ}};
-        struct qr_job u = {.m = rm,
-                           .n = (int)tarn__tile_cols(q, n),
-                           .k = ck,
-                           .ib = ibk,
-                           .lda = rk,
-                           .ldb = rm,
-                           .ldt = ldt,
-                           .trans = 'N',
-                           .a = 0,
-                           .b = 1,
-                           .v = 2,
-                           .tt = 3};
-        int rc = submit_job(a->rt, k_tpmqrt, &u, d4, 4, PRIO_TOP - 1, "tpmqrt");
+        int rc = submit_tpmqrt(a, tm, q, k, m, n, 'N', ibk, PRIO_TOP - 1);
         if (rc != 0) return rc;
       }
     }
     for (size_t n = k; n < nt; n++) {
-      tarn_dep d3[3] = {{tarn__tile(q, k, n), TARN_READ_WRITE},
-                        {tarn__tile(a, k, k), TARN_READ},
-                        {tarn__tile(tm, k, k), TARN_READ}};
-      struct qr_job u = {.m = rk,
-                         .n = (int)tarn__tile_cols(q, n),
-                         .k = ck,
-                         .ib = ibk,
-                         .lda = rk,
-                         .ldt = ldt,
-                         .trans = 'N',
-                         .a = 0,
-                         .v = 1,
-                         .tt = 2};
-      int rc = submit_job(a->rt, k_gemqrt, &u, d3, 3, PRIO_TOP - 1, "gemqrt");
+      int rc = submit_gemqrt(a, tm, q, k, n, 'N', ibk, PRIO_TOP - 1);
       if (rc != 0) return rc;
     }
   }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The benchmark suites of array, stencil and linalg at small sizes, run as
+# README's first command runs them: each suite checks tarn's results
+# against its C loop or LAPACKE before it measures, and exits non-zero on a
+# difference. N=600 is 2 x 2 tiles of 300 (BENCH.md's tiling rule), so the
+# multi-tile paths run too. No figure is judged: goals met or not, the run
+# passes; only a failed check, a crash or a missing row fails it.
+# Usage: test_bench_smoke.sh TARN
+set -uo pipefail
+[ -x "${1:-}" ] || { echo "usage: test_bench_smoke.sh TARN (an executable)"; exit 1; }
+tarn=$1
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# suite NAME ROW...: runs the suite at N=100 and 600 and expects each ROW
+# (a fixed string) in its table.
+suite() {
+  local name=$1 out status row
+  shift
+  out=$("$tarn" bench "$name" --sizes 100,600 --samples 3 2>&1)
+  status=$?
+  [ "$status" -eq 0 ] || fail "$name: exit status $status"$'\n'"$out"
+  for row in "$@"; do
+    grep -qF -- "$row" <<<"$out" || fail "$name: no row '$row'"
+  done
+}
+
+suite array "array/tarn/N=100 (block 100)/add (X + X)" \
+  "array/tarn/N=600 (block 300)/transpose (permutedims)" \
+  "array/tarn/N=600 (block 300)/reduce (sum)"
+suite stencil "stencil/tarn/N=100 (block 100)/neighbors (Wrap)" \
+  "stencil/tarn/N=600 (block 300)/multi-expr" \
+  "stencil/tarn/N=600 (block 300)/alloc (neighbors Wrap)"
+suite linalg "linalg/tarn/N=600 (block 300)/cholesky" \
+  "linalg/tarn/N=600 (block 300)/lu" "linalg/tarn/N=600 (block 300)/qr" \
+  "linalg/tarn/N=600 (block 300)/matmul (A*A)" \
+  "linalg/tarn/N=600 (block 300)/matvec (A*x)" \
+  "linalg/tarn/N=600 (block 300)/solve (A\\b via lu)" \
+  "linalg/tarn/N=600 (block 300)/syrk (A'*A)"
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "array, stencil and linalg suites ran and checked their results"

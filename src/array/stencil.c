@@ -326,19 +326,13 @@ struct sum_share {
   double *out;
 };
 
-/* Where the element of halo row h, outside the tile's rows (0: above,
- * rows + 1: below), in halo column c lies, or NULL for a pad value. */
-static const double *outside_ptr(const struct sources *m, size_t h, size_t c) {
-  struct loc row = m->hrow[h], col = m->hcol[c];
-  if (row.tile == PAD || col.tile == PAD) return NULL;
-  return m->data[row.tile][col.tile] + row.local + col.local * m->ld[row.tile];
-}
-
-/* That element's value. The rows' pad comes first. */
+/* The element of halo row h, outside the tile's rows (0: above, rows + 1:
+ * below), in halo column c. The rows' pad comes first. */
 static double outside_at(const struct sources *m, size_t h, size_t c) {
-  const double *at = outside_ptr(m, h, c);
-  if (at != NULL) return *at;
-  return m->hrow[h].tile == PAD ? m->j->st.rows.pad : m->j->st.cols.pad;
+  struct loc row = m->hrow[h], col = m->hcol[c];
+  if (row.tile == PAD) return m->j->st.rows.pad;
+  if (col.tile == PAD) return m->j->st.cols.pad;
+  return m->data[row.tile][col.tile][row.local + col.local * m->ld[row.tile]];
 }
 
 /* Output columns per chunk of sum1_range. The halo rows' elements lie a

@@ -73,6 +73,27 @@ TARN_API int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,
  * failed; TARN_ENOMEM, TARN_EIO from the runtime. */
 TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
 
+/* Solves A X = B in place with the Cholesky factor L of A (A = L L^T, as
+ * tarn_matrix_cholesky leaves it in the lower triangle; as LAPACK's
+ * dpotrs): B (n x nrhs) becomes X. Only the lower triangle of `l` is read,
+ * so several solves with one factor may run at once. A copy Y of B (a
+ * temporary of B's size, freed as its last task ends) gets the forward
+ * solve L Y = B by tiles; the backward solve L^T X = Y then writes X into
+ * B. B must have the factor's row tiling (B's mb equals its); its column
+ * tiling is free.
+ *
+ * Waits (a region of its own; from a task: TARN_EDEADLK). *info (when not
+ * NULL) gets 0, or k > 0 when L(k-1, k-1) is exactly zero (the forward
+ * solve checks L's diagonal before the backward solve writes B); the call
+ * then returns TARN_EINVAL with B unchanged. Returns 0; TARN_EINVAL for
+ * NULL arguments, a non-square `l` or tiles, shapes or tilings that do
+ * not match, `l` and B the same, different runtimes, a zero on L's
+ * diagonal; TARN_ECANCELED when a task submitted before on `l` or B
+ * failed; TARN_ENOMEM, TARN_EIO from the runtime (B is then unchanged,
+ * unless a submission failed after the backward solve began). */
+TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
+                                        int *info);
+
 /* LU factorisation with partial pivoting in place, as LAPACK's dgetrf:
  * P A = L U, where L (unit lower triangular, its diagonal not stored)
  * goes below the diagonal of A and U on and above it. A must be square
@@ -103,6 +124,30 @@ TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
  * singular matrix (*info > 0); TARN_ECANCELED when a task submitted before
  * on A failed; TARN_ENOMEM, TARN_EIO from the runtime. */
 TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
+
+/* Solves A X = B in place with the factors of a tarn_matrix_lu (as
+ * LAPACK's dgetrs): B (n x nrhs) becomes X. `lu` holds L and U as
+ * tarn_matrix_lu left them and piv (n entries, owned by the caller) its
+ * interchanges; both are only read, so several solves with one
+ * factorisation may run at once. A copy Y of B (a temporary of B's size,
+ * freed as its last task ends) gets the interchanges and the forward
+ * (unit L) solve by tiles; the backward (U) solve then writes X into B.
+ * B must have the factors' row tiling (B's mb equals theirs); its column
+ * tiling is free.
+ *
+ * Waits (a region of its own; from a task: TARN_EDEADLK). *info (when not
+ * NULL) gets 0, or k > 0 when U(k-1, k-1) is exactly zero (as
+ * tarn_matrix_lu reports a singular A; the forward solve checks U's
+ * diagonal before the backward solve writes B); the call then returns
+ * TARN_EINVAL with B unchanged. Returns 0; TARN_EINVAL for NULL
+ * arguments, a non-square `lu` or tiles, shapes or tilings that do not
+ * match, `lu` and B the same, different runtimes, a pivot piv[i] outside
+ * [i, n) (checked before anything is submitted), a zero on U's diagonal;
+ * TARN_ECANCELED when a task submitted before on `lu` or B failed;
+ * TARN_ENOMEM, TARN_EIO from the runtime (B is then unchanged, unless a
+ * submission failed after the backward solve began). */
+TARN_API int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv,
+                                  tarn_matrix *b, int *info);
 
 /* Solves A X = B in place: B (n x nrhs) becomes X. A is factored as by
  * tarn_matrix_lu, so A is overwritten by its factors L and U (the pivots

@@ -579,8 +579,7 @@ static int submit_cholesky(tarn_matrix *a, atomic_int *info) {
 
 int tarn_matrix_cholesky(tarn_matrix *a, int *info) {
   if (info != NULL) *info = 0;
-  if (a == NULL || a->m != a->n || a->mb != a->nb || !tarn__blas_sized(a))
-    return TARN_EINVAL;
+  if (a == NULL || !tarn__factor_shape_ok(a)) return TARN_EINVAL;
   tarn__blas_init();
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);

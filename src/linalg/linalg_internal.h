@@ -1,12 +1,14 @@
 /* linalg_internal.h: what the linalg layer's modules (linalg.c, lu.c,
- * qr.c) share: OpenBLAS set to one thread, BLAS-sized tiles, submitting a
- * tile task that owns a copy of its job, task working memory, and the
- * tile kernels that share their work with idle workers (gemm, trsm, syrk
- * and a blocked Cholesky of one tile, split by tarn_task_parallel_for). */
+ * qr.c, solve.c) share: OpenBLAS set to one thread, BLAS-sized tiles,
+ * submitting a tile task that owns a copy of its job, task working memory,
+ * the tile kernels that share their work with idle workers (gemm, trsm,
+ * syrk and a blocked Cholesky of one tile, split by
+ * tarn_task_parallel_for), and the parts of the linear solves. */
 #ifndef TARN_LINALG_INTERNAL_H
 #define TARN_LINALG_INTERNAL_H
 
 #include <cblas.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -78,5 +80,34 @@ int tarn__syrk_shared(tarn_task *t, CBLAS_TRANSPOSE trans, int n, int k,
  * TARN_EINVAL when LAPACK refuses its arguments, or a status of
  * tarn_task_parallel_for. */
 int tarn__potrf_shared(tarn_task *t, int n, double *a, int lda, int *info);
+
+/* ---- linear solves (solve.c) ----------------------------------------- */
+
+/* Whether `a` (not NULL) can be factored: square, with square tiles, of
+ * sizes BLAS and LAPACK's int info take. */
+bool tarn__factor_shape_ok(const tarn_matrix *a);
+
+/* Whether A X = B can be solved with A or its factors: both given and
+ * different, of one runtime, A as tarn__factor_shape_ok, B with A's rows
+ * and row tiling and BLAS-sized tiles. */
+bool tarn__solve_shapes_ok(const tarn_matrix *a, const tarn_matrix *b);
+
+/* Scans the diagonal of the n x n tile `t` (leading dimension ld, its
+ * first row `offset` in the matrix) for an exactly zero element: *first
+ * is lowered to its 1-based order in the matrix, unless *first already
+ * holds a smaller order or is negative (a failed submission). Thread-safe
+ * (several tiles' checks race on *first). */
+void tarn__diagonal_check(const double *t, int n, int ld, size_t offset,
+                          atomic_int *first);
+
+/* Submits the backward solve op(T) X = Y from Y into B, up the tile rows
+ * (T square with square tiles, Y and B with T's row tiling and the same
+ * columns): op(T) is T's upper triangle (non-unit), or the transpose of
+ * its lower triangle when `lower`. B's tiles are written by one trsm task
+ * each, which does nothing once *dropped is not 0 (read when it starts); Y
+ * is updated on the way. Returns 0 or a status of tarn_task_submit (the tasks
+ * submitted before it still run). */
+int tarn__submit_backward(tarn_matrix *t, bool lower, tarn_matrix *y,
+                          tarn_matrix *b, atomic_int *dropped);
 
 #endif

@@ -1,13 +1,14 @@
-/* lu.c: tiled LU with partial pivoting and the linear solve built on it
+/* lu.c: tiled LU with partial pivoting and the linear solves built on it
  * (see tarn/linalg.h). Right-looking, one panel per tile column: the panel
  * task factors the whole tile column (copied into one contiguous buffer)
  * and records the pivots; swap tasks apply them to the other tile columns,
  * trsm and gemm tasks update the rest. A solve carries a copy of B along
  * as tile columns right of A's (the forward solve), then solves with U
- * into B. The kernels share their work with idle workers
- * (tarn_task_parallel_for): the panel's copies by columns and its
- * factorisation by blocks of columns (dgetrf on the block, then its
- * interchanges and trsm shared by columns, and a shared trailing gemm); the
+ * into B (solve.c); a solve with factors given applies all interchanges to
+ * the copy first, then the forward and backward solves. The kernels share their
+ * work with idle workers (tarn_task_parallel_for): the panel's copies by
+ * columns and its factorisation by blocks of columns (dgetrf on the block, then
+ * its interchanges and trsm shared by columns, and a shared trailing gemm); the
  * swaps by columns; trsm and gemm as linalg_internal.h says. Each task owns
  * a small job struct freed by the runtime when it is done. */
 #include <cblas.h>
@@ -34,8 +35,11 @@ struct lu_job {
   size_t count;      /* swap: number of interchanges */
   size_t ntiles;     /* panel / swap: tiles in the column from row0 */
   size_t slot0;      /* swap: data slot of the first tile */
-  size_t *piv;       /* panel: where pivots go; swap: where they are */
-  atomic_int *info;  /* panel: the first exactly zero pivot (1-based) */
+  size_t *piv_out;   /* panel: where its pivots go */
+  const size_t *piv; /* swap: the pivots it applies */
+  /* panel: the first exactly zero pivot (1-based); trsm of a solve with
+   * factors given: where the check of U's diagonal goes (NULL: none) */
+  atomic_int *info;
 };
 
 static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
@@ -170,7 +174,7 @@ static void panel_pivots(const struct lu_job *j, const lapack_int *ipiv,
                                    (int)(j->row0 + (size_t)info));
   }
   for (size_t c = 0; c < (size_t)j->n; c++)
-    j->piv[j->row0 + c] = j->row0 + (size_t)ipiv[c] - 1;
+    j->piv_out[j->row0 + c] = j->row0 + (size_t)ipiv[c] - 1;
 }
 
 /* Factors tile column k from its diagonal tile down (deps: tiles (k..,k),
@@ -270,42 +274,24 @@ static int k_swap(tarn_task *t, void *arg) {
   return tarn_task_parallel_for(t, (size_t)j->n, COPY_GRAIN, swap_range, &q);
 }
 
-/* B = L^-1 B (unit lower) or U^-1 B (deps: the diagonal tile, B). */
+/* B = L^-1 B (unit lower) or U^-1 B (deps: the diagonal tile, B); with
+ * `info`, the diagonal tile's U is checked first (its first row: row0). */
 static int k_trsm(tarn_task *t, void *arg) {
   const struct lu_job *j = arg;
   const double *l = tarn_task_data(t, 0);
   double *b = tarn_task_data(t, 1);
+  if (j->info != NULL) tarn__diagonal_check(l, j->m, j->lda, j->row0, j->info);
   return tarn__trsm_shared(t, CblasLeft, j->upper ? CblasUpper : CblasLower,
                            CblasNoTrans, j->upper ? CblasNonUnit : CblasUnit,
                            j->m, j->n, 1.0, l, j->lda, b, j->ldb);
 }
 
-/* Whether a task of a solve's backward pass is to do nothing: A turned
- * out singular (or the submission failed), and B stays unchanged. Every
- * panel has ended by then: the backward pass reads the last one's tile. */
-static bool solve_dropped(const struct lu_job *j) {
-  return j->info != NULL && atomic_load(j->info) != 0;
-}
-
-/* C -= A B (deps: C, A, B); nothing when solve_dropped. */
+/* C -= A B (deps: C, A, B). */
 static int k_gemm(tarn_task *t, void *arg) {
   const struct lu_job *j = arg;
-  if (solve_dropped(j)) return 0;
   return tarn__gemm_shared(t, false, false, j->m, j->n, j->k, -1.0,
                            tarn_task_data(t, 1), j->lda, tarn_task_data(t, 2),
                            j->ldb, 1.0, tarn_task_data(t, 0), j->ldc);
-}
-
-/* A solve's backward step on a tile of B: B = U^-1 Y (deps: U's diagonal
- * tile, Y's tile, B's tile); nothing when solve_dropped. */
-static int k_solve_tile(tarn_task *t, void *arg) {
-  const struct lu_job *j = arg;
-  if (solve_dropped(j)) return 0;
-  const double *u = tarn_task_data(t, 0), *y = tarn_task_data(t, 1);
-  double *b = tarn_task_data(t, 2);
-  memcpy(b, y, (size_t)j->m * (size_t)j->n * sizeof *b);
-  return tarn__trsm_shared(t, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit,
-                           j->m, j->n, 1.0, u, j->lda, b, j->ldb);
 }
 
 /* ---- LU ------------------------------------------------------------------ */
@@ -322,9 +308,11 @@ static int column_priority(size_t k, size_t j, int stage) {
 
 /* Swap task for tile column j of `m` (A, or a solve's Y: A's row tiling)
  * after panel k (deps: A(k,k) to order it after the panel, tiles (k..mt-1,
- * j) of m). */
+ * j) of m): the `count` interchanges from row k mb on (panel k's, or all
+ * from there). */
 static int submit_swap(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
-                       size_t *piv, tarn_dep *deps, int priority) {
+                       size_t count, const size_t *piv, tarn_dep *deps,
+                       int priority) {
   size_t mt = a->mt, nt = mt - k;
   deps[0] = (tarn_dep){tarn__tile(a, k, k), TARN_READ};
   for (size_t i = k; i < mt; i++)
@@ -334,27 +322,29 @@ static int submit_swap(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
                      .row0 = k * a->mb,
                      .rows = a->m - k * a->mb,
                      .first = k * a->mb,
-                     .count = tarn__tile_cols(a, k),
+                     .count = count,
                      .ntiles = nt,
                      .slot0 = 1,
                      .piv = piv};
   return submit_job(a->rt, k_swap, &s, deps, nt + 1, priority, "laswp");
 }
 
-/* Panel k's updates of tile column j of `m` (A right of the panel, or a
- * solve's copy Y of B: A's row tiling): its interchanges, L_kk^-1 on tile
- * row k, and the gemm below. `at` is the column's place right of the
- * panel for the priorities (Y's columns come after all of A's). */
-static int submit_update(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
-                         size_t at, size_t *piv, tarn_dep *deps) {
+/* Panel k's elimination in tile column j of `m` (A right of the panel,
+ * or a solve's copy Y of B: A's row tiling), its rows already
+ * interchanged: L_kk^-1 on tile row k, and the gemm below. `at` is the
+ * column's place right of the panel for the priorities (Y's columns come
+ * after all of A's). With `check`, the trsm checks U's diagonal in the
+ * tile A(k,k) into it. */
+static int submit_eliminate(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
+                            size_t at, atomic_int *check) {
   size_t mt = a->mt;
   int nk = (int)tarn__tile_rows(a, k), nj = (int)tarn__tile_cols(m, j);
-  int rc = submit_swap(a, m, k, j, piv, deps, column_priority(k, at, 0));
-  if (rc != 0) return rc;
   tarn_ref *mkj = tarn__tile(m, k, j);
   tarn_dep d2[2] = {{tarn__tile(a, k, k), TARN_READ}, {mkj, TARN_READ_WRITE}};
-  struct lu_job s = {.m = nk, .n = nj, .lda = nk, .ldb = nk};
-  rc = submit_job(a->rt, k_trsm, &s, d2, 2, column_priority(k, at, 1), "trsm");
+  struct lu_job s = {
+      .m = nk, .n = nj, .lda = nk, .ldb = nk, .row0 = k * a->mb, .info = check};
+  int rc =
+      submit_job(a->rt, k_trsm, &s, d2, 2, column_priority(k, at, 1), "trsm");
   for (size_t i = k + 1; rc == 0 && i < mt; i++) {
     int ni = (int)tarn__tile_rows(a, i);
     tarn_dep d3[3] = {{tarn__tile(m, i, j), TARN_READ_WRITE},
@@ -366,6 +356,15 @@ static int submit_update(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
         submit_job(a->rt, k_gemm, &g, d3, 3, column_priority(k, at, 2), "gemm");
   }
   return rc;
+}
+
+/* Panel k's updates of tile column j of `m`: its interchanges, then its
+ * elimination (submit_eliminate). */
+static int submit_update(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
+                         size_t at, const size_t *piv, tarn_dep *deps) {
+  int rc = submit_swap(a, m, k, j, tarn__tile_cols(a, k), piv, deps,
+                       column_priority(k, at, 0));
+  return rc != 0 ? rc : submit_eliminate(a, m, k, j, at, NULL);
 }
 
 /* LU's tasks; with y (a solve's copy of B), the forward solve L Y = P Y
@@ -384,7 +383,7 @@ static int submit_lu(tarn_matrix *a, size_t *piv, atomic_int *info,
                        .row0 = k * a->mb,
                        .rows = a->m - k * a->mb,
                        .ntiles = mt - k,
-                       .piv = piv,
+                       .piv_out = piv,
                        .info = info};
     int rc = submit_job(a->rt, k_panel, &p, deps, mt - k, PRIO_TOP, "getrf");
     for (size_t j = k + 1; rc == 0 && j < mt; j++)
@@ -393,59 +392,44 @@ static int submit_lu(tarn_matrix *a, size_t *piv, atomic_int *info,
       rc = submit_update(a, y, k, jb, mt + jb, piv, deps);
     /* The left part, as dgetrf does: off the critical path. */
     for (size_t j = 0; rc == 0 && j < k; j++)
-      rc = submit_swap(a, a, k, j, piv, deps, 0);
+      rc = submit_swap(a, a, k, j, tarn__tile_cols(a, k), piv, deps, 0);
     if (rc != 0) return rc;
   }
   return 0;
 }
 
-/* ---- solve --------------------------------------------------------------- */
-
-/* The backward solve U X = Y, walking up the tile rows: X's tiles go to B,
- * each tile's trsm reading Y's, the gemm below it updating Y's rows above.
- * Every task does nothing when `dropped` (see solve_dropped). */
-static int submit_backward(tarn_matrix *a, tarn_matrix *y, tarn_matrix *b,
-                           atomic_int *dropped) {
-  size_t mt = a->mt;
-  for (size_t step = 0; step < mt; step++) {
-    size_t k = mt - 1 - step;
-    int nk = (int)tarn__tile_rows(a, k);
-    for (size_t j = 0; j < b->nt; j++) {
-      int nj = (int)tarn__tile_cols(b, j);
-      tarn_ref *bkj = tarn__tile(b, k, j);
-      tarn_dep d3[3] = {{tarn__tile(a, k, k), TARN_READ},
-                        {tarn__tile(y, k, j), TARN_READ},
-                        {bkj, TARN_READ_WRITE}};
-      struct lu_job s = {
-          .m = nk, .n = nj, .lda = nk, .ldb = nk, .info = dropped};
-      int rc = submit_job(a->rt, k_solve_tile, &s, d3, 3, PRIO_TOP - 1, "trsm");
-      for (size_t i = 0; rc == 0 && i < k; i++) {
-        int ni = (int)tarn__tile_rows(a, i);
-        tarn_dep g3[3] = {{tarn__tile(y, i, j), TARN_READ_WRITE},
-                          {tarn__tile(a, i, k), TARN_READ},
-                          {bkj, TARN_READ}};
-        struct lu_job g = {.m = ni,
-                           .n = nj,
-                           .k = nk,
-                           .lda = ni,
-                           .ldb = nk,
-                           .ldc = ni,
-                           .info = dropped};
-        rc = submit_job(a->rt, k_gemm, &g, g3, 3, 0, "gemm");
-      }
+/* The forward solve L Y = P Y alone, with factors and pivots given (as
+ * dgetrs): every interchange on each tile column of Y first (the factors'
+ * L has had the later panels' interchanges applied to its rows), then each
+ * panel's elimination, whose trsm tasks check U's diagonal into *check. */
+static int submit_forward(tarn_matrix *a, tarn_matrix *y, const size_t *piv,
+                          tarn_dep *deps, atomic_int *check) {
+  for (size_t jb = 0; jb < y->nt; jb++) {
+    int rc = submit_swap(a, y, 0, jb, a->m, piv, deps,
+                         column_priority(0, 1 + jb, 0));
+    if (rc != 0) return rc;
+  }
+  for (size_t k = 0; k < a->mt; k++)
+    for (size_t jb = 0; jb < y->nt; jb++) {
+      int rc = submit_eliminate(a, y, k, jb, k + 1 + jb, check);
       if (rc != 0) return rc;
     }
-  }
   return 0;
 }
 
 /* ---- waiting for LU and solve -------------------------------------------- */
 
-/* LU of A in a region of its own, waited for; with B, the solve of
- * A X = B as well: Y = B, LU with the forward solve on Y carried along, the
- * backward solve from Y into B. B is written by the backward pass only,
- * whose tasks do nothing unless the factorisation succeeded. */
-static int lu_region(tarn_matrix *a, size_t *piv, tarn_matrix *b, int *info) {
+/* In a region of its own, waited for: the LU of A (pivots to factor_piv);
+ * with B, the solve of A X = B as well. Or, with given_piv instead, the
+ * solve alone with the factors in A. Y = B, the forward solve on Y
+ * (carried along with the factorisation when there is one), the backward
+ * solve from Y into B. B is written by the backward pass only, whose
+ * tasks do nothing unless U's diagonal has no zero (found by the panels,
+ * or by the forward pass's trsm tasks when the factors are given: every
+ * backward task on a column of B waits for all of them on that column of
+ * Y) and every task was submitted. */
+static int lu_region(tarn_matrix *a, size_t *factor_piv,
+                     const size_t *given_piv, tarn_matrix *b, int *info) {
   tarn__blas_init();
   tarn_dep *deps = malloc((a->mt + 1) * sizeof *deps);
   if (deps == NULL) return TARN_ENOMEM;
@@ -458,14 +442,17 @@ static int lu_region(tarn_matrix *a, size_t *piv, tarn_matrix *b, int *info) {
   atomic_int failed = 0;
   tarn_matrix *y = NULL;
   int submitted = b != NULL ? tarn_matrix_copy(b, &y) : 0;
-  if (submitted == 0) submitted = submit_lu(a, piv, &failed, deps, y);
+  if (submitted == 0)
+    submitted = factor_piv != NULL
+                    ? submit_lu(a, factor_piv, &failed, deps, y)
+                    : submit_forward(a, y, given_piv, deps, &failed);
   if (submitted == 0 && b != NULL)
-    submitted = submit_backward(a, y, b, &failed);
+    submitted = tarn__submit_backward(a, false, y, b, &failed);
   /* A backward task that has not run yet leaves B alone; the ones that did
    * (none, unless the backward pass began) cannot be undone. */
   if (submitted != 0) atomic_store(&failed, -1);
   tarn_matrix_destroy(y); /* its tiles go when their last task ends */
-  /* Always wait: tasks already submitted point at `failed` and piv. */
+  /* Always wait: tasks already submitted point at `failed` and the pivots. */
   rc = tarn_region_wait(region, NULL);
   free(deps);
   if (submitted != 0) return submitted;
@@ -478,28 +465,27 @@ static int lu_region(tarn_matrix *a, size_t *piv, tarn_matrix *b, int *info) {
   return 0;
 }
 
-/* Whether A (not NULL) can be factored here: square, with square tiles,
- * sizes BLAS takes. */
-static bool lu_shape_ok(const tarn_matrix *a) {
-  return a->m == a->n && a->mb == a->nb && tarn__blas_sized(a) &&
-         a->m <= INT_MAX;
-}
-
 int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
   if (info != NULL) *info = 0;
-  if (a == NULL || piv == NULL || !lu_shape_ok(a)) return TARN_EINVAL;
-  return lu_region(a, piv, NULL, info);
+  if (a == NULL || piv == NULL || !tarn__factor_shape_ok(a)) return TARN_EINVAL;
+  return lu_region(a, piv, NULL, NULL, info);
 }
 
 int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
-  if (a == NULL || b == NULL || a == b || a->rt != b->rt || b->m != a->m ||
-      b->mb != a->mb || !tarn__blas_sized(b))
-    return TARN_EINVAL;
-  if (!lu_shape_ok(a)) return TARN_EINVAL;
+  if (!tarn__solve_shapes_ok(a, b)) return TARN_EINVAL;
   size_t *piv = malloc(a->m * sizeof *piv);
   if (piv == NULL) return TARN_ENOMEM;
-  int rc = lu_region(a, piv, b, info);
+  int rc = lu_region(a, piv, NULL, b, info);
   free(piv);
   return rc;
+}
+
+int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_matrix *b,
+                         int *info) {
+  if (info != NULL) *info = 0;
+  if (piv == NULL || !tarn__solve_shapes_ok(lu, b)) return TARN_EINVAL;
+  for (size_t i = 0; i < lu->m; i++)
+    if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
+  return lu_region(lu, NULL, piv, b, info);
 }

@@ -7,10 +7,14 @@
  * the order of a failing leading minor, bad shapes refused, and a run under a
  * memory limit smaller than the matrix that spills and gives the same
  * bits; tiles large enough to be factored by blocks with their work
- * shared (1 to 3 workers), and failing minors inside such tiles. */
+ * shared (1 to 3 workers), and failing minors inside such tiles; the solve
+ * with a Cholesky factor by its residual (the factor unchanged, also from
+ * several threads at once), a zero on the factor's diagonal and bad
+ * shapes refused with B unchanged, and the same bits under the limit. */
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -486,6 +490,26 @@ static void test_cholesky_bad(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* X for the n x nrhs right-hand sides of seed `seed` (column tiles cb),
+ * solved with the factor f (n x n, tiles nb) by tarn_matrix_cholesky_solve;
+ * the right-hand sides go to *rhs. Checks that the factor is unchanged. */
+static double *chol_solve(tarn_rt *rt, const double *f, size_t n, size_t nb,
+                          size_t nrhs, size_t cb, uint64_t seed, double **rhs) {
+  tarn_matrix *l = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, f, n, &l), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, cb, seed, &b), 0);
+  *rhs = test_buffer_of(b);
+  int info = -1;
+  assert_int_equal(tarn_matrix_cholesky_solve(l, b, &info), 0);
+  assert_int_equal(info, 0);
+  double *x = test_buffer_of(b), *f1 = test_buffer_of(l);
+  assert_memory_equal(f, f1, n * n * sizeof *f);
+  free(f1);
+  tarn_matrix_destroy(l);
+  tarn_matrix_destroy(b);
+  return x;
+}
+
 /* Under a memory limit of a quarter of the matrix: tiles spill, and the
  * factor has the same bits (each tile sees the same kernels in the same
  * order whatever the schedule). */
@@ -495,10 +519,12 @@ static void test_cholesky_mem_limit(void **state) {
   size_t bytes = n * n * sizeof(double);
   double *a = spd(n, 99);
   tarn_rt *rt = test_rt(3, 0);
-  double *f0 = factor(rt, a, n, nb);
+  double *f0 = factor(rt, a, n, nb), *rhs0 = NULL, *rhs1 = NULL;
+  double *x0 = chol_solve(rt, f0, n, nb, 40, 16, 98, &rhs0);
   assert_int_equal(tarn_rt_destroy(rt), 0);
   rt = test_rt(3, bytes / 4);
   double *f1 = factor(rt, a, n, nb);
+  double *x1 = chol_solve(rt, f1, n, nb, 40, 16, 98, &rhs1);
   tarn_pool_stats ps;
   assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
   assert_true(ps.spills > 0);
@@ -506,9 +532,203 @@ static void test_cholesky_mem_limit(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
   assert_true(chol_residual(a, f1, n) < 10);
   assert_memory_equal(f0, f1, bytes);
+  assert_true(test_solve_residual(a, x1, rhs1, n, 40) < 20);
+  assert_memory_equal(x0, x1, n * 40 * sizeof *x0);
   free(a);
   free(f0);
   free(f1);
+  free(x0);
+  free(x1);
+  free(rhs0);
+  free(rhs1);
+}
+
+/* ---- solve with the Cholesky factor ----------------------------------------
+ */
+
+static void check_chol_solve(tarn_rt *rt, size_t n, size_t nb, size_t nrhs,
+                             size_t cb, uint64_t seed) {
+  double *a = spd(n, seed), *f = factor(rt, a, n, nb), *rhs = NULL;
+  double *x = chol_solve(rt, f, n, nb, nrhs, cb, seed + 1, &rhs);
+  double r = test_solve_residual(a, x, rhs, n, nrhs);
+  if (!(r < 20))
+    print_error("cholesky_solve n %zu nb %zu nrhs %zu cb %zu: %g\n", n, nb,
+                nrhs, cb, r);
+  assert_true(r < 20);
+  free(a);
+  free(f);
+  free(rhs);
+  free(x);
+}
+
+static void test_cholesky_solve(void **state) {
+  (void)state;
+  static const size_t cases[][4] = {
+      /* n, tile, nrhs, rhs column tile */
+      {1, 1, 1, 1},   {7, 32, 1, 1},    {32, 32, 3, 2}, {50, 16, 1, 1},
+      {50, 16, 9, 4}, {100, 33, 17, 6}, {33, 8, 40, 7}, {64, 8, 64, 64},
+      {12, 1, 2, 1},  {129, 16, 5, 5},
+  };
+  tarn_rt *rt = test_rt(3, 0);
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
+    check_chol_solve(rt, cases[s][0], cases[s][1], cases[s][2], cases[s][3],
+                     700 + 2 * s);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  /* tiles whose kernels share their work, 1 to 3 workers */
+  for (unsigned w = 1; w <= 3; w++) {
+    rt = test_rt(w, 0);
+    check_chol_solve(rt, 513, 513, 200, 200, 740);
+    check_chol_solve(rt, 700, 300, 130, 130, 742);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* Solves with one factor from several threads at once. */
+struct chol_solver {
+  tarn_matrix *l, *b;
+  int rc;
+};
+
+static void *chol_solver_main(void *arg) {
+  struct chol_solver *s = arg;
+  s->rc = tarn_matrix_cholesky_solve(s->l, s->b, NULL);
+  return NULL;
+}
+
+static void test_cholesky_solve_concurrent(void **state) {
+  (void)state;
+  enum { threads = 3 };
+  size_t n = 160, nb = 40, nrhs = 6;
+  tarn_rt *rt = test_rt(2, 0);
+  double *a = spd(n, 81), *f = factor(rt, a, n, nb);
+  tarn_matrix *l = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, f, n, &l), 0);
+  struct chol_solver s[threads];
+  pthread_t th[threads];
+  double *rhs[threads];
+  for (int i = 0; i < threads; i++) {
+    s[i] = (struct chol_solver){.l = l};
+    assert_int_equal(
+        tarn_matrix_rand(rt, n, nrhs, nb, 2, 82 + (uint64_t)i, &s[i].b), 0);
+    rhs[i] = test_buffer_of(s[i].b);
+  }
+  for (int i = 0; i < threads; i++)
+    assert_int_equal(pthread_create(&th[i], NULL, chol_solver_main, &s[i]), 0);
+  for (int i = 0; i < threads; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_int_equal(s[i].rc, 0);
+    double *x = test_buffer_of(s[i].b);
+    assert_true(test_solve_residual(a, x, rhs[i], n, nrhs) < 20);
+    free(x);
+    free(rhs[i]);
+    tarn_matrix_destroy(s[i].b);
+  }
+  free(a);
+  free(f);
+  tarn_matrix_destroy(l);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A factor with a zero on its diagonal (the first at p, in a later tile)
+ * is refused with info p + 1 and B unchanged; bad arguments are refused
+ * and change nothing. */
+static void test_cholesky_solve_bad(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0), *rt2 = test_rt(3, 0);
+  size_t n = 12, p = 6;
+  double *a = spd(n, 91), *f = factor(rt, a, n, 4);
+  f[p + p * n] = 0.0;
+  f[9 + 9 * n] = 0.0;
+  tarn_matrix *sing = NULL, *l = NULL, *rect = NULL, *tiles = NULL, *b = NULL,
+              *rows = NULL, *rowtile = NULL, *other = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 4, 4, f, n, &sing), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, 2, 4, 1, 2, &b), 0);
+  double *b0 = test_buffer_of(b);
+  int info = 0;
+  assert_int_equal(tarn_matrix_cholesky_solve(sing, b, &info), TARN_EINVAL);
+  assert_int_equal(info, (int)(p + 1));
+  double *b1 = test_buffer_of(b);
+  assert_memory_equal(b0, b1, n * 2 * sizeof *b0);
+
+  free(f);
+  f = factor(rt, a, n, 4);
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 4, 4, f, n, &l), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, 10, 4, 4, 1, &rect), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, n, 4, 3, 1, &tiles), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 10, 2, 4, 1, 2, &rows), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, 2, 3, 1, 2, &rowtile), 0);
+  assert_int_equal(tarn_matrix_rand(rt2, n, 2, 4, 1, 2, &other), 0);
+  info = 5;
+  assert_int_equal(tarn_matrix_cholesky_solve(NULL, b, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_cholesky_solve(l, NULL, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_cholesky_solve(l, l, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_cholesky_solve(rect, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_cholesky_solve(tiles, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_cholesky_solve(l, rows, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_cholesky_solve(l, rowtile, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_cholesky_solve(l, other, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  double *b2 = test_buffer_of(b);
+  assert_memory_equal(b0, b2, n * 2 * sizeof *b0);
+  /* the good call still works */
+  assert_int_equal(tarn_matrix_cholesky_solve(l, b, &info), 0);
+  assert_int_equal(info, 0);
+  double *x = test_buffer_of(b);
+  assert_true(test_solve_residual(a, x, b0, n, 2) < 20);
+  free(a);
+  free(f);
+  free(b0);
+  free(b1);
+  free(b2);
+  free(x);
+  tarn_matrix_destroy(sing);
+  tarn_matrix_destroy(l);
+  tarn_matrix_destroy(rect);
+  tarn_matrix_destroy(tiles);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(rows);
+  tarn_matrix_destroy(rowtile);
+  tarn_matrix_destroy(other);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(tarn_rt_destroy(rt2), 0);
+}
+
+/* Fails on the block that holds element (0, 0) of the matrix. */
+static int fail_at_the_origin(const tarn_block *blk, void *arg) {
+  (void)arg;
+  return blk->row == 0 && blk->col == 0 ? -77 : 0;
+}
+
+/* A task that failed on a tile of B before: the solve reports
+ * TARN_ECANCELED (its tasks that depend on that tile are cancelled; so
+ * are later tasks on B's tiles they would have written), and the factor
+ * is unchanged. */
+static void test_cholesky_solve_after_failure(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  size_t n = 12, nb = 4;
+  double *a = spd(n, 93), *f = factor(rt, a, n, nb);
+  tarn_matrix *l = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, f, n, &l), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, 3, nb, 3, 94, &b), 0);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  tarn_matrix *const ms[] = {b};
+  const tarn_access rw[] = {TARN_READ_WRITE};
+  assert_int_equal(tarn_matrix_apply(ms, rw, 1, fail_at_the_origin, NULL), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), -77);
+  int info = 5;
+  assert_int_equal(tarn_matrix_cholesky_solve(l, b, &info), TARN_ECANCELED);
+  assert_int_equal(info, 0);
+  double *f1 = test_buffer_of(l);
+  assert_memory_equal(f, f1, n * n * sizeof *f);
+  free(a);
+  free(f);
+  free(f1);
+  tarn_matrix_destroy(l);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
 int main(void) {
@@ -525,6 +745,10 @@ int main(void) {
       cmocka_unit_test(test_cholesky_not_spd_blocked),
       cmocka_unit_test(test_cholesky_bad),
       cmocka_unit_test(test_cholesky_mem_limit),
+      cmocka_unit_test(test_cholesky_solve),
+      cmocka_unit_test(test_cholesky_solve_concurrent),
+      cmocka_unit_test(test_cholesky_solve_bad),
+      cmocka_unit_test(test_cholesky_solve_after_failure),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,15 +1,18 @@
-/* test_lu.c: tiled LU with partial pivoting and the linear solve: the
+/* test_lu.c: tiled LU with partial pivoting and the linear solves: the
  * scaled residual ||P A - L U|| on sizes that are and are not multiples of
  * the tile, one tile and many, and tiles large enough for the panel to be
  * factored by blocks with its work shared (1 to 3 workers); pivots equal
  * to LAPACKE_dgetrf's on the whole matrix; exactly singular matrices (a
  * zero column, also inside a later block of such a panel) reported by
- * info; solves with one and several right-hand sides by their residual;
- * bad shapes refused; a run under a memory limit that spills. */
+ * info; solves with one and several right-hand sides by their residual,
+ * factoring A or with factors given (also from several threads at once,
+ * factors left unchanged); singular factors, bad shapes and bad pivots
+ * refused with B unchanged; a run under a memory limit that spills. */
 #include <cblas.h>
 #include <float.h>
 #include <lapacke.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -223,7 +226,7 @@ static void test_lu_mem_limit(void **state) {
   (void)state;
   size_t n = 192, nb = 32, nrhs = 40;
   size_t bytes = n * n * sizeof(double);
-  double *f[2], *x[2];
+  double *f[2], *x[2], *y[2];
   size_t *piv[2];
   for (int run = 0; run < 2; run++) {
     tarn_rt *rt = test_rt(3, run == 0 ? 0 : bytes / 4);
@@ -233,6 +236,11 @@ static void test_lu_mem_limit(void **state) {
     assert_non_null(piv[run]);
     assert_int_equal(tarn_matrix_lu(m, piv[run], NULL), 0);
     f[run] = test_buffer_of(m);
+    assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, 16, 45, &b), 0);
+    assert_int_equal(tarn_matrix_lu_solve(m, piv[run], b, NULL), 0);
+    y[run] = test_buffer_of(b);
+    tarn_matrix_destroy(b);
+    b = NULL;
     tarn_matrix_destroy(m);
     assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 43, &m2), 0);
     assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, 16, 44, &b), 0);
@@ -251,9 +259,11 @@ static void test_lu_mem_limit(void **state) {
   assert_memory_equal(f[0], f[1], bytes);
   assert_memory_equal(piv[0], piv[1], n * sizeof *piv[0]);
   assert_memory_equal(x[0], x[1], n * nrhs * sizeof *x[0]);
+  assert_memory_equal(y[0], y[1], n * nrhs * sizeof *y[0]);
   for (int run = 0; run < 2; run++) {
     free(f[run]);
     free(x[run]);
+    free(y[run]);
     free(piv[run]);
   }
 }
@@ -283,10 +293,7 @@ static void check_solve(tarn_rt *rt, size_t n, size_t nb, size_t nrhs,
   double *f2 = test_buffer_of(m2);
   if (exact) assert_memory_equal(f, f2, n * n * sizeof *f);
   assert_true(lu_residual(a, f, piv, n) < 20);
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)nrhs,
-              (int)n, 1.0, a, (int)n, x, (int)n, -1.0, rhs, (int)n);
-  double r = test_fro(rhs, n * nrhs) / ((double)n * test_fro(a, n * n) *
-                                        test_fro(x, n * nrhs) * DBL_EPSILON);
+  double r = test_solve_residual(a, x, rhs, n, nrhs);
   if (!(r < 20))
     print_error("solve n %zu nb %zu nrhs %zu cb %zu: %g\n", n, nb, nrhs, cb, r);
   assert_true(r < 20);
@@ -399,6 +406,194 @@ static void test_solve_bad(void **state) {
   assert_int_equal(tarn_rt_destroy(rt2), 0);
 }
 
+/* ---- solve with the factors ---------------------------------------------- */
+
+/* A random n x n A factored by tarn_matrix_lu, then n x nrhs right-hand
+ * sides (column tiles cb) solved with the factors: the residual against
+ * A, and the factors and pivots unchanged by the solve. */
+static void check_lu_solve(tarn_rt *rt, size_t n, size_t nb, size_t nrhs,
+                           size_t cb, uint64_t seed) {
+  tarn_matrix *m = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, seed, &m), 0);
+  double *a = test_buffer_of(m);
+  size_t *piv = malloc(n * sizeof *piv), *piv0 = malloc(n * sizeof *piv0);
+  assert_non_null(piv);
+  assert_non_null(piv0);
+  assert_int_equal(tarn_matrix_lu(m, piv, NULL), 0);
+  memcpy(piv0, piv, n * sizeof *piv);
+  double *f = test_buffer_of(m);
+  assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, cb, seed + 1, &b), 0);
+  double *rhs = test_buffer_of(b);
+  int info = -1;
+  assert_int_equal(tarn_matrix_lu_solve(m, piv, b, &info), 0);
+  assert_int_equal(info, 0);
+  double *x = test_buffer_of(b), *f1 = test_buffer_of(m);
+  double r = test_solve_residual(a, x, rhs, n, nrhs);
+  if (!(r < 20))
+    print_error("lu_solve n %zu nb %zu nrhs %zu cb %zu: %g\n", n, nb, nrhs, cb,
+                r);
+  assert_true(r < 20);
+  assert_memory_equal(f, f1, n * n * sizeof *f);
+  assert_memory_equal(piv, piv0, n * sizeof *piv);
+  free(a);
+  free(f);
+  free(f1);
+  free(rhs);
+  free(x);
+  free(piv);
+  free(piv0);
+  tarn_matrix_destroy(m);
+  tarn_matrix_destroy(b);
+}
+
+static void test_lu_solve(void **state) {
+  (void)state;
+  static const size_t cases[][4] = {
+      /* n, tile, nrhs, rhs column tile */
+      {1, 1, 1, 1},   {7, 32, 1, 1},    {32, 32, 3, 2}, {50, 16, 1, 1},
+      {50, 16, 9, 4}, {100, 30, 17, 6}, {33, 8, 40, 7}, {64, 8, 64, 64},
+      {45, 1, 2, 1},  {129, 16, 5, 5},
+  };
+  tarn_rt *rt = test_rt(3, 0);
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
+    check_lu_solve(rt, cases[s][0], cases[s][1], cases[s][2], cases[s][3],
+                   500 + 2 * s);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  /* tiles whose kernels share their work, 1 to 3 workers */
+  for (unsigned w = 1; w <= 3; w++) {
+    rt = test_rt(w, 0);
+    check_lu_solve(rt, 513, 513, 200, 200, 540);
+    check_lu_solve(rt, 700, 300, 130, 130, 542);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* Solves with one factorisation from several threads at once. */
+struct lu_solver {
+  tarn_matrix *lu, *b;
+  const size_t *piv;
+  int rc;
+};
+
+static void *lu_solver_main(void *arg) {
+  struct lu_solver *s = arg;
+  s->rc = tarn_matrix_lu_solve(s->lu, s->piv, s->b, NULL);
+  return NULL;
+}
+
+static void test_lu_solve_concurrent(void **state) {
+  (void)state;
+  enum { threads = 3 };
+  size_t n = 160, nb = 40, nrhs = 6;
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *m = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 61, &m), 0);
+  double *a = test_buffer_of(m);
+  size_t *piv = malloc(n * sizeof *piv);
+  assert_non_null(piv);
+  assert_int_equal(tarn_matrix_lu(m, piv, NULL), 0);
+  struct lu_solver s[threads];
+  pthread_t th[threads];
+  double *rhs[threads];
+  for (int i = 0; i < threads; i++) {
+    s[i] = (struct lu_solver){.lu = m, .piv = piv};
+    assert_int_equal(
+        tarn_matrix_rand(rt, n, nrhs, nb, 2, 62 + (uint64_t)i, &s[i].b), 0);
+    rhs[i] = test_buffer_of(s[i].b);
+  }
+  for (int i = 0; i < threads; i++)
+    assert_int_equal(pthread_create(&th[i], NULL, lu_solver_main, &s[i]), 0);
+  for (int i = 0; i < threads; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_int_equal(s[i].rc, 0);
+    double *x = test_buffer_of(s[i].b);
+    assert_true(test_solve_residual(a, x, rhs[i], n, nrhs) < 20);
+    free(x);
+    free(rhs[i]);
+    tarn_matrix_destroy(s[i].b);
+  }
+  free(a);
+  free(piv);
+  tarn_matrix_destroy(m);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Factors of a singular A (a zero column p: U(p, p) is zero) are refused
+ * with tarn_matrix_lu's info, B unchanged; bad arguments are refused and
+ * change nothing. */
+static void test_lu_solve_bad(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0), *rt2 = test_rt(3, 0);
+  size_t n = 12, p = 7;
+  tarn_matrix *r = NULL, *sing = NULL, *a = NULL, *rect = NULL, *tiles = NULL,
+              *b = NULL, *rows = NULL, *rowtile = NULL, *other = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, n, n, 4, 4, 1, &r), 0);
+  double *orig = test_buffer_of(r), *buf = test_buffer_of(r);
+  for (size_t i = 0; i < n; i++) buf[i + p * n] = 0.0;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 4, 4, buf, n, &sing), 0);
+  size_t piv[12], good[12];
+  int info = 0;
+  assert_int_equal(tarn_matrix_lu(sing, piv, &info), TARN_EINVAL);
+  assert_int_equal(info, (int)(p + 1));
+  assert_int_equal(tarn_matrix_rand(rt, n, 2, 4, 1, 2, &b), 0);
+  double *b0 = test_buffer_of(b);
+  info = 0;
+  assert_int_equal(tarn_matrix_lu_solve(sing, piv, b, &info), TARN_EINVAL);
+  assert_int_equal(info, (int)(p + 1));
+  double *b1 = test_buffer_of(b);
+  assert_memory_equal(b0, b1, n * 2 * sizeof *b0);
+
+  assert_int_equal(tarn_matrix_copy(r, &a), 0);
+  assert_int_equal(tarn_matrix_lu(a, good, NULL), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, 10, 4, 4, 1, &rect), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, n, 4, 3, 1, &tiles), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 10, 2, 4, 1, 2, &rows), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, 2, 3, 1, 2, &rowtile), 0);
+  assert_int_equal(tarn_matrix_rand(rt2, n, 2, 4, 1, 2, &other), 0);
+  info = 5;
+  assert_int_equal(tarn_matrix_lu_solve(NULL, good, b, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_lu_solve(a, NULL, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(a, good, NULL, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(a, good, a, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(rect, good, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(tiles, good, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(a, good, rows, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(a, good, rowtile, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(a, good, other, &info), TARN_EINVAL);
+  size_t bad[12];
+  memcpy(bad, good, sizeof bad);
+  bad[5] = 4; /* before its own row */
+  assert_int_equal(tarn_matrix_lu_solve(a, bad, b, &info), TARN_EINVAL);
+  bad[5] = n; /* past the last row */
+  assert_int_equal(tarn_matrix_lu_solve(a, bad, b, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  double *b2 = test_buffer_of(b);
+  assert_memory_equal(b0, b2, n * 2 * sizeof *b0);
+  /* the good call still works */
+  assert_int_equal(tarn_matrix_lu_solve(a, good, b, &info), 0);
+  assert_int_equal(info, 0);
+  double *x = test_buffer_of(b);
+  assert_true(test_solve_residual(orig, x, b0, n, 2) < 20);
+  free(orig);
+  free(buf);
+  free(b0);
+  free(b1);
+  free(b2);
+  free(x);
+  tarn_matrix_destroy(r);
+  tarn_matrix_destroy(sing);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(rect);
+  tarn_matrix_destroy(tiles);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(rows);
+  tarn_matrix_destroy(rowtile);
+  tarn_matrix_destroy(other);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(tarn_rt_destroy(rt2), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lu_sizes),
@@ -411,6 +606,9 @@ int main(void) {
       cmocka_unit_test(test_solve_large_tiles),
       cmocka_unit_test(test_solve_singular),
       cmocka_unit_test(test_solve_bad),
+      cmocka_unit_test(test_lu_solve),
+      cmocka_unit_test(test_lu_solve_concurrent),
+      cmocka_unit_test(test_lu_solve_bad),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,201 @@
+/* solve.c: what the linear solves share (the shape checks, the check of a
+ * factor's diagonal, the backward solve into B; linalg_internal.h) and the
+ * solve with a Cholesky factor (tarn_matrix_cholesky_solve, see
+ * tarn/linalg.h).
+ *
+ * The Cholesky solve runs, in one region, on a copy Y of B: the forward
+ * solve L Y = B by tile rows (trsm on tile row k, gemm on the rows below;
+ * each trsm first checks its diagonal tile for an exact zero), then the
+ * backward solve L^T X = Y walking up (trsm from Y's tile row k into B's,
+ * gemm with L's tile transposed on Y's rows above). B is written only by
+ * the backward trsm tasks, each tile once, and they do nothing once a zero
+ * was found or a submission failed. Every backward task on a column of B
+ * waits for the forward pass on that column of Y, which checked every
+ * diagonal tile: so B holds X or is unchanged, except when a submission
+ * fails after the first backward task ran. Each task owns a small job
+ * struct freed by the runtime when it is done. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "array/matrix_internal.h"
+#include "linalg/linalg_internal.h"
+#include "tarn/linalg.h"
+
+bool tarn__factor_shape_ok(const tarn_matrix *a) {
+  return a->m == a->n && a->mb == a->nb && tarn__blas_sized(a) &&
+         a->m <= INT_MAX;
+}
+
+bool tarn__solve_shapes_ok(const tarn_matrix *a, const tarn_matrix *b) {
+  return a != NULL && b != NULL && a != b && a->rt == b->rt && b->m == a->m &&
+         b->mb == a->mb && tarn__blas_sized(b) && tarn__factor_shape_ok(a);
+}
+
+/* What one tile task needs; owned by the task. */
+struct solve_job {
+  int m, n, k;       /* the tile op's sizes (BLAS meaning) */
+  int lda, ldb, ldc; /* leading dimensions of the tiles */
+  bool ta;           /* gemm: transpose the factor's tile */
+  size_t offset;     /* forward: the tile's first row in the matrix */
+  atomic_int *flag;  /* the first zero on the diagonal, or -1 (see below) */
+};
+
+static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct solve_job *p,
+                      const tarn_dep *deps, size_t ndeps, int priority,
+                      const char *name) {
+  return tarn__submit_owned(rt, fn, p, sizeof *p, deps, ndeps, priority, name);
+}
+
+/* ---- the diagonal check -------------------------------------------------- */
+
+void tarn__diagonal_check(const double *t, int n, int ld, size_t offset,
+                          atomic_int *first) {
+  for (size_t i = 0; i < (size_t)n; i++) {
+    if (t[i + i * (size_t)ld] != 0.0) continue;
+    int order = (int)(offset + i + 1), seen = atomic_load(first);
+    /* Lowered, unless it holds a smaller order or a failed submission. */
+    while ((seen == 0 || (seen > 0 && order < seen)) &&
+           !atomic_compare_exchange_weak(first, &seen, order))
+      continue;
+    return;
+  }
+}
+
+/* ---- the Cholesky solve ------------------------------------------------- */
+
+/* Y_kj = L_kk^-1 Y_kj (deps: L_kk, Y_kj), after L_kk's diagonal check. */
+static int k_forward(tarn_task *t, void *arg) {
+  const struct solve_job *j = arg;
+  tarn__diagonal_check(tarn_task_data(t, 0), j->m, j->lda, j->offset, j->flag);
+  return tarn__trsm_shared(t, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit,
+                           j->m, j->n, 1.0, tarn_task_data(t, 0), j->lda,
+                           tarn_task_data(t, 1), j->ldb);
+}
+
+/* B_kj = op(T_kk)^-1 Y_kj, op(T) U or L^T (deps: T_kk, Y_kj, B_kj);
+ * nothing once dropped. */
+static int k_backward(tarn_task *t, void *arg) {
+  const struct solve_job *j = arg;
+  if (atomic_load(j->flag) != 0) return 0;
+  double *b = tarn_task_data(t, 2);
+  memcpy(b, tarn_task_data(t, 1), (size_t)j->m * (size_t)j->n * sizeof *b);
+  return tarn__trsm_shared(t, CblasLeft, j->ta ? CblasLower : CblasUpper,
+                           j->ta ? CblasTrans : CblasNoTrans, CblasNonUnit,
+                           j->m, j->n, 1.0, tarn_task_data(t, 0), j->lda, b,
+                           j->ldb);
+}
+
+/* Y_ij -= op(T_x) X_kj (deps: Y_ij, the factor's tile, X_kj). */
+static int k_update(tarn_task *t, void *arg) {
+  const struct solve_job *j = arg;
+  return tarn__gemm_shared(t, j->ta, false, j->m, j->n, j->k, -1.0,
+                           tarn_task_data(t, 1), j->lda, tarn_task_data(t, 2),
+                           j->ldb, 1.0, tarn_task_data(t, 0), j->ldc);
+}
+
+/* Priorities: a step's trsm on top, then its updates by their distance
+ * from the next step's tile row. */
+enum { PRIO_TOP = 1 << 24 };
+
+static int update_priority(size_t distance) {
+  return distance >= PRIO_TOP ? 0 : PRIO_TOP - (int)distance;
+}
+
+/* The forward solve L Y = B on Y, down the tile rows; its trsm tasks
+ * check L's diagonal tiles into *failed. */
+static int submit_forward(tarn_matrix *l, tarn_matrix *y, atomic_int *failed) {
+  for (size_t k = 0; k < l->mt; k++) {
+    int nk = (int)tarn__tile_rows(l, k);
+    for (size_t j = 0; j < y->nt; j++) {
+      int nj = (int)tarn__tile_cols(y, j);
+      tarn_ref *ykj = tarn__tile(y, k, j);
+      tarn_dep d2[2] = {{tarn__tile(l, k, k), TARN_READ},
+                        {ykj, TARN_READ_WRITE}};
+      struct solve_job s = {.m = nk,
+                            .n = nj,
+                            .lda = nk,
+                            .ldb = nk,
+                            .offset = k * l->mb,
+                            .flag = failed};
+      int rc = submit_job(l->rt, k_forward, &s, d2, 2, PRIO_TOP, "trsm");
+      for (size_t i = k + 1; rc == 0 && i < l->mt; i++) {
+        int ni = (int)tarn__tile_rows(l, i);
+        tarn_dep d3[3] = {{tarn__tile(y, i, j), TARN_READ_WRITE},
+                          {tarn__tile(l, i, k), TARN_READ},
+                          {ykj, TARN_READ}};
+        struct solve_job g = {
+            .m = ni, .n = nj, .k = nk, .lda = ni, .ldb = nk, .ldc = ni};
+        rc = submit_job(l->rt, k_update, &g, d3, 3, update_priority(i - k),
+                        "gemm");
+      }
+      if (rc != 0) return rc;
+    }
+  }
+  return 0;
+}
+
+int tarn__submit_backward(tarn_matrix *t, bool lower, tarn_matrix *y,
+                          tarn_matrix *b, atomic_int *dropped) {
+  for (size_t step = 0; step < t->mt; step++) {
+    size_t k = t->mt - 1 - step;
+    int nk = (int)tarn__tile_rows(t, k);
+    for (size_t j = 0; j < b->nt; j++) {
+      int nj = (int)tarn__tile_cols(b, j);
+      tarn_ref *bkj = tarn__tile(b, k, j);
+      tarn_dep d3[3] = {{tarn__tile(t, k, k), TARN_READ},
+                        {tarn__tile(y, k, j), TARN_READ},
+                        {bkj, TARN_READ_WRITE}};
+      struct solve_job s = {
+          .m = nk, .n = nj, .lda = nk, .ldb = nk, .ta = lower, .flag = dropped};
+      int rc = submit_job(t->rt, k_backward, &s, d3, 3, PRIO_TOP, "trsm");
+      for (size_t i = 0; rc == 0 && i < k; i++) {
+        int ni = (int)tarn__tile_rows(t, i);
+        /* Y_ij -= U_ik X_kj, or L_ki^T X_kj (L_ki is nk x ni). */
+        tarn_dep g3[3] = {
+            {tarn__tile(y, i, j), TARN_READ_WRITE},
+            {lower ? tarn__tile(t, k, i) : tarn__tile(t, i, k), TARN_READ},
+            {bkj, TARN_READ}};
+        struct solve_job g = {.m = ni,
+                              .n = nj,
+                              .k = nk,
+                              .lda = lower ? nk : ni,
+                              .ldb = nk,
+                              .ldc = ni,
+                              .ta = lower};
+        rc = submit_job(t->rt, k_update, &g, g3, 3, update_priority(k - i),
+                        "gemm");
+      }
+      if (rc != 0) return rc;
+    }
+  }
+  return 0;
+}
+
+int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b, int *info) {
+  if (info != NULL) *info = 0;
+  if (!tarn__solve_shapes_ok(l, b)) return TARN_EINVAL;
+  tarn__blas_init();
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(l->rt, &region);
+  if (rc != 0) return rc;
+  atomic_int failed = 0;
+  tarn_matrix *y = NULL;
+  int submitted = tarn_matrix_copy(b, &y);
+  if (submitted == 0) submitted = submit_forward(l, y, &failed);
+  if (submitted == 0) submitted = tarn__submit_backward(l, true, y, b, &failed);
+  if (submitted != 0) atomic_store(&failed, -1);
+  tarn_matrix_destroy(y); /* its tiles go when their last task ends */
+  /* Always wait: tasks already submitted point at `failed`. */
+  rc = tarn_region_wait(region, NULL);
+  if (submitted != 0) return submitted;
+  if (rc != 0) return rc;
+  int order = atomic_load(&failed);
+  if (order > 0) {
+    if (info != NULL) *info = order;
+    return TARN_EINVAL;
+  }
+  return 0;
+}

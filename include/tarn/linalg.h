@@ -69,8 +69,8 @@ TARN_API int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,
  * the failing one are cancelled, and the content of A is unspecified.
  * Returns 0; TARN_EINVAL for a NULL or non-square matrix, non-square tiles
  * or tiles too large for LAPACK, and for a matrix that is not positive
- * definite (*info > 0); TARN_ECANCELED when a task submitted before on A
- * failed; TARN_ENOMEM, TARN_EIO from the runtime. */
+ * definite (*info > 0); TARN_ECANCELED when a task submitted before to
+ * write A failed; TARN_ENOMEM, TARN_EIO from the runtime. */
 TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
 
 /* Solves A X = B in place with the Cholesky factor L of A (A = L L^T, as
@@ -88,8 +88,8 @@ TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
  * then returns TARN_EINVAL with B unchanged. Returns 0; TARN_EINVAL for
  * NULL arguments, a non-square `l` or tiles, shapes or tilings that do
  * not match, `l` and B the same, different runtimes, a zero on L's
- * diagonal; TARN_ECANCELED when a task submitted before on `l` or B
- * failed; TARN_ENOMEM, TARN_EIO from the runtime (B is then unchanged,
+ * diagonal; TARN_ECANCELED when a task submitted before to write
+ * `l` or B failed; TARN_ENOMEM, TARN_EIO from the runtime (B is then unchanged,
  * unless a submission failed after the backward solve began). */
 TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
                                         int *info);
@@ -122,7 +122,7 @@ TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
  * TARN_EINVAL. Returns 0; TARN_EINVAL for a NULL matrix or piv, a
  * non-square matrix, non-square tiles, sizes too large for LAPACK, and a
  * singular matrix (*info > 0); TARN_ECANCELED when a task submitted before
- * on A failed; TARN_ENOMEM, TARN_EIO from the runtime. */
+ * to write A failed; TARN_ENOMEM, TARN_EIO from the runtime. */
 TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
 
 /* Solves A X = B in place with the factors of a tarn_matrix_lu (as
@@ -143,7 +143,7 @@ TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
  * arguments, a non-square `lu` or tiles, shapes or tilings that do not
  * match, `lu` and B the same, different runtimes, a pivot piv[i] outside
  * [i, n) (checked before anything is submitted), a zero on U's diagonal;
- * TARN_ECANCELED when a task submitted before on `lu` or B failed;
+ * TARN_ECANCELED when a task submitted before to write `lu` or B failed;
  * TARN_ENOMEM, TARN_EIO from the runtime (B is then unchanged, unless a
  * submission failed after the backward solve began). */
 TARN_API int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv,
@@ -196,8 +196,8 @@ TARN_API int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info);
  * called from a task (TARN_EDEADLK). Returns 0; TARN_EINVAL for NULL
  * arguments, M < N, N == 0, tiles that are not square (but for one tile
  * column), ib > nb, sizes too large for LAPACK; TARN_ECANCELED when a task
- * submitted before on A failed; TARN_ENOMEM, TARN_EIO from the runtime. On
- * failure *t is NULL and the content of A is unspecified. */
+ * submitted before to write A failed; TARN_ENOMEM, TARN_EIO from the runtime.
+ * On failure *t is NULL and the content of A is unspecified. */
 TARN_API int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t);
 
 /* The explicit thin Q (M x N, orthonormal columns) of a factorisation by

@@ -17,11 +17,17 @@
  *    unpinned. Under a memory limit, a task whose data does not fit waits
  *    until running tasks free memory; it fails with TARN_ENOMEM only when
  *    nothing else runs and it still does not fit.
- * 4. A task that returns a nonzero status fails; every task that depends on
- *    it, directly or not, is cancelled (reports TARN_ECANCELED, never runs).
- *    Independent tasks still run.
+ * 4. A task that returns a nonzero status fails; every task that reads a
+ *    ref it was to write, directly or through other such tasks, is
+ *    cancelled (reports TARN_ECANCELED, never runs), and so is every task
+ *    that reads a ref a cancelled task was to write. A ref stays so until a
+ *    task writes it without reading it (TARN_WRITE). A task that only
+ *    waits for a failed one (a write after its read, a write-only access
+ *    after its write) still runs, as do independent tasks.
  * 5. tarn_region_wait blocks until every task submitted in the region (and
- *    every task those tasks submitted) is done, and returns the first error.
+ *    every task those tasks submitted) is done, and returns the status of
+ *    the first task that failed (TARN_ECANCELED when its only errors are
+ *    cancellations).
  *    Meanwhile the waiting thread may run tasks queued on idle workers (of
  *    any region), so task functions run on it too.
  *
@@ -213,7 +219,8 @@ typedef struct tarn_region_stats {
  * runs tasks queued on idle workers (one waiting thread at a time; see
  * docs/rt.md, "The waiting thread"); a task it takes runs to its end. Returns
  * the first error of its tasks (a task's own status, TARN_ENOMEM or TARN_EIO
- * from its data), or 0. Returns TARN_EDEADLK, changing nothing, when called
+ * from its data; TARN_ECANCELED only when no task failed but some were
+ * cancelled), or 0. Returns TARN_EDEADLK, changing nothing, when called
  * from a task; TARN_EMISUSE when `region` is not the calling thread's
  * innermost. */
 TARN_API int tarn_region_wait(tarn_region *region, tarn_region_stats *stats);

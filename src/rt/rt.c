@@ -46,11 +46,16 @@
  * has more predecessors than those (edge_on_heap tells which). `to` is the
  * successor's address (64-byte aligned) plus, in its low bits, 1 + the
  * index of the predecessor's slot whose reference the successor takes
- * over when the predecessor ends (0: none; see track). */
+ * over when the predecessor ends (0: none; see track). `next` is the next
+ * edge of the predecessor's list plus, in its low bit, EDGE_DATA when the
+ * successor reads what the predecessor writes: only such an edge carries
+ * the predecessor's failure (see edge_next, edge_data). */
 struct edge {
   uintptr_t to;
   struct edge *next;
 };
+
+enum { EDGE_DATA = 1 };
 
 enum { lend_bits = 63 }; /* slots 0..61 can lend */
 
@@ -136,6 +141,17 @@ static tarn_task *edge_task(const struct edge *e) {
 /* The predecessor's slot lent through `e`, or -1. */
 static long edge_lent_slot(const struct edge *e) {
   return (long)(e->to & lend_bits) - 1;
+}
+
+/* The next edge of the predecessor's list, or NULL. */
+static struct edge *edge_next(const struct edge *e) {
+  return (struct edge *)((uintptr_t)e->next & ~(uintptr_t)EDGE_DATA);
+}
+
+/* Whether the successor reads data the predecessor writes (a failure of
+ * the predecessor cancels it). */
+static bool edge_data(const struct edge *e) {
+  return ((uintptr_t)e->next & EDGE_DATA) != 0;
 }
 
 /* Whether `e`, an edge to edge_task(e), was malloc'ed. */
@@ -373,8 +389,10 @@ static void task_unref(tarn_task *t) {
 
 /* Makes `t` wait for `pred` unless pred has finished already. With
  * `lend` >= 0, pred's reference in its slot `lend` goes to `t` when pred
- * ends: sets *lent when so (pred had not ended). */
-static int add_edge(tarn_task *pred, tarn_task *t, long lend, bool *lent) {
+ * ends: sets *lent when so (pred had not ended). With `data` (t reads
+ * what pred writes), pred's failure cancels t. */
+static int add_edge(tarn_task *pred, tarn_task *t, long lend, bool *lent,
+                    bool data) {
   if (pred == NULL || pred == t) return 0;
   struct edge *e;
   bool heap = t->nin >= inline_slots;
@@ -389,11 +407,11 @@ static int add_edge(tarn_task *pred, tarn_task *t, long lend, bool *lent) {
   do {
     if (head == CLOSED) {
       if (heap) free(e);
-      if (pred->failed) atomic_store(&t->cancel, true);
+      if (pred->failed && data) atomic_store(&t->cancel, true);
       atomic_fetch_sub(&t->pending, 1); /* never 0: submission holds 1 */
       return 0;
     }
-    e->next = head;
+    e->next = (struct edge *)((uintptr_t)head | (data ? EDGE_DATA : 0));
   } while (!atomic_compare_exchange_weak(&pred->successors, &head, e));
   if (lending) *lent = true;
   return 0;
@@ -435,17 +453,27 @@ static bool may_inherit(const struct ref_state *st, tarn_access mode) {
  * Handing references on is what keeps a chain of tasks on one ref from
  * moving the ref's count between the submitting core and the worker's for
  * every task: a task that waits for the ref's writer anyway is kept alive
- * by the writer's reference, and then holds it. */
+ * by the writer's reference, and then holds it.
+ *
+ * Failures follow the data: an edge from the writer to a task that reads
+ * the ref carries the writer's failure; an edge from a reader to a later
+ * writer does not (the reader changed nothing), nor does one from the
+ * writer to a task that only writes (it replaces the bytes). A task that
+ * reads and writes after readers waits for those readers and for the
+ * writer as well, so a failed writer still cancels it. */
 static int track(tarn_task *t, struct ref_state *st, uint32_t slot,
                  bool *inherited) {
   tarn_access mode = t->slots[slot].mode;
+  bool reads = (mode & TARN_READ) != 0;
   long lend = -1;
   if (may_inherit(st, mode)) lend = (long)st->writer_slot;
   int rc = 0;
   if (mode & TARN_WRITE) {
-    if (st->nreaders == 0) rc = add_edge(st->writer, t, lend, inherited);
+    /* (with readers, lend is -1: see may_inherit) */
+    if (st->nreaders == 0 || reads)
+      rc = add_edge(st->writer, t, lend, inherited, reads);
     for (size_t i = 0; i < st->nreaders && rc == 0; i++)
-      rc = add_edge(st->readers[i], t, -1, inherited);
+      rc = add_edge(st->readers[i], t, -1, inherited, false);
     if (rc != 0) return rc;
     for (size_t i = 0; i < st->nreaders; i++) task_unref(st->readers[i]);
     st->nreaders = 0;
@@ -463,7 +491,7 @@ static int track(tarn_task *t, struct ref_state *st, uint32_t slot,
     st->readers = r;
     st->cap = cap;
   }
-  rc = add_edge(st->writer, t, lend, inherited);
+  rc = add_edge(st->writer, t, lend, inherited, true);
   if (rc != 0) return rc;
   if (*inherited) st->writer_lent = true;
   st->readers[st->nreaders++] = t;
@@ -613,10 +641,14 @@ static tarn_task *take(struct worker *self, bool idle_locked) {
  * after its increment, so either the waiter sees the last count or the
  * finisher sees the waiter. */
 static void region_done(tarn_rt *rt, tarn_region *r, int status, bool ran) {
-  if (status != 0) {
-    int zero = 0;
-    atomic_compare_exchange_strong(&r->error, &zero, status);
-  }
+  /* The first failure's status; a cancellation's only while no task has
+   * failed (a failing task readies the tasks it cancels before it counts
+   * itself, so one of them may end first). */
+  int seen = 0;
+  while (status != 0 &&
+         !atomic_compare_exchange_weak(&r->error, &seen, status) &&
+         (seen == 0 || (seen == TARN_ECANCELED && status != TARN_ECANCELED)))
+    continue;
   if (status != 0) {
     atomic_fetch_add(status == TARN_ECANCELED ? &r->cancelled : &r->failed, 1);
     if (!ran) atomic_fetch_add(&r->not_run, 1);
@@ -688,7 +720,7 @@ static void finish(struct worker *w, tarn_task *t, int status, bool ran,
     atomic_fetch_add_explicit(&rt->failed, 1, memory_order_relaxed);
   /* Closed: no successor can be added, so none can take a reference. */
   struct edge *first = atomic_exchange(&t->successors, CLOSED);
-  for (struct edge *e = first; e != NULL; e = e->next) {
+  for (struct edge *e = first; e != NULL; e = edge_next(e)) {
     long lent = edge_lent_slot(e);
     if (lent >= 0) t->slots[lent].held = false; /* the successor's now */
   }
@@ -703,10 +735,10 @@ static void finish(struct worker *w, tarn_task *t, int status, bool ran,
   while (e != NULL) {
     /* Read everything first: once readied, the successor (and the edge
      * inside it) may run and be gone. */
-    struct edge *after = e->next;
+    struct edge *after = edge_next(e);
     tarn_task *succ = edge_task(e);
     bool heap = edge_on_heap(e);
-    if (t->failed) atomic_store(&succ->cancel, true);
+    if (t->failed && edge_data(e)) atomic_store(&succ->cancel, true);
     if (heap) free(e);
     if (atomic_fetch_sub(&succ->pending, 1) == 1) {
       if (*next == NULL && runs_first(w, succ))

@@ -1,6 +1,7 @@
 /* test_rt.c: the runtime as a user sees it: results equal to running the
  * tasks one after another on random graphs, failures cancelling exactly
- * their dependants, nested submission, regions, priorities, scratch,
+ * the tasks that read their data (also on random graphs, against a
+ * sequential model), nested submission, regions, priorities, scratch,
  * backpressure under a memory limit, eager freeing of temporaries, and bad
  * input refused. */
 #define _GNU_SOURCE
@@ -150,6 +151,91 @@ static void random_graphs_match_sequential_order(void **state) {
     assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
     assert_int_equal(st.submitted, 700 * graph_tasks);
     assert_int_equal(st.run, 700 * graph_tasks);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* ---- random graphs with failures ----------------------------------------- */
+
+/* A task of a graph with failures: fails (writing nothing) when `fails`,
+ * else as graph_task; records that it ran. */
+struct ftask {
+  struct gtask g;
+  bool fails;
+  atomic_bool ran;
+};
+
+static int failing_graph_task(tarn_task *t, void *arg) {
+  struct ftask *f = arg;
+  atomic_store(&f->ran, true);
+  if (f->fails) return -5;
+  return graph_task(t, &f->g);
+}
+
+/* Random graphs in which one task in five fails, against the sequential
+ * model of failures: a ref is bad once a task that was to write it failed
+ * or was cancelled, and good again once a task writes it; a task that
+ * reads a bad ref is cancelled (never runs), whatever it waits for
+ * otherwise. So a reader that failed cancels no later writer, and a task
+ * that only writes a bad ref runs. Every task's fate, the refs' values and
+ * the region's counts must be the model's. */
+static void random_failures_cancel_exactly_the_readers_of_their_data(
+    void **state) {
+  (void)state;
+  const unsigned workers[] = {1, 2, 4};
+  static struct ftask f[graph_tasks];
+  for (size_t w = 0; w < 3; w++) {
+    tarn_rt *rt = make_rt(workers[w], 0, 1);
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+      uint64_t x = seed * 7919 + w, expect[graph_refs];
+      bool bad[graph_refs] = {false}, cancelled[graph_tasks];
+      uint64_t nfailed = 0, ncancelled = 0;
+      tarn_ref *refs[graph_refs];
+      for (int r = 0; r < graph_refs; r++) {
+        expect[r] = (uint64_t)r + 1;
+        refs[r] = word_ref(rt, expect[r]);
+      }
+      tarn_region *region = NULL;
+      assert_int_equal(tarn_region_begin(rt, &region), 0);
+      for (int k = 0; k < graph_tasks; k++) {
+        struct ftask *t = &f[k];
+        random_gtask(&t->g, seed * 1000 + (uint64_t)k, &x);
+        t->fails = rng(&x) % 5 == 0;
+        atomic_init(&t->ran, false);
+        tarn_dep deps[max_deps];
+        for (size_t i = 0; i < t->g.n; i++)
+          deps[i] = (tarn_dep){refs[t->g.which[i]], t->g.mode[i]};
+        tarn_task_desc d = {
+            .fn = failing_graph_task, .arg = t, .deps = deps, .ndeps = t->g.n};
+        assert_int_equal(tarn_task_submit(rt, &d), 0);
+        /* the model */
+        cancelled[k] = false;
+        for (size_t i = 0; i < t->g.n; i++)
+          if ((t->g.mode[i] & TARN_READ) && bad[t->g.which[i]])
+            cancelled[k] = true;
+        bool fails = cancelled[k] || t->fails;
+        ncancelled += cancelled[k];
+        nfailed += !cancelled[k] && t->fails;
+        if (!fails) {
+          uint64_t *v[max_deps];
+          for (size_t i = 0; i < t->g.n; i++) v[i] = &expect[t->g.which[i]];
+          apply(&t->g, v);
+        }
+        for (size_t i = 0; i < t->g.n; i++)
+          if (t->g.mode[i] & TARN_WRITE) bad[t->g.which[i]] = fails;
+      }
+      tarn_region_stats st;
+      int rc = tarn_region_wait(region, &st);
+      assert_int_equal(rc, nfailed + ncancelled > 0 ? -5 : 0);
+      assert_int_equal(st.failed, nfailed);
+      assert_int_equal(st.cancelled, ncancelled);
+      for (int k = 0; k < graph_tasks; k++)
+        assert_int_equal(atomic_load(&f[k].ran), !cancelled[k]);
+      for (int r = 0; r < graph_refs; r++) {
+        assert_int_equal(word_of(refs[r]), expect[r]);
+        assert_int_equal(tarn_ref_release(refs[r]), 0);
+      }
+    }
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
 }
@@ -358,6 +444,22 @@ static int count_task(tarn_task *t, void *arg) {
   return 0;
 }
 
+/* Adds 1 to its ref's word. */
+static int child_task_rw(tarn_task *t, void *arg) {
+  (void)arg;
+  uint64_t *v = tarn_task_data(t, 0);
+  *v += 1;
+  return 0;
+}
+
+/* Sets its ref's word to 0 without reading it. */
+static int zero_task(tarn_task *t, void *arg) {
+  (void)arg;
+  uint64_t zero = 0;
+  memcpy(tarn_task_data(t, 0), &zero, sizeof zero);
+  return 0;
+}
+
 static void a_failure_cancels_its_dependants_only(void **state) {
   (void)state;
   atomic_store(&ran_count, 0);
@@ -380,6 +482,40 @@ static void a_failure_cancels_its_dependants_only(void **state) {
   tarn_ref_release(x);
   tarn_ref_release(y);
   tarn_ref_release(z);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A ref only read by a failed task can be written afterwards, in the
+ * same region or a later one; what the failed task was to write cannot be
+ * read until a task writes it without reading it. */
+static void a_failed_reader_leaves_its_inputs_writable(void **state) {
+  (void)state;
+  atomic_store(&ran_count, 0);
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_ref *x = word_ref(rt, 1), *y = word_ref(rt, 2);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, fail_task, TARN_R(x), TARN_W(y)), 0);
+  assert_int_equal(tarn_submit(rt, child_task_rw, TARN_RW(x)), 0);
+  assert_int_equal(tarn_submit(rt, count_task, TARN_R(y)), 0); /* cancelled */
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(region, &st), -42);
+  assert_int_equal(st.failed, 1);
+  assert_int_equal(st.cancelled, 1);
+  assert_int_equal(word_of(x), 2);
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, child_task_rw, TARN_RW(x)), 0);
+  assert_int_equal(tarn_submit(rt, count_task, TARN_RW(y)), 0); /* cancelled */
+  assert_int_equal(tarn_region_wait(region, NULL), TARN_ECANCELED);
+  assert_int_equal(word_of(x), 3);
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, zero_task, TARN_W(y)), 0); /* heals y */
+  assert_int_equal(tarn_submit(rt, child_task_rw, TARN_RW(y)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(word_of(y), 1);
+  assert_int_equal(atomic_load(&ran_count), 1); /* the failed task */
+  tarn_ref_release(x);
+  tarn_ref_release(y);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -907,6 +1043,9 @@ int main(void) {
       cmocka_unit_test(tasks_run_right_on_the_waiting_thread),
       cmocka_unit_test(long_tasks_stay_off_the_waiting_thread),
       cmocka_unit_test(a_failure_cancels_its_dependants_only),
+      cmocka_unit_test(a_failed_reader_leaves_its_inputs_writable),
+      cmocka_unit_test(
+          random_failures_cancel_exactly_the_readers_of_their_data),
       cmocka_unit_test(task_args_are_freed_whatever_happens),
       cmocka_unit_test(tasks_submit_tasks_into_their_region),
       cmocka_unit_test(waiting_from_a_task_is_refused),

@@ -1,14 +1,18 @@
 /* support.h: helpers the matrix, stencil and linalg tests share (include
  * after <cmocka.h>): a runtime with a given number of
  * workers and memory limit, a matrix copied out to a fresh buffer, the
- * Frobenius norm of a buffer, and the scaled residual of a linear solve.
- * Failures are cmocka assertions. */
+ * Frobenius norm of a buffer, and for the linear solves: the scaled
+ * residual, the table of solve sizes, solves from several threads at once
+ * and the bad shapes every solve refuses. Failures are cmocka
+ * assertions. */
 #ifndef TARN_TESTS_SUPPORT_H
 #define TARN_TESTS_SUPPORT_H
 
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +61,119 @@ static inline double test_solve_residual(const double *a, const double *x,
                                         test_fro(x, n * nrhs) * DBL_EPSILON);
   free(r);
   return res;
+}
+
+/* A check of one solve: A n x n in tiles nb, nrhs right-hand sides in
+ * column tiles cb, inputs from `seed`. */
+typedef void (*test_solve_check)(tarn_rt *rt, size_t n, size_t nb, size_t nrhs,
+                                 size_t cb, uint64_t seed);
+
+/* Runs `check` on sizes that are and are not multiples of the tile, one
+ * tile and many, one right-hand side and many (3 workers); then on tiles
+ * whose kernels share their work, with 1 to 3 workers. Seeds from seed0. */
+static inline void test_solve_sizes(test_solve_check check, uint64_t seed0) {
+  static const size_t cases[][4] = {
+      /* n, tile, nrhs, rhs column tile */
+      {1, 1, 1, 1},   {7, 32, 1, 1},    {32, 32, 3, 2}, {50, 16, 1, 1},
+      {50, 16, 9, 4}, {100, 30, 17, 6}, {33, 8, 40, 7}, {64, 8, 64, 64},
+      {45, 1, 2, 1},  {129, 16, 5, 5},
+  };
+  tarn_rt *rt = test_rt(3, 0);
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
+    check(rt, cases[s][0], cases[s][1], cases[s][2], cases[s][3],
+          seed0 + 2 * s);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  for (unsigned w = 1; w <= 3; w++) {
+    rt = test_rt(w, 0);
+    check(rt, 513, 513, 200, 200, seed0 + 40);
+    check(rt, 700, 300, 130, 130, seed0 + 42);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* A solve under test: B (in place) with A or its factors, which `ctx`
+ * holds with whatever else the call needs. */
+typedef int (*test_solve_fn)(void *ctx, tarn_matrix *a, tarn_matrix *b,
+                             int *info);
+
+struct test_solver {
+  test_solve_fn solve;
+  void *ctx;
+  tarn_matrix *a, *b;
+  int rc;
+};
+
+static inline void *test_solver_main(void *arg) {
+  struct test_solver *s = arg;
+  s->rc = s->solve(s->ctx, s->a, s->b, NULL);
+  return NULL;
+}
+
+/* Three threads solve at once with `a` (n x n in tiles nb, the factors of
+ * the matrix `orig`), six right-hand sides each: each X by its residual
+ * against orig. */
+static inline void test_solves_at_once(tarn_rt *rt, test_solve_fn solve,
+                                       void *ctx, tarn_matrix *a,
+                                       const double *orig, size_t n,
+                                       size_t nb) {
+  enum { threads = 3, nrhs = 6 };
+  struct test_solver s[threads];
+  pthread_t th[threads];
+  double *rhs[threads];
+  for (int i = 0; i < threads; i++) {
+    s[i] = (struct test_solver){.solve = solve, .ctx = ctx, .a = a};
+    assert_int_equal(
+        tarn_matrix_rand(rt, n, nrhs, nb, 2, 62 + (uint64_t)i, &s[i].b), 0);
+    rhs[i] = test_buffer_of(s[i].b);
+  }
+  for (int i = 0; i < threads; i++)
+    assert_int_equal(pthread_create(&th[i], NULL, test_solver_main, &s[i]), 0);
+  for (int i = 0; i < threads; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_int_equal(s[i].rc, 0);
+    double *x = test_buffer_of(s[i].b);
+    assert_true(test_solve_residual(orig, x, rhs[i], n, nrhs) < 20);
+    free(x);
+    free(rhs[i]);
+    tarn_matrix_destroy(s[i].b);
+  }
+}
+
+/* `solve` refuses, with TARN_EINVAL and *info 0, every bad operand next
+ * to the good 12 x 12 `a` (tiles 4) and 12 x 2 `b` (tiles 4 x 1) of `rt`:
+ * NULL, a as both, a rectangular or non-square-tiled A, a B of other rows,
+ * other row tiles or another runtime; b is unchanged after them. */
+static inline void test_solve_refuses_bad_shapes(tarn_rt *rt,
+                                                 test_solve_fn solve, void *ctx,
+                                                 tarn_matrix *a,
+                                                 tarn_matrix *b) {
+  tarn_rt *rt2 = test_rt(1, 0);
+  tarn_matrix *rect = NULL, *tiles = NULL, *rows = NULL, *rowtile = NULL,
+              *other = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 12, 10, 4, 4, 1, &rect), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 12, 4, 3, 1, &tiles), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 10, 2, 4, 1, 2, &rows), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 2, 3, 1, 2, &rowtile), 0);
+  assert_int_equal(tarn_matrix_rand(rt2, 12, 2, 4, 1, 2, &other), 0);
+  double *b0 = test_buffer_of(b);
+  tarn_matrix *const bad[][2] = {{NULL, b},    {a, NULL},  {a, a},
+                                 {rect, b},    {tiles, b}, {a, rows},
+                                 {a, rowtile}, {a, other}};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    int info = 5;
+    assert_int_equal(solve(ctx, bad[k][0], bad[k][1], &info), TARN_EINVAL);
+    assert_int_equal(info, 0);
+  }
+  double *b1 = test_buffer_of(b);
+  assert_memory_equal(b0, b1, 12 * 2 * sizeof *b0);
+  free(b0);
+  free(b1);
+  tarn_matrix_destroy(rect);
+  tarn_matrix_destroy(tiles);
+  tarn_matrix_destroy(rows);
+  tarn_matrix_destroy(rowtile);
+  tarn_matrix_destroy(other);
+  assert_int_equal(tarn_rt_destroy(rt2), 0);
 }
 
 #endif

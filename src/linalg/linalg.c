@@ -43,6 +43,19 @@ void *tarn__task_memory(tarn_task *t, size_t bytes, bool *heap) {
   return malloc(bytes);
 }
 
+int tarn__region_outcome(tarn_region *region, int submitted, atomic_int *failed,
+                         int *info) {
+  /* Always wait: tasks already submitted point at `failed`. */
+  int rc = tarn_region_wait(region, NULL);
+  int order = atomic_load(failed);
+  if (submitted != 0) return submitted;
+  if (order > 0) {
+    if (info != NULL) *info = order;
+    return TARN_EINVAL;
+  }
+  return rc;
+}
+
 int tarn__submit_owned(tarn_rt *rt, tarn_task_fn fn, const void *proto,
                        size_t size, const tarn_dep *deps, size_t ndeps,
                        int priority, const char *name) {
@@ -586,12 +599,5 @@ int tarn_matrix_cholesky(tarn_matrix *a, int *info) {
   if (rc != 0) return rc;
   atomic_int failed = 0;
   int submitted = submit_cholesky(a, &failed);
-  /* Always wait: tasks already submitted point at `failed`. */
-  rc = tarn_region_wait(region, NULL);
-  int order = atomic_load(&failed);
-  if (order > 0) {
-    if (info != NULL) *info = order;
-    return TARN_EINVAL;
-  }
-  return submitted != 0 ? submitted : rc;
+  return tarn__region_outcome(region, submitted, &failed, info);
 }

@@ -28,6 +28,14 @@ int tarn__submit_owned(tarn_rt *rt, tarn_task_fn fn, const void *proto,
                        size_t size, const tarn_dep *deps, size_t ndeps,
                        int priority, const char *name);
 
+/* Waits for `region`, into which a factorisation or solve submitted its
+ * tasks (`submitted`: the status of that submission), and gives the call's
+ * status: the submission's failure; else TARN_EINVAL with *info (when
+ * `info` is not NULL) set to *failed, LAPACK's info, when that is
+ * positive; else the region's status. */
+int tarn__region_outcome(tarn_region *region, int submitted, atomic_int *failed,
+                         int *info);
+
 /* Memory for a task: its worker's scratch, or the heap when the slab is
  * too small (*heap says which: free it then). NULL when neither has it. */
 void *tarn__task_memory(tarn_task *t, size_t bytes, bool *heap);

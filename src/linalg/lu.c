@@ -452,17 +452,10 @@ static int lu_region(tarn_matrix *a, size_t *factor_piv,
    * (none, unless the backward pass began) cannot be undone. */
   if (submitted != 0) atomic_store(&failed, -1);
   tarn_matrix_destroy(y); /* its tiles go when their last task ends */
-  /* Always wait: tasks already submitted point at `failed` and the pivots. */
-  rc = tarn_region_wait(region, NULL);
+  /* (tasks already submitted point at the pivots too) */
+  rc = tarn__region_outcome(region, submitted, &failed, info);
   free(deps);
-  if (submitted != 0) return submitted;
-  if (rc != 0) return rc;
-  int order = atomic_load(&failed);
-  if (order > 0) {
-    if (info != NULL) *info = order;
-    return TARN_EINVAL;
-  }
-  return 0;
+  return rc;
 }
 
 int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {

@@ -40,7 +40,9 @@ struct solve_job {
   int lda, ldb, ldc; /* leading dimensions of the tiles */
   bool ta;           /* gemm: transpose the factor's tile */
   size_t offset;     /* forward: the tile's first row in the matrix */
-  atomic_int *flag;  /* the first zero on the diagonal, or -1 (see below) */
+  /* forward: where a zero on the diagonal goes; backward: nothing to do
+   * unless it holds 0 (see tarn__submit_backward) */
+  atomic_int *flag;
 };
 
 static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct solve_job *p,
@@ -188,14 +190,5 @@ int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b, int *info) {
   if (submitted == 0) submitted = tarn__submit_backward(l, true, y, b, &failed);
   if (submitted != 0) atomic_store(&failed, -1);
   tarn_matrix_destroy(y); /* its tiles go when their last task ends */
-  /* Always wait: tasks already submitted point at `failed`. */
-  rc = tarn_region_wait(region, NULL);
-  if (submitted != 0) return submitted;
-  if (rc != 0) return rc;
-  int order = atomic_load(&failed);
-  if (order > 0) {
-    if (info != NULL) *info = order;
-    return TARN_EINVAL;
-  }
-  return 0;
+  return tarn__region_outcome(region, submitted, &failed, info);
 }

@@ -14,7 +14,6 @@
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -563,66 +562,24 @@ static void check_chol_solve(tarn_rt *rt, size_t n, size_t nb, size_t nrhs,
 
 static void test_cholesky_solve(void **state) {
   (void)state;
-  static const size_t cases[][4] = {
-      /* n, tile, nrhs, rhs column tile */
-      {1, 1, 1, 1},   {7, 32, 1, 1},    {32, 32, 3, 2}, {50, 16, 1, 1},
-      {50, 16, 9, 4}, {100, 33, 17, 6}, {33, 8, 40, 7}, {64, 8, 64, 64},
-      {12, 1, 2, 1},  {129, 16, 5, 5},
-  };
-  tarn_rt *rt = test_rt(3, 0);
-  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
-    check_chol_solve(rt, cases[s][0], cases[s][1], cases[s][2], cases[s][3],
-                     700 + 2 * s);
-  assert_int_equal(tarn_rt_destroy(rt), 0);
-  /* tiles whose kernels share their work, 1 to 3 workers */
-  for (unsigned w = 1; w <= 3; w++) {
-    rt = test_rt(w, 0);
-    check_chol_solve(rt, 513, 513, 200, 200, 740);
-    check_chol_solve(rt, 700, 300, 130, 130, 742);
-    assert_int_equal(tarn_rt_destroy(rt), 0);
-  }
+  test_solve_sizes(check_chol_solve, 700);
+}
+
+static int cholesky_solve_fn(void *ctx, tarn_matrix *a, tarn_matrix *b,
+                             int *info) {
+  (void)ctx;
+  return tarn_matrix_cholesky_solve(a, b, info);
 }
 
 /* Solves with one factor from several threads at once. */
-struct chol_solver {
-  tarn_matrix *l, *b;
-  int rc;
-};
-
-static void *chol_solver_main(void *arg) {
-  struct chol_solver *s = arg;
-  s->rc = tarn_matrix_cholesky_solve(s->l, s->b, NULL);
-  return NULL;
-}
-
 static void test_cholesky_solve_concurrent(void **state) {
   (void)state;
-  enum { threads = 3 };
-  size_t n = 160, nb = 40, nrhs = 6;
+  size_t n = 160, nb = 40;
   tarn_rt *rt = test_rt(2, 0);
   double *a = spd(n, 81), *f = factor(rt, a, n, nb);
   tarn_matrix *l = NULL;
   assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, f, n, &l), 0);
-  struct chol_solver s[threads];
-  pthread_t th[threads];
-  double *rhs[threads];
-  for (int i = 0; i < threads; i++) {
-    s[i] = (struct chol_solver){.l = l};
-    assert_int_equal(
-        tarn_matrix_rand(rt, n, nrhs, nb, 2, 82 + (uint64_t)i, &s[i].b), 0);
-    rhs[i] = test_buffer_of(s[i].b);
-  }
-  for (int i = 0; i < threads; i++)
-    assert_int_equal(pthread_create(&th[i], NULL, chol_solver_main, &s[i]), 0);
-  for (int i = 0; i < threads; i++) {
-    assert_int_equal(pthread_join(th[i], NULL), 0);
-    assert_int_equal(s[i].rc, 0);
-    double *x = test_buffer_of(s[i].b);
-    assert_true(test_solve_residual(a, x, rhs[i], n, nrhs) < 20);
-    free(x);
-    free(rhs[i]);
-    tarn_matrix_destroy(s[i].b);
-  }
+  test_solves_at_once(rt, cholesky_solve_fn, NULL, l, a, n, nb);
   free(a);
   free(f);
   tarn_matrix_destroy(l);
@@ -634,13 +591,12 @@ static void test_cholesky_solve_concurrent(void **state) {
  * and change nothing. */
 static void test_cholesky_solve_bad(void **state) {
   (void)state;
-  tarn_rt *rt = test_rt(3, 0), *rt2 = test_rt(3, 0);
+  tarn_rt *rt = test_rt(3, 0);
   size_t n = 12, p = 6;
   double *a = spd(n, 91), *f = factor(rt, a, n, 4);
   f[p + p * n] = 0.0;
   f[9 + 9 * n] = 0.0;
-  tarn_matrix *sing = NULL, *l = NULL, *rect = NULL, *tiles = NULL, *b = NULL,
-              *rows = NULL, *rowtile = NULL, *other = NULL;
+  tarn_matrix *sing = NULL, *l = NULL, *b = NULL;
   assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 4, 4, f, n, &sing), 0);
   assert_int_equal(tarn_matrix_rand(rt, n, 2, 4, 1, 2, &b), 0);
   double *b0 = test_buffer_of(b);
@@ -653,24 +609,7 @@ static void test_cholesky_solve_bad(void **state) {
   free(f);
   f = factor(rt, a, n, 4);
   assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 4, 4, f, n, &l), 0);
-  assert_int_equal(tarn_matrix_rand(rt, n, 10, 4, 4, 1, &rect), 0);
-  assert_int_equal(tarn_matrix_rand(rt, n, n, 4, 3, 1, &tiles), 0);
-  assert_int_equal(tarn_matrix_rand(rt, 10, 2, 4, 1, 2, &rows), 0);
-  assert_int_equal(tarn_matrix_rand(rt, n, 2, 3, 1, 2, &rowtile), 0);
-  assert_int_equal(tarn_matrix_rand(rt2, n, 2, 4, 1, 2, &other), 0);
-  info = 5;
-  assert_int_equal(tarn_matrix_cholesky_solve(NULL, b, &info), TARN_EINVAL);
-  assert_int_equal(info, 0);
-  assert_int_equal(tarn_matrix_cholesky_solve(l, NULL, &info), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_cholesky_solve(l, l, &info), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_cholesky_solve(rect, b, &info), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_cholesky_solve(tiles, b, &info), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_cholesky_solve(l, rows, &info), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_cholesky_solve(l, rowtile, &info), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_cholesky_solve(l, other, &info), TARN_EINVAL);
-  assert_int_equal(info, 0);
-  double *b2 = test_buffer_of(b);
-  assert_memory_equal(b0, b2, n * 2 * sizeof *b0);
+  test_solve_refuses_bad_shapes(rt, cholesky_solve_fn, NULL, l, b);
   /* the good call still works */
   assert_int_equal(tarn_matrix_cholesky_solve(l, b, &info), 0);
   assert_int_equal(info, 0);
@@ -680,18 +619,11 @@ static void test_cholesky_solve_bad(void **state) {
   free(f);
   free(b0);
   free(b1);
-  free(b2);
   free(x);
   tarn_matrix_destroy(sing);
   tarn_matrix_destroy(l);
-  tarn_matrix_destroy(rect);
-  tarn_matrix_destroy(tiles);
   tarn_matrix_destroy(b);
-  tarn_matrix_destroy(rows);
-  tarn_matrix_destroy(rowtile);
-  tarn_matrix_destroy(other);
   assert_int_equal(tarn_rt_destroy(rt), 0);
-  assert_int_equal(tarn_rt_destroy(rt2), 0);
 }
 
 /* Fails on the block that holds element (0, 0) of the matrix. */

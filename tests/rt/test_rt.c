@@ -108,14 +108,27 @@ static void random_gtask(struct gtask *t, uint64_t id, uint64_t *seed) {
   }
 }
 
-static void one_graph(tarn_rt *rt, uint64_t seed) {
-  struct gtask g[graph_tasks];
-  uint64_t expect[graph_refs];
-  tarn_ref *refs[graph_refs];
+/* A graph's refs, ref r holding r + 1, and the values expected of them. */
+static void graph_refs_make(tarn_rt *rt, uint64_t *expect, tarn_ref **refs) {
   for (int r = 0; r < graph_refs; r++) {
     expect[r] = (uint64_t)r + 1;
     refs[r] = word_ref(rt, expect[r]);
   }
+}
+
+/* Checks the refs' values against the expected ones and releases them. */
+static void graph_refs_check(const uint64_t *expect, tarn_ref **refs) {
+  for (int r = 0; r < graph_refs; r++) {
+    assert_int_equal(word_of(refs[r]), expect[r]);
+    assert_int_equal(tarn_ref_release(refs[r]), 0);
+  }
+}
+
+static void one_graph(tarn_rt *rt, uint64_t seed) {
+  struct gtask g[graph_tasks];
+  uint64_t expect[graph_refs];
+  tarn_ref *refs[graph_refs];
+  graph_refs_make(rt, expect, refs);
   tarn_region *region = NULL;
   assert_int_equal(tarn_region_begin(rt, &region), 0);
   for (int k = 0; k < graph_tasks; k++) {
@@ -135,10 +148,7 @@ static void one_graph(tarn_rt *rt, uint64_t seed) {
     apply(t, v); /* the sequential reference */
   }
   assert_int_equal(tarn_region_wait(region, NULL), 0);
-  for (int r = 0; r < graph_refs; r++) {
-    assert_int_equal(word_of(refs[r]), expect[r]);
-    assert_int_equal(tarn_ref_release(refs[r]), 0);
-  }
+  graph_refs_check(expect, refs);
 }
 
 static void random_graphs_match_sequential_order(void **state) {
@@ -191,10 +201,7 @@ static void random_failures_cancel_exactly_the_readers_of_their_data(
       bool bad[graph_refs] = {false}, cancelled[graph_tasks];
       uint64_t nfailed = 0, ncancelled = 0;
       tarn_ref *refs[graph_refs];
-      for (int r = 0; r < graph_refs; r++) {
-        expect[r] = (uint64_t)r + 1;
-        refs[r] = word_ref(rt, expect[r]);
-      }
+      graph_refs_make(rt, expect, refs);
       tarn_region *region = NULL;
       assert_int_equal(tarn_region_begin(rt, &region), 0);
       for (int k = 0; k < graph_tasks; k++) {
@@ -231,10 +238,7 @@ static void random_failures_cancel_exactly_the_readers_of_their_data(
       assert_int_equal(st.cancelled, ncancelled);
       for (int k = 0; k < graph_tasks; k++)
         assert_int_equal(atomic_load(&f[k].ran), !cancelled[k]);
-      for (int r = 0; r < graph_refs; r++) {
-        assert_int_equal(word_of(refs[r]), expect[r]);
-        assert_int_equal(tarn_ref_release(refs[r]), 0);
-      }
+      graph_refs_check(expect, refs);
     }
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }

@@ -57,7 +57,8 @@ typedef int (*tarn_task_fn)(tarn_task *task, void *arg);
 
 typedef struct tarn_rt_options {
   /* Worker threads. Default: TARN_WORKERS from the environment, else the
-   * number of online processors. At most 1024. */
+   * number of processors the creating thread may run on (its affinity
+   * mask: taskset, cpusets and containers narrow it). At most 1024. */
   unsigned workers;
   /* The runtime's pool (memory limit, spill directory, ...). */
   tarn_pool_options pool;
@@ -67,6 +68,13 @@ typedef struct tarn_rt_options {
    * runtime's references until the end of the region (0: for measuring
    * what eager freeing saves). */
   int eager_free;
+  /* Pin worker i to the i-th processor the creating thread may run on
+   * (modulo their number), so that the kernel never puts two workers on
+   * one core while another core is left to a thread that only waits (1,
+   * the default, or TARN_PIN_WORKERS=1), or let the kernel place them (0,
+   * or TARN_PIN_WORKERS=0: for a machine shared with other busy
+   * programs). The program's own threads are never pinned. */
+  int pin_workers;
 } tarn_rt_options;
 
 /* Fills `options` with the defaults (and the pool's, from the

@@ -2,6 +2,7 @@
  * except the page size, which is read once and never changes. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -72,10 +73,24 @@ uint64_t tarn__clock_coarse_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-unsigned tarn__cpu_count(void) {
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (unsigned)n : 1u;
+unsigned tarn__cpus_allowed(int *cpus, unsigned max) {
+  cpu_set_t set;
+  unsigned n = 0;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &set)) {
+        if (n < max) cpus[n] = c;
+        n++;
+      }
+    if (n > 0) return n;
+  }
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  n = online > 0 ? (unsigned)online : 1u;
+  for (unsigned c = 0; c < n && c < max; c++) cpus[c] = (int)c;
+  return n;
 }
+
+unsigned tarn__cpu_count(void) { return tarn__cpus_allowed(NULL, 0); }
 
 size_t tarn__rss_bytes(void) {
   FILE *f = fopen("/proc/self/statm", "r");

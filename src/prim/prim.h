@@ -59,7 +59,14 @@ static inline void tarn__prefetch_write(const void *p) {
 #endif
 }
 
-/* Online processors (at least 1). Thread-safe. */
+/* The processors the calling thread may run on (its affinity mask, which
+ * taskset, cpusets and containers narrow): how many there are (at least
+ * 1), and the first `max` of their numbers in increasing order into cpus
+ * (NULL when max is 0). When the mask cannot be read: the online
+ * processors, numbered 0 to n - 1. Thread-safe. */
+unsigned tarn__cpus_allowed(int *cpus, unsigned max);
+
+/* tarn__cpus_allowed's count (at least 1). Thread-safe. */
 unsigned tarn__cpu_count(void);
 
 /* The process's resident set size in bytes, 0 when it cannot be read.

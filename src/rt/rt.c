@@ -297,6 +297,7 @@ int tarn_rt_options_init(tarn_rt_options *o) {
   o->scratch_bytes = (size_t)64 << 20;
   o->eager_free = 1;
   o->workers = tarn__cpu_count();
+  o->pin_workers = 1;
   const char *w = getenv("TARN_WORKERS");
   if (w != NULL && *w != '\0') {
     char *end = NULL;
@@ -306,6 +307,13 @@ int tarn_rt_options_init(tarn_rt_options *o) {
       rc = TARN_EINVAL;
     else
       o->workers = (unsigned)v;
+  }
+  const char *pin = getenv("TARN_PIN_WORKERS");
+  if (pin != NULL && *pin != '\0') {
+    if ((pin[0] != '0' && pin[0] != '1') || pin[1] != '\0')
+      rc = TARN_EINVAL;
+    else
+      o->pin_workers = pin[0] == '1';
   }
   return rc;
 }
@@ -1503,6 +1511,23 @@ static void rt_free(tarn_rt *rt) {
   free(rt);
 }
 
+/* Starts worker `w`'s thread, pinned to processor `cpu` (when >= 0). A pin
+ * the system refuses (the processor went offline or out of the mask
+ * meanwhile) leaves the thread unpinned. Returns pthread_create's status. */
+static int start_worker(struct worker *w, int cpu) {
+  pthread_attr_t attr;
+  if (cpu >= 0 && pthread_attr_init(&attr) == 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    int rc = pthread_attr_setaffinity_np(&attr, sizeof set, &set);
+    if (rc == 0) rc = pthread_create(&w->thread, &attr, worker_main, w);
+    pthread_attr_destroy(&attr);
+    if (rc == 0) return 0;
+  }
+  return pthread_create(&w->thread, NULL, worker_main, w);
+}
+
 int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   tarn_rt_options o;
   int rc = tarn_rt_options_init(&o);
@@ -1548,10 +1573,13 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
     w->guest = i == o.workers;
     tarn_slab_acquire(rt->slabs, &w->scratch); /* count == workers + 1 */
   }
+  int cpus[1024];
+  unsigned ncpus = o.pin_workers ? tarn__cpus_allowed(cpus, 1024) : 0;
+  if (ncpus > 1024) ncpus = 1024;
   unsigned started = 0;
   while (started < o.workers &&
-         pthread_create(&rt->workers[started].thread, NULL, worker_main,
-                        &rt->workers[started]) == 0)
+         start_worker(&rt->workers[started],
+                      ncpus > 0 ? cpus[started % ncpus] : -1) == 0)
     started++;
   if (started < o.workers) {
     stop_workers(rt, started);

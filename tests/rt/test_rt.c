@@ -6,6 +6,7 @@
  * input refused. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -428,6 +429,106 @@ static void long_tasks_stay_off_the_waiting_thread(void **state) {
   assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
   assert_int_equal(st.run, (uint64_t)(rounds * per_round));
   assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* ---- workers and processors ---------------------------------------------- */
+
+enum { max_pinned = 64 };
+
+/* Tasks that each hold a worker until all have started, so that each
+ * runs on a worker of its own; each records its thread's affinity mask. */
+struct rendezvous {
+  atomic_int arrived, done;
+  int expected;
+  cpu_set_t masks[max_pinned];
+};
+
+static int rendezvous_task(tarn_task *t, void *arg) {
+  (void)t;
+  struct rendezvous *r = arg;
+  int me = atomic_fetch_add(&r->arrived, 1);
+  if (me >= max_pinned) return -1;
+  if (pthread_getaffinity_np(pthread_self(), sizeof r->masks[me],
+                             &r->masks[me]) != 0)
+    return -1;
+  struct timespec start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  do { /* at most 10 s: a worker that never comes fails the test below */
+    sched_yield();
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  } while (atomic_load(&r->arrived) < r->expected &&
+           now.tv_sec - start.tv_sec < 10);
+  atomic_fetch_add(&r->done, 1);
+  return 0;
+}
+
+/* The affinity masks of every worker of a runtime made with `o` (the
+ * program's thread waits without running tasks). */
+static void worker_masks(const tarn_rt_options *o, struct rendezvous *r) {
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(o, &rt), 0);
+  memset(r, 0, sizeof *r);
+  r->expected = (int)o->workers;
+  for (unsigned i = 0; i < o->workers; i++)
+    assert_int_equal(tarn_submit(rt, rendezvous_task, TARN_ARG(r)), 0);
+  while (atomic_load(&r->done) < r->expected) sched_yield();
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(atomic_load(&r->arrived), r->expected);
+}
+
+/* By default worker i runs on the i-th processor the program may use, one
+ * each; with pin_workers 0 (or TARN_PIN_WORKERS=0) they may run on all of
+ * them. A program narrowed to one processor (as by taskset) gets one
+ * worker by default, pinned there. */
+static void workers_are_pinned_one_per_processor(void **state) {
+  (void)state;
+  cpu_set_t allowed;
+  assert_int_equal(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+  int ncpu = CPU_COUNT(&allowed);
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(o.pin_workers, 1);
+  assert_int_equal(o.workers, (unsigned)ncpu);
+  o.workers = ncpu < 4 ? (unsigned)ncpu : 4;
+  static struct rendezvous r;
+  worker_masks(&o, &r);
+  cpu_set_t seen;
+  CPU_ZERO(&seen);
+  for (int i = 0; i < r.expected; i++) {
+    assert_int_equal(CPU_COUNT(&r.masks[i]), 1);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &r.masks[i])) {
+        assert_true(CPU_ISSET(c, &allowed));
+        assert_false(CPU_ISSET(c, &seen)); /* one worker per processor */
+        CPU_SET(c, &seen);
+      }
+  }
+  o.pin_workers = 0;
+  worker_masks(&o, &r);
+  for (int i = 0; i < r.expected; i++)
+    assert_true(CPU_EQUAL(&r.masks[i], &allowed));
+
+  int last = -1;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &allowed)) last = c;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(last, &one);
+  assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(o.workers, 1);
+  worker_masks(&o, &r);
+  assert_true(CPU_EQUAL(&r.masks[0], &one));
+  assert_int_equal(sched_setaffinity(0, sizeof allowed, &allowed), 0);
+
+  setenv("TARN_PIN_WORKERS", "0", 1);
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(o.pin_workers, 0);
+  setenv("TARN_PIN_WORKERS", "2", 1);
+  assert_int_equal(tarn_rt_options_init(&o), TARN_EINVAL);
+  setenv("TARN_PIN_WORKERS", "1x", 1);
+  assert_int_equal(tarn_rt_options_init(&o), TARN_EINVAL);
+  unsetenv("TARN_PIN_WORKERS");
 }
 
 /* ---- failures and cancellation ------------------------------------------ */
@@ -1046,6 +1147,7 @@ int main(void) {
       cmocka_unit_test(refs_released_mid_graph_live_as_long_as_their_tasks),
       cmocka_unit_test(tasks_run_right_on_the_waiting_thread),
       cmocka_unit_test(long_tasks_stay_off_the_waiting_thread),
+      cmocka_unit_test(workers_are_pinned_one_per_processor),
       cmocka_unit_test(a_failure_cancels_its_dependants_only),
       cmocka_unit_test(a_failed_reader_leaves_its_inputs_writable),
       cmocka_unit_test(

@@ -4,9 +4,13 @@
  * on one 8-byte ref. Then tarn alone on two graphs, in tasks per second: a
  * fan-out/fan-in (one writer, FAN_K readers each writing its own ref, one
  * task reading all of them; repeated) and a random graph of RANDOM_TASKS
- * tasks over RANDOM_REFS refs with random modes. Ends with the goals, checked
- * against the medians of the run. A sample is one region: submit, then
- * tarn_region_wait. */
+ * tasks over RANDOM_REFS refs with random modes. And the cost of a small
+ * region whose one task shares its work (tarn_task_parallel_for): a
+ * SHARED_N x SHARED_N block of doubles set to a value, one region per rep,
+ * against an OpenMP parallel for over the same columns (no goal: it shows
+ * the per-region cost that the N=256 array and stencil rows pay). Ends with
+ * the goals, checked against the medians of the run. A sample is one
+ * region: submit, then tarn_region_wait (the shared rows: reps regions). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +28,8 @@
 #define SAMPLE_MIN_S 0.025
 #define SAMPLE_MAX_S 0.100
 #define CALIBRATE_TRIES 8
+#define SHARED_N 256 /* the shared region's block: SHARED_N^2 doubles */
+#define SHARED_GRAIN 16
 
 enum { PEER_TARN, PEER_OPENMP, PEER_STARPU, PEER_COUNT };
 static const char *const peer_names[PEER_COUNT] = {"tarn", "openmp", "starpu"};
@@ -43,6 +49,8 @@ struct tarn_bench {
   uint64_t rounds;                  /* fan-out/fan-in rounds run so far */
   tarn_ref *refs[RANDOM_REFS];      /* the random graph's refs */
   uint64_t rng;
+  tarn_ref *block; /* the shared region's block */
+  uint64_t stamp;  /* the value its last region wrote */
 };
 
 static int tarn_failed(const char *what, int status) {
@@ -90,6 +98,24 @@ static double per_task_row(bench_run *run, const char *name, bench_fn fn,
   bench_extra extra[] = {
       {"us_per_task", bench_median(s, run->samples) * 1e6 / (double)reps},
       {"tasks", (double)reps}};
+  const bench_result *r = bench_report(run, name, s, run->samples, extra, 2);
+  if (r == NULL) return -1;
+  return r->median_s < 0 ? BENCH_SKIPPED : extra[0].value;
+}
+
+/* The shared rows' name after the runtime's. */
+#define SHARED_WHAT "one shared task per region (256^2 fill)"
+
+/* Measures fn (reps regions per sample) and reports us_per_region. Returns
+ * the median us per region, or -1 after printing why. */
+static double per_region_row(bench_run *run, const char *name, bench_fn fn,
+                             void *arg) {
+  uint64_t reps = 0;
+  double s[BENCH_SAMPLES_MAX];
+  if (measure(run, fn, arg, &reps, s) != 0) return -1;
+  bench_extra extra[] = {
+      {"us_per_region", bench_median(s, run->samples) * 1e6 / (double)reps},
+      {"regions", (double)reps}};
   const bench_result *r = bench_report(run, name, s, run->samples, extra, 2);
   if (r == NULL) return -1;
   return r->median_s < 0 ? BENCH_SKIPPED : extra[0].value;
@@ -143,6 +169,9 @@ static int tarn_bench_open(struct tarn_bench *b, unsigned workers) {
   b->rng = 0x9e3779b97f4a7c15u;
   if (make_rt(workers, &b->rt) != 0) return 1;
   b->pool = tarn_rt_pool(b->rt);
+  int rc = tarn_ref_alloc(b->pool, SHARED_N * SHARED_N * sizeof(double), 0,
+                          &b->block);
+  if (rc != 0) return tarn_failed("tarn_ref_alloc", rc);
   return make_refs(b->pool, &b->counter, 1) || make_refs(b->pool, &b->src, 1) ||
          make_refs(b->pool, &b->sum, 1) || make_refs(b->pool, b->out, FAN_K) ||
          make_refs(b->pool, b->refs, RANDOM_REFS);
@@ -154,6 +183,7 @@ static int tarn_bench_close(struct tarn_bench *b) {
   drop_refs(&b->sum, 1);
   drop_refs(b->out, FAN_K);
   drop_refs(b->refs, RANDOM_REFS);
+  drop_refs(&b->block, 1);
   int rc = tarn_rt_destroy(b->rt);
   return rc == 0 ? 0 : tarn_failed("tarn_rt_destroy", rc);
 }
@@ -211,6 +241,27 @@ static int touch_fn(tarn_task *task, void *arg) {
   bench_escape(tarn_task_data(task, 0));
   bench_escape(tarn_task_data(task, 1));
   return 0;
+}
+
+/* The shared region's work: columns [begin, end) of the block set to the
+ * stamp the task's argument points to. */
+struct fill_share {
+  double *block;
+  double value;
+};
+
+static int fill_columns(void *arg, size_t begin, size_t end) {
+  const struct fill_share *f = arg;
+  for (size_t c = begin; c < end; c++)
+    for (size_t r = 0; r < SHARED_N; r++) f->block[r + c * SHARED_N] = f->value;
+  return 0;
+}
+
+/* Fills the block (its first ref) with *arg, its columns shared with idle
+ * workers. */
+static int fill_fn(tarn_task *task, void *arg) {
+  struct fill_share f = {tarn_task_data(task, 0), (double)*(uint64_t *)arg};
+  return tarn_task_parallel_for(task, SHARED_N, SHARED_GRAIN, fill_columns, &f);
 }
 
 /* ---- tarn: the measured regions ---------------------------------------- */
@@ -314,6 +365,35 @@ static int tarn_random(void *arg, uint64_t reps, double *seconds) {
   return timed_region(arg, reps, submit_random, seconds);
 }
 
+/* reps regions, each of one fill_fn task, waited one by one; then checks
+ * the block holds the last region's value. */
+static int tarn_shared(void *arg, uint64_t reps, double *seconds) {
+  struct tarn_bench *b = arg;
+  uint64_t t0 = bench_now_ns();
+  for (uint64_t i = 0; i < reps; i++) {
+    tarn_region *region;
+    int rc = tarn_region_begin(b->rt, &region);
+    if (rc != 0) return tarn_failed("tarn_region_begin", rc);
+    b->stamp++;
+    int submitted =
+        tarn_submit(b->rt, fill_fn, TARN_ARG(&b->stamp), TARN_W(b->block));
+    rc = tarn_region_wait(region, NULL);
+    if (submitted != 0) return tarn_failed("tarn_submit", submitted);
+    if (rc != 0) return tarn_failed("tarn_region_wait", rc);
+  }
+  *seconds = (double)(bench_now_ns() - t0) * 1e-9;
+  void *data;
+  int rc = tarn_ref_pin(b->block, TARN_READ, 0, &data);
+  if (rc != 0) return tarn_failed("tarn_ref_pin", rc);
+  const double *x = data;
+  double want = (double)b->stamp;
+  int bad = x[0] != want || x[SHARED_N * SHARED_N - 1] != want;
+  rc = tarn_ref_unpin(b->block);
+  if (rc != 0) return tarn_failed("tarn_ref_unpin", rc);
+  if (bad) fprintf(stderr, "tarn bench: rt: tarn shared block not filled\n");
+  return bad;
+}
+
 /* ---- the suite --------------------------------------------------------- */
 
 static int run_tarn(bench_run *run, unsigned w, struct figures *f) {
@@ -339,6 +419,10 @@ static int run_tarn(bench_run *run, unsigned w, struct figures *f) {
     row_name(name, sizeof name, PEER_TARN, what, w);
     failed = rate_row(run, name, tarn_random, &b, 1, RANDOM_TASKS);
   }
+  if (!failed) {
+    row_name(name, sizeof name, PEER_TARN, SHARED_WHAT, w);
+    failed = per_region_row(run, name, tarn_shared, &b) < 0;
+  }
   return tarn_bench_close(&b) | failed;
 }
 
@@ -349,7 +433,14 @@ static int run_openmp(bench_run *run, unsigned w, struct figures *f) {
   if (per_task_row(run, name, rt_omp_empty, &threads) < 0) return 1;
   row_name(name, sizeof name, PEER_OPENMP, "chain rw", w);
   f->chain_us[PEER_OPENMP][w] = per_task_row(run, name, rt_omp_chain, &threads);
-  return f->chain_us[PEER_OPENMP][w] < 0;
+  if (f->chain_us[PEER_OPENMP][w] < 0) return 1;
+  struct rt_omp_fill fill = {.threads = threads, .n = SHARED_N};
+  fill.block = aligned_alloc(64, SHARED_N * SHARED_N * sizeof(double));
+  if (fill.block == NULL) return 1;
+  row_name(name, sizeof name, PEER_OPENMP, SHARED_WHAT, w);
+  int failed = per_region_row(run, name, rt_omp_fill, &fill) < 0;
+  free(fill.block);
+  return failed;
 }
 
 #ifdef TARN_BENCH_STARPU

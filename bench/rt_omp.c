@@ -49,3 +49,24 @@ int rt_omp_chain(void *arg, uint64_t reps, double *seconds) {
   *seconds = (double)(t1 - t0) * 1e-9;
   return 0;
 }
+
+int rt_omp_fill(void *arg, uint64_t reps, double *seconds) {
+  const struct rt_omp_fill *f = arg;
+  long n = (long)f->n;
+  double *block = f->block;
+  uint64_t t0 = bench_now_ns();
+  for (uint64_t i = 0; i < reps; i++) {
+    double value = (double)(i + 1);
+#pragma omp parallel for schedule(static) num_threads(f->threads)
+    for (long c = 0; c < n; c++)
+      for (long r = 0; r < n; r++) block[r + c * n] = value;
+    bench_escape(block);
+  }
+  *seconds = (double)(bench_now_ns() - t0) * 1e-9;
+  if (reps > 0 && block[n * n - 1] != (double)reps) {
+    fprintf(stderr, "tarn bench: rt: openmp fill holds %g, expected %g\n",
+            block[n * n - 1], (double)reps);
+    return 1;
+  }
+  return 0;
+}

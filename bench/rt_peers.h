@@ -6,6 +6,7 @@
 #ifndef TARN_BENCH_RT_PEERS_H
 #define TARN_BENCH_RT_PEERS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* OpenMP: `arg` points to an int, the number of threads. Empty tasks in a
@@ -14,6 +15,16 @@ int rt_omp_empty(void *arg, uint64_t reps, double *seconds);
 
 /* OpenMP: a chain of tasks with depend(inout: x), each doing x += 1. */
 int rt_omp_chain(void *arg, uint64_t reps, double *seconds);
+
+/* OpenMP: `arg` points to a struct rt_omp_fill. reps parallel regions of
+ * `threads` threads, each a parallel for (static schedule) over the n
+ * columns of the n x n block, setting them to the region's number. */
+struct rt_omp_fill {
+  int threads;
+  size_t n;
+  double *block;
+};
+int rt_omp_fill(void *arg, uint64_t reps, double *seconds);
 
 /* StarPU: starts it with `workers` CPU workers (quietly, its files in a
  * temporary directory). Returns 0, or 1 after printing why. */

@@ -41,6 +41,9 @@
  * workers' recent tasks took less than this on average, in ns (see
  * guest_worthwhile). */
 #define GUEST_TASK_MAX_NS 500000
+/* The guest takes a region's only task while such regions recently took
+ * less than this on average, in ns (see guest_worthwhile). */
+#define LONE_TASK_MAX_NS 50000
 
 /* A successor edge: one of the successor's in_edges, or malloc'ed when it
  * has more predecessors than those (edge_on_heap tells which). `to` is the
@@ -190,6 +193,7 @@ struct tarn_region {
   /* The pool's peaks (resident, live) before the last region begun inside
    * this one reset them; the owning thread's only. */
   size_t peak, live_peak;
+  uint64_t begun_ns; /* tarn_region_begin's clock (0: the root region) */
   /* With eager_free off: refs released when the region ends. */
   pthread_mutex_t keep_lock;
   tarn_ref **kept;
@@ -286,6 +290,9 @@ struct tarn_rt {
   tarn_region *spare_regions; /* waited, kept for reuse (done_lock) */
   _Alignas(64) _Atomic uint64_t submitted; /* by submitters */
   _Alignas(64) _Atomic uint64_t cancelled, failed, held_back, prefetches;
+  /* How long the recent waits for regions of one task took, in ns: a
+   * running mean that weighs the last 1/8 (region_drain). */
+  _Atomic uint64_t lone_ns;
   /* With pinned workers: by processor, 1 when the (first) worker pinned
    * there claims shared ranges from the back (help_claim). */
   unsigned char cpu_side[1024];
@@ -1372,8 +1379,11 @@ static bool tasks_short(const tarn_rt *rt) {
  *   of one task and the workers are pinned (unpinned, the guest's side of
  *   the ranges is not its processor's: a region of one shared 256 x 256
  *   fill took 7.3 to 10.0 us instead of 6.0 to 6.3 pinned, in the rt
- *   suite). The guest does not take the last task of a larger
- *   region: the workers are busy with the others, and it would run as a
+ *   suite), and only while such regions are short (LONE_TASK_MAX_NS: the
+ *   hand-off it saves is a microsecond; a Cholesky of one 256 tile, 180
+ *   us of shared blocks, took 4 % longer on the guest, with the worker
+ *   on its core spinning beside it). The guest does not take the last task of a
+ * larger region: the workers are busy with the others, and it would run as a
  *   third thread on two cores (N=1024 elementwise rows, 4 tasks of 75 us,
  *   up to 12 % slower when it did). A region's only task it does take,
  *   and shares its work with the workers like any owner, so that the
@@ -1395,7 +1405,9 @@ static bool guest_worthwhile(tarn_region *r) {
       atomic_load_explicit(&r->submitted, memory_order_relaxed);
   uint64_t unfinished =
       submitted - atomic_load_explicit(&r->finished, memory_order_relaxed);
-  bool lone_task = submitted == 1 && r->rt->pinned;
+  bool lone_task = submitted == 1 && r->rt->pinned &&
+                   atomic_load_explicit(&r->rt->lone_ns, memory_order_relaxed) <
+                       LONE_TASK_MAX_NS;
   if (unfinished < 2 && !lone_task) return false;
   return !r->rt->workers_fill_cores || tasks_short(r->rt);
 }
@@ -1428,6 +1440,13 @@ static void region_drain(tarn_region *r) {
     pthread_cond_wait(&rt->done, &rt->done_lock);
   pthread_mutex_unlock(&rt->done_lock);
   atomic_store(&r->waiting, false);
+  if (r->begun_ns != 0 && atomic_load(&r->submitted) == 1) {
+    /* A region of one task: how long it took feeds rt->lone_ns. */
+    uint64_t took = tarn__clock_ns() - r->begun_ns;
+    uint64_t mean = atomic_load_explicit(&rt->lone_ns, memory_order_relaxed);
+    atomic_store_explicit(&rt->lone_ns, mean - mean / 8 + took / 8,
+                          memory_order_relaxed);
+  }
   for (size_t i = 0; i < r->nkept; i++) tarn_ref_release(r->kept[i]);
   free(r->kept);
   r->kept = NULL;
@@ -1493,6 +1512,7 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
   tarn__pool_peaks(rt->pool, true, &peak, &live);
   if (r->parent != NULL) region_fold_peaks(r->parent, peak, live);
   r->peak = r->live_peak = 0;
+  r->begun_ns = tarn__clock_ns();
   *out = r;
   return 0;
 }

@@ -88,37 +88,36 @@ static void row_name(char *buf, size_t size, int peer, const char *what,
            workers == 1 ? "" : "s");
 }
 
-/* Measures fn and reports it with us_per_task (reps tasks per sample).
- * Returns the median us per task, or -1 after printing why. */
-static double per_task_row(bench_run *run, const char *name, bench_fn fn,
-                           void *arg) {
+/* Measures fn and reports it with `per` (us per rep) and `count` (reps per
+ * sample). Returns the median us per rep, or -1 after printing why. */
+static double per_rep_row(bench_run *run, const char *name, bench_fn fn,
+                          void *arg, const char *per, const char *count) {
   uint64_t reps = 0;
   double s[BENCH_SAMPLES_MAX];
   if (measure(run, fn, arg, &reps, s) != 0) return -1;
-  bench_extra extra[] = {
-      {"us_per_task", bench_median(s, run->samples) * 1e6 / (double)reps},
-      {"tasks", (double)reps}};
+  bench_extra extra[2] = {
+      {.value = bench_median(s, run->samples) * 1e6 / (double)reps},
+      {.value = (double)reps}};
+  snprintf(extra[0].key, sizeof extra[0].key, "%s", per);
+  snprintf(extra[1].key, sizeof extra[1].key, "%s", count);
   const bench_result *r = bench_report(run, name, s, run->samples, extra, 2);
   if (r == NULL) return -1;
   return r->median_s < 0 ? BENCH_SKIPPED : extra[0].value;
 }
 
+/* us_per_task (a rep is a task). */
+static double per_task_row(bench_run *run, const char *name, bench_fn fn,
+                           void *arg) {
+  return per_rep_row(run, name, fn, arg, "us_per_task", "tasks");
+}
+
 /* The shared rows' name after the runtime's. */
 #define SHARED_WHAT "one shared task per region (256^2 fill)"
 
-/* Measures fn (reps regions per sample) and reports us_per_region. Returns
- * the median us per region, or -1 after printing why. */
+/* us_per_region (a rep is a region). */
 static double per_region_row(bench_run *run, const char *name, bench_fn fn,
                              void *arg) {
-  uint64_t reps = 0;
-  double s[BENCH_SAMPLES_MAX];
-  if (measure(run, fn, arg, &reps, s) != 0) return -1;
-  bench_extra extra[] = {
-      {"us_per_region", bench_median(s, run->samples) * 1e6 / (double)reps},
-      {"regions", (double)reps}};
-  const bench_result *r = bench_report(run, name, s, run->samples, extra, 2);
-  if (r == NULL) return -1;
-  return r->median_s < 0 ? BENCH_SKIPPED : extra[0].value;
+  return per_rep_row(run, name, fn, arg, "us_per_region", "regions");
 }
 
 /* Measures fn, whose one rep is `per_rep` tasks, and reports tasks_per_s.

@@ -108,6 +108,19 @@ bool tarn__solve_shapes_ok(const tarn_matrix *a, const tarn_matrix *b);
 void tarn__diagonal_check(const double *t, int n, int ld, size_t offset,
                           atomic_int *first);
 
+/* Submits step k of a forward solve L Y = Y on tile column j of `m` (T
+ * square with square tiles, m with T's row tiling): Y_kj = L_kk^-1 Y_kj,
+ * then Y_ij -= L_ik Y_kj for each tile row i below, L being T's lower
+ * triangle (with a unit diagonal when `unit`). With `check`, the trsm
+ * first checks T_kk's diagonal for an exact zero into it
+ * (tarn__diagonal_check). The trsm gets `trsm_priority`; the gemm of the
+ * next tile row `gemm_priority`, each one further down `gemm_step` less.
+ * Returns 0 or a status of tarn_task_submit. */
+int tarn__submit_forward_step(tarn_matrix *t, tarn_matrix *m, size_t k,
+                              size_t j, bool unit, atomic_int *check,
+                              int trsm_priority, int gemm_priority,
+                              int gemm_step);
+
 /* Submits the backward solve op(T) X = Y from Y into B, up the tile rows
  * (T square with square tiles, Y and B with T's row tiling and the same
  * columns): op(T) is T's upper triangle (non-unit), or the transpose of

@@ -25,9 +25,7 @@
 
 /* What one tile task needs; owned by the task. */
 struct lu_job {
-  int m, n, k;       /* the tile op's sizes (BLAS meaning) */
-  int lda, ldb, ldc; /* leading dimensions of the tiles */
-  bool upper;        /* trsm: U (non-unit) instead of unit L */
+  int n;             /* panel: its columns; swap: the tile column's */
   size_t tb;         /* tile size of the matrix (rows of a full tile) */
   size_t row0;       /* panel / swap: the first row of the tile row k */
   size_t rows;       /* panel / swap: rows from row0 to the end */
@@ -37,9 +35,7 @@ struct lu_job {
   size_t slot0;      /* swap: data slot of the first tile */
   size_t *piv_out;   /* panel: where its pivots go */
   const size_t *piv; /* swap: the pivots it applies */
-  /* panel: the first exactly zero pivot (1-based); trsm of a solve with
-   * factors given: where the check of U's diagonal goes (NULL: none) */
-  atomic_int *info;
+  atomic_int *info;  /* panel: the first exactly zero pivot (1-based) */
 };
 
 static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
@@ -274,26 +270,6 @@ static int k_swap(tarn_task *t, void *arg) {
   return tarn_task_parallel_for(t, (size_t)j->n, COPY_GRAIN, swap_range, &q);
 }
 
-/* B = L^-1 B (unit lower) or U^-1 B (deps: the diagonal tile, B); with
- * `info`, the diagonal tile's U is checked first (its first row: row0). */
-static int k_trsm(tarn_task *t, void *arg) {
-  const struct lu_job *j = arg;
-  const double *l = tarn_task_data(t, 0);
-  double *b = tarn_task_data(t, 1);
-  if (j->info != NULL) tarn__diagonal_check(l, j->m, j->lda, j->row0, j->info);
-  return tarn__trsm_shared(t, CblasLeft, j->upper ? CblasUpper : CblasLower,
-                           CblasNoTrans, j->upper ? CblasNonUnit : CblasUnit,
-                           j->m, j->n, 1.0, l, j->lda, b, j->ldb);
-}
-
-/* C -= A B (deps: C, A, B). */
-static int k_gemm(tarn_task *t, void *arg) {
-  const struct lu_job *j = arg;
-  return tarn__gemm_shared(t, false, false, j->m, j->n, j->k, -1.0,
-                           tarn_task_data(t, 1), j->lda, tarn_task_data(t, 2),
-                           j->ldb, 1.0, tarn_task_data(t, 0), j->ldc);
-}
-
 /* ---- LU ------------------------------------------------------------------ */
 
 /* Priorities: the panel on top; for tile column j after panel k, its swap,
@@ -337,25 +313,9 @@ static int submit_swap(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
  * tile A(k,k) into it. */
 static int submit_eliminate(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
                             size_t at, atomic_int *check) {
-  size_t mt = a->mt;
-  int nk = (int)tarn__tile_rows(a, k), nj = (int)tarn__tile_cols(m, j);
-  tarn_ref *mkj = tarn__tile(m, k, j);
-  tarn_dep d2[2] = {{tarn__tile(a, k, k), TARN_READ}, {mkj, TARN_READ_WRITE}};
-  struct lu_job s = {
-      .m = nk, .n = nj, .lda = nk, .ldb = nk, .row0 = k * a->mb, .info = check};
-  int rc =
-      submit_job(a->rt, k_trsm, &s, d2, 2, column_priority(k, at, 1), "trsm");
-  for (size_t i = k + 1; rc == 0 && i < mt; i++) {
-    int ni = (int)tarn__tile_rows(a, i);
-    tarn_dep d3[3] = {{tarn__tile(m, i, j), TARN_READ_WRITE},
-                      {tarn__tile(a, i, k), TARN_READ},
-                      {mkj, TARN_READ}};
-    struct lu_job g = {
-        .m = ni, .n = nj, .k = nk, .lda = ni, .ldb = nk, .ldc = ni};
-    rc =
-        submit_job(a->rt, k_gemm, &g, d3, 3, column_priority(k, at, 2), "gemm");
-  }
-  return rc;
+  return tarn__submit_forward_step(a, m, k, j, true, check,
+                                   column_priority(k, at, 1),
+                                   column_priority(k, at, 2), 0);
 }
 
 /* Panel k's updates of tile column j of `m`: its interchanges, then its

@@ -39,6 +39,7 @@ struct solve_job {
   int m, n, k;       /* the tile op's sizes (BLAS meaning) */
   int lda, ldb, ldc; /* leading dimensions of the tiles */
   bool ta;           /* gemm: transpose the factor's tile */
+  bool unit;         /* forward: L has a unit diagonal (not stored) */
   size_t offset;     /* forward: the tile's first row in the matrix */
   /* forward: where a zero on the diagonal goes; backward: nothing to do
    * unless it holds 0 (see tarn__submit_backward) */
@@ -68,13 +69,17 @@ void tarn__diagonal_check(const double *t, int n, int ld, size_t offset,
 
 /* ---- the Cholesky solve ------------------------------------------------- */
 
-/* Y_kj = L_kk^-1 Y_kj (deps: L_kk, Y_kj), after L_kk's diagonal check. */
+/* Y_kj = L_kk^-1 Y_kj (deps: L_kk, Y_kj), after the diagonal check of
+ * the tile when `flag` is set. */
 static int k_forward(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
-  tarn__diagonal_check(tarn_task_data(t, 0), j->m, j->lda, j->offset, j->flag);
-  return tarn__trsm_shared(t, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit,
-                           j->m, j->n, 1.0, tarn_task_data(t, 0), j->lda,
-                           tarn_task_data(t, 1), j->ldb);
+  if (j->flag != NULL)
+    tarn__diagonal_check(tarn_task_data(t, 0), j->m, j->lda, j->offset,
+                         j->flag);
+  return tarn__trsm_shared(t, CblasLeft, CblasLower, CblasNoTrans,
+                           j->unit ? CblasUnit : CblasNonUnit, j->m, j->n, 1.0,
+                           tarn_task_data(t, 0), j->lda, tarn_task_data(t, 1),
+                           j->ldb);
 }
 
 /* B_kj = op(T_kk)^-1 Y_kj, op(T) U or L^T (deps: T_kk, Y_kj, B_kj);
@@ -106,36 +111,44 @@ static int update_priority(size_t distance) {
   return distance >= PRIO_TOP ? 0 : PRIO_TOP - (int)distance;
 }
 
+int tarn__submit_forward_step(tarn_matrix *t, tarn_matrix *m, size_t k,
+                              size_t j, bool unit, atomic_int *check,
+                              int trsm_priority, int gemm_priority,
+                              int gemm_step) {
+  int nk = (int)tarn__tile_rows(t, k), nj = (int)tarn__tile_cols(m, j);
+  tarn_ref *mkj = tarn__tile(m, k, j);
+  tarn_dep d2[2] = {{tarn__tile(t, k, k), TARN_READ}, {mkj, TARN_READ_WRITE}};
+  struct solve_job s = {.m = nk,
+                        .n = nj,
+                        .lda = nk,
+                        .ldb = nk,
+                        .unit = unit,
+                        .offset = k * t->mb,
+                        .flag = check};
+  int rc = submit_job(t->rt, k_forward, &s, d2, 2, trsm_priority, "trsm");
+  int priority = gemm_priority;
+  for (size_t i = k + 1; rc == 0 && i < t->mt; i++) {
+    int ni = (int)tarn__tile_rows(t, i);
+    tarn_dep d3[3] = {{tarn__tile(m, i, j), TARN_READ_WRITE},
+                      {tarn__tile(t, i, k), TARN_READ},
+                      {mkj, TARN_READ}};
+    struct solve_job g = {
+        .m = ni, .n = nj, .k = nk, .lda = ni, .ldb = nk, .ldc = ni};
+    rc = submit_job(t->rt, k_update, &g, d3, 3, priority, "gemm");
+    priority = priority > gemm_step ? priority - gemm_step : 0;
+  }
+  return rc;
+}
+
 /* The forward solve L Y = B on Y, down the tile rows; its trsm tasks
  * check L's diagonal tiles into *failed. */
 static int submit_forward(tarn_matrix *l, tarn_matrix *y, atomic_int *failed) {
-  for (size_t k = 0; k < l->mt; k++) {
-    int nk = (int)tarn__tile_rows(l, k);
+  for (size_t k = 0; k < l->mt; k++)
     for (size_t j = 0; j < y->nt; j++) {
-      int nj = (int)tarn__tile_cols(y, j);
-      tarn_ref *ykj = tarn__tile(y, k, j);
-      tarn_dep d2[2] = {{tarn__tile(l, k, k), TARN_READ},
-                        {ykj, TARN_READ_WRITE}};
-      struct solve_job s = {.m = nk,
-                            .n = nj,
-                            .lda = nk,
-                            .ldb = nk,
-                            .offset = k * l->mb,
-                            .flag = failed};
-      int rc = submit_job(l->rt, k_forward, &s, d2, 2, PRIO_TOP, "trsm");
-      for (size_t i = k + 1; rc == 0 && i < l->mt; i++) {
-        int ni = (int)tarn__tile_rows(l, i);
-        tarn_dep d3[3] = {{tarn__tile(y, i, j), TARN_READ_WRITE},
-                          {tarn__tile(l, i, k), TARN_READ},
-                          {ykj, TARN_READ}};
-        struct solve_job g = {
-            .m = ni, .n = nj, .k = nk, .lda = ni, .ldb = nk, .ldc = ni};
-        rc = submit_job(l->rt, k_update, &g, d3, 3, update_priority(i - k),
-                        "gemm");
-      }
+      int rc = tarn__submit_forward_step(l, y, k, j, false, failed, PRIO_TOP,
+                                         update_priority(1), 1);
       if (rc != 0) return rc;
     }
-  }
   return 0;
 }
 

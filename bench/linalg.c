@@ -1,7 +1,8 @@
 /* linalg.c: the `linalg` suite of `tarn bench` (BENCH.md): cholesky, lu,
  * qr, matmul (A*A), matvec (A*x), solve (A\b via lu) and syrk (A'*A, the
  * full result) of an N x N tiled tarn matrix, and the solves with factors
- * made before (A\b with L of cholesky, with LU and pivots), side by side with
+ * made before (A\b with L of cholesky, with LU and pivots, with QR and its T;
+ * against dpotrs, dgetrs and dormqr + dtrtrs), side by side with
  * LAPACKE/OpenBLAS on the whole matrix (1 thread and all cores), the same tiled
  * Cholesky as OpenMP tasks and the same tiled Cholesky and gemm on StarPU 1.3
  * (linalg_peers.h). Inputs are made in an untimed setup; factorizations work on
@@ -43,6 +44,7 @@ enum {
   OP_SYRK,
   OP_POTRS, /* solve with the Cholesky factor, made outside the clock */
   OP_GETRS, /* solve with the LU factors and pivots, made outside the clock */
+  OP_GEQRS, /* solve with the QR factors, made outside the clock */
   OPS
 };
 enum { V_TARN, V_LAPACKE1, V_LAPACKEN, V_OMP, V_STARPU, VARIANTS };
@@ -64,6 +66,7 @@ static const struct op ops[OPS] = {
     [OP_SYRK] = {"syrk (A'*A)", "syrk", 1, 0, 0},
     [OP_POTRS] = {"solve (A\\b with cholesky's L)", "potrs", 1, 0, 0},
     [OP_GETRS] = {"solve (A\\b with lu's factors)", "getrs", 1, 0, 0},
+    [OP_GEQRS] = {"solve (A\\b with qr's factors)", "geqrs", 1, 0, 0},
 };
 
 /* Dagger.jl's medians in milliseconds, published reference figures (not
@@ -77,9 +80,9 @@ static const size_t dagger_sizes[2] = {256, 1024};
 static const double dagger_median_ms[2][OPS] = {
     /* N=256: cholesky, lu, qr, matmul, matvec, solve, syrk; none for the
      * solves with factors (0) */
-    {3.23, 4.53, 5.62, 2.19, 1.66, 8.89, 3.84, 0, 0},
+    {3.23, 4.53, 5.62, 2.19, 1.66, 8.89, 3.84, 0, 0, 0},
     /* N=1024: cholesky, lu, qr, matmul, matvec, solve, syrk */
-    {19.5, 43.2, 118, 47.0, 3.02, 53.4, 35.7, 0, 0},
+    {19.5, 43.2, 118, 47.0, 3.02, 53.4, 35.7, 0, 0, 0},
 };
 
 /* One size's inputs, made and waited for before any clock starts. */
@@ -94,11 +97,12 @@ struct ctx {
   size_t *piv;
   tarn_matrix *t_spd, *t_rnd, *t_vec;
   /* The factors the solves with factors use: LAPACKE's (dpotrf of spd,
-   * dgetrf of rnd and its pivots) and tarn's (cholesky of t_spd, lu of
-   * t_rnd and its pivots), made once per size outside the clock. */
-  double *l_fac, *lu_fac;
+   * dgetrf of rnd and its pivots, dgeqrf of rnd and its tau) and tarn's
+   * (cholesky of t_spd, lu of t_rnd and its pivots, qr of t_rnd and its
+   * T), made once per size outside the clock. */
+  double *l_fac, *lu_fac, *qr_fac, *qr_tau;
   int *lu_ipiv;
-  tarn_matrix *t_l, *t_lu;
+  tarn_matrix *t_l, *t_lu, *t_qr, *t_qr_t;
   size_t *t_lu_piv;
   linalg_tiles ta, tc;
 };
@@ -130,6 +134,8 @@ static double flops(int op, size_t n) {
     case OP_POTRS:
     case OP_GETRS:
       return 2 * x * x;
+    case OP_GEQRS: /* Q^T b (2 n^2) and the triangular solve (n^2) */
+      return 3 * x * x;
     case OP_QR: /* 2 m n^2 - 2 n^3 / 3 with m = n */
       return 4 * x * x * x / 3;
     case OP_SYRK: /* the lower half's n^2 (n + 1), counted as n^3 */
@@ -229,6 +235,8 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
     rc = tarn_matrix_cholesky_solve(c->t_l, out, &info);
   } else if (op == OP_GETRS) {
     rc = tarn_matrix_lu_solve(c->t_lu, c->t_lu_piv, out, &info);
+  } else if (op == OP_GEQRS) {
+    rc = tarn_matrix_qr_solve(c->t_qr, c->t_qr_t, c->t_vec, &out, &info);
   } else {
     tarn_region *region;
     rc = tarn_region_begin(c->rt, &region);
@@ -271,7 +279,7 @@ static int lapacke_sample(struct ctx *c, int op, int threads, double *t) {
   size_t bytes = c->n * c->n * sizeof(double);
   if (op == OP_CHOL) memcpy(c->w, c->spd, bytes);
   if (op == OP_LU || op == OP_QR || op == OP_SOLVE) memcpy(c->w, c->rnd, bytes);
-  if (op == OP_SOLVE || op == OP_POTRS || op == OP_GETRS)
+  if (op == OP_SOLVE || op == OP_POTRS || op == OP_GETRS || op == OP_GEQRS)
     memcpy(c->wv, c->vec, c->n * sizeof(double));
   openblas_set_num_threads(threads);
   uint64_t t0 = bench_now_ns();
@@ -302,6 +310,13 @@ static int lapacke_sample(struct ctx *c, int op, int threads, double *t) {
     case OP_GETRS:
       info = LAPACKE_dgetrs(LAPACK_COL_MAJOR, 'N', n, 1, c->lu_fac, n,
                             c->lu_ipiv, c->wv, n);
+      break;
+    case OP_GEQRS: /* LAPACK's dgeqrs: Q^T b, then R x = Q^T b */
+      info = LAPACKE_dormqr(LAPACK_COL_MAJOR, 'L', 'T', n, 1, n, c->qr_fac, n,
+                            c->qr_tau, c->wv, n);
+      if (info == 0)
+        info = LAPACKE_dtrtrs(LAPACK_COL_MAJOR, 'U', 'N', 'N', n, 1, c->qr_fac,
+                              n, c->wv, n);
       break;
     case OP_SYRK:
       /* C = A^T A, lower half; then mirrored, as tarn's result is full. */
@@ -385,8 +400,8 @@ static int check_buf(const struct ctx *c, int op, const char *who,
 /* Checks tarn's result `out` (and LU's pivots) against LAPACKE's; for qr,
  * |diag R| (the signs of the reflectors may differ). */
 static int check_tarn(struct ctx *c, int op, tarn_matrix *out) {
-  int vector =
-      op == OP_MATVEC || op == OP_SOLVE || op == OP_POTRS || op == OP_GETRS;
+  int vector = op == OP_MATVEC || op == OP_SOLVE || op == OP_POTRS ||
+               op == OP_GETRS || op == OP_GEQRS;
   int rc = tarn_matrix_to_buffer(out, c->chk, c->n);
   if (rc != 0) return tarn_failed("tarn_matrix_to_buffer", rc);
   if (op == OP_QR) {
@@ -562,6 +577,10 @@ static void ctx_free(struct ctx *c) {
   free(c->lu_fac);
   free(c->lu_ipiv);
   free(c->t_lu_piv);
+  tarn_matrix_destroy(c->t_qr);
+  tarn_matrix_destroy(c->t_qr_t);
+  free(c->qr_fac);
+  free(c->qr_tau);
   linalg_tiles_free(&c->ta);
   linalg_tiles_free(&c->tc);
 }
@@ -632,17 +651,22 @@ static int factors_open(struct ctx *c) {
   c->lu_fac = malloc(bytes);
   c->lu_ipiv = malloc(n * sizeof(int));
   c->t_lu_piv = malloc(n * sizeof(size_t));
+  c->qr_fac = malloc(bytes);
+  c->qr_tau = malloc(n * sizeof(double));
   if (c->l_fac == NULL || c->lu_fac == NULL || c->lu_ipiv == NULL ||
-      c->t_lu_piv == NULL) {
+      c->t_lu_piv == NULL || c->qr_fac == NULL || c->qr_tau == NULL) {
     fprintf(stderr, "tarn bench: linalg: out of memory for N=%zu\n", n);
     return 1;
   }
   memcpy(c->l_fac, c->spd, bytes);
   memcpy(c->lu_fac, c->rnd, bytes);
+  memcpy(c->qr_fac, c->rnd, bytes);
   openblas_set_num_threads(c->cores);
   int info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', ni, c->l_fac, ni);
   if (info == 0)
     info = LAPACKE_dgetrf(LAPACK_COL_MAJOR, ni, ni, c->lu_fac, ni, c->lu_ipiv);
+  if (info == 0)
+    info = LAPACKE_dgeqrf(LAPACK_COL_MAJOR, ni, ni, c->qr_fac, ni, c->qr_tau);
   openblas_set_num_threads(1);
   if (info != 0) {
     fprintf(stderr, "tarn bench: linalg: N=%zu LAPACKE factors: info %d\n", n,
@@ -650,12 +674,15 @@ static int factors_open(struct ctx *c) {
     return 1;
   }
   if (fresh_copy(c->rt, c->t_spd, &c->t_l) != 0 ||
-      fresh_copy(c->rt, c->t_rnd, &c->t_lu) != 0)
+      fresh_copy(c->rt, c->t_rnd, &c->t_lu) != 0 ||
+      fresh_copy(c->rt, c->t_rnd, &c->t_qr) != 0)
     return 1;
   int rc = tarn_matrix_cholesky(c->t_l, NULL);
   if (rc != 0) return tarn_failed("tarn_matrix_cholesky", rc);
   rc = tarn_matrix_lu(c->t_lu, c->t_lu_piv, NULL);
-  return rc == 0 ? 0 : tarn_failed("tarn_matrix_lu", rc);
+  if (rc != 0) return tarn_failed("tarn_matrix_lu", rc);
+  rc = tarn_matrix_qr(c->t_qr, 0, &c->t_qr_t);
+  return rc == 0 ? 0 : tarn_failed("tarn_matrix_qr", rc);
 }
 
 static void goal(size_t n, int op, const char *label, double value,
@@ -744,7 +771,8 @@ int bench_linalg(bench_run *run) {
     if (!failed) {
       static const int solves[] = {V_TARN, V_LAPACKE1, V_LAPACKEN};
       if (op_wanted(run, &c, OP_POTRS, solves, 3) ||
-          op_wanted(run, &c, OP_GETRS, solves, 3))
+          op_wanted(run, &c, OP_GETRS, solves, 3) ||
+          op_wanted(run, &c, OP_GEQRS, solves, 3))
         failed = factors_open(&c);
     }
     f.n[f.count] = sizes[s];

@@ -121,14 +121,19 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn_matrix *m, size_t k,
                               int trsm_priority, int gemm_priority,
                               int gemm_step);
 
-/* Submits the backward solve op(T) X = Y from Y into B, up the tile rows
- * (T square with square tiles, Y and B with T's row tiling and the same
- * columns): op(T) is T's upper triangle (non-unit), or the transpose of
- * its lower triangle when `lower`. B's tiles are written by one trsm task
+/* Submits the backward solve op(T) X = Y from Y into B, up T's tile
+ * columns. op(T) is the upper triangle (non-unit) of T's first N rows, or
+ * the transpose of the lower triangle of the square T when `lower`. T has
+ * square tiles (or one tile column); Y has T's rows and row tiling, B
+ * T's N rows in tiles of T's column width, and both the same columns
+ * (only Y's first N rows are read). B's tiles are written by one trsm task
  * each, which does nothing once *dropped is not 0 (read when it starts); Y
- * is updated on the way. Returns 0 or a status of tarn_task_submit (the tasks
- * submitted before it still run). */
+ * is updated on the way. When `fresh`, B is a new matrix (its tiles are
+ * written, not updated) and each trsm task first checks its diagonal tile
+ * of T for an exact zero into *dropped (tarn__diagonal_check): no forward
+ * pass did. Returns 0 or a status of tarn_task_submit (the tasks submitted
+ * before it still run). */
 int tarn__submit_backward(tarn_matrix *t, bool lower, tarn_matrix *y,
-                          tarn_matrix *b, atomic_int *dropped);
+                          tarn_matrix *b, atomic_int *dropped, bool fresh);
 
 #endif

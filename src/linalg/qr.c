@@ -15,6 +15,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -351,15 +352,18 @@ int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t) {
   return 0;
 }
 
+/* Whether a (QR's factors) and t (their T factors) are what
+ * tarn_matrix_qr makes: two matrices of one runtime, a of a shape QR
+ * takes, t of the shape and tiling made for it. */
+static bool qr_factors_ok(const tarn_matrix *a, const tarn_matrix *t) {
+  return a != NULL && t != NULL && a != t && a->rt == t->rt && qr_shape(a) &&
+         t->n == a->n && t->nb == a->nb && t->mb != 0 && t->mb <= a->nb &&
+         t->mt == a->mt && t->m == a->mt * t->mb;
+}
+
 int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q) {
   if (q != NULL) *q = NULL;
-  if (a == NULL || t == NULL || q == NULL || a == t || a->rt != t->rt ||
-      !qr_shape(a))
-    return TARN_EINVAL;
-  /* t must be what tarn_matrix_qr made for a */
-  if (t->n != a->n || t->nb != a->nb || t->mb == 0 || t->mb > a->nb ||
-      t->mt != a->mt || t->m != a->mt * t->mb)
-    return TARN_EINVAL;
+  if (q == NULL || !qr_factors_ok(a, t)) return TARN_EINVAL;
   tarn__blas_init();
   tarn_matrix *out = NULL;
   int rc = tarn__matrix_new(a->rt, a->m, a->n, a->mb, a->nb, &out);
@@ -370,6 +374,59 @@ int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q) {
     return rc;
   }
   *q = out;
+  return 0;
+}
+
+/* Y = Q^T Y (Y with A's row tiling): the reflectors in the order the
+ * factorisation made them, on every tile column of Y; then the backward
+ * solve R X = Y's first N rows into the new X, whose trsm tasks check R's
+ * diagonal into *failed. */
+static int submit_qr_solve(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *y,
+                           tarn_matrix *x, atomic_int *failed) {
+  for (size_t k = 0; k < a->nt; k++) {
+    int ibk = inner(a, k, (size_t)tm->mb);
+    for (size_t j = 0; j < y->nt; j++) {
+      int rc = submit_gemqrt(a, tm, y, k, j, 'T', ibk, PRIO_TOP - 1);
+      if (rc != 0) return rc;
+    }
+    for (size_t m = k + 1; m < a->mt; m++)
+      for (size_t j = 0; j < y->nt; j++) {
+        int rc = submit_tpmqrt(a, tm, y, k, m, j, 'T', ibk, PRIO_TOP - 1);
+        if (rc != 0) return rc;
+      }
+  }
+  return tarn__submit_backward(a, false, y, x, failed, true);
+}
+
+int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_matrix *b,
+                         tarn_matrix **x, int *info) {
+  if (x != NULL) *x = NULL;
+  if (info != NULL) *info = 0;
+  if (x == NULL || !qr_factors_ok(a, t) || b == NULL || b == a || b == t ||
+      b->rt != a->rt || b->m != a->m || b->mb != a->mb || !tarn__blas_sized(b))
+    return TARN_EINVAL;
+  tarn__blas_init();
+  tarn_matrix *out = NULL;
+  int rc = tarn__matrix_new(a->rt, a->n, b->n, a->nb, b->nb, &out);
+  if (rc != 0) return rc;
+  tarn_region *region = NULL;
+  rc = tarn_region_begin(a->rt, &region);
+  if (rc != 0) {
+    tarn_matrix_destroy(out);
+    return rc;
+  }
+  atomic_int failed = 0;
+  tarn_matrix *y = NULL;
+  int submitted = tarn_matrix_copy(b, &y);
+  if (submitted == 0) submitted = submit_qr_solve(a, t, y, out, &failed);
+  if (submitted != 0) atomic_store(&failed, -1);
+  tarn_matrix_destroy(y); /* its tiles go when their last task ends */
+  rc = tarn__region_outcome(region, submitted, &failed, info);
+  if (rc != 0) {
+    tarn_matrix_destroy(out);
+    return rc;
+  }
+  *x = out;
   return 0;
 }
 

@@ -40,9 +40,11 @@ struct solve_job {
   int lda, ldb, ldc; /* leading dimensions of the tiles */
   bool ta;           /* gemm: transpose the factor's tile */
   bool unit;         /* forward: L has a unit diagonal (not stored) */
-  size_t offset;     /* forward: the tile's first row in the matrix */
+  bool check;        /* backward: check the diagonal tile first */
+  size_t offset;     /* the diagonal tile's first row in the matrix */
   /* forward: where a zero on the diagonal goes; backward: nothing to do
-   * unless it holds 0 (see tarn__submit_backward) */
+   * unless it holds 0 (see tarn__submit_backward), and the zero found by
+   * the check */
   atomic_int *flag;
 };
 
@@ -82,22 +84,28 @@ static int k_forward(tarn_task *t, void *arg) {
                            j->ldb);
 }
 
-/* B_kj = op(T_kk)^-1 Y_kj, op(T) U or L^T (deps: T_kk, Y_kj, B_kj);
- * nothing once dropped. */
+/* B_kj = op(T_kk)^-1 Y_kj, op(T) U or L^T (deps: T_kk, Y_kj, B_kj; ldc
+ * is Y's); nothing once dropped, which a fresh solve's check of T_kk's
+ * diagonal may do. */
 static int k_backward(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
+  const double *tkk = tarn_task_data(t, 0), *y = tarn_task_data(t, 1);
+  if (j->check) tarn__diagonal_check(tkk, j->m, j->lda, j->offset, j->flag);
   if (atomic_load(j->flag) != 0) return 0;
   double *b = tarn_task_data(t, 2);
-  memcpy(b, tarn_task_data(t, 1), (size_t)j->m * (size_t)j->n * sizeof *b);
+  for (int c = 0; c < j->n; c++)
+    memcpy(b + (size_t)c * (size_t)j->ldb, y + (size_t)c * (size_t)j->ldc,
+           (size_t)j->m * sizeof *b);
   return tarn__trsm_shared(t, CblasLeft, j->ta ? CblasLower : CblasUpper,
                            j->ta ? CblasTrans : CblasNoTrans, CblasNonUnit,
-                           j->m, j->n, 1.0, tarn_task_data(t, 0), j->lda, b,
-                           j->ldb);
+                           j->m, j->n, 1.0, tkk, j->lda, b, j->ldb);
 }
 
-/* Y_ij -= op(T_x) X_kj (deps: Y_ij, the factor's tile, X_kj). */
+/* Y_ij -= op(T_x) X_kj (deps: Y_ij, the factor's tile, X_kj); in the
+ * backward pass nothing once dropped (X_kj was not written). */
 static int k_update(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
+  if (j->flag != NULL && atomic_load(j->flag) != 0) return 0;
   return tarn__gemm_shared(t, j->ta, false, j->m, j->n, j->k, -1.0,
                            tarn_task_data(t, 1), j->lda, tarn_task_data(t, 2),
                            j->ldb, 1.0, tarn_task_data(t, 0), j->ldc);
@@ -153,21 +161,30 @@ static int submit_forward(tarn_matrix *l, tarn_matrix *y, atomic_int *failed) {
 }
 
 int tarn__submit_backward(tarn_matrix *t, bool lower, tarn_matrix *y,
-                          tarn_matrix *b, atomic_int *dropped) {
-  for (size_t step = 0; step < t->mt; step++) {
-    size_t k = t->mt - 1 - step;
-    int nk = (int)tarn__tile_rows(t, k);
+                          tarn_matrix *b, atomic_int *dropped, bool fresh) {
+  for (size_t step = 0; step < t->nt; step++) {
+    size_t k = t->nt - 1 - step;
+    /* T_kk's triangle is nk x nk, at the top of a tile of ldk rows */
+    int nk = (int)tarn__tile_cols(t, k), ldk = (int)tarn__tile_rows(t, k);
     for (size_t j = 0; j < b->nt; j++) {
       int nj = (int)tarn__tile_cols(b, j);
       tarn_ref *bkj = tarn__tile(b, k, j);
       tarn_dep d3[3] = {{tarn__tile(t, k, k), TARN_READ},
                         {tarn__tile(y, k, j), TARN_READ},
-                        {bkj, TARN_READ_WRITE}};
-      struct solve_job s = {
-          .m = nk, .n = nj, .lda = nk, .ldb = nk, .ta = lower, .flag = dropped};
+                        {bkj, fresh ? TARN_WRITE : TARN_READ_WRITE}};
+      struct solve_job s = {.m = nk,
+                            .n = nj,
+                            .lda = ldk,
+                            .ldb = (int)tarn__tile_rows(b, k),
+                            .ldc = (int)tarn__tile_rows(y, k),
+                            .ta = lower,
+                            .check = fresh,
+                            .offset = k * t->nb,
+                            .flag = dropped};
       int rc = submit_job(t->rt, k_backward, &s, d3, 3, PRIO_TOP, "trsm");
       for (size_t i = 0; rc == 0 && i < k; i++) {
-        int ni = (int)tarn__tile_rows(t, i);
+        /* tile rows above k are full: T_ik is ni x nk (ni = its rows) */
+        int ni = (int)tarn__tile_cols(t, i);
         /* Y_ij -= U_ik X_kj, or L_ki^T X_kj (L_ki is nk x ni). */
         tarn_dep g3[3] = {
             {tarn__tile(y, i, j), TARN_READ_WRITE},
@@ -176,10 +193,11 @@ int tarn__submit_backward(tarn_matrix *t, bool lower, tarn_matrix *y,
         struct solve_job g = {.m = ni,
                               .n = nj,
                               .k = nk,
-                              .lda = lower ? nk : ni,
-                              .ldb = nk,
-                              .ldc = ni,
-                              .ta = lower};
+                              .lda = lower ? ldk : (int)tarn__tile_rows(t, i),
+                              .ldb = s.ldb,
+                              .ldc = (int)tarn__tile_rows(y, i),
+                              .ta = lower,
+                              .flag = dropped};
         rc = submit_job(t->rt, k_update, &g, g3, 3, update_priority(k - i),
                         "gemm");
       }
@@ -200,7 +218,8 @@ int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b, int *info) {
   tarn_matrix *y = NULL;
   int submitted = tarn_matrix_copy(b, &y);
   if (submitted == 0) submitted = submit_forward(l, y, &failed);
-  if (submitted == 0) submitted = tarn__submit_backward(l, true, y, b, &failed);
+  if (submitted == 0)
+    submitted = tarn__submit_backward(l, true, y, b, &failed, false);
   if (submitted != 0) atomic_store(&failed, -1);
   tarn_matrix_destroy(y); /* its tiles go when their last task ends */
   return tarn__region_outcome(region, submitted, &failed, info);

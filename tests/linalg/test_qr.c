@@ -226,6 +226,282 @@ static void test_qr_mem_limit(void **state) {
   }
 }
 
+/* ---- least squares -------------------------------------------------------
+ */
+
+/* ||A^T (B - A X)||_F / (max(m, n) ||A||_F (||B||_F + ||A||_F ||X||_F)
+ * eps) for the m x n A, the n x nrhs X and the m x nrhs B (column-major,
+ * ld their rows): near 0 for the least-squares X of a full-rank A, as the
+ * residual of that X is orthogonal to A's columns. */
+static double ls_residual(const double *a, const double *x, const double *b,
+                          size_t m, size_t n, size_t nrhs) {
+  double *r = malloc(m * nrhs * sizeof *r), *g = malloc(n * nrhs * sizeof *g);
+  assert_non_null(r);
+  assert_non_null(g);
+  memcpy(r, b, m * nrhs * sizeof *r);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)nrhs,
+              (int)n, -1.0, a, (int)m, x, (int)n, 1.0, r, (int)m);
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)nrhs,
+              (int)m, 1.0, a, (int)m, r, (int)m, 0.0, g, (int)n);
+  double na = test_fro(a, m * n);
+  double res =
+      test_fro(g, n * nrhs) /
+      ((double)(m > n ? m : n) * na *
+       (test_fro(b, m * nrhs) + na * test_fro(x, n * nrhs)) * DBL_EPSILON);
+  free(r);
+  free(g);
+  return res;
+}
+
+/* Factors a random m x n matrix in mb x nb tiles (inner block ib) and
+ * solves for nrhs random right-hand sides in column tiles cb: X's shape
+ * and tiling, its least-squares residual (and for m == n its solve
+ * residual), and the factors and B unchanged. */
+static void check_qr_solve(tarn_rt *rt, size_t m, size_t n, size_t mb,
+                           size_t nb, size_t ib, size_t nrhs, size_t cb,
+                           uint64_t seed) {
+  tarn_matrix *f = NULL, *t = NULL, *b = NULL, *x = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, m, n, mb, nb, seed, &f), 0);
+  assert_int_equal(tarn_matrix_rand(rt, m, nrhs, mb, cb, seed + 1, &b), 0);
+  double *a = test_buffer_of(f), *rhs = test_buffer_of(b);
+  assert_int_equal(tarn_matrix_qr(f, ib, &t), 0);
+  double *f0 = test_buffer_of(f), *t0 = test_buffer_of(t);
+  int info = -1;
+  assert_int_equal(tarn_matrix_qr_solve(f, t, b, &x, &info), 0);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_rows(x), n);
+  assert_int_equal(tarn_matrix_cols(x), nrhs);
+  assert_int_equal(tarn_matrix_tile_rows(x), tarn_matrix_tile_cols(f));
+  assert_int_equal(tarn_matrix_tile_cols(x), tarn_matrix_tile_cols(b));
+  double *xb = test_buffer_of(x), *f1 = test_buffer_of(f),
+         *t1 = test_buffer_of(t), *b1 = test_buffer_of(b);
+  double ls = ls_residual(a, xb, rhs, m, n, nrhs);
+  double sq = m == n ? test_solve_residual(a, xb, rhs, n, nrhs) : 0.0;
+  if (getenv("QR_VERBOSE") || !(ls < 20 && sq < 20))
+    print_error(
+        "qr_solve m %zu n %zu tiles %zu x %zu ib %zu nrhs %zu cb %zu: "
+        "%g %g\n",
+        m, n, mb, nb, ib, nrhs, cb, ls, sq);
+  assert_true(ls < 20);
+  assert_true(sq < 20);
+  assert_memory_equal(f0, f1, m * n * sizeof *f0);
+  assert_memory_equal(t0, t1,
+                      tarn_matrix_rows(t) * tarn_matrix_cols(t) * sizeof *t0);
+  assert_memory_equal(rhs, b1, m * nrhs * sizeof *rhs);
+  free(a);
+  free(rhs);
+  free(f0);
+  free(t0);
+  free(xb);
+  free(f1);
+  free(t1);
+  free(b1);
+  tarn_matrix_destroy(f);
+  tarn_matrix_destroy(t);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(x);
+}
+
+/* Tall and square, sizes that are and are not multiples of the tile, one
+ * tile and many, tall tiles in one tile column, one right-hand side and
+ * many (3 workers); then tiles whose kernels share their work, with 1 to
+ * 3 workers. */
+static void test_qr_solve_sizes(void **state) {
+  (void)state;
+  static const size_t cases[][7] = {
+      /* m, n, mb, nb, ib, nrhs, rhs column tile */
+      {1, 1, 1, 1, 0, 1, 1},        {7, 7, 32, 32, 0, 2, 1},
+      {9, 4, 32, 32, 0, 3, 3},      {50, 50, 16, 16, 0, 1, 1},
+      {100, 100, 30, 30, 7, 17, 6}, {200, 50, 16, 16, 5, 3, 2},
+      {100, 7, 32, 32, 3, 1, 1},    {33, 20, 8, 8, 3, 9, 4},
+      {130, 97, 16, 16, 16, 5, 5},  {300, 30, 30, 30, 0, 40, 7},
+      {40, 1, 8, 8, 0, 2, 2},       {100, 20, 40, 20, 4, 3, 2},
+      {129, 129, 16, 16, 5, 1, 1},  {45, 45, 1, 1, 1, 2, 1},
+  };
+  tarn_rt *rt = test_rt(3, 0);
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
+    check_qr_solve(rt, cases[s][0], cases[s][1], cases[s][2], cases[s][3],
+                   cases[s][4], cases[s][5], cases[s][6], 700 + 2 * s);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  for (unsigned w = 1; w <= 3; w++) {
+    rt = test_rt(w, 0);
+    check_qr_solve(rt, 600, 300, 300, 300, 32, 130, 130, 760);
+    check_qr_solve(rt, 513, 513, 513, 513, 0, 200, 200, 762);
+    check_qr_solve(rt, 520, 400, 200, 200, 24, 1, 1, 764);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* The square solve through the shared solve tests: X copied into B. */
+static int qr_solve_fn(void *ctx, tarn_matrix *a, tarn_matrix *b, int *info) {
+  tarn_matrix *x = NULL;
+  int rc = tarn_matrix_qr_solve(a, ctx, b, &x, info);
+  if (rc == 0) rc = tarn_matrix_copy(x, &b);
+  tarn_matrix_destroy(x);
+  return rc;
+}
+
+/* Three threads solve at once with one factorisation; bad operands are
+ * refused with B unchanged: those of every solve, then a T of another
+ * factorisation, X NULL, B as T. */
+static void test_qr_solve_shared_and_bad(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  size_t n = 40, nb = 8;
+  tarn_matrix *f = NULL, *t = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 77, &f), 0);
+  double *a = test_buffer_of(f);
+  assert_int_equal(tarn_matrix_qr(f, 4, &t), 0);
+  test_solves_at_once(rt, qr_solve_fn, t, f, a, n, nb);
+  tarn_matrix_destroy(f);
+  tarn_matrix_destroy(t);
+  free(a);
+
+  tarn_matrix *g = NULL, *b = NULL, *tall = NULL, *ttall = NULL, *x = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 12, 12, 4, 4, 1, &g), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 2, 4, 1, 2, &b), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 8, 4, 4, 3, &tall), 0);
+  assert_int_equal(tarn_matrix_qr(g, 2, &t), 0);
+  assert_int_equal(tarn_matrix_qr(tall, 2, &ttall), 0);
+  test_solve_refuses_bad_shapes(rt, qr_solve_fn, t, g, b);
+  double *b0 = test_buffer_of(b);
+  int info = 5;
+  x = (tarn_matrix *)1;
+  assert_int_equal(tarn_matrix_qr_solve(g, ttall, b, &x, &info), TARN_EINVAL);
+  assert_null(x);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_qr_solve(g, NULL, b, &x, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(g, t, b, NULL, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(g, t, t, &x, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(g, g, b, &x, &info), TARN_EINVAL);
+  assert_null(x);
+  double *b1 = test_buffer_of(b);
+  assert_memory_equal(b0, b1, 12 * 2 * sizeof *b0);
+  /* the good calls still work, tall too, without info */
+  assert_int_equal(tarn_matrix_qr_solve(g, t, b, &x, NULL), 0);
+  tarn_matrix_destroy(x);
+  assert_int_equal(tarn_matrix_qr_solve(tall, ttall, b, &x, NULL), 0);
+  assert_int_equal(tarn_matrix_rows(x), 8);
+  tarn_matrix_destroy(x);
+  free(b0);
+  free(b1);
+  tarn_matrix_destroy(g);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(tall);
+  tarn_matrix_destroy(ttall);
+  tarn_matrix_destroy(t);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A matrix with zero columns (an exactly zero R diagonal there): the
+ * first is reported as info, with TARN_EINVAL and no X; in one tile and
+ * across tiles, with 1 and 3 workers. */
+static void test_qr_solve_rank_deficient(void **state) {
+  (void)state;
+  static const size_t cases[][5] = {
+      /* m, n, tile, first zero column, second */
+      {30, 24, 8, 5, 17},
+      {30, 24, 8, 17, 23},
+      {20, 10, 32, 3, 8},
+      {64, 64, 16, 63, 63},
+  };
+  for (unsigned w = 1; w <= 3; w += 2) {
+    tarn_rt *rt = test_rt(w, 0);
+    for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+      size_t m = cases[s][0], n = cases[s][1], tb = cases[s][2];
+      tarn_matrix *f = NULL, *t = NULL, *b = NULL, *x = NULL;
+      assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 90 + s, &f), 0);
+      double *a = test_buffer_of(f);
+      for (size_t i = 0; i < m; i++) {
+        a[i + cases[s][3] * m] = 0.0;
+        a[i + cases[s][4] * m] = 0.0;
+      }
+      tarn_matrix_destroy(f);
+      assert_int_equal(tarn_matrix_from_buffer(rt, m, n, tb, tb, a, m, &f), 0);
+      assert_int_equal(tarn_matrix_rand(rt, m, 3, tb, 2, 95 + s, &b), 0);
+      assert_int_equal(tarn_matrix_qr(f, 0, &t), 0);
+      int info = 0;
+      x = (tarn_matrix *)1;
+      assert_int_equal(tarn_matrix_qr_solve(f, t, b, &x, &info), TARN_EINVAL);
+      assert_null(x);
+      assert_int_equal(info, (int)cases[s][3] + 1);
+      free(a);
+      tarn_matrix_destroy(f);
+      tarn_matrix_destroy(t);
+      tarn_matrix_destroy(b);
+    }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* Fails on the block that holds element (0, 0) of the matrix. */
+static int fail_at_the_origin(const tarn_block *blk, void *arg) {
+  (void)arg;
+  return blk->row == 0 && blk->col == 0 ? -77 : 0;
+}
+
+/* A task that failed on a tile of B before: the solve reports
+ * TARN_ECANCELED with no X, and the factors are unchanged. */
+static void test_qr_solve_after_failure(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *f = NULL, *t = NULL, *b = NULL, *x = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 20, 12, 4, 4, 96, &f), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 20, 3, 4, 3, 97, &b), 0);
+  assert_int_equal(tarn_matrix_qr(f, 2, &t), 0);
+  double *f0 = test_buffer_of(f);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  tarn_matrix *const ms[] = {b};
+  const tarn_access rw[] = {TARN_READ_WRITE};
+  assert_int_equal(tarn_matrix_apply(ms, rw, 1, fail_at_the_origin, NULL), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), -77);
+  int info = 5;
+  x = (tarn_matrix *)1;
+  assert_int_equal(tarn_matrix_qr_solve(f, t, b, &x, &info), TARN_ECANCELED);
+  assert_null(x);
+  assert_int_equal(info, 0);
+  double *f1 = test_buffer_of(f);
+  assert_memory_equal(f0, f1, 20 * 12 * sizeof *f0);
+  free(f0);
+  free(f1);
+  tarn_matrix_destroy(f);
+  tarn_matrix_destroy(t);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Under a memory limit of a quarter of the matrix: X has the same bits. */
+static void test_qr_solve_mem_limit(void **state) {
+  (void)state;
+  size_t m = 224, n = 192, nb = 32, nrhs = 40;
+  size_t bytes = m * n * sizeof(double);
+  double *xb[2];
+  for (int run = 0; run < 2; run++) {
+    tarn_rt *rt = test_rt(3, run == 0 ? 0 : bytes / 4);
+    tarn_matrix *f = NULL, *t = NULL, *b = NULL, *x = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, m, n, nb, nb, 43, &f), 0);
+    assert_int_equal(tarn_matrix_rand(rt, m, nrhs, nb, nb, 44, &b), 0);
+    assert_int_equal(tarn_matrix_qr(f, 8, &t), 0);
+    assert_int_equal(tarn_matrix_qr_solve(f, t, b, &x, NULL), 0);
+    xb[run] = test_buffer_of(x);
+    tarn_matrix_destroy(f);
+    tarn_matrix_destroy(t);
+    tarn_matrix_destroy(b);
+    tarn_matrix_destroy(x);
+    if (run == 1) {
+      tarn_pool_stats ps;
+      assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+      assert_true(ps.spills > 0);
+      assert_true(ps.resident_peak <= bytes / 4);
+    }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  assert_memory_equal(xb[0], xb[1], n * nrhs * sizeof(double));
+  free(xb[0]);
+  free(xb[1]);
+}
+
 /* ---- A^T A ----------------------------------------------------------------
  */
 
@@ -281,9 +557,17 @@ static void test_ata(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_qr_sizes),       cmocka_unit_test(test_qr_workers),
-      cmocka_unit_test(test_qr_large_tiles), cmocka_unit_test(test_qr_bad),
-      cmocka_unit_test(test_qr_mem_limit),   cmocka_unit_test(test_ata),
+      cmocka_unit_test(test_qr_sizes),
+      cmocka_unit_test(test_qr_workers),
+      cmocka_unit_test(test_qr_large_tiles),
+      cmocka_unit_test(test_qr_bad),
+      cmocka_unit_test(test_qr_mem_limit),
+      cmocka_unit_test(test_qr_solve_sizes),
+      cmocka_unit_test(test_qr_solve_shared_and_bad),
+      cmocka_unit_test(test_qr_solve_rank_deficient),
+      cmocka_unit_test(test_qr_solve_after_failure),
+      cmocka_unit_test(test_qr_solve_mem_limit),
+      cmocka_unit_test(test_ata),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

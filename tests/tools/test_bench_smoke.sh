@@ -42,7 +42,8 @@ suite linalg "linalg/tarn/N=600 (block 300)/cholesky" \
   "linalg/tarn/N=600 (block 300)/solve (A\\b via lu)" \
   "linalg/tarn/N=600 (block 300)/syrk (A'*A)" \
   "linalg/tarn/N=600 (block 300)/solve (A\\b with cholesky's L)" \
-  "linalg/tarn/N=600 (block 300)/solve (A\\b with lu's factors)"
+  "linalg/tarn/N=600 (block 300)/solve (A\\b with lu's factors)" \
+  "linalg/tarn/N=600 (block 300)/solve (A\\b with qr's factors)"
 
 [ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
 echo "array, stencil and linalg suites ran and checked their results"

@@ -191,6 +191,10 @@ TARN_API int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info);
  * R, and tpmqrt on the pairs of tiles of the trailing columns; the panel
  * (geqrt, tpqrt) has the highest priority, then the next tile columns.
  * Work arrays (ib x nb doubles) are taken from the task's scratch memory.
+ * Every kernel shares its updates by columns with idle workers, so a split
+ * product may round differently in the last bits from one run to the next,
+ * as multithreaded LAPACK does. Pass A and t to tarn_matrix_qr_solve for
+ * least squares.
  *
  * Waits for the factorisation (in a region of its own), so it must not be
  * called from a task (TARN_EDEADLK). Returns 0; TARN_EINVAL for NULL

@@ -7,8 +7,12 @@
  * LAPACKE's *_work functions; their work arrays come from the task's
  * scratch memory (or the heap when it does not fit). gemqrt and tpmqrt
  * share their work with idle workers by ranges of the columns they update
- * (tarn_task_parallel_for); geqrt and tpqrt are one plain call. Each task
- * owns a small job struct freed by the runtime when it is done. Also here:
+ * (tarn_task_parallel_for); geqrt and tpqrt run by blocks of ib columns,
+ * as LAPACK's do, and share each block's update of the columns right of
+ * it the same way. The least-squares solve (tarn_matrix_qr_solve) applies
+ * Q^T with the same gemqrt and tpmqrt tasks, then the backward solve of
+ * solve.c. Each task owns a small job struct freed by the runtime when it
+ * is done. Also here:
  * C = A^T A by syrk and gemm tiles (tarn_matrix_syrk_ata), whose kernels
  * and mirroring share their work with idle workers (tarn__syrk_shared,
  * tarn__gemm_shared, tarn_task_parallel_for). */
@@ -42,41 +46,6 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct qr_job *proto,
 }
 
 /* ---- kernels ------------------------------------------------------------ */
-
-/* QR of the m x n diagonal tile (slot a) into its T (slot tt, ldt x n,
- * zeroed first so that the tile's bits do not depend on what was there). */
-static int k_geqrt(tarn_task *t, void *arg) {
-  const struct qr_job *j = arg;
-  double *a = tarn_task_data(t, (size_t)j->a);
-  double *tt = tarn_task_data(t, (size_t)j->tt);
-  memset(tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *tt);
-  bool heap;
-  double *work =
-      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
-  if (work == NULL) return TARN_ENOMEM;
-  lapack_int info = LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, j->m, j->n, j->ib, a,
-                                        j->lda, tt, j->ldt, work);
-  if (heap) free(work);
-  return info == 0 ? 0 : TARN_EINVAL;
-}
-
-/* QR of [R; B]: R the upper triangle of the diagonal tile (slot a, n x n
- * on top, lda), B the m x n tile below (slot b); T to slot tt. */
-static int k_tpqrt(tarn_task *t, void *arg) {
-  const struct qr_job *j = arg;
-  double *a = tarn_task_data(t, (size_t)j->a);
-  double *b = tarn_task_data(t, (size_t)j->b);
-  double *tt = tarn_task_data(t, (size_t)j->tt);
-  memset(tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *tt);
-  bool heap;
-  double *work =
-      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
-  if (work == NULL) return TARN_ENOMEM;
-  lapack_int info = LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, j->m, j->n, 0, j->ib,
-                                        a, j->lda, b, j->ldb, tt, j->ldt, work);
-  if (heap) free(work);
-  return info == 0 ? 0 : TARN_EINVAL;
-}
 
 /* A reflector update's operands, shared by ranges of the columns it
  * updates (each column is transformed alone): work is ib x n, and a range
@@ -147,6 +116,99 @@ static int tpmqrt_range(void *arg, size_t begin, size_t end) {
  * columns. */
 static int k_tpmqrt(tarn_task *t, void *arg) {
   return apply_shared(t, arg, true, tpmqrt_range);
+}
+
+/* QR of the m x n diagonal tile (slot a) into its T (slot tt, ldt x n,
+ * zeroed first so that the tile's bits do not depend on what was there),
+ * as dgeqrt does it: for each block of ib columns, the panel's QR
+ * (dgeqrt on it alone, which is dgeqrt3), then its reflectors applied to
+ * the columns right of it (dgemqrt with one block, which is dgeqrt's
+ * dlarfb), shared by columns with idle workers. The same calls as one
+ * dgeqrt, so the same bits. */
+static int k_geqrt(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  double *a = tarn_task_data(t, (size_t)j->a);
+  double *tt = tarn_task_data(t, (size_t)j->tt);
+  memset(tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *tt);
+  bool heap;
+  double *work =
+      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
+  if (work == NULL) return TARN_ENOMEM;
+  size_t lda = (size_t)j->lda, ldt = (size_t)j->ldt;
+  int rc = 0, last = j->m < j->n ? j->m : j->n;
+  for (int i = 0; rc == 0 && i < last; i += j->ib) {
+    int b = j->ib < last - i ? j->ib : last - i;
+    double *panel = a + (size_t)i + (size_t)i * lda, *ti = tt + (size_t)i * ldt;
+    if (LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, j->m - i, b, b, panel, j->lda, ti,
+                            j->ldt, work) != 0)
+      rc = TARN_EINVAL;
+    int right = j->n - i - b;
+    if (rc != 0 || right <= 0) continue;
+    struct qr_job sub = {.m = j->m - i,
+                         .n = right,
+                         .k = b,
+                         .ib = b,
+                         .lda = j->lda,
+                         .ldt = j->ldt,
+                         .trans = 'T'};
+    struct apply_share sh = {.j = &sub,
+                             .v = panel,
+                             .tt = ti,
+                             .a = panel + (size_t)b * lda,
+                             .work = work};
+    rc = tarn_task_parallel_for(t, (size_t)right, APPLY_GRAIN, gemqrt_range,
+                                &sh);
+  }
+  if (heap) free(work);
+  return rc;
+}
+
+/* QR of [R; B]: R the upper triangle of the diagonal tile (slot a, n x n
+ * on top, lda), B the m x n tile below (slot b); T to slot tt. As dtpqrt
+ * does it: for each block of ib columns, the panel (dtpqrt on it alone,
+ * which is dtpqrt2), then its reflectors applied to the columns right of
+ * it, in R's rows of the block and in B (dtpmqrt with one block, which is
+ * dtpqrt's dtprfb), shared by columns with idle workers. */
+static int k_tpqrt(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  double *a = tarn_task_data(t, (size_t)j->a);
+  double *b = tarn_task_data(t, (size_t)j->b);
+  double *tt = tarn_task_data(t, (size_t)j->tt);
+  memset(tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *tt);
+  bool heap;
+  double *work =
+      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
+  if (work == NULL) return TARN_ENOMEM;
+  size_t lda = (size_t)j->lda, ldb = (size_t)j->ldb, ldt = (size_t)j->ldt;
+  int rc = 0;
+  for (int i = 0; rc == 0 && i < j->n; i += j->ib) {
+    int w = j->ib < j->n - i ? j->ib : j->n - i;
+    double *r = a + (size_t)i + (size_t)i * lda, *v = b + (size_t)i * ldb;
+    double *ti = tt + (size_t)i * ldt;
+    if (LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, j->m, w, 0, w, r, j->lda, v,
+                            j->ldb, ti, j->ldt, work) != 0)
+      rc = TARN_EINVAL;
+    int right = j->n - i - w;
+    if (rc != 0 || right <= 0) continue;
+    struct qr_job sub = {.m = j->m,
+                         .n = right,
+                         .k = w,
+                         .ib = w,
+                         .lda = j->lda,
+                         .ldb = j->ldb,
+                         .ldt = j->ldt,
+                         .trans = 'T'};
+    struct apply_share sh = {.j = &sub,
+                             .v = v,
+                             .tt = ti,
+                             .a = r + (size_t)w * lda,
+                             .b = v + (size_t)w * ldb,
+                             .work = work};
+    rc = tarn_task_parallel_for(t, (size_t)right, APPLY_GRAIN, tpmqrt_range,
+                                &sh);
+  }
+  if (heap) free(work);
+  return rc;
 }
 
 /* Writes the tile of the identity at tile (ti, tj) (dep 0: rows x cols,

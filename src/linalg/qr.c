@@ -118,61 +118,19 @@ static int k_tpmqrt(tarn_task *t, void *arg) {
   return apply_shared(t, arg, true, tpmqrt_range);
 }
 
-/* QR of the m x n diagonal tile (slot a) into its T (slot tt, ldt x n,
- * zeroed first so that the tile's bits do not depend on what was there),
- * as dgeqrt does it: for each block of ib columns, the panel's QR
- * (dgeqrt on it alone, which is dgeqrt3), then its reflectors applied to
- * the columns right of it (dgemqrt with one block, which is dgeqrt's
- * dlarfb), shared by columns with idle workers. The same calls as one
- * dgeqrt, so the same bits. */
-static int k_geqrt(tarn_task *t, void *arg) {
-  const struct qr_job *j = arg;
+/* A panel kernel, as LAPACK's dgeqrt and dtpqrt run: for each block of ib
+ * columns, the block's QR alone (dgeqrt on it, which is dgeqrt3; or
+ * dtpqrt, which is dtpqrt2), then its reflectors applied to the columns
+ * right of it (dgemqrt or dtpmqrt with one block, which is the dlarfb or
+ * dtprfb those call), shared by columns with idle workers: with no helper
+ * the same calls as one dgeqrt or dtpqrt, so the same bits. T (slot tt,
+ * ldt x n) is zeroed first so that the tile's bits do not depend on what
+ * was there. Without `pair`: the QR of the m x n diagonal tile (slot a).
+ * With it: the QR of [R; B], R the upper triangle of the diagonal tile
+ * (slot a, n x n on top, lda), B the m x n tile below (slot b, ldb). */
+static int panel(tarn_task *t, const struct qr_job *j, bool pair) {
   double *a = tarn_task_data(t, (size_t)j->a);
-  double *tt = tarn_task_data(t, (size_t)j->tt);
-  memset(tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *tt);
-  bool heap;
-  double *work =
-      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
-  if (work == NULL) return TARN_ENOMEM;
-  size_t lda = (size_t)j->lda, ldt = (size_t)j->ldt;
-  int rc = 0, last = j->m < j->n ? j->m : j->n;
-  for (int i = 0; rc == 0 && i < last; i += j->ib) {
-    int b = j->ib < last - i ? j->ib : last - i;
-    double *panel = a + (size_t)i + (size_t)i * lda, *ti = tt + (size_t)i * ldt;
-    if (LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, j->m - i, b, b, panel, j->lda, ti,
-                            j->ldt, work) != 0)
-      rc = TARN_EINVAL;
-    int right = j->n - i - b;
-    if (rc != 0 || right <= 0) continue;
-    struct qr_job sub = {.m = j->m - i,
-                         .n = right,
-                         .k = b,
-                         .ib = b,
-                         .lda = j->lda,
-                         .ldt = j->ldt,
-                         .trans = 'T'};
-    struct apply_share sh = {.j = &sub,
-                             .v = panel,
-                             .tt = ti,
-                             .a = panel + (size_t)b * lda,
-                             .work = work};
-    rc = tarn_task_parallel_for(t, (size_t)right, APPLY_GRAIN, gemqrt_range,
-                                &sh);
-  }
-  if (heap) free(work);
-  return rc;
-}
-
-/* QR of [R; B]: R the upper triangle of the diagonal tile (slot a, n x n
- * on top, lda), B the m x n tile below (slot b); T to slot tt. As dtpqrt
- * does it: for each block of ib columns, the panel (dtpqrt on it alone,
- * which is dtpqrt2), then its reflectors applied to the columns right of
- * it, in R's rows of the block and in B (dtpmqrt with one block, which is
- * dtpqrt's dtprfb), shared by columns with idle workers. */
-static int k_tpqrt(tarn_task *t, void *arg) {
-  const struct qr_job *j = arg;
-  double *a = tarn_task_data(t, (size_t)j->a);
-  double *b = tarn_task_data(t, (size_t)j->b);
+  double *b = pair ? tarn_task_data(t, (size_t)j->b) : NULL;
   double *tt = tarn_task_data(t, (size_t)j->tt);
   memset(tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *tt);
   bool heap;
@@ -180,17 +138,19 @@ static int k_tpqrt(tarn_task *t, void *arg) {
       tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
   if (work == NULL) return TARN_ENOMEM;
   size_t lda = (size_t)j->lda, ldb = (size_t)j->ldb, ldt = (size_t)j->ldt;
-  int rc = 0;
-  for (int i = 0; rc == 0 && i < j->n; i += j->ib) {
-    int w = j->ib < j->n - i ? j->ib : j->n - i;
-    double *r = a + (size_t)i + (size_t)i * lda, *v = b + (size_t)i * ldb;
-    double *ti = tt + (size_t)i * ldt;
-    if (LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, j->m, w, 0, w, r, j->lda, v,
-                            j->ldb, ti, j->ldt, work) != 0)
-      rc = TARN_EINVAL;
-    int right = j->n - i - w;
+  int rc = 0, cols = pair || j->m > j->n ? j->n : j->m;
+  for (int i = 0; rc == 0 && i < cols; i += j->ib) {
+    int w = j->ib < cols - i ? j->ib : cols - i, right = j->n - i - w;
+    double *r = a + (size_t)i + (size_t)i * lda, *ti = tt + (size_t)i * ldt;
+    double *v = pair ? b + (size_t)i * ldb : r;
+    lapack_int info =
+        pair ? LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, j->m, w, 0, w, r, j->lda,
+                                   v, j->ldb, ti, j->ldt, work)
+             : LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, j->m - i, w, w, r, j->lda,
+                                   ti, j->ldt, work);
+    if (info != 0) rc = TARN_EINVAL;
     if (rc != 0 || right <= 0) continue;
-    struct qr_job sub = {.m = j->m,
+    struct qr_job sub = {.m = pair ? j->m : j->m - i,
                          .n = right,
                          .k = w,
                          .ib = w,
@@ -202,14 +162,20 @@ static int k_tpqrt(tarn_task *t, void *arg) {
                              .v = v,
                              .tt = ti,
                              .a = r + (size_t)w * lda,
-                             .b = v + (size_t)w * ldb,
+                             .b = pair ? v + (size_t)w * ldb : NULL,
                              .work = work};
-    rc = tarn_task_parallel_for(t, (size_t)right, APPLY_GRAIN, tpmqrt_range,
-                                &sh);
+    rc = tarn_task_parallel_for(t, (size_t)right, APPLY_GRAIN,
+                                pair ? tpmqrt_range : gemqrt_range, &sh);
   }
   if (heap) free(work);
   return rc;
 }
+
+/* QR of the diagonal tile (panel without a pair). */
+static int k_geqrt(tarn_task *t, void *arg) { return panel(t, arg, false); }
+
+/* QR of [R; B] (panel with a pair). */
+static int k_tpqrt(tarn_task *t, void *arg) { return panel(t, arg, true); }
 
 /* Writes the tile of the identity at tile (ti, tj) (dep 0: rows x cols,
  * j->m x j->n; j->k: the global row minus the global column of its first

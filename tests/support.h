@@ -1,6 +1,7 @@
 /* support.h: helpers the matrix, stencil and linalg tests share (include
  * after <cmocka.h>): a runtime with a given number of
- * workers and memory limit, a matrix copied out to a fresh buffer, the
+ * workers and memory limit and the check that it spilled, a task that
+ * fails on a matrix's first tile, a matrix copied out to a fresh buffer, the
  * Frobenius norm of a buffer, and for the linear solves: the scaled
  * residual, the table of solve sizes, solves from several threads at once
  * and the bad shapes every solve refuses. Failures are cmocka
@@ -38,6 +39,34 @@ static inline double *test_buffer_of(tarn_matrix *a) {
   assert_non_null(b);
   assert_int_equal(tarn_matrix_to_buffer(a, b, m), 0);
   return b;
+}
+
+/* Destroys `rt` after checking that its pool spilled and never held more
+ * than `limit` bytes resident (a run under a memory limit). */
+static inline void test_rt_destroy_spilled(tarn_rt *rt, size_t limit) {
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+  assert_true(ps.spills > 0);
+  assert_true(ps.resident_peak <= limit);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Fails on the block that holds element (0, 0) of the matrix. */
+static inline int test_fail_at_the_origin(const tarn_block *blk, void *arg) {
+  (void)arg;
+  return blk->row == 0 && blk->col == 0 ? -77 : 0;
+}
+
+/* A task that reads and writes b's first tile fails (status -77), waited
+ * for: b's tiles are then as a failed task left them (rt.h, rule 4). */
+static inline void test_fail_first_tile(tarn_rt *rt, tarn_matrix *b) {
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  tarn_matrix *const ms[] = {b};
+  const tarn_access rw[] = {TARN_READ_WRITE};
+  assert_int_equal(tarn_matrix_apply(ms, rw, 1, test_fail_at_the_origin, NULL),
+                   0);
+  assert_int_equal(tarn_region_wait(region, NULL), -77);
 }
 
 /* sqrt(sum x[k]^2) over n values. */

@@ -626,12 +626,6 @@ static void test_cholesky_solve_bad(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
-/* Fails on the block that holds element (0, 0) of the matrix. */
-static int fail_at_the_origin(const tarn_block *blk, void *arg) {
-  (void)arg;
-  return blk->row == 0 && blk->col == 0 ? -77 : 0;
-}
-
 /* A task that failed on a tile of B before: the solve reports
  * TARN_ECANCELED (its tasks that depend on that tile are cancelled; so
  * are later tasks on B's tiles they would have written), and the factor
@@ -644,12 +638,7 @@ static void test_cholesky_solve_after_failure(void **state) {
   tarn_matrix *l = NULL, *b = NULL;
   assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, f, n, &l), 0);
   assert_int_equal(tarn_matrix_rand(rt, n, 3, nb, 3, 94, &b), 0);
-  tarn_region *region = NULL;
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  tarn_matrix *const ms[] = {b};
-  const tarn_access rw[] = {TARN_READ_WRITE};
-  assert_int_equal(tarn_matrix_apply(ms, rw, 1, fail_at_the_origin, NULL), 0);
-  assert_int_equal(tarn_region_wait(region, NULL), -77);
+  test_fail_first_tile(rt, b);
   int info = 5;
   assert_int_equal(tarn_matrix_cholesky_solve(l, b, &info), TARN_ECANCELED);
   assert_int_equal(info, 0);

@@ -205,13 +205,10 @@ static void test_qr_mem_limit(void **state) {
     tarn_matrix_destroy(x);
     tarn_matrix_destroy(t);
     tarn_matrix_destroy(q);
-    if (run == 1) {
-      tarn_pool_stats ps;
-      assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
-      assert_true(ps.spills > 0);
-      assert_true(ps.resident_peak <= bytes / 4);
-    }
-    assert_int_equal(tarn_rt_destroy(rt), 0);
+    if (run == 1)
+      test_rt_destroy_spilled(rt, bytes / 4);
+    else
+      assert_int_equal(tarn_rt_destroy(rt), 0);
   }
   double res[2];
   qr_residuals(a, f[1], qb[1], m, n, res);
@@ -434,12 +431,6 @@ static void test_qr_solve_rank_deficient(void **state) {
   }
 }
 
-/* Fails on the block that holds element (0, 0) of the matrix. */
-static int fail_at_the_origin(const tarn_block *blk, void *arg) {
-  (void)arg;
-  return blk->row == 0 && blk->col == 0 ? -77 : 0;
-}
-
 /* A task that failed on a tile of B before: the solve reports
  * TARN_ECANCELED with no X, and the factors are unchanged. */
 static void test_qr_solve_after_failure(void **state) {
@@ -450,12 +441,7 @@ static void test_qr_solve_after_failure(void **state) {
   assert_int_equal(tarn_matrix_rand(rt, 20, 3, 4, 3, 97, &b), 0);
   assert_int_equal(tarn_matrix_qr(f, 2, &t), 0);
   double *f0 = test_buffer_of(f);
-  tarn_region *region = NULL;
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  tarn_matrix *const ms[] = {b};
-  const tarn_access rw[] = {TARN_READ_WRITE};
-  assert_int_equal(tarn_matrix_apply(ms, rw, 1, fail_at_the_origin, NULL), 0);
-  assert_int_equal(tarn_region_wait(region, NULL), -77);
+  test_fail_first_tile(rt, b);
   int info = 5;
   x = (tarn_matrix *)1;
   assert_int_equal(tarn_matrix_qr_solve(f, t, b, &x, &info), TARN_ECANCELED);
@@ -489,13 +475,10 @@ static void test_qr_solve_mem_limit(void **state) {
     tarn_matrix_destroy(t);
     tarn_matrix_destroy(b);
     tarn_matrix_destroy(x);
-    if (run == 1) {
-      tarn_pool_stats ps;
-      assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
-      assert_true(ps.spills > 0);
-      assert_true(ps.resident_peak <= bytes / 4);
-    }
-    assert_int_equal(tarn_rt_destroy(rt), 0);
+    if (run == 1)
+      test_rt_destroy_spilled(rt, bytes / 4);
+    else
+      assert_int_equal(tarn_rt_destroy(rt), 0);
   }
   assert_memory_equal(xb[0], xb[1], n * nrhs * sizeof(double));
   free(xb[0]);

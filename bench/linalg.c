@@ -236,7 +236,8 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
   } else if (op == OP_GETRS) {
     rc = tarn_matrix_lu_solve(c->t_lu, c->t_lu_piv, out, &info);
   } else if (op == OP_GEQRS) {
-    rc = tarn_matrix_qr_solve(c->t_qr, c->t_qr_t, c->t_vec, &out, &info);
+    rc = tarn_matrix_qr_solve(c->t_qr, c->t_qr_t, TARN_NO_TRANS, c->t_vec, &out,
+                              &info);
   } else {
     tarn_region *region;
     rc = tarn_region_begin(c->rt, &region);

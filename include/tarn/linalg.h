@@ -217,31 +217,37 @@ TARN_API int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t);
  * runtime (then *q is NULL). */
 TARN_API int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q);
 
-/* Solves the least-squares problem min ||A X - B||_2 (LAPACK's dgels for
- * M >= N) with the factors of A made by tarn_matrix_qr: `a` as that call
- * left it and its T factors `t`. B is M x nrhs with A's row tiling (B's
- * mb equals A's); its column tiling is free. *x gets a new N x nrhs
- * matrix, owned by the caller, in tiles of A's column width by B's
- * column width: the X of least residual when A has full rank, and for
- * M == N the solution of A X = B. a, t and B are only read, so several
+/* LAPACK's dgels with the factors of A (M x N, M >= N) made by
+ * tarn_matrix_qr: `a` as that call left it and its T factors `t`. With
+ * ta TARN_NO_TRANS, the least-squares problem min ||A X - B||_2: B is M x
+ * nrhs with A's row tiling (B's mb equals A's), and *x gets a new N x
+ * nrhs matrix in tiles of A's column width by B's column width (for M ==
+ * N, the solution of A X = B). With TARN_TRANS, the minimum-norm solution
+ * of the underdetermined A^T X = B: B is N x nrhs in row tiles of A's
+ * column width (B's mb equals A's nb), and *x gets a new M x nrhs matrix
+ * with A's row tiling. B's column tiling is free. *x is owned by the
+ * caller. A must have full rank. a, t and B are only read, so several
  * threads may solve with one factorisation at once.
  *
- * Tasks, in one region: a copy Y of B (a temporary, freed as its last
- * task ends), Y = Q^T Y by gemqrt and tpmqrt on Y's tiles (the reflectors
- * in the order tarn_matrix_qr made them), then the backward solve R X = Y
- * (its first N rows) by trsm and gemm tiles into X. Each trsm first checks
- * its diagonal tile of R for an exact zero (A is rank deficient); *info
- * (when not NULL; else 0) then gets the 1-based index of the first zero,
- * as dtrtrs reports it, and the call returns TARN_EINVAL with *x NULL.
- * Nearly rank-deficient matrices are not detected (as in dgels).
+ * Tasks, in one region. Least squares: a copy Y of B (a temporary, freed
+ * as its last task ends), Y = Q^T Y by gemqrt and tpmqrt on Y's tiles
+ * (the reflectors in the order tarn_matrix_qr made them), then the
+ * backward solve R X = Y (its first N rows) by trsm and gemm tiles into X.
+ * Minimum norm: X = [B; 0], the forward solve R^T Y = B on X's first N
+ * rows by trsm and gemm tiles, then X = Q X (the reflectors in reverse
+ * order). Each trsm first checks its diagonal tile of R for an exact zero
+ * (A is rank deficient); *info (when not NULL; else 0) then gets the
+ * 1-based index of the first zero, as dtrtrs reports it, and the call
+ * returns TARN_EINVAL with *x NULL. Nearly rank-deficient matrices are not
+ * detected (as in dgels).
  *
  * Waits (from a task: TARN_EDEADLK). Returns 0; TARN_EINVAL for NULL
  * arguments, a and t that tarn_matrix_qr did not make so (as for
- * tarn_matrix_qr_q), a B of other rows or row tiles, B the same as a or t,
- * different runtimes, a zero on R's diagonal; TARN_ECANCELED when a task
- * submitted before to write a, t or B failed; TARN_ENOMEM, TARN_EIO from
- * the runtime. On failure *x is NULL. */
-TARN_API int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t,
+ * tarn_matrix_qr_q), an unknown ta, a B of other rows or row tiles, B the
+ * same as a or t, different runtimes, a zero on R's diagonal;
+ * TARN_ECANCELED when a task submitted before to write a, t or B failed;
+ * TARN_ENOMEM, TARN_EIO from the runtime. On failure *x is NULL. */
+TARN_API int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
                                   tarn_matrix *b, tarn_matrix **x, int *info);
 
 /* C = A^T A, full (both triangles), N x N for an M x N matrix A. *c gets

@@ -405,37 +405,91 @@ int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q) {
   return 0;
 }
 
-/* Y = Q^T Y (Y with A's row tiling): the reflectors in the order the
- * factorisation made them, on every tile column of Y; then the backward
- * solve R X = Y's first N rows into the new X, whose trsm tasks check R's
- * diagonal into *failed. */
-static int submit_qr_solve(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *y,
-                           tarn_matrix *x, atomic_int *failed) {
-  for (size_t k = 0; k < a->nt; k++) {
+/* Least squares: Y = Q^T Y (Y a copy of B, with A's row tiling), the
+ * reflectors in the order the factorisation made them, on every tile
+ * column of Y; then the backward solve R X = Y's first N rows into the
+ * new X, whose trsm tasks check R's diagonal into *failed. */
+static int submit_least_squares(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *b,
+                                tarn_matrix *x, atomic_int *failed) {
+  tarn_matrix *y = NULL;
+  int rc = tarn_matrix_copy(b, &y);
+  for (size_t k = 0; rc == 0 && k < a->nt; k++) {
     int ibk = inner(a, k, (size_t)tm->mb);
-    for (size_t j = 0; j < y->nt; j++) {
-      int rc = submit_gemqrt(a, tm, y, k, j, 'T', ibk, PRIO_TOP - 1);
-      if (rc != 0) return rc;
-    }
+    for (size_t j = 0; rc == 0 && j < y->nt; j++)
+      rc = submit_gemqrt(a, tm, y, k, j, 'T', ibk, PRIO_TOP - 1);
     for (size_t m = k + 1; m < a->mt; m++)
-      for (size_t j = 0; j < y->nt; j++) {
-        int rc = submit_tpmqrt(a, tm, y, k, m, j, 'T', ibk, PRIO_TOP - 1);
-        if (rc != 0) return rc;
-      }
+      for (size_t j = 0; rc == 0 && j < y->nt; j++)
+        rc = submit_tpmqrt(a, tm, y, k, m, j, 'T', ibk, PRIO_TOP - 1);
   }
-  return tarn__submit_backward(a, false, y, x, failed, true);
+  if (rc == 0) rc = tarn__submit_backward(a, false, y, x, failed, true);
+  tarn_matrix_destroy(y); /* its tiles go when their last task ends */
+  return rc;
 }
 
-int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_matrix *b,
-                         tarn_matrix **x, int *info) {
+/* Tile (k, j) of Y (dep 0, m x n, ld m) = tile (k, j) of B (dep 1, k x n,
+ * ld k) on top of zeros; all zeros when j->k is 0 (no dep 1). */
+static int k_pad(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  double *y = tarn_task_data(t, 0);
+  const double *b = j->k > 0 ? tarn_task_data(t, 1) : NULL;
+  size_t m = (size_t)j->m, k = (size_t)j->k;
+  for (size_t c = 0; c < (size_t)j->n; c++) {
+    if (k > 0) memcpy(y + c * m, b + c * k, k * sizeof *y);
+    memset(y + c * m + k, 0, (m - k) * sizeof *y);
+  }
+  return 0;
+}
+
+/* Minimum norm: X = Q [R^-T B; 0] in the new X (M x nrhs, A's row tiling):
+ * B's tiles on top of zeros, the forward solve R^T Y = B in place (its
+ * trsm tasks check R's diagonal into *failed), then the reflectors in
+ * reverse order, as in forming Q. */
+static int submit_min_norm(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *b,
+                           tarn_matrix *x, atomic_int *failed) {
+  int rc = 0;
+  for (size_t k = 0; rc == 0 && k < a->mt; k++)
+    for (size_t j = 0; rc == 0 && j < x->nt; j++) {
+      bool top = k < a->nt;
+      tarn_dep d2[2] = {{tarn__tile(x, k, j), TARN_WRITE},
+                        {top ? tarn__tile(b, k, j) : NULL, TARN_READ}};
+      struct qr_job p = {.m = (int)tarn__tile_rows(x, k),
+                         .n = (int)tarn__tile_cols(x, j),
+                         .k = top ? (int)tarn__tile_rows(b, k) : 0};
+      rc = submit_job(a->rt, k_pad, &p, d2, top ? 2 : 1, PRIO_TOP, "pad");
+    }
+  for (size_t k = 0; rc == 0 && k < a->nt; k++)
+    for (size_t j = 0; rc == 0 && j < x->nt; j++)
+      rc = tarn__submit_forward_step(a, TARN__UPPER_TRANS, x, k, j, failed,
+                                     PRIO_TOP, PRIO_TOP - 1, 1);
+  for (size_t step = 0; rc == 0 && step < a->nt; step++) {
+    size_t k = a->nt - 1 - step;
+    int ibk = inner(a, k, (size_t)tm->mb);
+    for (size_t ms = 0; ms + k + 1 < a->mt; ms++)
+      for (size_t j = 0; rc == 0 && j < x->nt; j++)
+        rc = submit_tpmqrt(a, tm, x, k, a->mt - 1 - ms, j, 'N', ibk,
+                           PRIO_TOP - 1);
+    for (size_t j = 0; rc == 0 && j < x->nt; j++)
+      rc = submit_gemqrt(a, tm, x, k, j, 'N', ibk, PRIO_TOP - 1);
+  }
+  return rc;
+}
+
+int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
+                         tarn_matrix *b, tarn_matrix **x, int *info) {
   if (x != NULL) *x = NULL;
   if (info != NULL) *info = 0;
   if (x == NULL || !qr_factors_ok(a, t) || b == NULL || b == a || b == t ||
-      b->rt != a->rt || b->m != a->m || b->mb != a->mb || !tarn__blas_sized(b))
+      b->rt != a->rt || !tarn__blas_sized(b) ||
+      (ta != TARN_NO_TRANS && ta != TARN_TRANS))
+    return TARN_EINVAL;
+  bool trans = ta == TARN_TRANS;
+  /* B has op(A)'s rows in op(A)'s row tiling */
+  if (b->m != (trans ? a->n : a->m) || b->mb != (trans ? a->nb : a->mb))
     return TARN_EINVAL;
   tarn__blas_init();
   tarn_matrix *out = NULL;
-  int rc = tarn__matrix_new(a->rt, a->n, b->n, a->nb, b->nb, &out);
+  int rc = tarn__matrix_new(a->rt, trans ? a->m : a->n, b->n,
+                            trans ? a->mb : a->nb, b->nb, &out);
   if (rc != 0) return rc;
   tarn_region *region = NULL;
   rc = tarn_region_begin(a->rt, &region);
@@ -444,11 +498,9 @@ int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_matrix *b,
     return rc;
   }
   atomic_int failed = 0;
-  tarn_matrix *y = NULL;
-  int submitted = tarn_matrix_copy(b, &y);
-  if (submitted == 0) submitted = submit_qr_solve(a, t, y, out, &failed);
+  int submitted = trans ? submit_min_norm(a, t, b, out, &failed)
+                        : submit_least_squares(a, t, b, out, &failed);
   if (submitted != 0) atomic_store(&failed, -1);
-  tarn_matrix_destroy(y); /* its tiles go when their last task ends */
   rc = tarn__region_outcome(region, submitted, &failed, info);
   if (rc != 0) {
     tarn_matrix_destroy(out);

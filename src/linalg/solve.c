@@ -38,10 +38,12 @@ bool tarn__solve_shapes_ok(const tarn_matrix *a, const tarn_matrix *b) {
 struct solve_job {
   int m, n, k;       /* the tile op's sizes (BLAS meaning) */
   int lda, ldb, ldc; /* leading dimensions of the tiles */
-  bool ta;           /* gemm: transpose the factor's tile */
-  bool unit;         /* forward: L has a unit diagonal (not stored) */
-  bool check;        /* backward: check the diagonal tile first */
-  size_t offset;     /* the diagonal tile's first row in the matrix */
+  /* gemm: transpose the factor's tile; trsm: the tile's triangle
+   * transposed (forward: upper, backward: lower) */
+  bool ta;
+  bool unit;     /* forward: L has a unit diagonal (not stored) */
+  bool check;    /* backward: check the diagonal tile first */
+  size_t offset; /* the diagonal tile's first row in the matrix */
   /* forward: where a zero on the diagonal goes; backward: nothing to do
    * unless it holds 0 (see tarn__submit_backward), and the zero found by
    * the check */
@@ -71,14 +73,16 @@ void tarn__diagonal_check(const double *t, int n, int ld, size_t offset,
 
 /* ---- the Cholesky solve ------------------------------------------------- */
 
-/* Y_kj = L_kk^-1 Y_kj (deps: L_kk, Y_kj), after the diagonal check of
- * the tile when `flag` is set. */
+/* Y_kj = L_kk^-1 Y_kj, L_kk lower (unit when j->unit) or the transpose
+ * of an upper triangle (j->ta) (deps: T_kk, Y_kj), after the diagonal
+ * check of the tile when `flag` is set. */
 static int k_forward(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
   if (j->flag != NULL)
     tarn__diagonal_check(tarn_task_data(t, 0), j->m, j->lda, j->offset,
                          j->flag);
-  return tarn__trsm_shared(t, CblasLeft, CblasLower, CblasNoTrans,
+  return tarn__trsm_shared(t, CblasLeft, j->ta ? CblasUpper : CblasLower,
+                           j->ta ? CblasTrans : CblasNoTrans,
                            j->unit ? CblasUnit : CblasNonUnit, j->m, j->n, 1.0,
                            tarn_task_data(t, 0), j->lda, tarn_task_data(t, 1),
                            j->ldb);
@@ -119,29 +123,41 @@ static int update_priority(size_t distance) {
   return distance >= PRIO_TOP ? 0 : PRIO_TOP - (int)distance;
 }
 
-int tarn__submit_forward_step(tarn_matrix *t, tarn_matrix *m, size_t k,
-                              size_t j, bool unit, atomic_int *check,
-                              int trsm_priority, int gemm_priority,
-                              int gemm_step) {
-  int nk = (int)tarn__tile_rows(t, k), nj = (int)tarn__tile_cols(m, j);
+int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
+                              tarn_matrix *m, size_t k, size_t j,
+                              atomic_int *check, int trsm_priority,
+                              int gemm_priority, int gemm_step) {
+  bool upper = op == TARN__UPPER_TRANS;
+  /* L_kk is nk x nk at the top of T's tile (k, k), of ldk rows */
+  int nk = (int)tarn__tile_cols(t, k), ldk = (int)tarn__tile_rows(t, k);
+  int nj = (int)tarn__tile_cols(m, j), ldm = (int)tarn__tile_rows(m, k);
   tarn_ref *mkj = tarn__tile(m, k, j);
   tarn_dep d2[2] = {{tarn__tile(t, k, k), TARN_READ}, {mkj, TARN_READ_WRITE}};
   struct solve_job s = {.m = nk,
                         .n = nj,
-                        .lda = nk,
-                        .ldb = nk,
-                        .unit = unit,
-                        .offset = k * t->mb,
+                        .lda = ldk,
+                        .ldb = ldm,
+                        .ta = upper,
+                        .unit = op == TARN__LOWER_UNIT,
+                        .offset = k * t->nb,
                         .flag = check};
   int rc = submit_job(t->rt, k_forward, &s, d2, 2, trsm_priority, "trsm");
   int priority = gemm_priority;
-  for (size_t i = k + 1; rc == 0 && i < t->mt; i++) {
-    int ni = (int)tarn__tile_rows(t, i);
-    tarn_dep d3[3] = {{tarn__tile(m, i, j), TARN_READ_WRITE},
-                      {tarn__tile(t, i, k), TARN_READ},
-                      {mkj, TARN_READ}};
-    struct solve_job g = {
-        .m = ni, .n = nj, .k = nk, .lda = ni, .ldb = nk, .ldc = ni};
+  for (size_t i = k + 1; rc == 0 && i < t->nt; i++) {
+    /* tile rows above the last are full: L_ik is ni x ni wide */
+    int ni = (int)tarn__tile_cols(t, i);
+    /* Y_ij -= L_ik Y_kj: L_ik is T_ik (ni x nk), or T_ki^T (T_ki nk x ni) */
+    tarn_dep d3[3] = {
+        {tarn__tile(m, i, j), TARN_READ_WRITE},
+        {upper ? tarn__tile(t, k, i) : tarn__tile(t, i, k), TARN_READ},
+        {mkj, TARN_READ}};
+    struct solve_job g = {.m = ni,
+                          .n = nj,
+                          .k = nk,
+                          .lda = upper ? ldk : (int)tarn__tile_rows(t, i),
+                          .ldb = ldm,
+                          .ldc = (int)tarn__tile_rows(m, i),
+                          .ta = upper};
     rc = submit_job(t->rt, k_update, &g, d3, 3, priority, "gemm");
     priority = priority > gemm_step ? priority - gemm_step : 0;
   }
@@ -153,8 +169,8 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn_matrix *m, size_t k,
 static int submit_forward(tarn_matrix *l, tarn_matrix *y, atomic_int *failed) {
   for (size_t k = 0; k < l->mt; k++)
     for (size_t j = 0; j < y->nt; j++) {
-      int rc = tarn__submit_forward_step(l, y, k, j, false, failed, PRIO_TOP,
-                                         update_priority(1), 1);
+      int rc = tarn__submit_forward_step(l, TARN__LOWER, y, k, j, failed,
+                                         PRIO_TOP, update_priority(1), 1);
       if (rc != 0) return rc;
     }
   return 0;

@@ -5,7 +5,11 @@
  * shared with idle workers (1 to 3 workers); R upper triangular with
  * |diag| equal to LAPACK's on the whole matrix; the shape of the T
  * factors; bad arguments refused; a run under a memory limit that spills
- * giving the same bits.
+ * giving the same bits. The solves with the factors (tarn_matrix_qr_solve):
+ * least squares by the orthogonality of its residual to A's columns,
+ * minimum norm by its residual and against dgels, one and many right-hand
+ * sides, from three threads at once, rank-deficient matrices reported,
+ * bad operands refused, a failure before, a memory limit.
  * Also C = A^T A against dgemm, with tiles small and large enough to be
  * shared with idle workers. */
 #include <cblas.h>
@@ -250,41 +254,83 @@ static double ls_residual(const double *a, const double *x, const double *b,
   return res;
 }
 
+/* ||A^T X - B||_F / (max(m, n) ||A||_F ||X||_F eps) for the m x n A, the
+ * m x nrhs X and the n x nrhs B, and the distance of X from LAPACK's
+ * minimum-norm solution (dgels with 'T' on the whole matrix),
+ * ||X - X_dgels||_F / ||X_dgels||_F: res[0], res[1]. */
+static void min_norm_residuals(const double *a, const double *x,
+                               const double *b, size_t m, size_t n, size_t nrhs,
+                               double res[2]) {
+  double *r = malloc(n * nrhs * sizeof *r), *w = malloc(m * n * sizeof *w);
+  double *ref = calloc(m * nrhs, sizeof *ref);
+  assert_non_null(r);
+  assert_non_null(w);
+  assert_non_null(ref);
+  memcpy(r, b, n * nrhs * sizeof *r);
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)nrhs,
+              (int)m, 1.0, a, (int)m, x, (int)m, -1.0, r, (int)n);
+  res[0] =
+      test_fro(r, n * nrhs) / ((double)(m > n ? m : n) * test_fro(a, m * n) *
+                               test_fro(x, m * nrhs) * DBL_EPSILON);
+  memcpy(w, a, m * n * sizeof *w);
+  for (size_t c = 0; c < nrhs; c++)
+    memcpy(ref + c * m, b + c * n, n * sizeof *ref);
+  assert_int_equal(LAPACKE_dgels(LAPACK_COL_MAJOR, 'T', (int)m, (int)n,
+                                 (int)nrhs, w, (int)m, ref, (int)m),
+                   0);
+  double d = 0;
+  for (size_t k = 0; k < m * nrhs; k++) d += (x[k] - ref[k]) * (x[k] - ref[k]);
+  res[1] = sqrt(d) / test_fro(ref, m * nrhs);
+  free(r);
+  free(w);
+  free(ref);
+}
+
 /* Factors a random m x n matrix in mb x nb tiles (inner block ib) and
- * solves for nrhs random right-hand sides in column tiles cb: X's shape
- * and tiling, its least-squares residual (and for m == n its solve
- * residual), and the factors and B unchanged. */
-static void check_qr_solve(tarn_rt *rt, size_t m, size_t n, size_t mb,
-                           size_t nb, size_t ib, size_t nrhs, size_t cb,
-                           uint64_t seed) {
+ * solves with op(A) = A (least squares) or A^T (minimum norm) for nrhs
+ * random right-hand sides in column tiles cb: X's shape and tiling, its
+ * residuals (least squares, and for m == n the solve's; minimum norm,
+ * and the distance from dgels's X), and the factors and B unchanged. */
+static void check_qr_solve(tarn_rt *rt, tarn_trans ta, size_t m, size_t n,
+                           size_t mb, size_t nb, size_t ib, size_t nrhs,
+                           size_t cb, uint64_t seed) {
+  bool trans = ta == TARN_TRANS;
+  size_t brows = trans ? n : m, xrows = trans ? m : n;
   tarn_matrix *f = NULL, *t = NULL, *b = NULL, *x = NULL;
   assert_int_equal(tarn_matrix_rand(rt, m, n, mb, nb, seed, &f), 0);
-  assert_int_equal(tarn_matrix_rand(rt, m, nrhs, mb, cb, seed + 1, &b), 0);
+  assert_int_equal(
+      tarn_matrix_rand(rt, brows, nrhs, trans ? nb : mb, cb, seed + 1, &b), 0);
   double *a = test_buffer_of(f), *rhs = test_buffer_of(b);
   assert_int_equal(tarn_matrix_qr(f, ib, &t), 0);
   double *f0 = test_buffer_of(f), *t0 = test_buffer_of(t);
   int info = -1;
-  assert_int_equal(tarn_matrix_qr_solve(f, t, b, &x, &info), 0);
+  assert_int_equal(tarn_matrix_qr_solve(f, t, ta, b, &x, &info), 0);
   assert_int_equal(info, 0);
-  assert_int_equal(tarn_matrix_rows(x), n);
+  assert_int_equal(tarn_matrix_rows(x), xrows);
   assert_int_equal(tarn_matrix_cols(x), nrhs);
-  assert_int_equal(tarn_matrix_tile_rows(x), tarn_matrix_tile_cols(f));
+  assert_int_equal(tarn_matrix_tile_rows(x),
+                   trans ? tarn_matrix_tile_rows(f) : tarn_matrix_tile_cols(f));
   assert_int_equal(tarn_matrix_tile_cols(x), tarn_matrix_tile_cols(b));
   double *xb = test_buffer_of(x), *f1 = test_buffer_of(f),
          *t1 = test_buffer_of(t), *b1 = test_buffer_of(b);
-  double ls = ls_residual(a, xb, rhs, m, n, nrhs);
-  double sq = m == n ? test_solve_residual(a, xb, rhs, n, nrhs) : 0.0;
-  if (getenv("QR_VERBOSE") || !(ls < 20 && sq < 20))
+  double res[2] = {0, 0};
+  if (trans) {
+    min_norm_residuals(a, xb, rhs, m, n, nrhs, res);
+  } else {
+    res[0] = ls_residual(a, xb, rhs, m, n, nrhs);
+    res[1] = m == n ? test_solve_residual(a, xb, rhs, n, nrhs) : 0.0;
+  }
+  bool good = res[0] < 20 && (trans ? res[1] < 1e-9 : res[1] < 20);
+  if (getenv("QR_VERBOSE") || !good)
     print_error(
-        "qr_solve m %zu n %zu tiles %zu x %zu ib %zu nrhs %zu cb %zu: "
+        "qr_solve %s m %zu n %zu tiles %zu x %zu ib %zu nrhs %zu cb %zu: "
         "%g %g\n",
-        m, n, mb, nb, ib, nrhs, cb, ls, sq);
-  assert_true(ls < 20);
-  assert_true(sq < 20);
+        trans ? "T" : "N", m, n, mb, nb, ib, nrhs, cb, res[0], res[1]);
+  assert_true(good);
   assert_memory_equal(f0, f1, m * n * sizeof *f0);
   assert_memory_equal(t0, t1,
                       tarn_matrix_rows(t) * tarn_matrix_cols(t) * sizeof *t0);
-  assert_memory_equal(rhs, b1, m * nrhs * sizeof *rhs);
+  assert_memory_equal(rhs, b1, brows * nrhs * sizeof *rhs);
   free(a);
   free(rhs);
   free(f0);
@@ -299,10 +345,10 @@ static void check_qr_solve(tarn_rt *rt, size_t m, size_t n, size_t mb,
   tarn_matrix_destroy(x);
 }
 
-/* Tall and square, sizes that are and are not multiples of the tile, one
- * tile and many, tall tiles in one tile column, one right-hand side and
- * many (3 workers); then tiles whose kernels share their work, with 1 to
- * 3 workers. */
+/* Least squares and minimum norm on tall and square matrices, sizes that
+ * are and are not multiples of the tile, one tile and many, tall tiles in
+ * one tile column, one right-hand side and many (3 workers); then tiles
+ * whose kernels share their work, with 1 to 3 workers. */
 static void test_qr_solve_sizes(void **state) {
   (void)state;
   static const size_t cases[][7] = {
@@ -315,16 +361,21 @@ static void test_qr_solve_sizes(void **state) {
       {40, 1, 8, 8, 0, 2, 2},       {100, 20, 40, 20, 4, 3, 2},
       {129, 129, 16, 16, 5, 1, 1},  {45, 45, 1, 1, 1, 2, 1},
   };
+  static const tarn_trans ops[2] = {TARN_NO_TRANS, TARN_TRANS};
   tarn_rt *rt = test_rt(3, 0);
-  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
-    check_qr_solve(rt, cases[s][0], cases[s][1], cases[s][2], cases[s][3],
-                   cases[s][4], cases[s][5], cases[s][6], 700 + 2 * s);
+  for (int o = 0; o < 2; o++)
+    for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
+      check_qr_solve(rt, ops[o], cases[s][0], cases[s][1], cases[s][2],
+                     cases[s][3], cases[s][4], cases[s][5], cases[s][6],
+                     700 + 2 * s);
   assert_int_equal(tarn_rt_destroy(rt), 0);
   for (unsigned w = 1; w <= 3; w++) {
     rt = test_rt(w, 0);
-    check_qr_solve(rt, 600, 300, 300, 300, 32, 130, 130, 760);
-    check_qr_solve(rt, 513, 513, 513, 513, 0, 200, 200, 762);
-    check_qr_solve(rt, 520, 400, 200, 200, 24, 1, 1, 764);
+    for (int o = 0; o < 2; o++) {
+      check_qr_solve(rt, ops[o], 600, 300, 300, 300, 32, 130, 130, 760);
+      check_qr_solve(rt, ops[o], 513, 513, 513, 513, 0, 200, 200, 762);
+      check_qr_solve(rt, ops[o], 520, 400, 200, 200, 24, 1, 1, 764);
+    }
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
 }
@@ -332,7 +383,7 @@ static void test_qr_solve_sizes(void **state) {
 /* The square solve through the shared solve tests: X copied into B. */
 static int qr_solve_fn(void *ctx, tarn_matrix *a, tarn_matrix *b, int *info) {
   tarn_matrix *x = NULL;
-  int rc = tarn_matrix_qr_solve(a, ctx, b, &x, info);
+  int rc = tarn_matrix_qr_solve(a, ctx, TARN_NO_TRANS, b, &x, info);
   if (rc == 0) rc = tarn_matrix_copy(x, &b);
   tarn_matrix_destroy(x);
   return rc;
@@ -340,7 +391,8 @@ static int qr_solve_fn(void *ctx, tarn_matrix *a, tarn_matrix *b, int *info) {
 
 /* Three threads solve at once with one factorisation; bad operands are
  * refused with B unchanged: those of every solve, then a T of another
- * factorisation, X NULL, B as T. */
+ * factorisation, X NULL, B as T, an unknown op, a B of A's rows for A^T;
+ * the minimum-norm solve of a tall A's transpose takes its N rows. */
 static void test_qr_solve_shared_and_bad(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(3, 0);
@@ -364,22 +416,39 @@ static void test_qr_solve_shared_and_bad(void **state) {
   double *b0 = test_buffer_of(b);
   int info = 5;
   x = (tarn_matrix *)1;
-  assert_int_equal(tarn_matrix_qr_solve(g, ttall, b, &x, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(g, ttall, TARN_NO_TRANS, b, &x, &info),
+                   TARN_EINVAL);
   assert_null(x);
   assert_int_equal(info, 0);
-  assert_int_equal(tarn_matrix_qr_solve(g, NULL, b, &x, &info), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_qr_solve(g, t, b, NULL, &info), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_qr_solve(g, t, t, &x, &info), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_qr_solve(g, g, b, &x, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(g, NULL, TARN_NO_TRANS, b, &x, &info),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(g, t, TARN_NO_TRANS, b, NULL, &info),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(g, t, TARN_NO_TRANS, t, &x, &info),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(g, g, TARN_NO_TRANS, b, &x, &info),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(g, t, (tarn_trans)7, b, &x, &info),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(tall, ttall, TARN_TRANS, b, &x, &info),
+                   TARN_EINVAL);
   assert_null(x);
   double *b1 = test_buffer_of(b);
   assert_memory_equal(b0, b1, 12 * 2 * sizeof *b0);
   /* the good calls still work, tall too, without info */
-  assert_int_equal(tarn_matrix_qr_solve(g, t, b, &x, NULL), 0);
+  assert_int_equal(tarn_matrix_qr_solve(g, t, TARN_NO_TRANS, b, &x, NULL), 0);
   tarn_matrix_destroy(x);
-  assert_int_equal(tarn_matrix_qr_solve(tall, ttall, b, &x, NULL), 0);
+  assert_int_equal(
+      tarn_matrix_qr_solve(tall, ttall, TARN_NO_TRANS, b, &x, NULL), 0);
   assert_int_equal(tarn_matrix_rows(x), 8);
   tarn_matrix_destroy(x);
+  tarn_matrix *b8 = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 8, 2, 4, 2, 4, &b8), 0);
+  assert_int_equal(tarn_matrix_qr_solve(tall, ttall, TARN_TRANS, b8, &x, NULL),
+                   0);
+  assert_int_equal(tarn_matrix_rows(x), 12);
+  tarn_matrix_destroy(x);
+  tarn_matrix_destroy(b8);
   free(b0);
   free(b1);
   tarn_matrix_destroy(g);
@@ -391,8 +460,8 @@ static void test_qr_solve_shared_and_bad(void **state) {
 }
 
 /* A matrix with zero columns (an exactly zero R diagonal there): the
- * first is reported as info, with TARN_EINVAL and no X; in one tile and
- * across tiles, with 1 and 3 workers. */
+ * first is reported as info, with TARN_EINVAL and no X, by both solves; in
+ * one tile and across tiles, with 1 and 3 workers. */
 static void test_qr_solve_rank_deficient(void **state) {
   (void)state;
   static const size_t cases[][5] = {
@@ -406,7 +475,7 @@ static void test_qr_solve_rank_deficient(void **state) {
     tarn_rt *rt = test_rt(w, 0);
     for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
       size_t m = cases[s][0], n = cases[s][1], tb = cases[s][2];
-      tarn_matrix *f = NULL, *t = NULL, *b = NULL, *x = NULL;
+      tarn_matrix *f = NULL, *t = NULL, *b = NULL, *bt = NULL, *x = NULL;
       assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 90 + s, &f), 0);
       double *a = test_buffer_of(f);
       for (size_t i = 0; i < m; i++) {
@@ -416,16 +485,23 @@ static void test_qr_solve_rank_deficient(void **state) {
       tarn_matrix_destroy(f);
       assert_int_equal(tarn_matrix_from_buffer(rt, m, n, tb, tb, a, m, &f), 0);
       assert_int_equal(tarn_matrix_rand(rt, m, 3, tb, 2, 95 + s, &b), 0);
+      assert_int_equal(tarn_matrix_rand(rt, n, 3, tb, 2, 96 + s, &bt), 0);
       assert_int_equal(tarn_matrix_qr(f, 0, &t), 0);
-      int info = 0;
-      x = (tarn_matrix *)1;
-      assert_int_equal(tarn_matrix_qr_solve(f, t, b, &x, &info), TARN_EINVAL);
-      assert_null(x);
-      assert_int_equal(info, (int)cases[s][3] + 1);
+      for (int o = 0; o < 2; o++) {
+        int info = 0;
+        x = (tarn_matrix *)1;
+        assert_int_equal(
+            tarn_matrix_qr_solve(f, t, o == 0 ? TARN_NO_TRANS : TARN_TRANS,
+                                 o == 0 ? b : bt, &x, &info),
+            TARN_EINVAL);
+        assert_null(x);
+        assert_int_equal(info, (int)cases[s][3] + 1);
+      }
       free(a);
       tarn_matrix_destroy(f);
       tarn_matrix_destroy(t);
       tarn_matrix_destroy(b);
+      tarn_matrix_destroy(bt);
     }
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
@@ -444,7 +520,8 @@ static void test_qr_solve_after_failure(void **state) {
   test_fail_first_tile(rt, b);
   int info = 5;
   x = (tarn_matrix *)1;
-  assert_int_equal(tarn_matrix_qr_solve(f, t, b, &x, &info), TARN_ECANCELED);
+  assert_int_equal(tarn_matrix_qr_solve(f, t, TARN_NO_TRANS, b, &x, &info),
+                   TARN_ECANCELED);
   assert_null(x);
   assert_int_equal(info, 0);
   double *f1 = test_buffer_of(f);
@@ -457,32 +534,41 @@ static void test_qr_solve_after_failure(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
-/* Under a memory limit of a quarter of the matrix: X has the same bits. */
+/* Under a memory limit of a quarter of the matrix: both solves give X
+ * with the same bits. */
 static void test_qr_solve_mem_limit(void **state) {
   (void)state;
   size_t m = 224, n = 192, nb = 32, nrhs = 40;
   size_t bytes = m * n * sizeof(double);
-  double *xb[2];
+  double *xb[2][2];
   for (int run = 0; run < 2; run++) {
     tarn_rt *rt = test_rt(3, run == 0 ? 0 : bytes / 4);
-    tarn_matrix *f = NULL, *t = NULL, *b = NULL, *x = NULL;
+    tarn_matrix *f = NULL, *t = NULL, *b = NULL, *bt = NULL, *x = NULL;
     assert_int_equal(tarn_matrix_rand(rt, m, n, nb, nb, 43, &f), 0);
     assert_int_equal(tarn_matrix_rand(rt, m, nrhs, nb, nb, 44, &b), 0);
+    assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, nb, 45, &bt), 0);
     assert_int_equal(tarn_matrix_qr(f, 8, &t), 0);
-    assert_int_equal(tarn_matrix_qr_solve(f, t, b, &x, NULL), 0);
-    xb[run] = test_buffer_of(x);
+    assert_int_equal(tarn_matrix_qr_solve(f, t, TARN_NO_TRANS, b, &x, NULL), 0);
+    xb[run][0] = test_buffer_of(x);
+    tarn_matrix_destroy(x);
+    assert_int_equal(tarn_matrix_qr_solve(f, t, TARN_TRANS, bt, &x, NULL), 0);
+    xb[run][1] = test_buffer_of(x);
+    tarn_matrix_destroy(x);
     tarn_matrix_destroy(f);
     tarn_matrix_destroy(t);
     tarn_matrix_destroy(b);
-    tarn_matrix_destroy(x);
+    tarn_matrix_destroy(bt);
     if (run == 1)
       test_rt_destroy_spilled(rt, bytes / 4);
     else
       assert_int_equal(tarn_rt_destroy(rt), 0);
   }
-  assert_memory_equal(xb[0], xb[1], n * nrhs * sizeof(double));
-  free(xb[0]);
-  free(xb[1]);
+  assert_memory_equal(xb[0][0], xb[1][0], n * nrhs * sizeof(double));
+  assert_memory_equal(xb[0][1], xb[1][1], m * nrhs * sizeof(double));
+  for (int run = 0; run < 2; run++) {
+    free(xb[run][0]);
+    free(xb[run][1]);
+  }
 }
 
 /* ---- A^T A ----------------------------------------------------------------

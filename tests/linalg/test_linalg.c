@@ -10,7 +10,8 @@
  * shared (1 to 3 workers), and failing minors inside such tiles; the solve
  * with a Cholesky factor by its residual (the factor unchanged, also from
  * several threads at once), a zero on the factor's diagonal and bad
- * shapes refused with B unchanged, and the same bits under the limit. */
+ * shapes refused with B unchanged, and the same bits under the limit.
+ * Every linalg call that waits refuses to run in a task (TARN_EDEADLK). */
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
@@ -652,6 +653,74 @@ static void test_cholesky_solve_after_failure(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* The matrices a task hands to the linalg calls that wait. */
+struct in_task {
+  tarn_matrix *a, *b, *f, *t;
+  size_t piv[12];
+  int rc[9];
+};
+
+/* Calls every linalg function that waits, from a task. */
+static int call_waiting(tarn_task *task, void *arg) {
+  (void)task;
+  struct in_task *s = arg;
+  tarn_matrix *t = NULL, *q = NULL, *x = NULL;
+  s->rc[0] = tarn_matrix_cholesky(s->a, NULL);
+  s->rc[1] = tarn_matrix_lu(s->a, s->piv, NULL);
+  s->rc[2] = tarn_matrix_solve(s->a, s->b, NULL);
+  s->rc[3] = tarn_matrix_lu_solve(s->f, s->piv, s->b, NULL);
+  s->rc[4] = tarn_matrix_cholesky_solve(s->f, s->b, NULL);
+  s->rc[5] = tarn_matrix_qr(s->a, 0, &t);
+  s->rc[6] = tarn_matrix_qr_q(s->f, s->t, &q);
+  s->rc[7] = tarn_matrix_qr_solve(s->f, s->t, TARN_NO_TRANS, s->b, &x, NULL);
+  s->rc[8] = tarn_matrix_qr_solve(s->f, s->t, TARN_TRANS, s->b, &x, NULL);
+  return t == NULL && q == NULL && x == NULL ? 0 : -1;
+}
+
+/* Every linalg call that waits refuses to run in a task (TARN_EDEADLK:
+ * the task would wait for tasks that may need its worker), and leaves its
+ * matrices as they were. */
+static void test_waiting_calls_in_a_task(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  struct in_task s = {0};
+  size_t n = 12;
+  double *spd = malloc(n * n * sizeof *spd);
+  assert_non_null(spd);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++) spd[i + j * n] = i == j ? 2.0 * n : 1.0;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 4, 4, spd, n, &s.a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, 2, 4, 1, 3, &s.b), 0);
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 4, 4, spd, n, &s.f), 0);
+  assert_int_equal(tarn_matrix_qr(s.f, 0, &s.t), 0);
+  for (size_t i = 0; i < n; i++) s.piv[i] = i;
+  double *a0 = test_buffer_of(s.a), *b0 = test_buffer_of(s.b),
+         *f0 = test_buffer_of(s.f);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, call_waiting, TARN_ARG(&s)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  for (size_t k = 0; k < sizeof s.rc / sizeof s.rc[0]; k++)
+    assert_int_equal(s.rc[k], TARN_EDEADLK);
+  double *a1 = test_buffer_of(s.a), *b1 = test_buffer_of(s.b),
+         *f1 = test_buffer_of(s.f);
+  assert_memory_equal(a0, a1, n * n * sizeof *a0);
+  assert_memory_equal(b0, b1, n * 2 * sizeof *b0);
+  assert_memory_equal(f0, f1, n * n * sizeof *f0);
+  free(spd);
+  free(a0);
+  free(b0);
+  free(f0);
+  free(a1);
+  free(b1);
+  free(f1);
+  tarn_matrix_destroy(s.a);
+  tarn_matrix_destroy(s.b);
+  tarn_matrix_destroy(s.f);
+  tarn_matrix_destroy(s.t);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_transposes),
@@ -670,6 +739,7 @@ int main(void) {
       cmocka_unit_test(test_cholesky_solve_concurrent),
       cmocka_unit_test(test_cholesky_solve_bad),
       cmocka_unit_test(test_cholesky_solve_after_failure),
+      cmocka_unit_test(test_waiting_calls_in_a_task),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

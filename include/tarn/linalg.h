@@ -89,8 +89,11 @@ TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
  * NULL arguments, a non-square `l` or tiles, shapes or tilings that do
  * not match, `l` and B the same, different runtimes, a zero on L's
  * diagonal; TARN_ECANCELED when a task submitted before to write
- * `l` or B failed; TARN_ENOMEM, TARN_EIO from the runtime (B is then unchanged,
- * unless a submission failed after the backward solve began). */
+ * `l` or B failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime
+ * (memory or the spill disk failed, or a submission did). Then each tile of
+ * B holds X, or its values before the call, or reads as TARN_ECANCELED
+ * until written again (a tile whose task failed: tarn/rt.h, rule 4); no
+ * tile holds anything else. */
 TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
                                         int *info);
 
@@ -144,8 +147,8 @@ TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
  * match, `lu` and B the same, different runtimes, a pivot piv[i] outside
  * [i, n) (checked before anything is submitted), a zero on U's diagonal;
  * TARN_ECANCELED when a task submitted before to write `lu` or B failed;
- * TARN_ENOMEM, TARN_EIO from the runtime (B is then unchanged, unless a
- * submission failed after the backward solve began). */
+ * TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime, B's tiles then as
+ * for tarn_matrix_cholesky_solve. */
 TARN_API int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv,
                                   tarn_matrix *b, int *info);
 

@@ -19,96 +19,20 @@
 
 #include <cmocka.h>
 
+#include "memdisk.h"
 #include "tarn.h"
 
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 
-/* ---- an in-memory storage with injectable faults ------------------------ */
-
-struct memdisk {
-  pthread_mutex_t lock;
-  unsigned char *bytes;
-  size_t cap;      /* bytes allocated */
-  size_t full_at;  /* writes past this offset fail with ENOSPC; 0 = never */
-  int fail_write;  /* the Nth write call from now fails with EIO (1 = next) */
-  int short_write; /* the Nth write writes half, then ENOSPC */
-  int fail_read;   /* the Nth read fails with EIO */
-  int writes, reads;
-  int in_short;
-};
-
-static long memdisk_write(void *ctx, const void *buf, size_t len,
-                          uint64_t off) {
-  struct memdisk *d = ctx;
-  pthread_mutex_lock(&d->lock);
-  long rc = (long)len;
-  d->writes++;
-  if (d->in_short) {
-    d->in_short = 0;
-    rc = -ENOSPC;
-  } else if (d->fail_write > 0 && --d->fail_write == 0) {
-    rc = -EIO;
-  } else if (d->full_at != 0 && off + len > d->full_at) {
-    rc = -ENOSPC;
-  } else if (d->short_write > 0 && --d->short_write == 0) {
-    rc = (long)(len / 2);
-    d->in_short = 1;
-  }
-  if (rc > 0) {
-    if (off + (size_t)rc > d->cap) {
-      size_t cap = (off + (size_t)rc) * 2;
-      d->bytes = realloc(d->bytes, cap);
-      memset(d->bytes + d->cap, 0, cap - d->cap);
-      d->cap = cap;
-    }
-    memcpy(d->bytes + off, buf, (size_t)rc);
-  }
-  pthread_mutex_unlock(&d->lock);
-  return rc;
-}
-
-static long memdisk_read(void *ctx, void *buf, size_t len, uint64_t off) {
-  struct memdisk *d = ctx;
-  pthread_mutex_lock(&d->lock);
-  long rc = (long)len;
-  d->reads++;
-  if (d->fail_read > 0 && --d->fail_read == 0)
-    rc = -EIO;
-  else if (off + len > d->cap)
-    rc = -EIO;
-  else
-    memcpy(buf, d->bytes + off, len);
-  pthread_mutex_unlock(&d->lock);
-  return rc;
-}
-
-static void memdisk_flip_all(struct memdisk *d) {
-  pthread_mutex_lock(&d->lock);
-  for (size_t i = 0; i < d->cap; i++) d->bytes[i] ^= 0x40;
-  pthread_mutex_unlock(&d->lock);
-}
-
-static struct memdisk *memdisk_new(void) {
-  struct memdisk *d = calloc(1, sizeof *d);
-  assert_non_null(d);
-  pthread_mutex_init(&d->lock, NULL);
-  return d;
-}
-
-static void memdisk_free(struct memdisk *d) {
-  pthread_mutex_destroy(&d->lock);
-  free(d->bytes);
-  free(d);
-}
+/* ---- an in-memory storage with injectable faults: memdisk.h ----------- */
 
 static tarn_pool *pool_with(size_t limit, struct memdisk *disk) {
   tarn_pool_options o;
   tarn_pool_options_init(&o);
   o.mem_limit = limit;
   static tarn_storage storage;
-  storage = (tarn_storage){.write = memdisk_write, .read = memdisk_read};
-  storage.ctx = disk;
+  storage = memdisk_storage(disk);
   if (disk != NULL) o.storage = &storage;
   tarn_pool *p = NULL;
   assert_int_equal(tarn_pool_create(&o, &p), 0);
@@ -556,8 +480,7 @@ static void large_buffers_start_on_huge_page_boundaries(void **state) {
     o.mem_limit = 5 * MiB;
     o.huge_pages = huge;
     static tarn_storage storage;
-    storage = (tarn_storage){.write = memdisk_write, .read = memdisk_read};
-    storage.ctx = disk;
+    storage = memdisk_storage(disk);
     if (!file) o.storage = &storage;
     tarn_pool *p = NULL;
     assert_int_equal(tarn_pool_create(&o, &p), 0);
@@ -730,7 +653,7 @@ static void largest_policy_evicts_the_largest(void **state) {
   tarn_pool_options_init(&o);
   o.mem_limit = 256 * KiB;
   o.policy = TARN_EVICT_LARGEST;
-  tarn_storage st = {disk, memdisk_write, memdisk_read, NULL, NULL};
+  tarn_storage st = memdisk_storage(disk);
   o.storage = &st;
   tarn_pool *p = NULL;
   assert_int_equal(tarn_pool_create(&o, &p), 0);

@@ -1,0 +1,283 @@
+/* test_disk_faults.c: linear algebra under a memory limit on a spill disk
+ * that fails (tests/memdisk.h): reads that fail with EIO, writes that
+ * fail with EIO or are cut short, a disk that is full. Each call either
+ * succeeds with the result it gives on a sound disk, bit for bit, or
+ * returns the disk's error (TARN_EIO, TARN_ENOSPC) or TARN_ENOMEM (no room
+ * left once nothing can be written); it never hangs. Once the disk is
+ * sound again, every matrix the call only read, and every matrix it did
+ * not touch, reads back bit for bit as it was, and the same call gives
+ * the same result. */
+#include <cblas.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "memdisk.h"
+#include "support.h"
+#include "tarn.h"
+
+/* Tiles of 32 x 32: no kernel shares its work, so results are the same
+ * bits from run to run. */
+enum { M = 192, N = 160, NB = 32, NRHS = 24 };
+
+/* A runtime of 3 workers whose pool spills to `disk` past `limit` bytes. */
+static tarn_rt *rt_on(struct memdisk *disk, size_t limit,
+                      tarn_storage *storage) {
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 3;
+  o.pool.mem_limit = limit;
+  *storage = memdisk_storage(disk);
+  o.pool.storage = storage;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  return rt;
+}
+
+/* The faults, one per call: the kth read or write from now fails, the kth
+ * write is short, or the disk is full from now on. */
+enum fault { READ_FAILS, WRITE_FAILS, WRITE_SHORT, DISK_FULL, FAULTS };
+
+static void inject(struct memdisk *d, enum fault f, int k) {
+  pthread_mutex_lock(&d->lock);
+  switch (f) {
+    case READ_FAILS:
+      d->fail_read = k;
+      break;
+    case WRITE_FAILS:
+      d->fail_write = k;
+      break;
+    case WRITE_SHORT:
+      d->short_write = k;
+      break;
+    default:
+      d->full_at = 1; /* every write from now on */
+      d->writes = 0;
+      break;
+  }
+  pthread_mutex_unlock(&d->lock);
+}
+
+/* Whether the fault injected happened (the kth read or write was made;
+ * for a full disk, a write was tried). */
+static bool hit(struct memdisk *d, enum fault f) {
+  pthread_mutex_lock(&d->lock);
+  bool h = f == READ_FAILS    ? d->fail_read == 0
+           : f == WRITE_FAILS ? d->fail_write == 0
+           : f == WRITE_SHORT ? d->short_write == 0
+                              : d->writes > 0;
+  pthread_mutex_unlock(&d->lock);
+  return h;
+}
+
+static void heal(struct memdisk *d) {
+  pthread_mutex_lock(&d->lock);
+  d->fail_read = d->fail_write = d->short_write = 0;
+  d->in_short = 0;
+  d->full_at = 0;
+  pthread_mutex_unlock(&d->lock);
+}
+
+/* A status a call may return when the disk fails. */
+static bool disk_status(int rc) {
+  return rc == TARN_EIO || rc == TARN_ENOSPC || rc == TARN_ENOMEM;
+}
+
+/* The matrix reads back as `want` (m x n). */
+static void same_bits(tarn_matrix *a, const double *want, size_t m, size_t n) {
+  double *got = test_buffer_of(a);
+  assert_memory_equal(got, want, m * n * sizeof *got);
+  free(got);
+}
+
+/* Solves with QR's factors (both ops) while the disk fails in each way at
+ * several points: a call that succeeds gives the sound disk's X; after
+ * healing the factors, T, both B and an untouched matrix are intact. */
+static void test_qr_solve_on_a_failing_disk(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_storage storage;
+  tarn_rt *rt = rt_on(disk, M * N * sizeof(double) / 4, &storage);
+  tarn_matrix *f = NULL, *t = NULL, *b = NULL, *bt = NULL, *other = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 11, &f), 0);
+  assert_int_equal(tarn_matrix_rand(rt, M, NRHS, NB, 8, 12, &b), 0);
+  assert_int_equal(tarn_matrix_rand(rt, N, NRHS, NB, 8, 13, &bt), 0);
+  assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 14, &other), 0);
+  assert_int_equal(tarn_matrix_qr(f, 8, &t), 0);
+  double *f0 = test_buffer_of(f), *t0 = test_buffer_of(t),
+         *b0 = test_buffer_of(b), *bt0 = test_buffer_of(bt),
+         *o0 = test_buffer_of(other);
+  size_t trows = tarn_matrix_rows(t);
+  /* the sound disk's results */
+  tarn_matrix *x = NULL;
+  assert_int_equal(tarn_matrix_qr_solve(f, t, TARN_NO_TRANS, b, &x, NULL), 0);
+  double *x0 = test_buffer_of(x);
+  tarn_matrix_destroy(x);
+  assert_int_equal(tarn_matrix_qr_solve(f, t, TARN_TRANS, bt, &x, NULL), 0);
+  double *xt0 = test_buffer_of(x);
+  tarn_matrix_destroy(x);
+  int hits = 0;
+  for (int fault = 0; fault < FAULTS; fault++)
+    for (int k = 1; k <= (fault == DISK_FULL ? 1 : 6); k++)
+      for (int op = 0; op < 2; op++) {
+        inject(disk, (enum fault)fault, k);
+        x = (tarn_matrix *)1;
+        int rc =
+            tarn_matrix_qr_solve(f, t, op == 0 ? TARN_NO_TRANS : TARN_TRANS,
+                                 op == 0 ? b : bt, &x, NULL);
+        bool h = hit(disk, (enum fault)fault);
+        hits += h;
+        if (getenv("DISK_VERBOSE"))
+          print_message("qr_solve fault %d at %d, op %d: %s%s\n", fault, k, op,
+                        rc == 0 ? "ok" : tarn_strerror(rc),
+                        h ? "" : " (missed)");
+        if (rc == 0) {
+          same_bits(x, op == 0 ? x0 : xt0, op == 0 ? N : M, NRHS);
+          tarn_matrix_destroy(x);
+        } else {
+          if (!disk_status(rc))
+            print_error("fault %d at %d, op %d: %s\n", fault, k, op,
+                        tarn_strerror(rc));
+          assert_true(disk_status(rc));
+          assert_null(x);
+        }
+        heal(disk);
+        same_bits(f, f0, M, N);
+        same_bits(t, t0, trows, N);
+        same_bits(b, b0, M, NRHS);
+        same_bits(bt, bt0, N, NRHS);
+        same_bits(other, o0, M, N);
+      }
+  assert_true(hits > 0); /* the disk did fail under the calls */
+  assert_int_equal(tarn_matrix_qr_solve(f, t, TARN_NO_TRANS, b, &x, NULL), 0);
+  same_bits(x, x0, N, NRHS);
+  tarn_matrix_destroy(x);
+  free(f0);
+  free(t0);
+  free(b0);
+  free(bt0);
+  free(o0);
+  free(x0);
+  free(xt0);
+  tarn_matrix_destroy(f);
+  tarn_matrix_destroy(t);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(bt);
+  tarn_matrix_destroy(other);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  memdisk_free(disk);
+}
+
+/* A symmetric positive definite N x N matrix: G G^T + N I, G random. */
+static double *spd(tarn_rt *rt, uint64_t seed) {
+  tarn_matrix *g = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, N, N, NB, NB, seed, &g), 0);
+  double *gb = test_buffer_of(g), *a = malloc(N * N * sizeof *a);
+  assert_non_null(a);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, N, N, N, 1.0, gb, N, gb,
+              N, 0.0, a, N);
+  for (size_t i = 0; i < N; i++) a[i + i * N] += N;
+  free(gb);
+  tarn_matrix_destroy(g);
+  return a;
+}
+
+/* Each NB x 8 tile of the N x NRHS matrix b holds x's values, or was's,
+ * or reads as TARN_ECANCELED (its writer failed), element by element. */
+static void tiles_solved_or_kept(tarn_matrix *b, const double *x,
+                                 const double *was) {
+  for (size_t tj = 0; tj < NRHS; tj += 8)
+    for (size_t ti = 0; ti < N; ti += NB) {
+      int solved = 0, kept = 0, cancelled = 0, cells = 0;
+      for (size_t j = tj; j < tj + 8; j++)
+        for (size_t i = ti; i < ti + NB; i++, cells++) {
+          double v = 0;
+          int rc = tarn_matrix_get(b, i, j, &v);
+          if (rc == TARN_ECANCELED) {
+            cancelled++;
+            continue;
+          }
+          assert_int_equal(rc, 0);
+          solved += v == x[i + j * N];
+          kept += v == was[i + j * N];
+        }
+      assert_true(solved == cells || kept == cells || cancelled == cells);
+    }
+}
+
+/* Cholesky in place, then the solve with its factor, while the disk fails:
+ * a factorisation that succeeds gives the sound disk's factor, one that
+ * fails leaves A unspecified but every other matrix intact; the solve
+ * leaves its factor intact, and B solved, or as it was where it can be
+ * read (a tile whose writer failed reads as TARN_ECANCELED). */
+static void test_cholesky_on_a_failing_disk(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_storage storage;
+  tarn_rt *rt = rt_on(disk, N * N * sizeof(double) / 4, &storage);
+  double *a = spd(rt, 21);
+  tarn_matrix *l = NULL, *other = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, a, N, &l), 0);
+  assert_int_equal(tarn_matrix_rand(rt, N, N, NB, NB, 22, &other), 0);
+  assert_int_equal(tarn_matrix_rand(rt, N, NRHS, NB, 8, 23, &b), 0);
+  assert_int_equal(tarn_matrix_cholesky(l, NULL), 0);
+  double *l0 = test_buffer_of(l), *o0 = test_buffer_of(other),
+         *b0 = test_buffer_of(b);
+  assert_int_equal(tarn_matrix_cholesky_solve(l, b, NULL), 0);
+  double *x0 = test_buffer_of(b);
+  int hits = 0;
+  for (int fault = 0; fault < FAULTS; fault++)
+    for (int k = 1; k <= (fault == DISK_FULL ? 1 : 6); k++) {
+      tarn_matrix *w = NULL, *y = NULL;
+      assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, a, N, &w), 0);
+      assert_int_equal(tarn_matrix_from_buffer(rt, N, NRHS, NB, 8, b0, N, &y),
+                       0);
+      inject(disk, (enum fault)fault, k);
+      int rc = tarn_matrix_cholesky(w, NULL);
+      int rs = tarn_matrix_cholesky_solve(l, y, NULL);
+      bool h = hit(disk, (enum fault)fault);
+      hits += h;
+      if (getenv("DISK_VERBOSE"))
+        print_message("cholesky fault %d at %d: %s, solve %s%s\n", fault, k,
+                      rc == 0 ? "ok" : tarn_strerror(rc),
+                      rs == 0 ? "ok" : tarn_strerror(rs), h ? "" : " (missed)");
+      assert_true(rc == 0 || disk_status(rc));
+      assert_true(rs == 0 || disk_status(rs));
+      heal(disk);
+      if (rc == 0) same_bits(w, l0, N, N);
+      if (rs == 0) {
+        same_bits(y, x0, N, NRHS);
+      } else {
+        tiles_solved_or_kept(y, x0, b0);
+      }
+      same_bits(l, l0, N, N);
+      same_bits(other, o0, N, N);
+      tarn_matrix_destroy(w);
+      tarn_matrix_destroy(y);
+    }
+  assert_true(hits > 0); /* the disk did fail under the calls */
+  free(a);
+  free(l0);
+  free(o0);
+  free(b0);
+  free(x0);
+  tarn_matrix_destroy(l);
+  tarn_matrix_destroy(other);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  memdisk_free(disk);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_qr_solve_on_a_failing_disk),
+      cmocka_unit_test(test_cholesky_on_a_failing_disk),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -70,7 +70,7 @@ TARN_API int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,
  * Returns 0; TARN_EINVAL for a NULL or non-square matrix, non-square tiles
  * or tiles too large for LAPACK, and for a matrix that is not positive
  * definite (*info > 0); TARN_ECANCELED when a task submitted before to
- * write A failed; TARN_ENOMEM, TARN_EIO from the runtime. */
+ * write A failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime. */
 TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
 
 /* Solves A X = B in place with the Cholesky factor L of A (A = L L^T, as
@@ -125,7 +125,7 @@ TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
  * TARN_EINVAL. Returns 0; TARN_EINVAL for a NULL matrix or piv, a
  * non-square matrix, non-square tiles, sizes too large for LAPACK, and a
  * singular matrix (*info > 0); TARN_ECANCELED when a task submitted before
- * to write A failed; TARN_ENOMEM, TARN_EIO from the runtime. */
+ * to write A failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime. */
 TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
 
 /* Solves A X = B in place with the factors of a tarn_matrix_lu (as
@@ -167,7 +167,7 @@ TARN_API int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv,
  * TARN_EINVAL with B left unchanged (A holds its factors). Returns 0;
  * TARN_EINVAL for NULL arguments, shapes or tilings that do not match,
  * A and B the same, different runtimes, a singular A; TARN_ECANCELED,
- * TARN_ENOMEM, TARN_EIO as tarn_matrix_lu. */
+ * TARN_ENOMEM, TARN_ENOSPC, TARN_EIO as tarn_matrix_lu. */
 TARN_API int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info);
 
 /* Householder QR factorisation in place, in compact WY form (LAPACK's
@@ -203,8 +203,8 @@ TARN_API int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info);
  * called from a task (TARN_EDEADLK). Returns 0; TARN_EINVAL for NULL
  * arguments, M < N, N == 0, tiles that are not square (but for one tile
  * column), ib > nb, sizes too large for LAPACK; TARN_ECANCELED when a task
- * submitted before to write A failed; TARN_ENOMEM, TARN_EIO from the runtime.
- * On failure *t is NULL and the content of A is unspecified. */
+ * submitted before to write A failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from
+ * the runtime. On failure *t is NULL and the content of A is unspecified. */
 TARN_API int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t);
 
 /* The explicit thin Q (M x N, orthonormal columns) of a factorisation by
@@ -216,8 +216,8 @@ TARN_API int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t);
  * Waits (a region of its own; from a task: TARN_EDEADLK). Returns 0;
  * TARN_EINVAL for NULL arguments, a matrix tarn_matrix_qr does not take,
  * a t whose shape or tiling is not the one tarn_matrix_qr makes for A,
- * different runtimes; TARN_ECANCELED, TARN_ENOMEM, TARN_EIO from the
- * runtime (then *q is NULL). */
+ * different runtimes; TARN_ECANCELED, TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from
+ * the runtime (then *q is NULL). */
 TARN_API int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q);
 
 /* LAPACK's dgels with the factors of A (M x N, M >= N) made by
@@ -249,7 +249,8 @@ TARN_API int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q);
  * tarn_matrix_qr_q), an unknown ta, a B of other rows or row tiles, B the
  * same as a or t, different runtimes, a zero on R's diagonal;
  * TARN_ECANCELED when a task submitted before to write a, t or B failed;
- * TARN_ENOMEM, TARN_EIO from the runtime. On failure *x is NULL. */
+ * TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime. On failure *x is NULL.
+ */
 TARN_API int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
                                   tarn_matrix *b, tarn_matrix **x, int *info);
 

@@ -358,20 +358,21 @@ static int run_waiting(tarn_rt *rt,
   return submitted != 0 ? submitted : rc;
 }
 
-static int submit_qr_fn(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *unused) {
-  (void)unused;
-  return submit_qr(a, tm, (size_t)tm->mb);
-}
-
 int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t) {
   if (t != NULL) *t = NULL;
   if (a == NULL || t == NULL || !qr_shape(a) || ib > a->nb) return TARN_EINVAL;
   if (ib == 0) ib = a->nb < 32 ? a->nb : 32;
   tarn__blas_init();
-  tarn_matrix *tm = NULL;
-  int rc = tarn_matrix_zeros(a->rt, a->mt * ib, a->n, ib, a->nb, &tm);
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(a->rt, &region);
   if (rc != 0) return rc;
-  rc = run_waiting(a->rt, submit_qr_fn, a, tm, NULL);
+  /* T's zeros in the region too, so that their tasks' failures are the
+   * region's (the tiles with i < k are written by nothing else) */
+  tarn_matrix *tm = NULL;
+  int submitted = tarn_matrix_zeros(a->rt, a->mt * ib, a->n, ib, a->nb, &tm);
+  if (submitted == 0) submitted = submit_qr(a, tm, ib);
+  rc = tarn_region_wait(region, NULL);
+  if (submitted != 0) rc = submitted;
   if (rc != 0) {
     tarn_matrix_destroy(tm);
     return rc;

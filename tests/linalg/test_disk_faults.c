@@ -274,10 +274,75 @@ static void test_cholesky_on_a_failing_disk(void **state) {
   memdisk_free(disk);
 }
 
+/* LU and QR in place, from the same input each time, while the disk fails:
+ * a factorisation that succeeds gives the sound disk's factors (and
+ * pivots, and T) bit for bit; one that fails returns the disk's error (QR
+ * then gives no T) and leaves every other matrix intact. */
+static void test_lu_and_qr_on_a_failing_disk(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_storage storage;
+  tarn_rt *rt = rt_on(disk, M * N * sizeof(double) / 4, &storage);
+  tarn_matrix *in = NULL, *other = NULL, *w = NULL, *t = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 31, &in), 0);
+  assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 32, &other), 0);
+  double *a = test_buffer_of(in), *o0 = test_buffer_of(other);
+  size_t piv0[N], piv[N];
+  /* the sound disk's factors: LU of the leading N x N block, QR of all */
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, a, M, &w), 0);
+  assert_int_equal(tarn_matrix_lu(w, piv0, NULL), 0);
+  double *lu0 = test_buffer_of(w);
+  tarn_matrix_destroy(w);
+  assert_int_equal(tarn_matrix_from_buffer(rt, M, N, NB, NB, a, M, &w), 0);
+  assert_int_equal(tarn_matrix_qr(w, 8, &t), 0);
+  double *qr0 = test_buffer_of(w), *t0 = test_buffer_of(t);
+  size_t trows = tarn_matrix_rows(t);
+  tarn_matrix_destroy(w);
+  tarn_matrix_destroy(t);
+  int hits = 0;
+  for (int fault = 0; fault < FAULTS; fault++)
+    for (int k = 1; k <= (fault == DISK_FULL ? 1 : 6); k++)
+      for (int op = 0; op < 2; op++) {
+        bool lu = op == 0;
+        assert_int_equal(
+            tarn_matrix_from_buffer(rt, lu ? N : M, N, NB, NB, a, M, &w), 0);
+        inject(disk, (enum fault)fault, k);
+        t = (tarn_matrix *)1;
+        int rc = lu ? tarn_matrix_lu(w, piv, NULL) : tarn_matrix_qr(w, 8, &t);
+        hits += hit(disk, (enum fault)fault);
+        heal(disk);
+        if (rc == 0 && lu) {
+          same_bits(w, lu0, N, N);
+          assert_memory_equal(piv, piv0, sizeof piv);
+        } else if (rc == 0) {
+          same_bits(w, qr0, M, N);
+          same_bits(t, t0, trows, N);
+          tarn_matrix_destroy(t);
+        } else {
+          assert_true(disk_status(rc));
+          if (!lu) assert_null(t);
+        }
+        same_bits(in, a, M, N);
+        same_bits(other, o0, M, N);
+        tarn_matrix_destroy(w);
+      }
+  assert_true(hits > 0); /* the disk did fail under the calls */
+  free(a);
+  free(o0);
+  free(lu0);
+  free(qr0);
+  free(t0);
+  tarn_matrix_destroy(in);
+  tarn_matrix_destroy(other);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  memdisk_free(disk);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_qr_solve_on_a_failing_disk),
       cmocka_unit_test(test_cholesky_on_a_failing_disk),
+      cmocka_unit_test(test_lu_and_qr_on_a_failing_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

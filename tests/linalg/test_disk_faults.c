@@ -1,4 +1,5 @@
-/* test_disk_faults.c: linear algebra under a memory limit on a spill disk
+/* test_disk_faults.c: linear algebra (and, last, array operations and
+ * reductions) under a memory limit on a spill disk
  * that fails (tests/memdisk.h): reads that fail with EIO, writes that
  * fail with EIO or are cut short, a disk that is full. Each call either
  * succeeds with the result it gives on a sound disk, bit for bit, or
@@ -338,11 +339,95 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
   memdisk_free(disk);
 }
 
+/* Array operations in a region of the caller's (sum of two matrices, a
+ * neighbourhood sum, a transpose), then the waiting sum and norm, while the
+ * disk fails: a region that succeeds gives the sound disk's results bit for
+ * bit, one that fails returns the disk's error; the sum and the norm return
+ * the sound disk's value or the disk's error, never another value; the
+ * inputs stay intact. */
+static void test_array_ops_on_a_failing_disk(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_storage storage;
+  /* half a matrix: a neighbourhood sum pins a tile and its 8 neighbours */
+  tarn_rt *rt = rt_on(disk, M * N * sizeof(double) / 2, &storage);
+  tarn_matrix *x = NULL, *y = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 41, &x), 0);
+  assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 42, &y), 0);
+  double *x0 = test_buffer_of(x), *y0 = test_buffer_of(y);
+  tarn_stencil st;
+  assert_int_equal(tarn_stencil_init(&st, 1, TARN_BOUNDARY_WRAP, 0.0), 0);
+  double *want[3] = {NULL, NULL, NULL}, sum0 = 0, norm0 = 0;
+  int hits = 0;
+  for (int round = -1; round < FAULTS * 6; round++) {
+    enum fault fault = round < 0 ? FAULTS : (enum fault)(round / 6);
+    if (fault == DISK_FULL && round % 6 != 0) continue;
+    tarn_matrix *out[3] = {NULL, NULL, NULL};
+    if (round >= 0) inject(disk, fault, round % 6 + 1);
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    int submitted = tarn_matrix_add(x, y, &out[0]);
+    if (submitted == 0) submitted = tarn_stencil_sum(&st, x, &out[1]);
+    if (submitted == 0) submitted = tarn_matrix_transpose(y, &out[2]);
+    int rc = tarn_region_wait(region, NULL);
+    if (submitted != 0) rc = submitted;
+    double sum = 0, norm = 0;
+    int rs = tarn_matrix_sum(x, &sum), rn = tarn_matrix_norm(y, &norm);
+    bool h = round >= 0 && hit(disk, fault);
+    hits += h;
+    if (getenv("DISK_VERBOSE"))
+      print_message("array ops fault %d at %d: %s, sum %s, norm %s%s\n",
+                    (int)fault, round % 6 + 1,
+                    rc == 0 ? "ok" : tarn_strerror(rc),
+                    rs == 0 ? "ok" : tarn_strerror(rs),
+                    rn == 0 ? "ok" : tarn_strerror(rn),
+                    round < 0 ? " (sound disk)"
+                    : h       ? ""
+                              : " (missed)");
+    heal(disk);
+    const size_t rows[3] = {M, M, N}, cols[3] = {N, N, M};
+    if (round < 0) { /* the sound disk */
+      assert_int_equal(rc, 0);
+      assert_int_equal(rs, 0);
+      assert_int_equal(rn, 0);
+      for (int k = 0; k < 3; k++) want[k] = test_buffer_of(out[k]);
+      sum0 = sum;
+      norm0 = norm;
+    } else if (rc == 0) {
+      for (int k = 0; k < 3; k++) same_bits(out[k], want[k], rows[k], cols[k]);
+    } else {
+      assert_true(disk_status(rc));
+    }
+    if (round >= 0) {
+      if (rs == 0)
+        assert_true(sum == sum0);
+      else
+        assert_true(disk_status(rs));
+      if (rn == 0)
+        assert_true(norm == norm0);
+      else
+        assert_true(disk_status(rn));
+    }
+    for (int k = 0; k < 3; k++) tarn_matrix_destroy(out[k]);
+    same_bits(x, x0, M, N);
+    same_bits(y, y0, M, N);
+  }
+  assert_true(hits > 0); /* the disk did fail under the calls */
+  for (int k = 0; k < 3; k++) free(want[k]);
+  free(x0);
+  free(y0);
+  tarn_matrix_destroy(x);
+  tarn_matrix_destroy(y);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  memdisk_free(disk);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_qr_solve_on_a_failing_disk),
       cmocka_unit_test(test_cholesky_on_a_failing_disk),
       cmocka_unit_test(test_lu_and_qr_on_a_failing_disk),
+      cmocka_unit_test(test_array_ops_on_a_failing_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -303,6 +303,31 @@ static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib) {
   return 0;
 }
 
+/* Applies to the tile columns of c (A's row tiling) Q^T (trans 'T': the
+ * reflectors in the order the factorisation made them) or Q ('N': in
+ * reverse order). For tile column k of A the reflectors come in blocks:
+ * geqrt's (gemqrt on tile row k), then each tpqrt's below it (tpmqrt on
+ * tile rows k and m). With `from_k`, only c's tile columns from k on
+ * (forming Q, whose columns left of k those reflectors leave as they
+ * are); else all. */
+static int submit_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
+                        char trans, bool from_k) {
+  int rc = 0;
+  for (size_t step = 0; rc == 0 && step < a->nt; step++) {
+    size_t k = trans == 'T' ? step : a->nt - 1 - step;
+    size_t blocks = a->mt - k; /* geqrt's, then the tpqrts' */
+    int ibk = inner(a, k, (size_t)tm->mb);
+    for (size_t b = 0; rc == 0 && b < blocks; b++) {
+      size_t r = trans == 'T' ? b : blocks - 1 - b;
+      for (size_t j = from_k ? k : 0; rc == 0 && j < c->nt; j++)
+        rc = r == 0 ? submit_gemqrt(a, tm, c, k, j, trans, ibk, PRIO_TOP - 1)
+                    : submit_tpmqrt(a, tm, c, k, k + r, j, trans, ibk,
+                                    PRIO_TOP - 1);
+    }
+  }
+  return rc;
+}
+
 /* Q (M x N, a's tiling) = H_0 ... H_{N-1} [I; 0]: the identity's tiles,
  * then the reflectors in reverse order on tile columns k.. of Q. */
 static int submit_q(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *q) {
@@ -316,22 +341,7 @@ static int submit_q(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *q) {
       int rc = submit_job(a->rt, k_eye, &e, &d, 1, PRIO_TOP, "eye");
       if (rc != 0) return rc;
     }
-  for (size_t step = 0; step < nt; step++) {
-    size_t k = nt - 1 - step;
-    int ibk = inner(a, k, (size_t)tm->mb);
-    for (size_t ms = 0; ms + k + 1 < mt; ms++) {
-      size_t m = mt - 1 - ms;
-      for (size_t n = k; n < nt; n++) {
-        int rc = submit_tpmqrt(a, tm, q, k, m, n, 'N', ibk, PRIO_TOP - 1);
-        if (rc != 0) return rc;
-      }
-    }
-    for (size_t n = k; n < nt; n++) {
-      int rc = submit_gemqrt(a, tm, q, k, n, 'N', ibk, PRIO_TOP - 1);
-      if (rc != 0) return rc;
-    }
-  }
-  return 0;
+  return submit_apply(a, tm, q, 'N', true);
 }
 
 /* ---- public -------------------------------------------------------------- */
@@ -414,14 +424,7 @@ static int submit_least_squares(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *b,
                                 tarn_matrix *x, atomic_int *failed) {
   tarn_matrix *y = NULL;
   int rc = tarn_matrix_copy(b, &y);
-  for (size_t k = 0; rc == 0 && k < a->nt; k++) {
-    int ibk = inner(a, k, (size_t)tm->mb);
-    for (size_t j = 0; rc == 0 && j < y->nt; j++)
-      rc = submit_gemqrt(a, tm, y, k, j, 'T', ibk, PRIO_TOP - 1);
-    for (size_t m = k + 1; m < a->mt; m++)
-      for (size_t j = 0; rc == 0 && j < y->nt; j++)
-        rc = submit_tpmqrt(a, tm, y, k, m, j, 'T', ibk, PRIO_TOP - 1);
-  }
+  if (rc == 0) rc = submit_apply(a, tm, y, 'T', false);
   if (rc == 0) rc = tarn__submit_backward(a, false, y, x, failed, true);
   tarn_matrix_destroy(y); /* its tiles go when their last task ends */
   return rc;
@@ -462,17 +465,7 @@ static int submit_min_norm(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *b,
     for (size_t j = 0; rc == 0 && j < x->nt; j++)
       rc = tarn__submit_forward_step(a, TARN__UPPER_TRANS, x, k, j, failed,
                                      PRIO_TOP, PRIO_TOP - 1, 1);
-  for (size_t step = 0; rc == 0 && step < a->nt; step++) {
-    size_t k = a->nt - 1 - step;
-    int ibk = inner(a, k, (size_t)tm->mb);
-    for (size_t ms = 0; ms + k + 1 < a->mt; ms++)
-      for (size_t j = 0; rc == 0 && j < x->nt; j++)
-        rc = submit_tpmqrt(a, tm, x, k, a->mt - 1 - ms, j, 'N', ibk,
-                           PRIO_TOP - 1);
-    for (size_t j = 0; rc == 0 && j < x->nt; j++)
-      rc = submit_gemqrt(a, tm, x, k, j, 'N', ibk, PRIO_TOP - 1);
-  }
-  return rc;
+  return rc != 0 ? rc : submit_apply(a, tm, x, 'N', false);
 }
 
 int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,

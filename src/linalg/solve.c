@@ -1,7 +1,7 @@
-/* solve.c: what the linear solves share (the shape checks, the check of a
- * factor's diagonal, the backward solve into B; linalg_internal.h) and the
- * solve with a Cholesky factor (tarn_matrix_cholesky_solve, see
- * tarn/linalg.h).
+/* solve.c: what the linear solves share (linalg_internal.h: the shape
+ * checks, the check of a factor's diagonal, a forward step and the
+ * backward solve, used by the LU, Cholesky and QR solves) and the solve
+ * with a Cholesky factor (tarn_matrix_cholesky_solve, see tarn/linalg.h).
  *
  * The Cholesky solve runs, in one region, on a copy Y of B: the forward
  * solve L Y = B by tile rows (trsm on tile row k, gemm on the rows below;
@@ -11,8 +11,7 @@
  * the backward trsm tasks, each tile once, and they do nothing once a zero
  * was found or a submission failed. Every backward task on a column of B
  * waits for the forward pass on that column of Y, which checked every
- * diagonal tile: so B holds X or is unchanged, except when a submission
- * fails after the first backward task ran. Each task owns a small job
+ * diagonal tile: so a zero leaves B unchanged. Each task owns a small job
  * struct freed by the runtime when it is done. */
 #include <cblas.h>
 #include <limits.h>
@@ -123,6 +122,29 @@ static int update_priority(size_t distance) {
   return distance >= PRIO_TOP ? 0 : PRIO_TOP - (int)distance;
 }
 
+/* Submits Y_ij -= T' Z_kj, T' being T's tile (i, k), or the transpose of
+ * its tile (k, i) when `transposed`: ni x nk, with ni and nk the widths of
+ * T's tile columns i and k. A tile row of T is taller than that only at
+ * the bottom of a tall T, so only the triangle's rows of Y and Z take part.
+ * With `skip`, the task does nothing once it is not 0. */
+static int submit_update(tarn_matrix *t, bool transposed, tarn_matrix *y,
+                         size_t i, size_t k, size_t j, tarn_matrix *z,
+                         atomic_int *skip, int priority) {
+  tarn_dep d3[3] = {
+      {tarn__tile(y, i, j), TARN_READ_WRITE},
+      {transposed ? tarn__tile(t, k, i) : tarn__tile(t, i, k), TARN_READ},
+      {tarn__tile(z, k, j), TARN_READ}};
+  struct solve_job g = {.m = (int)tarn__tile_cols(t, i),
+                        .n = (int)tarn__tile_cols(y, j),
+                        .k = (int)tarn__tile_cols(t, k),
+                        .lda = (int)tarn__tile_rows(t, transposed ? k : i),
+                        .ldb = (int)tarn__tile_rows(z, k),
+                        .ldc = (int)tarn__tile_rows(y, i),
+                        .ta = transposed,
+                        .flag = skip};
+  return submit_job(t->rt, k_update, &g, d3, 3, priority, "gemm");
+}
+
 int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
                               tarn_matrix *m, size_t k, size_t j,
                               atomic_int *check, int trsm_priority,
@@ -144,21 +166,8 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
   int rc = submit_job(t->rt, k_forward, &s, d2, 2, trsm_priority, "trsm");
   int priority = gemm_priority;
   for (size_t i = k + 1; rc == 0 && i < t->nt; i++) {
-    /* tile rows above the last are full: L_ik is ni x ni wide */
-    int ni = (int)tarn__tile_cols(t, i);
-    /* Y_ij -= L_ik Y_kj: L_ik is T_ik (ni x nk), or T_ki^T (T_ki nk x ni) */
-    tarn_dep d3[3] = {
-        {tarn__tile(m, i, j), TARN_READ_WRITE},
-        {upper ? tarn__tile(t, k, i) : tarn__tile(t, i, k), TARN_READ},
-        {mkj, TARN_READ}};
-    struct solve_job g = {.m = ni,
-                          .n = nj,
-                          .k = nk,
-                          .lda = upper ? ldk : (int)tarn__tile_rows(t, i),
-                          .ldb = ldm,
-                          .ldc = (int)tarn__tile_rows(m, i),
-                          .ta = upper};
-    rc = submit_job(t->rt, k_update, &g, d3, 3, priority, "gemm");
+    /* Y_ij -= L_ik Y_kj: L_ik is T_ik, or T_ki^T */
+    rc = submit_update(t, upper, m, i, k, j, m, NULL, priority);
     priority = priority > gemm_step ? priority - gemm_step : 0;
   }
   return rc;
@@ -198,25 +207,10 @@ int tarn__submit_backward(tarn_matrix *t, bool lower, tarn_matrix *y,
                             .offset = k * t->nb,
                             .flag = dropped};
       int rc = submit_job(t->rt, k_backward, &s, d3, 3, PRIO_TOP, "trsm");
-      for (size_t i = 0; rc == 0 && i < k; i++) {
-        /* tile rows above k are full: T_ik is ni x nk (ni = its rows) */
-        int ni = (int)tarn__tile_cols(t, i);
-        /* Y_ij -= U_ik X_kj, or L_ki^T X_kj (L_ki is nk x ni). */
-        tarn_dep g3[3] = {
-            {tarn__tile(y, i, j), TARN_READ_WRITE},
-            {lower ? tarn__tile(t, k, i) : tarn__tile(t, i, k), TARN_READ},
-            {bkj, TARN_READ}};
-        struct solve_job g = {.m = ni,
-                              .n = nj,
-                              .k = nk,
-                              .lda = lower ? ldk : (int)tarn__tile_rows(t, i),
-                              .ldb = s.ldb,
-                              .ldc = (int)tarn__tile_rows(y, i),
-                              .ta = lower,
-                              .flag = dropped};
-        rc = submit_job(t->rt, k_update, &g, g3, 3, update_priority(k - i),
-                        "gemm");
-      }
+      /* Y_ij -= U_ik X_kj, or L_ki^T X_kj, for the tile rows above */
+      for (size_t i = 0; rc == 0 && i < k; i++)
+        rc = submit_update(t, lower, y, i, k, j, b, dropped,
+                           update_priority(k - i));
       if (rc != 0) return rc;
     }
   }

@@ -44,6 +44,9 @@
 /* The guest takes a region's only task while such regions recently took
  * less than this on average, in ns (see guest_worthwhile). */
 #define LONE_TASK_MAX_NS 50000
+/* Processors 0 .. CPU_TABLE - 1 are the ones workers are pinned to (the
+ * first CPU_TABLE of the affinity mask). */
+enum { CPU_TABLE = 1024 };
 
 /* A successor edge: one of the successor's in_edges, or malloc'ed when it
  * has more predecessors than those (edge_on_heap tells which). `to` is the
@@ -295,7 +298,7 @@ struct tarn_rt {
   _Atomic uint64_t lone_ns;
   /* With pinned workers: by processor, 1 when the (first) worker pinned
    * there claims shared ranges from the back (help_claim). */
-  unsigned char cpu_side[1024];
+  unsigned char cpu_side[CPU_TABLE];
 };
 
 static _Thread_local tarn_task *current_task;
@@ -1375,24 +1378,22 @@ static bool tasks_short(const tarn_rt *rt) {
 
 /* Whether the guest should look for tasks while waiting for `r` (some of
  * its tasks are unfinished).
- * - While two or more of its tasks are unfinished, or when it is a region
- *   of one task and the workers are pinned (unpinned, the guest's side of
- *   the ranges is not its processor's: a region of one shared 256 x 256
- *   fill took 7.3 to 10.0 us instead of 6.0 to 6.3 pinned, in the rt
- *   suite), and only while such regions are short (LONE_TASK_MAX_NS: the
- *   hand-off it saves is a microsecond; a Cholesky of one 256 tile, 180
- *   us of shared blocks, took 4 % longer on the guest, with the worker
- *   on its core spinning beside it). The guest does not take the last task of a
- * larger region: the workers are busy with the others, and it would run as a
- *   third thread on two cores (N=1024 elementwise rows, 4 tasks of 75 us,
- *   up to 12 % slower when it did). A region's only task it does take,
- *   and shares its work with the workers like any owner, so that the
- *   region needs no hand-off to a worker and back: with pinned workers
- *   and the guest claiming the side of the worker it shares a core with
- *   (help_claim), a region of one shared assign on a 256 x 256 tile takes
- *   5.1 to 5.5 us instead of 6.1 to 6.5. (With unpinned workers that had
- *   left an idle worker helping on the guest's core: N=256 update 10.5
- *   us against 9.4.)
+ * - While two or more of its tasks are unfinished. It does not take the
+ *   last task of a larger region: the workers are busy with the others,
+ *   and it would run as a third thread on two cores (N=1024 elementwise
+ *   rows, 4 tasks of 75 us, up to 12 % slower when it did).
+ * - Or when the region has one task and the workers are pinned, while
+ *   such regions are short (LONE_TASK_MAX_NS). It takes that task and
+ *   shares its work with the workers like any owner, so the region needs
+ *   no hand-off to a worker and back: claiming the side of the worker it
+ *   shares a core with (help_claim), a region of one shared assign on a
+ *   256 x 256 tile takes 5.1 to 5.5 us instead of 6.1 to 6.5. Unpinned,
+ *   the guest's side of the ranges is not its processor's (a region of
+ *   one shared 256 x 256 fill: 7.3 to 10.0 us instead of 6.0 to 6.3, in
+ *   the rt suite; N=256 update 10.5 us against 9.4). Long, the hand-off
+ *   it saves (a microsecond) does not pay: a Cholesky of one 256 tile,
+ *   180 us of shared blocks, took 4 % longer on the guest, with the
+ *   worker on its core spinning beside it.
  * - When the workers fill the cores, only while tasks are short. The guest
  *   stands in for a worker that is idle or asleep, saving a hand-off or a
  *   wake-up, which matters for tasks of microseconds. That worker still
@@ -1646,9 +1647,9 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
     w->guest = i == o.workers;
     tarn_slab_acquire(rt->slabs, &w->scratch); /* count == workers + 1 */
   }
-  int cpus[1024];
-  unsigned ncpus = o.pin_workers ? tarn__cpus_allowed(cpus, 1024) : 0;
-  if (ncpus > 1024) ncpus = 1024;
+  int cpus[CPU_TABLE];
+  unsigned ncpus = o.pin_workers ? tarn__cpus_allowed(cpus, CPU_TABLE) : 0;
+  if (ncpus > CPU_TABLE) ncpus = CPU_TABLE;
   rt->pinned = ncpus > 0;
   for (unsigned i = o.workers < ncpus ? o.workers : ncpus; i-- > 0;)
     if (cpus[i] >= 0 && cpus[i] < (int)sizeof rt->cpu_side)

@@ -88,9 +88,13 @@ TARN_API int tarn_rt_create(const tarn_rt_options *options, tarn_rt **rt);
 
 /* Waits for every submitted task, stops the workers and destroys the pool
  * (refs the program still holds are freed then). Regions not waited for
- * are drained and freed: their handles are invalid afterwards. Returns the
- * first error of a task outside any region, or 0. NULL is a no-op. Must not be
- * called from a task. */
+ * are drained and freed: their handles are invalid afterwards, and the
+ * calling thread's regions of other runtimes enclose its tasks again (an
+ * error path may destroy a runtime without waiting). Their errors are not
+ * reported. Returns the first error of a task outside any region, or 0.
+ * NULL is a no-op. Must not be called from a task, nor while another
+ * thread uses the runtime: a region another thread began must be waited
+ * for, or that thread ended, first. */
 TARN_API int tarn_rt_destroy(tarn_rt *rt);
 
 /* The runtime's pool: make refs here. Owned by the runtime. */

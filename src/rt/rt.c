@@ -1679,6 +1679,15 @@ int tarn_rt_destroy(tarn_rt *rt) {
     region_drain(r);
     region_retire(r);
   }
+  /* The calling thread's stack of regions loses this runtime's: its next
+   * submission to another runtime, or a wait of an enclosing region of
+   * another runtime, must not meet a freed one. */
+  for (tarn_region **link = &current_region; *link != NULL;) {
+    if ((*link)->rt == rt)
+      *link = (*link)->parent;
+    else
+      link = &(*link)->parent;
+  }
   region_drain(&rt->root);
   stop_workers(rt, rt->nworkers);
   int rc = atomic_load(&rt->root.error);

@@ -736,6 +736,47 @@ static void destroy_waits_for_work_in_flight(void **state) {
   assert_int_equal(atomic_load(&ran_count), 200);
 }
 
+/* Regions never waited for: tarn_rt_destroy runs their tasks to the end
+ * and frees them (ASan checks nothing leaks). Their errors stay theirs: a
+ * failed task in such a region is not destroy's error. */
+static int failing_task(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  return TARN_EIO;
+}
+
+static void destroy_drains_regions_never_waited(void **state) {
+  (void)state;
+  atomic_store(&ran_count, 0);
+  /* A region of another runtime encloses them, on the same thread. */
+  tarn_rt *other = make_rt(1, 0, 1);
+  tarn_ref *z = word_ref(other, 0);
+  tarn_region *enclosing = NULL;
+  assert_int_equal(tarn_region_begin(other, &enclosing), 0);
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_ref *x = word_ref(rt, 0), *y = word_ref(rt, 0);
+  tarn_region *outer = NULL, *inner = NULL;
+  assert_int_equal(tarn_region_begin(rt, &outer), 0);
+  for (int i = 0; i < 50; i++)
+    assert_int_equal(tarn_submit(rt, slow_task, TARN_RW(x)), 0);
+  assert_int_equal(tarn_region_begin(rt, &inner), 0);
+  assert_int_equal(tarn_submit(rt, failing_task, TARN_W(y)), 0);
+  for (int i = 0; i < 50; i++)
+    assert_int_equal(tarn_submit(rt, slow_task, TARN_R(x)), 0);
+  tarn_ref_release(x);
+  tarn_ref_release(y);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(atomic_load(&ran_count), 100);
+  /* This thread's regions are the other runtime's again: a task goes to
+   * the enclosing region, which waits as the innermost. */
+  assert_int_equal(tarn_submit(other, failing_task, TARN_W(z)), 0);
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(enclosing, &st), TARN_EIO);
+  assert_int_equal(st.submitted, 1);
+  tarn_ref_release(z);
+  assert_int_equal(tarn_rt_destroy(other), 0);
+}
+
 struct submitter {
   tarn_rt *rt;
   tarn_ref *a, *b;
@@ -915,6 +956,87 @@ static void a_limit_below_the_data_holds_tasks_back(void **state) {
   assert_true(rs.prefetches > prefetches);
   assert_int_equal(rs.run, 3 * n);
   assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static int three_sum_task(tarn_task *t, void *arg) {
+  (void)arg;
+  uint64_t s = 0;
+  for (size_t i = 0; i < 3; i++)
+    s += ((const unsigned char *)tarn_task_data(t, i))[0];
+  memcpy(tarn_task_data(t, 3), &s, sizeof s);
+  return 0;
+}
+
+static int copy_word_task(tarn_task *t, void *arg) {
+  (void)arg;
+  memcpy(tarn_task_data(t, 1), tarn_task_data(t, 0), sizeof(uint64_t));
+  return 0;
+}
+
+/* A task whose data can never fit under the limit (three 2 MiB inputs
+ * under 5 MiB) waits while other tasks run, then fails with TARN_ENOMEM
+ * once nothing else runs; its dependant is cancelled, the tasks that fit
+ * run, and its inputs read back intact. */
+static void a_task_that_never_fits_fails_with_enomem(void **state) {
+  (void)state;
+  for (unsigned workers = 1; workers <= 3; workers++) {
+    tarn_rt *rt = make_rt(workers, 5 * MiB, 1);
+    tarn_pool *pool = tarn_rt_pool(rt);
+    enum { n = 6 };
+    tarn_ref *data[n], *sums[n], *big = NULL, *after = word_ref(rt, 7);
+    for (int i = 0; i < n; i++) {
+      assert_int_equal(tarn_ref_create(pool, 2 * MiB, &data[i]), 0);
+      sums[i] = word_ref(rt, 0);
+    }
+    big = word_ref(rt, 0);
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    for (int i = 0; i < n; i++)
+      assert_int_equal(tarn_submit(rt, fill_task, TARN_ARG((intptr_t)i + 1),
+                                   TARN_W(data[i])),
+                       0);
+    /* Submitted between the fills and the sums: it is ready while they
+     * run, and held back until they are done. */
+    assert_int_equal(tarn_submit(rt, three_sum_task, TARN_R(data[0]),
+                                 TARN_R(data[1]), TARN_R(data[2]), TARN_W(big)),
+                     0);
+    assert_int_equal(
+        tarn_submit(rt, copy_word_task, TARN_R(big), TARN_W(after)), 0);
+    for (int i = 0; i < n; i++)
+      assert_int_equal(tarn_submit(rt, sum_task, TARN_R(data[i]),
+                                   TARN_R(data[(i + 1) % n]), TARN_W(sums[i])),
+                       0);
+    tarn_region_stats st;
+    assert_int_equal(tarn_region_wait(region, &st), TARN_ENOMEM);
+    assert_int_equal(st.failed, 1);
+    assert_int_equal(st.cancelled, 1);
+    assert_int_equal(st.run, 2 * n);
+    assert_true(st.peak_bytes <= 5 * MiB);
+    for (int i = 0; i < n; i++)
+      assert_int_equal(word_of(sums[i]),
+                       (uint64_t)(i + 1) + (uint64_t)((i + 1) % n + 1));
+    for (int i = 0; i < n; i++) {
+      unsigned char *p = NULL;
+      assert_int_equal(tarn_ref_pin(data[i], TARN_READ, 0, (void **)&p), 0);
+      for (size_t k = 0; k < 2 * MiB; k += 4096) assert_int_equal(p[k], i + 1);
+      assert_int_equal(tarn_ref_unpin(data[i]), 0);
+      tarn_ref_release(data[i]);
+      tarn_ref_release(sums[i]);
+    }
+    /* Neither the failed task nor its dependant wrote anything, and the
+     * failed task's output stays failed for later tasks that read it. */
+    assert_int_equal(word_of(big), 0);
+    assert_int_equal(word_of(after), 7);
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(
+        tarn_submit(rt, copy_word_task, TARN_R(big), TARN_W(after)), 0);
+    assert_int_equal(tarn_region_wait(region, &st), TARN_ECANCELED);
+    assert_int_equal(st.cancelled, 1);
+    assert_int_equal(word_of(after), 7);
+    tarn_ref_release(big);
+    tarn_ref_release(after);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
 }
 
 static int first_byte_task(tarn_task *t, void *arg) {
@@ -1156,10 +1278,12 @@ int main(void) {
       cmocka_unit_test(tasks_submit_tasks_into_their_region),
       cmocka_unit_test(waiting_from_a_task_is_refused),
       cmocka_unit_test(destroy_waits_for_work_in_flight),
+      cmocka_unit_test(destroy_drains_regions_never_waited),
       cmocka_unit_test(submitters_on_shared_refs_agree_on_an_order),
       cmocka_unit_test(higher_priorities_run_first),
       cmocka_unit_test(scratch_is_reset_when_a_task_ends),
       cmocka_unit_test(a_limit_below_the_data_holds_tasks_back),
+      cmocka_unit_test(a_task_that_never_fits_fails_with_enomem),
       cmocka_unit_test(data_tasks_wait_for_is_evicted_last),
       cmocka_unit_test(temporaries_are_freed_when_their_last_task_ends),
       cmocka_unit_test(an_inner_region_keeps_the_outer_peak),

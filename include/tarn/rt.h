@@ -118,7 +118,8 @@ typedef struct tarn_task_desc {
   size_t ndeps;
   /* Higher runs first among ready tasks. Default 0. */
   int priority;
-  /* For statistics and error messages; the string must outlive the task. */
+  /* A label kept in the task for debuggers (gdb prints it with the task);
+   * tarn itself does not read it. The string must outlive the task. */
   const char *name;
   /* Called with `arg` once the task is done, whether it ran, failed or was
    * cancelled (and when submission fails), so a task can own its

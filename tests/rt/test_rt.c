@@ -1210,9 +1210,21 @@ static void bad_submissions_are_refused(void **state) {
   tarn_dep bad_mode = {x, (tarn_access)7};
   tarn_task_desc d2 = {.fn = count_task, .deps = &bad_mode, .ndeps = 1};
   assert_int_equal(tarn_task_submit(rt, &d2), TARN_EINVAL);
+  /* An item of no known kind. */
+  assert_int_equal(
+      tarn_submit(rt, count_task, TARN_R(x), ((tarn_item){99, NULL, NULL, 0})),
+      TARN_EINVAL);
   tarn_rt_stats st;
   assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
   assert_int_equal(st.submitted, 0);
+  /* A named task is an ordinary one. */
+  atomic_store(&ran_count, 0);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, count_task, TARN_NAME("count"), TARN_R(x)),
+                   0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(atomic_load(&ran_count), 1);
   tarn_ref_release(x);
   tarn_ref_release(foreign);
   assert_int_equal(tarn_rt_destroy(rt), 0);
@@ -1220,10 +1232,30 @@ static void bad_submissions_are_refused(void **state) {
   setenv("TARN_WORKERS", "zero", 1);
   tarn_rt_options o;
   assert_int_equal(tarn_rt_options_init(&o), TARN_EINVAL);
+  tarn_rt *none = NULL;
+  assert_int_equal(tarn_rt_create(NULL, &none), TARN_EINVAL);
+  assert_null(none);
   setenv("TARN_WORKERS", "3", 1);
   assert_int_equal(tarn_rt_options_init(&o), 0);
   assert_int_equal(o.workers, 3);
+  /* NULL options are the defaults. */
+  tarn_rt *rt3 = NULL;
+  assert_int_equal(tarn_rt_create(NULL, &rt3), 0);
+  assert_int_equal(tarn_rt_workers(rt3), 3);
+  assert_int_equal(tarn_rt_destroy(rt3), 0);
   unsetenv("TARN_WORKERS");
+  assert_int_equal(tarn_rt_workers(NULL), 0);
+  /* Options out of range, and no place for the handle. */
+  tarn_rt_options bad = o;
+  bad.workers = 0;
+  assert_int_equal(tarn_rt_create(&bad, &none), TARN_EINVAL);
+  bad.workers = 1025;
+  assert_int_equal(tarn_rt_create(&bad, &none), TARN_EINVAL);
+  bad = o;
+  bad.scratch_bytes = 0;
+  assert_int_equal(tarn_rt_create(&bad, &none), TARN_EINVAL);
+  assert_int_equal(tarn_rt_create(&o, NULL), TARN_EINVAL);
+  assert_null(none);
 }
 
 static int seen_modes(tarn_task *t, void *arg) {

@@ -281,8 +281,11 @@ struct tarn_rt {
   atomic_bool guest_busy; /* a waiting thread is the guest */
   /* Tasks waiting for memory. */
   pthread_mutex_t held_lock;
-  tarn_task **held;
-  size_t nheld, capheld;
+  /* Tasks held back for memory, linked through their `left` (a held task
+   * is in no queue): holding one allocates nothing, so a failed
+   * allocation cannot keep a task from waiting for memory. */
+  tarn_task *held;
+  size_t nheld;
   atomic_size_t held_count; /* nheld, read without the lock */
 
   /* Regions and completion. */
@@ -708,10 +711,15 @@ static void keep(tarn_region *r, tarn_ref *ref) {
 static void retry_held(tarn_rt *rt) {
   if (atomic_load(&rt->held_count) == 0) return;
   pthread_mutex_lock(&rt->held_lock);
-  size_t n = rt->nheld;
+  tarn_task *t = rt->held;
+  rt->held = NULL;
   rt->nheld = 0;
   atomic_store(&rt->held_count, 0);
-  for (size_t i = 0; i < n; i++) push(rt, rt->held[i]);
+  while (t != NULL) {
+    tarn_task *next = t->left; /* push links it anew */
+    push(rt, t);
+    t = next;
+  }
   pthread_mutex_unlock(&rt->held_lock);
 }
 
@@ -821,26 +829,17 @@ static bool hold(struct worker *w, tarn_task *t) {
    * real, and so does the task. */
   if (!rt->may_spill) return false;
   pthread_mutex_lock(&rt->held_lock);
-  if (rt->nheld == rt->capheld) {
-    size_t cap = rt->capheld ? 2 * rt->capheld : 16;
-    tarn_task **h = realloc(rt->held, cap * sizeof *h);
-    if (h == NULL) {
-      pthread_mutex_unlock(&rt->held_lock);
-      return false;
-    }
-    rt->held = h;
-    rt->capheld = cap;
-  }
-  rt->held[rt->nheld++] = t;
-  atomic_store(&rt->held_count, rt->nheld);
+  t->left = rt->held;
+  rt->held = t;
+  atomic_store(&rt->held_count, ++rt->nheld);
   atomic_store(&w->active, false);
   if (others_active(w)) {
     atomic_fetch_add_explicit(&rt->held_back, 1, memory_order_relaxed);
     pthread_mutex_unlock(&rt->held_lock);
     return true;
   }
-  rt->nheld--; /* alone: take it back */
-  atomic_store(&rt->held_count, rt->nheld);
+  rt->held = t->left; /* alone: take it back */
+  atomic_store(&rt->held_count, --rt->nheld);
   atomic_store(&w->active, true);
   pthread_mutex_unlock(&rt->held_lock);
   return false;
@@ -1578,7 +1577,6 @@ static void rt_free(tarn_rt *rt) {
   pthread_mutex_destroy(&rt->done_lock);
   pthread_cond_destroy(&rt->done);
   pthread_mutex_destroy(&rt->root.keep_lock);
-  free(rt->held);
   task_list_free(rt->spare);
   regions_free(rt->spare_regions);
   free(rt->workers);

@@ -1,0 +1,303 @@
+/* test_alloc_faults.c: tarn when its own allocations fail. The library's
+ * calls to malloc, calloc, realloc, aligned_alloc, posix_memalign, strdup
+ * and mmap are wrapped at link time (-Wl,--wrap, tests/CMakeLists.txt) so
+ * that the kth of them fails, or the kth and every later one. One
+ * workload, run in a child process per k (a runtime under a memory limit
+ * that spills, array operations, Cholesky and its solve, LU and its
+ * solve, QR and least squares, the sum and the norm), must then:
+ * - return from every call, with 0 or TARN_ENOMEM (TARN_ECANCELED for a
+ *   call whose input a failed call was to write); never hang or crash;
+ * - when every call succeeded, give the bits of the run without faults;
+ * - after a failed call, with allocations working again, read back the
+ *   matrix every call only read, bit for bit;
+ * - free everything (the ASan build's leak check at the child's exit).
+ * The children's exit statuses tell the parent which property failed. */
+#define _GNU_SOURCE /* MAP_ANONYMOUS */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "tarn.h"
+
+/* ---- the wrapped allocators --------------------------------------------- */
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t count, size_t size);
+void *__real_realloc(void *p, size_t size);
+void *__real_aligned_alloc(size_t align, size_t size);
+int __real_posix_memalign(void **p, size_t align, size_t size);
+char *__real_strdup(const char *s);
+void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd,
+                  off_t off);
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t count, size_t size);
+void *__wrap_realloc(void *p, size_t size);
+void *__wrap_aligned_alloc(size_t align, size_t size);
+int __wrap_posix_memalign(void **p, size_t align, size_t size);
+char *__wrap_strdup(const char *s);
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd,
+                  off_t off);
+
+static atomic_bool armed;      /* count and fail only while the workload runs */
+static atomic_long calls;      /* allocations while armed */
+static atomic_long fail_at;    /* the first to fail; 0: none */
+static atomic_bool fail_after; /* every later one fails too */
+static atomic_long failures;   /* allocations made to fail */
+
+static bool fails(void) {
+  if (!atomic_load_explicit(&armed, memory_order_relaxed)) return false;
+  long c = atomic_fetch_add(&calls, 1) + 1, k = atomic_load(&fail_at);
+  if (k == 0 || c < k || (c > k && !atomic_load(&fail_after))) return false;
+  atomic_fetch_add(&failures, 1);
+  errno = ENOMEM;
+  return true;
+}
+
+void *__wrap_malloc(size_t size) {
+  return fails() ? NULL : __real_malloc(size);
+}
+void *__wrap_calloc(size_t count, size_t size) {
+  return fails() ? NULL : __real_calloc(count, size);
+}
+void *__wrap_realloc(void *p, size_t size) {
+  return fails() ? NULL : __real_realloc(p, size);
+}
+void *__wrap_aligned_alloc(size_t align, size_t size) {
+  return fails() ? NULL : __real_aligned_alloc(align, size);
+}
+int __wrap_posix_memalign(void **p, size_t align, size_t size) {
+  return fails() ? ENOMEM : __real_posix_memalign(p, align, size);
+}
+char *__wrap_strdup(const char *s) { return fails() ? NULL : __real_strdup(s); }
+void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd,
+                  off_t off) {
+  return fails() ? MAP_FAILED : __real_mmap(addr, len, prot, flags, fd, off);
+}
+
+/* ---- the workload -------------------------------------------------------- */
+
+/* Tiles of 32: no kernel shares its work, so a run gives the same bits
+ * every time. A: M x N; the right-hand sides N x NRHS and M x NRHS. */
+enum { M = 128, N = 96, NB = 32, NRHS = 8 };
+
+/* What a run leaves: its results when every call succeeded. */
+struct outcome {
+  double chol_x[N * NRHS], lu_x[N * NRHS], qr_x[N * NRHS];
+  double sum, norm;
+  double a[M * N]; /* A as the run left it */
+};
+
+/* The child's exit statuses. */
+enum verdict {
+  PASSED = 0,
+  BAD_STATUS = 10,     /* a call returned a status it must not */
+  WRONG_RESULT = 11,   /* every call succeeded with other bits */
+  INPUT_CHANGED = 12,  /* A, only read, reads back otherwise */
+  DESTROY_FAILED = 13, /* tarn_rt_destroy reported an error */
+  NO_RUNTIME = 14      /* the run without faults failed */
+};
+
+/* A call fails the run at its first non-zero status, which must be one
+ * a lack of memory explains. */
+#define STEP(call)                                                \
+  do {                                                            \
+    if (rc == 0) {                                                \
+      rc = (call);                                                \
+      if (rc != 0 && rc != TARN_ENOMEM && rc != TARN_ECANCELED) { \
+        fprintf(stderr, "line %d: %s: %s\n", __LINE__, #call,     \
+                tarn_strerror(rc));                               \
+        bad = true;                                               \
+      }                                                           \
+    }                                                             \
+  } while (0)
+
+/* Runs the workload with the allocator armed; fills *out when every call
+ * succeeded. Returns the verdict so far (BAD_STATUS or PASSED) and sets
+ * *rc_out to the first failure's status. */
+static enum verdict run_workload(struct outcome *out, int *rc_out,
+                                 const double *a_want) {
+  bool bad = false;
+  int rc = 0, info = 0;
+  tarn_rt *rt = NULL;
+  tarn_matrix *a = NULL, *ata = NULL, *s = NULL, *b = NULL, *lu = NULL,
+              *b2 = NULL, *f = NULL, *t = NULL, *bq = NULL, *x = NULL,
+              *at = NULL, *nb = NULL;
+  size_t piv[N];
+  atomic_store(&armed, true);
+  tarn_rt_options o;
+  STEP(tarn_rt_options_init(&o));
+  o.workers = 2;
+  o.pool.mem_limit = (size_t)M * N * sizeof(double); /* spills */
+  STEP(tarn_rt_create(&o, &rt));
+  STEP(tarn_matrix_rand(rt, M, N, NB, NB, 1, &a));
+  /* Made once this succeeds; from here on every call only reads it. */
+  STEP(tarn_matrix_to_buffer(a, out->a, M));
+  bool a_made = rc == 0;
+  /* S = A^T A + 1 1^T: symmetric positive definite. */
+  STEP(tarn_matrix_syrk_ata(a, &ata));
+  STEP(tarn_matrix_axpb(ata, 1.0, 1.0, &s));
+  STEP(tarn_matrix_copy(s, &lu));
+  STEP(tarn_matrix_cholesky(s, &info));
+  STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 2, &b));
+  STEP(tarn_matrix_cholesky_solve(s, b, &info));
+  STEP(tarn_matrix_lu(lu, piv, &info));
+  STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 2, &b2));
+  STEP(tarn_matrix_lu_solve(lu, piv, b2, &info));
+  STEP(tarn_matrix_copy(a, &f));
+  STEP(tarn_matrix_qr(f, 8, &t));
+  STEP(tarn_matrix_rand(rt, M, NRHS, NB, NRHS, 3, &bq));
+  STEP(tarn_matrix_qr_solve(f, t, TARN_NO_TRANS, bq, &x, &info));
+  /* Array operations and a neighbourhood sum, then two reductions. */
+  STEP(tarn_matrix_transpose(a, &at));
+  tarn_stencil st;
+  STEP(tarn_stencil_init(&st, 1, TARN_BOUNDARY_WRAP, 0.0));
+  STEP(tarn_stencil_sum(&st, at, &nb));
+  STEP(tarn_matrix_sum(nb, &out->sum));
+  STEP(tarn_matrix_norm(a, &out->norm));
+  if (rc == 0) {
+    STEP(tarn_matrix_to_buffer(b, out->chol_x, N));
+    STEP(tarn_matrix_to_buffer(b2, out->lu_x, N));
+    STEP(tarn_matrix_to_buffer(x, out->qr_x, N));
+  }
+  atomic_store(&armed, false);
+  *rc_out = rc;
+  enum verdict v = bad ? BAD_STATUS : PASSED;
+  /* A, when it was made, with allocations working again: every call
+   * only read it. */
+  if (a_made && v == PASSED) {
+    int got = tarn_matrix_to_buffer(a, out->a, M);
+    if (got != 0) {
+      fprintf(stderr, "reading A: %s\n", tarn_strerror(got));
+      v = INPUT_CHANGED;
+    } else if (a_want != NULL && memcmp(out->a, a_want, sizeof out->a) != 0) {
+      v = INPUT_CHANGED;
+    }
+  }
+  tarn_matrix *all[] = {a, ata, s, b, lu, b2, f, t, bq, x, at, nb};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    tarn_matrix_destroy(all[i]);
+  if (rt != NULL) {
+    int d = tarn_rt_destroy(rt);
+    if (d != 0 && d != TARN_ENOMEM && d != TARN_ECANCELED) {
+      fprintf(stderr, "tarn_rt_destroy: %s\n", tarn_strerror(d));
+      if (v == PASSED) v = DESTROY_FAILED;
+    }
+  }
+  return v;
+}
+
+/* Shared with the children: the reference outcome and the allocations of
+ * the run without faults. */
+struct shared {
+  struct outcome want;
+  long calls;
+};
+
+static struct shared *shared_map(void) {
+  struct shared *s = __real_mmap(NULL, sizeof *s, PROT_READ | PROT_WRITE,
+                                 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(s != MAP_FAILED);
+  return s;
+}
+
+/* The child: the run with the kth allocation failing (and the later ones
+ * when `after`). k = 0 is the run without faults, which records the
+ * reference in `sh`. */
+static void child(struct shared *sh, long k, bool after) {
+  alarm(20); /* a hang ends the child with SIGALRM */
+  atomic_store(&fail_at, k);
+  atomic_store(&fail_after, after);
+  static struct outcome got;
+  int rc = 0;
+  enum verdict v = run_workload(&got, &rc, k == 0 ? NULL : sh->want.a);
+  if (k == 0) {
+    if (v != PASSED || rc != 0) exit(NO_RUNTIME);
+    sh->want = got;
+    sh->calls = atomic_load(&calls);
+    exit(PASSED);
+  }
+  if (v == PASSED && rc == 0 &&
+      (memcmp(got.chol_x, sh->want.chol_x, sizeof got.chol_x) != 0 ||
+       memcmp(got.lu_x, sh->want.lu_x, sizeof got.lu_x) != 0 ||
+       memcmp(got.qr_x, sh->want.qr_x, sizeof got.qr_x) != 0 ||
+       got.sum != sh->want.sum || got.norm != sh->want.norm))
+    v = WRONG_RESULT;
+  exit(v); /* exit, not _exit: the leak check runs at exit */
+}
+
+/* Runs the child for k in a process of its own; returns its exit status
+ * (128 + the signal that ended it). */
+static int run_child(struct shared *sh, long k, bool after) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) child(sh, k, after);
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static const char *verdict_name(int v) {
+  switch (v) {
+    case BAD_STATUS:
+      return "a call returned a status other than TARN_ENOMEM";
+    case WRONG_RESULT:
+      return "every call succeeded, with other bits";
+    case INPUT_CHANGED:
+      return "A, only read, changed or cannot be read";
+    case DESTROY_FAILED:
+      return "tarn_rt_destroy failed";
+    case NO_RUNTIME:
+      return "the run without faults failed";
+    default:
+      return v >= 128 ? "killed by a signal (a crash, or a hang)"
+                      : "another exit status (a leak: LeakSanitizer)";
+  }
+}
+
+/* Every allocation of the workload, failing once (all of them when there
+ * are few; else a spread of them, the first ones all), then failing with
+ * every later one. */
+static void the_workload_survives_failed_allocations(void **state) {
+  (void)state;
+  struct shared *sh = shared_map();
+  assert_int_equal(run_child(sh, 0, false), PASSED);
+  long total = sh->calls;
+  print_message("the workload makes %ld allocations\n", total);
+  assert_true(total > 50);
+  /* At most about 400 runs of each kind. */
+  long step = total / 400 + 1;
+  int failed = 0;
+  /* Five failures say enough (a hang costs the alarm's 20 s each). */
+  for (int after = 0; after < 2 && failed < 5; after++)
+    for (long k = 1; k <= total && failed < 5; k += (k < 64 ? 1 : step)) {
+      int v = run_child(sh, k, after);
+      if (v != PASSED) {
+        print_error("allocation %ld failing%s: %s (exit status %d)\n", k,
+                    after ? " with all later ones" : "", verdict_name(v), v);
+        failed++;
+      }
+    }
+  assert_int_equal(failed, 0);
+  munmap(sh, sizeof *sh);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(the_workload_survives_failed_allocations),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,17 +1,21 @@
 /* test_alloc_faults.c: tarn when its own allocations fail. The library's
  * calls to malloc, calloc, realloc, aligned_alloc, posix_memalign, strdup
  * and mmap are wrapped at link time (-Wl,--wrap, tests/CMakeLists.txt) so
- * that the kth of them fails, or the kth and every later one. One
- * workload, run in a child process per k (a runtime under a memory limit
- * that spills, array operations, Cholesky and its solve, LU and its
- * solve, QR and least squares, the sum and the norm), must then:
- * - return from every call, with 0 or TARN_ENOMEM (TARN_ECANCELED for a
- *   call whose input a failed call was to write); never hang or crash;
- * - when every call succeeded, give the bits of the run without faults;
- * - after a failed call, with allocations working again, read back the
- *   matrix every call only read, bit for bit;
- * - free everything (the ASan build's leak check at the child's exit).
- * The children's exit statuses tell the parent which property failed. */
+ * that the kth of them fails, or the kth and every later one. Two
+ * workloads run in a child process per k:
+ * - the pool's (refs and adopted objects under a limit, compressed spills,
+ *   pins, prefetches, an escape): every call returns 0 or TARN_ENOMEM, and
+ *   once allocations work again every ref made reads back its own bytes;
+ * - linear algebra's (a runtime under a memory limit that spills, array
+ *   and stencil operations, Cholesky, LU and QR with their solves, the sum
+ *   and the norm): every call returns 0 or TARN_ENOMEM (TARN_ECANCELED for
+ *   a call whose input a failed call was to write); when every call
+ *   succeeded, the results are the bits of the run without faults; once
+ *   allocations work again, the matrix every call only read reads back
+ *   bit for bit.
+ * Neither may hang or crash, and each frees everything (the ASan build's
+ * leak check at the child's exit). The children's exit statuses tell the
+ * parent which property failed. */
 #define _GNU_SOURCE /* MAP_ANONYMOUS */
 #include <errno.h>
 #include <setjmp.h>
@@ -189,6 +193,10 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   tarn_matrix *all[] = {a, ata, s, b, lu, b2, f, t, bq, x, at, nb};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     tarn_matrix_destroy(all[i]);
+  tarn_pool_stats ps;
+  if (a_want == NULL && v == PASSED && /* the run without faults spills */
+      (tarn_pool_stats_get(tarn_rt_pool(rt), &ps) != 0 || ps.spills == 0))
+    v = NO_RUNTIME;
   if (rt != NULL) {
     int d = tarn_rt_destroy(rt);
     if (d != 0 && d != TARN_ENOMEM && d != TARN_ECANCELED) {
@@ -213,21 +221,20 @@ static struct shared *shared_map(void) {
   return s;
 }
 
-/* The child: the run with the kth allocation failing (and the later ones
- * when `after`). k = 0 is the run without faults, which records the
- * reference in `sh`. */
-static void child(struct shared *sh, long k, bool after) {
-  alarm(20); /* a hang ends the child with SIGALRM */
-  atomic_store(&fail_at, k);
-  atomic_store(&fail_after, after);
+/* A workload run in a child: returns its verdict. `sh->want` holds the
+ * outcome of the run without faults, which `reference` is. */
+typedef enum verdict (*workload_fn)(struct shared *sh, bool reference);
+
+/* The linear algebra workload: its results must be the reference's bits
+ * when every call succeeded. */
+static enum verdict linalg_workload(struct shared *sh, bool reference) {
   static struct outcome got;
   int rc = 0;
-  enum verdict v = run_workload(&got, &rc, k == 0 ? NULL : sh->want.a);
-  if (k == 0) {
-    if (v != PASSED || rc != 0) exit(NO_RUNTIME);
+  enum verdict v = run_workload(&got, &rc, reference ? NULL : sh->want.a);
+  if (reference) {
+    if (v != PASSED || rc != 0) return NO_RUNTIME;
     sh->want = got;
-    sh->calls = atomic_load(&calls);
-    exit(PASSED);
+    return PASSED;
   }
   if (v == PASSED && rc == 0 &&
       (memcmp(got.chol_x, sh->want.chol_x, sizeof got.chol_x) != 0 ||
@@ -235,16 +242,147 @@ static void child(struct shared *sh, long k, bool after) {
        memcmp(got.qr_x, sh->want.qr_x, sizeof got.qr_x) != 0 ||
        got.sum != sh->want.sum || got.norm != sh->want.norm))
     v = WRONG_RESULT;
+  return v;
+}
+
+/* ---- the pool workload ---------------------------------------------------
+ * Refs and adopted objects under a limit of five of them, compressed
+ * spills, read back by pins and prefetches, one escaped. A call may fail
+ * with TARN_ENOMEM; the data it was handed is never lost: once
+ * allocations work again, every ref made reads back its own bytes. */
+
+enum { NREFS = 16, NADOPTED = 4, REF_BYTES = 32 * 1024 };
+#define PIN_TIMEOUT_NS 50000000u /* waits for writes in flight, not more */
+
+static unsigned char pattern_byte(unsigned seed, size_t k) {
+  return (unsigned char)((k * 131u + seed * 7u) ^ (k >> 9) ^ (seed << 3));
+}
+
+static void pattern_fill(unsigned char *p, unsigned seed) {
+  for (size_t k = 0; k < REF_BYTES; k++) p[k] = pattern_byte(seed, k);
+}
+
+static bool pattern_holds(const unsigned char *p, unsigned seed) {
+  for (size_t k = 0; k < REF_BYTES; k++)
+    if (p[k] != pattern_byte(seed, k)) return false;
+  return true;
+}
+
+/* Pins `r` for reading and checks its bytes. Returns the pin's status, or
+ * TARN_EIO when the bytes are not the pattern. */
+static int pin_and_check(tarn_ref *r, unsigned seed) {
+  void *p = NULL;
+  int rc = tarn_ref_pin(r, TARN_READ, PIN_TIMEOUT_NS, &p);
+  if (rc != 0) return rc;
+  bool holds = pattern_holds(p, seed);
+  tarn_ref_unpin(r);
+  return holds ? 0 : TARN_EIO;
+}
+
+static enum verdict pool_workload(struct shared *sh, bool reference) {
+  (void)sh;
+  enum verdict v = PASSED;
+  int rc = 0;
+  tarn_ref *refs[NREFS + NADOPTED] = {NULL};
+#define ALLOWED(call)                                       \
+  do {                                                      \
+    rc = (call);                                            \
+    if (rc != 0 && (rc != TARN_ENOMEM || reference)) {      \
+      fprintf(stderr, "line %d: %s: %s\n", __LINE__, #call, \
+              tarn_strerror(rc));                           \
+      v = BAD_STATUS;                                       \
+    }                                                       \
+  } while (0)
+  atomic_store(&armed, true);
+  tarn_pool_options o;
+  ALLOWED(tarn_pool_options_init(&o));
+  o.mem_limit = 5 * REF_BYTES;
+  o.compress = 1;
+  tarn_pool *pool = NULL;
+  if (rc == 0) ALLOWED(tarn_pool_create(&o, &pool));
+  if (pool == NULL) {
+    atomic_store(&armed, false);
+    return v;
+  }
+  for (unsigned i = 0; i < NREFS; i++) {
+    ALLOWED(tarn_ref_alloc(pool, REF_BYTES, PIN_TIMEOUT_NS, &refs[i]));
+    if (rc != 0) continue;
+    void *p = NULL;
+    ALLOWED(tarn_ref_pin(refs[i], TARN_WRITE, PIN_TIMEOUT_NS, &p));
+    if (rc != 0) { /* never written: nothing to keep */
+      tarn_ref_release(refs[i]);
+      refs[i] = NULL;
+      continue;
+    }
+    pattern_fill(p, i);
+    tarn_ref_unpin(refs[i]);
+  }
+  for (unsigned i = NREFS; i < NREFS + NADOPTED; i++) {
+    unsigned char *object = __real_malloc(REF_BYTES);
+    if (object == NULL) return NO_RUNTIME;
+    pattern_fill(object, i);
+    ALLOWED(tarn_ref_adopt(pool, object, REF_BYTES, &tarn_kind_malloc,
+                           PIN_TIMEOUT_NS, &refs[i]));
+    if (rc != 0) free(object); /* still the caller's */
+  }
+  for (int round = 0; round < 3; round++)
+    for (unsigned i = 0; i < NREFS + NADOPTED; i++) {
+      if (refs[i] == NULL) continue;
+      if ((i + (unsigned)round) % 3 == 0) {
+        unsigned j = (i + 5) % (NREFS + NADOPTED);
+        if (refs[j] != NULL) {
+          rc = tarn_ref_prefetch(refs[j]);
+          if (rc < 0 && (rc != TARN_ENOMEM || reference)) v = BAD_STATUS;
+        }
+      }
+      ALLOWED(pin_and_check(refs[i], i));
+    }
+  void *escaped = NULL;
+  if (refs[1] != NULL)
+    ALLOWED(tarn_ref_escape(refs[1], PIN_TIMEOUT_NS, &escaped));
+  atomic_store(&armed, false);
+  /* Nothing handed to the pool is lost. */
+  if (escaped != NULL && !pattern_holds(escaped, 1)) v = INPUT_CHANGED;
+  for (unsigned i = 0; i < NREFS + NADOPTED; i++) {
+    if (refs[i] == NULL) continue;
+    int got = pin_and_check(refs[i], i);
+    if (got != 0) {
+      fprintf(stderr, "ref %u after the fault: %s\n", i, tarn_strerror(got));
+      v = INPUT_CHANGED;
+    }
+    tarn_ref_release(refs[i]);
+  }
+  tarn_pool_stats st;
+  if (reference && (tarn_pool_stats_get(pool, &st) != 0 || st.spills == 0))
+    v = NO_RUNTIME; /* the workload must spill and read back */
+  int left = tarn_pool_destroy(pool);
+  if (left != 0 && v == PASSED) v = DESTROY_FAILED;
+  return v;
+#undef ALLOWED
+}
+
+/* ---- the children ---------------------------------------------------------
+ */
+
+/* The child: the workload with the kth allocation failing (and the later
+ * ones when `after`). k = 0 is the run without faults, which records the
+ * reference and the number of allocations in `sh`. */
+static void child(workload_fn run, struct shared *sh, long k, bool after) {
+  alarm(20); /* a hang ends the child with SIGALRM */
+  atomic_store(&fail_at, k);
+  atomic_store(&fail_after, after);
+  enum verdict v = run(sh, k == 0);
+  if (k == 0) sh->calls = atomic_load(&calls);
   exit(v); /* exit, not _exit: the leak check runs at exit */
 }
 
 /* Runs the child for k in a process of its own; returns its exit status
  * (128 + the signal that ended it). */
-static int run_child(struct shared *sh, long k, bool after) {
+static int run_child(workload_fn run, struct shared *sh, long k, bool after) {
   fflush(NULL);
   pid_t pid = fork();
   assert_true(pid >= 0);
-  if (pid == 0) child(sh, k, after);
+  if (pid == 0) child(run, sh, k, after);
   int status = 0;
   assert_int_equal(waitpid(pid, &status, 0), pid);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -257,9 +395,9 @@ static const char *verdict_name(int v) {
     case WRONG_RESULT:
       return "every call succeeded, with other bits";
     case INPUT_CHANGED:
-      return "A, only read, changed or cannot be read";
+      return "data handed to tarn changed or cannot be read";
     case DESTROY_FAILED:
-      return "tarn_rt_destroy failed";
+      return "destroying the runtime or pool failed";
     case NO_RUNTIME:
       return "the run without faults failed";
     default:
@@ -271,20 +409,19 @@ static const char *verdict_name(int v) {
 /* Every allocation of the workload, failing once (all of them when there
  * are few; else a spread of them, the first ones all), then failing with
  * every later one. */
-static void the_workload_survives_failed_allocations(void **state) {
-  (void)state;
+static void every_allocation_fails_in_turn(workload_fn run) {
   struct shared *sh = shared_map();
-  assert_int_equal(run_child(sh, 0, false), PASSED);
+  assert_int_equal(run_child(run, sh, 0, false), PASSED);
   long total = sh->calls;
   print_message("the workload makes %ld allocations\n", total);
-  assert_true(total > 50);
+  assert_true(total > 20);
   /* At most about 400 runs of each kind. */
   long step = total / 400 + 1;
   int failed = 0;
   /* Five failures say enough (a hang costs the alarm's 20 s each). */
   for (int after = 0; after < 2 && failed < 5; after++)
     for (long k = 1; k <= total && failed < 5; k += (k < 64 ? 1 : step)) {
-      int v = run_child(sh, k, after);
+      int v = run_child(run, sh, k, after);
       if (v != PASSED) {
         print_error("allocation %ld failing%s: %s (exit status %d)\n", k,
                     after ? " with all later ones" : "", verdict_name(v), v);
@@ -295,9 +432,20 @@ static void the_workload_survives_failed_allocations(void **state) {
   munmap(sh, sizeof *sh);
 }
 
+static void linalg_survives_failed_allocations(void **state) {
+  (void)state;
+  every_allocation_fails_in_turn(linalg_workload);
+}
+
+static void the_pool_keeps_its_data_when_allocations_fail(void **state) {
+  (void)state;
+  every_allocation_fails_in_turn(pool_workload);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(the_workload_survives_failed_allocations),
+      cmocka_unit_test(the_pool_keeps_its_data_when_allocations_fail),
+      cmocka_unit_test(linalg_survives_failed_allocations),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

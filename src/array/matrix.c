@@ -169,6 +169,14 @@ static int per_tile(tarn_matrix *out, tarn_matrix *in, tarn_task_fn fn,
  * worth handing to another worker. */
 #define SHARE_ELEMENTS 16384
 
+void *tarn__task_memory(tarn_task *t, size_t bytes, bool *heap) {
+  void *p = NULL;
+  *heap = false;
+  if (tarn_task_scratch(t, bytes, 64, &p) == 0) return p;
+  *heap = true;
+  return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+}
+
 int tarn__share_columns(tarn_task *t, size_t rows, size_t cols,
                         tarn_range_fn fn, void *arg) {
   size_t grain = rows >= SHARE_ELEMENTS ? 1 : SHARE_ELEMENTS / rows;

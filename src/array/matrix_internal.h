@@ -64,4 +64,9 @@ size_t tarn__dep_slot(const tarn_dep *deps, size_t k);
 int tarn__share_columns(tarn_task *t, size_t rows, size_t cols,
                         tarn_range_fn fn, void *arg);
 
+/* Memory for a running task, 64-byte aligned: its worker's scratch, or the
+ * heap when the slab cannot hold it (*heap says which: free it then, before
+ * the task returns). NULL when neither has it. */
+void *tarn__task_memory(tarn_task *t, size_t bytes, bool *heap);
+
 #endif

@@ -274,21 +274,24 @@ static int sum_halo_range(void *arg, size_t q0, size_t q1) {
 static int halo_tile(tarn_task *t, const struct sources *m) {
   const struct sjob *j = m->j;
   struct run *runs = NULL;
-  double *halo = NULL;
   int rc = tarn_task_scratch(t, m->hr * sizeof *runs, _Alignof(struct run),
                              (void **)&runs);
-  if (rc == 0)
-    rc = tarn_task_scratch(t, m->hr * m->hc * sizeof *halo, 64, (void **)&halo);
   if (rc != 0) return rc;
+  /* A halo larger than the scratch slab (large tiles) comes from the heap. */
+  bool heap = false;
+  double *halo = tarn__task_memory(t, m->hr * m->hc * sizeof *halo, &heap);
+  if (halo == NULL) return TARN_ENOMEM;
   double *out = tarn_task_data(t, 0);
   struct halo_share s = {m, runs, row_runs(m, runs), halo, out};
   rc = tarn__share_columns(t, m->hr, m->hc, halo_range, &s);
-  if (rc != 0) return rc;
-  if (j->fn == NULL)
-    return tarn__share_columns(t, m->rows, m->cols, sum_halo_range, &s);
   size_t r = m->r;
-  return j->fn(halo + r + r * m->hr, m->hr, out, m->rows, m->rows, m->cols, r,
-               j->arg);
+  if (rc == 0)
+    rc = j->fn == NULL
+             ? tarn__share_columns(t, m->rows, m->cols, sum_halo_range, &s)
+             : j->fn(halo + r + r * m->hr, m->hr, out, m->rows, m->rows,
+                     m->cols, r, j->arg);
+  if (heap) free(halo);
+  return rc;
 }
 
 /* ---- the sum of radius 1: the sources read in place --------------------- */

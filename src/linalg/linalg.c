@@ -35,14 +35,6 @@ bool tarn__blas_sized(const tarn_matrix *a) {
   return a->mb <= INT_MAX && a->nb <= INT_MAX;
 }
 
-void *tarn__task_memory(tarn_task *t, size_t bytes, bool *heap) {
-  void *p = NULL;
-  *heap = false;
-  if (tarn_task_scratch(t, bytes, 64, &p) == 0) return p;
-  *heap = true;
-  return malloc(bytes);
-}
-
 int tarn__region_outcome(tarn_region *region, int submitted, atomic_int *failed,
                          int *info) {
   /* Always wait: tasks already submitted point at `failed`. */

@@ -36,10 +36,6 @@ int tarn__submit_owned(tarn_rt *rt, tarn_task_fn fn, const void *proto,
 int tarn__region_outcome(tarn_region *region, int submitted, atomic_int *failed,
                          int *info);
 
-/* Memory for a task: its worker's scratch, or the heap when the slab is
- * too small (*heap says which: free it then). NULL when neither has it. */
-void *tarn__task_memory(tarn_task *t, size_t bytes, bool *heap);
-
 /* ---- tile kernels shared with idle workers --------------------------------
  * Each does what the BLAS call of its name does (column-major, one BLAS
  * thread per call), from inside the running task `t`: it splits its output

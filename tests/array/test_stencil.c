@@ -263,6 +263,38 @@ static void user_kernel_laplacian(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A tile with its halo larger than the workers' scratch (16 KiB here,
+ * tiles of 100 x 130) is assembled on the heap: the same results. */
+static void halos_larger_than_the_scratch_come_from_the_heap(void **state) {
+  (void)state;
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 2;
+  o.scratch_bytes = 16 << 10;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  static const size_t shape[4] = {300, 260, 100, 130};
+  double h = 0.5;
+  for (size_t k = 0; k < nkinds; k++) {
+    tarn_stencil s = make_stencil(1, kinds[k], 0.5, kinds[k], 0.5);
+    tarn_matrix *a = NULL, *b = NULL;
+    assert_int_equal(
+        tarn_matrix_rand(rt, shape[0], shape[1], shape[2], shape[3], 9, &a), 0);
+    assert_int_equal(tarn_stencil_apply(&s, a, laplace, &h, &b), 0);
+    double *x = test_buffer_of(a), *y = test_buffer_of(b);
+    double *want = ref_laplace(x, shape[0], shape[1], &s, h);
+    assert_memory_equal(y, want, shape[0] * shape[1] * sizeof *y);
+    free(x);
+    free(y);
+    free(want);
+    tarn_matrix_destroy(a);
+    tarn_matrix_destroy(b);
+    tarn_stencil big = make_stencil(4, kinds[k], 0.5, kinds[k], 0.5);
+    check_sum(rt, shape, &big);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 static int failing(const double *in, size_t ld_in, double *out, size_t ld_out,
                    size_t rows, size_t cols, size_t radius, void *arg) {
   (void)in, (void)ld_in, (void)out, (void)ld_out, (void)rows, (void)cols;
@@ -558,6 +590,7 @@ int main(void) {
       cmocka_unit_test(larger_radii),
       cmocka_unit_test(integer_inputs_sum_exactly),
       cmocka_unit_test(user_kernel_laplacian),
+      cmocka_unit_test(halos_larger_than_the_scratch_come_from_the_heap),
       cmocka_unit_test(a_failing_kernel_fails_its_tasks),
       cmocka_unit_test(elementwise_builtins_and_ordering),
       cmocka_unit_test(spilled_tiles_give_the_same_results),

@@ -37,7 +37,8 @@ extern "C" {
 typedef struct tarn_matrix tarn_matrix;
 
 /* A new M x N matrix of mb x nb tiles whose elements are all 0. Returns 0,
- * TARN_EINVAL for a size of 0, TARN_ENOMEM. */
+ * TARN_EINVAL for a size of 0, TARN_ENOMEM (also when a tile's bytes or
+ * the number of tiles cannot be counted in a size_t). */
 TARN_API int tarn_matrix_zeros(tarn_rt *rt, size_t m, size_t n, size_t mb,
                                size_t nb, tarn_matrix **out);
 

@@ -52,7 +52,9 @@ int tarn__matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
   a->nb = nb < n ? nb : n;
   a->mt = (m + a->mb - 1) / a->mb;
   a->nt = (n + a->nb - 1) / a->nb;
-  if (a->mt > SIZE_MAX / a->nt / sizeof *a->tiles ||
+  /* A tile's bytes, and the table of tiles, must fit in a size_t. */
+  if (a->mb > SIZE_MAX / sizeof(double) / a->nb ||
+      a->mt > SIZE_MAX / a->nt / sizeof *a->tiles ||
       (a->tiles = calloc(a->mt * a->nt, sizeof *a->tiles)) == NULL) {
     free(a);
     return TARN_ENOMEM;

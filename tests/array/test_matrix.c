@@ -252,6 +252,13 @@ static void bad_input_is_refused(void **state) {
   assert_int_equal(tarn_matrix_zeros(rt, 0, 5, 2, 2, &c), TARN_EINVAL);
   assert_int_equal(tarn_matrix_zeros(rt, 5, 5, 0, 2, &c), TARN_EINVAL);
   assert_int_equal(tarn_matrix_zeros(NULL, 5, 5, 2, 2, &c), TARN_EINVAL);
+  /* A tile whose bytes overflow a size_t (2^32 + 1 by 2^32 doubles, whose
+   * product wraps to 2^32), and too many tiles to count. */
+  size_t big = (size_t)1 << 32;
+  assert_int_equal(tarn_matrix_zeros(rt, big + 1, big, big + 1, big, &c),
+                   TARN_ENOMEM);
+  assert_int_equal(tarn_matrix_zeros(rt, SIZE_MAX, SIZE_MAX, 1, 1, &c),
+                   TARN_ENOMEM);
   assert_null(c);
   assert_int_equal(tarn_matrix_rand(rt, 6, 4, 2, 2, 1, &a), 0);
   assert_int_equal(tarn_matrix_rand(rt, 4, 6, 2, 2, 1, &b), 0);

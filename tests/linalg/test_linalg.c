@@ -680,28 +680,31 @@ static int call_waiting(tarn_task *task, void *arg) {
 /* Every linalg call that waits refuses to run in a task (TARN_EDEADLK:
  * the task would wait for tasks that may need its worker), and leaves its
  * matrices as they were. */
-/* LU's panel copy (a tile column of 192 x 64 here) and QR's workspace
- * (ib x nb doubles, 32 x 200) larger than the workers' scratch (16 KiB)
+/* LU's panel copy (a tile column of 144 x 48 here) and QR's workspace
+ * (ib x nb doubles, 32 x 120) larger than the workers' scratch (16 KiB)
  * come from the heap: the same factors, bit for bit, as with the default
- * scratch (one worker each, so that no kernel shares its work). */
+ * scratch. Tiles too small for any kernel to share its work (with the
+ * waiting thread either), so that the bits do not depend on timing. */
+enum { LU_N = 144, LU_NB = 48, QR_M = 360, QR_N = 240, QR_NB = 120 };
+
 static void test_workspace_larger_than_the_scratch(void **state) {
   (void)state;
   double *factors[2][2];
-  size_t piv[2][192];
+  size_t piv[2][LU_N];
   for (int small = 0; small < 2; small++) {
     tarn_rt_options o;
     assert_int_equal(tarn_rt_options_init(&o), 0);
-    o.workers = 1;
+    o.workers = 2;
     if (small) o.scratch_bytes = 16 << 10;
     tarn_rt *rt = NULL;
     assert_int_equal(tarn_rt_create(&o, &rt), 0);
     tarn_matrix *a = NULL, *q = NULL, *t = NULL;
-    assert_int_equal(tarn_matrix_rand(rt, 192, 192, 64, 64, 3, &a), 0);
+    assert_int_equal(tarn_matrix_rand(rt, LU_N, LU_N, LU_NB, LU_NB, 3, &a), 0);
     int info = -1;
     assert_int_equal(tarn_matrix_lu(a, piv[small], &info), 0);
     assert_int_equal(info, 0);
     factors[small][0] = test_buffer_of(a);
-    assert_int_equal(tarn_matrix_rand(rt, 500, 400, 200, 200, 4, &q), 0);
+    assert_int_equal(tarn_matrix_rand(rt, QR_M, QR_N, QR_NB, QR_NB, 4, &q), 0);
     assert_int_equal(tarn_matrix_qr(q, 32, &t), 0);
     factors[small][1] = test_buffer_of(q);
     tarn_matrix_destroy(a);
@@ -709,9 +712,11 @@ static void test_workspace_larger_than_the_scratch(void **state) {
     tarn_matrix_destroy(t);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
-  assert_memory_equal(factors[0][0], factors[1][0], 192 * 192 * sizeof(double));
+  assert_memory_equal(factors[0][0], factors[1][0],
+                      LU_N * LU_N * sizeof(double));
   assert_memory_equal(piv[0], piv[1], sizeof piv[0]);
-  assert_memory_equal(factors[0][1], factors[1][1], 500 * 400 * sizeof(double));
+  assert_memory_equal(factors[0][1], factors[1][1],
+                      QR_M * QR_N * sizeof(double));
   for (int i = 0; i < 2; i++) {
     free(factors[i][0]);
     free(factors[i][1]);

@@ -147,11 +147,15 @@ static size_t page_round(const tarn_pool *p, size_t n) {
 
 /* ---- options ------------------------------------------------------------ */
 
+/* Bytes, or with a K, M, G or T suffix (powers of 1024; "Ki", "KB" and
+ * "KiB" too; "B" alone). No sign: strtoull would wrap a negative value to
+ * an enormous one. */
 static int parse_bytes(const char *s, size_t *out) {
+  if (s[0] < '0' || s[0] > '9') return TARN_EINVAL;
   char *end = NULL;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
-  if (errno != 0 || end == s || s[0] == '-') return TARN_EINVAL;
+  if (errno != 0 || end == s) return TARN_EINVAL;
   unsigned shift = 0;
   switch (*end) {
     case 'k':
@@ -178,9 +182,8 @@ static int parse_bytes(const char *s, size_t *out) {
       break;
   }
   if (*end == 'i' && shift != 0) end++;
-  if ((*end == 'B' || *end == 'b') && shift != 0) end++;
-  if (*end != '\0' || (shift != 0 && v > (SIZE_MAX >> shift)))
-    return TARN_EINVAL;
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end != '\0' || v > (SIZE_MAX >> shift)) return TARN_EINVAL;
   *out = (size_t)(v << shift);
   return 0;
 }

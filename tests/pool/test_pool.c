@@ -138,6 +138,33 @@ static void options_come_from_the_environment(void **state) {
                    123456);
   assert_int_equal(
       options_with("TARN_MEM_LIMIT", "lots", TARN_EINVAL).mem_limit, 0);
+  /* Every suffix, in either case, with the optional "i" and "B". */
+  static const struct {
+    const char *text;
+    size_t bytes;
+  } sizes[] = {{"7K", 7 << 10},         {"7kib", 7 << 10},
+               {"3G", (size_t)3 << 30}, {"3GB", (size_t)3 << 30},
+               {"2t", (size_t)2 << 40}, {"5m", 5 * MiB},
+               {"4096B", 4096},         {"16777215T", (size_t)16777215 << 40}};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    assert_int_equal(options_with("TARN_MEM_LIMIT", sizes[i].text, 0).mem_limit,
+                     sizes[i].bytes);
+  /* Signs (strtoull would wrap " -5" to 2^64 - 5), spaces, unknown or
+   * doubled suffixes, and sizes past a size_t. */
+  static const char *bad[] = {"-5",
+                              " -5",
+                              " 5",
+                              "+5",
+                              "5 M",
+                              "5X",
+                              "5MM",
+                              "5iB",
+                              "",
+                              "16777216T",
+                              "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    assert_int_equal(
+        options_with("TARN_MEM_LIMIT", bad[i], TARN_EINVAL).mem_limit, 0);
   assert_int_equal(options_with("TARN_HUGE_PAGES", "0", 0).huge_pages, 0);
   /* A bad value keeps the default. */
   assert_int_equal(

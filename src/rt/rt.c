@@ -124,7 +124,8 @@ struct tarn_task {
   /* Second line. */
   void (*arg_free)(void *arg);
   uint64_t seq;
-  tarn_task *left, *right; /* in a worker's queue */
+  tarn_task *left, *right; /* in a worker's queue; `left` also links the
+                              held tasks (tarn_rt.held) */
   int priority;
   /* Not zeroed when the task is made: written as they are used. */
   struct edge in_edges[inline_slots]; /* its first edges from predecessors */

@@ -1,7 +1,8 @@
 /* test_alloc_faults.c: tarn when its own allocations fail. The library's
  * calls to malloc, calloc, realloc, aligned_alloc, posix_memalign, strdup
- * and mmap are wrapped at link time (-Wl,--wrap, tests/CMakeLists.txt) so
- * that the kth of them fails, or the kth and every later one. Two
+ * and mmap, and to pthread_create (a thread is memory too), are wrapped at
+ * link time (-Wl,--wrap, tests/CMakeLists.txt) so that the kth of them
+ * fails, or the kth and every later one. Two
  * workloads run in a child process per k:
  * - the pool's (refs and adopted objects under a limit, compressed spills,
  *   pins, prefetches, an escape): every call returns 0 or TARN_ENOMEM, and
@@ -18,6 +19,7 @@
  * parent which property failed. */
 #define _GNU_SOURCE /* MAP_ANONYMOUS */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -46,6 +48,10 @@ int __real_posix_memalign(void **p, size_t align, size_t size);
 char *__real_strdup(const char *s);
 void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd,
                   off_t off);
+int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                          void *(*start)(void *), void *arg);
+int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                          void *(*start)(void *), void *arg);
 void *__wrap_malloc(size_t size);
 void *__wrap_calloc(size_t count, size_t size);
 void *__wrap_realloc(void *p, size_t size);
@@ -89,6 +95,11 @@ char *__wrap_strdup(const char *s) { return fails() ? NULL : __real_strdup(s); }
 void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd,
                   off_t off) {
   return fails() ? MAP_FAILED : __real_mmap(addr, len, prot, flags, fd, off);
+}
+
+int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                          void *(*start)(void *), void *arg) {
+  return fails() ? EAGAIN : __real_pthread_create(thread, attr, start, arg);
 }
 
 /* ---- the workload -------------------------------------------------------- */

@@ -239,26 +239,31 @@ static void integer_inputs_sum_exactly(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* The laplace kernel with step h on a random matrix of shape d
+ * ({m, n, mb, nb}) under s, against the serial loop, bit for bit. */
+static void check_laplace(tarn_rt *rt, const size_t *d, const tarn_stencil *s,
+                          double h) {
+  tarn_matrix *a = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, d[0], d[1], d[2], d[3], 5, &a), 0);
+  assert_int_equal(tarn_stencil_apply(s, a, laplace, &h, &b), 0);
+  double *x = test_buffer_of(a), *y = test_buffer_of(b);
+  double *want = ref_laplace(x, d[0], d[1], s, h);
+  assert_memory_equal(y, want, d[0] * d[1] * sizeof *y);
+  free(x);
+  free(y);
+  free(want);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+}
+
 static void user_kernel_laplacian(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(2, 0);
-  double h = 0.25;
   for (size_t sh = 0; sh < nshapes; sh++)
     for (size_t k = 0; k < nkinds; k++) {
-      const size_t *d = shapes[sh];
       tarn_stencil s =
           make_stencil(1, kinds[k], 0.5, kinds[(k + 2) % nkinds], -0.5);
-      tarn_matrix *a = NULL, *b = NULL;
-      assert_int_equal(tarn_matrix_rand(rt, d[0], d[1], d[2], d[3], 5, &a), 0);
-      assert_int_equal(tarn_stencil_apply(&s, a, laplace, &h, &b), 0);
-      double *x = test_buffer_of(a), *y = test_buffer_of(b);
-      double *want = ref_laplace(x, d[0], d[1], &s, h);
-      assert_memory_equal(y, want, d[0] * d[1] * sizeof *y);
-      free(x);
-      free(y);
-      free(want);
-      tarn_matrix_destroy(a);
-      tarn_matrix_destroy(b);
+      check_laplace(rt, shapes[sh], &s, 0.25);
     }
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
@@ -274,21 +279,9 @@ static void halos_larger_than_the_scratch_come_from_the_heap(void **state) {
   tarn_rt *rt = NULL;
   assert_int_equal(tarn_rt_create(&o, &rt), 0);
   static const size_t shape[4] = {300, 260, 100, 130};
-  double h = 0.5;
   for (size_t k = 0; k < nkinds; k++) {
     tarn_stencil s = make_stencil(1, kinds[k], 0.5, kinds[k], 0.5);
-    tarn_matrix *a = NULL, *b = NULL;
-    assert_int_equal(
-        tarn_matrix_rand(rt, shape[0], shape[1], shape[2], shape[3], 9, &a), 0);
-    assert_int_equal(tarn_stencil_apply(&s, a, laplace, &h, &b), 0);
-    double *x = test_buffer_of(a), *y = test_buffer_of(b);
-    double *want = ref_laplace(x, shape[0], shape[1], &s, h);
-    assert_memory_equal(y, want, shape[0] * shape[1] * sizeof *y);
-    free(x);
-    free(y);
-    free(want);
-    tarn_matrix_destroy(a);
-    tarn_matrix_destroy(b);
+    check_laplace(rt, shape, &s, 0.5);
     tarn_stencil big = make_stencil(4, kinds[k], 0.5, kinds[k], 0.5);
     check_sum(rt, shape, &big);
   }

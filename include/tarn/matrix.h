@@ -151,13 +151,17 @@ TARN_API int tarn_matrix_apply(tarn_matrix *const *matrices,
  * accumulators, blocks pairwise, then the tile sums are combined in a
  * binary tree, so the rounding error grows with log2 of the element count,
  * not with the count: the result is within about (log2(M N) + 19) eps
- * sum|a_ij| of the exact sum. Waits. */
+ * sum|a_ij| of the exact sum. Waits (in a region of its own: not from a
+ * task). Returns 0 and *sum; TARN_EINVAL for a NULL argument; TARN_EDEADLK
+ * from a task; TARN_ECANCELED when a task submitted before to write A
+ * failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime. */
 TARN_API int tarn_matrix_sum(tarn_matrix *a, double *sum);
 
 /* The Frobenius norm sqrt(sum a_ij^2): per tile a sum of squares (scaled
  * by the tile's largest element when its squares could overflow or
  * underflow), combined as for tarn_matrix_sum with the scales reconciled.
- * Within about (log2(M N) + 21) eps of the exact norm. Waits. */
+ * Within about (log2(M N) + 21) eps of the exact norm. Waits, and returns,
+ * as tarn_matrix_sum. */
 TARN_API int tarn_matrix_norm(tarn_matrix *a, double *norm);
 
 #ifdef __cplusplus

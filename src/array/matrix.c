@@ -774,6 +774,7 @@ static int reduce(tarn_matrix *a, tarn_task_fn tile_fn, bool squares,
 }
 
 int tarn_matrix_sum(tarn_matrix *a, double *sum) {
+  if (sum == NULL) return TARN_EINVAL;
   struct partial p;
   int rc = reduce(a, k_tile_sum, false, &p);
   if (rc == 0) *sum = p.value;
@@ -781,6 +782,7 @@ int tarn_matrix_sum(tarn_matrix *a, double *sum) {
 }
 
 int tarn_matrix_norm(tarn_matrix *a, double *norm) {
+  if (norm == NULL) return TARN_EINVAL;
   struct partial p;
   int rc = reduce(a, k_tile_ssq, true, &p);
   if (rc == 0) *norm = p.scale * sqrt(p.value);

@@ -275,6 +275,13 @@ static void bad_input_is_refused(void **state) {
   double v;
   assert_int_equal(tarn_matrix_get(a, 6, 0, &v), TARN_EINVAL);
   assert_int_equal(tarn_matrix_get(a, 0, 4, &v), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_get(a, 0, 0, NULL), TARN_EINVAL);
+  /* The reductions: no matrix, or nowhere to put the result (a sound
+   * matrix: the refusal comes before any work). */
+  assert_int_equal(tarn_matrix_sum(NULL, &v), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_sum(a, NULL), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_norm(NULL, &v), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_norm(a, NULL), TARN_EINVAL);
   double buf[24];
   assert_int_equal(tarn_matrix_to_buffer(a, buf, 5), TARN_EINVAL); /* ld */
   assert_int_equal(tarn_matrix_from_buffer(rt, 6, 4, 2, 2, buf, 5, &c),

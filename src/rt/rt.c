@@ -819,16 +819,14 @@ static bool others_active(const struct worker *self) {
   return false;
 }
 
-/* Holds `t` back until memory frees. Returns true when held, false when
+/* Under a memory limit, holds `t` back until memory frees (without one,
+ * acquire_data fails the task instead). Returns true when held, false when
  * no other worker is active, so that no task's end would retry it (the
  * caller then tries alone). held_count is stored before `active` is
  * cleared and the others are read here, and the reverse in task_done (all
  * seq_cst): one of the two sides sees the other. */
 static bool hold(struct worker *w, tarn_task *t) {
   tarn_rt *rt = w->rt;
-  /* Without a limit no task's end makes room: the allocation failed for
-   * real, and so does the task. */
-  if (!rt->may_spill) return false;
   pthread_mutex_lock(&rt->held_lock);
   t->left = rt->held;
   rt->held = t;
@@ -857,6 +855,10 @@ static int acquire_data(struct worker *w, tarn_task *t) {
     int rc = pin_all(t);
     if (rc != TARN_ENOMEM) return rc;
     unpin_all(t);
+    /* Without a limit the heap itself is out of memory: no task's end is
+     * sure to make room, and two workers retrying while each sees the
+     * other active would never stop. The task fails. */
+    if (!w->rt->may_spill) return TARN_ENOMEM;
     if (hold(w, t)) return 1;
     /* No other task was active, so every other task's data was unpinned:
      * one more try. */

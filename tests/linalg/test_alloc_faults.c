@@ -2,21 +2,21 @@
  * calls to malloc, calloc, realloc, aligned_alloc, posix_memalign, strdup
  * and mmap, and to pthread_create (a thread is memory too), are wrapped at
  * link time (-Wl,--wrap, tests/CMakeLists.txt) so that the kth of them
- * fails, or the kth and every later one. Two
- * workloads run in a child process per k:
+ * fails, or the kth and every later one. The workloads run in a child
+ * process per k:
  * - the pool's (refs and adopted objects under a limit, compressed spills,
  *   pins, prefetches, an escape): every call returns 0 or TARN_ENOMEM, and
  *   once allocations work again every ref made reads back its own bytes;
- * - linear algebra's (a runtime under a memory limit that spills, array
- *   and stencil operations, Cholesky, LU and QR with their solves, the sum
- *   and the norm): every call returns 0 or TARN_ENOMEM (TARN_ECANCELED for
- *   a call whose input a failed call was to write); when every call
- *   succeeded, the results are the bits of the run without faults; once
- *   allocations work again, the matrix every call only read reads back
- *   bit for bit.
- * Neither may hang or crash, and each frees everything (the ASan build's
- * leak check at the child's exit). The children's exit statuses tell the
- * parent which property failed. */
+ * - linear algebra's (on a runtime under a memory limit that spills, and
+ *   on one without a limit: array and stencil operations, Cholesky, LU and
+ *   QR with their solves, the sum and the norm): every call returns 0 or
+ *   TARN_ENOMEM (TARN_ECANCELED for a call whose input a failed call was
+ *   to write); when every call succeeded, the results are the bits of the
+ *   run without faults; once allocations work again, the matrix every call
+ *   only read reads back bit for bit.
+ * None may hang or crash, and each frees everything (the ASan build's leak
+ * check at the child's exit). The children's exit statuses tell the parent
+ * which property failed. */
 #define _GNU_SOURCE /* MAP_ANONYMOUS */
 #include <errno.h>
 #include <pthread.h>
@@ -143,7 +143,7 @@ enum verdict {
  * succeeded. Returns the verdict so far (BAD_STATUS or PASSED) and sets
  * *rc_out to the first failure's status. */
 static enum verdict run_workload(struct outcome *out, int *rc_out,
-                                 const double *a_want) {
+                                 const double *a_want, bool limited) {
   bool bad = false;
   int rc = 0, info = 0;
   tarn_rt *rt = NULL;
@@ -155,7 +155,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   tarn_rt_options o;
   STEP(tarn_rt_options_init(&o));
   o.workers = 2;
-  o.pool.mem_limit = (size_t)M * N * sizeof(double); /* spills */
+  if (limited) o.pool.mem_limit = (size_t)M * N * sizeof(double); /* spills */
   STEP(tarn_rt_create(&o, &rt));
   STEP(tarn_matrix_rand(rt, M, N, NB, NB, 1, &a));
   /* Made once this succeeds; from here on every call only reads it. */
@@ -205,7 +205,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     tarn_matrix_destroy(all[i]);
   tarn_pool_stats ps;
-  if (a_want == NULL && v == PASSED && /* the run without faults spills */
+  if (limited && a_want == NULL && v == PASSED && /* the run without faults
+                                                     spills */
       (tarn_pool_stats_get(tarn_rt_pool(rt), &ps) != 0 || ps.spills == 0))
     v = NO_RUNTIME;
   if (rt != NULL) {
@@ -236,12 +237,14 @@ static struct shared *shared_map(void) {
  * outcome of the run without faults, which `reference` is. */
 typedef enum verdict (*workload_fn)(struct shared *sh, bool reference);
 
-/* The linear algebra workload: its results must be the reference's bits
- * when every call succeeded. */
-static enum verdict linalg_workload(struct shared *sh, bool reference) {
+/* The linear algebra workload, under a memory limit or without one: its
+ * results must be the reference's bits when every call succeeded. */
+static enum verdict linalg_run(struct shared *sh, bool reference,
+                               bool limited) {
   static struct outcome got;
   int rc = 0;
-  enum verdict v = run_workload(&got, &rc, reference ? NULL : sh->want.a);
+  enum verdict v =
+      run_workload(&got, &rc, reference ? NULL : sh->want.a, limited);
   if (reference) {
     if (v != PASSED || rc != 0) return NO_RUNTIME;
     sh->want = got;
@@ -254,6 +257,15 @@ static enum verdict linalg_workload(struct shared *sh, bool reference) {
        got.sum != sh->want.sum || got.norm != sh->want.norm))
     v = WRONG_RESULT;
   return v;
+}
+
+static enum verdict linalg_workload(struct shared *sh, bool reference) {
+  return linalg_run(sh, reference, true);
+}
+
+static enum verdict linalg_unlimited_workload(struct shared *sh,
+                                              bool reference) {
+  return linalg_run(sh, reference, false);
 }
 
 /* ---- the pool workload ---------------------------------------------------
@@ -448,6 +460,13 @@ static void linalg_survives_failed_allocations(void **state) {
   every_allocation_fails_in_turn(linalg_workload);
 }
 
+/* Without a memory limit a task whose data cannot be allocated fails at
+ * once: no other task's end is sure to make room. */
+static void linalg_without_a_limit_survives_failed_allocations(void **state) {
+  (void)state;
+  every_allocation_fails_in_turn(linalg_unlimited_workload);
+}
+
 static void the_pool_keeps_its_data_when_allocations_fail(void **state) {
   (void)state;
   every_allocation_fails_in_turn(pool_workload);
@@ -457,6 +476,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_pool_keeps_its_data_when_allocations_fail),
       cmocka_unit_test(linalg_survives_failed_allocations),
+      cmocka_unit_test(linalg_without_a_limit_survives_failed_allocations),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -286,8 +286,7 @@ struct tarn_rt {
    * is in no queue): holding one allocates nothing, so a failed
    * allocation cannot keep a task from waiting for memory. */
   tarn_task *held;
-  size_t nheld;
-  atomic_size_t held_count; /* nheld, read without the lock */
+  atomic_size_t held_count; /* the list's length, also read without the lock */
 
   /* Regions and completion. */
   pthread_mutex_t done_lock;
@@ -714,7 +713,6 @@ static void retry_held(tarn_rt *rt) {
   pthread_mutex_lock(&rt->held_lock);
   tarn_task *t = rt->held;
   rt->held = NULL;
-  rt->nheld = 0;
   atomic_store(&rt->held_count, 0);
   while (t != NULL) {
     tarn_task *next = t->left; /* push links it anew */
@@ -830,7 +828,7 @@ static bool hold(struct worker *w, tarn_task *t) {
   pthread_mutex_lock(&rt->held_lock);
   t->left = rt->held;
   rt->held = t;
-  atomic_store(&rt->held_count, ++rt->nheld);
+  atomic_fetch_add(&rt->held_count, 1);
   atomic_store(&w->active, false);
   if (others_active(w)) {
     atomic_fetch_add_explicit(&rt->held_back, 1, memory_order_relaxed);
@@ -838,7 +836,7 @@ static bool hold(struct worker *w, tarn_task *t) {
     return true;
   }
   rt->held = t->left; /* alone: take it back */
-  atomic_store(&rt->held_count, --rt->nheld);
+  atomic_fetch_sub(&rt->held_count, 1);
   atomic_store(&w->active, true);
   pthread_mutex_unlock(&rt->held_lock);
   return false;

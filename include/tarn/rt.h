@@ -94,7 +94,10 @@ TARN_API int tarn_rt_create(const tarn_rt_options *options, tarn_rt **rt);
  * reported. Returns the first error of a task outside any region, or 0.
  * NULL is a no-op. Must not be called from a task, nor while another
  * thread uses the runtime: a region another thread began must be waited
- * for, or that thread ended, first. */
+ * for, or that thread ended, first. A program destroys its runtimes
+ * before it returns from main or calls exit(), also on its error paths:
+ * exit() runs the libraries' destructors (OpenBLAS's among them) while
+ * tasks submitted before may still run on the workers. */
 TARN_API int tarn_rt_destroy(tarn_rt *rt);
 
 /* The runtime's pool: make refs here. Owned by the runtime. */
@@ -217,6 +220,10 @@ TARN_API int tarn_task_parallel_for(tarn_task *task, size_t count, size_t grain,
  * TARN_EINVAL, TARN_ENOMEM, or TARN_EDEADLK from inside a task. */
 TARN_API int tarn_region_begin(tarn_rt *rt, tarn_region **region);
 
+/* Task counts: `run` tasks whose function was called, whatever it
+ * returned; `failed` tasks that returned nonzero (counted in `run` too) or
+ * whose data could not be pinned (not run); `cancelled` tasks not run
+ * because data they read came from a failed or cancelled task. */
 typedef struct tarn_region_stats {
   uint64_t submitted, run, cancelled, failed;
   size_t peak_bytes; /* the pool's peak resident bytes during the region
@@ -240,6 +247,8 @@ TARN_API int tarn_region_wait(tarn_region *region, tarn_region_stats *stats);
 
 /* ---- statistics --------------------------------------------------------- */
 
+/* Counts since the runtime began; submitted, run, cancelled and failed
+ * as in tarn_region_stats. */
 typedef struct tarn_rt_stats {
   uint64_t submitted, run, cancelled, failed, stolen;
   uint64_t held_back;    /* times a task waited for memory to run */

@@ -1,0 +1,152 @@
+/* least_squares.c: fitting a polynomial by QR, on tiles.
+ *
+ * Observations y_i = p(t_i) + noise at M points t_i in [-1, 1], with p of
+ * degree D and known coefficients. The design matrix A (M x (D + 1),
+ * A(i, j) = t_i^j) is filled by a user kernel on its tiles, factored as
+ * A = Q R (tarn_matrix_qr), and the least-squares coefficients come from
+ * tarn_matrix_qr_solve. The program checks what a least-squares solution
+ * must satisfy: the residual r = A c - y is orthogonal to A's columns
+ * (||A^T r|| is at rounding level), the residual is no
+ * larger than the noise, and the coefficients are the known ones to
+ * within what the noise allows.
+ *
+ *   build/examples/least_squares [M DEGREE TILE_ROWS]   (default 200000 5 8192)
+ *
+ * Exits 0 when the three checks pass, 1 otherwise. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <tarn.h>
+
+#include "example.h"
+
+#define USAGE "least_squares [M DEGREE TILE_ROWS]"
+
+#define NOISE 1e-3
+
+struct problem {
+  size_t m, degree;
+  const double *coef; /* p's coefficients, degree + 1 of them */
+};
+
+static double point(const struct problem *p, size_t i) {
+  return -1.0 + 2.0 * (double)i / (double)(p->m - 1);
+}
+
+/* Noise in [-NOISE, NOISE], from the point's index alone (so that the
+ * tiles can be filled in any order, on any worker). */
+static double noise(size_t i) {
+  uint64_t z = i * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return NOISE * (2.0 * (double)(z >> 11) / 9007199254740992.0 - 1.0);
+}
+
+/* Fills a block of A (data[0]) and of y (data[1], one column). */
+static int fill_design(const tarn_block *b, void *arg) {
+  const struct problem *p = arg;
+  for (size_t q = 0; q < b->cols; q++)
+    for (size_t r = 0; r < b->rows; r++) {
+      double t = point(p, b->row + r), power = 1.0;
+      for (size_t j = 0; j < b->col + q; j++) power *= t;
+      b->data[0][r + q * b->ld] = power;
+    }
+  return 0;
+}
+
+static int fill_observations(const tarn_block *b, void *arg) {
+  const struct problem *p = arg;
+  for (size_t r = 0; r < b->rows; r++) {
+    double t = point(p, b->row + r), v = 0;
+    for (size_t j = p->degree + 1; j-- > 0;) v = v * t + p->coef[j];
+    b->data[0][r] = v + noise(b->row + r);
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  static const double known[] = {0.5,  -1.25, 2.0, 0.75, -3.0, 1.5,
+                                 0.25, -0.5,  1.0, 2.5,  -1.0};
+  size_t m = example_size(argc, argv, 1, 200000, USAGE),
+         degree = example_size(argc, argv, 2, 5, USAGE),
+         tile = example_size(argc, argv, 3, 8192, USAGE);
+  size_t n = degree + 1;
+  if (n > sizeof known / sizeof known[0] || m < 2 * n || tile < n) {
+    fprintf(stderr,
+            "least_squares: degree at most 10, M at least 2(D+1), "
+            "TILE_ROWS at least D+1\n");
+    return 2;
+  }
+  struct problem prob = {m, degree, known};
+  CHECK(tarn_rt_create(NULL, &example_rt));
+  tarn_rt *rt = example_rt;
+
+  /* A: tiles of `tile` rows and all n columns (one tile column, which QR
+   * takes with tiles that are not square); y: the same row tiles. */
+  tarn_matrix *a = NULL, *y = NULL, *t = NULL, *c = NULL, *r = NULL,
+              *at_r = NULL;
+  CHECK(tarn_matrix_zeros(rt, m, n, tile, n, &a));
+  CHECK(tarn_matrix_zeros(rt, m, 1, tile, 1, &y));
+  tarn_matrix *const design[] = {a};
+  tarn_matrix *const observed[] = {y};
+  const tarn_access write[] = {TARN_WRITE};
+  CHECK(tarn_matrix_apply(design, write, 1, fill_design, &prob));
+  CHECK(tarn_matrix_apply(observed, write, 1, fill_observations, &prob));
+
+  tarn_matrix *qr = NULL; /* A is kept for the checks; QR works on a copy */
+  CHECK(tarn_matrix_copy(a, &qr));
+  CHECK(tarn_matrix_qr(qr, 0, &t));
+  int info = 0;
+  CHECK(tarn_matrix_qr_solve(qr, t, TARN_NO_TRANS, y, &c, &info));
+
+  /* r = A c - y, then A^T r. */
+  CHECK(tarn_matrix_copy(y, &r));
+  CHECK(tarn_matrix_gemv(a, TARN_NO_TRANS, c, 1.0, -1.0, &r));
+  CHECK(tarn_matrix_gemv(a, TARN_TRANS, r, 1.0, 0.0, &at_r));
+  double norm_a, norm_c, norm_y, norm_r, norm_atr;
+  CHECK(tarn_matrix_norm(a, &norm_a));
+  CHECK(tarn_matrix_norm(c, &norm_c));
+  CHECK(tarn_matrix_norm(y, &norm_y));
+  CHECK(tarn_matrix_norm(r, &norm_r));
+  CHECK(tarn_matrix_norm(at_r, &norm_atr));
+
+  printf("least_squares: %zu points, degree %zu, %u workers\n", m, degree,
+         tarn_rt_workers(rt));
+  double worst = 0;
+  for (size_t j = 0; j < n; j++) {
+    double got;
+    CHECK(tarn_matrix_get(c, j, 0, &got));
+    worst = fmax(worst, fabs(got - known[j]));
+    printf("  c%zu = %+.6f (known %+.6f)\n", j, got, known[j]);
+  }
+  /* A^T r of a backward-stable solution is at rounding level against
+   * ||A|| (||A|| ||c|| + ||y||), as LAPACK's tests of dgels measure it. */
+  double orth = norm_atr /
+                (norm_a * (norm_a * norm_c + norm_y) * DBL_EPSILON * (double)m);
+  double noise_norm = NOISE * sqrt((double)m);
+  /* The noise moves each coefficient by about NOISE / sqrt(M) times a
+   * factor that grows with the degree (the monomials' conditioning on
+   * [-1, 1]): 4^D is a bound with room to spare. */
+  double allowed = NOISE / sqrt((double)m) * pow(4.0, (double)degree);
+  int ok = orth < 1.0 && norm_r <= noise_norm && worst <= allowed;
+  printf(
+      "  ||A^T r|| / (||A|| (||A|| ||c|| + ||y||) eps M) = %.3g (must be "
+      "< 1)\n",
+      orth);
+  printf("  ||r|| = %.4g, noise at most %.4g\n", norm_r, noise_norm);
+  printf("  largest coefficient error %.3g (allowed %.3g)\n", worst, allowed);
+
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(y);
+  tarn_matrix_destroy(qr);
+  tarn_matrix_destroy(t);
+  tarn_matrix_destroy(c);
+  tarn_matrix_destroy(r);
+  tarn_matrix_destroy(at_r);
+  example_rt_destroy();
+  printf("least_squares: %s\n", ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}

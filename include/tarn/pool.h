@@ -215,7 +215,9 @@ TARN_API int tarn_ref_is_resident(const tarn_ref *ref);
 typedef struct tarn_pool_stats {
   size_t mem_limit;        /* the limit in force; 0 = none */
   size_t resident_bytes;   /* objects in RAM, being read, and the cache */
-  size_t resident_peak;    /* highest resident_bytes so far */
+  size_t resident_peak;    /* highest resident_bytes since the pool was
+                              made or tarn_pool_peak_reset (regions of the
+                              runtime never reset it) */
   size_t pinned_bytes;     /* of which pinned or escaped */
   size_t cache_bytes;      /* of which freed buffers kept for reuse */
   size_t spilled_bytes;    /* bytes on disk holding live objects */

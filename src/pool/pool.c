@@ -13,7 +13,9 @@
  * - resident = charges of RESIDENT, WRITING and READING refs + cache bytes,
  *   and resident <= mem_limit when a limit is set; resident - cached is
  *   what live objects hold, and live_peak its highest value since the last
- *   peak reset.
+ *   tarn_pool_peak_reset; window_peak and window_live_peak are the same
+ *   highs since the runtime's last region began (tarn__pool_peaks), kept
+ *   apart so that regions never reset what tarn_pool_stats_get reports.
  * - FAST is set only in state RESIDENT on a live ref; the evictor clears it
  *   with a CAS that also checks the pin count is 0, so a lock-free pin and
  *   an eviction never both succeed.
@@ -112,6 +114,8 @@ struct tarn_pool {
   size_t resident, peak, inflight;
   size_t reading;   /* refs being read back or given bytes (READING) */
   size_t live_peak; /* highest resident - cached */
+  /* The same two highs for the runtime's regions (tarn__pool_peaks). */
+  size_t window_peak, window_live_peak;
   uint64_t room_epoch;
   tarn_ref *refs; /* list of live refs; the clock hand walks it */
   tarn_ref *hand;
@@ -583,6 +587,7 @@ static bool wait_changed(tarn_pool *p, uint64_t deadline) {
 static void note_live(tarn_pool *p) {
   size_t live = p->resident - p->cached;
   if (live > p->live_peak) p->live_peak = live;
+  if (live > p->window_live_peak) p->window_live_peak = live;
 }
 
 /* Makes room for `need` more resident bytes and counts them. With `cap`
@@ -603,6 +608,7 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
     if (limit == 0 || (need <= limit && p->resident <= limit - need)) {
       p->resident += need;
       if (p->resident > p->peak) p->peak = p->resident;
+      if (p->resident > p->window_peak) p->window_peak = p->resident;
       note_live(p);
       if (p->jobs == NULL && !p->clean_dry && clean_wanted(p))
         pthread_cond_broadcast(&p->io_ready); /* the reader waits on it too */
@@ -1002,11 +1008,11 @@ int tarn_pool_peak_reset(tarn_pool *p) {
 void tarn__pool_peaks(tarn_pool *p, bool reset, size_t *resident_peak,
                       size_t *live_peak) {
   pthread_mutex_lock(&p->lock);
-  *resident_peak = p->peak;
-  *live_peak = p->live_peak;
+  *resident_peak = p->window_peak;
+  *live_peak = p->window_live_peak;
   if (reset) {
-    p->peak = p->resident;
-    p->live_peak = p->resident - p->cached;
+    p->window_peak = p->resident;
+    p->window_live_peak = p->resident - p->cached;
   }
   pthread_mutex_unlock(&p->lock);
 }

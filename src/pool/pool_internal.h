@@ -38,10 +38,12 @@ void tarn__ref_demand(tarn_ref *ref, int delta);
  * Thread-safe. */
 bool tarn__pool_reads_settle(tarn_pool *pool);
 
-/* The peaks of resident and of live bytes since the last reset (as
- * tarn_pool_stats_get gives them, without its walk over the refs); with
- * `reset`, then resets them as tarn_pool_peak_reset, under the same lock
- * (no peak is lost between the read and the reset). Thread-safe. */
+/* The peaks of resident and of live bytes since the last reset by this
+ * call (the runtime's regions' window: kept apart from the peaks that
+ * tarn_pool_stats_get reports and tarn_pool_peak_reset resets, which it
+ * never touches); with `reset`, then resets them to the current values,
+ * under the same lock (no peak is lost between the read and the reset).
+ * Thread-safe. */
 void tarn__pool_peaks(tarn_pool *pool, bool reset, size_t *resident_peak,
                       size_t *live_peak);
 

@@ -1196,6 +1196,50 @@ static void an_inner_region_keeps_the_outer_peak(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* The pool's own peaks (tarn_pool_stats_get) run from the last
+ * tarn_pool_peak_reset, whatever regions begin in between: the matrix and
+ * linalg calls that wait begin regions of their own, and used to reset
+ * them, so a program's peak read after a job showed its last call's. */
+static void regions_leave_the_pools_peaks_alone(void **state) {
+  (void)state;
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 1;
+  o.pool.mem_limit = 0;
+  o.pool.cache_bytes = 0;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  tarn_pool *pool = tarn_rt_pool(rt);
+  assert_int_equal(tarn_pool_peak_reset(pool), 0);
+  tarn_ref *big = NULL;
+  assert_int_equal(tarn_ref_alloc(pool, 4 * MiB, 0, &big), 0);
+  assert_int_equal(tarn_ref_release(big), 0);
+  tarn_region *region = NULL;
+  for (int i = 0; i < 2; i++) { /* one empty region, one with a task */
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    if (i == 1) {
+      tarn_ref *small = NULL;
+      assert_int_equal(tarn_ref_create(pool, 64, &small), 0);
+      assert_int_equal(tarn_submit(rt, zero_task, TARN_W(small)), 0);
+      assert_int_equal(tarn_ref_release(small), 0);
+    }
+    tarn_region_stats rs;
+    assert_int_equal(tarn_region_wait(region, &rs), 0);
+    assert_true(rs.live_peak_bytes < 4 * MiB); /* the region's own */
+  }
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(pool, &ps), 0);
+  assert_true(ps.resident_peak >= 4 * MiB);
+  assert_true(ps.live_peak >= 4 * MiB);
+  assert_true(ps.live_bytes < 4 * MiB);
+  /* tarn_pool_peak_reset still resets them. */
+  assert_int_equal(tarn_pool_peak_reset(pool), 0);
+  assert_int_equal(tarn_pool_stats_get(pool, &ps), 0);
+  assert_true(ps.resident_peak < 4 * MiB);
+  assert_true(ps.live_peak < 4 * MiB);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- bad input and idleness --------------------------------------------- */
 
 static void bad_submissions_are_refused(void **state) {
@@ -1319,6 +1363,7 @@ int main(void) {
       cmocka_unit_test(data_tasks_wait_for_is_evicted_last),
       cmocka_unit_test(temporaries_are_freed_when_their_last_task_ends),
       cmocka_unit_test(an_inner_region_keeps_the_outer_peak),
+      cmocka_unit_test(regions_leave_the_pools_peaks_alone),
       cmocka_unit_test(bad_submissions_are_refused),
       cmocka_unit_test(one_ref_twice_is_one_access),
       cmocka_unit_test(idle_workers_sleep),

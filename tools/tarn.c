@@ -1,5 +1,6 @@
 /* tarn.c: the `tarn` command. Subcommands: `version` (the library's
- * version), `help` (usage), `bench [SUITE] [options]`, which runs one
+ * version), `help` (usage), `demo` (tools/demo.c: a linear system larger
+ * than the memory limit), `bench [SUITE] [options]`, which runs one
  * benchmark suite, or every suite, through the harness of bench/bench.h, and
  * `bench compare BASE NEW`, which compares two JSON files of results. Exit
  * status 0 on success, 1 when a benchmark or the JSON file failed (compare:
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "demo.h"
 #include "tarn.h"
 
 static const char usage_text[] =
@@ -22,6 +24,9 @@ static const char usage_text[] =
     "commands:\n"
     "  version           print the version of the tarn library\n"
     "  help              print this help (also --help, -h)\n"
+    "  demo [options]    solve a linear system several times larger than\n"
+    "                    tarn's memory limit, showing the spills as they\n"
+    "                    happen (run 'tarn demo --help' for the options)\n"
     "  bench [SUITE] [options]\n"
     "                    run the benchmark suite SUITE, or every suite in\n"
     "                    this order: alloc, pool, rt, array, stencil, "
@@ -286,5 +291,6 @@ int main(int argc, char **argv) {
     return print_usage();
   if (strcmp(cmd, "version") == 0) return cmd_version(argc);
   if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
+  if (strcmp(cmd, "demo") == 0) return tarn_demo(argc - 2, argv + 2);
   return usage_error("unknown command '%s'", cmd);
 }

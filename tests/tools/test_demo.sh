@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# `tarn demo` as a user runs it: a small system under a limit that makes it
+# spill must finish with a right answer (the demo checks it and says "ok")
+# and report bytes written to and read from the disk; bad command lines
+# exit with status 2 and say why. Under a pseudo-terminal (script(1), when
+# installed) the status line is drawn too.
+# Usage: test_demo.sh TARN
+set -uo pipefail
+[ -x "${1:-}" ] || { echo "usage: test_demo.sh TARN (an executable)"; exit 1; }
+tarn=$1
+failures=0
+
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# mib LABEL OUTPUT: the number of MiB before LABEL in OUTPUT's pool lines.
+mib() {
+  sed -n "s/.* \([0-9.]*\) MiB $1.*/\1/p" <<<"$2" | head -n 1
+}
+
+out=$("$tarn" demo --size 700 --tile 100 --mem-limit 1M 2>&1)
+status=$?
+echo "$out"
+[ "$status" -eq 0 ] || fail "demo: exit status $status"
+grep -q "^tarn demo: ok$" <<<"$out" || fail "demo: no 'tarn demo: ok'"
+written=$(mib "written" "$out")
+read_back=$(mib "read back" "$out")
+awk -v w="${written:-0}" -v r="${read_back:-0}" 'BEGIN { exit !(w > 0 && r > 0) }' ||
+  fail "demo: nothing written or read back (written '$written', read '$read_back')"
+
+if command -v script >/dev/null; then
+  out=$(script -qec "$tarn demo --size 400 --tile 100 --mem-limit 1M" /dev/null 2>&1)
+  status=$?
+  [ "$status" -eq 0 ] || fail "demo on a terminal: exit status $status"$'\n'"$out"
+  grep -q "tarn demo: ok" <<<"$out" || fail "demo on a terminal: no 'ok'"
+fi
+
+# bad ARGS... REASON: the demo refuses ARGS with status 2 and REASON.
+bad() {
+  local reason=${*: -1} out status
+  out=$("$tarn" demo "${@:1:$#-1}" 2>&1)
+  status=$?
+  [ "$status" -eq 2 ] || fail "demo ${*:1:$#-1}: exit status $status, not 2"
+  grep -qF -- "$reason" <<<"$out" || fail "demo ${*:1:$#-1}: no '$reason' in: $out"
+}
+bad --size 0 "--size must be"
+bad --size 12x "--size must be"
+bad --tile -4 "--tile must be"
+bad --workers 2000 "--workers must be"
+bad --mem-limit 5Q "--mem-limit must be"
+bad --size 1024 --tile 512 --mem-limit 1M "must hold the three tiles"
+bad --frobnicate 1 "unknown option"
+bad --size "an option and its value"
+
+out=$("$tarn" demo --help 2>&1)
+[ $? -eq 0 ] && grep -q "usage: tarn demo" <<<"$out" || fail "demo --help"
+
+[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
+echo "tarn demo solved its system under the limit and refused bad command lines"

@@ -1,0 +1,391 @@
+/* demo.c: `tarn demo`, what tarn is for in one run. A linear system whose
+ * matrix is several times larger than the memory tarn may use is built,
+ * factored by tiled Cholesky and solved. Tiles that no running task needs
+ * go to the spill file and come back when a task pins them again; a status
+ * line shows it happening (on a terminal), and the end reports each
+ * phase's time, what the pool wrote and read, the process's peak RSS
+ * against the matrix's size, and the scaled residual of the answer.
+ *
+ * The matrix is an exponential covariance, A(i, j) = exp(-|i - j| / 64),
+ * plus 1 on the diagonal (positive definite, condition below 130), made by
+ * tasks tile by tile: it never exists in one buffer. The check builds A a
+ * second time the same way and computes r = A x - b.
+ *
+ * Exit status: 0 when the run succeeded, stayed within its memory limit and
+ * the residual is at rounding level; 1 otherwise; 2 for a bad command line.
+ * The process's state lives in main's frame and the progress thread's
+ * argument; nothing here is global. */
+#define _POSIX_C_SOURCE 200809L
+#include "demo.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tarn.h"
+
+#define MIB 1048576.0
+
+static const char demo_usage[] =
+    "usage: tarn demo [--size N] [--tile B] [--mem-limit SIZE] [--workers W]\n"
+    "  Solves A x = b by tiled Cholesky for an N x N matrix (default 8192,\n"
+    "  512 MiB) in B x B tiles (default 512) under a memory limit (default\n"
+    "  a quarter of the matrix; bytes or with K, M, G), so that tiles are\n"
+    "  spilled to disk (TARN_SPILL_DIR, else TMPDIR, else /tmp) and read\n"
+    "  back. W workers (default: one per core). Prints each phase and checks\n"
+    "  the answer; exit status 0 when it is right.\n";
+
+struct demo_args {
+  size_t n, tile, limit;
+  unsigned workers;
+};
+
+static int demo_usage_error(const char *what, const char *value) {
+  fprintf(stderr, "tarn demo: %s, not '%s'\n%s", what, value, demo_usage);
+  return 2;
+}
+
+/* A positive integer up to `max`; 0 when `text` is not one. */
+static size_t positive(const char *text, size_t max) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (text[0] < '0' || text[0] > '9' || errno != 0 || *end != '\0' || v > max)
+    return 0;
+  return (size_t)v;
+}
+
+/* Bytes, or a number with K, M, G (powers of 1024); 0 when not one. */
+static size_t bytes_of(const char *text) {
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (text[0] < '0' || text[0] > '9' || errno != 0) return 0;
+  unsigned shift = 0;
+  if (*end != '\0' && end[1] == '\0') {
+    const char *u = strchr("KMG", *end == 'k' ? 'K' : *end);
+    if (u == NULL) return 0;
+    shift = 10 * (unsigned)(u - "KMG" + 1);
+    end++;
+  }
+  if (*end != '\0' || v > (~0ull >> shift)) return 0;
+  return (size_t)(v << shift);
+}
+
+static int parse_args(int argc, char **argv, struct demo_args *a) {
+  *a = (struct demo_args){8192, 512, 0, 0};
+  for (int i = 0; i < argc; i++) {
+    const char *arg = argv[i];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      fputs(demo_usage, stdout);
+      return -1;
+    }
+    if (i + 1 == argc) return demo_usage_error("an option and its value", arg);
+    const char *v = argv[++i];
+    if (strcmp(arg, "--size") == 0) {
+      if ((a->n = positive(v, 1u << 20)) == 0)
+        return demo_usage_error("--size must be from 1 to 1048576", v);
+    } else if (strcmp(arg, "--tile") == 0) {
+      if ((a->tile = positive(v, 1u << 15)) == 0)
+        return demo_usage_error("--tile must be from 1 to 32768", v);
+    } else if (strcmp(arg, "--mem-limit") == 0) {
+      if ((a->limit = bytes_of(v)) == 0)
+        return demo_usage_error("--mem-limit must be a size such as 128M", v);
+    } else if (strcmp(arg, "--workers") == 0) {
+      if ((a->workers = (unsigned)positive(v, 1024)) == 0)
+        return demo_usage_error("--workers must be from 1 to 1024", v);
+    } else {
+      return demo_usage_error("unknown option", arg);
+    }
+  }
+  if (a->tile > a->n) a->tile = a->n;
+  return 0;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ---- the status line ---------------------------------------------------- */
+
+struct progress {
+  tarn_rt *rt;
+  const char *_Atomic phase;
+  atomic_bool stop;
+  double began;
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+};
+
+/* Redraws the status line on stderr every quarter second until stopped. */
+static void *progress_main(void *arg) {
+  struct progress *p = arg;
+  pthread_mutex_lock(&p->lock);
+  while (!atomic_load(&p->stop)) {
+    tarn_rt_stats rs;
+    tarn_pool_stats ps;
+    if (tarn_rt_stats_get(p->rt, &rs) == 0 &&
+        tarn_pool_stats_get(tarn_rt_pool(p->rt), &ps) == 0)
+      fprintf(stderr,
+              "\r  %-8s %6.1f s  %7llu tasks  resident %6.1f of %.1f MiB  "
+              "written %7.1f MiB  read %7.1f MiB ",
+              atomic_load(&p->phase), now_s() - p->began,
+              (unsigned long long)rs.run, (double)ps.resident_bytes / MIB,
+              (double)ps.mem_limit / MIB, (double)ps.bytes_written / MIB,
+              (double)ps.bytes_read / MIB);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 250000000;
+    if (until.tv_nsec >= 1000000000) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&p->wake, &p->lock, &until);
+  }
+  pthread_mutex_unlock(&p->lock);
+  fputs("\r\033[K", stderr); /* clears the line */
+  return NULL;
+}
+
+/* ---- the tile kernels --------------------------------------------------- */
+
+static int fill_covariance(const tarn_block *b, void *arg) {
+  (void)arg;
+  for (size_t q = 0; q < b->cols; q++)
+    for (size_t p = 0; p < b->rows; p++) {
+      double d = fabs((double)(b->row + p) - (double)(b->col + q));
+      b->data[0][p + q * b->ld] = exp(-d / 64.0) + (d == 0 ? 1.0 : 0.0);
+    }
+  return 0;
+}
+
+/* x_true(i) = sin(i / 100). */
+static int fill_solution(const tarn_block *b, void *arg) {
+  (void)arg;
+  for (size_t p = 0; p < b->rows; p++)
+    b->data[0][p] = sin((double)(b->row + p) / 100.0);
+  return 0;
+}
+
+/* data[0] -= data[1]. */
+static int subtract(const tarn_block *b, void *arg) {
+  (void)arg;
+  for (size_t p = 0; p < b->rows; p++) b->data[0][p] -= b->data[1][p];
+  return 0;
+}
+
+/* ---- the run ------------------------------------------------------------ */
+
+struct demo {
+  const struct demo_args *args;
+  tarn_rt *rt;
+  struct progress *progress; /* NULL when standard error is no terminal */
+  tarn_region *region;       /* the current phase's */
+  tarn_matrix *a, *want, *b, *x, *a2, *r;
+  double norm_a, norm_x, norm_r, norm_want, norm_err;
+  const char *failed; /* the call that failed */
+};
+
+/* Runs `call` unless an earlier one failed; remembers the first failure. */
+#define STEP(d, call)                                                        \
+  do {                                                                       \
+    if ((d)->failed == NULL) {                                               \
+      int rc_ = (call);                                                      \
+      if (rc_ != 0) {                                                        \
+        (d)->failed = #call;                                                 \
+        fprintf(stderr, "\ntarn demo: %s: %s\n", #call, tarn_strerror(rc_)); \
+      }                                                                      \
+    }                                                                        \
+  } while (0)
+
+/* Starts phase `name`: its status-line label and a region for its tasks.
+ * Returns the clock. */
+static double phase(struct demo *d, const char *name) {
+  if (d->progress != NULL) atomic_store(&d->progress->phase, name);
+  STEP(d, tarn_region_begin(d->rt, &d->region));
+  return now_s();
+}
+
+/* Ends a phase: waits for its region (every task it submitted) and prints
+ * its time, and its rate when `flops` is not 0. */
+static void phase_end(struct demo *d, const char *name, double t0,
+                      double flops) {
+  if (d->region != NULL) {
+    int rc = tarn_region_wait(d->region, NULL);
+    d->region = NULL;
+    STEP(d, rc);
+  }
+  double t = now_s() - t0;
+  if (d->progress != NULL) {
+    pthread_mutex_lock(&d->progress->lock); /* not while a line is drawn */
+    fputs("\r\033[K", stderr);
+  }
+  if (d->failed == NULL && flops > 0)
+    printf("  %-34s %7.2f s  %6.1f GFLOP/s\n", name, t, flops / t * 1e-9);
+  else if (d->failed == NULL)
+    printf("  %-34s %7.2f s\n", name, t);
+  fflush(stdout);
+  if (d->progress != NULL) pthread_mutex_unlock(&d->progress->lock);
+}
+
+static void run(struct demo *d) {
+  size_t n = d->args->n, tb = d->args->tile;
+  const tarn_access write[] = {TARN_WRITE};
+  double t0 = phase(d, "build");
+  STEP(d, tarn_matrix_zeros(d->rt, n, n, tb, tb, &d->a));
+  STEP(d, tarn_matrix_zeros(d->rt, n, 1, tb, 1, &d->want));
+  STEP(d, tarn_matrix_apply(&d->a, write, 1, fill_covariance, NULL));
+  STEP(d, tarn_matrix_apply(&d->want, write, 1, fill_solution, NULL));
+  STEP(d, tarn_matrix_gemv(d->a, TARN_NO_TRANS, d->want, 1.0, 0.0, &d->b));
+  STEP(d, tarn_matrix_copy(d->b, &d->x));
+  phase_end(d, "build A and b = A x_true", t0, 0);
+
+  t0 = phase(d, "factor");
+  int info = 0;
+  STEP(d, tarn_matrix_cholesky(d->a, &info));
+  double nd = (double)n;
+  phase_end(d, "factor A = L L^T (Cholesky)", t0, nd * nd * nd / 3.0);
+
+  t0 = phase(d, "solve");
+  STEP(d, tarn_matrix_cholesky_solve(d->a, d->x, &info));
+  phase_end(d, "solve L L^T x = b", t0, 2.0 * nd * nd);
+
+  /* The factor is no longer needed: its tiles go now, not at the end. */
+  tarn_matrix_destroy(d->a);
+  d->a = NULL;
+  t0 = phase(d, "check");
+  STEP(d, tarn_matrix_zeros(d->rt, n, n, tb, tb, &d->a2));
+  STEP(d, tarn_matrix_apply(&d->a2, write, 1, fill_covariance, NULL));
+  STEP(d, tarn_matrix_copy(d->b, &d->r));
+  STEP(d, tarn_matrix_gemv(d->a2, TARN_NO_TRANS, d->x, 1.0, -1.0, &d->r));
+  STEP(d, tarn_matrix_norm(d->a2, &d->norm_a));
+  STEP(d, tarn_matrix_norm(d->x, &d->norm_x));
+  STEP(d, tarn_matrix_norm(d->r, &d->norm_r));
+  STEP(d, tarn_matrix_norm(d->want, &d->norm_want));
+  tarn_matrix *const diff[] = {d->want, d->x};
+  const tarn_access modes[] = {TARN_READ_WRITE, TARN_READ};
+  STEP(d, tarn_matrix_apply(diff, modes, 2, subtract, NULL));
+  STEP(d, tarn_matrix_norm(d->want, &d->norm_err));
+  phase_end(d, "check: A again, r = A x - b", t0, 0);
+}
+
+static void destroy_matrices(struct demo *d) {
+  tarn_matrix *all[] = {d->a, d->want, d->b, d->x, d->a2, d->r};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    tarn_matrix_destroy(all[i]);
+}
+
+/* Prints the pool's and the process's figures and the answer's check;
+ * returns whether all is as it must be. */
+static int report(struct demo *d, double seconds) {
+  tarn_pool_stats ps;
+  tarn_rt_stats rs;
+  if (tarn_pool_stats_get(tarn_rt_pool(d->rt), &ps) != 0 ||
+      tarn_rt_stats_get(d->rt, &rs) != 0)
+    return 0;
+  struct rusage ru;
+  double rss =
+      getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : 0.0;
+  double n = (double)d->args->n, matrix = n * n * 8.0 / MIB;
+  double residual = d->norm_r / (d->norm_a * d->norm_x * DBL_EPSILON * n);
+  double error = d->norm_err / d->norm_want;
+  printf("  %-34s %7.2f s  %llu tasks, %llu held back for memory\n", "in all",
+         seconds, (unsigned long long)rs.run, (unsigned long long)rs.held_back);
+  printf("  pool: peak %.1f MiB resident under a limit of %.1f MiB\n",
+         (double)ps.resident_peak / MIB, (double)ps.mem_limit / MIB);
+  printf(
+      "        %.1f MiB written to disk (%llu spills), %.1f MiB read back "
+      "(%llu restores), %s I/O\n",
+      (double)ps.bytes_written / MIB, (unsigned long long)ps.spills,
+      (double)ps.bytes_read / MIB, (unsigned long long)ps.restores, ps.io_mode);
+  printf("  process: peak RSS %.1f MiB, for a matrix of %.1f MiB\n", rss,
+         matrix);
+  printf(
+      "  ||A x - b|| / (||A|| ||x|| eps N) = %.2g, "
+      "||x - x_true|| / ||x_true|| = %.2g\n",
+      residual, error);
+  int ok = ps.resident_peak <= ps.mem_limit && residual < 1.0 && error < 1e-8 &&
+           ps.write_failures == 0 && ps.read_failures == 0;
+  printf("tarn demo: %s\n", ok ? "ok" : "FAILED");
+  return ok;
+}
+
+int tarn_demo(int argc, char **argv) {
+  struct demo_args args;
+  int bad = parse_args(argc, argv, &args);
+  if (bad != 0) return bad < 0 ? 0 : bad;
+  double n = (double)args.n, matrix = n * n * 8.0;
+  if (args.limit == 0) args.limit = (size_t)(matrix / 4.0);
+  double task = 3.0 * (double)args.tile * (double)args.tile * 8.0;
+  if ((double)args.limit < task) {
+    fprintf(stderr,
+            "tarn demo: the memory limit (%.1f MiB) must hold the three "
+            "tiles a task pins (%.1f MiB): give a larger --mem-limit or a "
+            "smaller --tile\n",
+            (double)args.limit / MIB, task / MIB);
+    return 2;
+  }
+  tarn_rt_options o;
+  int rc = tarn_rt_options_init(&o);
+  if (rc != 0) {
+    fprintf(stderr, "tarn demo: the environment: %s\n", tarn_strerror(rc));
+    return 2;
+  }
+  o.pool.mem_limit = args.limit;
+  if (args.workers != 0) o.workers = args.workers;
+  struct demo d = {.args = &args};
+  rc = tarn_rt_create(&o, &d.rt);
+  if (rc != 0) {
+    fprintf(stderr, "tarn demo: tarn_rt_create: %s\n", tarn_strerror(rc));
+    return 1;
+  }
+  printf(
+      "tarn demo: A x = b by Cholesky, A %zu x %zu (%.1f MiB) in %zu x "
+      "%zu tiles, memory limit %.1f MiB (%.2g of A), %u workers\n",
+      args.n, args.n, matrix / MIB, args.tile, args.tile,
+      (double)args.limit / MIB, (double)args.limit / matrix,
+      tarn_rt_workers(d.rt));
+  fflush(stdout);
+
+  struct progress progress = {.rt = d.rt, .phase = "", .began = now_s()};
+  pthread_t thread;
+  if (isatty(STDERR_FILENO) && pthread_mutex_init(&progress.lock, NULL) == 0) {
+    if (pthread_cond_init(&progress.wake, NULL) == 0 &&
+        pthread_create(&thread, NULL, progress_main, &progress) == 0)
+      d.progress = &progress;
+    else
+      pthread_mutex_destroy(&progress.lock);
+  }
+  double t0 = now_s();
+  run(&d);
+  double seconds = now_s() - t0;
+  if (d.progress != NULL) {
+    pthread_mutex_lock(&progress.lock);
+    atomic_store(&progress.stop, true);
+    pthread_cond_signal(&progress.wake);
+    pthread_mutex_unlock(&progress.lock);
+    pthread_join(thread, NULL);
+    pthread_cond_destroy(&progress.wake);
+    pthread_mutex_destroy(&progress.lock);
+  }
+  int ok = d.failed == NULL && report(&d, seconds);
+  if (d.failed != NULL) printf("tarn demo: FAILED (%s)\n", d.failed);
+  destroy_matrices(&d);
+  rc = tarn_rt_destroy(d.rt);
+  if (rc != 0) {
+    fprintf(stderr, "tarn demo: tarn_rt_destroy: %s\n", tarn_strerror(rc));
+    ok = 0;
+  }
+  return ok ? 0 : 1;
+}

@@ -348,6 +348,11 @@ int tarn_demo(int argc, char **argv) {
   rc = tarn_rt_create(&o, &d.rt);
   if (rc != 0) {
     fprintf(stderr, "tarn demo: tarn_rt_create: %s\n", tarn_strerror(rc));
+    if (rc == TARN_EIO)
+      fprintf(stderr,
+              "tarn demo: the spill file could not be made in %s (set "
+              "TARN_SPILL_DIR to a writable directory)\n",
+              o.pool.spill_dir);
     return 1;
   }
   printf(

@@ -109,7 +109,9 @@ typedef struct tarn_pool_options {
   size_t mem_limit;
   /* Directory in which the private spill file is made. Default
    * TARN_SPILL_DIR from the environment, else TMPDIR, else /tmp. The
-   * string is copied. */
+   * string is copied. A pool without a limit (and without a storage of the
+   * caller's) never spills and makes no file: the directory is not used,
+   * and need not exist. */
   const char *spill_dir;
   tarn_evict_policy policy;
   /* Compress spilled blocks with zstd. Default off. */
@@ -140,7 +142,8 @@ TARN_API int tarn_pool_options_init(tarn_pool_options *options);
 /* Creates a pool. `options` may be NULL (tarn_pool_options_init's values).
  * On success *pool owns its I/O threads and spill file until
  * tarn_pool_destroy. Returns TARN_EINVAL for bad options or environment,
- * TARN_EIO when the spill file cannot be made, TARN_ENOMEM. */
+ * TARN_EIO when the spill file cannot be made (only with a limit or a
+ * storage of the caller's), TARN_ENOMEM. */
 TARN_API int tarn_pool_create(const tarn_pool_options *options,
                               tarn_pool **pool);
 
@@ -238,7 +241,8 @@ typedef struct tarn_pool_stats {
   int last_error;          /* status of the last storage failure, or 0 */
   /* How spilled bytes leave memory: "direct" (O_DIRECT), "fadvise"
    * (written pages dropped from the page cache), "custom" (a caller's
-   * storage). Static string. */
+   * storage), "none" (no limit: nothing is spilled, no file was made).
+   * Static string. */
   const char *io_mode;
   /* Bytes held by live objects: resident_bytes less cache_bytes (objects in
    * RAM, being written or read back). Freed buffers kept in the recycling

@@ -819,8 +819,12 @@ int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
   if (o.spill_dir != NULL && (p->spill_dir = strdup(o.spill_dir)) == NULL)
     goto fail;
   p->opt.spill_dir = p->spill_dir;
-  rc = tarn__store_open(p->spill_dir, o.storage, o.compress, &p->store);
-  if (rc != 0) goto fail;
+  /* Without a limit nothing is ever evicted: no spill file, so that a
+   * program that sets none runs where the spill directory is unusable. */
+  if (o.mem_limit != 0 || o.storage != NULL) {
+    rc = tarn__store_open(p->spill_dir, o.storage, o.compress, &p->store);
+    if (rc != 0) goto fail;
+  }
   rc = TARN_ENOMEM;
   p->io = calloc(o.io_threads, sizeof *p->io);
   if (p->io == NULL) goto fail;

@@ -392,6 +392,7 @@ void tarn__store_close(tarn__store *store) {
 }
 
 const char *tarn__store_io_mode(const tarn__store *store) {
+  if (store == NULL) return "none";
   if (store->custom) return "custom";
   return atomic_load(&store->direct) ? "direct" : "fadvise";
 }
@@ -447,6 +448,10 @@ void tarn__store_free(tarn__store *store, const tarn__block *block) {
 }
 
 void tarn__store_counters_get(tarn__store *store, tarn__store_counters *c) {
+  if (store == NULL) {
+    *c = (tarn__store_counters){0};
+    return;
+  }
   pthread_mutex_lock(&store->lock);
   *c = store->counters;
   pthread_mutex_unlock(&store->lock);

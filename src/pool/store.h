@@ -44,7 +44,8 @@ int tarn__store_open(const char *dir, const tarn_storage *custom, int compress,
 /* Closes the storage (custom: its close) and frees the store. NULL ok. */
 void tarn__store_close(tarn__store *store);
 
-/* "direct", "fadvise" or "custom". Static string. */
+/* "direct", "fadvise" or "custom"; "none" for a NULL store (a pool
+ * without a limit opens none). Static string. */
 const char *tarn__store_io_mode(const tarn__store *store);
 
 /* Writes `size` bytes at `data` as a new block and fills *block. `data` is
@@ -65,7 +66,7 @@ int tarn__store_read(tarn__store *store, const tarn__block *block, void *data);
  * discard). */
 void tarn__store_free(tarn__store *store, const tarn__block *block);
 
-/* A snapshot of the counters. */
+/* A snapshot of the counters (all 0 for a NULL store). */
 void tarn__store_counters_get(tarn__store *store, tarn__store_counters *c);
 
 #endif

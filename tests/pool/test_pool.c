@@ -664,6 +664,33 @@ static void the_spill_file_leaves_nothing_behind(void **state) {
   assert_int_equal(rmdir(dir), 0); /* empty */
 }
 
+/* A pool without a limit never spills, so it needs no spill directory: it
+ * works where the directory does not exist (a read-only or missing /tmp, a
+ * TMPDIR gone stale) and says "none"; with a limit, the same directory is
+ * refused with TARN_EIO at creation, not at the first spill. */
+static void only_a_limit_needs_the_spill_directory(void **state) {
+  (void)state;
+  tarn_pool_options o;
+  tarn_pool_options_init(&o);
+  o.spill_dir = "/nonexistent/tarn-test-no-such-directory";
+  o.mem_limit = 0;
+  tarn_pool *p = NULL;
+  assert_int_equal(tarn_pool_create(&o, &p), 0);
+  tarn_ref *r = alloc(p, 256 * KiB);
+  fill(r, 7);
+  assert_int_equal(check(r, 7), 0);
+  tarn_pool_stats s = stats(p);
+  assert_string_equal(s.io_mode, "none");
+  assert_int_equal(s.spills, 0);
+  assert_int_equal(s.bytes_written, 0);
+  tarn_ref_release(r);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  o.mem_limit = 1 * MiB;
+  p = NULL;
+  assert_int_equal(tarn_pool_create(&o, &p), TARN_EIO);
+  assert_null(p);
+}
+
 static void destroy_reports_leaks(void **state) {
   (void)state;
   tarn_pool *p = pool_with(0, NULL);
@@ -814,6 +841,7 @@ int main(void) {
       cmocka_unit_test(bad_reads_never_return_wrong_bytes),
       cmocka_unit_test(user_kinds_spill_through_save_and_load),
       cmocka_unit_test(the_spill_file_leaves_nothing_behind),
+      cmocka_unit_test(only_a_limit_needs_the_spill_directory),
       cmocka_unit_test(destroy_reports_leaks),
       cmocka_unit_test(largest_policy_evicts_the_largest),
       cmocka_unit_test(created_refs_get_memory_at_their_first_pin),

@@ -54,6 +54,13 @@ bad --size 1024 --tile 512 --mem-limit 1M "must hold the three tiles"
 bad --frobnicate 1 "unknown option"
 bad --size "an option and its value"
 
+# An unusable spill directory: status 1, and the message says where.
+out=$(TARN_SPILL_DIR=/nonexistent/tarn-demo-test "$tarn" demo --size 400 --tile 100 2>&1)
+status=$?
+[ "$status" -eq 1 ] || fail "demo with a missing spill directory: exit status $status"
+grep -qF "could not be made in /nonexistent/tarn-demo-test" <<<"$out" ||
+  fail "demo with a missing spill directory: no hint in: $out"
+
 out=$("$tarn" demo --help 2>&1)
 [ $? -eq 0 ] && grep -q "usage: tarn demo" <<<"$out" || fail "demo --help"
 

@@ -194,19 +194,31 @@ struct demo {
   tarn_region *region;       /* the current phase's */
   tarn_matrix *a, *want, *b, *x, *a2, *r;
   double norm_a, norm_x, norm_r, norm_want, norm_err;
-  const char *failed; /* the call that failed */
+  const char *failed;    /* the call or phase that failed */
+  const char *spill_dir; /* for the hints */
 };
 
-/* Runs `call` unless an earlier one failed; remembers the first failure. */
-#define STEP(d, call)                                                        \
-  do {                                                                       \
-    if ((d)->failed == NULL) {                                               \
-      int rc_ = (call);                                                      \
-      if (rc_ != 0) {                                                        \
-        (d)->failed = #call;                                                 \
-        fprintf(stderr, "\ntarn demo: %s: %s\n", #call, tarn_strerror(rc_)); \
-      }                                                                      \
-    }                                                                        \
+/* Records the first failure: what failed and its status, printed with a
+ * hint where the status has a likely cause. */
+static void failed(struct demo *d, const char *what, int rc) {
+  if (d->failed != NULL) return;
+  d->failed = what;
+  fprintf(stderr, "\ntarn demo: %s: %s\n", what, tarn_strerror(rc));
+  if (rc == TARN_ENOSPC || rc == TARN_EIO)
+    fprintf(stderr,
+            "tarn demo: the spill file in %s could not be written: give "
+            "TARN_SPILL_DIR a file system with room, or a larger "
+            "--mem-limit\n",
+            d->spill_dir);
+}
+
+/* Runs `call` unless an earlier one failed; records its failure. */
+#define STEP(d, call)                        \
+  do {                                       \
+    if ((d)->failed == NULL) {               \
+      int rc_ = (call);                      \
+      if (rc_ != 0) failed((d), #call, rc_); \
+    }                                        \
   } while (0)
 
 /* Starts phase `name`: its status-line label and a region for its tasks.
@@ -224,7 +236,7 @@ static void phase_end(struct demo *d, const char *name, double t0,
   if (d->region != NULL) {
     int rc = tarn_region_wait(d->region, NULL);
     d->region = NULL;
-    STEP(d, rc);
+    if (rc != 0) failed(d, name, rc);
   }
   double t = now_s() - t0;
   if (d->progress != NULL) {
@@ -344,7 +356,7 @@ int tarn_demo(int argc, char **argv) {
   }
   o.pool.mem_limit = args.limit;
   if (args.workers != 0) o.workers = args.workers;
-  struct demo d = {.args = &args};
+  struct demo d = {.args = &args, .spill_dir = o.pool.spill_dir};
   rc = tarn_rt_create(&o, &d.rt);
   if (rc != 0) {
     fprintf(stderr, "tarn demo: tarn_rt_create: %s\n", tarn_strerror(rc));

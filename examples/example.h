@@ -36,6 +36,14 @@ static void example_rt_destroy(void) {
   CHECK(tarn_rt_destroy(rt));
 }
 
+/* The end of an example: destroys the runtime, prints "NAME: ok" or
+ * "NAME: FAILED" and returns the exit status (0 when ok). */
+static int example_finish(const char *name, int ok) {
+  example_rt_destroy();
+  printf("%s: %s\n", name, ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}
+
 /* argv[i] as a positive number, or `fallback` when there is no argv[i];
  * prints `usage` and exits with 2 when argv[i] is not one. */
 static size_t example_size(int argc, char **argv, int i, size_t fallback,

@@ -139,14 +139,8 @@ int main(int argc, char **argv) {
   printf("  ||r|| = %.4g, noise at most %.4g\n", norm_r, noise_norm);
   printf("  largest coefficient error %.3g (allowed %.3g)\n", worst, allowed);
 
-  tarn_matrix_destroy(a);
-  tarn_matrix_destroy(y);
-  tarn_matrix_destroy(qr);
-  tarn_matrix_destroy(t);
-  tarn_matrix_destroy(c);
-  tarn_matrix_destroy(r);
-  tarn_matrix_destroy(at_r);
-  example_rt_destroy();
-  printf("least_squares: %s\n", ok ? "ok" : "FAILED");
-  return ok ? 0 : 1;
+  tarn_matrix *const all[] = {a, y, qr, t, c, r, at_r};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    tarn_matrix_destroy(all[i]);
+  return example_finish("least_squares", ok);
 }

@@ -85,11 +85,8 @@ int main(int argc, char **argv) {
   ok &= agrees("z = y * y", sz, ez);
   ok &= agrees("w = y - 1", sw, ew);
 
-  tarn_matrix_destroy(x);
-  tarn_matrix_destroy(y);
-  tarn_matrix_destroy(z);
-  tarn_matrix_destroy(w);
-  example_rt_destroy();
-  printf("matrices: %s\n", ok ? "ok" : "FAILED");
-  return ok ? 0 : 1;
+  tarn_matrix *const all[] = {x, y, z, w};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    tarn_matrix_destroy(all[i]);
+  return example_finish("matrices", ok);
 }

@@ -1,14 +1,16 @@
 /* out_of_core.c: a linear system larger than the memory it may use.
  *
- * Solves A x = b for a symmetric positive definite A (an exponential
- * covariance, A(i, j) = exp(-|i - j| / 8), plus 1 on the diagonal) by
- * Cholesky, on a runtime whose pool may hold only a third of the data:
- * A, a copy of A kept for the check, b and x. Tiles that no running task
- * needs are written to the spill file and read back when a task pins them
- * again; the program never sees the difference. It prints what the pool
- * did (its peak against the limit, what it wrote and read back) and checks
- * the answer: x against the x that made b, and the scaled residual
- * ||A x - b|| / (||A|| ||x|| eps N).
+ * Solves the normal equations of ridge regression, (R^T R + lambda I) x =
+ * b, for a random N x N matrix R and lambda = N, by Cholesky, on a runtime
+ * whose pool may hold only a third of the data (R, A = R^T R + lambda I,
+ * and a few vectors). Tiles that no running task needs are written to the
+ * spill file and read back when a task pins them again; the program never
+ * sees the difference. b is made from x_true = (1, ..., 1); the check
+ * computes r = R^T (R x) + lambda x - b from R itself (A's tiles hold the
+ * factor by then) and asks for the scaled residual
+ * ||r|| / (||A|| ||x|| eps N) and the error ||x - x_true|| / ||x_true||.
+ * It prints what the pool did: its peak against the limit, what it wrote
+ * and read back.
  *
  *   build/examples/out_of_core [N TILE LIMIT_MIB]     (default 3072 256, a
  *                                                      third of the data)
@@ -28,37 +30,32 @@
 
 #define MIB 1048576.0
 
-/* A's elements on a block of one of its tiles. */
-static int fill_covariance(const tarn_block *b, void *arg) {
-  (void)arg;
-  for (size_t q = 0; q < b->cols; q++)
-    for (size_t p = 0; p < b->rows; p++) {
-      double d = fabs((double)(b->row + p) - (double)(b->col + q));
-      b->data[0][p + q * b->ld] = exp(-d / 8.0) + (d == 0 ? 1.0 : 0.0);
-    }
+/* Adds lambda (*arg) to the diagonal elements of a block of A. */
+static int add_to_diagonal(const tarn_block *b, void *arg) {
+  double lambda = *(const double *)arg;
+  for (size_t q = 0; q < b->cols; q++) {
+    size_t j = b->col + q; /* the column; its diagonal row is j */
+    if (j >= b->row && j < b->row + b->rows)
+      b->data[0][(j - b->row) + q * b->ld] += lambda;
+  }
   return 0;
 }
 
-/* The solution that makes b: x_i = sin(i / 100). */
-static int fill_solution(const tarn_block *b, void *arg) {
-  (void)arg;
-  for (size_t p = 0; p < b->rows; p++)
-    b->data[0][p] = sin((double)(b->row + p) / 100.0);
-  return 0;
-}
-
-/* data[0] = data[0] - data[1], elementwise. */
-static int subtract(const tarn_block *b, void *arg) {
-  (void)arg;
-  for (size_t p = 0; p < b->rows; p++) b->data[0][p] -= b->data[1][p];
+/* r = v + lambda x - b on a block of four columns: data[0] = r (written),
+ * data[1] = v = R^T R x, data[2] = x, data[3] = b (read). */
+static int ridge_residual(const tarn_block *b, void *arg) {
+  double lambda = *(const double *)arg;
+  double *r = b->data[0];
+  const double *v = b->data[1], *x = b->data[2], *rhs = b->data[3];
+  for (size_t p = 0; p < b->rows; p++) r[p] = v[p] + lambda * x[p] - rhs[p];
   return 0;
 }
 
 int main(int argc, char **argv) {
   size_t n = example_size(argc, argv, 1, 3072, USAGE),
          tile = example_size(argc, argv, 2, 256, USAGE);
-  /* A and its copy, and four vectors: x_true, b, x, r. */
-  double data = (2.0 * (double)n * (double)n + 4.0 * (double)n) * 8.0;
+  /* R and A, and six vectors: x_true, b, x, u = R x, v = R^T u, r. */
+  double data = (2.0 * (double)n * (double)n + 6.0 * (double)n) * 8.0;
   size_t limit =
       (size_t)example_size(argc, argv, 3, (size_t)(data / 3.0 / MIB), USAGE) *
       (size_t)MIB;
@@ -80,33 +77,37 @@ int main(int argc, char **argv) {
       "limit of %.1f MiB, %u workers\n",
       n, tile, tile, data / MIB, (double)limit / MIB, tarn_rt_workers(rt));
 
-  tarn_matrix *a = NULL, *a0 = NULL, *want = NULL, *b = NULL, *x = NULL,
-              *r = NULL;
-  CHECK(tarn_matrix_zeros(rt, n, n, tile, tile, &a));
-  CHECK(tarn_matrix_zeros(rt, n, 1, tile, 1, &want));
-  const tarn_access write[] = {TARN_WRITE};
-  CHECK(tarn_matrix_apply(&a, write, 1, fill_covariance, NULL));
-  CHECK(tarn_matrix_apply(&want, write, 1, fill_solution, NULL));
-  CHECK(tarn_matrix_copy(a, &a0));                                /* kept */
-  CHECK(tarn_matrix_gemv(a0, TARN_NO_TRANS, want, 1.0, 0.0, &b)); /* b = A x */
+  double lambda = (double)n;
+  tarn_matrix *r = NULL, *a = NULL, *want = NULL, *b = NULL, *x = NULL,
+              *u = NULL, *v = NULL, *res = NULL, *err = NULL;
+  CHECK(tarn_matrix_rand(rt, n, n, tile, tile, 7, &r));
+  CHECK(tarn_matrix_syrk_ata(r, &a)); /* A = R^T R, tiles of R's columns */
+  tarn_matrix *const am[] = {a};
+  const tarn_access rw[] = {TARN_READ_WRITE};
+  CHECK(tarn_matrix_apply(am, rw, 1, add_to_diagonal, &lambda));
+  CHECK(tarn_matrix_fill(rt, n, 1, tile, 1, 1.0, &want));
+  CHECK(tarn_matrix_gemv(a, TARN_NO_TRANS, want, 1.0, 0.0, &b)); /* b = A 1 */
   CHECK(tarn_matrix_copy(b, &x));
+  double norm_a;
+  CHECK(tarn_matrix_norm(a, &norm_a)); /* before A becomes its factor */
 
   int info = 0;
   CHECK(tarn_matrix_cholesky(a, &info));          /* A = L L^T, in place */
   CHECK(tarn_matrix_cholesky_solve(a, x, &info)); /* x = A^-1 b */
 
-  /* r = A x - b; then x - want, in place in want. */
-  CHECK(tarn_matrix_copy(b, &r));
-  CHECK(tarn_matrix_gemv(a0, TARN_NO_TRANS, x, 1.0, -1.0, &r));
-  tarn_matrix *const diff[] = {want, x};
-  const tarn_access diff_modes[] = {TARN_READ_WRITE, TARN_READ};
-  double norm_a, norm_x, norm_r, norm_want, norm_err;
+  /* r = R^T (R x) + lambda x - b, from R; and x - x_true. */
+  CHECK(tarn_matrix_gemv(r, TARN_NO_TRANS, x, 1.0, 0.0, &u));
+  CHECK(tarn_matrix_gemv(r, TARN_TRANS, u, 1.0, 0.0, &v));
+  CHECK(tarn_matrix_zeros(rt, n, 1, tile, 1, &res));
+  tarn_matrix *const parts[] = {res, v, x, b};
+  const tarn_access modes[] = {TARN_WRITE, TARN_READ, TARN_READ, TARN_READ};
+  CHECK(tarn_matrix_apply(parts, modes, 4, ridge_residual, &lambda));
+  CHECK(tarn_matrix_axpb(x, 1.0, -1.0, &err)); /* x - 1 */
+  double norm_x, norm_r, norm_want, norm_err;
   CHECK(tarn_matrix_norm(want, &norm_want));
-  CHECK(tarn_matrix_apply(diff, diff_modes, 2, subtract, NULL));
-  CHECK(tarn_matrix_norm(a0, &norm_a));
   CHECK(tarn_matrix_norm(x, &norm_x));
-  CHECK(tarn_matrix_norm(r, &norm_r));
-  CHECK(tarn_matrix_norm(want, &norm_err));
+  CHECK(tarn_matrix_norm(res, &norm_r));
+  CHECK(tarn_matrix_norm(err, &norm_err));
 
   tarn_pool_stats st;
   CHECK(tarn_pool_stats_get(tarn_rt_pool(rt), &st));
@@ -125,13 +126,8 @@ int main(int argc, char **argv) {
   int ok = st.resident_peak <= limit && residual < 1.0 && error < 1e-10;
   if ((double)limit < data) ok &= st.bytes_written > 0 && st.bytes_read > 0;
 
-  tarn_matrix_destroy(a);
-  tarn_matrix_destroy(a0);
-  tarn_matrix_destroy(want);
-  tarn_matrix_destroy(b);
-  tarn_matrix_destroy(x);
-  tarn_matrix_destroy(r);
-  example_rt_destroy();
-  printf("out_of_core: %s\n", ok ? "ok" : "FAILED");
-  return ok ? 0 : 1;
+  tarn_matrix *const all[] = {r, a, want, b, x, u, v, res, err};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    tarn_matrix_destroy(all[i]);
+  return example_finish("out_of_core", ok);
 }

@@ -6,15 +6,7 @@
 # multi-tile paths run too. No figure is judged: goals met or not, the run
 # passes; only a failed check, a crash or a missing row fails it.
 # Usage: test_bench_smoke.sh TARN
-set -uo pipefail
-[ -x "${1:-}" ] || { echo "usage: test_bench_smoke.sh TARN (an executable)"; exit 1; }
-tarn=$1
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+. "$(dirname "$0")/lib.sh" "$@"
 
 # suite NAME ROW...: runs the suite at N=100 and 600 and expects each ROW
 # (a fixed string) in its table.
@@ -45,5 +37,4 @@ suite linalg "linalg/tarn/N=600 (block 300)/cholesky" \
   "linalg/tarn/N=600 (block 300)/solve (A\\b with lu's factors)" \
   "linalg/tarn/N=600 (block 300)/solve (A\\b with qr's factors)"
 
-[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "array, stencil and linalg suites ran and checked their results"
+finish "array, stencil and linalg suites ran and checked their results"

@@ -3,18 +3,10 @@
 # scratch directory and checks the table, the ratios, the verdicts, the exit
 # status (0, 1 on a regression with --fail-on-regression or a bad file, 2 for
 # a bad command line) and the picture. Usage: test_compare.sh TARN
-set -uo pipefail
-[ -x "${1:-}" ] || { echo "usage: test_compare.sh TARN (an executable)"; exit 1; }
-tarn=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+. "$(dirname "$0")/lib.sh" "$@"
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cd "$scratch" || exit 1
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
 
 # run ARGS...: runs `tarn bench compare ARGS` with stdout and stderr in
 # $out, its status in $status.
@@ -232,8 +224,4 @@ expect_line '^no picture: gnuplot is not installed \(apt-get install gnuplot-nox
   "without gnuplot: one line"
 [ -e none.svg ] && fail "without gnuplot: none.svg exists"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures check(s) failed"
-  exit 1
-fi
-echo "ok: tarn bench compare"
+finish "ok: tarn bench compare"

@@ -5,15 +5,7 @@
 # exit with status 2 and say why. Under a pseudo-terminal (script(1), when
 # installed) the status line is drawn too.
 # Usage: test_demo.sh TARN
-set -uo pipefail
-[ -x "${1:-}" ] || { echo "usage: test_demo.sh TARN (an executable)"; exit 1; }
-tarn=$1
-failures=0
-
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+. "$(dirname "$0")/lib.sh" "$@"
 
 # mib LABEL OUTPUT: the number of MiB before LABEL in OUTPUT's pool lines.
 mib() {
@@ -64,5 +56,4 @@ grep -qF "could not be made in /nonexistent/tarn-demo-test" <<<"$out" ||
 out=$("$tarn" demo --help 2>&1)
 [ $? -eq 0 ] && grep -q "usage: tarn demo" <<<"$out" || fail "demo --help"
 
-[ "$failures" -eq 0 ] || { echo "$failures failure(s)"; exit 1; }
-echo "tarn demo solved its system under the limit and refused bad command lines"
+finish "tarn demo solved its system under the limit and refused bad command lines"

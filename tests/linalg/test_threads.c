@@ -1,0 +1,147 @@
+/* test_threads.c: the linear algebra from several program threads at once
+ * on one runtime, as a server handling requests would call it. Each thread
+ * factors matrices of its own (Cholesky of A^T A + n I built by syrk_ata,
+ * LU with its pivots, QR with its T factors, a solve through LU), twice in
+ * a row, while the others do the same; under a memory limit far below the
+ * data, so tiles spill and come back under every thread's tasks. Every
+ * result must have the bits of the same call made alone on a runtime
+ * without a limit: tiles of 32 are too small for any kernel to share its
+ * work, so nothing depends on timing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "support.h"
+
+enum { kinds = 4, threads = 8, rounds = 2, tile = 32 };
+
+/* What one call produced: its output's elements (and LU's pivots). */
+struct result {
+  double *values;
+  size_t count;
+  size_t *piv;
+  int rc;
+};
+
+/* Adds *arg to the diagonal of a block. */
+static int add_diagonal(const tarn_block *b, void *arg) {
+  double v = *(const double *)arg;
+  for (size_t q = 0; q < b->cols; q++) {
+    size_t j = b->col + q;
+    if (j >= b->row && j < b->row + b->rows)
+      b->data[0][(j - b->row) + q * b->ld] += v;
+  }
+  return 0;
+}
+
+/* Job `kind` on an n x n input from `seed`, into *out. Fails the result's
+ * rc (no assertion: it runs on program threads). */
+static void job(tarn_rt *rt, int kind, size_t n, uint64_t seed,
+                struct result *out) {
+  memset(out, 0, sizeof *out);
+  tarn_matrix *a = NULL, *spd = NULL, *t = NULL, *b = NULL, *keep = NULL;
+  int info = 0;
+  int rc = tarn_matrix_rand(rt, n, n, tile, tile, seed, &a);
+  if (rc == 0 && kind == 0) { /* Cholesky of A^T A + n I */
+    rc = tarn_matrix_syrk_ata(a, &spd);
+    double shift = (double)n;
+    tarn_matrix *const m[] = {spd};
+    const tarn_access rw[] = {TARN_READ_WRITE};
+    if (rc == 0) rc = tarn_matrix_apply(m, rw, 1, add_diagonal, &shift);
+    if (rc == 0) rc = tarn_matrix_cholesky(spd, &info);
+    keep = spd;
+  } else if (rc == 0 && kind == 1) { /* LU */
+    out->piv = malloc(n * sizeof *out->piv);
+    rc = out->piv == NULL ? TARN_ENOMEM : tarn_matrix_lu(a, out->piv, &info);
+    keep = a;
+  } else if (rc == 0 && kind == 2) { /* QR: R and the reflectors */
+    rc = tarn_matrix_qr(a, 8, &t);
+    keep = a;
+  } else if (rc == 0) { /* A X = B for three right-hand sides */
+    rc = tarn_matrix_rand(rt, n, 3, tile, 3, seed + 1, &b);
+    if (rc == 0) rc = tarn_matrix_solve(a, b, &info);
+    keep = b;
+  }
+  if (rc == 0) {
+    size_t rows = tarn_matrix_rows(keep), cols = tarn_matrix_cols(keep);
+    out->count = rows * cols;
+    out->values = malloc(out->count * sizeof *out->values);
+    rc = out->values == NULL ? TARN_ENOMEM
+                             : tarn_matrix_to_buffer(keep, out->values, rows);
+  }
+  out->rc = rc;
+  tarn_matrix *const all[] = {a, spd, t, b};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    tarn_matrix_destroy(all[i]);
+}
+
+static size_t size_of(int thread) { return 70 + 23 * (size_t)thread; }
+
+struct worker_arg {
+  tarn_rt *rt;
+  int thread;
+  struct result got[rounds];
+};
+
+static void *thread_main(void *arg) {
+  struct worker_arg *w = arg;
+  for (int r = 0; r < rounds; r++)
+    job(w->rt, w->thread % kinds, size_of(w->thread), 900 + (uint64_t)w->thread,
+        &w->got[r]);
+  return NULL;
+}
+
+static void free_result(struct result *r) {
+  free(r->values);
+  free(r->piv);
+}
+
+static void factorisations_from_threads_match_one_at_a_time(void **state) {
+  (void)state;
+  /* The references: each job alone, no limit. */
+  struct result want[threads];
+  tarn_rt *rt = test_rt(2, 0);
+  for (int i = 0; i < threads; i++) {
+    job(rt, i % kinds, size_of(i), 900 + (uint64_t)i, &want[i]);
+    assert_int_equal(want[i].rc, 0);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+
+  /* All at once, under 1 MiB: the inputs alone are about 2.4 MiB. */
+  size_t limit = 1u << 20;
+  rt = test_rt(2, limit);
+  struct worker_arg w[threads];
+  pthread_t th[threads];
+  for (int i = 0; i < threads; i++) {
+    w[i] = (struct worker_arg){.rt = rt, .thread = i};
+    assert_int_equal(pthread_create(&th[i], NULL, thread_main, &w[i]), 0);
+  }
+  for (int i = 0; i < threads; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int r = 0; r < rounds; r++) {
+      struct result *got = &w[i].got[r];
+      assert_int_equal(got->rc, 0);
+      assert_int_equal(got->count, want[i].count);
+      assert_memory_equal(got->values, want[i].values,
+                          got->count * sizeof *got->values);
+      if (want[i].piv != NULL)
+        assert_memory_equal(got->piv, want[i].piv,
+                            size_of(i) * sizeof *got->piv);
+      free_result(got);
+    }
+    free_result(&want[i]);
+  }
+  test_rt_destroy_spilled(rt, limit);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(factorisations_from_threads_match_one_at_a_time),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -3,6 +3,14 @@
  * BLAS thread per task: the runtime's workers are the parallelism. The
  * first call of this module sets OpenBLAS to one thread for the process.
  *
+ * Results: tarn_matrix_gemm and tarn_matrix_gemv update a matrix given
+ * in *c or *y in place (NULL there: a new one), as tarn/matrix.h's
+ * operations do. tarn_matrix_qr (its T factors), tarn_matrix_qr_q,
+ * tarn_matrix_qr_solve and tarn_matrix_syrk_ata always make a new matrix,
+ * as the constructors do: they set the pointer without reading it, so a
+ * matrix it held is not written, nor freed (destroy it first, or keep
+ * another pointer to it).
+ *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */
 #ifndef TARN_LINALG_H

@@ -36,9 +36,13 @@ extern "C" {
 
 typedef struct tarn_matrix tarn_matrix;
 
-/* A new M x N matrix of mb x nb tiles whose elements are all 0. Returns 0,
- * TARN_EINVAL for a size of 0, TARN_ENOMEM (also when a tile's bytes or
- * the number of tiles cannot be counted in a size_t). */
+/* A new M x N matrix of mb x nb tiles whose elements are all 0. It runs no
+ * task and holds no memory until used: a tile's memory arrives, cleared,
+ * with the first task that reads it, or uncleared with a first task that
+ * only writes it (which writes it whole), so a matrix that a kernel will
+ * fill costs one pass, not two, and nothing is spilled for it before.
+ * Returns 0, TARN_EINVAL for a size of 0, TARN_ENOMEM (also when a tile's
+ * bytes or the number of tiles cannot be counted in a size_t). */
 TARN_API int tarn_matrix_zeros(tarn_rt *rt, size_t m, size_t n, size_t mb,
                                size_t nb, tarn_matrix **out);
 

@@ -303,9 +303,13 @@ static int k_add(tarn_task *t, void *arg) {
 
 /* ---- making matrices ---------------------------------------------------- */
 
+/* No task: a tile's ref reads as zeros at its first pin that reads (the
+ * pool clears it then) and costs nothing before; a first pin that only
+ * writes skips the clearing, and its task writes the whole tile. */
 int tarn_matrix_zeros(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
                       tarn_matrix **out) {
-  return tarn_matrix_fill(rt, m, n, mb, nb, 0.0, out);
+  if (out == NULL) return TARN_EINVAL;
+  return tarn__matrix_new(rt, m, n, mb, nb, out);
 }
 
 /* Makes a matrix and fills each tile with `fn`; on failure nothing is

@@ -213,6 +213,50 @@ static void spilled_tiles_give_the_same_results(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Zeros cost nothing until used: a matrix far larger than the limit is
+ * made at once, writes nothing to the disk, holds memory only for the
+ * tiles read, and reads as zeros (also after a kernel wrote part of it). */
+/* Adds 1 to the elements of the first 300 x 200 tile (a block may be a
+ * part of a tile's columns: its own row and col say where it is). */
+static int ones_on_the_first_tile(const tarn_block *b, void *arg) {
+  (void)arg;
+  for (size_t q = 0; q < b->cols; q++)
+    for (size_t p = 0; p < b->rows; p++)
+      b->data[0][p + q * b->ld] +=
+          b->row + p < 300 && b->col + q < 200 ? 1.0 : 0.0;
+  return 0;
+}
+
+static void zeros_cost_nothing_until_used(void **state) {
+  (void)state;
+  size_t limit = 4 << 20;
+  tarn_rt *rt = test_rt(2, limit);
+  tarn_matrix *z = NULL, *small = NULL;
+  /* 80 GB of zeros in 2 MB tiles, under a 4 MiB limit; two tiles read. */
+  assert_int_equal(tarn_matrix_zeros(rt, 100000, 100000, 1000, 250, &z), 0);
+  double v = -1;
+  assert_int_equal(tarn_matrix_get(z, 99999, 12345, &v), 0);
+  assert_true(v == 0.0);
+  assert_int_equal(tarn_matrix_get(z, 0, 0, &v), 0);
+  assert_true(v == 0.0);
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+  assert_int_equal(ps.bytes_written, 0);
+  assert_true(ps.resident_peak <= 2 * (1000 * 250 * sizeof(double) + 4096));
+  tarn_matrix_destroy(z);
+  /* Read-write by a kernel: the tiles it reads are zeros. */
+  assert_int_equal(tarn_matrix_zeros(rt, 700, 600, 300, 200, &small), 0);
+  tarn_matrix *const m[] = {small};
+  const tarn_access rw[] = {TARN_READ_WRITE};
+  assert_int_equal(tarn_matrix_apply(m, rw, 1, ones_on_the_first_tile, NULL),
+                   0);
+  double sum = -1;
+  assert_int_equal(tarn_matrix_sum(small, &sum), 0);
+  assert_true(sum == 300.0 * 200.0);
+  tarn_matrix_destroy(small);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 static void constants_and_zeros(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(2, 0);
@@ -403,6 +447,7 @@ int main(void) {
       cmocka_unit_test(every_operation_matches_a_serial_loop),
       cmocka_unit_test(spilled_tiles_give_the_same_results),
       cmocka_unit_test(constants_and_zeros),
+      cmocka_unit_test(zeros_cost_nothing_until_used),
       cmocka_unit_test(bad_input_is_refused),
       cmocka_unit_test(an_apply_kernel_failure_reaches_the_region),
       cmocka_unit_test(bad_apply_input_is_refused),

@@ -46,7 +46,8 @@ typedef struct tarn_matrix tarn_matrix;
 TARN_API int tarn_matrix_zeros(tarn_rt *rt, size_t m, size_t n, size_t mb,
                                size_t nb, tarn_matrix **out);
 
-/* A new matrix whose elements are all `value`. */
+/* A new matrix whose elements are all `value` (+0: as tarn_matrix_zeros,
+ * no task). */
 TARN_API int tarn_matrix_fill(tarn_rt *rt, size_t m, size_t n, size_t mb,
                               size_t nb, double value, tarn_matrix **out);
 

@@ -331,6 +331,9 @@ static int make_with(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
 
 int tarn_matrix_fill(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
                      double value, tarn_matrix **out) {
+  /* +0 is what an untouched tile reads as (not -0: its sign bit is set) */
+  if (value == 0.0 && !signbit(value))
+    return tarn_matrix_zeros(rt, m, n, mb, nb, out);
   struct job extra = {.beta = value};
   return make_with(rt, m, n, mb, nb, k_fill, &extra, out);
 }

@@ -270,6 +270,19 @@ static void constants_and_zeros(void **state) {
   }
   assert_int_equal(tarn_matrix_sum(k, &sum), 0);
   assert_true(sum == 35 * 4.25);
+  /* fill with +0 is zeros (no task); with -0 it keeps the sign. */
+  tarn_matrix *pz = NULL, *nz = NULL;
+  assert_int_equal(tarn_matrix_fill(rt, 7, 5, 3, 3, 0.0, &pz), 0);
+  assert_int_equal(tarn_matrix_fill(rt, 7, 5, 3, 3, -0.0, &nz), 0);
+  double *p0 = test_buffer_of(pz), *n0 = test_buffer_of(nz);
+  for (size_t i = 0; i < 35; i++) {
+    assert_true(p0[i] == 0 && !signbit(p0[i]));
+    assert_true(n0[i] == 0 && signbit(n0[i]));
+  }
+  free(p0);
+  free(n0);
+  tarn_matrix_destroy(pz);
+  tarn_matrix_destroy(nz);
   assert_int_equal(tarn_matrix_tile_rows(k), 3);
   /* The norm neither overflows nor underflows at the ends of the range. */
   const double extremes[] = {1e300, 1e-300, 0x1p-1070};

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build tree BUILD into a scratch prefix, then builds the
 # consumer program against it twice, with pkg-config and with
-# find_package(tarn), and runs each build. Usage: run.sh BUILD HERE
+# find_package(tarn), and runs each build; builds the example programs
+# with pkg-config too, and runs one. Usage: run.sh BUILD HERE
 set -euo pipefail
 build=$1
 here=$2
@@ -38,6 +39,16 @@ cc -std=c11 -Wall -Werror "$here/consumer/consumer.c" -o "$scratch/pc_static" \
   $(pkg-config --cflags tarn) "$libdir/libtarn.a" \
   $(pkg-config --static --libs tarn | sed 's/-ltarn\b//')
 check "$scratch/pc_static"
+
+# The example programs, as a user who copied examples/ would build them,
+# against the installed tree; one of them runs.
+for e in matrices tasks least_squares out_of_core; do
+  cc -std=c11 -Wall -Wextra -Werror "$here/../../examples/$e.c" \
+    -o "$scratch/$e" $(pkg-config --cflags --libs tarn) -lm
+done
+out=$(LD_LIBRARY_PATH=$libdir "$scratch/matrices" 300 200 64 | tail -n 1)
+[ "$out" = "matrices: ok" ] || { echo "installed matrices printed '$out'"; exit 1; }
+echo "ok: the examples built against the installed tree"
 
 # find_package(tarn).
 cmake -S "$here/consumer" -B "$scratch/cm" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null

@@ -42,7 +42,7 @@ check "$scratch/pc_static"
 
 # The example programs, as a user who copied examples/ would build them,
 # against the installed tree; one of them runs.
-for e in matrices tasks least_squares out_of_core; do
+for e in matrices tasks least_squares out_of_core heat; do
   cc -std=c11 -Wall -Wextra -Werror "$here/../../examples/$e.c" \
     -o "$scratch/$e" $(pkg-config --cflags --libs tarn) -lm
 done

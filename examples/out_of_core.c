@@ -13,7 +13,8 @@
  * and read back.
  *
  *   build/examples/out_of_core [N TILE LIMIT_MIB]     (default 3072 256, a
- *                                                      third of the data)
+ *                                                      third of the data,
+ *                                                      at least 1 MiB)
  *
  * Exits 0 when the pool stayed within its limit, really spilled, and the
  * answer is right; 1 otherwise. */
@@ -41,8 +42,8 @@ static int add_to_diagonal(const tarn_block *b, void *arg) {
   return 0;
 }
 
-/* r = v + lambda x - b on a block of four columns: data[0] = r (written),
- * data[1] = v = R^T R x, data[2] = x, data[3] = b (read). */
+/* r = v + lambda x - b on the same block of four columns: data[0] = r
+ * (written), data[1] = v = R^T R x, data[2] = x, data[3] = b (read). */
 static int ridge_residual(const tarn_block *b, void *arg) {
   double lambda = *(const double *)arg;
   double *r = b->data[0];
@@ -57,7 +58,8 @@ int main(int argc, char **argv) {
   /* R and A, and six vectors: x_true, b, x, u = R x, v = R^T u, r. */
   double data = (2.0 * (double)n * (double)n + 6.0 * (double)n) * 8.0;
   size_t limit =
-      (size_t)example_size(argc, argv, 3, (size_t)(data / 3.0 / MIB), USAGE) *
+      (size_t)example_size(argc, argv, 3, (size_t)fmax(1.0, data / 3.0 / MIB),
+                           USAGE) *
       (size_t)MIB;
   double task_bytes = 3.0 * (double)tile * (double)tile * 8.0;
   if ((double)limit < task_bytes) {

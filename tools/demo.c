@@ -126,6 +126,7 @@ struct progress {
   double began;
   pthread_mutex_t lock;
   pthread_cond_t wake;
+  pthread_t thread;
 };
 
 /* Redraws the status line on stderr every quarter second until stopped. */
@@ -156,6 +157,33 @@ static void *progress_main(void *arg) {
   pthread_mutex_unlock(&p->lock);
   fputs("\r\033[K", stderr); /* clears the line */
   return NULL;
+}
+
+/* Starts the status line's thread; false (nothing left to undo) when it
+ * cannot. */
+static bool progress_start(struct progress *p) {
+  if (pthread_mutex_init(&p->lock, NULL) != 0) return false;
+  if (pthread_cond_init(&p->wake, NULL) != 0) {
+    pthread_mutex_destroy(&p->lock);
+    return false;
+  }
+  if (pthread_create(&p->thread, NULL, progress_main, p) != 0) {
+    pthread_cond_destroy(&p->wake);
+    pthread_mutex_destroy(&p->lock);
+    return false;
+  }
+  return true;
+}
+
+/* Stops the thread of progress_start and clears its line. */
+static void progress_stop(struct progress *p) {
+  pthread_mutex_lock(&p->lock);
+  atomic_store(&p->stop, true);
+  pthread_cond_signal(&p->wake);
+  pthread_mutex_unlock(&p->lock);
+  pthread_join(p->thread, NULL);
+  pthread_cond_destroy(&p->wake);
+  pthread_mutex_destroy(&p->lock);
 }
 
 /* ---- the tile kernels --------------------------------------------------- */
@@ -376,26 +404,12 @@ int tarn_demo(int argc, char **argv) {
   fflush(stdout);
 
   struct progress progress = {.rt = d.rt, .phase = "", .began = now_s()};
-  pthread_t thread;
-  if (isatty(STDERR_FILENO) && pthread_mutex_init(&progress.lock, NULL) == 0) {
-    if (pthread_cond_init(&progress.wake, NULL) == 0 &&
-        pthread_create(&thread, NULL, progress_main, &progress) == 0)
-      d.progress = &progress;
-    else
-      pthread_mutex_destroy(&progress.lock);
-  }
+  if (isatty(STDERR_FILENO) && progress_start(&progress))
+    d.progress = &progress;
   double t0 = now_s();
   run(&d);
   double seconds = now_s() - t0;
-  if (d.progress != NULL) {
-    pthread_mutex_lock(&progress.lock);
-    atomic_store(&progress.stop, true);
-    pthread_cond_signal(&progress.wake);
-    pthread_mutex_unlock(&progress.lock);
-    pthread_join(thread, NULL);
-    pthread_cond_destroy(&progress.wake);
-    pthread_mutex_destroy(&progress.lock);
-  }
+  if (d.progress != NULL) progress_stop(&progress);
   int ok = d.failed == NULL && report(&d, seconds);
   if (d.failed != NULL) printf("tarn demo: FAILED (%s)\n", d.failed);
   destroy_matrices(&d);

@@ -1241,6 +1241,29 @@ static void regions_leave_the_pools_peaks_alone(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* 100000 tasks in flight at once, in three rounds: every one runs once,
+ * the second and third rounds on the task structs the first left spare
+ * (ASan checks that nothing is used after it was freed). */
+static void many_tasks_in_flight_run_once_each(void **state) {
+  (void)state;
+  enum { tasks = 100000 };
+  tarn_rt *rt = make_rt(2, 0, 1);
+  for (int round = 0; round < 3; round++) {
+    atomic_store(&ran_count, 0);
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    tarn_ref *r = word_ref(rt, 0);
+    for (int i = 0; i < tasks; i++)
+      assert_int_equal(tarn_submit(rt, count_task, TARN_R(r)), 0);
+    assert_int_equal(tarn_ref_release(r), 0);
+    tarn_region_stats st;
+    assert_int_equal(tarn_region_wait(region, &st), 0);
+    assert_int_equal(atomic_load(&ran_count), tasks);
+    assert_int_equal(st.run, tasks);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- bad input and idleness --------------------------------------------- */
 
 static void bad_submissions_are_refused(void **state) {
@@ -1365,6 +1388,7 @@ int main(void) {
       cmocka_unit_test(temporaries_are_freed_when_their_last_task_ends),
       cmocka_unit_test(an_inner_region_keeps_the_outer_peak),
       cmocka_unit_test(regions_leave_the_pools_peaks_alone),
+      cmocka_unit_test(many_tasks_in_flight_run_once_each),
       cmocka_unit_test(bad_submissions_are_refused),
       cmocka_unit_test(one_ref_twice_is_one_access),
       cmocka_unit_test(idle_workers_sleep),

@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "pool/pool_internal.h"
+#include "pool/runs.h"
 #include "pool/store.h"
 #include "prim/prim.h"
 #include "tarn/pool.h"
@@ -109,6 +110,7 @@ struct tarn_pool {
   tarn_pool_options opt;
   char *spill_dir;
   tarn__store *store;
+  tarn__runs *runs; /* small buffers; NULL: all from the heap */
   size_t page;
   /* Guarded by lock. */
   size_t resident, peak, inflight;
@@ -262,16 +264,21 @@ static bool buffer_huge(const tarn_pool *p, size_t cap) {
   return p->opt.huge_pages && cap >= TARN_HUGE_PAGE;
 }
 
-/* A new bytes buffer of cap bytes (a multiple of the page), or NULL. */
+/* A new bytes buffer of cap bytes (a multiple of the page), or NULL: a
+ * slot of a page run up to RUNS_MAX_PAGES pages (no heap padding), a
+ * mapping on huge pages from 2 MiB, else from the heap. Thread-safe. */
 static void *buffer_new(const tarn_pool *p, size_t cap) {
+  if (tarn__runs_serves(p->runs, cap)) return tarn__runs_alloc(p->runs, cap);
   if (!buffer_huge(p, cap)) return aligned_alloc(p->page, cap);
   void *buf = NULL;
   return tarn__vm_map_huge(cap, &buf) == 0 ? buf : NULL;
 }
 
-/* Gives a buffer from buffer_new back to the system. */
+/* Gives a buffer from buffer_new back to the system. Thread-safe. */
 static void buffer_free(const tarn_pool *p, void *buf, size_t cap) {
-  if (buffer_huge(p, cap))
+  if (tarn__runs_serves(p->runs, cap))
+    tarn__runs_free(p->runs, buf, cap);
+  else if (buffer_huge(p, cap))
     tarn__vm_unreserve(buf, cap);
   else
     free(buf);
@@ -825,6 +832,8 @@ int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
     rc = tarn__store_open(p->spill_dir, o.storage, o.compress, &p->store);
     if (rc != 0) goto fail;
   }
+  rc = tarn__runs_create(p->page, &p->runs);
+  if (rc != 0) goto fail;
   rc = TARN_ENOMEM;
   p->io = calloc(o.io_threads, sizeof *p->io);
   if (p->io == NULL) goto fail;
@@ -845,6 +854,7 @@ int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
   *out = p;
   return 0;
 fail:
+  tarn__runs_destroy(p->runs);
   tarn__store_close(p->store);
   free(p->spill_dir);
   free(p);
@@ -873,6 +883,7 @@ int tarn_pool_destroy(tarn_pool *p) {
     free(r);
   }
   pthread_mutex_unlock(&p->lock);
+  tarn__runs_destroy(p->runs); /* every buffer is back by now */
   tarn__store_close(p->store);
   pthread_cond_destroy(&p->changed);
   pthread_cond_destroy(&p->io_ready);

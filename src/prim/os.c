@@ -35,24 +35,42 @@ void tarn__vm_unreserve(void *base, size_t bytes) {
   if (base != NULL) munmap(base, bytes);
 }
 
-int tarn__vm_map_huge(size_t bytes, void **out) {
+/* Maps bytes (page-rounded) on an `align` boundary: maps align more and
+ * unmaps the head and the tail around the aligned start. */
+static int map_on_boundary(size_t bytes, size_t align, void **out) {
   size_t page = tarn__page_size();
-  if (bytes == 0 || bytes > SIZE_MAX - TARN_HUGE_PAGE - page)
-    return TARN_ENOMEM;
+  if (bytes == 0 || bytes > SIZE_MAX - align - page) return TARN_ENOMEM;
   bytes = (bytes + page - 1) & ~(page - 1);
-  size_t span = bytes + TARN_HUGE_PAGE;
+  size_t span = bytes + align;
   void *m = mmap(NULL, span, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return TARN_ENOMEM;
   uintptr_t base = (uintptr_t)m;
-  uintptr_t start =
-      (base + TARN_HUGE_PAGE - 1) & ~(uintptr_t)(TARN_HUGE_PAGE - 1);
+  uintptr_t start = (base + align - 1) & ~(uintptr_t)(align - 1);
   size_t head = start - base, tail = span - head - bytes;
   if (head != 0) munmap(m, head);
   if (tail != 0) munmap((void *)(start + bytes), tail);
-  size_t whole = bytes & ~(TARN_HUGE_PAGE - 1);
-  if (whole != 0) (void)madvise((void *)start, whole, MADV_HUGEPAGE);
   *out = (void *)start;
+  return 0;
+}
+
+int tarn__vm_map_huge(size_t bytes, void **out) {
+  void *start = NULL;
+  int rc = map_on_boundary(bytes, TARN_HUGE_PAGE, &start);
+  if (rc != 0) return rc;
+  size_t page = tarn__page_size();
+  size_t whole = ((bytes + page - 1) & ~(page - 1)) & ~(TARN_HUGE_PAGE - 1);
+  if (whole != 0) (void)madvise(start, whole, MADV_HUGEPAGE);
+  *out = start;
+  return 0;
+}
+
+int tarn__vm_map_aligned(size_t bytes, size_t align, void **out) {
+  void *start = NULL;
+  int rc = map_on_boundary(bytes, align, &start);
+  if (rc != 0) return rc;
+  (void)madvise(start, bytes, MADV_NOHUGEPAGE);
+  *out = start;
   return 0;
 }
 

@@ -33,6 +33,14 @@ void tarn__vm_unreserve(void *base, size_t bytes);
  * TARN_ENOMEM. Free with tarn__vm_unreserve(base, bytes). Thread-safe. */
 int tarn__vm_map_huge(size_t bytes, void **out);
 
+/* Maps `bytes` (a multiple of the page) of readable, writable memory
+ * (zeros, backed only when touched) starting on an `align` boundary (a
+ * power of two, at least the page), on small pages: the kernel is asked
+ * not to back it with transparent huge pages, so a mapping used in part
+ * holds only the pages touched. Returns 0 and *out, or TARN_ENOMEM. Free
+ * with tarn__vm_unreserve(base, bytes). Thread-safe. */
+int tarn__vm_map_aligned(size_t bytes, size_t align, void **out);
+
 /* Gives the pages of [base, base + bytes) back to the system; the range
  * stays reserved and reads as zeros when touched again. `base` and `bytes`
  * are page-aligned. Returns 0 or TARN_EINVAL. Thread-safe. */

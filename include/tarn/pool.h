@@ -116,7 +116,9 @@ typedef struct tarn_pool_options {
   tarn_evict_policy policy;
   /* Compress spilled blocks with zstd. Default off. */
   int compress;
-  /* Threads that write evicted objects. Default 2, at most 64. */
+  /* Threads that write evicted objects. Default 2, at most 64. A pool
+   * without a limit (and without a storage of the caller's) starts none,
+   * nor the thread that reads prefetched objects back. */
   unsigned io_threads;
   /* Most bytes of freed buffers kept for reuse. Default 256 MiB. */
   size_t cache_bytes;

@@ -844,12 +844,16 @@ int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
   pthread_cond_init(&p->changed, &ca);
   pthread_condattr_destroy(&ca);
   pthread_cond_init(&p->io_ready, NULL);
-  for (; p->nio < o.io_threads; p->nio++)
-    if (pthread_create(&p->io[p->nio], NULL, io_main, p) != 0) break;
-  p->has_reader = pthread_create(&p->reader, NULL, reader_main, p) == 0;
-  if (p->nio == 0 || !p->has_reader) {
-    tarn_pool_destroy(p);
-    return TARN_ENOMEM;
+  /* The I/O threads write evicted objects and read prefetched ones back:
+   * a pool without a store never has either to do, and starts none. */
+  if (p->store != NULL) {
+    for (; p->nio < o.io_threads; p->nio++)
+      if (pthread_create(&p->io[p->nio], NULL, io_main, p) != 0) break;
+    p->has_reader = pthread_create(&p->reader, NULL, reader_main, p) == 0;
+    if (p->nio == 0 || !p->has_reader) {
+      tarn_pool_destroy(p);
+      return TARN_ENOMEM;
+    }
   }
   *out = p;
   return 0;

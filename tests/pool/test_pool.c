@@ -691,6 +691,40 @@ static void only_a_limit_needs_the_spill_directory(void **state) {
   assert_null(p);
 }
 
+/* Threads of this process, from /proc/self/task. */
+static int thread_count(void) {
+  DIR *d = opendir("/proc/self/task");
+  if (d == NULL) return -1;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/* A pool without a limit never writes or reads back, so it starts no I/O
+ * thread (a runtime without a limit starts in half the time); one with a
+ * limit starts its io_threads and the reader. */
+static void only_a_limit_starts_io_threads(void **state) {
+  (void)state;
+  int before = thread_count();
+  assert_true(before > 0);
+  for (int limited = 0; limited < 2; limited++) {
+    tarn_pool_options o;
+    tarn_pool_options_init(&o);
+    o.mem_limit = limited ? 1 * MiB : 0;
+    o.io_threads = 3;
+    tarn_pool *p = NULL;
+    assert_int_equal(tarn_pool_create(&o, &p), 0);
+    assert_int_equal(thread_count() - before, limited ? 3 + 1 : 0);
+    tarn_ref *r = alloc(p, 64 * KiB);
+    fill(r, 5);
+    assert_int_equal(check(r, 5), 0);
+    assert_int_equal(tarn_ref_release(r), 0);
+    assert_int_equal(tarn_pool_destroy(p), 0);
+    assert_int_equal(thread_count(), before);
+  }
+}
+
 /* Small buffers cost their pages and nothing more: they are slots of page
  * runs, not page-aligned heap blocks (glibc put a page of padding before
  * each: about 8 KiB of RSS per 4 KiB buffer). Measured only without
@@ -965,6 +999,7 @@ int main(void) {
       cmocka_unit_test(user_kinds_spill_through_save_and_load),
       cmocka_unit_test(the_spill_file_leaves_nothing_behind),
       cmocka_unit_test(only_a_limit_needs_the_spill_directory),
+      cmocka_unit_test(only_a_limit_starts_io_threads),
       cmocka_unit_test(small_buffers_cost_their_pages),
       cmocka_unit_test(small_buffers_of_every_size_keep_their_bytes),
       cmocka_unit_test(destroy_reports_leaks),

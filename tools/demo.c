@@ -18,7 +18,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "demo.h"
 
-#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -31,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
+#include "bench.h"
 #include "tarn.h"
 
 #define MIB 1048576.0
@@ -54,33 +55,6 @@ static int demo_usage_error(const char *what, const char *value) {
   return 2;
 }
 
-/* A positive integer up to `max`; 0 when `text` is not one. */
-static size_t positive(const char *text, size_t max) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (text[0] < '0' || text[0] > '9' || errno != 0 || *end != '\0' || v > max)
-    return 0;
-  return (size_t)v;
-}
-
-/* Bytes, or a number with K, M, G (powers of 1024); 0 when not one. */
-static size_t bytes_of(const char *text) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(text, &end, 10);
-  if (text[0] < '0' || text[0] > '9' || errno != 0) return 0;
-  unsigned shift = 0;
-  if (*end != '\0' && end[1] == '\0') {
-    const char *u = strchr("KMG", *end == 'k' ? 'K' : *end);
-    if (u == NULL) return 0;
-    shift = 10 * (unsigned)(u - "KMG" + 1);
-    end++;
-  }
-  if (*end != '\0' || v > (~0ull >> shift)) return 0;
-  return (size_t)(v << shift);
-}
-
 static int parse_args(int argc, char **argv, struct demo_args *a) {
   *a = (struct demo_args){8192, 512, 0, 0};
   for (int i = 0; i < argc; i++) {
@@ -91,18 +65,22 @@ static int parse_args(int argc, char **argv, struct demo_args *a) {
     }
     if (i + 1 == argc) return demo_usage_error("an option and its value", arg);
     const char *v = argv[++i];
+    long long n = 0;
     if (strcmp(arg, "--size") == 0) {
-      if ((a->n = positive(v, 1u << 20)) == 0)
+      if (!tarn_args_count(v, 1, 1 << 20, &n))
         return demo_usage_error("--size must be from 1 to 1048576", v);
+      a->n = (size_t)n;
     } else if (strcmp(arg, "--tile") == 0) {
-      if ((a->tile = positive(v, 1u << 15)) == 0)
+      if (!tarn_args_count(v, 1, 1 << 15, &n))
         return demo_usage_error("--tile must be from 1 to 32768", v);
+      a->tile = (size_t)n;
     } else if (strcmp(arg, "--mem-limit") == 0) {
-      if ((a->limit = bytes_of(v)) == 0)
+      if (!tarn_args_bytes(v, &a->limit) || a->limit == 0)
         return demo_usage_error("--mem-limit must be a size such as 128M", v);
     } else if (strcmp(arg, "--workers") == 0) {
-      if ((a->workers = (unsigned)positive(v, 1024)) == 0)
+      if (!tarn_args_count(v, 1, 1024, &n))
         return demo_usage_error("--workers must be from 1 to 1024", v);
+      a->workers = (unsigned)n;
     } else {
       return demo_usage_error("unknown option", arg);
     }
@@ -111,11 +89,8 @@ static int parse_args(int argc, char **argv, struct demo_args *a) {
   return 0;
 }
 
-static double now_s(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+/* Seconds on the benchmarks' monotonic clock. */
+static double now_s(void) { return (double)bench_now_ns() * 1e-9; }
 
 /* ---- the status line ---------------------------------------------------- */
 

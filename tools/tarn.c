@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "bench.h"
 #include "demo.h"
 #include "tarn.h"
@@ -107,11 +108,8 @@ struct bench_args {
 };
 
 static int parse_samples(const char *text, size_t *samples) {
-  char *end = NULL;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < BENCH_SAMPLES_MIN ||
-      v > BENCH_SAMPLES_MAX)
+  long long v;
+  if (!tarn_args_count(text, BENCH_SAMPLES_MIN, BENCH_SAMPLES_MAX, &v))
     return usage_error("--samples must be an integer from %d to %d, not '%s'",
                        BENCH_SAMPLES_MIN, BENCH_SAMPLES_MAX, text);
   *samples = (size_t)v;
@@ -140,10 +138,8 @@ static int parse_sizes(const char *text, struct bench_args *a) {
 
 /* Parses --workers: 1 to 1024. */
 static int parse_workers(const char *text, unsigned *workers) {
-  char *end = NULL;
-  errno = 0;
-  long long v = strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < 1 || v > 1024)
+  long long v;
+  if (!tarn_args_count(text, 1, 1024, &v))
     return usage_error("--workers must be an integer from 1 to 1024, not '%s'",
                        text);
   *workers = (unsigned)v;
@@ -153,25 +149,11 @@ static int parse_workers(const char *text, unsigned *workers) {
 /* Parses --mem-limit: bytes, or a number with K, M, G or T (powers of
  * 1024), at least 1 MiB. */
 static int parse_mem_limit(const char *text, size_t *bytes) {
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull(text, &end, 10);
-  unsigned shift = 0;
-  if (end != text && *end != '\0' && end[1] == '\0') {
-    const char *units = "KMGT";
-    const char *u = strchr(units, *end == 'k' ? 'K' : *end);
-    if (u != NULL && *end != '\0') {
-      shift = 10 * (unsigned)(u - units + 1);
-      end++;
-    }
-  }
-  if (errno != 0 || end == text || *end != '\0' || text[0] == '-' ||
-      v > (~0ull >> shift) || (v << shift) < (1u << 20))
+  if (!tarn_args_bytes(text, bytes) || *bytes < ((size_t)1 << 20))
     return usage_error(
         "--mem-limit must be a size of at least 1M, such as 512M or 2G, not "
         "'%s'",
         text);
-  *bytes = (size_t)(v << shift);
   return 0;
 }
 

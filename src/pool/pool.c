@@ -277,7 +277,7 @@ static void *buffer_new(const tarn_pool *p, size_t cap) {
 /* Gives a buffer from buffer_new back to the system. Thread-safe. */
 static void buffer_free(const tarn_pool *p, void *buf, size_t cap) {
   if (tarn__runs_serves(p->runs, cap))
-    tarn__runs_free(p->runs, buf, cap);
+    tarn__runs_free(p->runs, buf);
   else if (buffer_huge(p, cap))
     tarn__vm_unreserve(buf, cap);
   else

@@ -26,7 +26,6 @@ struct run {
   size_t cap;                      /* slot bytes */
   size_t slots, used, fresh;       /* slots; in use; never handed out: from */
   void *free;                      /* freed slots */
-  bool open;                       /* in its class's list */
 };
 
 struct tarn__runs {
@@ -66,7 +65,6 @@ static void open_add(tarn__runs *a, struct run *r) {
   r->next = *head;
   if (*head != NULL) (*head)->prev = r;
   *head = r;
-  r->open = true;
 }
 
 static void open_remove(tarn__runs *a, struct run *r) {
@@ -75,7 +73,6 @@ static void open_remove(tarn__runs *a, struct run *r) {
   else
     a->open[r->cap / a->page] = r->next;
   if (r->next != NULL) r->next->prev = r->prev;
-  r->open = false;
 }
 
 /* A new run of `cap`-byte slots, open and in the list of all, or NULL. */
@@ -119,14 +116,12 @@ void *tarn__runs_alloc(tarn__runs *a, size_t cap) {
   return slot;
 }
 
-void tarn__runs_free(tarn__runs *a, void *buf, size_t cap) {
-  (void)cap;
+void tarn__runs_free(tarn__runs *a, void *buf) {
   struct run *r = (struct run *)((uintptr_t)buf & ~(uintptr_t)(RUNS_BYTES - 1));
   pthread_mutex_lock(&a->lock);
   *(void **)buf = r->free;
   r->free = buf;
-  r->used--;
-  if (!r->open) open_add(a, r);
+  if (r->used-- == r->slots) open_add(a, r); /* it was full: open again */
   /* An empty run goes, unless it is the class's only open one (a buffer
    * freed and made again would map and unmap a run each time). */
   if (r->used == 0 && (r->prev != NULL || r->next != NULL)) {

@@ -37,8 +37,9 @@ bool tarn__runs_serves(const tarn__runs *runs, size_t cap);
  * system has no memory. Its bytes are undefined. Thread-safe. */
 void *tarn__runs_alloc(tarn__runs *runs, size_t cap);
 
-/* Gives back a slot of tarn__runs_alloc(runs, cap). Thread-safe. */
-void tarn__runs_free(tarn__runs *runs, void *buf, size_t cap);
+/* Gives back a slot of tarn__runs_alloc (its run knows its size).
+ * Thread-safe. */
+void tarn__runs_free(tarn__runs *runs, void *buf);
 
 /* Unmaps every run (slots still in use included). NULL is a no-op. */
 void tarn__runs_destroy(tarn__runs *runs);

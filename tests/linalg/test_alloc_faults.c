@@ -50,16 +50,6 @@ void *__real_mmap(void *addr, size_t len, int prot, int flags, int fd,
                   off_t off);
 int __real_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                           void *(*start)(void *), void *arg);
-int __wrap_pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                          void *(*start)(void *), void *arg);
-void *__wrap_malloc(size_t size);
-void *__wrap_calloc(size_t count, size_t size);
-void *__wrap_realloc(void *p, size_t size);
-void *__wrap_aligned_alloc(size_t align, size_t size);
-int __wrap_posix_memalign(void **p, size_t align, size_t size);
-char *__wrap_strdup(const char *s);
-void *__wrap_mmap(void *addr, size_t len, int prot, int flags, int fd,
-                  off_t off);
 
 static atomic_bool armed;      /* count and fail only while the workload runs */
 static atomic_long calls;      /* allocations while armed */

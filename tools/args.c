@@ -1,0 +1,43 @@
+/* args.c: numbers from the tarn command's arguments (see args.h). */
+#include "args.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Leading digits of `text` into *v; *end past them. False when `text` does
+ * not start with a digit or the number overflows. */
+static bool digits(const char *text, unsigned long long *v, char **end) {
+  if (text[0] < '0' || text[0] > '9') return false;
+  errno = 0;
+  *v = strtoull(text, end, 10);
+  return errno == 0;
+}
+
+bool tarn_args_count(const char *text, long long min, long long max,
+                     long long *out) {
+  unsigned long long v;
+  char *end;
+  if (!digits(text, &v, &end) || *end != '\0' || v < (unsigned long long)min ||
+      v > (unsigned long long)max)
+    return false;
+  *out = (long long)v;
+  return true;
+}
+
+bool tarn_args_bytes(const char *text, size_t *out) {
+  unsigned long long v;
+  char *end;
+  if (!digits(text, &v, &end)) return false;
+  unsigned shift = 0;
+  if (*end != '\0' && end[1] == '\0') {
+    const char *units = "KMGT", *u = strchr(units, *end == 'k' ? 'K' : *end);
+    if (u == NULL) return false;
+    shift = 10 * (unsigned)(u - units + 1);
+    end++;
+  }
+  if (*end != '\0' || v > (SIZE_MAX >> shift)) return false;
+  *out = (size_t)(v << shift);
+  return true;
+}

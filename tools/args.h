@@ -1,0 +1,19 @@
+/* args.h: numbers from the tarn command's arguments, read the same way by
+ * every subcommand (tools/args.c). The whole text must be the number and
+ * start with a digit: no sign and no space, which strtoull would otherwise
+ * take (and wrap "-5" or " -5" to an enormous value). */
+#ifndef TARN_TOOLS_ARGS_H
+#define TARN_TOOLS_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Whether `text` is an integer from min to max (min >= 0); *out gets it. */
+bool tarn_args_count(const char *text, long long min, long long max,
+                     long long *out);
+
+/* Whether `text` is a byte count: digits, or digits and one of K, M, G, T
+ * (powers of 1024; k for K) that fits a size_t; *out gets it. */
+bool tarn_args_bytes(const char *text, size_t *out);
+
+#endif

@@ -317,8 +317,8 @@ static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n, unsigned threads) {
   c->n = n;
   c->b = bench_tile_size(n);
   size_t bytes = n * n * sizeof(double);
-  c->xbuf = malloc(bytes);
-  c->touched = malloc(bytes);
+  c->xbuf = bench_buffer_alloc(bytes);
+  c->touched = bench_buffer_alloc(bytes);
   if (c->xbuf == NULL || c->touched == NULL) {
     fprintf(stderr, "tarn bench: array: out of memory for N=%zu\n", n);
     return 1;

@@ -592,6 +592,11 @@ size_t bench_tile_size(size_t n) {
   return (n + tiles - 1) / tiles;
 }
 
+void *bench_buffer_alloc(size_t bytes) {
+  if (bytes == 0 || bytes > SIZE_MAX - 63) return NULL;
+  return aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+}
+
 double bench_minor_faults(void) {
   struct rusage u;
   return getrusage(RUSAGE_SELF, &u) == 0 ? (double)u.ru_minflt : 0;

@@ -609,12 +609,12 @@ static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n) {
   c->b = bench_tile_size(n);
   c->cores = linalg_peer_threads();
   size_t bytes = n * n * sizeof(double);
-  c->spd = malloc(bytes);
-  c->rnd = malloc(bytes);
-  c->w = malloc(bytes);
-  c->chk = malloc(bytes);
-  c->vec = malloc(n * sizeof(double));
-  c->wv = malloc(n * sizeof(double));
+  c->spd = bench_buffer_alloc(bytes);
+  c->rnd = bench_buffer_alloc(bytes);
+  c->w = bench_buffer_alloc(bytes);
+  c->chk = bench_buffer_alloc(bytes);
+  c->vec = bench_buffer_alloc(n * sizeof(double));
+  c->wv = bench_buffer_alloc(n * sizeof(double));
   c->ipiv = malloc(n * sizeof(int));
   c->piv = malloc(n * sizeof(size_t));
   if (c->spd == NULL || c->rnd == NULL || c->w == NULL || c->chk == NULL ||
@@ -648,11 +648,11 @@ static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n) {
 static int factors_open(struct ctx *c) {
   size_t n = c->n, bytes = n * n * sizeof(double);
   int ni = (int)n;
-  c->l_fac = malloc(bytes);
-  c->lu_fac = malloc(bytes);
+  c->l_fac = bench_buffer_alloc(bytes);
+  c->lu_fac = bench_buffer_alloc(bytes);
   c->lu_ipiv = malloc(n * sizeof(int));
   c->t_lu_piv = malloc(n * sizeof(size_t));
-  c->qr_fac = malloc(bytes);
+  c->qr_fac = bench_buffer_alloc(bytes);
   c->qr_tau = malloc(n * sizeof(double));
   if (c->l_fac == NULL || c->lu_fac == NULL || c->lu_ipiv == NULL ||
       c->t_lu_piv == NULL || c->qr_fac == NULL || c->qr_tau == NULL) {

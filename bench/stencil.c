@@ -357,9 +357,9 @@ static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n, unsigned threads) {
     if (rc != 0) return tarn_failed("tarn_stencil_init", rc);
   }
   size_t bytes = n * n * sizeof(double);
-  c->xbuf = malloc(bytes);
-  c->touched = malloc(bytes);
-  c->abuf = malloc(bytes);
+  c->xbuf = bench_buffer_alloc(bytes);
+  c->touched = bench_buffer_alloc(bytes);
+  c->abuf = bench_buffer_alloc(bytes);
   if (c->xbuf == NULL || c->touched == NULL || c->abuf == NULL) {
     fprintf(stderr, "tarn bench: stencil: out of memory for N=%zu\n", n);
     return 1;

@@ -44,6 +44,11 @@
 /* The guest takes a region's only task while such regions recently took
  * less than this on average, in ns (see guest_worthwhile). */
 #define LONE_TASK_MAX_NS 50000
+/* How long a region's only task waits for its waiter in rt->lone before
+ * the workers take it, in ns (see hold_for_waiter). */
+#define LONE_HOLD_NS 20000
+/* The scale of rt->lone_share: 1 when every recent region had one task. */
+#define LONE_SHARE_ONE 1024
 /* Processors 0 .. CPU_TABLE - 1 are the ones workers are pinned to (the
  * first CPU_TABLE of the affinity mask). */
 enum { CPU_TABLE = 1024 };
@@ -299,6 +304,13 @@ struct tarn_rt {
   /* How long the recent waits for regions of one task took, in ns: a
    * running mean that weighs the last 1/8 (region_drain). */
   _Atomic uint64_t lone_ns;
+  /* Which share of the recent waits were for regions of one task, in
+   * 1/LONE_SHARE_ONE: a running mean that weighs the last 1/8. */
+  _Atomic uint32_t lone_share;
+  /* A region's only task, held for the thread that waits for the region
+   * (hold_for_waiter), and when it was put there (tarn__clock_ns). */
+  _Alignas(64) _Atomic(tarn_task *) lone;
+  _Atomic uint64_t lone_since;
   /* With pinned workers: by processor, 1 when the (first) worker pinned
    * there claims shared ranges from the back (help_claim). */
   unsigned char cpu_side[CPU_TABLE];
@@ -590,18 +602,8 @@ static void wake(tarn_rt *rt) {
   pthread_mutex_unlock(&rt->idle_lock);
 }
 
-/* Queues a ready task: on the calling worker, else round robin. Its
- * spilled data starts coming back at once, off the workers. */
-static void push(tarn_rt *rt, tarn_task *t) {
-  if (rt->may_spill && !atomic_load_explicit(&t->cancel, memory_order_relaxed))
-    for (size_t i = 0; i < t->n; i++)
-      if (tarn_ref_prefetch(t->slots[i].ref) == 1)
-        atomic_fetch_add_explicit(&rt->prefetches, 1, memory_order_relaxed);
-  struct worker *w = current_worker;
-  if (w == NULL || w->rt != rt || w->guest)
-    w = &rt->workers[atomic_fetch_add_explicit(&rt->next_worker, 1,
-                                               memory_order_relaxed) %
-                     rt->nworkers];
+/* Puts a ready task in worker w's queue and wakes a sleeper. */
+static void enqueue(tarn_rt *rt, struct worker *w, tarn_task *t) {
   int max = atomic_load_explicit(&w->queued_max, memory_order_relaxed);
   while (t->priority > max && !atomic_compare_exchange_weak_explicit(
                                   &w->queued_max, &max, t->priority,
@@ -611,6 +613,94 @@ static void push(tarn_rt *rt, tarn_task *t) {
   do t->left = head; /* seq_cst exchange: see wake() */
   while (!atomic_compare_exchange_weak(&w->inbox, &head, t));
   wake(rt);
+}
+
+/* The next worker in round robin, for tasks that program threads push. */
+static struct worker *next_worker(tarn_rt *rt) {
+  return &rt->workers[atomic_fetch_add_explicit(&rt->next_worker, 1,
+                                                memory_order_relaxed) %
+                      rt->nworkers];
+}
+
+/* Whether the workers' recent tasks were short (GUEST_TASK_MAX_NS). */
+static bool tasks_short(const tarn_rt *rt) {
+  uint64_t sum = 0;
+  for (unsigned i = 0; i < rt->nworkers; i++)
+    sum +=
+        atomic_load_explicit(&rt->workers[i].recent_ns, memory_order_relaxed);
+  return sum < (uint64_t)GUEST_TASK_MAX_NS * rt->nworkers;
+}
+
+/* Whether a waiter runs its region's only task itself, as the guest (see
+ * guest_worthwhile): with pinned workers, while such regions took less
+ * than LONE_TASK_MAX_NS, and the workers' tasks are short when they fill
+ * the cores. */
+static bool lone_worthwhile(const tarn_rt *rt) {
+  return rt->pinned &&
+         atomic_load_explicit(&rt->lone_ns, memory_order_relaxed) <
+             LONE_TASK_MAX_NS &&
+         (!rt->workers_fill_cores || tasks_short(rt));
+}
+
+/* Holds `t`, just pushed by a program thread as the first task of its
+ * region, in rt->lone for the thread's wait to run as the guest (see
+ * guest_worthwhile), while the guest would take it (lone_worthwhile) and
+ * most recent waits were for regions of one task (rt->lone_share): a
+ * worker that took the task instead would run it beside a waiter spinning
+ * on the cores (a region of one 256 x 256 gemv took 6.2 to 6.7 us when a
+ * worker took its task, a third of the time, and 5.0 when the waiter did).
+ * A program that does something else before it waits leaves the task
+ * there for LONE_HOLD_NS, then idle workers take it (lone_take), or a
+ * worker before it sleeps; the next submission of any task sends it to
+ * them at once, before its own work (release_held: a sum of one tile in
+ * two tasks took 0.5 us longer when the first waited for the second's
+ * submission, and the share keeps such regions from holding at all).
+ * Returns whether it holds `t`. */
+static bool hold_for_waiter(tarn_rt *rt, tarn_task *t) {
+  if (t->region == &rt->root ||
+      atomic_load_explicit(&t->region->submitted, memory_order_relaxed) != 1 ||
+      atomic_load_explicit(&rt->lone_share, memory_order_relaxed) <
+          LONE_SHARE_ONE / 2 ||
+      !lone_worthwhile(rt) ||
+      atomic_load_explicit(&rt->lone, memory_order_relaxed) != NULL)
+    return false;
+  atomic_store_explicit(&rt->lone_since, tarn__clock_ns(),
+                        memory_order_relaxed);
+  tarn_task *none = NULL;
+  if (!atomic_compare_exchange_strong(&rt->lone, &none, t)) return false;
+  wake(rt); /* a sleeping worker looks again (seq_cst: see wake()) */
+  return true;
+}
+
+/* The task held in rt->lone, or NULL; with `patient`, only once it has
+ * waited LONE_HOLD_NS. */
+static tarn_task *lone_take(tarn_rt *rt, bool patient) {
+  if (atomic_load(&rt->lone) == NULL) return NULL;
+  if (patient && tarn__clock_ns() < atomic_load_explicit(&rt->lone_since,
+                                                         memory_order_relaxed) +
+                                        LONE_HOLD_NS)
+    return NULL;
+  return atomic_exchange(&rt->lone, NULL);
+}
+
+/* Queues a ready task: on the calling worker, else round robin, unless it
+ * is held for its waiter (hold_for_waiter). Its spilled data starts coming
+ * back at once, off the workers. */
+static void push(tarn_rt *rt, tarn_task *t) {
+  if (rt->may_spill && !atomic_load_explicit(&t->cancel, memory_order_relaxed))
+    for (size_t i = 0; i < t->n; i++)
+      if (tarn_ref_prefetch(t->slots[i].ref) == 1)
+        atomic_fetch_add_explicit(&rt->prefetches, 1, memory_order_relaxed);
+  struct worker *w = current_worker;
+  if (w == NULL && hold_for_waiter(rt, t)) return;
+  if (w == NULL || w->rt != rt || w->guest) w = next_worker(rt);
+  enqueue(rt, w, t);
+}
+
+/* Sends a task held for its waiter to the workers (hold_for_waiter). */
+static void release_held(tarn_rt *rt) {
+  tarn_task *held = lone_take(rt, false);
+  if (held != NULL) enqueue(rt, next_worker(rt), held);
 }
 
 /* Takes the first task of `v`'s queue for `self` (another worker, or the
@@ -1063,12 +1153,20 @@ int tarn_task_parallel_for(tarn_task *t, size_t count, size_t grain,
   return atomic_load(&h.error);
 }
 
+/* A task for idle worker `w`: from the queues, else one held for its
+ * waiter too long (hold_for_waiter). */
+static tarn_task *take_or_lone(struct worker *w) {
+  tarn_task *t = take(w, false);
+  return t != NULL ? t : lone_take(w->rt, true);
+}
+
 /* Sleeps until a push signals, unless a last look finds a task. */
 static tarn_task *sleep_or_take(struct worker *w) {
   tarn_rt *rt = w->rt;
   pthread_mutex_lock(&rt->idle_lock);
   atomic_fetch_add(&rt->sleepers, 1);
   tarn_task *t = take(w, true);
+  if (t == NULL) t = lone_take(rt, false); /* not left there asleep */
   uint64_t seen = rt->wakeups;
   while (t == NULL && rt->wakeups == seen && !atomic_load(&rt->stopping) &&
          !help_wanted(rt))
@@ -1083,7 +1181,7 @@ static void *worker_main(void *arg) {
   tarn_rt *rt = w->rt;
   current_worker = w;
   for (;;) {
-    tarn_task *t = take(w, false);
+    tarn_task *t = take_or_lone(w);
     /* Idle: look again for IDLE_SPIN_NS before going to sleep, yielding
      * the core between looks (the submitting thread may need it: the
      * workers are as many as the cores). Waking a sleeping thread costs
@@ -1096,7 +1194,7 @@ static void *worker_main(void *arg) {
         idle_since = tarn__clock_ns();
       else
         sched_yield();
-      t = take(w, false);
+      t = take_or_lone(w);
     }
     if (t == NULL && !atomic_load(&rt->stopping)) t = sleep_or_take(w);
     if (t != NULL) {
@@ -1227,6 +1325,8 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   if (rt == NULL || d == NULL || d->fn == NULL ||
       (d->ndeps > 0 && d->deps == NULL) || d->ndeps > UINT32_MAX)
     return submit_failed(d, TARN_EINVAL);
+  if (atomic_load_explicit(&rt->lone, memory_order_relaxed) != NULL)
+    release_held(rt);
   tarn_task *t = task_alloc(rt);
   if (t == NULL) return submit_failed(d, TARN_ENOMEM);
   memset(t, 0, offsetof(tarn_task, in_edges));
@@ -1350,13 +1450,16 @@ static void guest_leave(struct worker *g) {
   atomic_store(&g->rt->guest_busy, false);
 }
 
-/* The first task the guest finds queued on an idle worker (one looking
- * for work, asleep, or off its core meanwhile), or NULL. Busy workers'
+/* The task held for a waiter (hold_for_waiter), else the first task the
+ * guest finds queued on an idle worker (one looking for work, asleep, or
+ * off its core meanwhile), or NULL. Busy workers'
  * queues are left to them: taking from them would put one more thread on
  * the cores than there are, and make two threads take turns at one
  * queue's lock. */
 static tarn_task *guest_take(struct worker *g) {
   tarn_rt *rt = g->rt;
+  tarn_task *held = lone_take(rt, false);
+  if (held != NULL) return held;
   unsigned start = atomic_load_explicit(&rt->next_worker, memory_order_relaxed);
   for (unsigned k = 0; k < rt->nworkers; k++) {
     struct worker *v = &rt->workers[(start + k) % rt->nworkers];
@@ -1365,15 +1468,6 @@ static tarn_task *guest_take(struct worker *g) {
     if (t != NULL) return t;
   }
   return NULL;
-}
-
-/* Whether the workers' recent tasks were short (GUEST_TASK_MAX_NS). */
-static bool tasks_short(const tarn_rt *rt) {
-  uint64_t sum = 0;
-  for (unsigned i = 0; i < rt->nworkers; i++)
-    sum +=
-        atomic_load_explicit(&rt->workers[i].recent_ns, memory_order_relaxed);
-  return sum < (uint64_t)GUEST_TASK_MAX_NS * rt->nworkers;
 }
 
 /* Whether the guest should look for tasks while waiting for `r` (some of
@@ -1402,15 +1496,13 @@ static bool tasks_short(const tarn_rt *rt) {
  *   tasks of 3.4 ms), a range of 0.9 ms the guest ran took 5 ms, and the
  *   region ended 1 ms late. */
 static bool guest_worthwhile(tarn_region *r) {
+  tarn_rt *rt = r->rt;
   uint64_t submitted =
       atomic_load_explicit(&r->submitted, memory_order_relaxed);
   uint64_t unfinished =
       submitted - atomic_load_explicit(&r->finished, memory_order_relaxed);
-  bool lone_task = submitted == 1 && r->rt->pinned &&
-                   atomic_load_explicit(&r->rt->lone_ns, memory_order_relaxed) <
-                       LONE_TASK_MAX_NS;
-  if (unfinished < 2 && !lone_task) return false;
-  return !r->rt->workers_fill_cores || tasks_short(r->rt);
+  if (unfinished >= 2) return !rt->workers_fill_cores || tasks_short(rt);
+  return submitted == 1 && lone_worthwhile(rt);
 }
 
 /* Waits until every task of the region has finished, then releases the
@@ -1441,7 +1533,15 @@ static void region_drain(tarn_region *r) {
     pthread_cond_wait(&rt->done, &rt->done_lock);
   pthread_mutex_unlock(&rt->done_lock);
   atomic_store(&r->waiting, false);
-  if (r->begun_ns != 0 && atomic_load(&r->submitted) == 1) {
+  bool lone = atomic_load(&r->submitted) == 1;
+  if (r->begun_ns != 0) {
+    uint32_t share =
+        atomic_load_explicit(&rt->lone_share, memory_order_relaxed);
+    atomic_store_explicit(&rt->lone_share,
+                          share - share / 8 + (lone ? LONE_SHARE_ONE / 8 : 0),
+                          memory_order_relaxed);
+  }
+  if (r->begun_ns != 0 && lone) {
     /* A region of one task: how long it took feeds rt->lone_ns. */
     uint64_t took = tarn__clock_ns() - r->begun_ns;
     uint64_t mean = atomic_load_explicit(&rt->lone_ns, memory_order_relaxed);

@@ -388,6 +388,108 @@ static void tasks_run_right_on_the_waiting_thread(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Sets the flag its argument points at. */
+static int set_flag(tarn_task *t, void *arg) {
+  (void)t;
+  atomic_store((atomic_int *)arg, 1);
+  return 0;
+}
+
+/* Whether *flag becomes set within ten seconds (polled, never waited). */
+static bool flag_set_soon(atomic_int *flag) {
+  struct timespec nap = {0, 100000};
+  for (int i = 0; i < 100000 && atomic_load(flag) == 0; i++)
+    nanosleep(&nap, NULL);
+  return atomic_load(flag) != 0;
+}
+
+/* After many short regions of one task, whose task the waiting thread
+ * runs itself, a region's only task still runs while the program does
+ * something else and has not waited yet: with the workers looking for
+ * work, and with the workers asleep. Each region's result is there once
+ * it is waited. */
+static void a_lone_task_runs_before_its_wait(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1);
+  struct guest_job j = {.waiter = pthread_self()};
+  atomic_init(&j.on_waiter, 0);
+  tarn_ref *x = word_ref(rt, 0);
+  uint64_t expect = 0;
+  for (int round = 0; round < 2; round++) {
+    for (int r = 0; r < 200; r++) {
+      tarn_region *region = NULL;
+      assert_int_equal(tarn_region_begin(rt, &region), 0);
+      assert_int_equal(tarn_submit(rt, guest_task, TARN_ARG(&j), TARN_RW(x)),
+                       0);
+      expect = 2 * expect + 499500 + 1;
+      assert_int_equal(tarn_region_wait(region, NULL), 0);
+      assert_int_equal(word_of(x), expect);
+    }
+    if (round == 1) { /* the workers go to sleep after a millisecond */
+      struct timespec idle = {0, 50000000};
+      nanosleep(&idle, NULL);
+    }
+    atomic_int flag;
+    atomic_init(&flag, 0);
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(tarn_submit(rt, set_flag, TARN_ARG(&flag)), 0);
+    assert_true(flag_set_soon(&flag));
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+  }
+  print_message("%d of 400 lone tasks ran on the waiting thread\n",
+                atomic_load(&j.on_waiter));
+  tarn_ref_release(x);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+struct lone_submitter {
+  tarn_rt *rt;
+  tarn_ref *x;
+  uint64_t got;
+};
+
+/* 500 regions of one task, each waited. */
+static void *lone_regions(void *arg) {
+  struct lone_submitter *s = arg;
+  struct guest_job j = {.waiter = pthread_self()};
+  atomic_init(&j.on_waiter, 0);
+  for (int r = 0; r < 500; r++) {
+    tarn_region *region = NULL;
+    if (tarn_region_begin(s->rt, &region) != 0) return NULL;
+    int rc = tarn_submit(s->rt, guest_task, TARN_ARG(&j), TARN_RW(s->x));
+    if (tarn_region_wait(region, NULL) != 0 || rc != 0) return NULL;
+  }
+  s->got = word_of(s->x);
+  return NULL;
+}
+
+/* Three program threads, each with regions of one task on its own data:
+ * a task held for its waiter may be run by another thread's wait or by a
+ * worker, and each still runs once, in its order. */
+static void lone_tasks_of_many_threads_run_once_each(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1);
+  enum { threads = 3 };
+  struct lone_submitter s[threads];
+  pthread_t th[threads];
+  for (int i = 0; i < threads; i++) {
+    s[i] = (struct lone_submitter){.rt = rt, .x = word_ref(rt, 0)};
+    assert_int_equal(pthread_create(&th[i], NULL, lone_regions, &s[i]), 0);
+  }
+  uint64_t expect = 0;
+  for (int r = 0; r < 500; r++) expect = 2 * expect + 499500 + 1;
+  for (int i = 0; i < threads; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_int_equal(s[i].got, expect);
+    tarn_ref_release(s[i].x);
+  }
+  tarn_rt_stats st;
+  assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+  assert_int_equal(st.run, threads * 500);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* Keeps its thread busy for 10 ms of the clock, counting the runs on the
  * waiting thread. */
 static int busy_task(tarn_task *t, void *arg) {
@@ -1368,6 +1470,8 @@ int main(void) {
       cmocka_unit_test(random_graphs_match_sequential_order),
       cmocka_unit_test(refs_released_mid_graph_live_as_long_as_their_tasks),
       cmocka_unit_test(tasks_run_right_on_the_waiting_thread),
+      cmocka_unit_test(a_lone_task_runs_before_its_wait),
+      cmocka_unit_test(lone_tasks_of_many_threads_run_once_each),
       cmocka_unit_test(long_tasks_stay_off_the_waiting_thread),
       cmocka_unit_test(workers_are_pinned_one_per_processor),
       cmocka_unit_test(a_failure_cancels_its_dependants_only),

@@ -106,6 +106,14 @@ TARN_API int tarn_slab_mark(tarn_slab *slab, tarn_mark *mark);
  * owner only). */
 TARN_API int tarn_slab_reset(tarn_slab *slab, const tarn_mark *mark);
 
+/* Frees everything allocated from `slab` since `mark` and the mark itself:
+ * the slab is as it was before tarn_slab_mark, and `mark` and the marks
+ * taken after it become stale. A mark that is reset but never unmarked
+ * keeps its 16 bytes, so code that marks and frees once per job (the
+ * runtime, once per task) unmarks. Returns and fails as tarn_slab_reset;
+ * nothing changes on failure. Not thread-safe (the slab's owner only). */
+TARN_API int tarn_slab_unmark(tarn_slab *slab, const tarn_mark *mark);
+
 /* Bytes of `slab` in use (allocations, their alignment padding and marks). */
 TARN_API size_t tarn_slab_used(const tarn_slab *slab);
 

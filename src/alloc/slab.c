@@ -316,16 +316,32 @@ int tarn_slab_mark(tarn_slab *s, tarn_mark *mark) {
   return 0;
 }
 
-int tarn_slab_reset(tarn_slab *s, const tarn_mark *mark) {
-  if (s == NULL || mark == NULL || mark->slab != s) return TARN_EINVAL;
+/* The offset of `mark`'s header when it is live in `s`, else NO_MARK. */
+static size_t mark_find(const tarn_slab *s, const tarn_mark *mark) {
   size_t at = s->top;
   while (at != NO_MARK && at > mark->offset)
     at = header_read(s->base + at).below;
   if (at == NO_MARK || at != mark->offset ||
       header_read(s->base + at).serial != mark->serial)
-    return TARN_ESTALE;
+    return NO_MARK;
+  return at;
+}
+
+int tarn_slab_reset(tarn_slab *s, const tarn_mark *mark) {
+  if (s == NULL || mark == NULL || mark->slab != s) return TARN_EINVAL;
+  size_t at = mark_find(s, mark);
+  if (at == NO_MARK) return TARN_ESTALE;
   s->top = at;
   rewind_to(s, s->base + at + sizeof(struct mark_header));
+  return 0;
+}
+
+int tarn_slab_unmark(tarn_slab *s, const tarn_mark *mark) {
+  if (s == NULL || mark == NULL || mark->slab != s) return TARN_EINVAL;
+  size_t at = mark_find(s, mark);
+  if (at == NO_MARK) return TARN_ESTALE;
+  s->top = header_read(s->base + at).below;
+  rewind_to(s, s->base + at); /* the header's padding stays (< 8 bytes) */
   return 0;
 }
 

@@ -1038,7 +1038,7 @@ static tarn_task *run(struct worker *w, tarn_task *t) {
   current_task = t;
   rc = t->fn(t, t->arg);
   current_task = NULL;
-  if (marked) tarn_slab_reset(w->scratch, &mark);
+  if (marked) tarn_slab_unmark(w->scratch, &mark);
   uint64_t took = tarn__clock_coarse_ns() - t1;
   add_relaxed(&w->run_ns, took);
   add_relaxed(&w->run, 1);

@@ -354,6 +354,48 @@ static void reset_returns_everything_since_the_mark(void **state) {
   tarn_slab_set_destroy(set);
 }
 
+/* tarn_slab_unmark frees the mark too: a million mark, allocate, unmark
+ * rounds in a slab of 64 KiB leave it as it was (a reset keeps its mark's
+ * 16 bytes, so the same loop with reset instead fills the slab after 4096
+ * rounds). The mark is stale afterwards, an inner mark with it; bad
+ * arguments change nothing. */
+static void unmark_returns_the_mark_too(void **state) {
+  (void)state;
+  tarn_slab_set *set = make_set(1, 64 * 1024);
+  tarn_slab *slab = acquire(set);
+  alloc(slab, 3, 1); /* unaligned below the marks */
+  size_t before = tarn_slab_used(slab);
+  for (int round = 0; round < 1000000; round++) {
+    tarn_mark m;
+    assert_int_equal(tarn_slab_mark(slab, &m), 0);
+    alloc(slab, 100, 8);
+    assert_int_equal(tarn_slab_unmark(slab, &m), 0);
+  }
+  size_t used = tarn_slab_used(slab);
+  assert_true(used >= before && used < before + 8); /* padding, once */
+  tarn_mark outer, inner;
+  assert_int_equal(tarn_slab_mark(slab, &outer), 0);
+  alloc(slab, 10, 1);
+  assert_int_equal(tarn_slab_mark(slab, &inner), 0);
+  assert_int_equal(tarn_slab_unmark(slab, &outer), 0);
+  assert_int_equal(tarn_slab_used(slab), used);
+  assert_int_equal(tarn_slab_unmark(slab, &outer), TARN_ESTALE);
+  assert_int_equal(tarn_slab_reset(slab, &inner), TARN_ESTALE);
+  assert_int_equal(tarn_slab_unmark(NULL, &outer), TARN_EINVAL);
+  assert_int_equal(tarn_slab_unmark(slab, NULL), TARN_EINVAL);
+  assert_int_equal(tarn_slab_used(slab), used);
+  /* A reset keeps the mark: unmark still frees it afterwards. */
+  tarn_mark m;
+  assert_int_equal(tarn_slab_mark(slab, &m), 0);
+  alloc(slab, 100, 8);
+  assert_int_equal(tarn_slab_reset(slab, &m), 0);
+  assert_true(tarn_slab_used(slab) > used);
+  assert_int_equal(tarn_slab_unmark(slab, &m), 0);
+  assert_int_equal(tarn_slab_used(slab), used);
+  assert_int_equal(tarn_slab_release(set, slab), 0);
+  tarn_slab_set_destroy(set);
+}
+
 static void nested_marks_are_last_in_first_out(void **state) {
   (void)state;
   tarn_slab_set *set = make_set(1, MiB);
@@ -512,6 +554,7 @@ int main(void) {
       cmocka_unit_test(free_is_a_no_op),
       cmocka_unit_test(reset_returns_everything_since_the_mark),
       cmocka_unit_test(nested_marks_are_last_in_first_out),
+      cmocka_unit_test(unmark_returns_the_mark_too),
       cmocka_unit_test(foreign_and_old_marks_are_refused),
       cmocka_unit_test(mark_in_a_full_slab_is_enospc),
       cmocka_unit_test(release_resets_the_slab),

@@ -84,6 +84,15 @@ TARN_API int tarn_slab_acquire(tarn_slab_set *set, tarn_slab **slab);
  * bug. */
 TARN_API int tarn_slab_release(tarn_slab_set *set, tarn_slab *slab);
 
+/* Gives the pages of a claimed slab above what is in use, and above the
+ * set's retained bytes, back to the system, as a release does, while the
+ * caller keeps the slab and everything allocated from it: for an owner
+ * that holds a slab through idle spells (the runtime's workers, before
+ * they sleep). Pages given back come back zeroed at their next use.
+ * Returns 0, or TARN_EINVAL for NULL. Not thread-safe (the slab's owner
+ * only). */
+TARN_API int tarn_slab_trim(tarn_slab *slab);
+
 /* A position in a slab to reset to. Treat as opaque; copy freely. */
 typedef struct tarn_mark {
   const tarn_slab *slab;

@@ -231,6 +231,31 @@ static void rewind_to(struct tarn_slab *s, uintptr_t to) {
   s->bump.cur = to;
 }
 
+/* Gives the slab's pages from `keep` (page-aligned) up to its high-water
+ * mark back to the system. */
+static void trim_above(struct tarn_slab *slab, uintptr_t keep) {
+  if (slab->bump.cur > slab->peak) slab->peak = slab->bump.cur;
+  if (slab->peak <= keep) return;
+  size_t page = tarn__page_size();
+  uintptr_t hi = slab->base + round_up(slab->peak - slab->base, page);
+  if (hi <= keep || tarn__vm_discard((void *)keep, hi - keep) != 0) return;
+  atomic_store_explicit(
+      &slab->trimmed_bytes,
+      atomic_load_explicit(&slab->trimmed_bytes, memory_order_relaxed) +
+          (hi - keep),
+      memory_order_relaxed);
+  slab->peak = keep;
+}
+
+int tarn_slab_trim(tarn_slab *slab) {
+  if (slab == NULL) return TARN_EINVAL;
+  uintptr_t keep = slab->base + slab->set->retain;
+  uintptr_t used =
+      slab->base + round_up(slab->bump.cur - slab->base, tarn__page_size());
+  trim_above(slab, used > keep ? used : keep);
+  return 0;
+}
+
 int tarn_slab_release(tarn_slab_set *set, tarn_slab *slab) {
   if (set == NULL || slab == NULL) return TARN_EINVAL;
   ptrdiff_t i = slab_index(set, slab);
@@ -242,19 +267,7 @@ int tarn_slab_release(tarn_slab_set *set, tarn_slab *slab) {
 
   rewind_to(slab, slab->base);
   slab->top = NO_MARK;
-  uintptr_t keep = slab->base + set->retain;
-  if (slab->peak > keep) {
-    size_t page = tarn__page_size();
-    uintptr_t hi = slab->base + round_up(slab->peak - slab->base, page);
-    if (tarn__vm_discard((void *)keep, hi - keep) == 0) {
-      atomic_store_explicit(
-          &slab->trimmed_bytes,
-          atomic_load_explicit(&slab->trimmed_bytes, memory_order_relaxed) +
-              (hi - keep),
-          memory_order_relaxed);
-      slab->peak = keep;
-    }
-  }
+  trim_above(slab, slab->base + set->retain);
   /* Release order: the reset above happens before the next owner's claim. */
   uint64_t old = atomic_fetch_or_explicit(bits, bit, memory_order_release);
   return (old & bit) ? TARN_EMISUSE : 0;

@@ -37,6 +37,9 @@
 #define IDLE_SPIN_NS 1000000
 /* Looks a region's waiter takes (yielding between them) before sleeping. */
 #define DRAIN_SPINS 200
+/* How long a worker sleeps before it gives its scratch pages back, in ns
+ * (see trim_scratch). */
+#define TRIM_IDLE_NS 20000000
 /* When the workers fill the cores, the guest runs tasks only while the
  * workers' recent tasks took less than this on average, in ns (see
  * guest_worthwhile). */
@@ -1181,17 +1184,46 @@ static tarn_task *take_or_lone(struct worker *w) {
   return t != NULL ? t : lone_take(w->rt, true);
 }
 
-/* Sleeps until a push signals, unless a last look finds a task. */
-static tarn_task *sleep_or_take(struct worker *w) {
+/* Gives the scratch pages above what is retained back to the system, the
+ * worker's own and the guest's when no thread is the guest (its slab is
+ * used only while guest_busy is held): once a worker has slept for
+ * TRIM_IDLE_NS, so that a burst of large scratch (LU's panels: 16 MiB
+ * each at N=4096) does not stay resident, outside the memory limit, once
+ * the work is done, while short idle spells inside a job (waiting for a
+ * panel) do not give back pages the next task faults in again. */
+static void trim_scratch(struct worker *w) {
+  tarn_slab_trim(w->scratch);
   tarn_rt *rt = w->rt;
+  if (atomic_load(&rt->guest_busy) || atomic_exchange(&rt->guest_busy, true))
+    return;
+  tarn_slab_trim(rt->workers[rt->nworkers].scratch);
+  atomic_store(&rt->guest_busy, false);
+}
+
+/* Sleeps until a push signals, unless a last look finds a task; with a
+ * nonzero `until` (tarn__clock_ns), at most until then, and *timed_out
+ * tells whether it woke for that. */
+static tarn_task *sleep_or_take(struct worker *w, uint64_t until,
+                                bool *timed_out) {
+  tarn_rt *rt = w->rt;
+  *timed_out = false;
   pthread_mutex_lock(&rt->idle_lock);
   atomic_fetch_add(&rt->sleepers, 1);
   tarn_task *t = take(w, true);
   if (t == NULL) t = lone_take(rt, false); /* not left there asleep */
   uint64_t seen = rt->wakeups;
+  struct timespec deadline = {(time_t)(until / 1000000000u),
+                              (long)(until % 1000000000u)};
   while (t == NULL && rt->wakeups == seen && !atomic_load(&rt->stopping) &&
-         !help_wanted(rt))
-    pthread_cond_wait(&rt->idle, &rt->idle_lock);
+         !help_wanted(rt)) {
+    if (until == 0) {
+      pthread_cond_wait(&rt->idle, &rt->idle_lock);
+    } else if (pthread_cond_timedwait(&rt->idle, &rt->idle_lock, &deadline) ==
+               ETIMEDOUT) {
+      *timed_out = true;
+      break;
+    }
+  }
   atomic_fetch_sub(&rt->sleepers, 1);
   pthread_mutex_unlock(&rt->idle_lock);
   return t;
@@ -1217,7 +1249,14 @@ static void *worker_main(void *arg) {
         sched_yield();
       t = take_or_lone(w);
     }
-    if (t == NULL && !atomic_load(&rt->stopping)) t = sleep_or_take(w);
+    if (t == NULL && !atomic_load(&rt->stopping)) {
+      bool timed_out;
+      t = sleep_or_take(w, tarn__clock_ns() + TRIM_IDLE_NS, &timed_out);
+      if (t == NULL && timed_out) {
+        trim_scratch(w);
+        t = sleep_or_take(w, 0, &timed_out);
+      }
+    }
     if (t != NULL) {
       atomic_store_explicit(&w->idle, false, memory_order_relaxed);
       while (t != NULL) t = run(w, t);
@@ -1739,7 +1778,11 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   rt->eager_free = o.eager_free;
   rt->may_spill = o.pool.mem_limit != 0;
   pthread_mutex_init(&rt->idle_lock, NULL);
-  pthread_cond_init(&rt->idle, NULL);
+  pthread_condattr_t monotonic; /* sleep_or_take's deadlines */
+  pthread_condattr_init(&monotonic);
+  pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+  pthread_cond_init(&rt->idle, &monotonic);
+  pthread_condattr_destroy(&monotonic);
   pthread_mutex_init(&rt->held_lock, NULL);
   pthread_mutex_init(&rt->done_lock, NULL);
   pthread_cond_init(&rt->done, NULL);

@@ -539,6 +539,45 @@ static void resident_memory_falls_after_release(void **state) {
   tarn_slab_set_destroy(set);
 }
 
+/* tarn_slab_trim gives back the pages above what is in use (and above
+ * the retained bytes) while the owner keeps the slab: what is allocated
+ * keeps its bytes, what was freed comes back zeroed. */
+static void trim_keeps_what_is_in_use(void **state) {
+  (void)state;
+  tarn_slab_set_options o;
+  tarn_slab_set_options_init(&o);
+  o.count = 1;
+  o.slab_size = 64 * MiB;
+  o.retain_bytes = MiB;
+  tarn_slab_set *set = NULL;
+  assert_int_equal(tarn_slab_set_create(&o, &set), 0);
+  tarn_slab *slab = acquire(set);
+  char *keep = alloc(slab, 3 * MiB, 64);
+  memset(keep, 0x5a, 3 * MiB);
+  tarn_mark m;
+  assert_int_equal(tarn_slab_mark(slab, &m), 0);
+  char *tmp = alloc(slab, 20 * MiB, 4096);
+  memset(tmp, 0x33, 20 * MiB);
+  assert_int_equal(tarn_slab_trim(slab), 0); /* all in use: nothing */
+  tarn_slab_set_stats st;
+  assert_int_equal(tarn_slab_set_stats_get(set, &st), 0);
+  assert_int_equal(st.trimmed_bytes, 0);
+  assert_int_equal(tmp[20 * MiB - 1], 0x33);
+  assert_int_equal(tarn_slab_unmark(slab, &m), 0);
+  assert_int_equal(tarn_slab_trim(slab), 0);
+  assert_int_equal(tarn_slab_set_stats_get(set, &st), 0);
+  assert_true(st.trimmed_bytes >= 19 * MiB && st.trimmed_bytes <= 21 * MiB);
+  for (size_t off = 0; off < 3 * MiB; off += 4093)
+    assert_int_equal(keep[off], 0x5a);
+  char *again = alloc(slab, 20 * MiB, 4096); /* where the mark was */
+  assert_ptr_equal(again, keep + 3 * MiB);
+  for (size_t off = 0; off < 20 * MiB; off += 4096 * 7)
+    assert_int_equal(again[off], 0);
+  assert_int_equal(tarn_slab_trim(NULL), TARN_EINVAL);
+  assert_int_equal(tarn_slab_release(set, slab), 0);
+  tarn_slab_set_destroy(set);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(defaults),
@@ -559,6 +598,7 @@ int main(void) {
       cmocka_unit_test(mark_in_a_full_slab_is_enospc),
       cmocka_unit_test(release_resets_the_slab),
       cmocka_unit_test(resident_memory_falls_after_release),
+      cmocka_unit_test(trim_keeps_what_is_in_use),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1088,6 +1088,48 @@ static void scratch_stays_whole_over_many_tasks(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+static long rss_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (f == NULL) return -1;
+  char line[256];
+  long kib = -1;
+  while (fgets(line, sizeof line, f) != NULL)
+    if (strncmp(line, "VmRSS:", 6) == 0) kib = atol(line + 6);
+  fclose(f);
+  return kib;
+}
+
+/* Scratch pages go back to the system once the workers rest: three tasks
+ * that each fill 24 MiB of scratch (on three slabs: two workers and the
+ * waiting thread) raise the RSS by up to 72 MiB, and 300 ms after the
+ * region, with every thread idle, it is back within 8 MiB of where it
+ * was (the old code kept it all until the runtime was destroyed). */
+static void scratch_goes_back_when_the_workers_rest(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1);
+  struct timespec settle = {0, 100000000};
+  nanosleep(&settle, NULL);
+  long before = rss_kib();
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(
+        tarn_submit(rt, needs_scratch, TARN_ARG((void *)(intptr_t)(24 << 20))),
+        0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  long busy = rss_kib();
+  struct timespec rest = {0, 300000000};
+  nanosleep(&rest, NULL);
+  long after = rss_kib();
+  print_message("  RSS %ld KiB, %ld after the tasks, %ld once idle\n", before,
+                busy, after);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  assert_true(before > 0 && busy > before + 24 * 1024);
+  assert_true(after < before + 8 * 1024);
+#endif
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- memory ---------------------------------------------------------- */
 
 static int fill_task(tarn_task *t, void *arg) {
@@ -1586,6 +1628,7 @@ int main(void) {
       cmocka_unit_test(higher_priorities_run_first),
       cmocka_unit_test(scratch_is_reset_when_a_task_ends),
       cmocka_unit_test(scratch_stays_whole_over_many_tasks),
+      cmocka_unit_test(scratch_goes_back_when_the_workers_rest),
       cmocka_unit_test(a_limit_below_the_data_holds_tasks_back),
       cmocka_unit_test(a_task_that_never_fits_fails_with_enomem),
       cmocka_unit_test(data_tasks_wait_for_is_evicted_last),

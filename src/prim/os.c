@@ -2,6 +2,9 @@
  * except the page size, which is read once and never changes. */
 #define _GNU_SOURCE
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -81,6 +84,12 @@ int tarn__vm_map_aligned(size_t bytes, size_t align, void **out) {
 int tarn__vm_discard(void *base, size_t bytes) {
   if (bytes == 0) return 0;
   return madvise(base, bytes, MADV_DONTNEED) == 0 ? 0 : TARN_EINVAL;
+}
+
+void tarn__heap_trim(void) {
+#ifdef __GLIBC__
+  (void)malloc_trim(0);
+#endif
 }
 
 uint64_t tarn__clock_ns(void) {

@@ -46,7 +46,13 @@ int tarn__vm_map_aligned(size_t bytes, size_t align, void **out);
  * are page-aligned. Returns 0 or TARN_EINVAL. Thread-safe. */
 int tarn__vm_discard(void *base, size_t bytes);
 
-/* Monotonic time in nanoseconds. Thread-safe. */
+/* Gives the C library's free heap memory back to the system (glibc's
+ * malloc_trim: whole free pages in every arena, not only at their tops);
+ * nothing elsewhere. Takes the heap's locks, so for idle moments. */
+void tarn__heap_trim(void);
+
+/* Monotonic time in nanoseconds (CLOCK_MONOTONIC, which condition
+ * variables waiting on deadlines from it must use too). Thread-safe. */
 uint64_t tarn__clock_ns(void);
 
 /* Monotonic time in nanoseconds from the kernel's tick (a few ms

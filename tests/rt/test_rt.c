@@ -1130,6 +1130,43 @@ static void scratch_goes_back_when_the_workers_rest(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Memory the heap kept goes back too: two matrices of 2048 x 2048 in
+ * tiles of 100 x 100 (buffers of 80 KiB, from the heap), without the
+ * pool's cache, made, summed and destroyed: 300 ms later, with every
+ * thread idle, the RSS is back within 12 MiB of where it was (the old
+ * code kept 23 MiB of the 72, 268 of 286 MiB with 4096 x 4096: free heap
+ * pages that the runtime's own allocations, interleaved, pinned). */
+static void freed_memory_goes_back_when_the_workers_rest(void **state) {
+  (void)state;
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 2;
+  o.pool.cache_bytes = 0;
+  o.pool.mem_limit = 0;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  struct timespec rest = {0, 300000000};
+  nanosleep(&rest, NULL);
+  long before = rss_kib();
+  tarn_matrix *a = NULL, *b = NULL;
+  double sum = 0;
+  assert_int_equal(tarn_matrix_rand(rt, 2048, 2048, 100, 100, 1, &a), 0);
+  assert_int_equal(tarn_matrix_sin(a, &b), 0);
+  assert_int_equal(tarn_matrix_sum(b, &sum), 0);
+  long busy = rss_kib();
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  nanosleep(&rest, NULL);
+  long after = rss_kib();
+  print_message("  RSS %ld KiB, %ld with the matrices, %ld once idle\n", before,
+                busy, after);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  assert_true(before > 0 && busy > before + 48 * 1024);
+  assert_true(after < before + 12 * 1024);
+#endif
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- memory ---------------------------------------------------------- */
 
 static int fill_task(tarn_task *t, void *arg) {
@@ -1629,6 +1666,7 @@ int main(void) {
       cmocka_unit_test(scratch_is_reset_when_a_task_ends),
       cmocka_unit_test(scratch_stays_whole_over_many_tasks),
       cmocka_unit_test(scratch_goes_back_when_the_workers_rest),
+      cmocka_unit_test(freed_memory_goes_back_when_the_workers_rest),
       cmocka_unit_test(a_limit_below_the_data_holds_tasks_back),
       cmocka_unit_test(a_task_that_never_fits_fails_with_enomem),
       cmocka_unit_test(data_tasks_wait_for_is_evicted_last),

@@ -507,15 +507,21 @@ static size_t resident_bytes(void) {
   return resident * page_size();
 }
 
-static void resident_memory_falls_after_release(void **state) {
-  (void)state;
+/* A set of one slab of `size` bytes that retains 1 MiB. */
+static tarn_slab_set *one_slab_retaining_a_mib(size_t size) {
   tarn_slab_set_options o;
   tarn_slab_set_options_init(&o);
   o.count = 1;
-  o.slab_size = 256 * MiB;
+  o.slab_size = size;
   o.retain_bytes = MiB;
   tarn_slab_set *set = NULL;
   assert_int_equal(tarn_slab_set_create(&o, &set), 0);
+  return set;
+}
+
+static void resident_memory_falls_after_release(void **state) {
+  (void)state;
+  tarn_slab_set *set = one_slab_retaining_a_mib(256 * MiB);
   size_t before = resident_bytes();
   tarn_slab *slab = acquire(set);
   char *p = alloc(slab, 128 * MiB, 64);
@@ -544,13 +550,7 @@ static void resident_memory_falls_after_release(void **state) {
  * keeps its bytes, what was freed comes back zeroed. */
 static void trim_keeps_what_is_in_use(void **state) {
   (void)state;
-  tarn_slab_set_options o;
-  tarn_slab_set_options_init(&o);
-  o.count = 1;
-  o.slab_size = 64 * MiB;
-  o.retain_bytes = MiB;
-  tarn_slab_set *set = NULL;
-  assert_int_equal(tarn_slab_set_create(&o, &set), 0);
+  tarn_slab_set *set = one_slab_retaining_a_mib(64 * MiB);
   tarn_slab *slab = acquire(set);
   char *keep = alloc(slab, 3 * MiB, 64);
   memset(keep, 0x5a, 3 * MiB);

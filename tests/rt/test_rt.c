@@ -1088,6 +1088,20 @@ static void scratch_stays_whole_over_many_tasks(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* `workers` workers, no limit, no recycling cache: a freed buffer leaves
+ * the resident bytes (and goes back to the system) at once, so peaks are
+ * easy to read. */
+static tarn_rt *uncached_rt(unsigned workers) {
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = workers;
+  o.pool.mem_limit = 0;
+  o.pool.cache_bytes = 0;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  return rt;
+}
+
 static long rss_kib(void) {
   FILE *f = fopen("/proc/self/status", "r");
   if (f == NULL) return -1;
@@ -1099,6 +1113,29 @@ static long rss_kib(void) {
   return kib;
 }
 
+/* Lets the workers rest: asleep long enough to trim (20 ms) and more. */
+static void rest(void) {
+  struct timespec t = {0, 300000000};
+  nanosleep(&t, NULL);
+}
+
+/* Prints the RSS before, during and after some work (then a rest), and
+ * checks that the work took more than `grew` KiB and that all but `kept`
+ * KiB came back (not under the sanitizers, whose shadow memory moves the
+ * RSS). */
+static void rss_came_back(const char *during, long before, long busy,
+                          long after, long grew, long kept) {
+  print_message("  RSS %ld KiB, %ld %s, %ld once idle\n", before, busy, during,
+                after);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  assert_true(before > 0 && busy > before + grew);
+  assert_true(after < before + kept);
+#else
+  (void)grew;
+  (void)kept;
+#endif
+}
+
 /* Scratch pages go back to the system once the workers rest: three tasks
  * that each fill 24 MiB of scratch (on three slabs: two workers and the
  * waiting thread) raise the RSS by up to 72 MiB, and 300 ms after the
@@ -1107,8 +1144,7 @@ static long rss_kib(void) {
 static void scratch_goes_back_when_the_workers_rest(void **state) {
   (void)state;
   tarn_rt *rt = make_rt(2, 0, 1);
-  struct timespec settle = {0, 100000000};
-  nanosleep(&settle, NULL);
+  rest();
   long before = rss_kib();
   tarn_region *region = NULL;
   assert_int_equal(tarn_region_begin(rt, &region), 0);
@@ -1118,15 +1154,9 @@ static void scratch_goes_back_when_the_workers_rest(void **state) {
         0);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
   long busy = rss_kib();
-  struct timespec rest = {0, 300000000};
-  nanosleep(&rest, NULL);
-  long after = rss_kib();
-  print_message("  RSS %ld KiB, %ld after the tasks, %ld once idle\n", before,
-                busy, after);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  assert_true(before > 0 && busy > before + 24 * 1024);
-  assert_true(after < before + 8 * 1024);
-#endif
+  rest();
+  rss_came_back("after the tasks", before, busy, rss_kib(), 24 * 1024,
+                8 * 1024);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -1138,15 +1168,8 @@ static void scratch_goes_back_when_the_workers_rest(void **state) {
  * pages that the runtime's own allocations, interleaved, pinned). */
 static void freed_memory_goes_back_when_the_workers_rest(void **state) {
   (void)state;
-  tarn_rt_options o;
-  assert_int_equal(tarn_rt_options_init(&o), 0);
-  o.workers = 2;
-  o.pool.cache_bytes = 0;
-  o.pool.mem_limit = 0;
-  tarn_rt *rt = NULL;
-  assert_int_equal(tarn_rt_create(&o, &rt), 0);
-  struct timespec rest = {0, 300000000};
-  nanosleep(&rest, NULL);
+  tarn_rt *rt = uncached_rt(2);
+  rest();
   long before = rss_kib();
   tarn_matrix *a = NULL, *b = NULL;
   double sum = 0;
@@ -1156,14 +1179,9 @@ static void freed_memory_goes_back_when_the_workers_rest(void **state) {
   long busy = rss_kib();
   tarn_matrix_destroy(a);
   tarn_matrix_destroy(b);
-  nanosleep(&rest, NULL);
-  long after = rss_kib();
-  print_message("  RSS %ld KiB, %ld with the matrices, %ld once idle\n", before,
-                busy, after);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  assert_true(before > 0 && busy > before + 48 * 1024);
-  assert_true(after < before + 12 * 1024);
-#endif
+  rest();
+  rss_came_back("with the matrices", before, busy, rss_kib(), 48 * 1024,
+                12 * 1024);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -1191,8 +1209,7 @@ static int nothing_task(tarn_task *t, void *arg) {
 static void ended_tasks_go_back_when_the_workers_rest(void **state) {
   (void)state;
   tarn_rt *rt = make_rt(2, 0, 1);
-  struct timespec rest = {0, 300000000};
-  nanosleep(&rest, NULL);
+  rest();
   long before = rss_kib();
   tarn_ref *x = word_ref(rt, 0);
   atomic_store(&hold_open, 0);
@@ -1205,14 +1222,9 @@ static void ended_tasks_go_back_when_the_workers_rest(void **state) {
   atomic_store(&hold_open, 1);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
   tarn_ref_release(x);
-  nanosleep(&rest, NULL);
-  long after = rss_kib();
-  print_message("  RSS %ld KiB, %ld with the tasks queued, %ld once idle\n",
-                before, busy, after);
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  assert_true(before > 0 && busy > before + 24 * 1024);
-  assert_true(after < before + 12 * 1024);
-#endif
+  rest();
+  rss_came_back("with the tasks queued", before, busy, rss_kib(), 24 * 1024,
+                12 * 1024);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -1499,22 +1511,10 @@ static void temporaries_are_freed_when_their_last_task_ends(void **state) {
  * (as tarn_matrix_sum and the other waiting calls do) resets the pool's
  * peaks: 4 MiB allocated and freed before the inner region still count for
  * the outer one. Without the recycling cache, both peaks see it. */
-/* One worker, no limit, no recycling cache: a freed buffer leaves the
- * resident bytes at once, so peaks are easy to read. */
-static tarn_rt *uncached_rt(void) {
-  tarn_rt_options o;
-  assert_int_equal(tarn_rt_options_init(&o), 0);
-  o.workers = 1;
-  o.pool.mem_limit = 0;
-  o.pool.cache_bytes = 0;
-  tarn_rt *rt = NULL;
-  assert_int_equal(tarn_rt_create(&o, &rt), 0);
-  return rt;
-}
 
 static void an_inner_region_keeps_the_outer_peak(void **state) {
   (void)state;
-  tarn_rt *rt = uncached_rt();
+  tarn_rt *rt = uncached_rt(1);
   tarn_region *outer = NULL, *inner = NULL;
   assert_int_equal(tarn_region_begin(rt, &outer), 0);
   tarn_ref *big = NULL;
@@ -1537,7 +1537,7 @@ static void an_inner_region_keeps_the_outer_peak(void **state) {
  * them, so a program's peak read after a job showed its last call's. */
 static void regions_leave_the_pools_peaks_alone(void **state) {
   (void)state;
-  tarn_rt *rt = uncached_rt();
+  tarn_rt *rt = uncached_rt(1);
   tarn_pool *pool = tarn_rt_pool(rt);
   assert_int_equal(tarn_pool_peak_reset(pool), 0);
   tarn_ref *big = NULL;

@@ -48,7 +48,8 @@ int tarn__vm_discard(void *base, size_t bytes);
 
 /* Gives the C library's free heap memory back to the system (glibc's
  * malloc_trim: whole free pages in every arena, not only at their tops);
- * nothing elsewhere. Takes the heap's locks, so for idle moments. */
+ * nothing elsewhere. Thread-safe; takes the heap's locks, so for idle
+ * moments. */
 void tarn__heap_trim(void);
 
 /* Monotonic time in nanoseconds (CLOCK_MONOTONIC, which condition

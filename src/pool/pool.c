@@ -1061,6 +1061,10 @@ void tarn__ref_demand(tarn_ref *r, int delta) {
   atomic_fetch_add_explicit(&r->demand, (uint32_t)delta, memory_order_relaxed);
 }
 
+void tarn__pool_trim(tarn_pool *p) {
+  if (p != NULL) tarn__store_trim(p->store); /* set once, at creation */
+}
+
 bool tarn__pool_reads_settle(tarn_pool *p) {
   pthread_mutex_lock(&p->lock);
   bool waited = p->reading > 0;

@@ -44,6 +44,7 @@ struct tarn__store {
   size_t cap;   /* room in free; kept >= live */
   size_t live;  /* extents handed out and not yet freed */
   uint64_t end; /* first byte past the highest extent in use */
+  bool freed;   /* extents freed since the last tarn__store_trim */
   tarn__store_counters counters;
 };
 
@@ -242,6 +243,20 @@ static void extent_free(tarn__store *s, uint64_t offset, uint64_t len) {
   }
   s->live--;
   s->counters.stored_bytes -= len;
+  s->freed = true;
+  pthread_mutex_unlock(&s->lock);
+}
+
+void tarn__store_trim(tarn__store *s) {
+  if (s == NULL || s->custom) return;
+  pthread_mutex_lock(&s->lock); /* no extent changes hands meanwhile */
+  if (s->freed) {
+    for (size_t i = 0; i < s->nfree; i++)
+      (void)fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      (off_t)s->free[i].offset, (off_t)s->free[i].len);
+    (void)ftruncate(s->fd, (off_t)s->end);
+    s->freed = false;
+  }
   pthread_mutex_unlock(&s->lock);
 }
 

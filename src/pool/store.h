@@ -44,6 +44,15 @@ int tarn__store_open(const char *dir, const tarn_storage *custom, int compress,
 /* Closes the storage (custom: its close) and frees the store. NULL ok. */
 void tarn__store_close(tarn__store *store);
 
+/* Gives the spill file's unused space back to the file system: punches
+ * holes in the free extents and cuts the file at the highest extent in
+ * use, when extents were freed since the last call (the file otherwise
+ * keeps its largest size until it is closed; on tmpfs that is memory).
+ * Holds the store's lock meanwhile, so for idle moments; a file system
+ * that cannot punch holes keeps them. Nothing for a caller's storage (its
+ * discard hears of each freed extent) or a NULL store. */
+void tarn__store_trim(tarn__store *store);
+
 /* "direct", "fadvise" or "custom"; "none" for a NULL store (a pool
  * without a limit opens none). Static string. */
 const char *tarn__store_io_mode(const tarn__store *store);

@@ -1224,6 +1224,8 @@ static void trim_scratch(struct worker *w) {
    * Two matrices of 8192 x 8192 in tiles of 100, destroyed, left 939 MB
    * of RSS (256 MiB of it the pool's cache), 302 MB once trimmed. */
   tarn__heap_trim();
+  /* And the spill file's free extents (on tmpfs, memory too). */
+  tarn__pool_trim(rt->pool);
   atomic_store(&rt->guest_busy, false);
 }
 

@@ -20,11 +20,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include "pool/store.h"
+#include "procfs.h"
 #include "tarn/status.h"
 
 #define KiB ((size_t)1 << 10)
@@ -298,6 +300,54 @@ static void test_extents_reused(void **state) {
   tarn__store_free(store, &again);
   assert_int_equal(counters(store).stored_bytes, 0);
   assert_int_equal(put(store, UNIT, 8, 0).offset, a.offset);
+  tarn__store_close(store);
+}
+
+/* Whether the file system of `dir` punches holes. */
+static int punches_holes(const char *dir) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/tarn-test-punch-XXXXXX", dir);
+  int fd = mkstemp(path);
+  if (fd < 0) return 0;
+  unlink(path);
+  int ok = ftruncate(fd, (off_t)MiB) == 0 &&
+           fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+                     (off_t)UNIT) == 0;
+  close(fd);
+  return ok;
+}
+
+/* tarn__store_trim gives freed space back: the file is cut at its highest
+ * live extent and the free extents below become holes, while the live
+ * blocks keep their bytes and later writes reuse the space. */
+static void test_trim_gives_space_back(void **state) {
+  (void)state;
+  tarn__store *store = open_file_store(tmp_root(), 0);
+  enum { count = 16 };
+  tarn__block b[count];
+  for (int i = 0; i < count; i++) b[i] = put(store, 256 * KiB, (uint64_t)i, 0);
+  off_t size, used;
+  test_spill_file_usage(&size, &used);
+  assert_int_equal(size, (off_t)(count * 256 * KiB));
+  /* Blocks 1, 3, 5, 7 and 9 to 15 freed: 5 live ones below the last. */
+  for (int i = 1; i < count; i++)
+    if (i % 2 == 1 || i > 8) tarn__store_free(store, &b[i]);
+  tarn__store_trim(store);
+  test_spill_file_usage(&size, &used);
+  assert_int_equal(size, (off_t)(9 * 256 * KiB)); /* block 8 is the last */
+  if (punches_holes(tmp_root()))
+    assert_true(used <= (off_t)(5 * 256 * KiB + 64 * KiB));
+  for (int i = 0; i <= 8; i += 2) check(store, &b[i], (uint64_t)i, 0);
+  /* The space comes back for new blocks, in the holes and past the end. */
+  tarn__block again[6];
+  for (int i = 0; i < 6; i++) again[i] = put(store, 256 * KiB, 100u + i, 0);
+  for (int i = 0; i < 6; i++) check(store, &again[i], 100u + (uint64_t)i, 0);
+  for (int i = 0; i <= 8; i += 2) check(store, &b[i], (uint64_t)i, 0);
+  tarn__store_trim(store); /* nothing freed since: changes nothing */
+  off_t size2, used2;
+  test_spill_file_usage(&size2, &used2);
+  assert_true(size2 >= (off_t)(9 * 256 * KiB));
+  tarn__store_trim(NULL);
   tarn__store_close(store);
 }
 
@@ -651,6 +701,7 @@ static void test_threads_custom(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_file_round_trip),
+      cmocka_unit_test(test_trim_gives_space_back),
       cmocka_unit_test(test_fadvise_round_trip),
       cmocka_unit_test(test_direct_refused_at_write),
       cmocka_unit_test(test_shm_round_trip),

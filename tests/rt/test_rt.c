@@ -1161,6 +1161,20 @@ static void scratch_goes_back_when_the_workers_rest(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Makes X, 2048 x 2048 in tiles of `tile`, and sin(X), sums sin(X), then
+ * destroys both; *busy (when not NULL) gets the RSS before the destroy. */
+static void two_matrices_made_and_dropped(tarn_rt *rt, size_t tile,
+                                          long *busy) {
+  tarn_matrix *a = NULL, *b = NULL;
+  double sum = 0;
+  assert_int_equal(tarn_matrix_rand(rt, 2048, 2048, tile, tile, 1, &a), 0);
+  assert_int_equal(tarn_matrix_sin(a, &b), 0);
+  assert_int_equal(tarn_matrix_sum(b, &sum), 0);
+  if (busy != NULL) *busy = rss_kib();
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+}
+
 /* Memory the heap kept goes back too: two matrices of 2048 x 2048 in
  * tiles of 100 x 100 (buffers of 80 KiB, from the heap), without the
  * pool's cache, made, summed and destroyed: 300 ms later, with every
@@ -1172,14 +1186,8 @@ static void freed_memory_goes_back_when_the_workers_rest(void **state) {
   tarn_rt *rt = uncached_rt(2);
   rest();
   long before = rss_kib();
-  tarn_matrix *a = NULL, *b = NULL;
-  double sum = 0;
-  assert_int_equal(tarn_matrix_rand(rt, 2048, 2048, 100, 100, 1, &a), 0);
-  assert_int_equal(tarn_matrix_sin(a, &b), 0);
-  assert_int_equal(tarn_matrix_sum(b, &sum), 0);
-  long busy = rss_kib();
-  tarn_matrix_destroy(a);
-  tarn_matrix_destroy(b);
+  long busy = 0;
+  two_matrices_made_and_dropped(rt, 100, &busy);
   rest();
   rss_came_back("with the matrices", before, busy, rss_kib(), 48 * 1024,
                 12 * 1024);
@@ -1195,18 +1203,14 @@ static void freed_memory_goes_back_when_the_workers_rest(void **state) {
 static void spill_space_goes_back_when_the_workers_rest(void **state) {
   (void)state;
   tarn_rt *rt = make_rt(2, 4 * MiB, 1);
-  tarn_matrix *keep = NULL, *a = NULL, *b = NULL;
+  tarn_matrix *keep = NULL;
   double kept_sum = 0, sum = 0;
   assert_int_equal(tarn_matrix_rand(rt, 512, 512, 128, 128, 7, &keep), 0);
   assert_int_equal(tarn_matrix_sum(keep, &kept_sum), 0);
-  assert_int_equal(tarn_matrix_rand(rt, 2048, 2048, 128, 128, 1, &a), 0);
-  assert_int_equal(tarn_matrix_sin(a, &b), 0);
-  assert_int_equal(tarn_matrix_sum(b, &sum), 0);
+  two_matrices_made_and_dropped(rt, 128, NULL);
   off_t size, used;
   test_spill_file_usage(&size, &used);
   assert_true(size >= (off_t)(32 * MiB));
-  tarn_matrix_destroy(a);
-  tarn_matrix_destroy(b);
   rest();
   off_t size_after, used_after;
   test_spill_file_usage(&size_after, &used_after);

@@ -75,6 +75,12 @@ typedef struct tarn_rt_options {
    * or TARN_PIN_WORKERS=0: for a machine shared with other busy
    * programs). The program's own threads are never pinned. */
   int pin_workers;
+  /* Milliseconds the workers rest (asleep, without work) before they give
+   * back what the work left: scratch pages, the heap's free pages, spare
+   * task structs and the spill file's free space. Default 20; 0: never,
+   * for a program that works in bursts and would rather keep those pages
+   * than fault them in again at each burst. */
+  unsigned idle_trim_ms;
 } tarn_rt_options;
 
 /* Fills `options` with the defaults (and the pool's, from the

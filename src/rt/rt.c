@@ -37,9 +37,9 @@
 #define IDLE_SPIN_NS 1000000
 /* Looks a region's waiter takes (yielding between them) before sleeping. */
 #define DRAIN_SPINS 200
-/* How long a worker sleeps before it gives its scratch pages back, in ns
- * (see trim_scratch). */
-#define TRIM_IDLE_NS 20000000
+/* How long a worker sleeps before it gives its scratch pages back by
+ * default, in ms (tarn_rt_options.idle_trim_ms; see trim_scratch). */
+#define IDLE_TRIM_MS_DEFAULT 20
 /* Spare task structs kept through a rest (see spare_trim). */
 #define SPARE_KEEP 4096
 /* When the workers fill the cores, the guest runs tasks only while the
@@ -277,6 +277,7 @@ struct tarn_rt {
   bool workers_fill_cores; /* nworkers >= the online processors */
   bool pinned;             /* the workers are pinned (cpu_side is set) */
   bool may_spill;          /* the pool has a limit: data may be on disk */
+  uint64_t idle_trim_ns;   /* rest before trim_scratch; 0: never */
   /* Written by submitters that are not workers, per task. */
   _Alignas(64) atomic_bool spare_lock; /* spare: tasks for such submitters */
   tarn_task *spare;
@@ -335,6 +336,7 @@ int tarn_rt_options_init(tarn_rt_options *o) {
   o->eager_free = 1;
   o->workers = tarn__cpu_count();
   o->pin_workers = 1;
+  o->idle_trim_ms = IDLE_TRIM_MS_DEFAULT;
   const char *w = getenv("TARN_WORKERS");
   if (w != NULL && *w != '\0') {
     char *end = NULL;
@@ -1207,7 +1209,7 @@ static void spare_trim(tarn_rt *rt) {
 /* Gives the scratch pages above what is retained back to the system, the
  * worker's own and the guest's when no thread is the guest (its slab is
  * used only while guest_busy is held): once a worker has slept for
- * TRIM_IDLE_NS, so that a burst of large scratch (LU's panels: 16 MiB
+ * rt->idle_trim_ns, so that a burst of large scratch (LU's panels: 16 MiB
  * each at N=4096) does not stay resident, outside the memory limit, once
  * the work is done, while short idle spells inside a job (waiting for a
  * panel) do not give back pages the next task faults in again. */
@@ -1280,7 +1282,9 @@ static void *worker_main(void *arg) {
     }
     if (t == NULL && !atomic_load(&rt->stopping)) {
       bool timed_out;
-      t = sleep_or_take(w, tarn__clock_ns() + TRIM_IDLE_NS, &timed_out);
+      uint64_t until =
+          rt->idle_trim_ns ? tarn__clock_ns() + rt->idle_trim_ns : 0;
+      t = sleep_or_take(w, until, &timed_out);
       if (t == NULL && timed_out) {
         trim_scratch(w);
         t = sleep_or_take(w, 0, &timed_out);
@@ -1806,6 +1810,7 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   rt->workers_fill_cores = o.workers >= tarn__cpu_count();
   rt->eager_free = o.eager_free;
   rt->may_spill = o.pool.mem_limit != 0;
+  rt->idle_trim_ns = (uint64_t)o.idle_trim_ms * 1000000u;
   pthread_mutex_init(&rt->idle_lock, NULL);
   pthread_condattr_t monotonic; /* sleep_or_take's deadlines */
   pthread_condattr_init(&monotonic);

@@ -1137,6 +1137,22 @@ static void rss_came_back(const char *during, long before, long busy,
 #endif
 }
 
+/* After a rest, three tasks that each fill 24 MiB of scratch (on three
+ * slabs: two workers and the waiting thread); *before gets the RSS before
+ * them. Returns the RSS right after them. */
+static long scratch_burst(tarn_rt *rt, long *before) {
+  rest();
+  *before = rss_kib();
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(
+        tarn_submit(rt, needs_scratch, TARN_ARG((void *)(intptr_t)(24 << 20))),
+        0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  return rss_kib();
+}
+
 /* Scratch pages go back to the system once the workers rest: three tasks
  * that each fill 24 MiB of scratch (on three slabs: two workers and the
  * waiting thread) raise the RSS by up to 72 MiB, and 300 ms after the
@@ -1145,19 +1161,32 @@ static void rss_came_back(const char *during, long before, long busy,
 static void scratch_goes_back_when_the_workers_rest(void **state) {
   (void)state;
   tarn_rt *rt = make_rt(2, 0, 1);
-  rest();
-  long before = rss_kib();
-  tarn_region *region = NULL;
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  for (int i = 0; i < 3; i++)
-    assert_int_equal(
-        tarn_submit(rt, needs_scratch, TARN_ARG((void *)(intptr_t)(24 << 20))),
-        0);
-  assert_int_equal(tarn_region_wait(region, NULL), 0);
-  long busy = rss_kib();
+  long before = 0, busy = scratch_burst(rt, &before);
   rest();
   rss_came_back("after the tasks", before, busy, rss_kib(), 24 * 1024,
                 8 * 1024);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* With idle_trim_ms 0 (the default is 20) the workers keep what the work
+ * left: the same three tasks' scratch is still resident after the rest. */
+static void a_runtime_told_not_to_trim_keeps_its_pages(void **state) {
+  (void)state;
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(o.idle_trim_ms, 20);
+  o.workers = 2;
+  o.idle_trim_ms = 0;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  long before = 0;
+  scratch_burst(rt, &before);
+  rest();
+  long after = rss_kib();
+  print_message("  RSS %ld KiB, %ld after a rest\n", before, after);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  assert_true(before > 0 && after > before + 24 * 1024);
+#endif
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -1754,6 +1783,7 @@ int main(void) {
       cmocka_unit_test(scratch_is_reset_when_a_task_ends),
       cmocka_unit_test(scratch_stays_whole_over_many_tasks),
       cmocka_unit_test(scratch_goes_back_when_the_workers_rest),
+      cmocka_unit_test(a_runtime_told_not_to_trim_keeps_its_pages),
       cmocka_unit_test(freed_memory_goes_back_when_the_workers_rest),
       cmocka_unit_test(ended_tasks_go_back_when_the_workers_rest),
       cmocka_unit_test(spill_space_goes_back_when_the_workers_rest),

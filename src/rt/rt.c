@@ -347,6 +347,17 @@ int tarn_rt_options_init(tarn_rt_options *o) {
     else
       o->workers = (unsigned)v;
   }
+  const char *trim = getenv("TARN_IDLE_TRIM_MS");
+  if (trim != NULL && *trim != '\0') {
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = strtoul(trim, &end, 10);
+    if (errno != 0 || *end != '\0' || trim[0] < '0' || trim[0] > '9' ||
+        v > 86400000) /* a day */
+      rc = TARN_EINVAL;
+    else
+      o->idle_trim_ms = (unsigned)v;
+  }
   const char *pin = getenv("TARN_PIN_WORKERS");
   if (pin != NULL && *pin != '\0') {
     if ((pin[0] != '0' && pin[0] != '1') || pin[1] != '\0')

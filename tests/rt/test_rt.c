@@ -694,6 +694,27 @@ static void workers_are_pinned_one_per_processor(void **state) {
   unsetenv("TARN_PIN_WORKERS");
 }
 
+/* TARN_IDLE_TRIM_MS sets idle_trim_ms: a number of milliseconds up to a
+ * day; anything else is refused with TARN_EINVAL. */
+static void idle_trim_ms_comes_from_the_environment(void **state) {
+  (void)state;
+  tarn_rt_options o;
+  setenv("TARN_IDLE_TRIM_MS", "0", 1);
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(o.idle_trim_ms, 0);
+  setenv("TARN_IDLE_TRIM_MS", "250", 1);
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(o.idle_trim_ms, 250);
+  const char *bad[] = {"-1", " 5", "5ms", "86400001", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    setenv("TARN_IDLE_TRIM_MS", bad[i], 1);
+    assert_int_equal(tarn_rt_options_init(&o), TARN_EINVAL);
+  }
+  unsetenv("TARN_IDLE_TRIM_MS");
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(o.idle_trim_ms, 20);
+}
+
 /* ---- failures and cancellation ------------------------------------------ */
 
 static atomic_int ran_count;
@@ -1769,6 +1790,7 @@ int main(void) {
       cmocka_unit_test(a_ref_read_again_and_again_keeps_no_tasks),
       cmocka_unit_test(long_tasks_stay_off_the_waiting_thread),
       cmocka_unit_test(workers_are_pinned_one_per_processor),
+      cmocka_unit_test(idle_trim_ms_comes_from_the_environment),
       cmocka_unit_test(a_failure_cancels_its_dependants_only),
       cmocka_unit_test(a_failed_reader_leaves_its_inputs_writable),
       cmocka_unit_test(

@@ -38,7 +38,7 @@
 /* Looks a region's waiter takes (yielding between them) before sleeping. */
 #define DRAIN_SPINS 200
 /* How long a worker sleeps before it gives its scratch pages back by
- * default, in ms (tarn_rt_options.idle_trim_ms; see trim_scratch). */
+ * default, in ms (tarn_rt_options.idle_trim_ms; see give_back_at_rest). */
 #define IDLE_TRIM_MS_DEFAULT 20
 /* Spare task structs kept through a rest (see spare_trim). */
 #define SPARE_KEEP 4096
@@ -277,7 +277,7 @@ struct tarn_rt {
   bool workers_fill_cores; /* nworkers >= the online processors */
   bool pinned;             /* the workers are pinned (cpu_side is set) */
   bool may_spill;          /* the pool has a limit: data may be on disk */
-  uint64_t idle_trim_ns;   /* rest before trim_scratch; 0: never */
+  uint64_t idle_trim_ns;   /* rest before give_back_at_rest; 0: never */
   /* Written by submitters that are not workers, per task. */
   _Alignas(64) atomic_bool spare_lock; /* spare: tasks for such submitters */
   tarn_task *spare;
@@ -328,6 +328,23 @@ static _Thread_local tarn_region *current_region;
 
 /* ---- options ------------------------------------------------------------ */
 
+/* The number in the environment variable `name` into *out when it is
+ * set: all digits (no sign, no space), from min to max. Returns 0, also
+ * when unset or empty (*out untouched), or TARN_EINVAL. */
+static int env_count(const char *name, unsigned long min, unsigned long max,
+                     unsigned *out) {
+  const char *text = getenv(name);
+  if (text == NULL || *text == '\0') return 0;
+  char *end = NULL;
+  errno = 0;
+  unsigned long v = strtoul(text, &end, 10);
+  if (text[0] < '0' || text[0] > '9' || errno != 0 || *end != '\0' || v < min ||
+      v > max)
+    return TARN_EINVAL;
+  *out = (unsigned)v;
+  return 0;
+}
+
 int tarn_rt_options_init(tarn_rt_options *o) {
   if (o == NULL) return TARN_EINVAL;
   memset(o, 0, sizeof *o);
@@ -337,27 +354,9 @@ int tarn_rt_options_init(tarn_rt_options *o) {
   o->workers = tarn__cpu_count();
   o->pin_workers = 1;
   o->idle_trim_ms = IDLE_TRIM_MS_DEFAULT;
-  const char *w = getenv("TARN_WORKERS");
-  if (w != NULL && *w != '\0') {
-    char *end = NULL;
-    errno = 0;
-    unsigned long v = strtoul(w, &end, 10);
-    if (errno != 0 || *end != '\0' || v == 0 || v > 1024 || w[0] == '-')
-      rc = TARN_EINVAL;
-    else
-      o->workers = (unsigned)v;
-  }
-  const char *trim = getenv("TARN_IDLE_TRIM_MS");
-  if (trim != NULL && *trim != '\0') {
-    char *end = NULL;
-    errno = 0;
-    unsigned long v = strtoul(trim, &end, 10);
-    if (errno != 0 || *end != '\0' || trim[0] < '0' || trim[0] > '9' ||
-        v > 86400000) /* a day */
-      rc = TARN_EINVAL;
-    else
-      o->idle_trim_ms = (unsigned)v;
-  }
+  if (env_count("TARN_WORKERS", 1, 1024, &o->workers) != 0 ||
+      env_count("TARN_IDLE_TRIM_MS", 0, 86400000, &o->idle_trim_ms) != 0)
+    rc = TARN_EINVAL; /* (at most a day) */
   const char *pin = getenv("TARN_PIN_WORKERS");
   if (pin != NULL && *pin != '\0') {
     if ((pin[0] != '0' && pin[0] != '1') || pin[1] != '\0')
@@ -1217,14 +1216,16 @@ static void spare_trim(tarn_rt *rt) {
   task_list_free(extra);
 }
 
-/* Gives the scratch pages above what is retained back to the system, the
- * worker's own and the guest's when no thread is the guest (its slab is
- * used only while guest_busy is held): once a worker has slept for
- * rt->idle_trim_ns, so that a burst of large scratch (LU's panels: 16 MiB
- * each at N=4096) does not stay resident, outside the memory limit, once
- * the work is done, while short idle spells inside a job (waiting for a
- * panel) do not give back pages the next task faults in again. */
-static void trim_scratch(struct worker *w) {
+/* Gives back what the work left, once a worker has slept for
+ * rt->idle_trim_ns: the scratch pages above what is retained, the
+ * worker's own and, when no thread is the guest (its slab is used only
+ * while guest_busy is held), the guest's, the spare task structs, the
+ * heap's free pages and the spill file's free space. So a burst of large
+ * scratch (LU's panels: 16 MiB each at N=4096) does not stay resident,
+ * outside the memory limit, once the work is done, while short idle
+ * spells inside a job (waiting for a panel) do not give back pages the
+ * next task faults in again. */
+static void give_back_at_rest(struct worker *w) {
   tarn_slab_trim(w->scratch);
   tarn_rt *rt = w->rt;
   if (atomic_load(&rt->guest_busy) || atomic_exchange(&rt->guest_busy, true))
@@ -1297,7 +1298,7 @@ static void *worker_main(void *arg) {
           rt->idle_trim_ns ? tarn__clock_ns() + rt->idle_trim_ns : 0;
       t = sleep_or_take(w, until, &timed_out);
       if (t == NULL && timed_out) {
-        trim_scratch(w);
+        give_back_at_rest(w);
         t = sleep_or_take(w, 0, &timed_out);
       }
     }

@@ -4,8 +4,10 @@
  * on one 8-byte ref. Then tarn alone on two graphs, in tasks per second: a
  * fan-out/fan-in (one writer, FAN_K readers each writing its own ref, one
  * task reading all of them; repeated) and a random graph of RANDOM_TASKS
- * tasks over RANDOM_REFS refs with random modes. And the cost of a small
- * region whose one task shares its work (tarn_task_parallel_for): a
+ * tasks over RANDOM_REFS refs with random modes; and FLOOD_TASKS empty
+ * tasks submitted in one region, with the most seen unfinished after the
+ * last submission (the runtime's bound, max_unfinished). And the cost of a
+ * small region whose one task shares its work (tarn_task_parallel_for): a
  * SHARED_N x SHARED_N block of doubles set to a value, one region per rep,
  * against an OpenMP parallel for over the same columns (no goal: it shows
  * the per-region cost that the N=256 array and stencil rows pay). Ends with
@@ -23,6 +25,7 @@
 #define FAN_K 16
 #define RANDOM_REFS 1000
 #define RANDOM_TASKS 1000000 /* per sample */
+#define FLOOD_TASKS 1000000  /* per sample */
 #define MAX_WORKERS 2
 #define SAMPLE_TARGET_S 0.045
 #define SAMPLE_MIN_S 0.025
@@ -49,8 +52,9 @@ struct tarn_bench {
   uint64_t rounds;                  /* fan-out/fan-in rounds run so far */
   tarn_ref *refs[RANDOM_REFS];      /* the random graph's refs */
   uint64_t rng;
-  tarn_ref *block; /* the shared region's block */
-  uint64_t stamp;  /* the value its last region wrote */
+  tarn_ref *block;         /* the shared region's block */
+  double *most_unfinished; /* the flood's figure */
+  uint64_t stamp;          /* the value its last region wrote */
 };
 
 static int tarn_failed(const char *what, int status) {
@@ -120,11 +124,12 @@ static double per_region_row(bench_run *run, const char *name, bench_fn fn,
   return per_rep_row(run, name, fn, arg, "us_per_region", "regions");
 }
 
-/* Measures fn, whose one rep is `per_rep` tasks, and reports tasks_per_s.
- * With `fixed` nonzero every sample runs exactly that many reps (after one
- * warm-up of a tenth of it) instead of a calibrated number. */
+/* Measures fn, whose one rep is `per_rep` tasks, and reports tasks_per_s
+ * and `more` when not NULL (read after the samples). With `fixed` nonzero
+ * every sample runs exactly that many reps (after one warm-up of a tenth
+ * of it) instead of a calibrated number. */
 static int rate_row(bench_run *run, const char *name, bench_fn fn, void *arg,
-                    uint64_t per_rep, uint64_t fixed) {
+                    uint64_t per_rep, uint64_t fixed, const bench_extra *more) {
   uint64_t reps = fixed;
   double s[BENCH_SAMPLES_MAX], warm;
   if (fixed == 0 ? measure(run, fn, arg, &reps, s) != 0
@@ -134,8 +139,11 @@ static int rate_row(bench_run *run, const char *name, bench_fn fn, void *arg,
     if (fn(arg, fixed, &s[i]) != 0) return 1;
   double tasks = (double)(reps * per_rep);
   bench_extra extra[] = {{"tasks_per_s", tasks / bench_median(s, run->samples)},
-                         {"tasks", tasks}};
-  return bench_report(run, name, s, run->samples, extra, 2) == NULL;
+                         {"tasks", tasks},
+                         {"", 0}};
+  if (more != NULL) extra[2] = *more;
+  return bench_report(run, name, s, run->samples, extra,
+                      more != NULL ? 3 : 2) == NULL;
 }
 
 /* ---- tarn: the runtime and its refs ------------------------------------ */
@@ -340,6 +348,23 @@ static int submit_random(struct tarn_bench *b, uint64_t reps) {
   return 0;
 }
 
+/* Empty tasks, and the most seen unfinished after the last submission
+ * (a program that submits faster than tasks run is held back at
+ * tarn_rt_options.max_unfinished). */
+static int submit_flood(struct tarn_bench *b, uint64_t reps) {
+  int failed = submit_empty(b, reps);
+  tarn_rt_stats st;
+  if (failed == 0 && tarn_rt_stats_get(b->rt, &st) == 0) {
+    double unfinished = (double)(st.submitted - st.run - st.cancelled);
+    if (unfinished > *b->most_unfinished) *b->most_unfinished = unfinished;
+  }
+  return failed;
+}
+
+static int tarn_flood(void *arg, uint64_t reps, double *seconds) {
+  return timed_region(arg, reps, submit_flood, seconds);
+}
+
 static int tarn_empty(void *arg, uint64_t reps, double *seconds) {
   return timed_region(arg, reps, submit_empty, seconds);
 }
@@ -411,12 +436,18 @@ static int run_tarn(bench_run *run, unsigned w, struct figures *f) {
   if (!failed) {
     snprintf(what, sizeof what, "fan-out %d fan-in", FAN_K);
     row_name(name, sizeof name, PEER_TARN, what, w);
-    failed = rate_row(run, name, tarn_fan, &b, FAN_K + 2, 0);
+    failed = rate_row(run, name, tarn_fan, &b, FAN_K + 2, 0, NULL);
   }
   if (!failed) {
     snprintf(what, sizeof what, "random graph 1M tasks %d refs", RANDOM_REFS);
     row_name(name, sizeof name, PEER_TARN, what, w);
-    failed = rate_row(run, name, tarn_random, &b, 1, RANDOM_TASKS);
+    failed = rate_row(run, name, tarn_random, &b, 1, RANDOM_TASKS, NULL);
+  }
+  if (!failed) {
+    row_name(name, sizeof name, PEER_TARN, "1M empty tasks at once", w);
+    bench_extra most = {"most_unfinished", 0};
+    b.most_unfinished = &most.value;
+    failed = rate_row(run, name, tarn_flood, &b, 1, FLOOD_TASKS, &most);
   }
   if (!failed) {
     row_name(name, sizeof name, PEER_TARN, SHARED_WHAT, w);

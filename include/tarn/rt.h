@@ -82,12 +82,23 @@ typedef struct tarn_rt_options {
    * never, for a program that works in bursts and would rather keep those
    * pages than fault them in again at each burst. */
   unsigned idle_trim_ms;
+  /* Backpressure: the most tasks a region may hold unfinished before a
+   * program thread that submits to it runs tasks, or waits, until half as
+   * many are left (checked every 64 submissions, so it may pass the bound
+   * by 63). A loop that submits faster than its tasks run then keeps
+   * about this many tasks in memory (some 450 bytes each, plus their
+   * edges) instead of all of them. Tasks that tasks submit are never held
+   * back. Default 65536, or TARN_MAX_UNFINISHED from the environment; 0:
+   * no bound, for a program whose tasks wait for something its thread
+   * does after submitting them (a held-back submitter would wait for them
+   * forever). */
+  unsigned max_unfinished;
 } tarn_rt_options;
 
 /* Fills `options` with the defaults (and the pool's, from the
  * environment). Returns 0, or TARN_EINVAL when TARN_WORKERS,
- * TARN_IDLE_TRIM_MS (both all digits, no sign or space), TARN_PIN_WORKERS
- * or a pool variable cannot be parsed. */
+ * TARN_IDLE_TRIM_MS, TARN_MAX_UNFINISHED (all digits, no sign or space),
+ * TARN_PIN_WORKERS or a pool variable cannot be parsed. */
 TARN_API int tarn_rt_options_init(tarn_rt_options *options);
 
 /* Starts a runtime: its pool, its scratch slabs and its workers. `options`

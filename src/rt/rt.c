@@ -42,6 +42,13 @@
 #define IDLE_TRIM_MS_DEFAULT 20
 /* Spare task structs kept through a rest (see spare_trim). */
 #define SPARE_KEEP 4096
+/* A program thread checks its region against max_unfinished once every
+ * this many submissions to it (see throttle). */
+#define THROTTLE_EVERY 64
+/* The default of tarn_rt_options.max_unfinished. */
+#define MAX_UNFINISHED_DEFAULT 65536
+/* region_wait_for's target for a region's every task. */
+#define ALL_FINISHED UINT64_MAX
 /* When the workers fill the cores, the guest runs tasks only while the
  * workers' recent tasks took less than this on average, in ns (see
  * guest_worthwhile). */
@@ -203,6 +210,10 @@ struct tarn_region {
    * task read `submitted` (the submitters' line) to see if it was the
    * last. Written twice per wait, so this line stays in every cache. */
   atomic_bool waiting;
+  /* The lowest `finished` count a submitter held back by max_unfinished
+   * sleeps for (see region_wait_for), or 0: the finisher that reaches it
+   * clears it and wakes the sleepers. Written only while one is held. */
+  _Atomic uint64_t wake_at;
   _Atomic uint64_t not_run, cancelled, failed;
   /* The pool's peaks (resident, live) before the last region begun inside
    * this one reset them; the owning thread's only. */
@@ -278,6 +289,7 @@ struct tarn_rt {
   bool pinned;             /* the workers are pinned (cpu_side is set) */
   bool may_spill;          /* the pool has a limit: data may be on disk */
   uint64_t idle_trim_ns;   /* rest before give_back_at_rest; 0: never */
+  uint64_t max_unfinished; /* a region's bound for submitters; 0: none */
   /* Written by submitters that are not workers, per task. */
   _Alignas(64) atomic_bool spare_lock; /* spare: tasks for such submitters */
   tarn_task *spare;
@@ -354,8 +366,10 @@ int tarn_rt_options_init(tarn_rt_options *o) {
   o->workers = tarn__cpu_count();
   o->pin_workers = 1;
   o->idle_trim_ms = IDLE_TRIM_MS_DEFAULT;
+  o->max_unfinished = MAX_UNFINISHED_DEFAULT;
   if (env_count("TARN_WORKERS", 1, 1024, &o->workers) != 0 ||
-      env_count("TARN_IDLE_TRIM_MS", 0, 86400000, &o->idle_trim_ms) != 0)
+      env_count("TARN_IDLE_TRIM_MS", 0, 86400000, &o->idle_trim_ms) != 0 ||
+      env_count("TARN_MAX_UNFINISHED", 0, UINT_MAX, &o->max_unfinished) != 0)
     rc = TARN_EINVAL; /* (at most a day) */
   const char *pin = getenv("TARN_PIN_WORKERS");
   if (pin != NULL && *pin != '\0') {
@@ -788,7 +802,8 @@ static tarn_task *take(struct worker *self, bool idle_locked) {
  */
 
 /* Counts a finished task in its region and wakes the waiter when it was
- * the last. Region memory is reused, never freed before the runtime, so
+ * the last, or the submitters held back (region_wait_for) when it reached
+ * r->wake_at. Region memory is reused, never freed before the runtime, so
  * the reads after the count are safe even once the waiter has returned
  * (at worst they wake it for nothing). The seq_cst increment and loads:
  * a task's children are counted in `submitted` before the task's own
@@ -810,7 +825,10 @@ static void region_done(tarn_rt *rt, tarn_region *r, int status, bool ran) {
     if (!ran) atomic_fetch_add(&r->not_run, 1);
   }
   uint64_t finished = atomic_fetch_add(&r->finished, 1) + 1;
-  if (atomic_load(&r->waiting) && finished == atomic_load(&r->submitted)) {
+  uint64_t wake_at = atomic_load(&r->wake_at);
+  if ((wake_at != 0 && finished >= wake_at &&
+       atomic_compare_exchange_strong(&r->wake_at, &wake_at, 0)) ||
+      (atomic_load(&r->waiting) && finished == atomic_load(&r->submitted))) {
     pthread_mutex_lock(&rt->done_lock);
     pthread_cond_broadcast(&rt->done);
     pthread_mutex_unlock(&rt->done_lock);
@@ -1421,6 +1439,8 @@ static int track_all(tarn_task *t, bool *tracked) {
   return rc;
 }
 
+static void throttle(tarn_region *r, uint64_t submitted);
+
 static int submit_failed(const tarn_task_desc *d, int rc) {
   if (d != NULL && d->arg_free != NULL) d->arg_free(d->arg);
   return rc;
@@ -1463,13 +1483,17 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
         tarn__ref_demand(t->slots[i].ref, 1);
         t->slots[i].counted = true;
       }
-  atomic_fetch_add(&t->region->submitted, 1);
+  tarn_region *r = t->region;
+  uint64_t submitted = atomic_fetch_add(&r->submitted, 1) + 1;
   atomic_fetch_add_explicit(&rt->submitted, 1, memory_order_relaxed);
   /* Failed half-way through tracking: the task is in the graph for some
    * refs, so it stays, cancelled (it and its dependants report
    * TARN_ECANCELED), and the caller gets the status. */
   if (rc != 0) atomic_store(&t->cancel, true);
   if (atomic_fetch_sub(&t->pending, 1) == 1) push(rt, t);
+  if (submitted % THROTTLE_EVERY == 0 && rt->max_unfinished != 0 &&
+      current_task == NULL)
+    throttle(r, submitted);
   return rc;
 }
 
@@ -1610,20 +1634,38 @@ static bool guest_worthwhile(tarn_region *r) {
   return submitted == 1 && lone_worthwhile(rt);
 }
 
-/* Waits until every task of the region has finished, then releases the
- * refs it kept. Meanwhile the thread runs queued tasks as the guest (any
- * region's: a task it takes runs to its end, so the wait may last that
- * long): a program's thread that only waits would take a core from the
- * workers for nothing, and a small region's second task then runs at
- * once instead of after the first. */
-static void region_drain(tarn_region *r) {
+/* Whether `r` has `target` finished tasks, or with ALL_FINISHED, whether
+ * every task submitted to it has finished. */
+static bool region_reached(tarn_region *r, uint64_t target) {
+  uint64_t finished = atomic_load(&r->finished);
+  return target == ALL_FINISHED ? finished == atomic_load(&r->submitted)
+                                : finished >= target;
+}
+
+/* Lowers r->wake_at to `target` unless it is lower (and not 0). */
+static void wake_at_least_at(tarn_region *r, uint64_t target) {
+  uint64_t seen = atomic_load(&r->wake_at);
+  while ((seen == 0 || seen > target) &&
+         !atomic_compare_exchange_weak(&r->wake_at, &seen, target))
+    continue;
+}
+
+/* Waits until region_reached(r, target). Meanwhile the thread runs queued
+ * tasks as the guest (any region's: a task it takes runs to its end, so
+ * the wait may last that long): a program's thread that only waits would
+ * take a core from the workers for nothing, and a small region's second
+ * task then runs at once instead of after the first. Then it sleeps until
+ * the finisher that gets there wakes it: the region's last (r->waiting)
+ * or, for a count, the one that reaches r->wake_at; the seq_cst store and
+ * load on each side (as in region_done) mean that either the sleeper sees
+ * the count or the finisher sees what the sleeper waits for. */
+static void region_wait_for(tarn_region *r, uint64_t target, int spins) {
   tarn_rt *rt = r->rt;
-  atomic_store(&r->waiting, true);
-  struct worker *g = guest_enter(rt);
+  struct worker *g = spins > 0 ? guest_enter(rt) : NULL;
   /* A short region ends sooner than a sleeping thread wakes: look for a
    * while (yielding) before sleeping on the condition variable. */
-  for (int spin = 0; spin < DRAIN_SPINS; spin++) {
-    if (atomic_load(&r->finished) == atomic_load(&r->submitted)) break;
+  for (int spin = 0; spin < spins; spin++) {
+    if (region_reached(r, target)) break;
     tarn_task *t = g != NULL && guest_worthwhile(r) ? guest_take(g) : NULL;
     if (t != NULL) {
       while (t != NULL) t = run(g, t);
@@ -1634,9 +1676,39 @@ static void region_drain(tarn_region *r) {
   }
   guest_leave(g);
   pthread_mutex_lock(&rt->done_lock);
-  while (atomic_load(&r->finished) != atomic_load(&r->submitted))
+  for (;;) {
+    if (region_reached(r, target)) break;
+    if (target != ALL_FINISHED) {
+      /* Another sleeper's lower count may stand: that finisher wakes
+       * everyone, and this one sets its own again. */
+      wake_at_least_at(r, target);
+      if (region_reached(r, target)) break;
+    }
     pthread_cond_wait(&rt->done, &rt->done_lock);
+  }
   pthread_mutex_unlock(&rt->done_lock);
+}
+
+/* Holds back a program thread whose submission left `submitted` tasks in
+ * its region `r`, while more than rt->max_unfinished of them have not
+ * finished: it runs tasks or waits until half as many are left (a band,
+ * so that it does not stop at every submission). A program that submits
+ * faster than the tasks run then keeps about max_unfinished task structs,
+ * not every task of its loop (3 million queued empty tasks held 1.1 GB). */
+static void throttle(tarn_region *r, uint64_t submitted) {
+  uint64_t max = r->rt->max_unfinished;
+  uint64_t finished = atomic_load(&r->finished);
+  if (finished >= submitted || submitted - finished <= max) return;
+  region_wait_for(r, submitted - max / 2,
+                  r->rt->workers_fill_cores ? 0 : DRAIN_SPINS);
+}
+
+/* Waits until every task of the region has finished (region_wait_for),
+ * then releases the refs it kept. */
+static void region_drain(tarn_region *r) {
+  tarn_rt *rt = r->rt;
+  atomic_store(&r->waiting, true);
+  region_wait_for(r, ALL_FINISHED, DRAIN_SPINS);
   atomic_store(&r->waiting, false);
   bool lone = atomic_load(&r->submitted) == 1;
   if (r->begun_ns != 0) {
@@ -1823,6 +1895,7 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   rt->eager_free = o.eager_free;
   rt->may_spill = o.pool.mem_limit != 0;
   rt->idle_trim_ns = (uint64_t)o.idle_trim_ms * 1000000u;
+  rt->max_unfinished = o.max_unfinished;
   pthread_mutex_init(&rt->idle_lock, NULL);
   pthread_condattr_t monotonic; /* sleep_or_take's deadlines */
   pthread_condattr_init(&monotonic);

@@ -28,15 +28,29 @@
 
 #define MiB ((size_t)1 << 20)
 
+static tarn_rt *rt_with(const tarn_rt_options *o) {
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(o, &rt), 0);
+  return rt;
+}
+
 static tarn_rt *make_rt(unsigned workers, size_t limit, int eager) {
   tarn_rt_options o;
   assert_int_equal(tarn_rt_options_init(&o), 0);
   o.workers = workers;
   o.pool.mem_limit = limit;
   o.eager_free = eager;
-  tarn_rt *rt = NULL;
-  assert_int_equal(tarn_rt_create(&o, &rt), 0);
-  return rt;
+  return rt_with(&o);
+}
+
+/* A runtime whose regions hold at most `max_unfinished` unfinished tasks
+ * (0: no bound). */
+static tarn_rt *bounded_rt(unsigned workers, unsigned max_unfinished) {
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = workers;
+  o.max_unfinished = max_unfinished;
+  return rt_with(&o);
 }
 
 static tarn_ref *word_ref(tarn_rt *rt, uint64_t v) {
@@ -1294,10 +1308,11 @@ static int nothing_task(tarn_task *t, void *arg) {
  * that holds its worker take tens of MiB; 300 ms after the region, with
  * every thread idle, the RSS is back within 12 MiB of where it was (the
  * old code kept every struct for reuse until the runtime was destroyed:
- * 137 MB after 300000). */
+ * 137 MB after 300000). The runtime has no bound on unfinished tasks: the
+ * program opens the hold only after its last submission. */
 static void ended_tasks_go_back_when_the_workers_rest(void **state) {
   (void)state;
-  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_rt *rt = bounded_rt(2, 0);
   rest();
   long before = rss_kib();
   tarn_ref *x = word_ref(rt, 0);
@@ -1681,6 +1696,153 @@ static void many_tasks_in_flight_run_once_each(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* ---- backpressure ------------------------------------------------------- */
+
+/* How far past tarn_rt_options.max_unfinished a region may go: the bound
+ * is checked every 64 submissions. */
+#define BOUND_SLACK 63
+
+static atomic_int slow_ran;
+
+/* Takes 100 us or more (the worker sleeps), so that a program submitting
+ * in a loop runs far ahead of it. */
+static int slow_counted_task(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  struct timespec pause = {0, 100000};
+  nanosleep(&pause, NULL);
+  atomic_fetch_add(&slow_ran, 1);
+  return 0;
+}
+
+/* Runs once the gate opens. */
+static int gated_task(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  while (!atomic_load(&gate)) sched_yield();
+  atomic_fetch_add(&slow_ran, 1);
+  return 0;
+}
+
+/* Submits `n` tasks of `fn` to a region of a one-worker runtime with
+ * bound `max` and returns the most of them seen submitted and not yet run
+ * after a submission; opens the gate after the last. Every task runs. */
+static int most_unfinished(unsigned max, int n, tarn_task_fn fn) {
+  atomic_store(&slow_ran, 0);
+  tarn_rt *rt = bounded_rt(1, max);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  int most = 0;
+  for (int i = 1; i <= n; i++) {
+    assert_int_equal(tarn_submit(rt, fn, TARN_ARG(NULL)), 0);
+    int unfinished = i - atomic_load(&slow_ran);
+    if (unfinished > most) most = unfinished;
+  }
+  atomic_store(&gate, 1);
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(region, &st), 0);
+  assert_int_equal(st.run, n);
+  assert_int_equal(atomic_load(&slow_ran), n);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  return most;
+}
+
+static void a_flood_of_submissions_is_held_back(void **state) {
+  (void)state;
+  enum { tasks = 3000, bound = 256 };
+  /* Tasks of 100 us, submitted in well under a microsecond each: the
+   * program waits for them whenever 256 are unfinished. */
+  atomic_store(&gate, 1);
+  int most = most_unfinished(bound, tasks, slow_counted_task);
+  assert_true(most <= bound + BOUND_SLACK);
+  /* Without a bound every task of the loop is in flight at once (here
+   * behind a gate, which a bounded program could never open). */
+  atomic_store(&gate, 0);
+  assert_int_equal(most_unfinished(0, tasks, gated_task), tasks);
+}
+
+/* Submits one child per word of its array of 8-byte refs. */
+static int spawning_task(tarn_task *t, void *arg) {
+  tarn_ref *const *refs = arg;
+  for (int i = 0; i < 1000; i++) {
+    int rc = tarn_submit(tarn_task_rt(t), child_task_rw, TARN_RW(refs[i % 4]));
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+static void tasks_that_submit_are_never_held_back(void **state) {
+  (void)state;
+  /* One worker runs the parent: held back until its children ran, it
+   * would wait for itself. */
+  tarn_rt *rt = bounded_rt(1, 64);
+  tarn_ref *refs[4];
+  for (int i = 0; i < 4; i++) refs[i] = word_ref(rt, 0);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, spawning_task, TARN_ARG(refs)), 0);
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(region, &st), 0);
+  assert_int_equal(st.run, 1001);
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(word_of(refs[i]), 250);
+    tarn_ref_release(refs[i]);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+struct flood {
+  tarn_rt *rt;
+  int tasks;
+};
+
+/* Submits f->tasks counting tasks outside any region. */
+static void *flood_thread(void *arg) {
+  const struct flood *f = arg;
+  for (int i = 0; i < f->tasks; i++)
+    if (tarn_submit(f->rt, count_task, TARN_ARG(NULL)) != 0) return arg;
+  return NULL;
+}
+
+static void threads_held_back_together_all_go_on(void **state) {
+  (void)state;
+  /* Four threads share the root region's bound: each sleeps for its own
+   * count of finished tasks, and none may miss its wake-up. */
+  enum { threads = 4, tasks = 5000 };
+  atomic_store(&ran_count, 0);
+  tarn_rt *rt = bounded_rt(2, 64);
+  struct flood f = {rt, tasks};
+  pthread_t th[threads];
+  for (int i = 0; i < threads; i++)
+    assert_int_equal(pthread_create(&th[i], NULL, flood_thread, &f), 0);
+  for (int i = 0; i < threads; i++) {
+    void *failed = &f;
+    assert_int_equal(pthread_join(th[i], &failed), 0);
+    assert_null(failed);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(atomic_load(&ran_count), threads * tasks);
+}
+
+static void max_unfinished_comes_from_the_environment(void **state) {
+  (void)state;
+  tarn_rt_options o;
+  setenv("TARN_MAX_UNFINISHED", "0", 1);
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(o.max_unfinished, 0);
+  setenv("TARN_MAX_UNFINISHED", "1000000", 1);
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(o.max_unfinished, 1000000);
+  const char *bad[] = {"-1", "+5", "5 ", "lots", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    setenv("TARN_MAX_UNFINISHED", bad[i], 1);
+    assert_int_equal(tarn_rt_options_init(&o), TARN_EINVAL);
+  }
+  unsetenv("TARN_MAX_UNFINISHED");
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(o.max_unfinished, 65536);
+}
+
 /* ---- bad input and idleness --------------------------------------------- */
 
 static void bad_submissions_are_refused(void **state) {
@@ -1816,6 +1978,10 @@ int main(void) {
       cmocka_unit_test(an_inner_region_keeps_the_outer_peak),
       cmocka_unit_test(regions_leave_the_pools_peaks_alone),
       cmocka_unit_test(many_tasks_in_flight_run_once_each),
+      cmocka_unit_test(a_flood_of_submissions_is_held_back),
+      cmocka_unit_test(tasks_that_submit_are_never_held_back),
+      cmocka_unit_test(threads_held_back_together_all_go_on),
+      cmocka_unit_test(max_unfinished_comes_from_the_environment),
       cmocka_unit_test(bad_submissions_are_refused),
       cmocka_unit_test(one_ref_twice_is_one_access),
       cmocka_unit_test(idle_workers_sleep),

@@ -368,9 +368,10 @@ int tarn_rt_options_init(tarn_rt_options *o) {
   o->idle_trim_ms = IDLE_TRIM_MS_DEFAULT;
   o->max_unfinished = MAX_UNFINISHED_DEFAULT;
   if (env_count("TARN_WORKERS", 1, 1024, &o->workers) != 0 ||
-      env_count("TARN_IDLE_TRIM_MS", 0, 86400000, &o->idle_trim_ms) != 0 ||
+      env_count("TARN_IDLE_TRIM_MS", 0, 86400000, /* a day */
+                &o->idle_trim_ms) != 0 ||
       env_count("TARN_MAX_UNFINISHED", 0, UINT_MAX, &o->max_unfinished) != 0)
-    rc = TARN_EINVAL; /* (at most a day) */
+    rc = TARN_EINVAL;
   const char *pin = getenv("TARN_PIN_WORKERS");
   if (pin != NULL && *pin != '\0') {
     if ((pin[0] != '0' && pin[0] != '1') || pin[1] != '\0')
@@ -1779,6 +1780,7 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
     atomic_store(&r->not_run, 0);
     atomic_store(&r->cancelled, 0);
     atomic_store(&r->failed, 0);
+    atomic_store(&r->wake_at, 0); /* a held-back thread's, never reached */
   }
   r->parent = current_region;
   current_region = r;

@@ -6,13 +6,14 @@
  * task reading all of them; repeated) and a random graph of RANDOM_TASKS
  * tasks over RANDOM_REFS refs with random modes; and FLOOD_TASKS empty
  * tasks submitted in one region, with the most seen unfinished after the
- * last submission (the runtime's bound, max_unfinished). And the cost of a
- * small region whose one task shares its work (tarn_task_parallel_for): a
- * SHARED_N x SHARED_N block of doubles set to a value, one region per rep,
- * against an OpenMP parallel for over the same columns (no goal: it shows
- * the per-region cost that the N=256 array and stencil rows pay). Ends with
- * the goals, checked against the medians of the run. A sample is one
- * region: submit, then tarn_region_wait (the shared rows: reps regions). */
+ * last submission, without a bound and with max_unfinished FLOOD_BOUND. And the
+ * cost of a small region whose one task shares its work
+ * (tarn_task_parallel_for): a SHARED_N x SHARED_N block of doubles set to a
+ * value, one region per rep, against an OpenMP parallel for over the same
+ * columns (no goal: it shows the per-region cost that the N=256 array and
+ * stencil rows pay). Ends with the goals, checked against the medians of the
+ * run. A sample is one region: submit, then tarn_region_wait (the shared rows:
+ * reps regions). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,8 @@
 #define FAN_K 16
 #define RANDOM_REFS 1000
 #define RANDOM_TASKS 1000000 /* per sample */
-#define FLOOD_TASKS 1000000  /* per sample */
+#define FLOOD_TASKS 300000   /* per sample */
+#define FLOOD_BOUND 65536    /* max_unfinished of the bounded flood */
 #define MAX_WORKERS 2
 #define SAMPLE_TARGET_S 0.045
 #define SAMPLE_MIN_S 0.025
@@ -148,11 +150,14 @@ static int rate_row(bench_run *run, const char *name, bench_fn fn, void *arg,
 
 /* ---- tarn: the runtime and its refs ------------------------------------ */
 
-static int make_rt(unsigned workers, tarn_rt **rt) {
+/* A runtime of `workers` whose regions hold at most `max_unfinished`
+ * unfinished tasks (0: no bound, the default). */
+static int make_rt(unsigned workers, unsigned max_unfinished, tarn_rt **rt) {
   tarn_rt_options o;
   int rc = tarn_rt_options_init(&o);
   if (rc != 0) return tarn_failed("tarn_rt_options_init", rc);
   o.workers = workers;
+  o.max_unfinished = max_unfinished;
   rc = tarn_rt_create(&o, rt);
   return rc == 0 ? 0 : tarn_failed("tarn_rt_create", rc);
 }
@@ -174,7 +179,7 @@ static void drop_refs(tarn_ref **refs, size_t n) {
 static int tarn_bench_open(struct tarn_bench *b, unsigned workers) {
   memset(b, 0, sizeof *b);
   b->rng = 0x9e3779b97f4a7c15u;
-  if (make_rt(workers, &b->rt) != 0) return 1;
+  if (make_rt(workers, 0, &b->rt) != 0) return 1;
   b->pool = tarn_rt_pool(b->rt);
   int rc = tarn_ref_alloc(b->pool, SHARED_N * SHARED_N * sizeof(double), 0,
                           &b->block);
@@ -420,6 +425,26 @@ static int tarn_shared(void *arg, uint64_t reps, double *seconds) {
 
 /* ---- the suite --------------------------------------------------------- */
 
+/* The flood on `b`'s runtime (no bound), then on one whose regions hold at
+ * most FLOOD_BOUND unfinished tasks. */
+static int flood_rows(bench_run *run, struct tarn_bench *b, unsigned w) {
+  char name[96], what[64];
+  bench_extra most = {"most_unfinished", 0};
+  b->most_unfinished = &most.value;
+  row_name(name, sizeof name, PEER_TARN, "300k empty tasks at once", w);
+  if (rate_row(run, name, tarn_flood, b, 1, FLOOD_TASKS, &most) != 0) return 1;
+  struct tarn_bench bounded = {.most_unfinished = &most.value};
+  if (make_rt(w, FLOOD_BOUND, &bounded.rt) != 0) return 1;
+  most.value = 0;
+  snprintf(what, sizeof what, "300k empty tasks at once, max_unfinished %d",
+           FLOOD_BOUND);
+  row_name(name, sizeof name, PEER_TARN, what, w);
+  int failed = rate_row(run, name, tarn_flood, &bounded, 1, FLOOD_TASKS, &most);
+  int rc = tarn_rt_destroy(bounded.rt);
+  if (rc != 0) return tarn_failed("tarn_rt_destroy", rc);
+  return failed;
+}
+
 static int run_tarn(bench_run *run, unsigned w, struct figures *f) {
   struct tarn_bench b;
   char name[96], what[64];
@@ -444,10 +469,7 @@ static int run_tarn(bench_run *run, unsigned w, struct figures *f) {
     failed = rate_row(run, name, tarn_random, &b, 1, RANDOM_TASKS, NULL);
   }
   if (!failed) {
-    row_name(name, sizeof name, PEER_TARN, "1M empty tasks at once", w);
-    bench_extra most = {"most_unfinished", 0};
-    b.most_unfinished = &most.value;
-    failed = rate_row(run, name, tarn_flood, &b, 1, FLOOD_TASKS, &most);
+    failed = flood_rows(run, &b, w);
   }
   if (!failed) {
     row_name(name, sizeof name, PEER_TARN, SHARED_WHAT, w);

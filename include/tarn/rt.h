@@ -83,15 +83,19 @@ typedef struct tarn_rt_options {
    * pages than fault them in again at each burst. */
   unsigned idle_trim_ms;
   /* Backpressure: the most tasks a region may hold unfinished before a
-   * program thread that submits to it runs tasks, or waits, until half as
-   * many are left (checked by the program thread that makes a region's
-   * 64th, 128th, ... submission, so it may pass the bound by 63). A loop that
-   * submits faster than its tasks run then keeps about this many tasks in
-   * memory (some 450 bytes each, plus their edges) instead of all of them.
-   * Tasks that tasks submit are never held back. Default 65536, or
-   * TARN_MAX_UNFINISHED from the environment; 0: no bound, for a program whose
-   * tasks wait for something its thread does after submitting them (a held-back
-   * submitter would wait for them forever). */
+   * program thread that submits to it runs tasks, or waits, until an
+   * eighth of them have finished (checked by the program thread that
+   * makes a region's 64th, 128th, ... submission, so the bound may be
+   * passed by 63). A loop that submits faster than its tasks run then
+   * keeps about this many tasks in memory (some 450 bytes each, plus their
+   * edges) instead of all of them. Tasks that tasks submit are never held
+   * back. Default 0, no bound, or TARN_MAX_UNFINISHED from the
+   * environment: a bound also hides the program's later submissions from
+   * the runtime, which then cannot run a tile's whole chain of operations
+   * at once and must spill more under a memory limit (docs/rt.md,
+   * "Backpressure"). A program whose tasks wait for something its thread
+   * does after submitting them must not set one: a held-back thread would
+   * wait for them forever. */
   unsigned max_unfinished;
 } tarn_rt_options;
 

@@ -45,8 +45,6 @@
 /* A program thread checks its region against max_unfinished once every
  * this many submissions to it (see throttle). */
 #define THROTTLE_EVERY 64
-/* The default of tarn_rt_options.max_unfinished. */
-#define MAX_UNFINISHED_DEFAULT 65536
 /* region_wait_for's target for a region's every task. */
 #define ALL_FINISHED UINT64_MAX
 /* When the workers fill the cores, the guest runs tasks only while the
@@ -366,7 +364,6 @@ int tarn_rt_options_init(tarn_rt_options *o) {
   o->workers = tarn__cpu_count();
   o->pin_workers = 1;
   o->idle_trim_ms = IDLE_TRIM_MS_DEFAULT;
-  o->max_unfinished = MAX_UNFINISHED_DEFAULT;
   if (env_count("TARN_WORKERS", 1, 1024, &o->workers) != 0 ||
       env_count("TARN_IDLE_TRIM_MS", 0, 86400000, /* a day */
                 &o->idle_trim_ms) != 0 ||
@@ -1692,15 +1689,17 @@ static void region_wait_for(tarn_region *r, uint64_t target, int spins) {
 
 /* Holds back a program thread whose submission left `submitted` tasks in
  * its region `r`, while more than rt->max_unfinished of them have not
- * finished: it runs tasks or waits until half as many are left (a band,
- * so that it does not stop at every submission). A program that submits
- * faster than the tasks run then keeps about max_unfinished task structs,
- * not every task of its loop (3 million queued empty tasks held 1.1 GB). */
+ * finished: it runs tasks or waits until an eighth of them have (a band,
+ * so that it does not stop at every submission, narrow, so that the
+ * runtime still sees far ahead: see docs/rt.md, "Backpressure"). A
+ * program that submits faster than the tasks run then keeps about
+ * max_unfinished task structs, not every task of its loop (3 million
+ * queued empty tasks held 1.1 GB). */
 static void throttle(tarn_region *r, uint64_t submitted) {
   uint64_t max = r->rt->max_unfinished;
   uint64_t finished = atomic_load(&r->finished);
   if (finished >= submitted || submitted - finished <= max) return;
-  region_wait_for(r, submitted - max / 2,
+  region_wait_for(r, submitted - (max - max / 8),
                   r->rt->workers_fill_cores ? 0 : DRAIN_SPINS);
 }
 

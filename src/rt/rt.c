@@ -6,7 +6,8 @@
  * successor list with an atomic exchange and readies every successor whose
  * count reaches zero. Ready tasks are pushed to a worker's lock-free inbox;
  * a worker moves its inbox into its queue (a skew heap by priority, then
- * submission order, behind a spin lock) and pops; idle workers steal, spin
+ * submission order, beside a list of the tasks that came in that order,
+ * behind a spin lock) and pops; idle workers steal, spin
  * a little, then sleep. No lock is shared by every task.
  *
  * Invariants:
@@ -246,8 +247,10 @@ struct worker {
   bool guest;
   pthread_t thread;
   atomic_bool lock;
-  tarn_task *top;        /* the queue, under lock */
-  atomic_bool has_tasks; /* top != NULL, readable without the lock */
+  /* The queue, under lock: a skew heap and a list of tasks in queue order
+   * (linked through `left`), popped from whichever has the first task. */
+  tarn_task *top, *sorted, *sorted_tail;
+  atomic_bool has_tasks; /* top or sorted != NULL, readable without the lock */
   /* The highest priority queued here (INT_MIN: none), best effort: raised
    * by every push, set from `top` by every pop (a push racing with a pop
    * may be missed until the next one). */
@@ -616,6 +619,36 @@ static tarn_task *merge(tarn_task *a, tarn_task *b) {
   return root;
 }
 
+/* Moves the inbox `in` (newest first) into `w`'s queue, in the order the
+ * tasks were pushed: each task that comes after the sorted list's last goes
+ * to the end of that list, in constant time, the others into the heap. Tasks
+ * pushed in queue order (independent tasks of one priority, submitted in a
+ * loop) then never enter the heap, whose pops walk cold tasks: with 300000 such
+ * tasks queued at once, one worker ran 0.51 M tasks/s through the heap
+ * alone. Under w->lock. */
+static void queue_inbox(struct worker *w, tarn_task *in) {
+  tarn_task *pushed = NULL;
+  while (in != NULL) { /* reverse: oldest first */
+    tarn_task *next = in->left;
+    in->left = pushed;
+    pushed = in;
+    in = next;
+  }
+  while (pushed != NULL) {
+    tarn_task *next = pushed->left;
+    pushed->left = pushed->right = NULL;
+    if (w->sorted == NULL) {
+      w->sorted = w->sorted_tail = pushed;
+    } else if (!before(pushed, w->sorted_tail)) {
+      w->sorted_tail->left = pushed;
+      w->sorted_tail = pushed;
+    } else {
+      w->top = merge(w->top, pushed);
+    }
+    pushed = next;
+  }
+}
+
 /* Pops the first task of `w`'s queue after moving its inbox in, or NULL.
  * A queue that looks empty is not locked (a task pushed meanwhile is found
  * by the next look, or by the sleep protocol: see wake()). */
@@ -624,18 +657,21 @@ static tarn_task *heap_pop(struct worker *w) {
   if (!queued && atomic_load(&w->inbox) == NULL) return NULL;
   tarn_task *in = atomic_exchange(&w->inbox, NULL);
   spin_lock(&w->lock);
-  while (in != NULL) {
-    tarn_task *next = in->left;
-    in->left = in->right = NULL;
-    w->top = merge(w->top, in);
-    in = next;
-  }
+  queue_inbox(w, in);
   tarn_task *t = w->top;
-  if (t != NULL) w->top = merge(t->left, t->right);
-  atomic_store_explicit(&w->has_tasks, w->top != NULL, memory_order_relaxed);
-  atomic_store_explicit(&w->queued_max,
-                        w->top != NULL ? w->top->priority : INT_MIN,
+  if (w->sorted != NULL && (t == NULL || before(w->sorted, t))) {
+    t = w->sorted;
+    w->sorted = t->left;
+    if (w->sorted == NULL) w->sorted_tail = NULL;
+  } else if (t != NULL) {
+    w->top = merge(t->left, t->right);
+  }
+  int max = INT_MIN; /* the sorted list's first has its highest priority */
+  if (w->top != NULL) max = w->top->priority;
+  if (w->sorted != NULL && w->sorted->priority > max) max = w->sorted->priority;
+  atomic_store_explicit(&w->has_tasks, w->top != NULL || w->sorted != NULL,
                         memory_order_relaxed);
+  atomic_store_explicit(&w->queued_max, max, memory_order_relaxed);
   spin_unlock(&w->lock);
   return t;
 }

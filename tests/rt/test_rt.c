@@ -1023,7 +1023,7 @@ static void submitters_on_shared_refs_agree_on_an_order(void **state) {
 /* ---- priorities and scratch --------------------------------------------- */
 
 static atomic_int gate, gate_started;
-static int order[10];
+static int order[64];
 static atomic_int next_slot;
 
 static int gate_task(tarn_task *t, void *arg) {
@@ -1062,6 +1062,41 @@ static void higher_priorities_run_first(void **state) {
   while (atomic_load(&next_slot) < 10) nanosleep(&tick, NULL);
   assert_int_equal(tarn_rt_destroy(rt), 0);
   for (int i = 0; i < 10; i++) assert_int_equal(order[i], 9 - i);
+}
+
+/* Tasks of mixed priorities queued behind the gate on the one worker run
+ * by priority, then in submission order: the queue keeps the tasks pushed
+ * in that order in a list and the others in a heap, and pops from
+ * whichever holds the first. */
+static void queued_tasks_run_by_priority_then_submission(void **state) {
+  (void)state;
+  enum { n = 64 };
+  atomic_store(&gate, 0);
+  atomic_store(&gate_started, 0);
+  atomic_store(&next_slot, 0);
+  tarn_rt *rt = make_rt(1, 0, 1);
+  assert_int_equal(
+      tarn_submit(rt, gate_task, TARN_ARG(NULL), TARN_PRIORITY(100)), 0);
+  struct timespec tick = {0, 100000};
+  while (!atomic_load(&gate_started)) nanosleep(&tick, NULL);
+  int priority[n];
+  uint64_t rng = 12345;
+  for (int i = 0; i < n; i++) {
+    rng = rng * 6364136223846793005u + 1442695040888963407u;
+    /* Mostly runs of one priority, now and then a higher or lower one. */
+    priority[i] = (rng >> 60) < 10 ? 0 : (int)((rng >> 32) % 5) - 2;
+    assert_int_equal(tarn_submit(rt, record_task, TARN_ARG((intptr_t)i),
+                                 TARN_PRIORITY(priority[i])),
+                     0);
+  }
+  atomic_store(&gate, 1);
+  while (atomic_load(&next_slot) < n) nanosleep(&tick, NULL);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  for (int k = 1; k < n; k++) {
+    int a = order[k - 1], b = order[k];
+    assert_true(priority[a] > priority[b] ||
+                (priority[a] == priority[b] && a < b));
+  }
 }
 
 static void *scratch_seen[2];
@@ -1963,6 +1998,7 @@ int main(void) {
       cmocka_unit_test(destroy_drains_regions_never_waited),
       cmocka_unit_test(submitters_on_shared_refs_agree_on_an_order),
       cmocka_unit_test(higher_priorities_run_first),
+      cmocka_unit_test(queued_tasks_run_by_priority_then_submission),
       cmocka_unit_test(scratch_is_reset_when_a_task_ends),
       cmocka_unit_test(scratch_stays_whole_over_many_tasks),
       cmocka_unit_test(scratch_goes_back_when_the_workers_rest),

@@ -708,25 +708,51 @@ static void workers_are_pinned_one_per_processor(void **state) {
   unsetenv("TARN_PIN_WORKERS");
 }
 
+/* Checks a count read from the environment variable `name` into the
+ * field that `field` reads: "0" and `good` are taken, each of `bad` is
+ * refused with TARN_EINVAL, and unset it is `fallback`. */
+static void count_comes_from_the_environment(
+    const char *name, unsigned (*field)(const tarn_rt_options *),
+    const char *good, unsigned fallback, const char *const *bad, size_t nbad) {
+  tarn_rt_options o;
+  setenv(name, "0", 1);
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(field(&o), 0);
+  setenv(name, good, 1);
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(field(&o), strtoul(good, NULL, 10));
+  for (size_t i = 0; i < nbad; i++) {
+    setenv(name, bad[i], 1);
+    assert_int_equal(tarn_rt_options_init(&o), TARN_EINVAL);
+  }
+  unsetenv(name);
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(field(&o), fallback);
+}
+
+static unsigned idle_trim_ms_of(const tarn_rt_options *o) {
+  return o->idle_trim_ms;
+}
+
 /* TARN_IDLE_TRIM_MS sets idle_trim_ms: a number of milliseconds up to a
  * day; anything else is refused with TARN_EINVAL. */
 static void idle_trim_ms_comes_from_the_environment(void **state) {
   (void)state;
-  tarn_rt_options o;
-  setenv("TARN_IDLE_TRIM_MS", "0", 1);
-  assert_int_equal(tarn_rt_options_init(&o), 0);
-  assert_int_equal(o.idle_trim_ms, 0);
-  setenv("TARN_IDLE_TRIM_MS", "250", 1);
-  assert_int_equal(tarn_rt_options_init(&o), 0);
-  assert_int_equal(o.idle_trim_ms, 250);
   const char *bad[] = {"-1", " 5", "5ms", "86400001", "99999999999999999999"};
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    setenv("TARN_IDLE_TRIM_MS", bad[i], 1);
-    assert_int_equal(tarn_rt_options_init(&o), TARN_EINVAL);
-  }
-  unsetenv("TARN_IDLE_TRIM_MS");
-  assert_int_equal(tarn_rt_options_init(&o), 0);
-  assert_int_equal(o.idle_trim_ms, 20);
+  count_comes_from_the_environment("TARN_IDLE_TRIM_MS", idle_trim_ms_of, "250",
+                                   20, bad, sizeof bad / sizeof *bad);
+}
+
+static unsigned max_unfinished_of(const tarn_rt_options *o) {
+  return o->max_unfinished;
+}
+
+/* TARN_MAX_UNFINISHED sets max_unfinished (default 0, no bound). */
+static void max_unfinished_comes_from_the_environment(void **state) {
+  (void)state;
+  const char *bad[] = {"-1", "+5", "5 ", "lots", "99999999999999999999"};
+  count_comes_from_the_environment("TARN_MAX_UNFINISHED", max_unfinished_of,
+                                   "1000000", 0, bad, sizeof bad / sizeof *bad);
 }
 
 /* ---- failures and cancellation ------------------------------------------ */
@@ -873,22 +899,30 @@ static int parent_task(tarn_task *t, void *arg) {
   return 0;
 }
 
+/* Runs `parent` on nrefs (at most 8) new words in a region of `rt`, checks
+ * that each word ends at `each`, and returns the region's figures. */
+static tarn_region_stats run_parent(tarn_rt *rt, tarn_task_fn parent, int nrefs,
+                                    uint64_t each) {
+  tarn_ref *refs[8];
+  for (int i = 0; i < nrefs; i++) refs[i] = word_ref(rt, 0);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, parent, TARN_ARG(refs)), 0);
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(region, &st), 0);
+  for (int i = 0; i < nrefs; i++) {
+    assert_int_equal(word_of(refs[i]), each);
+    tarn_ref_release(refs[i]);
+  }
+  return st;
+}
+
 static void tasks_submit_tasks_into_their_region(void **state) {
   (void)state;
   tarn_rt *rt = make_rt(2, 0, 1);
-  tarn_ref *refs[8];
-  for (int i = 0; i < 8; i++) refs[i] = word_ref(rt, 0);
-  tarn_region *region = NULL;
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  assert_int_equal(tarn_submit(rt, parent_task, TARN_ARG(refs)), 0);
-  tarn_region_stats st;
-  assert_int_equal(tarn_region_wait(region, &st), 0);
+  tarn_region_stats st = run_parent(rt, parent_task, 8, 10);
   assert_int_equal(st.submitted, 81);
   assert_int_equal(st.run, 81);
-  for (int i = 0; i < 8; i++) {
-    assert_int_equal(word_of(refs[i]), 10);
-    tarn_ref_release(refs[i]);
-  }
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -1040,58 +1074,52 @@ static int record_task(tarn_task *t, void *arg) {
   return 0;
 }
 
-static void higher_priorities_run_first(void **state) {
-  (void)state;
+/* Queues tasks i = 0 .. n - 1 of priority[i] behind a gate that holds the
+ * one worker of a new runtime, opens it and records in order[] the order
+ * they ran in. The program's thread waits without a region until all ran:
+ * a thread in tarn_region_wait or tarn_rt_destroy may run queued tasks
+ * itself (as the guest), and two threads would record in no fixed order. */
+static void run_behind_the_gate(const int *priority, int n) {
   atomic_store(&gate, 0);
   atomic_store(&gate_started, 0);
   atomic_store(&next_slot, 0);
   tarn_rt *rt = make_rt(1, 0, 1);
-  /* The gate holds the one worker until every other task is queued. The
-   * program's thread waits without a region until all ran: a thread in
-   * tarn_region_wait or tarn_rt_destroy may run queued tasks itself (as
-   * the guest), and two threads would record in no fixed order. */
   assert_int_equal(
       tarn_submit(rt, gate_task, TARN_ARG(NULL), TARN_PRIORITY(100)), 0);
   struct timespec tick = {0, 100000};
   while (!atomic_load(&gate_started)) nanosleep(&tick, NULL);
-  for (int p = 0; p < 10; p++)
-    assert_int_equal(
-        tarn_submit(rt, record_task, TARN_ARG((intptr_t)p), TARN_PRIORITY(p)),
-        0);
+  for (int i = 0; i < n; i++)
+    assert_int_equal(tarn_submit(rt, record_task, TARN_ARG((intptr_t)i),
+                                 TARN_PRIORITY(priority[i])),
+                     0);
   atomic_store(&gate, 1);
-  while (atomic_load(&next_slot) < 10) nanosleep(&tick, NULL);
+  while (atomic_load(&next_slot) < n) nanosleep(&tick, NULL);
   assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static void higher_priorities_run_first(void **state) {
+  (void)state;
+  int priority[10];
+  for (int p = 0; p < 10; p++) priority[p] = p;
+  run_behind_the_gate(priority, 10);
   for (int i = 0; i < 10; i++) assert_int_equal(order[i], 9 - i);
 }
 
-/* Tasks of mixed priorities queued behind the gate on the one worker run
- * by priority, then in submission order: the queue keeps the tasks pushed
- * in that order in a list and the others in a heap, and pops from
- * whichever holds the first. */
+/* Tasks of mixed priorities queued behind the gate run by priority, then
+ * in submission order: the queue keeps the tasks pushed in that order in a
+ * list and the others in a heap, and pops from whichever holds the
+ * first. */
 static void queued_tasks_run_by_priority_then_submission(void **state) {
   (void)state;
   enum { n = 64 };
-  atomic_store(&gate, 0);
-  atomic_store(&gate_started, 0);
-  atomic_store(&next_slot, 0);
-  tarn_rt *rt = make_rt(1, 0, 1);
-  assert_int_equal(
-      tarn_submit(rt, gate_task, TARN_ARG(NULL), TARN_PRIORITY(100)), 0);
-  struct timespec tick = {0, 100000};
-  while (!atomic_load(&gate_started)) nanosleep(&tick, NULL);
   int priority[n];
   uint64_t rng = 12345;
   for (int i = 0; i < n; i++) {
     rng = rng * 6364136223846793005u + 1442695040888963407u;
     /* Mostly runs of one priority, now and then a higher or lower one. */
     priority[i] = (rng >> 60) < 10 ? 0 : (int)((rng >> 32) % 5) - 2;
-    assert_int_equal(tarn_submit(rt, record_task, TARN_ARG((intptr_t)i),
-                                 TARN_PRIORITY(priority[i])),
-                     0);
   }
-  atomic_store(&gate, 1);
-  while (atomic_load(&next_slot) < n) nanosleep(&tick, NULL);
-  assert_int_equal(tarn_rt_destroy(rt), 0);
+  run_behind_the_gate(priority, n);
   for (int k = 1; k < n; k++) {
     int a = order[k - 1], b = order[k];
     assert_true(priority[a] > priority[b] ||
@@ -1810,18 +1838,7 @@ static void tasks_that_submit_are_never_held_back(void **state) {
   /* One worker runs the parent: held back until its children ran, it
    * would wait for itself. */
   tarn_rt *rt = bounded_rt(1, 64);
-  tarn_ref *refs[4];
-  for (int i = 0; i < 4; i++) refs[i] = word_ref(rt, 0);
-  tarn_region *region = NULL;
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  assert_int_equal(tarn_submit(rt, spawning_task, TARN_ARG(refs)), 0);
-  tarn_region_stats st;
-  assert_int_equal(tarn_region_wait(region, &st), 0);
-  assert_int_equal(st.run, 1001);
-  for (int i = 0; i < 4; i++) {
-    assert_int_equal(word_of(refs[i]), 250);
-    tarn_ref_release(refs[i]);
-  }
+  assert_int_equal(run_parent(rt, spawning_task, 4, 250).run, 1001);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -1856,25 +1873,6 @@ static void threads_held_back_together_all_go_on(void **state) {
   }
   assert_int_equal(tarn_rt_destroy(rt), 0);
   assert_int_equal(atomic_load(&ran_count), threads * tasks);
-}
-
-static void max_unfinished_comes_from_the_environment(void **state) {
-  (void)state;
-  tarn_rt_options o;
-  setenv("TARN_MAX_UNFINISHED", "0", 1);
-  assert_int_equal(tarn_rt_options_init(&o), 0);
-  assert_int_equal(o.max_unfinished, 0);
-  setenv("TARN_MAX_UNFINISHED", "1000000", 1);
-  assert_int_equal(tarn_rt_options_init(&o), 0);
-  assert_int_equal(o.max_unfinished, 1000000);
-  const char *bad[] = {"-1", "+5", "5 ", "lots", "99999999999999999999"};
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    setenv("TARN_MAX_UNFINISHED", bad[i], 1);
-    assert_int_equal(tarn_rt_options_init(&o), TARN_EINVAL);
-  }
-  unsetenv("TARN_MAX_UNFINISHED");
-  assert_int_equal(tarn_rt_options_init(&o), 0);
-  assert_int_equal(o.max_unfinished, 0);
 }
 
 /* ---- bad input and idleness --------------------------------------------- */

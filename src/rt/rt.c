@@ -657,14 +657,19 @@ static tarn_task *heap_pop(struct worker *w) {
   if (!queued && atomic_load(&w->inbox) == NULL) return NULL;
   tarn_task *in = atomic_exchange(&w->inbox, NULL);
   spin_lock(&w->lock);
-  queue_inbox(w, in);
   tarn_task *t = w->top;
-  if (w->sorted != NULL && (t == NULL || before(w->sorted, t))) {
-    t = w->sorted;
-    w->sorted = t->left;
-    if (w->sorted == NULL) w->sorted_tail = NULL;
-  } else if (t != NULL) {
-    w->top = merge(t->left, t->right);
+  if (in != NULL && in->left == NULL && t == NULL && w->sorted == NULL) {
+    t = in; /* one task pushed, none queued: a chain's common case */
+  } else {
+    queue_inbox(w, in);
+    t = w->top;
+    if (w->sorted != NULL && (t == NULL || before(w->sorted, t))) {
+      t = w->sorted;
+      w->sorted = t->left;
+      if (w->sorted == NULL) w->sorted_tail = NULL;
+    } else if (t != NULL) {
+      w->top = merge(t->left, t->right);
+    }
   }
   int max = INT_MIN; /* the sorted list's first has its highest priority */
   if (w->top != NULL) max = w->top->priority;

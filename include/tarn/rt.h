@@ -156,7 +156,10 @@ typedef struct tarn_task_desc {
 /* Submits a task. The runtime retains each ref until the task ends (the
  * caller keeps its own references). Returns 0; TARN_EINVAL for a NULL fn,
  * a NULL ref, a bad mode, or a ref of another pool; TARN_ENOMEM. A task
- * submitted from a task belongs to that task's region. */
+ * submitted from a task belongs to that task's region. Thread-safe. With
+ * tarn_rt_options.max_unfinished set, a program thread (not a task) may
+ * run queued tasks or wait here first, until its region holds fewer
+ * unfinished tasks. */
 TARN_API int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *desc);
 
 /* Items of tarn_submit, a compact form of tarn_task_submit:

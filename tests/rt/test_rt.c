@@ -1275,8 +1275,7 @@ static void a_runtime_told_not_to_trim_keeps_its_pages(void **state) {
   assert_int_equal(o.idle_trim_ms, 20);
   o.workers = 2;
   o.idle_trim_ms = 0;
-  tarn_rt *rt = NULL;
-  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  tarn_rt *rt = rt_with(&o);
   long before = 0;
   scratch_burst(rt, &before);
   rest();

@@ -5,18 +5,17 @@
  * (destroyed after the clock stops); each sample is a region timed to
  * tarn_region_wait. Side by side with a plain C loop and a OpenMP
  * loop (stencil_peers.h) on plain buffers written before (touched), and for
- * alloc also into fresh memory (mapped inside the clock). One round checks
- * tarn's results against the C loop's, then each variant runs its samples
- * after a warm-up of its own. Ends with the goals from the medians. */
+ * alloc also into fresh memory. The order, the rows and the goals are the
+ * driver's it shares with the array suite (loops.h); here are the
+ * operations, their check and their samples. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 
 #include "bench.h"
+#include "loops.h"
 #include "stencil_peers.h"
 #include "tarn.h"
 
@@ -24,26 +23,16 @@
 
 static const size_t default_sizes[] = {256, 1024, 4096};
 
-/* What runs an operation: tarn, and the peers (fresh: output mapped per
- * sample; touched: a buffer written before). Only alloc has *_FRESH rows. */
-enum { V_TARN, V_OMP_FRESH, V_OMP_TOUCHED, V_C_FRESH, V_C_TOUCHED, V_COUNT };
-
-struct op {
-  const char *name; /* the row name, as Dagger's */
-  const char *short_name;
-  int fresh;      /* a new output each time: has the *_FRESH rows */
-  double touches; /* elements read plus written, per matrix element */
-};
-
-static const struct op ops[STENCIL_OP_COUNT] = {
-    [STENCIL_ASSIGN] = {"assign (const)", "assign", 0, 1},
-    [STENCIL_WRAP] = {"neighbors (Wrap)", "wrap", 0, 2},
-    [STENCIL_PAD] = {"neighbors (Pad)", "pad", 0, 2},
-    [STENCIL_CLAMP] = {"neighbors (Clamp)", "clamp", 0, 2},
-    [STENCIL_REFLECT] = {"neighbors (Reflect)", "reflect", 0, 2},
-    [STENCIL_UPDATE] = {"update (+)", "update", 0, 3},
-    [STENCIL_MULTI] = {"multi-expr", "multi-expr", 0, 3},
-    [STENCIL_ALLOC] = {"alloc (neighbors Wrap)", "alloc", 1, 2},
+static const loop_op ops[STENCIL_OP_COUNT] = {
+    [STENCIL_ASSIGN] = {"assign (const)", "assign", LOOP_ROWS_TOUCHED, 1},
+    [STENCIL_WRAP] = {"neighbors (Wrap)", "wrap", LOOP_ROWS_TOUCHED, 2},
+    [STENCIL_PAD] = {"neighbors (Pad)", "pad", LOOP_ROWS_TOUCHED, 2},
+    [STENCIL_CLAMP] = {"neighbors (Clamp)", "clamp", LOOP_ROWS_TOUCHED, 2},
+    [STENCIL_REFLECT] = {"neighbors (Reflect)", "reflect", LOOP_ROWS_TOUCHED,
+                         2},
+    [STENCIL_UPDATE] = {"update (+)", "update", LOOP_ROWS_TOUCHED, 3},
+    [STENCIL_MULTI] = {"multi-expr", "multi-expr", LOOP_ROWS_TOUCHED, 3},
+    [STENCIL_ALLOC] = {"alloc (neighbors Wrap)", "alloc", LOOP_ROWS_ALL, 2},
 };
 
 /* Dagger.jl's medians in milliseconds, published reference figures (not
@@ -72,19 +61,6 @@ struct ctx {
   double *xbuf;    /* X's values, column-major, for the peers */
   double *touched; /* the peers' output buffer, written before timing */
   double *abuf;    /* the peers' A of multi-expr, written before timing */
-};
-
-/* The samples of one row and what was counted around them. */
-struct row {
-  double s[BENCH_SAMPLES_MAX];
-  double faults; /* minor page faults, summed over samples */
-};
-
-/* Medians, in seconds, by size, operation and variant; -1: not measured. */
-struct figures {
-  size_t n[BENCH_SIZES_MAX];
-  size_t count;
-  double med[BENCH_SIZES_MAX][STENCIL_OP_COUNT][V_COUNT];
 };
 
 static int tarn_failed(const char *what, int status) {
@@ -130,7 +106,7 @@ static int submit_op(struct ctx *c, int op, tarn_matrix **fresh) {
 
 /* One tarn sample: the operation to completion. A new matrix goes to *keep
  * when keep is not NULL, else is destroyed after the clock. */
-static int tarn_sample(struct ctx *c, int op, struct row *r, double *t,
+static int tarn_sample(struct ctx *c, int op, loop_row *r, double *t,
                        tarn_matrix **keep) {
   double f0 = bench_minor_faults();
   tarn_matrix *fresh = NULL;
@@ -152,41 +128,28 @@ static int tarn_sample(struct ctx *c, int op, struct row *r, double *t,
   return rc == 0 ? 0 : tarn_failed(ops[op].name, rc);
 }
 
-/* One peer sample: variant v of `op` on the plain buffers. */
-static int peer_sample(struct ctx *c, int op, int v, struct row *r, double *t) {
-  size_t bytes = c->n * c->n * sizeof(double);
-  int omp = v == V_OMP_FRESH || v == V_OMP_TOUCHED;
-  int fresh = v == V_OMP_FRESH || v == V_C_FRESH;
-  double f0 = bench_minor_faults();
-  uint64_t t0 = bench_now_ns();
-  double *out = c->touched;
-  if (fresh) {
-    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (m == MAP_FAILED) {
-      perror("tarn bench: stencil: mmap");
-      return 1;
-    }
-    out = m;
-  }
+/* The peers' loop (the C loop, or with omp the OpenMP loop) into out. */
+static double peer_kernel(void *ctx, int op, int omp, double *out) {
+  struct ctx *c = ctx;
   if (omp)
     stencil_omp_run(op, c->xbuf, c->abuf, out, c->n, c->threads);
   else
     stencil_cols(op, c->xbuf, c->abuf, out, c->n, 0, c->n);
-  bench_escape(out);
   bench_escape(c->abuf);
-  uint64_t t1 = bench_now_ns();
-  r->faults += bench_minor_faults() - f0;
-  *t = (double)(t1 - t0) * 1e-9;
-  if (out != c->touched) munmap(out, bytes);
   return 0;
+}
+
+/* One peer sample: variant v of `op` on the plain buffers. */
+static int peer_sample(struct ctx *c, int op, int v, loop_row *r, double *t) {
+  return loop_peer_sample("stencil", ops[op].rows, v, c->n, c->touched,
+                          peer_kernel, c, op, r, t, NULL);
 }
 
 /* Compares a few elements of tarn's result (B, or `fresh` for alloc) with
  * the C loop's (in c->touched): the corners, an interior element and the
  * elements on either side of the first tile edge. */
 static int check(struct ctx *c, int op, tarn_matrix *fresh) {
-  tarn_matrix *res = ops[op].fresh ? fresh : c->out;
+  tarn_matrix *res = ops[op].rows == LOOP_ROWS_ALL ? fresh : c->out;
   size_t n = c->n, e = c->b < n ? c->b : n - 1;
   size_t at[7][2] = {{0, 0},         {n - 1, n - 1}, {0, n - 1}, {n - 1, 0},
                      {n / 3, n / 2}, {e - 1, e},     {e, e - 1}};
@@ -221,114 +184,29 @@ static int reset_update(struct ctx *c) {
   return 0;
 }
 
-static void row_name(char *buf, size_t size, size_t n, size_t b, int op,
-                     int v) {
-  static const char *const peer[V_COUNT] = {"tarn", "openmp", "openmp", "c",
-                                            "c"};
-  if (v == V_TARN) {
-    snprintf(buf, size, "stencil/tarn/N=%zu (block %zu)/%s", n, b,
-             ops[op].name);
-    return;
-  }
-  const char *mode = v == V_OMP_FRESH || v == V_C_FRESH ? " fresh" : " touched";
-  snprintf(buf, size, "stencil/%s/N=%zu/%s%s", peer[v], n, ops[op].name, mode);
-}
-
-/* Whether a row is printed for variant v of op. */
-static int has_row(int op, int v) {
-  return ops[op].fresh || (v != V_OMP_FRESH && v != V_C_FRESH);
-}
-
-/* Whether any row of `op` at size n is wanted (--filter). */
-static int op_wanted(bench_run *run, size_t n, size_t b, int op) {
-  for (int v = 0; v < V_COUNT; v++) {
-    char name[160];
-    row_name(name, sizeof name, n, b, op, v);
-    if (has_row(op, v) && bench_wanted(run, name)) return 1;
-  }
-  return 0;
-}
-
-/* Whether any row at size n is wanted. */
-static int size_wanted(bench_run *run, size_t n) {
-  for (int op = 0; op < STENCIL_OP_COUNT; op++)
-    if (op_wanted(run, n, bench_tile_size(n), op)) return 1;
-  return 0;
-}
-
-/* Reports one row; returns its median, or -1 after printing why. */
-static double report(bench_run *run, const struct ctx *c, int op, int v,
-                     const struct row *r) {
-  char name[160];
-  row_name(name, sizeof name, c->n, c->b, op, v);
-  size_t ns = run->samples;
-  double med = bench_median(r->s, ns);
-  double moved = ops[op].touches * (double)(c->n * c->n) * sizeof(double);
-  bench_extra extra[2] = {{"GB_per_s", moved / med * 1e-9},
-                          {"minor_faults", r->faults / (double)ns}};
-  return bench_report(run, name, r->s, ns, extra, 2) == NULL ? -1 : med;
-}
-
-/* One operation at one size: a round that checks tarn against the C loop,
- * then the samples, variant by variant, each after a warm-up. */
-static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
-  static struct row rows[V_COUNT];
-  static const int order[V_COUNT] = {V_TARN, V_OMP_FRESH, V_C_FRESH,
-                                     V_OMP_TOUCHED, V_C_TOUCHED};
-  static const int order_touched[3] = {V_TARN, V_OMP_TOUCHED, V_C_TOUCHED};
-  int nv = ops[op].fresh ? V_COUNT : 3;
-  const int *seq = ops[op].fresh ? order : order_touched;
-  memset(rows, 0, sizeof rows);
-  for (int v = 0; v < V_COUNT; v++) med[v] = -1;
-  if (!op_wanted(run, c->n, c->b, op)) return 0;
-
+/* The checked round: tarn and the C loop into touched memory (update
+ * first sets both outputs to the same values). */
+static int check_round(void *ctx, int op) {
+  struct ctx *c = ctx;
+  loop_row scratch = {{0}, 0};
   double t;
   tarn_matrix *fresh = NULL;
   if (op == STENCIL_UPDATE && reset_update(c) != 0) return 1;
-  if (tarn_sample(c, op, &rows[V_TARN], &t, &fresh) != 0) return 1;
-  if (peer_sample(c, op, V_C_TOUCHED, &rows[V_C_TOUCHED], &t) != 0 ||
-      check(c, op, fresh) != 0) {
-    tarn_matrix_destroy(fresh);
-    return 1;
-  }
+  if (tarn_sample(c, op, &scratch, &t, &fresh) != 0) return 1;
+  int bad = peer_sample(c, op, V_C_TOUCHED, &scratch, &t) != 0 ||
+            check(c, op, fresh) != 0;
   tarn_matrix_destroy(fresh);
-  memset(rows, 0, sizeof rows);
-
-  /* Variant by variant, each after a warm-up of its own (as the array
-   * suite: interleaving sample by sample makes each party's threads find
-   * the cores cold or busy). */
-  for (int k = 0; k < nv; k++) {
-    int v = seq[k];
-    /* Warm-up rounds for BENCH_WARMUP_S at least (one round was not
-     * enough here: a core that idled takes a few rounds to come back). */
-    uint64_t warm_until = bench_warmup_until();
-    do {
-      double *ts = &rows[v].s[0];
-      int rc = v == V_TARN ? tarn_sample(c, op, &rows[v], ts, NULL)
-                           : peer_sample(c, op, v, &rows[v], ts);
-      if (rc != 0) return 1;
-    } while (bench_now_ns() < warm_until);
-    rows[v].faults = 0;
-    for (size_t i = 0; i < run->samples; i++) {
-      double *ts = &rows[v].s[i];
-      int rc = v == V_TARN ? tarn_sample(c, op, &rows[v], ts, NULL)
-                           : peer_sample(c, op, v, &rows[v], ts);
-      if (rc != 0) return 1;
-    }
-  }
-  static const int print[V_COUNT] = {V_TARN, V_OMP_FRESH, V_OMP_TOUCHED,
-                                     V_C_FRESH, V_C_TOUCHED};
-  for (int k = 0; k < V_COUNT; k++) {
-    int v = print[k];
-    char name[160];
-    row_name(name, sizeof name, c->n, c->b, op, v);
-    if (!has_row(op, v) || !bench_wanted(run, name)) continue;
-    if ((med[v] = report(run, c, op, v, &rows[v])) < 0) return 1;
-  }
-  return 0;
+  return bad;
 }
 
-static void ctx_free(struct ctx *c) {
+static int sample(void *ctx, int op, int v, loop_row *r, double *t) {
+  struct ctx *c = ctx;
+  return v == V_TARN ? tarn_sample(c, op, r, t, NULL)
+                     : peer_sample(c, op, v, r, t);
+}
+
+static void ctx_free(void *ctx) {
+  struct ctx *c = ctx;
   tarn_matrix_destroy(c->x);
   tarn_matrix_destroy(c->out);
   tarn_matrix_destroy(c->a);
@@ -339,7 +217,8 @@ static void ctx_free(struct ctx *c) {
 
 /* Makes X (tarn and plain), B and A (tarn, written) and the peers' buffers
  * (written) for size n. */
-static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n, unsigned threads) {
+static int ctx_open(void *ctx, tarn_rt *rt, size_t n, unsigned threads) {
+  struct ctx *c = ctx;
   static const tarn_boundary_kind kinds[STENCIL_OP_COUNT] = {
       [STENCIL_WRAP] = TARN_BOUNDARY_WRAP,
       [STENCIL_PAD] = TARN_BOUNDARY_PAD,
@@ -379,62 +258,21 @@ static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n, unsigned threads) {
   return rc == 0 ? 0 : tarn_failed("tarn_matrix_to_buffer", rc);
 }
 
-static void goal_ratio(const char *label, size_t n, int op, double value,
-                       int at_most, double limit) {
-  bench_size_goal(n, ops[op].short_name, label, value, "x", at_most, limit);
-}
-
-static double dagger_ms(size_t n, int op) {
-  return bench_seed_ms(n, dagger_sizes, 2, &dagger_median_ms[0][0],
-                       STENCIL_OP_COUNT, (size_t)op);
-}
-
-static void print_goals(const struct figures *f) {
-  bench_goal_heading(
-      "Goals (from the medians above; Dagger's from the seed table):");
-  for (size_t s = 0; s < f->count; s++) {
-    size_t n = f->n[s];
-    for (int op = 0; op < STENCIL_OP_COUNT; op++) {
-      const double *m = f->med[s][op];
-      int fr = ops[op].fresh;
-      goal_ratio(fr ? "openmp fresh / tarn" : "openmp touched / tarn", n, op,
-                 bench_ratio(m[fr ? V_OMP_FRESH : V_OMP_TOUCHED], m[V_TARN]), 0,
-                 1);
-      if (n == 4096)
-        goal_ratio("tarn / openmp touched", n, op,
-                   bench_ratio(m[V_TARN], m[V_OMP_TOUCHED]), 1, 1.25);
-      double dagger = dagger_ms(n, op);
-      if (dagger > 0)
-        goal_ratio("dagger (seed) / tarn", n, op,
-                   bench_ratio(dagger * 1e-3, m[V_TARN]), 0, 2.5);
-    }
-  }
-}
-
 int bench_stencil(bench_run *run) {
-  const size_t *sizes;
-  size_t nsizes = bench_sizes(
-      run, default_sizes, sizeof default_sizes / sizeof *default_sizes, &sizes);
-  static struct figures f;
-  memset(&f, 0, sizeof f);
-  size_t wanted = 0;
-  for (size_t s = 0; s < nsizes; s++) wanted += size_wanted(run, sizes[s]);
-  if (wanted == 0) return 0;
-  tarn_rt *rt;
-  if (bench_rt_open(run, "stencil", &rt) != 0) return 1;
-  int failed = 0;
-  for (size_t s = 0; s < nsizes && !failed; s++) {
-    if (!size_wanted(run, sizes[s])) continue;
-    struct ctx c;
-    failed = ctx_open(&c, rt, sizes[s], bench_threads(run));
-    f.n[f.count] = sizes[s];
-    for (int op = 0; op < STENCIL_OP_COUNT && !failed; op++)
-      failed = measure_op(run, &c, op, f.med[f.count][op]);
-    f.count++;
-    ctx_free(&c);
-  }
-  int rc = tarn_rt_destroy(rt);
-  if (rc != 0 && !failed) failed = tarn_failed("tarn_rt_destroy", rc);
-  print_goals(&f);
-  return failed;
+  static struct ctx c;
+  static const loop_suite suite = {
+      .name = "stencil",
+      .ops = ops,
+      .nops = STENCIL_OP_COUNT,
+      .default_sizes = default_sizes,
+      .ndefault_sizes = sizeof default_sizes / sizeof *default_sizes,
+      .dagger_sizes = dagger_sizes,
+      .ndagger_sizes = 2,
+      .dagger_ms = &dagger_median_ms[0][0],
+      .ctx = &c,
+      .open = ctx_open,
+      .close = ctx_free,
+      .check = check_round,
+      .sample = sample};
+  return loop_suite_run(run, &suite);
 }

@@ -1974,6 +1974,17 @@ static void idle_workers_sleep(void **state) {
 }
 
 int main(void) {
+  /* These tests state what the defaults are and set the variables they
+   * test themselves; a TARN_WORKERS or TARN_MAX_UNFINISHED from the shell
+   * would change the runtimes they make (a bound on unfinished tasks
+   * holds back the 100000 submissions queued behind a held task for
+   * good, as rt.h warns), so the runtime's variables start unset. */
+  static const char *const runtime_variables[] = {
+      "TARN_WORKERS", "TARN_PIN_WORKERS", "TARN_IDLE_TRIM_MS",
+      "TARN_MAX_UNFINISHED"};
+  for (size_t i = 0; i < sizeof runtime_variables / sizeof *runtime_variables;
+       i++)
+    unsetenv(runtime_variables[i]);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(random_graphs_match_sequential_order),
       cmocka_unit_test(refs_released_mid_graph_live_as_long_as_their_tasks),

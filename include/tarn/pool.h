@@ -136,8 +136,9 @@ typedef struct tarn_pool_options {
 } tarn_pool_options;
 
 /* Fills `options` with the defaults, then applies TARN_MEM_LIMIT,
- * TARN_HUGE_PAGES (0 or 1) and TARN_SPILL_DIR from the environment. Returns 0,
- * or TARN_EINVAL when an environment variable cannot be parsed (the defaults
+ * TARN_HUGE_PAGES (0 or 1) and TARN_SPILL_DIR from the environment (a
+ * variable set to the empty string counts as unset). Returns 0, or
+ * TARN_EINVAL when an environment variable cannot be parsed (the defaults
  * are kept for it). */
 TARN_API int tarn_pool_options_init(tarn_pool_options *options);
 

@@ -100,9 +100,10 @@ typedef struct tarn_rt_options {
 } tarn_rt_options;
 
 /* Fills `options` with the defaults (and the pool's, from the
- * environment). Returns 0, or TARN_EINVAL when TARN_WORKERS,
- * TARN_IDLE_TRIM_MS, TARN_MAX_UNFINISHED (all digits, no sign or space),
- * TARN_PIN_WORKERS or a pool variable cannot be parsed. */
+ * environment; a variable set to the empty string counts as unset).
+ * Returns 0, or TARN_EINVAL when TARN_WORKERS, TARN_IDLE_TRIM_MS,
+ * TARN_MAX_UNFINISHED (all digits, no sign or space), TARN_PIN_WORKERS or
+ * a pool variable cannot be parsed. */
 TARN_API int tarn_rt_options_init(tarn_rt_options *options);
 
 /* Starts a runtime: its pool, its scratch slabs and its workers. `options`

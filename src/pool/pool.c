@@ -203,7 +203,8 @@ int tarn_pool_options_init(tarn_pool_options *o) {
   o->huge_pages = 1;
   int rc = 0;
   const char *limit = getenv("TARN_MEM_LIMIT");
-  if (limit != NULL && parse_bytes(limit, &o->mem_limit) != 0) {
+  if (limit != NULL && limit[0] != '\0' &&
+      parse_bytes(limit, &o->mem_limit) != 0) {
     o->mem_limit = 0;
     rc = TARN_EINVAL;
   }

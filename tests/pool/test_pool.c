@@ -126,8 +126,36 @@ static tarn_pool_options options_with(const char *var, const char *value,
   return o;
 }
 
+/* The pool's variables as the test program found them, put back after
+ * the test that sets them, so that the other tests run under what the
+ * shell set (TARN_MEM_LIMIT=64M ctest runs them all with a limit). */
+static const char *const pool_variables[] = {"TARN_MEM_LIMIT", "TARN_SPILL_DIR",
+                                             "TARN_HUGE_PAGES"};
+enum { POOL_VARIABLES = sizeof pool_variables / sizeof *pool_variables };
+
+static void save_pool_variables(char *saved[POOL_VARIABLES]) {
+  for (size_t i = 0; i < POOL_VARIABLES; i++) {
+    const char *v = getenv(pool_variables[i]);
+    saved[i] = v != NULL ? strdup(v) : NULL;
+    assert_true(v == NULL || saved[i] != NULL);
+    unsetenv(pool_variables[i]);
+  }
+}
+
+static void restore_pool_variables(char *saved[POOL_VARIABLES]) {
+  for (size_t i = 0; i < POOL_VARIABLES; i++) {
+    if (saved[i] != NULL)
+      setenv(pool_variables[i], saved[i], 1);
+    else
+      unsetenv(pool_variables[i]);
+    free(saved[i]);
+  }
+}
+
 static void options_come_from_the_environment(void **state) {
   (void)state;
+  char *saved[POOL_VARIABLES];
+  save_pool_variables(saved);
   tarn_pool_options o;
   setenv("TARN_SPILL_DIR", "/var/tmp", 1);
   o = options_with("TARN_MEM_LIMIT", "64M", 0);
@@ -151,20 +179,15 @@ static void options_come_from_the_environment(void **state) {
                      sizes[i].bytes);
   /* Signs (strtoull would wrap " -5" to 2^64 - 5), spaces, unknown or
    * doubled suffixes, and sizes past a size_t. */
-  static const char *bad[] = {"-5",
-                              " -5",
-                              " 5",
-                              "+5",
-                              "5 M",
-                              "5X",
-                              "5MM",
-                              "5iB",
-                              "",
-                              "16777216T",
-                              "99999999999999999999"};
+  static const char *bad[] = {
+      "-5", " -5", " 5",  "+5",        "5 M",
+      "5X", "5MM", "5iB", "16777216T", "99999999999999999999"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     assert_int_equal(
         options_with("TARN_MEM_LIMIT", bad[i], TARN_EINVAL).mem_limit, 0);
+  /* Empty counts as unset, as for every variable tarn reads. */
+  assert_int_equal(options_with("TARN_MEM_LIMIT", "", 0).mem_limit, 0);
+  assert_int_equal(options_with("TARN_HUGE_PAGES", "", 0).huge_pages, 1);
   assert_int_equal(options_with("TARN_HUGE_PAGES", "0", 0).huge_pages, 0);
   /* A bad value keeps the default. */
   assert_int_equal(
@@ -183,6 +206,7 @@ static void options_come_from_the_environment(void **state) {
   o.huge_pages = 2;
   assert_int_equal(tarn_pool_create(&o, &p), TARN_EINVAL);
   assert_null(p);
+  restore_pool_variables(saved);
 }
 
 static void pin_returns_the_bytes_until_unpin(void **state) {

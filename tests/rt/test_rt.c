@@ -710,7 +710,7 @@ static void workers_are_pinned_one_per_processor(void **state) {
 
 /* Checks a count read from the environment variable `name` into the
  * field that `field` reads: "0" and `good` are taken, each of `bad` is
- * refused with TARN_EINVAL, and unset it is `fallback`. */
+ * refused with TARN_EINVAL, and unset or empty it is `fallback`. */
 static void count_comes_from_the_environment(
     const char *name, unsigned (*field)(const tarn_rt_options *),
     const char *good, unsigned fallback, const char *const *bad, size_t nbad) {
@@ -725,6 +725,9 @@ static void count_comes_from_the_environment(
     setenv(name, bad[i], 1);
     assert_int_equal(tarn_rt_options_init(&o), TARN_EINVAL);
   }
+  setenv(name, "", 1);
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  assert_int_equal(field(&o), fallback);
   unsetenv(name);
   assert_int_equal(tarn_rt_options_init(&o), 0);
   assert_int_equal(field(&o), fallback);

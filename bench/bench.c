@@ -349,7 +349,32 @@ static int set_new(json_t *obj, const char *key, json_t *value) {
   return value == NULL ? -1 : json_object_set_new(obj, key, value);
 }
 
-static json_t *machine_json(void) {
+/* The runtime settings every suite starts from (the environment's TARN_
+ * variables, then --workers and --mem-limit), added to `m` under the names
+ * of their option fields; "mem_limit" in bytes, 0 for none (the ooc suite
+ * sets its own). Nothing is added when the environment cannot be parsed:
+ * no suite could start then. Returns -1 when jansson fails. */
+static int settings_json(json_t *m, const bench_run *run) {
+  tarn_rt_options o;
+  if (bench_rt_options(run, &o) != 0) return 0;
+  json_int_t limit = o.pool.mem_limit > (size_t)LLONG_MAX
+                         ? LLONG_MAX
+                         : (json_int_t)o.pool.mem_limit;
+  const struct {
+    const char *key;
+    json_int_t value;
+  } settings[] = {{"workers", o.workers},
+                  {"pin_workers", o.pin_workers},
+                  {"mem_limit", limit},
+                  {"max_unfinished", o.max_unfinished},
+                  {"idle_trim_ms", o.idle_trim_ms}};
+  for (size_t i = 0; i < sizeof settings / sizeof *settings; i++)
+    if (set_new(m, settings[i].key, json_integer(settings[i].value)) != 0)
+      return -1;
+  return 0;
+}
+
+static json_t *machine_json(const bench_run *run) {
   char cpu[256], os[400], date[32], thp[32];
   cpu_model(cpu, sizeof cpu);
   thp_setting(thp, sizeof thp);
@@ -375,7 +400,8 @@ static json_t *machine_json(void) {
       set_new(m, "tarn", json_string(tarn_version())) != 0 ||
       set_new(m, "date", json_string(date)) != 0 ||
       set_new(m, "thp", json_string(thp)) != 0 ||
-      set_new(m, "huge_pages", json_integer(pool.huge_pages)) != 0) {
+      set_new(m, "huge_pages", json_integer(pool.huge_pages)) != 0 ||
+      settings_json(m, run) != 0) {
     json_decref(m);
     return NULL;
   }
@@ -416,7 +442,7 @@ static json_t *run_json(const bench_run *run) {
     json_decref(results);
     return NULL;
   }
-  if (set_new(doc, "machine", machine_json()) != 0 ||
+  if (set_new(doc, "machine", machine_json(run)) != 0 ||
       set_new(doc, "results", results) != 0) {
     json_decref(doc);
     return NULL;

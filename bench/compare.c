@@ -86,6 +86,12 @@ typedef struct entry {
   const char *per;         /* times are per this unit ("op"), or NULL */
 } entry;
 
+/* The runtime settings a result file's machine may record (bench.c,
+ * settings_json), by the names of their option fields. */
+static const char *const setting_keys[] = {
+    "workers", "pin_workers", "mem_limit", "max_unfinished", "idle_trim_ms"};
+enum { SETTINGS = sizeof setting_keys / sizeof *setting_keys };
+
 /* A result file, read and checked. */
 typedef struct result_file {
   const char *path;
@@ -93,10 +99,11 @@ typedef struct result_file {
   json_t *index; /* name -> position in entries (the first of a name) */
   entry *entries;
   size_t count;
-  const char *cpu, *date; /* NULL: unknown */
-  json_int_t cores;       /* 0: unknown */
-  const char *thp;        /* the kernel's THP setting; NULL: unknown */
-  int huge_pages;         /* tarn's huge_pages: 0, 1, or -1: unknown */
+  const char *cpu, *date;        /* NULL: unknown */
+  json_int_t cores;              /* 0: unknown */
+  const char *thp;               /* the kernel's THP setting; NULL: unknown */
+  int huge_pages;                /* tarn's huge_pages: 0, 1, or -1: unknown */
+  json_int_t settings[SETTINGS]; /* of setting_keys; -1: unknown */
 } result_file;
 
 enum verdict {
@@ -376,6 +383,12 @@ static int read_file(result_file *f) {
   f->thp = json_string_value(json_object_get(machine, "thp"));
   json_t *huge = json_object_get(machine, "huge_pages");
   f->huge_pages = json_is_integer(huge) ? (json_integer_value(huge) != 0) : -1;
+  for (size_t k = 0; k < SETTINGS; k++) {
+    json_t *v = json_object_get(machine, setting_keys[k]);
+    f->settings[k] = json_is_integer(v) && json_integer_value(v) >= 0
+                         ? json_integer_value(v)
+                         : -1;
+  }
   return 0;
 }
 
@@ -610,6 +623,27 @@ static int differ(const char *a, const char *b) {
   return (a == NULL) != (b == NULL) || (a != NULL && strcmp(a, b) != 0);
 }
 
+/* A note naming the runtime settings both files record with different
+ * values ("workers 2 -> 1"), when there are any. */
+static void print_settings_note(const result_file *base,
+                                const result_file *new) {
+  char changed[512];
+  int used = 0;
+  for (size_t k = 0; k < SETTINGS; k++) {
+    json_int_t b = base->settings[k], n = new->settings[k];
+    if (b < 0 || n < 0 || b == n || used >= (int)sizeof changed) continue;
+    int wrote = snprintf(changed + used, sizeof changed - (size_t)used,
+                         "%s%s %lld -> %lld", used > 0 ? ", " : "",
+                         setting_keys[k], (long long)b, (long long)n);
+    if (wrote > 0) used += wrote;
+  }
+  if (used > 0)
+    printf(
+        "note: tarn's settings differ (%s): the ratios compare the settings "
+        "as well as the code\n",
+        changed);
+}
+
 /* The two files' machines, and a note when they differ. */
 static void print_header(const result_file *base, const result_file *new) {
   print_machine("base:", base);
@@ -631,6 +665,7 @@ static void print_header(const result_file *base, const result_file *new) {
         "huge and small pages as well as the code\n",
         huge ? "tarn's huge pages" : "", huge && thp ? ", " : "",
         thp ? "the kernel's THP setting" : "");
+  print_settings_note(base, new);
   putchar('\n');
 }
 

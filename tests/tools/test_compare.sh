@@ -137,6 +137,26 @@ expect_no_line 'machines differ' "page settings alone: same machine"
 run pages1.json pages1.json --svg x.svg
 expect_no_line 'pages differ' "same page settings: no note"
 
+# Files that record tarn's runtime settings (what --workers, --mem-limit
+# and the TARN_ variables made them): a difference is noted, by name.
+for w in 2 1; do
+  cat >"settings$w.json" <<JSON
+{"machine": {"cpu": "Test CPU A", "cores": 2, "workers": $w,
+             "pin_workers": 1, "mem_limit": $((w * 1048576)),
+             "max_unfinished": 0, "idle_trim_ms": 20},
+ "results": [{"name": "array/same", "median_s": 0.001}]}
+JSON
+done
+run settings2.json settings1.json --svg x.svg
+expect_status 0 "settings differ"
+expect_line "^note: tarn's settings differ \\(workers 2 -> 1, mem_limit 2097152 -> 1048576\\): the ratios compare the settings as well as the code$" \
+  "settings differ flagged"
+expect_no_line 'machines differ' "settings alone: same machine"
+run settings2.json settings2.json --svg x.svg
+expect_no_line "settings differ" "same settings: no note"
+run settings2.json pages1.json --svg x.svg
+expect_no_line "settings differ" "settings in one file only: no note"
+
 # A calibrated benchmark (extra "ops": the operations of a sample, chosen
 # anew in each run) compares per operation: 2 us/op before, 1 us/op after.
 cat >calibrated-base.json <<'JSON'
@@ -223,5 +243,20 @@ expect_status 1 "without gnuplot, still the table's exit status"
 expect_line '^no picture: gnuplot is not installed \(apt-get install gnuplot-nox\)$' \
   "without gnuplot: one line"
 [ -e none.svg ] && fail "without gnuplot: none.svg exists"
+
+# Result files written by `tarn bench --json` record the settings the
+# suites ran under, from the options and the environment, and compare
+# names those that differ.
+TARN_MAX_UNFINISHED=7 "$tarn" bench array --sizes 64 --samples 3 \
+  --filter 'tarn/.*add' --workers 1 --mem-limit 64M --json one-worker.json \
+  >/dev/null 2>&1 || fail "bench --json with settings: exit status $?"
+TARN_MAX_UNFINISHED= env -u TARN_MEM_LIMIT "$tarn" bench array --sizes 64 \
+  --samples 3 --filter 'tarn/.*add' --workers 2 --json two-workers.json \
+  >/dev/null 2>&1 || fail "bench --json: exit status $?"
+run one-worker.json two-workers.json --svg x.svg
+expect_status 0 "written files"
+expect_line "^note: tarn's settings differ \\(workers 1 -> 2, mem_limit 67108864 -> 0, max_unfinished 7 -> 0\\)" \
+  "written files: settings differ flagged"
+expect_line '^array/tarn/N=64 \(block 64\)/add \(X \+ X\) ' "written files: the row"
 
 finish "ok: tarn bench compare"

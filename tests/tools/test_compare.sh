@@ -118,13 +118,18 @@ expect_line '^threshold 10 %: 0 regressions, 1 improvement,' \
 expect_no_line 'machines differ' "same machine: no note"
 expect_no_line 'pages differ' "no page settings: no note"
 
+# machine_file FILE MACHINE: a result file of one benchmark whose
+# "machine" object has the members MACHINE (JSON text) besides cpu and
+# cores.
+machine_file() {
+  printf '{"machine": {"cpu": "Test CPU A", "cores": 2, %s},
+ "results": [{"name": "array/same", "median_s": 0.001}]}\n' "$2" >"$1"
+}
+
 # Files that record the page settings: shown, and a difference noted.
 for hp in 1 0; do
-  cat >"pages$hp.json" <<JSON
-{"machine": {"cpu": "Test CPU A", "cores": 2, "date": "2024-05-04T10:00:00Z",
-             "thp": "madvise", "huge_pages": $hp},
- "results": [{"name": "array/same", "median_s": 0.001}]}
-JSON
+  machine_file "pages$hp.json" "\"date\": \"2024-05-04T10:00:00Z\",
+    \"thp\": \"madvise\", \"huge_pages\": $hp"
 done
 run pages1.json pages0.json --svg x.svg
 expect_status 0 "page settings differ"
@@ -140,12 +145,9 @@ expect_no_line 'pages differ' "same page settings: no note"
 # Files that record tarn's runtime settings (what --workers, --mem-limit
 # and the TARN_ variables made them): a difference is noted, by name.
 for w in 2 1; do
-  cat >"settings$w.json" <<JSON
-{"machine": {"cpu": "Test CPU A", "cores": 2, "workers": $w,
-             "pin_workers": 1, "mem_limit": $((w * 1048576)),
-             "max_unfinished": 0, "idle_trim_ms": 20},
- "results": [{"name": "array/same", "median_s": 0.001}]}
-JSON
+  machine_file "settings$w.json" "\"workers\": $w, \"pin_workers\": 1,
+    \"mem_limit\": $((w * 1048576)), \"max_unfinished\": 0,
+    \"idle_trim_ms\": 20"
 done
 run settings2.json settings1.json --svg x.svg
 expect_status 0 "settings differ"

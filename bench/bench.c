@@ -231,10 +231,43 @@ static const char *format_time(char *buf, size_t size, double s) {
   return buf;
 }
 
+static void thp_setting(char *buf, size_t size);
+
+/* One line saying what the suites run under, from the options after
+ * --workers, --mem-limit and the TARN_ variables: a limit or a bound set
+ * in the shell changes every row, so the table says so. */
+static void print_settings(const bench_run *run) {
+  tarn_rt_options o;
+  if (bench_rt_options(run, &o) != 0) return; /* no suite can start */
+  char limit[64], bound[64], thp[32];
+  size_t mib = (size_t)1 << 20;
+  if (o.pool.mem_limit == 0)
+    snprintf(limit, sizeof limit, "no memory limit");
+  else if (o.pool.mem_limit % mib == 0)
+    snprintf(limit, sizeof limit, "memory limit %zu MiB",
+             o.pool.mem_limit / mib);
+  else
+    snprintf(limit, sizeof limit, "memory limit %zu bytes", o.pool.mem_limit);
+  if (o.max_unfinished == 0)
+    snprintf(bound, sizeof bound, "no bound on unfinished tasks");
+  else
+    snprintf(bound, sizeof bound, "at most %u unfinished tasks",
+             o.max_unfinished);
+  thp_setting(thp, sizeof thp);
+  bench_printf(
+      "settings: %u worker%s%s, %s%s, %s, idle trim %u ms, huge pages %s "
+      "(THP %s)\n",
+      o.workers, o.workers == 1 ? "" : "s",
+      o.pin_workers ? ", pinned" : ", not pinned", limit,
+      run->mem_limit == 0 ? " (the ooc suite sets its own)" : "", bound,
+      o.idle_trim_ms, o.pool.huge_pages ? "on" : "off", thp);
+}
+
 static void print_header(bench_run *run) {
   bench_progress_clear(run);
   if (run->header_printed) return;
   run->header_printed = 1;
+  print_settings(run);
   bench_printf("%-*s %11s %11s %11s  %s\n", NAME_WIDTH, "name", "median", "min",
                "max", "extra");
 }

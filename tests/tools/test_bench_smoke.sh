@@ -19,7 +19,15 @@ suite() {
   for row in "$@"; do
     grep -qF -- "$row" <<<"$out" || fail "$name: no row '$row'"
   done
+  grep -q '^settings: ' <<<"$out" || fail "$name: no settings line"
 }
+
+# The settings line says what the options and the environment made.
+out=$(TARN_MAX_UNFINISHED=100 "$tarn" bench array --sizes 64 --samples 3 \
+  --filter 'tarn/.*add' --workers 1 --mem-limit 64M 2>&1) ||
+  fail "settings: exit status $?"
+grep -Eq '^settings: 1 worker, (not )?pinned, memory limit 64 MiB, at most 100 unfinished tasks, idle trim [0-9]+ ms, huge pages (on|off) \(THP [a-z]+\)$' \
+  <<<"$out" || fail "settings: no settings line in:"$'\n'"$out"
 
 suite array "array/tarn/N=100 (block 100)/add (X + X)" \
   "array/tarn/N=600 (block 300)/transpose (permutedims)" \

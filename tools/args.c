@@ -1,10 +1,14 @@
-/* args.c: numbers from the tarn command's arguments (see args.h). */
+/* args.c: numbers from the tarn command's arguments, and the check of
+ * tarn's environment variables every subcommand makes (see args.h). */
 #include "args.h"
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "tarn/rt.h"
 
 /* Leading digits of `text` into *v; *end past them. False when `text` does
  * not start with a digit or the number overflows. */
@@ -40,4 +44,15 @@ bool tarn_args_bytes(const char *text, size_t *out) {
   if (*end != '\0' || v > (SIZE_MAX >> shift)) return false;
   *out = (size_t)(v << shift);
   return true;
+}
+
+bool tarn_args_environment(const char *command) {
+  const char *name = NULL;
+  if (tarn_env_check(&name) == 0) return true;
+  const char *value = getenv(name);
+  fprintf(stderr,
+          "tarn %s: %s=\"%s\" in the environment is not valid (the README's "
+          "\"Environment\" says what each variable takes)\n",
+          command, name, value != NULL ? value : "");
+  return false;
 }

@@ -340,6 +340,7 @@ int tarn_demo(int argc, char **argv) {
   struct demo_args args;
   int bad = parse_args(argc, argv, &args);
   if (bad != 0) return bad < 0 ? 0 : bad;
+  if (!tarn_args_environment("demo")) return 2;
   double n = (double)args.n, matrix = n * n * 8.0;
   if (args.limit == 0) args.limit = (size_t)(matrix / 4.0);
   double task = 3.0 * (double)args.tile * (double)args.tile * 8.0;

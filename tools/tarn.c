@@ -228,6 +228,7 @@ static int cmd_bench(int argc, char **argv) {
   struct bench_args a;
   if (parse_bench(argc, argv, &a) != 0) return 2;
   if (a.help) return print_usage();
+  if (!tarn_args_environment("bench")) return 2;
   bench_run run;
   bench_run_init(&run, a.samples);
   if (a.filter != NULL && bench_set_filter(&run, a.filter) != 0) {

@@ -106,6 +106,17 @@ typedef struct tarn_rt_options {
  * a pool variable cannot be parsed. */
 TARN_API int tarn_rt_options_init(tarn_rt_options *options);
 
+/* Checks the environment variables tarn reads: TARN_MEM_LIMIT,
+ * TARN_HUGE_PAGES, TARN_WORKERS, TARN_PIN_WORKERS, TARN_IDLE_TRIM_MS and
+ * TARN_MAX_UNFINISHED (TARN_SPILL_DIR takes any path). Returns 0 when each
+ * is unset, empty or valid; else TARN_EINVAL, the status with which
+ * tarn_rt_options_init, tarn_pool_options_init and the create functions
+ * given NULL options fail, and *name (when `name` is not NULL) is the
+ * first variable in that order that is not valid, a static string, so a
+ * program can say which (*name is NULL on 0). Reads the environment only;
+ * thread-safe as getenv is. */
+TARN_API int tarn_env_check(const char **name);
+
 /* Starts a runtime: its pool, its scratch slabs and its workers. `options`
  * may be NULL. Returns 0, TARN_EINVAL, TARN_ENOMEM or TARN_EIO. */
 TARN_API int tarn_rt_create(const tarn_rt_options *options, tarn_rt **rt);

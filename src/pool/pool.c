@@ -194,6 +194,36 @@ static int parse_bytes(const char *s, size_t *out) {
   return 0;
 }
 
+/* TARN_MEM_LIMIT into *out when it is set (not empty). Returns 0, also
+ * when unset or empty (*out untouched), or TARN_EINVAL. */
+static int env_mem_limit(size_t *out) {
+  const char *limit = getenv("TARN_MEM_LIMIT");
+  size_t bytes = 0;
+  if (limit == NULL || limit[0] == '\0') return 0;
+  if (parse_bytes(limit, &bytes) != 0) return TARN_EINVAL;
+  *out = bytes;
+  return 0;
+}
+
+/* TARN_HUGE_PAGES (0 or 1) into *out, as env_mem_limit. */
+static int env_huge_pages(int *out) {
+  const char *huge = getenv("TARN_HUGE_PAGES");
+  if (huge == NULL || huge[0] == '\0') return 0;
+  if ((huge[0] != '0' && huge[0] != '1') || huge[1] != '\0') return TARN_EINVAL;
+  *out = huge[0] - '0';
+  return 0;
+}
+
+int tarn__pool_env_check(const char **name) {
+  size_t limit;
+  int huge;
+  const char *bad = env_mem_limit(&limit) != 0   ? "TARN_MEM_LIMIT"
+                    : env_huge_pages(&huge) != 0 ? "TARN_HUGE_PAGES"
+                                                 : NULL;
+  if (name != NULL) *name = bad;
+  return bad != NULL ? TARN_EINVAL : 0;
+}
+
 int tarn_pool_options_init(tarn_pool_options *o) {
   if (o == NULL) return TARN_EINVAL;
   memset(o, 0, sizeof *o);
@@ -201,20 +231,10 @@ int tarn_pool_options_init(tarn_pool_options *o) {
   o->io_threads = 2;
   o->cache_bytes = (size_t)256 << 20;
   o->huge_pages = 1;
-  int rc = 0;
-  const char *limit = getenv("TARN_MEM_LIMIT");
-  if (limit != NULL && limit[0] != '\0' &&
-      parse_bytes(limit, &o->mem_limit) != 0) {
-    o->mem_limit = 0;
-    rc = TARN_EINVAL;
-  }
-  const char *huge = getenv("TARN_HUGE_PAGES");
-  if (huge != NULL && huge[0] != '\0') {
-    if ((huge[0] == '0' || huge[0] == '1') && huge[1] == '\0')
-      o->huge_pages = huge[0] - '0';
-    else
-      rc = TARN_EINVAL;
-  }
+  /* Each variable on its own: a bad one keeps its default only. */
+  int bad_limit = env_mem_limit(&o->mem_limit);
+  int bad_huge = env_huge_pages(&o->huge_pages);
+  int rc = bad_limit != 0 || bad_huge != 0 ? TARN_EINVAL : 0;
   const char *dir = getenv("TARN_SPILL_DIR");
   if (dir == NULL || dir[0] == '\0') dir = getenv("TMPDIR");
   o->spill_dir = (dir != NULL && dir[0] != '\0') ? dir : "/tmp";

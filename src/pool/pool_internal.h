@@ -10,6 +10,11 @@
 
 #include "tarn/pool.h"
 
+/* Checks the pool's environment variables (tarn_env_check): returns 0
+ * when each is unset, empty or valid, else TARN_EINVAL with *name (when
+ * `name` is not NULL) the first that is not; *name is NULL otherwise. */
+int tarn__pool_env_check(const char **name);
+
 /* Sets the function that frees a ref's owner slot when the ref dies (called
  * without the pool lock, from whichever thread releases it). */
 void tarn__pool_set_owner_free(tarn_pool *pool,

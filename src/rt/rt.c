@@ -358,6 +358,32 @@ static int env_count(const char *name, unsigned long min, unsigned long max,
   return 0;
 }
 
+/* TARN_PIN_WORKERS (0 or 1) into *out, as env_count. */
+static int env_pin(int *out) {
+  const char *pin = getenv("TARN_PIN_WORKERS");
+  if (pin == NULL || *pin == '\0') return 0;
+  if ((pin[0] != '0' && pin[0] != '1') || pin[1] != '\0') return TARN_EINVAL;
+  *out = pin[0] == '1';
+  return 0;
+}
+
+/* The runtime's variables into `o`, each on its own (a bad one keeps its
+ * default only); the name of the first that is not valid, or NULL. */
+static const char *env_runtime(tarn_rt_options *o) {
+  const char *bad = NULL;
+  if (env_count("TARN_WORKERS", 1, 1024, &o->workers) != 0)
+    bad = "TARN_WORKERS";
+  if (env_pin(&o->pin_workers) != 0 && bad == NULL) bad = "TARN_PIN_WORKERS";
+  if (env_count("TARN_IDLE_TRIM_MS", 0, 86400000, /* a day */
+                &o->idle_trim_ms) != 0 &&
+      bad == NULL)
+    bad = "TARN_IDLE_TRIM_MS";
+  if (env_count("TARN_MAX_UNFINISHED", 0, UINT_MAX, &o->max_unfinished) != 0 &&
+      bad == NULL)
+    bad = "TARN_MAX_UNFINISHED";
+  return bad;
+}
+
 int tarn_rt_options_init(tarn_rt_options *o) {
   if (o == NULL) return TARN_EINVAL;
   memset(o, 0, sizeof *o);
@@ -367,19 +393,20 @@ int tarn_rt_options_init(tarn_rt_options *o) {
   o->workers = tarn__cpu_count();
   o->pin_workers = 1;
   o->idle_trim_ms = IDLE_TRIM_MS_DEFAULT;
-  if (env_count("TARN_WORKERS", 1, 1024, &o->workers) != 0 ||
-      env_count("TARN_IDLE_TRIM_MS", 0, 86400000, /* a day */
-                &o->idle_trim_ms) != 0 ||
-      env_count("TARN_MAX_UNFINISHED", 0, UINT_MAX, &o->max_unfinished) != 0)
-    rc = TARN_EINVAL;
-  const char *pin = getenv("TARN_PIN_WORKERS");
-  if (pin != NULL && *pin != '\0') {
-    if ((pin[0] != '0' && pin[0] != '1') || pin[1] != '\0')
-      rc = TARN_EINVAL;
-    else
-      o->pin_workers = pin[0] == '1';
-  }
+  if (env_runtime(o) != NULL) rc = TARN_EINVAL;
   return rc;
+}
+
+int tarn_env_check(const char **name) {
+  const char *bad = NULL;
+  tarn__pool_env_check(&bad);
+  if (bad == NULL) {
+    tarn_rt_options scratch;
+    memset(&scratch, 0, sizeof scratch);
+    bad = env_runtime(&scratch);
+  }
+  if (name != NULL) *name = bad;
+  return bad != NULL ? TARN_EINVAL : 0;
 }
 
 /* ---- tasks and edges ---------------------------------------------------- */

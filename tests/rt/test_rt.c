@@ -758,6 +758,68 @@ static void max_unfinished_comes_from_the_environment(void **state) {
                                    "1000000", 0, bad, sizeof bad / sizeof *bad);
 }
 
+/* tarn_env_check passes unset, empty and valid variables, and names the
+ * first one that is not valid, in rt.h's order; the options and a
+ * runtime with default options then fail as it says. */
+static void the_environment_check_names_a_bad_variable(void **state) {
+  (void)state;
+  enum { VARIABLES = 6 };
+  static const char *const vars[VARIABLES] = {
+      "TARN_MEM_LIMIT",   "TARN_HUGE_PAGES",   "TARN_WORKERS",
+      "TARN_PIN_WORKERS", "TARN_IDLE_TRIM_MS", "TARN_MAX_UNFINISHED"};
+  static const char *const good[VARIABLES] = {"64M", "0",   "3",
+                                              "0",   "250", "1000"};
+  static const char *const bad[VARIABLES] = {"lots", "yes", "0",
+                                             "2",    "-1",  "1e3"};
+  char *saved[VARIABLES];
+  for (size_t i = 0; i < VARIABLES; i++) {
+    const char *v = getenv(vars[i]);
+    saved[i] = v != NULL ? strdup(v) : NULL;
+    assert_true(v == NULL || saved[i] != NULL);
+    unsetenv(vars[i]);
+  }
+  const char *name = "untouched";
+  assert_int_equal(tarn_env_check(&name), 0);
+  assert_null(name);
+  assert_int_equal(tarn_env_check(NULL), 0);
+  for (size_t i = 0; i < VARIABLES; i++) setenv(vars[i], "", 1);
+  assert_int_equal(tarn_env_check(&name), 0);
+  for (size_t i = 0; i < VARIABLES; i++) setenv(vars[i], good[i], 1);
+  assert_int_equal(tarn_env_check(&name), 0);
+  assert_null(name);
+  tarn_rt_options o;
+  for (size_t i = 0; i < VARIABLES; i++) {
+    setenv(vars[i], bad[i], 1);
+    assert_int_equal(tarn_env_check(&name), TARN_EINVAL);
+    assert_non_null(name);
+    assert_string_equal(name, vars[i]);
+    assert_int_equal(tarn_env_check(NULL), TARN_EINVAL);
+    assert_int_equal(tarn_rt_options_init(&o), TARN_EINVAL);
+    tarn_rt *rt = NULL;
+    assert_int_equal(tarn_rt_create(NULL, &rt), TARN_EINVAL);
+    assert_null(rt);
+    setenv(vars[i], good[i], 1);
+  }
+  setenv(vars[4], bad[4], 1);
+  setenv(vars[1], bad[1], 1);
+  assert_int_equal(tarn_env_check(&name), TARN_EINVAL);
+  assert_string_equal(name, vars[1]);
+  /* A bad variable keeps its own default only. */
+  assert_int_equal(tarn_rt_options_init(&o), TARN_EINVAL);
+  assert_int_equal(o.pool.huge_pages, 1);
+  assert_int_equal(o.idle_trim_ms, 20);
+  assert_int_equal(o.pool.mem_limit, 64 * MiB);
+  assert_int_equal(o.workers, 3);
+  assert_int_equal(o.max_unfinished, 1000);
+  for (size_t i = 0; i < VARIABLES; i++) {
+    if (saved[i] != NULL)
+      setenv(vars[i], saved[i], 1);
+    else
+      unsetenv(vars[i]);
+    free(saved[i]);
+  }
+}
+
 /* ---- failures and cancellation ------------------------------------------ */
 
 static atomic_int ran_count;
@@ -1998,6 +2060,7 @@ int main(void) {
       cmocka_unit_test(long_tasks_stay_off_the_waiting_thread),
       cmocka_unit_test(workers_are_pinned_one_per_processor),
       cmocka_unit_test(idle_trim_ms_comes_from_the_environment),
+      cmocka_unit_test(the_environment_check_names_a_bad_variable),
       cmocka_unit_test(a_failure_cancels_its_dependants_only),
       cmocka_unit_test(a_failed_reader_leaves_its_inputs_writable),
       cmocka_unit_test(

@@ -2,8 +2,9 @@
 # `tarn demo` as a user runs it: a small system under a limit that makes it
 # spill must finish with a right answer (the demo checks it and says "ok")
 # and report bytes written to and read from the disk; bad command lines
-# exit with status 2 and say why. Under a pseudo-terminal (script(1), when
-# installed) the status line is drawn too.
+# and bad TARN_ variables (for `tarn bench` too) exit with status 2 and
+# say why. Under a pseudo-terminal (script(1), when installed) the status
+# line is drawn too.
 # Usage: test_demo.sh TARN
 . "$(dirname "$0")/lib.sh" "$@"
 
@@ -52,6 +53,16 @@ status=$?
 [ "$status" -eq 1 ] || fail "demo with a missing spill directory: exit status $status"
 grep -qF "could not be made in /nonexistent/tarn-demo-test" <<<"$out" ||
   fail "demo with a missing spill directory: no hint in: $out"
+
+# A variable of tarn's that is not valid: status 2, and the message names
+# it and its value (bench and demo alike).
+for cmd in "demo --size 400 --tile 100" "bench array --sizes 64 --samples 3"; do
+  out=$(TARN_WORKERS=zero "$tarn" $cmd 2>&1)
+  status=$?
+  [ "$status" -eq 2 ] || fail "$cmd with TARN_WORKERS=zero: exit status $status"
+  grep -qF 'TARN_WORKERS="zero" in the environment is not valid' <<<"$out" ||
+    fail "$cmd with TARN_WORKERS=zero: no message in: $out"
+done
 
 out=$("$tarn" demo --help 2>&1)
 [ $? -eq 0 ] && grep -q "usage: tarn demo" <<<"$out" || fail "demo --help"

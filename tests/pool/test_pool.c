@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "environ.h"
 #include "memdisk.h"
 #include "tarn.h"
 
@@ -126,36 +127,16 @@ static tarn_pool_options options_with(const char *var, const char *value,
   return o;
 }
 
-/* The pool's variables as the test program found them, put back after
- * the test that sets them, so that the other tests run under what the
- * shell set (TARN_MEM_LIMIT=64M ctest runs them all with a limit). */
+/* The pool's variables, put back after the test that sets them (so
+ * TARN_MEM_LIMIT=64M ctest runs the other tests with a limit). */
 static const char *const pool_variables[] = {"TARN_MEM_LIMIT", "TARN_SPILL_DIR",
                                              "TARN_HUGE_PAGES"};
 enum { POOL_VARIABLES = sizeof pool_variables / sizeof *pool_variables };
 
-static void save_pool_variables(char *saved[POOL_VARIABLES]) {
-  for (size_t i = 0; i < POOL_VARIABLES; i++) {
-    const char *v = getenv(pool_variables[i]);
-    saved[i] = v != NULL ? strdup(v) : NULL;
-    assert_true(v == NULL || saved[i] != NULL);
-    unsetenv(pool_variables[i]);
-  }
-}
-
-static void restore_pool_variables(char *saved[POOL_VARIABLES]) {
-  for (size_t i = 0; i < POOL_VARIABLES; i++) {
-    if (saved[i] != NULL)
-      setenv(pool_variables[i], saved[i], 1);
-    else
-      unsetenv(pool_variables[i]);
-    free(saved[i]);
-  }
-}
-
 static void options_come_from_the_environment(void **state) {
   (void)state;
   char *saved[POOL_VARIABLES];
-  save_pool_variables(saved);
+  test_env_save(pool_variables, POOL_VARIABLES, saved);
   tarn_pool_options o;
   setenv("TARN_SPILL_DIR", "/var/tmp", 1);
   o = options_with("TARN_MEM_LIMIT", "64M", 0);
@@ -206,7 +187,7 @@ static void options_come_from_the_environment(void **state) {
   o.huge_pages = 2;
   assert_int_equal(tarn_pool_create(&o, &p), TARN_EINVAL);
   assert_null(p);
-  restore_pool_variables(saved);
+  test_env_restore(pool_variables, POOL_VARIABLES, saved);
 }
 
 static void pin_returns_the_bytes_until_unpin(void **state) {

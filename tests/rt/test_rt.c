@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "environ.h"
 #include "procfs.h"
 #include "tarn.h"
 
@@ -772,12 +773,7 @@ static void the_environment_check_names_a_bad_variable(void **state) {
   static const char *const bad[VARIABLES] = {"lots", "yes", "0",
                                              "2",    "-1",  "1e3"};
   char *saved[VARIABLES];
-  for (size_t i = 0; i < VARIABLES; i++) {
-    const char *v = getenv(vars[i]);
-    saved[i] = v != NULL ? strdup(v) : NULL;
-    assert_true(v == NULL || saved[i] != NULL);
-    unsetenv(vars[i]);
-  }
+  test_env_save(vars, VARIABLES, saved);
   const char *name = "untouched";
   assert_int_equal(tarn_env_check(&name), 0);
   assert_null(name);
@@ -811,13 +807,7 @@ static void the_environment_check_names_a_bad_variable(void **state) {
   assert_int_equal(o.pool.mem_limit, 64 * MiB);
   assert_int_equal(o.workers, 3);
   assert_int_equal(o.max_unfinished, 1000);
-  for (size_t i = 0; i < VARIABLES; i++) {
-    if (saved[i] != NULL)
-      setenv(vars[i], saved[i], 1);
-    else
-      unsetenv(vars[i]);
-    free(saved[i]);
-  }
+  test_env_restore(vars, VARIABLES, saved);
 }
 
 /* ---- failures and cancellation ------------------------------------------ */

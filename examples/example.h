@@ -12,12 +12,19 @@
 /* The example's runtime, destroyed before a failing program exits. */
 static tarn_rt *example_rt;
 
-/* Prints the failed call and its status, then exits with 1. The runtime is
- * destroyed first: that waits for the tasks still running (those submitted
- * before the failed call). exit() with tasks running would run the
- * libraries' destructors, OpenBLAS's among them, under those tasks. */
+/* Prints the failed call and its status, then exits with 1; for
+ * TARN_EINVAL, also the environment variable of tarn's that is not valid,
+ * if one is not (tarn_env_check). The runtime is destroyed first: that
+ * waits for the tasks still running (those submitted before the failed
+ * call). exit() with tasks running would run the libraries' destructors,
+ * OpenBLAS's among them, under those tasks. */
 static void example_fail(const char *call, int rc) {
-  fprintf(stderr, "%s: %s\n", call, tarn_strerror(rc));
+  const char *name = NULL;
+  if (rc == TARN_EINVAL && tarn_env_check(&name) != 0)
+    fprintf(stderr, "%s: %s (%s=\"%s\" in the environment is not valid)\n",
+            call, tarn_strerror(rc), name, getenv(name));
+  else
+    fprintf(stderr, "%s: %s\n", call, tarn_strerror(rc));
   (void)tarn_rt_destroy(example_rt);
   exit(1);
 }

@@ -205,21 +205,14 @@ static int env_mem_limit(size_t *out) {
   return 0;
 }
 
-/* TARN_HUGE_PAGES (0 or 1) into *out, as env_mem_limit. */
-static int env_huge_pages(int *out) {
-  const char *huge = getenv("TARN_HUGE_PAGES");
-  if (huge == NULL || huge[0] == '\0') return 0;
-  if ((huge[0] != '0' && huge[0] != '1') || huge[1] != '\0') return TARN_EINVAL;
-  *out = huge[0] - '0';
-  return 0;
-}
-
 int tarn__pool_env_check(const char **name) {
   size_t limit;
   int huge;
-  const char *bad = env_mem_limit(&limit) != 0   ? "TARN_MEM_LIMIT"
-                    : env_huge_pages(&huge) != 0 ? "TARN_HUGE_PAGES"
-                                                 : NULL;
+  const char *bad = NULL;
+  if (env_mem_limit(&limit) != 0)
+    bad = "TARN_MEM_LIMIT";
+  else if (tarn__env_flag("TARN_HUGE_PAGES", &huge) != 0)
+    bad = "TARN_HUGE_PAGES";
   if (name != NULL) *name = bad;
   return bad != NULL ? TARN_EINVAL : 0;
 }
@@ -233,7 +226,7 @@ int tarn_pool_options_init(tarn_pool_options *o) {
   o->huge_pages = 1;
   /* Each variable on its own: a bad one keeps its default only. */
   int bad_limit = env_mem_limit(&o->mem_limit);
-  int bad_huge = env_huge_pages(&o->huge_pages);
+  int bad_huge = tarn__env_flag("TARN_HUGE_PAGES", &o->huge_pages);
   int rc = bad_limit != 0 || bad_huge != 0 ? TARN_EINVAL : 0;
   const char *dir = getenv("TARN_SPILL_DIR");
   if (dir == NULL || dir[0] == '\0') dir = getenv("TMPDIR");

@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -90,6 +91,14 @@ void tarn__heap_trim(void) {
 #ifdef __GLIBC__
   (void)malloc_trim(0);
 #endif
+}
+
+int tarn__env_flag(const char *name, int *out) {
+  const char *text = getenv(name);
+  if (text == NULL || text[0] == '\0') return 0;
+  if ((text[0] != '0' && text[0] != '1') || text[1] != '\0') return TARN_EINVAL;
+  *out = text[0] - '0';
+  return 0;
 }
 
 uint64_t tarn__clock_ns(void) {

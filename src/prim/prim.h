@@ -52,6 +52,11 @@ int tarn__vm_discard(void *base, size_t bytes);
  * moments. */
 void tarn__heap_trim(void);
 
+/* The environment variable `name` as a flag: "0" or "1" into *out.
+ * Returns 0, also when it is unset or empty (*out untouched), or
+ * TARN_EINVAL for anything else. Thread-safe as getenv is. */
+int tarn__env_flag(const char *name, int *out);
+
 /* Monotonic time in nanoseconds (CLOCK_MONOTONIC, which condition
  * variables waiting on deadlines from it must use too). Thread-safe. */
 uint64_t tarn__clock_ns(void);

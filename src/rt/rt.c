@@ -358,22 +358,14 @@ static int env_count(const char *name, unsigned long min, unsigned long max,
   return 0;
 }
 
-/* TARN_PIN_WORKERS (0 or 1) into *out, as env_count. */
-static int env_pin(int *out) {
-  const char *pin = getenv("TARN_PIN_WORKERS");
-  if (pin == NULL || *pin == '\0') return 0;
-  if ((pin[0] != '0' && pin[0] != '1') || pin[1] != '\0') return TARN_EINVAL;
-  *out = pin[0] == '1';
-  return 0;
-}
-
 /* The runtime's variables into `o`, each on its own (a bad one keeps its
  * default only); the name of the first that is not valid, or NULL. */
 static const char *env_runtime(tarn_rt_options *o) {
   const char *bad = NULL;
   if (env_count("TARN_WORKERS", 1, 1024, &o->workers) != 0)
     bad = "TARN_WORKERS";
-  if (env_pin(&o->pin_workers) != 0 && bad == NULL) bad = "TARN_PIN_WORKERS";
+  if (tarn__env_flag("TARN_PIN_WORKERS", &o->pin_workers) != 0 && bad == NULL)
+    bad = "TARN_PIN_WORKERS";
   if (env_count("TARN_IDLE_TRIM_MS", 0, 86400000, /* a day */
                 &o->idle_trim_ms) != 0 &&
       bad == NULL)

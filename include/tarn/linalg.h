@@ -37,7 +37,8 @@ typedef enum { TARN_NO_TRANS, TARN_TRANS } tarn_trans;
  * the same matrix; C may be neither.
  *
  * One task per C tile and K tile, in K order on each C tile (one tile of A,
- * B and C pinned at a time). Submits and returns at once (results ordered
+ * B and C pinned at a time); when op(B) has one column, the tasks are
+ * tarn_matrix_gemv's. Submits and returns at once (results ordered
  * as the runtime's rules say). Returns 0; TARN_EINVAL for NULL arguments, a
  * bad tarn_trans value, shapes or tilings that do not match, matrices of
  * different runtimes, C the same as A or B, a tile too large for BLAS
@@ -52,8 +53,14 @@ TARN_API int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
  * one column whose tile rows match op(A)'s tiles along K. When *y is NULL
  * a new column is made there (tiles: op(A)'s along M), owned by the
  * caller, and beta is ignored (treated as 0); otherwise *y must be that
- * column and is updated in place. The tasks are tarn_matrix_gemm's with
- * B = x; their kernels are dgemv, which streams each tile of A once.
+ * column and is updated in place. tarn_matrix_gemm(a, ta, x,
+ * TARN_NO_TRANS, ...) is the same product.
+ *
+ * One task per tile of x and, when y has more than three tiles, per tile
+ * of y; when it has up to three, each task updates all of y, and its
+ * dgemv calls are split with idle workers in lanes of interleaved columns,
+ * so that every core reads the same tile of A at a time. Each tile of A is
+ * read once; a task pins at most three of them.
  * Returns as tarn_matrix_gemm, and TARN_EINVAL when x or a given *y has
  * more than one column. */
 TARN_API int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,

@@ -442,6 +442,14 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
   int rc = tarn__matrix_destination(a->rt, m, n, am, bn, c, &made);
   if (rc != 0) return rc;
   tarn_matrix *cm = *c;
+  if (n == 1) {
+    rc = tarn__gemv_submit(a, tra, b, trb, alpha, beta, cm);
+    if (rc != 0 && made) {
+      tarn_matrix_destroy(*c);
+      *c = NULL;
+    }
+    return rc;
+  }
   /* k outermost: the first layer of every C tile is ready at once, and
    * under a memory limit C stays resident while A and B stream through
    * once (docs/bench.md, "ooc"). Submitting each C tile's products in a

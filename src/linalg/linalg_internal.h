@@ -50,6 +50,13 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
                       double alpha, const double *a, int lda, const double *b,
                       int ldb, double beta, double *c, int ldc);
 
+/* Submits y = alpha op(A) op(x) + beta y (gemv.c): x is one column (or,
+ * with tx, one row), y one column with op(A)'s tiling along M, all checked
+ * by the caller (tarn_matrix_gemm), beta 0 when y is new. Returns 0 or
+ * the first submission's failure (tasks already submitted still run). */
+int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
+                      double alpha, double beta, tarn_matrix *y);
+
 /* B = alpha op(T)^-1 B (CblasLeft) or alpha B op(T)^-1 (CblasRight), as
  * cblas_dtrsm, blocked so that most of the work is dgemm (see
  * trsm_blocked). Thread-safe. */

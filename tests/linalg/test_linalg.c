@@ -89,10 +89,15 @@ static const size_t gemm_shapes[][6] = {
     /* tiles large enough to be shared by columns or by rows */
     {300, 200, 150, 300, 150, 200},
     {130, 400, 90, 130, 45, 400},
-    /* matrix-vector tiles small enough to be shared in halves */
+    /* matrix-vector products: one task per layer of a y of up to three
+     * tiles, split in lanes of columns with idle workers */
     {300, 1, 300, 300, 300, 1},
     {200, 1, 500, 100, 500, 1},
-    {1, 1, 40000, 1, 40000, 1}, /* a dot product of one tile */
+    {1000, 1, 900, 400, 300, 1}, /* three tiles of y, three layers */
+    {1, 1, 40000, 1, 40000, 1},  /* a dot product: lanes without output */
+    {40000, 1, 2, 40000, 2, 1},  /* two columns for three lanes */
+    /* and one task per tile of a longer y */
+    {1300, 1, 700, 300, 350, 1},
 };
 
 static void test_gemm_transposes(void **state) {
@@ -162,6 +167,26 @@ static void test_gemm_beta_zero(void **state) {
   tarn_matrix_destroy(a);
   tarn_matrix_destroy(b);
   tarn_matrix_destroy(c);
+  /* The same for matrix-vector products, whole tiles and lanes, both
+   * orientations of A: y = A x with y all NaN, x all 0.5. */
+  static const size_t shapes[][3] = {{9, 6, 4}, {300, 300, 300}, {3, 20000, 3}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int ta = 0; ta < 2; ta++) {
+      size_t m = shapes[s][0], k = shapes[s][1], t = shapes[s][2];
+      tarn_matrix *x = NULL, *y = NULL;
+      assert_int_equal(tarn_matrix_fill(rt, ta ? k : m, ta ? m : k, ta ? k : t,
+                                        ta ? t : k, 2.0, &a),
+                       0);
+      assert_int_equal(tarn_matrix_fill(rt, k, 1, k, 1, 0.5, &x), 0);
+      assert_int_equal(tarn_matrix_fill(rt, m, 1, t, 1, NAN, &y), 0);
+      assert_int_equal(tarn_matrix_gemv(a, (tarn_trans)ta, x, 1.0, 0.0, &y), 0);
+      double *v = test_buffer_of(y);
+      for (size_t q = 0; q < m; q++) assert_true(v[q] == (double)k);
+      free(v);
+      tarn_matrix_destroy(a);
+      tarn_matrix_destroy(x);
+      tarn_matrix_destroy(y);
+    }
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -210,8 +235,9 @@ static void test_gemv(void **state) {
   tarn_rt *rt = test_rt(3, 0);
   static const size_t shapes[][4] = {
       /* m, k, tile m, tile k */
-      {1, 1, 1, 1},   {9, 9, 9, 9},         {37, 41, 8, 6},
-      {50, 70, 7, 9}, {300, 300, 300, 300}, {200, 500, 100, 500},
+      {1, 1, 1, 1},          {9, 9, 9, 9},         {37, 41, 8, 6},
+      {50, 70, 7, 9},        {300, 300, 300, 300}, {200, 500, 100, 500},
+      {1000, 900, 400, 300}, {40000, 2, 40000, 2}, {1300, 700, 300, 350},
   };
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int ta = 0; ta < 2; ta++)

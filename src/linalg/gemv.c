@@ -1,0 +1,214 @@
+/* gemv.c: the matrix-vector product y = alpha op(A) x + beta y on tiled
+ * matrices (tarn_matrix_gemv, and tarn_matrix_gemm when op(B) has one
+ * column).
+ *
+ * One task per tile of x, a layer of the sum over K. When y has at most
+ * GROUP_MAX tiles, the layer's task updates all of y (it reads that many
+ * tiles of op(A), so it pins no more than a gemm task, three tiles);
+ * otherwise there is one task per tile of y and layer. Layers follow one
+ * another on each tile of y (their tasks write it); the tasks of one layer
+ * run side by side.
+ *
+ * Inside a task the work is split with idle workers in lanes: lane l of L
+ * (L = the runtime's workers) takes the columns l, l + L, l + 2L, ... of
+ * each tile, so that every core reads the same tile of A at the same time.
+ * Read from cache that is faster than a tile per core: two threads
+ * computing a 1024 x 1024 product in 512 tiles, outside tarn, took 128 to
+ * 139 us in lanes, 154 to 158 with a tile row each, and OpenBLAS's own
+ * two threads on the whole matrix 133 to 137 (transposed: 144 to 155, 161
+ * to 164, 157). So a y of up to GROUP_MAX tiles is one task per layer, all
+ * cores on it; for a longer y the tasks of a layer fill the cores, and a
+ * task takes lanes only when its tile is large (LANES_ALONE_MADDS). Lanes
+ * write partial sums into the task's scratch (lane 0 of a product without
+ * transpose writes y itself), which the task adds into y once every lane
+ * is done. With no idle worker a task is one dgemv per tile, into y.
+ *
+ * Invariant: each element of a task's tiles of y is written once per layer
+ * (by the task's thread, or by lane 0 and then the gather), only after the
+ * layer before it on that tile (the runtime's order on y's tiles), and
+ * with beta 0 never read first. */
+#include <cblas.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "array/matrix_internal.h"
+#include "linalg/linalg_internal.h"
+
+/* Tiles of y (and of op(A) in a layer) per task at most: a gemm task pins
+ * three tiles. */
+#define GROUP_MAX 3
+
+/* Below this many multiply-adds a task is one dgemv per tile: helpers would
+ * cost about what they save (the work of a 181 x 181 tile). */
+#define LANES_MIN_MADDS ((double)(1 << 15))
+
+/* A task of one tile of a longer y is split in lanes only from this many
+ * multiply-adds (a 2048 x 2048 tile): the other tiles' tasks keep the
+ * cores busy, and lanes that join such tasks now and then slowed a
+ * 4096 x 4096 product in 512 tiles from 3.0 to 3.3 ms (median). */
+#define LANES_ALONE_MADDS ((double)(1 << 22))
+
+/* A task of the product; owned by the task. */
+struct gemv_job {
+  bool ta;            /* op(A) = A^T: the tiles are A(k, j) */
+  bool layer_task;    /* the group is all of y */
+  int ntiles;         /* tiles of y in the group */
+  int lanes;          /* the runtime's workers */
+  int kn;             /* the layer's size along K (x's tile) */
+  int out[GROUP_MAX]; /* each tile of y: its rows */
+  size_t sy[GROUP_MAX], sa[GROUP_MAX], sx; /* task data slots */
+  double alpha, beta; /* beta: the layer's (1 after the first) */
+};
+
+/* A task's operands while its lanes run. */
+struct gemv_lanes {
+  const struct gemv_job *j;
+  const double *a[GROUP_MAX], *x;
+  double *y[GROUP_MAX];
+  double *part; /* lanes x total output rows of partial sums */
+  size_t total; /* the group's output rows */
+  bool ran[];   /* lane l wrote its partial sums (lanes entries) */
+};
+
+/* Lane `l`'s columns of a tile of `cols` columns: l, l + L, ... */
+static int lane_columns(int cols, int l, int lanes) {
+  return l < cols ? (cols - l + lanes - 1) / lanes : 0;
+}
+
+/* Lanes [begin, end) of the task; all of them at once: one dgemv per tile,
+ * straight into y. */
+static int gemv_lane_range(void *arg, size_t begin, size_t end) {
+  struct gemv_lanes *s = arg;
+  const struct gemv_job *j = s->j;
+  int lanes = j->lanes;
+  CBLAS_TRANSPOSE trans = j->ta ? CblasTrans : CblasNoTrans;
+  if (begin == 0 && end == (size_t)lanes) {
+    for (int g = 0; g < j->ntiles; g++) {
+      int rows = j->ta ? j->kn : j->out[g], cols = j->ta ? j->out[g] : j->kn;
+      cblas_dgemv(CblasColMajor, trans, rows, cols, j->alpha, s->a[g], rows,
+                  s->x, 1, j->beta, s->y[g], 1);
+    }
+    return 0;
+  }
+  for (size_t l = begin; l < end; l++) {
+    int lane = (int)l;
+    double *part = s->part + l * s->total;
+    for (int g = 0; g < j->ntiles; g++) {
+      int rows = j->ta ? j->kn : j->out[g];
+      int cols = lane_columns(j->ta ? j->out[g] : j->kn, lane, lanes);
+      const double *a = s->a[g] + (size_t)lane * (size_t)rows;
+      /* Transposed, the lane's outputs, packed into its partial sums;
+       * else its columns' sum: lane 0's into y, the others' into theirs
+       * (a lane without columns writes nothing: gather skips it). */
+      bool direct = !j->ta && lane == 0;
+      if (cols > 0)
+        cblas_dgemv(CblasColMajor, trans, rows, cols, j->alpha, a, rows * lanes,
+                    j->ta ? s->x : s->x + lane, j->ta ? 1 : lanes,
+                    direct ? j->beta : 0.0, direct ? s->y[g] : part, 1);
+      part += j->out[g];
+    }
+    s->ran[l] = true;
+  }
+  return 0;
+}
+
+/* Adds the lanes' partial sums into y (after every lane is done). */
+static void gemv_lanes_gather(const struct gemv_lanes *s) {
+  const struct gemv_job *j = s->j;
+  int lanes = j->lanes;
+  size_t off = 0;
+  for (int g = 0; g < j->ntiles; g++) {
+    double *y = s->y[g];
+    int n = j->out[g];
+    if (j->ta) { /* output c is lane c % L's (c / L)-th */
+      for (int c = 0; c < n; c++) {
+        double v =
+            s->part[(size_t)(c % lanes) * s->total + off + (size_t)(c / lanes)];
+        y[c] = j->beta == 0 ? v : v + j->beta * y[c];
+      }
+    } else {
+      for (int l = 1; l < lanes && l < j->kn; l++) { /* lanes with columns */
+        const double *p = s->part + (size_t)l * s->total + off;
+        for (int i = 0; i < n; i++) y[i] += p[i];
+      }
+    }
+    off += (size_t)n;
+  }
+}
+
+static int k_gemv(tarn_task *t, void *arg) {
+  const struct gemv_job *j = arg;
+  size_t lanes = (size_t)j->lanes;
+  struct gemv_lanes *s = malloc(sizeof *s + lanes * sizeof(bool));
+  if (s == NULL) return TARN_ENOMEM;
+  *s = (struct gemv_lanes){.j = j, .x = tarn_task_data(t, j->sx)};
+  double madds = 0;
+  for (int g = 0; g < j->ntiles; g++) {
+    s->a[g] = tarn_task_data(t, j->sa[g]);
+    s->y[g] = tarn_task_data(t, j->sy[g]);
+    s->total += (size_t)j->out[g];
+    madds += (double)j->out[g] * j->kn;
+  }
+  for (size_t l = 0; l < lanes; l++) s->ran[l] = false;
+  bool heap = false;
+  int longest = 0; /* the longest column of a tile of A, times the lanes */
+  for (int g = 0; g < j->ntiles; g++)
+    if ((j->ta ? j->kn : j->out[g]) > longest)
+      longest = j->ta ? j->kn : j->out[g];
+  if (lanes >= 2 && (j->layer_task || madds >= LANES_ALONE_MADDS) &&
+      madds >= LANES_MIN_MADDS && (size_t)longest * lanes <= INT_MAX)
+    s->part = tarn__task_memory(t, lanes * s->total * sizeof(double), &heap);
+  int rc;
+  if (s->part == NULL) { /* one lane, or no memory for theirs */
+    rc = gemv_lane_range(s, 0, lanes);
+  } else {
+    rc = tarn_task_parallel_for(t, lanes, 1, gemv_lane_range, s);
+    bool split = false;
+    for (size_t l = 0; l < lanes; l++) split |= s->ran[l];
+    if (rc == 0 && split) gemv_lanes_gather(s);
+    if (heap) free(s->part);
+  }
+  free(s);
+  return rc;
+}
+
+int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
+                      double alpha, double beta, tarn_matrix *y) {
+  size_t kt = ta ? a->mt : a->nt, mt = y->mt;
+  size_t per = mt <= GROUP_MAX ? mt : 1; /* tiles of y per task */
+  unsigned workers = tarn_rt_workers(a->rt);
+  int rc = 0;
+  for (size_t k = 0; rc == 0 && k < kt; k++)
+    for (size_t t0 = 0; rc == 0 && t0 < mt; t0 += per) {
+      size_t n = mt - t0 < per ? mt - t0 : per;
+      tarn_dep deps[2 * GROUP_MAX + 1];
+      struct gemv_job j = {
+          .ta = ta,
+          .ntiles = (int)n,
+          .layer_task = n == mt,
+          .lanes = workers > 0 && workers <= INT_MAX ? (int)workers : 1,
+          .kn = (int)(ta ? tarn__tile_rows(a, k) : tarn__tile_cols(a, k)),
+          .alpha = alpha,
+          .beta = k == 0 ? beta : 1.0};
+      for (size_t g = 0; g < n; g++) {
+        size_t ti = t0 + g;
+        deps[g] =
+            (tarn_dep){tarn__tile(y, ti, 0),
+                       k == 0 && beta == 0 ? TARN_WRITE : TARN_READ_WRITE};
+        deps[n + g] = (tarn_dep){
+            ta ? tarn__tile(a, k, ti) : tarn__tile(a, ti, k), TARN_READ};
+        j.out[g] = (int)tarn__tile_rows(y, ti);
+      }
+      deps[2 * n] =
+          (tarn_dep){tx ? tarn__tile(x, 0, k) : tarn__tile(x, k, 0), TARN_READ};
+      for (size_t g = 0; g < n; g++) {
+        j.sy[g] = tarn__dep_slot(deps, g);
+        j.sa[g] = tarn__dep_slot(deps, n + g);
+      }
+      j.sx = tarn__dep_slot(deps, 2 * n);
+      rc = tarn__submit_owned(a->rt, k_gemv, &j, sizeof j, deps, 2 * n + 1, 0,
+                              "gemv");
+    }
+  return rc;
+}

@@ -16,12 +16,16 @@
  * computing a 1024 x 1024 product in 512 tiles, outside tarn, took 128 to
  * 139 us in lanes, 154 to 158 with a tile row each, and OpenBLAS's own
  * two threads on the whole matrix 133 to 137 (transposed: 144 to 155, 161
- * to 164, 157). So a y of up to GROUP_MAX tiles is one task per layer, all
- * cores on it; for a longer y the tasks of a layer fill the cores, and a
- * task takes lanes only when its tile is large (LANES_ALONE_MADDS). Lanes
- * write partial sums into the task's scratch (lane 0 of a product without
- * transpose writes y itself), which the task adds into y once every lane
- * is done. With no idle worker a task is one dgemv per tile, into y.
+ * to 164, 157). In tarn the waits between tasks and lanes eat that gain
+ * (the benchmark at N=1024: 147 to 150 us against 143 to 152 with a task
+ * per tile, docs/linalg.md); what lanes bring is every core on a short y,
+ * where a task per tile of y had only as many tasks as tiles to run at a
+ * time. So a y of up to GROUP_MAX tiles is one task per layer; for a
+ * longer y the tasks of a layer fill the cores, and a task takes lanes
+ * only when its tile is large (LANES_ALONE_MADDS). Lanes write partial
+ * sums into the task's scratch (lane 0 of a product without transpose
+ * writes y itself), which the task adds into y once every lane is done.
+ * With no idle worker a task is one dgemv per tile, into y.
  *
  * Invariant: each element of a task's tiles of y is written once per layer
  * (by the task's thread, or by lane 0 and then the gather), only after the

@@ -1,4 +1,4 @@
-/* linalg.c: tiled linear algebra (see tarn/linalg.h): gemm, gemv and Cholesky,
+/* linalg.c: tiled linear algebra (see tarn/linalg.h): gemm and Cholesky,
  * and what the linalg modules share (linalg_internal.h). Each tile kernel
  * is one task calling OpenBLAS/LAPACKE on pinned tiles (column-major, ld =
  * the tile's own row count, see array/matrix_internal.h); each task owns a
@@ -91,10 +91,11 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
 /* Ranges below this many rows or columns are not worth a helper. */
 #define SHARE_GRAIN 64
 
-/* A matrix-vector product's tile is shared from this many multiply-adds (a
- * 2048 x 2048 tile), or when it is small enough to stay in a core's L2
- * cache between uses (from 2^15 to 2^17 elements, 256 KiB to 1 MiB): see
- * tarn__gemm_shared. */
+/* A one-column update's tile (the solves' with one right-hand side; the
+ * products of tarn_matrix_gemv are gemv.c's) is shared from this many
+ * multiply-adds (a 2048 x 2048 tile), or when it is small enough to stay
+ * in a core's L2 cache between uses (from 2^15 to 2^17 elements, 256 KiB
+ * to 1 MiB): see tarn__gemm_shared. */
 #define GEMV_SHARE_MIN ((double)(1 << 22))
 #define GEMV_CACHED_MIN ((double)(1 << 15))
 #define GEMV_CACHED_MAX ((double)(1 << 17))

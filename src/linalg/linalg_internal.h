@@ -1,5 +1,5 @@
-/* linalg_internal.h: what the linalg layer's modules (linalg.c, lu.c,
- * qr.c, solve.c) share: OpenBLAS set to one thread, BLAS-sized tiles,
+/* linalg_internal.h: what the linalg layer's modules (linalg.c, gemv.c,
+ * lu.c, qr.c, solve.c) share: OpenBLAS set to one thread, BLAS-sized tiles,
  * submitting a tile task that owns a copy of its job, task working memory,
  * the tile kernels that share their work with idle workers (gemm, trsm,
  * syrk and a blocked Cholesky of one tile, split by

@@ -3,9 +3,10 @@
  * and are not multiples of the tile, one tile and many, tiles large enough
  * to be shared with idle workers, rectangular, A as
  * both operands, beta 0 over NaNs; gemv against cblas_dgemv, both
- * orientations, and columns of two refused; Cholesky by its scaled residual,
- * the order of a failing leading minor, bad shapes refused, and a run under a
- * memory limit smaller than the matrix that spills and gives the same
+ * orientations, a short y in lanes and a long one by tiles, also under a
+ * memory limit that spills, and columns of two refused; Cholesky by its scaled
+ * residual, the order of a failing leading minor, bad shapes refused, and a run
+ * under a memory limit smaller than the matrix that spills and gives the same
  * bits; tiles large enough to be factored by blocks with their work
  * shared (1 to 3 workers), and failing minors inside such tiles; the solve
  * with a Cholesky factor by its residual (the factor unchanged, also from
@@ -569,6 +570,24 @@ static void test_cholesky_mem_limit(void **state) {
   free(rhs1);
 }
 
+/* gemv under a memory limit of a quarter of A: tiles spill and come back,
+ * the products still match dgemv on the whole matrix, for a y of three
+ * tiles (a task per layer, in lanes) and of nine (a task per tile). */
+static void test_gemv_mem_limit(void **state) {
+  (void)state;
+  size_t n = 900;
+  tarn_rt *rt = test_rt(3, n * n * sizeof(double) / 4);
+  static const size_t tiles[][2] = {{300, 100}, {100, 300}};
+  for (size_t s = 0; s < 2; s++)
+    for (int ta = 0; ta < 2; ta++)
+      check_gemv(rt, n, n, tiles[s][0], tiles[s][1], (tarn_trans)ta, ta == 1);
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+  assert_true(ps.spills > 0);
+  assert_true(ps.resident_peak <= n * n * sizeof(double) / 4);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- solve with the Cholesky factor ----------------------------------------
  */
 
@@ -797,6 +816,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_beta_zero),
       cmocka_unit_test(test_gemm_bad),
       cmocka_unit_test(test_gemv),
+      cmocka_unit_test(test_gemv_mem_limit),
       cmocka_unit_test(test_cholesky_sizes),
       cmocka_unit_test(test_cholesky_after_gemm),
       cmocka_unit_test(test_cholesky_not_spd),

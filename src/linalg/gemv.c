@@ -33,6 +33,7 @@
  * with beta 0 never read first. */
 #include <cblas.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
@@ -46,6 +47,9 @@
 /* Below this many multiply-adds a task is one dgemv per tile: helpers would
  * cost about what they save (the work of a 181 x 181 tile). */
 #define LANES_MIN_MADDS ((double)(1 << 15))
+
+/* Columns of every tile that each lane takes at least. */
+#define LANE_MIN_COLUMNS 8
 
 /* A task of one tile of a longer y is split in lanes only from this many
  * multiply-adds (a 2048 x 2048 tile): the other tiles' tasks keep the
@@ -65,19 +69,21 @@ struct gemv_job {
   double alpha, beta; /* beta: the layer's (1 after the first) */
 };
 
-/* A task's operands while its lanes run. */
+/* A task's operands while its lanes run. Lane l's partial sums of tile g
+ * are at part + l * stride + off[g]: y's rows without transpose, the
+ * lane's outputs packed (ceil(rows / L)) with it. */
 struct gemv_lanes {
   const struct gemv_job *j;
   const double *a[GROUP_MAX], *x;
   double *y[GROUP_MAX];
-  double *part; /* lanes x total output rows of partial sums */
-  size_t total; /* the group's output rows */
-  bool ran[];   /* lane l wrote its partial sums (lanes entries) */
+  double *part;
+  size_t stride, off[GROUP_MAX];
+  atomic_bool split; /* some lane ran on its own: gather */
 };
 
 /* Lane `l`'s columns of a tile of `cols` columns: l, l + L, ... */
 static int lane_columns(int cols, int l, int lanes) {
-  return l < cols ? (cols - l + lanes - 1) / lanes : 0;
+  return (cols - l + lanes - 1) / lanes;
 }
 
 /* Lanes [begin, end) of the task; all of them at once: one dgemv per tile,
@@ -95,24 +101,21 @@ static int gemv_lane_range(void *arg, size_t begin, size_t end) {
     }
     return 0;
   }
+  atomic_store_explicit(&s->split, true, memory_order_relaxed);
   for (size_t l = begin; l < end; l++) {
     int lane = (int)l;
-    double *part = s->part + l * s->total;
     for (int g = 0; g < j->ntiles; g++) {
       int rows = j->ta ? j->kn : j->out[g];
       int cols = lane_columns(j->ta ? j->out[g] : j->kn, lane, lanes);
-      const double *a = s->a[g] + (size_t)lane * (size_t)rows;
-      /* Transposed, the lane's outputs, packed into its partial sums;
-       * else its columns' sum: lane 0's into y, the others' into theirs
-       * (a lane without columns writes nothing: gather skips it). */
+      /* Transposed, the lane's outputs into its partial sums; else its
+       * columns' sum: lane 0's into y, the others' into theirs. */
       bool direct = !j->ta && lane == 0;
-      if (cols > 0)
-        cblas_dgemv(CblasColMajor, trans, rows, cols, j->alpha, a, rows * lanes,
-                    j->ta ? s->x : s->x + lane, j->ta ? 1 : lanes,
-                    direct ? j->beta : 0.0, direct ? s->y[g] : part, 1);
-      part += j->out[g];
+      cblas_dgemv(CblasColMajor, trans, rows, cols, j->alpha,
+                  s->a[g] + l * (size_t)rows, rows * lanes,
+                  j->ta ? s->x : s->x + lane, j->ta ? 1 : lanes,
+                  direct ? j->beta : 0.0,
+                  direct ? s->y[g] : s->part + l * s->stride + s->off[g], 1);
     }
-    s->ran[l] = true;
   }
   return 0;
 }
@@ -121,59 +124,60 @@ static int gemv_lane_range(void *arg, size_t begin, size_t end) {
 static void gemv_lanes_gather(const struct gemv_lanes *s) {
   const struct gemv_job *j = s->j;
   int lanes = j->lanes;
-  size_t off = 0;
   for (int g = 0; g < j->ntiles; g++) {
     double *y = s->y[g];
+    const double *part = s->part + s->off[g];
     int n = j->out[g];
     if (j->ta) { /* output c is lane c % L's (c / L)-th */
       for (int c = 0; c < n; c++) {
-        double v =
-            s->part[(size_t)(c % lanes) * s->total + off + (size_t)(c / lanes)];
+        double v = part[(size_t)(c % lanes) * s->stride + (size_t)(c / lanes)];
         y[c] = j->beta == 0 ? v : v + j->beta * y[c];
       }
     } else {
-      for (int l = 1; l < lanes && l < j->kn; l++) { /* lanes with columns */
-        const double *p = s->part + (size_t)l * s->total + off;
+      for (int l = 1; l < lanes; l++) {
+        const double *p = part + (size_t)l * s->stride;
         for (int i = 0; i < n; i++) y[i] += p[i];
       }
     }
-    off += (size_t)n;
   }
+}
+
+/* Whether the task is worth lanes: more than one worker, enough work, and
+ * LANE_MIN_COLUMNS columns of every tile for each lane (so the partial
+ * sums take at most 1 / LANE_MIN_COLUMNS of the task's tiles of A). */
+static bool lanes_worthwhile(const struct gemv_job *j) {
+  double madds = 0;
+  int lanes = j->lanes;
+  if (lanes < 2 || INT_MAX / lanes < LANE_MIN_COLUMNS) return false;
+  for (int g = 0; g < j->ntiles; g++) {
+    int rows = j->ta ? j->kn : j->out[g], cols = j->ta ? j->out[g] : j->kn;
+    if (cols < LANE_MIN_COLUMNS * lanes || rows > INT_MAX / lanes) return false;
+    madds += (double)rows * cols;
+  }
+  return madds >= LANES_MIN_MADDS &&
+         (j->layer_task || madds >= LANES_ALONE_MADDS);
 }
 
 static int k_gemv(tarn_task *t, void *arg) {
   const struct gemv_job *j = arg;
   size_t lanes = (size_t)j->lanes;
-  struct gemv_lanes *s = malloc(sizeof *s + lanes * sizeof(bool));
-  if (s == NULL) return TARN_ENOMEM;
-  *s = (struct gemv_lanes){.j = j, .x = tarn_task_data(t, j->sx)};
-  double madds = 0;
+  struct gemv_lanes s = {.j = j, .x = tarn_task_data(t, j->sx)};
+  atomic_init(&s.split, false);
   for (int g = 0; g < j->ntiles; g++) {
-    s->a[g] = tarn_task_data(t, j->sa[g]);
-    s->y[g] = tarn_task_data(t, j->sy[g]);
-    s->total += (size_t)j->out[g];
-    madds += (double)j->out[g] * j->kn;
+    s.a[g] = tarn_task_data(t, j->sa[g]);
+    s.y[g] = tarn_task_data(t, j->sy[g]);
+    s.off[g] = s.stride;
+    s.stride +=
+        j->ta ? ((size_t)j->out[g] + lanes - 1) / lanes : (size_t)j->out[g];
   }
-  for (size_t l = 0; l < lanes; l++) s->ran[l] = false;
   bool heap = false;
-  int longest = 0; /* the longest column of a tile of A, times the lanes */
-  for (int g = 0; g < j->ntiles; g++)
-    if ((j->ta ? j->kn : j->out[g]) > longest)
-      longest = j->ta ? j->kn : j->out[g];
-  if (lanes >= 2 && (j->layer_task || madds >= LANES_ALONE_MADDS) &&
-      madds >= LANES_MIN_MADDS && (size_t)longest * lanes <= INT_MAX)
-    s->part = tarn__task_memory(t, lanes * s->total * sizeof(double), &heap);
-  int rc;
-  if (s->part == NULL) { /* one lane, or no memory for theirs */
-    rc = gemv_lane_range(s, 0, lanes);
-  } else {
-    rc = tarn_task_parallel_for(t, lanes, 1, gemv_lane_range, s);
-    bool split = false;
-    for (size_t l = 0; l < lanes; l++) split |= s->ran[l];
-    if (rc == 0 && split) gemv_lanes_gather(s);
-    if (heap) free(s->part);
-  }
-  free(s);
+  if (lanes_worthwhile(j))
+    s.part = tarn__task_memory(t, lanes * s.stride * sizeof(double), &heap);
+  if (s.part == NULL) /* one lane, or no memory for theirs */
+    return gemv_lane_range(&s, 0, lanes);
+  int rc = tarn_task_parallel_for(t, lanes, 1, gemv_lane_range, &s);
+  if (rc == 0 && atomic_load(&s.split)) gemv_lanes_gather(&s);
+  if (heap) free(s.part);
   return rc;
 }
 

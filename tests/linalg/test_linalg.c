@@ -95,8 +95,10 @@ static const size_t gemm_shapes[][6] = {
     {300, 1, 300, 300, 300, 1},
     {200, 1, 500, 100, 500, 1},
     {1000, 1, 900, 400, 300, 1}, /* three tiles of y, three layers */
-    {1, 1, 40000, 1, 40000, 1},  /* a dot product: lanes without output */
-    {40000, 1, 2, 40000, 2, 1},  /* two columns for three lanes */
+    /* each in lanes one way, and with too few columns for three lanes
+     * (8 each at least) the other: a dot product, and two columns */
+    {1, 1, 40000, 1, 40000, 1},
+    {40000, 1, 2, 40000, 2, 1},
     /* and one task per tile of a longer y */
     {1300, 1, 700, 300, 350, 1},
 };

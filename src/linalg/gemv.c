@@ -2,15 +2,16 @@
  * matrices (tarn_matrix_gemv, and tarn_matrix_gemm when op(B) has one
  * column).
  *
- * One task per tile of x, a layer of the sum over K. When y has at most
- * GROUP_MAX tiles, the layer's task updates all of y (it reads that many
- * tiles of op(A), so it pins no more than a gemm task, three tiles);
- * otherwise there is one task per tile of y and layer. Layers follow one
- * another on each tile of y (their tasks write it); the tasks of one layer
- * run side by side.
+ * One task per tile of x, a layer of the sum over K. When y has two or
+ * three tiles (at most GROUP_MAX), the layer's task updates all of y: it
+ * reads that many tiles of op(A), so it pins no more than a gemm task
+ * does. Otherwise there is one task per tile of y and layer, whose kernel
+ * is gemm's (tarn__gemm_shared: one dgemv, shared in halves of its rows
+ * when the tile stays in cache). Layers follow one another on each tile
+ * of y (their tasks write it); the tasks of one layer run side by side.
  *
- * Inside a task the work is split with idle workers in lanes: lane l of L
- * (L = the runtime's workers) takes the columns l, l + L, l + 2L, ... of
+ * A task of several tiles is split with idle workers in lanes: lane l of
+ * L (L = the runtime's workers) takes the columns l, l + L, l + 2L, ... of
  * each tile, so that every core reads the same tile of A at the same time.
  * Read from cache that is faster than a tile per core: two threads
  * computing a 1024 x 1024 product in 512 tiles, outside tarn, took 128 to
@@ -19,13 +20,12 @@
  * to 164, 157). In tarn the waits between tasks and lanes eat that gain
  * (the benchmark at N=1024: 147 to 150 us against 143 to 152 with a task
  * per tile, docs/linalg.md); what lanes bring is every core on a short y,
- * where a task per tile of y had only as many tasks as tiles to run at a
- * time. So a y of up to GROUP_MAX tiles is one task per layer; for a
- * longer y the tasks of a layer fill the cores, and a task takes lanes
- * only when its tile is large (LANES_ALONE_MADDS). Lanes write partial
- * sums into the task's scratch (lane 0 of a product without transpose
- * writes y itself), which the task adds into y once every lane is done.
- * With no idle worker a task is one dgemv per tile, into y.
+ * where a task per tile of y had only two or three tasks to run at a time.
+ * On one tile, lanes lost to halves of the rows (N=256: 4.9 to 6.2 us
+ * against 4.6 to 4.8), hence gemm's kernel there. Lanes write partial sums
+ * into the task's scratch (lane 0 of a product without transpose writes y
+ * itself), which the task adds into y once every lane is done. With no
+ * idle worker a task is one dgemv per tile, into y.
  *
  * Invariant: each element of a task's tiles of y is written once per layer
  * (by the task's thread, or by lane 0 and then the gather), only after the
@@ -51,16 +51,9 @@
 /* Columns of every tile that each lane takes at least. */
 #define LANE_MIN_COLUMNS 8
 
-/* A task of one tile of a longer y is split in lanes only from this many
- * multiply-adds (a 2048 x 2048 tile): the other tiles' tasks keep the
- * cores busy, and lanes that join such tasks now and then slowed a
- * 4096 x 4096 product in 512 tiles from 3.0 to 3.3 ms (median). */
-#define LANES_ALONE_MADDS ((double)(1 << 22))
-
 /* A task of the product; owned by the task. */
 struct gemv_job {
   bool ta;            /* op(A) = A^T: the tiles are A(k, j) */
-  bool layer_task;    /* the group is all of y */
   int ntiles;         /* tiles of y in the group */
   int lanes;          /* the runtime's workers */
   int kn;             /* the layer's size along K (x's tile) */
@@ -154,13 +147,19 @@ static bool lanes_worthwhile(const struct gemv_job *j) {
     if (cols < LANE_MIN_COLUMNS * lanes || rows > INT_MAX / lanes) return false;
     madds += (double)rows * cols;
   }
-  return madds >= LANES_MIN_MADDS &&
-         (j->layer_task || madds >= LANES_ALONE_MADDS);
+  return madds >= LANES_MIN_MADDS;
 }
 
 static int k_gemv(tarn_task *t, void *arg) {
   const struct gemv_job *j = arg;
   size_t lanes = (size_t)j->lanes;
+  if (j->ntiles == 1) { /* one tile of y: gemm's kernel, shared by rows */
+    int rows = j->ta ? j->kn : j->out[0];
+    return tarn__gemm_shared(t, j->ta, false, j->out[0], 1, j->kn, j->alpha,
+                             tarn_task_data(t, j->sa[0]), rows,
+                             tarn_task_data(t, j->sx), j->kn, j->beta,
+                             tarn_task_data(t, j->sy[0]), j->out[0]);
+  }
   struct gemv_lanes s = {.j = j, .x = tarn_task_data(t, j->sx)};
   atomic_init(&s.split, false);
   for (int g = 0; g < j->ntiles; g++) {
@@ -194,7 +193,6 @@ int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
       struct gemv_job j = {
           .ta = ta,
           .ntiles = (int)n,
-          .layer_task = n == mt,
           .lanes = workers > 0 && workers <= INT_MAX ? (int)workers : 1,
           .kn = (int)(ta ? tarn__tile_rows(a, k) : tarn__tile_cols(a, k)),
           .alpha = alpha,

@@ -91,10 +91,10 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
 /* Ranges below this many rows or columns are not worth a helper. */
 #define SHARE_GRAIN 64
 
-/* A one-column update's tile (the solves' with one right-hand side; the
- * products of tarn_matrix_gemv are gemv.c's) is shared from this many
- * multiply-adds (a 2048 x 2048 tile), or when it is small enough to stay
- * in a core's L2 cache between uses (from 2^15 to 2^17 elements, 256 KiB
+/* A one-column update's tile (a matrix-vector product's task on one tile
+ * of y, gemv.c, and the solves' with one right-hand side) is shared from
+ * this many multiply-adds (a 2048 x 2048 tile), or when it is small enough to
+ * stay in a core's L2 cache between uses (from 2^15 to 2^17 elements, 256 KiB
  * to 1 MiB): see tarn__gemm_shared. */
 #define GEMV_SHARE_MIN ((double)(1 << 22))
 #define GEMV_CACHED_MIN ((double)(1 << 15))

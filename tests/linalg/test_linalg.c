@@ -90,15 +90,17 @@ static const size_t gemm_shapes[][6] = {
     /* tiles large enough to be shared by columns or by rows */
     {300, 200, 150, 300, 150, 200},
     {130, 400, 90, 130, 45, 400},
-    /* matrix-vector products: one task per layer of a y of up to three
-     * tiles, split in lanes of columns with idle workers */
+    /* matrix-vector products: one tile, shared in halves of its rows */
     {300, 1, 300, 300, 300, 1},
+    /* one task per layer of a y of two or three tiles, split in lanes of
+     * columns with idle workers */
     {200, 1, 500, 100, 500, 1},
     {1000, 1, 900, 400, 300, 1}, /* three tiles of y, three layers */
     /* each in lanes one way, and with too few columns for three lanes
-     * (8 each at least) the other: a dot product, and two columns */
-    {1, 1, 40000, 1, 40000, 1},
-    {40000, 1, 2, 40000, 2, 1},
+     * (8 each at least) the other: two dot products, and two columns */
+    {2, 1, 40000, 1, 40000, 1},
+    {80000, 1, 2, 40000, 2, 1},
+    {1, 1, 40000, 1, 40000, 1}, /* one dot product: one tile */
     /* and one task per tile of a longer y */
     {1300, 1, 700, 300, 350, 1},
 };
@@ -170,9 +172,11 @@ static void test_gemm_beta_zero(void **state) {
   tarn_matrix_destroy(a);
   tarn_matrix_destroy(b);
   tarn_matrix_destroy(c);
-  /* The same for matrix-vector products, whole tiles and lanes, both
-   * orientations of A: y = A x with y all NaN, x all 0.5. */
-  static const size_t shapes[][3] = {{9, 6, 4}, {300, 300, 300}, {3, 20000, 3}};
+  /* The same for matrix-vector products, both orientations of A, on one
+   * tile (whole or in halves), three small tiles, and two in lanes: y = A x
+   * with y all NaN, x all 0.5. */
+  static const size_t shapes[][3] = {
+      {9, 6, 4}, {300, 300, 300}, {3, 20000, 3}, {600, 600, 300}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int ta = 0; ta < 2; ta++) {
       size_t m = shapes[s][0], k = shapes[s][1], t = shapes[s][2];
@@ -240,7 +244,7 @@ static void test_gemv(void **state) {
       /* m, k, tile m, tile k */
       {1, 1, 1, 1},          {9, 9, 9, 9},         {37, 41, 8, 6},
       {50, 70, 7, 9},        {300, 300, 300, 300}, {200, 500, 100, 500},
-      {1000, 900, 400, 300}, {40000, 2, 40000, 2}, {1300, 700, 300, 350},
+      {1000, 900, 400, 300}, {80000, 2, 40000, 2}, {1300, 700, 300, 350},
   };
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int ta = 0; ta < 2; ta++)

@@ -56,10 +56,10 @@ TARN_API int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
  * column and is updated in place. tarn_matrix_gemm(a, ta, x,
  * TARN_NO_TRANS, ...) is the same product.
  *
- * One task per tile of x and, when y has more than three tiles, per tile
- * of y; when it has up to three, each task updates all of y, and its
- * dgemv calls are split with idle workers in lanes of interleaved columns,
- * so that every core reads the same tile of A at a time. Each tile of A is
+ * One task per tile of x and, unless y has two or three tiles, per tile
+ * of y. With two or three, each task updates all of y, and its dgemv
+ * calls are split with idle workers in lanes of interleaved columns, so
+ * that every core reads the same tile of A at a time. Each tile of A is
  * read once; a task pins at most three of them.
  * Returns as tarn_matrix_gemm, and TARN_EINVAL when x or a given *y has
  * more than one column. */

@@ -443,20 +443,13 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
   int rc = tarn__matrix_destination(a->rt, m, n, am, bn, c, &made);
   if (rc != 0) return rc;
   tarn_matrix *cm = *c;
-  if (n == 1) {
-    rc = tarn__gemv_submit(a, tra, b, trb, alpha, beta, cm);
-    if (rc != 0 && made) {
-      tarn_matrix_destroy(*c);
-      *c = NULL;
-    }
-    return rc;
-  }
+  if (n == 1) rc = tarn__gemv_submit(a, tra, b, trb, alpha, beta, cm);
   /* k outermost: the first layer of every C tile is ready at once, and
    * under a memory limit C stays resident while A and B stream through
    * once (docs/bench.md, "ooc"). Submitting each C tile's products in a
    * row ran one worker at 77 GFLOP/s instead of 68 at N=4096, two workers
    * no faster, and read A once per tile column of C when it did not fit. */
-  for (size_t k = 0; rc == 0 && k < kt; k++)
+  for (size_t k = 0; n > 1 && rc == 0 && k < kt; k++)
     for (size_t tj = 0; rc == 0 && tj < cm->nt; tj++)
       for (size_t ti = 0; rc == 0 && ti < cm->mt; ti++) {
         bool first = k == 0;

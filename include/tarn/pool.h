@@ -259,6 +259,10 @@ typedef struct tarn_pool_stats {
   uint64_t cleanings;
 } tarn_pool_stats;
 
+/* The limit on resident bytes in force (options or TARN_MEM_LIMIT), fixed
+ * when the pool was made; 0 for none, or for a NULL pool. Thread-safe. */
+TARN_API size_t tarn_pool_mem_limit(const tarn_pool *pool);
+
 /* Sets the peaks of resident bytes and of live bytes to their current
  * values, so that the next stats report the peaks since this call. Returns
  * 0 or TARN_EINVAL. */

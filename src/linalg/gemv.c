@@ -3,12 +3,12 @@
  * column).
  *
  * One task per tile of x, a layer of the sum over K. When y has two or
- * three tiles (at most GROUP_MAX), the layer's task updates all of y: it
- * reads that many tiles of op(A), so it pins no more than a gemm task
- * does. Otherwise there is one task per tile of y and layer, whose kernel
- * is gemm's (tarn__gemm_shared: one dgemv, shared in halves of its rows
- * when the tile stays in cache). Layers follow one another on each tile
- * of y (their tasks write it); the tasks of one layer run side by side.
+ * three tiles (at most GROUP_MAX) and the layer's tiles of op(A) are small
+ * (GROUP_BYTES_MAX), the layer's task updates all of y: it pins about what
+ * a gemm task does. Otherwise there is one task per tile of y and layer,
+ * whose kernel is gemm's (tarn__gemm_shared: one dgemv, shared in halves
+ * of its rows when the tile stays in cache). Layers follow one another on each
+ * tile of y (their tasks write it); the tasks of one layer run side by side.
  *
  * A task of several tiles is split with idle workers in lanes: lane l of
  * L (L = the runtime's workers) takes the columns l, l + L, l + 2L, ... of
@@ -43,6 +43,12 @@
 /* Tiles of y (and of op(A) in a layer) per task at most: a gemm task pins
  * three tiles. */
 #define GROUP_MAX 3
+
+/* A layer's tiles of A make one task only up to this many bytes (four 512
+ * x 512 tiles), and under a memory limit up to an eighth of it: larger
+ * tiles keep a core busy each, and under a limit a task of one tile waits
+ * less for room. */
+#define GROUP_BYTES_MAX ((size_t)8 << 20)
 
 /* Below this many multiply-adds a task is one dgemv per tile: helpers would
  * cost about what they save (the work of a 181 x 181 tile). */
@@ -183,7 +189,13 @@ static int k_gemv(tarn_task *t, void *arg) {
 int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
                       double alpha, double beta, tarn_matrix *y) {
   size_t kt = ta ? a->mt : a->nt, mt = y->mt;
-  size_t per = mt <= GROUP_MAX ? mt : 1; /* tiles of y per task */
+  /* The first layer's tiles of A are the largest. */
+  size_t layer = y->m * (ta ? tarn__tile_rows(a, 0) : tarn__tile_cols(a, 0)) *
+                 sizeof(double);
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
+  bool grouped = mt >= 2 && mt <= GROUP_MAX && layer <= GROUP_BYTES_MAX &&
+                 (limit == 0 || layer <= limit / 8);
+  size_t per = grouped ? mt : 1; /* tiles of y per task */
   unsigned workers = tarn_rt_workers(a->rt);
   int rc = 0;
   for (size_t k = 0; rc == 0 && k < kt; k++)

@@ -1029,6 +1029,10 @@ int tarn_ref_create(tarn_pool *p, size_t size, tarn_ref **out) {
   return 0;
 }
 
+size_t tarn_pool_mem_limit(const tarn_pool *p) {
+  return p != NULL ? p->opt.mem_limit : 0;
+}
+
 int tarn_pool_peak_reset(tarn_pool *p) {
   if (p == NULL) return TARN_EINVAL;
   pthread_mutex_lock(&p->lock);

@@ -578,13 +578,14 @@ static void test_cholesky_mem_limit(void **state) {
 
 /* gemv under a memory limit of a quarter of A: tiles spill and come back,
  * the products still match dgemv on the whole matrix, for a y of three
- * tiles (a task per layer, in lanes) and of nine (a task per tile). */
+ * tiles whose layers take under an eighth of the limit (a task per layer,
+ * in lanes) or more (a task per tile), and of nine (a task per tile). */
 static void test_gemv_mem_limit(void **state) {
   (void)state;
   size_t n = 900;
   tarn_rt *rt = test_rt(3, n * n * sizeof(double) / 4);
-  static const size_t tiles[][2] = {{300, 100}, {100, 300}};
-  for (size_t s = 0; s < 2; s++)
+  static const size_t tiles[][2] = {{300, 24}, {300, 100}, {100, 300}};
+  for (size_t s = 0; s < 3; s++)
     for (int ta = 0; ta < 2; ta++)
       check_gemv(rt, n, n, tiles[s][0], tiles[s][1], (tarn_trans)ta, ta == 1);
   tarn_pool_stats ps;

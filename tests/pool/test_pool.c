@@ -177,7 +177,23 @@ static void options_come_from_the_environment(void **state) {
   setenv("TARN_MEM_LIMIT", "lots", 1);
   assert_int_equal(tarn_pool_create(NULL, &p), TARN_EINVAL);
   assert_null(p);
+  /* The pool reports the limit in force, from the variable or the
+   * options. */
+  setenv("TARN_MEM_LIMIT", "3M", 1);
+  assert_int_equal(tarn_pool_create(NULL, &p), 0);
+  assert_int_equal(tarn_pool_mem_limit(p), 3 * MiB);
+  assert_int_equal(tarn_pool_destroy(p), 0);
   unsetenv("TARN_MEM_LIMIT");
+  assert_int_equal(tarn_pool_create(NULL, &p), 0);
+  assert_int_equal(tarn_pool_mem_limit(p), 0);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  assert_int_equal(tarn_pool_options_init(&o), 0);
+  o.mem_limit = 5 * MiB;
+  assert_int_equal(tarn_pool_create(&o, &p), 0);
+  assert_int_equal(tarn_pool_mem_limit(p), 5 * MiB);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  assert_int_equal(tarn_pool_mem_limit(NULL), 0);
+  p = NULL;
   assert_int_equal(tarn_pool_options_init(&o), 0);
   assert_int_equal(o.mem_limit, 0);
   assert_int_equal(o.huge_pages, 1);

@@ -57,10 +57,11 @@ TARN_API int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
  * TARN_NO_TRANS, ...) is the same product.
  *
  * One task per tile of x and, unless y has two or three tiles, per tile
- * of y. With two or three, each task updates all of y, and its dgemv
- * calls are split with idle workers in lanes of interleaved columns, so
- * that every core reads the same tile of A at a time. Each tile of A is
- * read once; a task pins at most three of them.
+ * of y. With two or three, when a layer's tiles of A take at most 8 MiB
+ * and an eighth of the pool's memory limit, each task updates all of y,
+ * and its dgemv calls are split with idle workers in lanes of interleaved
+ * columns, so that every core reads the same tile of A at a time. Each
+ * tile of A is read once; a task pins at most three of them.
  * Returns as tarn_matrix_gemm, and TARN_EINVAL when x or a given *y has
  * more than one column. */
 TARN_API int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,

@@ -9,10 +9,10 @@
  *   once allocations work again every ref made reads back its own bytes;
  * - linear algebra's (on a runtime under a memory limit that spills, and
  *   on one without a limit: array and stencil operations, Cholesky, LU and
- *   QR with their solves, the sum and the norm): every call returns 0 or
- *   TARN_ENOMEM (TARN_ECANCELED for a call whose input a failed call was
- *   to write); when every call succeeded, the results are the bits of the
- *   run without faults; once allocations work again, the matrix every call
+ *   QR with their solves, matrix-vector products, the sum and the norm): every
+ * call returns 0 or TARN_ENOMEM (TARN_ECANCELED for a call whose input a failed
+ * call was to write); when every call succeeded, the results are the bits of
+ * the run without faults; once allocations work again, the matrix every call
  *   only read reads back bit for bit.
  * None may hang or crash, and each frees everything (the ASan build's leak
  * check at the child's exit). The children's exit statuses tell the parent
@@ -101,6 +101,7 @@ enum { M = 128, N = 96, NB = 32, NRHS = 8 };
 /* What a run leaves: its results when every call succeeded. */
 struct outcome {
   double chol_x[N * NRHS], lu_x[N * NRHS], qr_x[N * NRHS];
+  double at_v[N], a_w[M]; /* the matrix-vector products */
   double sum, norm;
   double a[M * N]; /* A as the run left it */
 };
@@ -139,7 +140,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   tarn_rt *rt = NULL;
   tarn_matrix *a = NULL, *ata = NULL, *s = NULL, *b = NULL, *lu = NULL,
               *b2 = NULL, *f = NULL, *t = NULL, *bq = NULL, *x = NULL,
-              *at = NULL, *nb = NULL;
+              *at = NULL, *nb = NULL, *xv = NULL, *atv = NULL, *w = NULL,
+              *aw = NULL;
   size_t piv[N];
   atomic_store(&armed, true);
   tarn_rt_options o;
@@ -165,6 +167,12 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   STEP(tarn_matrix_qr(f, 8, &t));
   STEP(tarn_matrix_rand(rt, M, NRHS, NB, NRHS, 3, &bq));
   STEP(tarn_matrix_qr_solve(f, t, TARN_NO_TRANS, bq, &x, &info));
+  /* Matrix-vector products: A^T xv, a y of three tiles (a task per layer
+   * without a limit), and A w, of four (a task per tile). */
+  STEP(tarn_matrix_rand(rt, M, 1, NB, 1, 4, &xv));
+  STEP(tarn_matrix_gemv(a, TARN_TRANS, xv, 1.0, 0.0, &atv));
+  STEP(tarn_matrix_rand(rt, N, 1, NB, 1, 5, &w));
+  STEP(tarn_matrix_gemv(a, TARN_NO_TRANS, w, 1.0, 0.0, &aw));
   /* Array operations and a neighbourhood sum, then two reductions. */
   STEP(tarn_matrix_transpose(a, &at));
   tarn_stencil st;
@@ -176,6 +184,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
     STEP(tarn_matrix_to_buffer(b, out->chol_x, N));
     STEP(tarn_matrix_to_buffer(b2, out->lu_x, N));
     STEP(tarn_matrix_to_buffer(x, out->qr_x, N));
+    STEP(tarn_matrix_to_buffer(atv, out->at_v, N));
+    STEP(tarn_matrix_to_buffer(aw, out->a_w, M));
   }
   atomic_store(&armed, false);
   *rc_out = rc;
@@ -191,7 +201,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
       v = INPUT_CHANGED;
     }
   }
-  tarn_matrix *all[] = {a, ata, s, b, lu, b2, f, t, bq, x, at, nb};
+  tarn_matrix *all[] = {a,  ata, s,  b,  lu, b2,  f, t,
+                        bq, x,   at, nb, xv, atv, w, aw};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     tarn_matrix_destroy(all[i]);
   tarn_pool_stats ps;
@@ -244,6 +255,8 @@ static enum verdict linalg_run(struct shared *sh, bool reference,
       (memcmp(got.chol_x, sh->want.chol_x, sizeof got.chol_x) != 0 ||
        memcmp(got.lu_x, sh->want.lu_x, sizeof got.lu_x) != 0 ||
        memcmp(got.qr_x, sh->want.qr_x, sizeof got.qr_x) != 0 ||
+       memcmp(got.at_v, sh->want.at_v, sizeof got.at_v) != 0 ||
+       memcmp(got.a_w, sh->want.a_w, sizeof got.a_w) != 0 ||
        got.sum != sh->want.sum || got.norm != sh->want.norm))
     v = WRONG_RESULT;
   return v;

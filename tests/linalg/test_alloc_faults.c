@@ -9,11 +9,11 @@
  *   once allocations work again every ref made reads back its own bytes;
  * - linear algebra's (on a runtime under a memory limit that spills, and
  *   on one without a limit: array and stencil operations, Cholesky, LU and
- *   QR with their solves, matrix-vector products, the sum and the norm): every
- * call returns 0 or TARN_ENOMEM (TARN_ECANCELED for a call whose input a failed
- * call was to write); when every call succeeded, the results are the bits of
- * the run without faults; once allocations work again, the matrix every call
- *   only read reads back bit for bit.
+ *   QR with their solves, matrix-vector products, the sum and the norm):
+ *   every call returns 0 or TARN_ENOMEM (TARN_ECANCELED for a call whose
+ *   input a failed call was to write); when every call succeeded, the
+ *   results are the bits of the run without faults; once allocations work
+ *   again, the matrix every call only read reads back bit for bit.
  * None may hang or crash, and each frees everything (the ASan build's leak
  * check at the child's exit). The children's exit statuses tell the parent
  * which property failed. */

@@ -7,15 +7,16 @@
  * (GROUP_BYTES_MAX), the layer's task updates all of y: it pins about what
  * a gemm task does. Otherwise there is one task per tile of y and layer,
  * whose kernel is gemm's (tarn__gemm_shared: one dgemv, shared in halves
- * of its rows when the tile stays in cache). Layers follow one another on each
- * tile of y (their tasks write it); the tasks of one layer run side by side.
+ * of its rows when the tile stays in cache). Layers follow one another on
+ * each tile of y (their tasks write it); the tasks of one layer run side
+ * by side.
  *
  * A task of several tiles is split with idle workers in lanes: lane l of
  * L (L = the runtime's workers) takes the columns l, l + L, l + 2L, ... of
  * each tile, so that every core reads the same tile of A at the same time.
  * Read from cache that is faster than a tile per core: two threads
  * computing a 1024 x 1024 product in 512 tiles, outside tarn, took 128 to
- * 139 us in lanes, 154 to 158 with a tile row each, and OpenBLAS's own
+ * 150 us in lanes, 154 to 177 with a tile row each, and OpenBLAS's own
  * two threads on the whole matrix 133 to 137 (transposed: 144 to 155, 161
  * to 164, 157). In tarn the waits between tasks and lanes eat that gain
  * (the benchmark at N=1024: 147 to 150 us against 143 to 152 with a task

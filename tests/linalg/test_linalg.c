@@ -173,10 +173,13 @@ static void test_gemm_beta_zero(void **state) {
   tarn_matrix_destroy(b);
   tarn_matrix_destroy(c);
   /* The same for matrix-vector products, both orientations of A, on one
-   * tile (whole or in halves), three small tiles, and two in lanes: y = A x
-   * with y all NaN, x all 0.5. */
-  static const size_t shapes[][3] = {
-      {9, 6, 4}, {300, 300, 300}, {3, 20000, 3}, {600, 600, 300}};
+   * tile (whole, in halves, in calls without OpenBLAS's lock), three small
+   * tiles, and two in lanes: y = A x with y all NaN, x all 0.5. */
+  static const size_t shapes[][3] = {{9, 6, 4},
+                                     {300, 300, 300},
+                                     {3, 20000, 3},
+                                     {600, 600, 300},
+                                     {250, 200, 250}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int ta = 0; ta < 2; ta++) {
       size_t m = shapes[s][0], k = shapes[s][1], t = shapes[s][2];
@@ -242,9 +245,18 @@ static void test_gemv(void **state) {
   tarn_rt *rt = test_rt(3, 0);
   static const size_t shapes[][4] = {
       /* m, k, tile m, tile k */
-      {1, 1, 1, 1},          {9, 9, 9, 9},         {37, 41, 8, 6},
-      {50, 70, 7, 9},        {300, 300, 300, 300}, {200, 500, 100, 500},
-      {1000, 900, 400, 300}, {80000, 2, 40000, 2}, {1300, 700, 300, 350},
+      {1, 1, 1, 1},
+      {9, 9, 9, 9},
+      {37, 41, 8, 6},
+      {50, 70, 7, 9},
+      {300, 300, 300, 300},
+      {200, 500, 100, 500},
+      {1000, 900, 400, 300},
+      {80000, 2, 40000, 2},
+      {1300, 700, 300, 350},
+      /* one tile small enough for dgemv calls that skip OpenBLAS's lock */
+      {256, 256, 256, 256},
+      {250, 200, 250, 200},
   };
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int ta = 0; ta < 2; ta++)

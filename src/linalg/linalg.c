@@ -123,7 +123,8 @@ static void dgemv_call(bool pieces, bool trans, int m, int n, double alpha,
   int rows = m < GEMV_PIECE_ROWS ? m : GEMV_PIECE_ROWS;
   int cols = GEMV_STACK_SUM - rows;
   CBLAS_TRANSPOSE op = trans ? CblasTrans : CblasNoTrans;
-  if (!pieces || m + n <= GEMV_STACK_SUM || (double)m * n > GEMV_PIECES_MADDS ||
+  if (!pieces || m < 1 || n < 1 || m + n <= GEMV_STACK_SUM ||
+      (double)m * n > GEMV_PIECES_MADDS ||
       ((m + rows - 1) / rows) * ((n + cols - 1) / cols) > GEMV_PIECES_MAX) {
     cblas_dgemv(CblasColMajor, op, m, n, alpha, a, lda, x, incx, beta, y, 1);
     return;

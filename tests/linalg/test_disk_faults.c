@@ -340,7 +340,8 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
 }
 
 /* Array operations in a region of the caller's (sum of two matrices, a
- * neighbourhood sum, a transpose), then the waiting sum and norm, while the
+ * neighbourhood sum, a transpose, matrix-vector products with each
+ * orientation), then the waiting sum and norm, while the
  * disk fails: a region that succeeds gives the sound disk's results bit for
  * bit, one that fails returns the disk's error; the sum and the norm return
  * the sound disk's value or the disk's error, never another value; the
@@ -351,24 +352,31 @@ static void test_array_ops_on_a_failing_disk(void **state) {
   tarn_storage storage;
   /* half a matrix: a neighbourhood sum pins a tile and its 8 neighbours */
   tarn_rt *rt = rt_on(disk, M * N * sizeof(double) / 2, &storage);
-  tarn_matrix *x = NULL, *y = NULL;
+  tarn_matrix *x = NULL, *y = NULL, *v = NULL, *w = NULL;
   assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 41, &x), 0);
   assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 42, &y), 0);
+  assert_int_equal(tarn_matrix_rand(rt, N, 1, NB, 1, 43, &v), 0);
+  assert_int_equal(tarn_matrix_rand(rt, M, 1, NB, 1, 44, &w), 0);
   double *x0 = test_buffer_of(x), *y0 = test_buffer_of(y);
   tarn_stencil st;
   assert_int_equal(tarn_stencil_init(&st, 1, TARN_BOUNDARY_WRAP, 0.0), 0);
-  double *want[3] = {NULL, NULL, NULL}, sum0 = 0, norm0 = 0;
+  enum { OUTS = 5 };
+  double *want[OUTS] = {NULL}, sum0 = 0, norm0 = 0;
   int hits = 0;
   for (int round = -1; round < FAULTS * 6; round++) {
     enum fault fault = round < 0 ? FAULTS : (enum fault)(round / 6);
     if (fault == DISK_FULL && round % 6 != 0) continue;
-    tarn_matrix *out[3] = {NULL, NULL, NULL};
+    tarn_matrix *out[OUTS] = {NULL};
     if (round >= 0) inject(disk, fault, round % 6 + 1);
     tarn_region *region = NULL;
     assert_int_equal(tarn_region_begin(rt, &region), 0);
     int submitted = tarn_matrix_add(x, y, &out[0]);
     if (submitted == 0) submitted = tarn_stencil_sum(&st, x, &out[1]);
     if (submitted == 0) submitted = tarn_matrix_transpose(y, &out[2]);
+    if (submitted == 0)
+      submitted = tarn_matrix_gemv(x, TARN_NO_TRANS, v, 1.0, 0.0, &out[3]);
+    if (submitted == 0)
+      submitted = tarn_matrix_gemv(y, TARN_TRANS, w, 1.0, 0.0, &out[4]);
     int rc = tarn_region_wait(region, NULL);
     if (submitted != 0) rc = submitted;
     double sum = 0, norm = 0;
@@ -385,16 +393,17 @@ static void test_array_ops_on_a_failing_disk(void **state) {
                     : h       ? ""
                               : " (missed)");
     heal(disk);
-    const size_t rows[3] = {M, M, N}, cols[3] = {N, N, M};
+    const size_t rows[OUTS] = {M, M, N, M, N}, cols[OUTS] = {N, N, M, 1, 1};
     if (round < 0) { /* the sound disk */
       assert_int_equal(rc, 0);
       assert_int_equal(rs, 0);
       assert_int_equal(rn, 0);
-      for (int k = 0; k < 3; k++) want[k] = test_buffer_of(out[k]);
+      for (int k = 0; k < OUTS; k++) want[k] = test_buffer_of(out[k]);
       sum0 = sum;
       norm0 = norm;
     } else if (rc == 0) {
-      for (int k = 0; k < 3; k++) same_bits(out[k], want[k], rows[k], cols[k]);
+      for (int k = 0; k < OUTS; k++)
+        same_bits(out[k], want[k], rows[k], cols[k]);
     } else {
       assert_true(disk_status(rc));
     }
@@ -408,16 +417,18 @@ static void test_array_ops_on_a_failing_disk(void **state) {
       else
         assert_true(disk_status(rn));
     }
-    for (int k = 0; k < 3; k++) tarn_matrix_destroy(out[k]);
+    for (int k = 0; k < OUTS; k++) tarn_matrix_destroy(out[k]);
     same_bits(x, x0, M, N);
     same_bits(y, y0, M, N);
   }
   assert_true(hits > 0); /* the disk did fail under the calls */
-  for (int k = 0; k < 3; k++) free(want[k]);
+  for (int k = 0; k < OUTS; k++) free(want[k]);
   free(x0);
   free(y0);
   tarn_matrix_destroy(x);
   tarn_matrix_destroy(y);
+  tarn_matrix_destroy(v);
+  tarn_matrix_destroy(w);
   assert_int_equal(tarn_rt_destroy(rt), 0);
   memdisk_free(disk);
 }

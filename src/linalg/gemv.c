@@ -81,6 +81,16 @@ struct gemv_lanes {
   atomic_bool split; /* some lane ran on its own: gather */
 };
 
+/* The rows and columns of the task's g-th tile of A as stored (A(k, j)
+ * transposed: K rows, y's rows as columns). */
+static int tile_rows(const struct gemv_job *j, int g) {
+  return j->ta ? j->kn : j->out[g];
+}
+
+static int tile_cols(const struct gemv_job *j, int g) {
+  return j->ta ? j->out[g] : j->kn;
+}
+
 /* Lane `l`'s columns of a tile of `cols` columns: l, l + L, ... */
 static int lane_columns(int cols, int l, int lanes) {
   return (cols - l + lanes - 1) / lanes;
@@ -95,9 +105,9 @@ static int gemv_lane_range(void *arg, size_t begin, size_t end) {
   CBLAS_TRANSPOSE trans = j->ta ? CblasTrans : CblasNoTrans;
   if (begin == 0 && end == (size_t)lanes) {
     for (int g = 0; g < j->ntiles; g++) {
-      int rows = j->ta ? j->kn : j->out[g], cols = j->ta ? j->out[g] : j->kn;
-      cblas_dgemv(CblasColMajor, trans, rows, cols, j->alpha, s->a[g], rows,
-                  s->x, 1, j->beta, s->y[g], 1);
+      int rows = tile_rows(j, g);
+      cblas_dgemv(CblasColMajor, trans, rows, tile_cols(j, g), j->alpha,
+                  s->a[g], rows, s->x, 1, j->beta, s->y[g], 1);
     }
     return 0;
   }
@@ -105,8 +115,8 @@ static int gemv_lane_range(void *arg, size_t begin, size_t end) {
   for (size_t l = begin; l < end; l++) {
     int lane = (int)l;
     for (int g = 0; g < j->ntiles; g++) {
-      int rows = j->ta ? j->kn : j->out[g];
-      int cols = lane_columns(j->ta ? j->out[g] : j->kn, lane, lanes);
+      int rows = tile_rows(j, g);
+      int cols = lane_columns(tile_cols(j, g), lane, lanes);
       /* Transposed, the lane's outputs into its partial sums; else its
        * columns' sum: lane 0's into y, the others' into theirs. */
       bool direct = !j->ta && lane == 0;
@@ -150,7 +160,7 @@ static bool lanes_worthwhile(const struct gemv_job *j) {
   int lanes = j->lanes;
   if (lanes < 2 || INT_MAX / lanes < LANE_MIN_COLUMNS) return false;
   for (int g = 0; g < j->ntiles; g++) {
-    int rows = j->ta ? j->kn : j->out[g], cols = j->ta ? j->out[g] : j->kn;
+    int rows = tile_rows(j, g), cols = tile_cols(j, g);
     if (cols < LANE_MIN_COLUMNS * lanes || rows > INT_MAX / lanes) return false;
     madds += (double)rows * cols;
   }
@@ -161,9 +171,8 @@ static int k_gemv(tarn_task *t, void *arg) {
   const struct gemv_job *j = arg;
   size_t lanes = (size_t)j->lanes;
   if (j->ntiles == 1) { /* one tile of y: gemm's kernel, shared by rows */
-    int rows = j->ta ? j->kn : j->out[0];
     return tarn__gemm_shared(t, j->ta, false, j->out[0], 1, j->kn, j->alpha,
-                             tarn_task_data(t, j->sa[0]), rows,
+                             tarn_task_data(t, j->sa[0]), tile_rows(j, 0),
                              tarn_task_data(t, j->sx), j->kn, j->beta,
                              tarn_task_data(t, j->sy[0]), j->out[0]);
   }

@@ -48,10 +48,12 @@
 #define THROTTLE_EVERY 64
 /* region_wait_for's target for a region's every task. */
 #define ALL_FINISHED UINT64_MAX
-/* When the workers fill the cores, the guest runs tasks only while the
- * workers' recent tasks took less than this on average, in ns (see
- * guest_worthwhile). */
-#define GUEST_TASK_MAX_NS 500000
+/* When the workers fill the cores, the guest helps with a region of
+ * several tasks only while the workers' recent tasks took less than this
+ * on average, in ns, and takes a region's only task only while they took
+ * less than WORKERS_BUSY_MAX_NS (see guest_worthwhile). */
+#define GUEST_TASK_MAX_NS 50000
+#define WORKERS_BUSY_MAX_NS 500000
 /* The guest takes a region's only task while such regions recently took
  * less than this on average, in ns (see guest_worthwhile). */
 #define LONE_TASK_MAX_NS 50000
@@ -321,7 +323,8 @@ struct tarn_rt {
   _Alignas(64) _Atomic uint64_t submitted; /* by submitters */
   _Alignas(64) _Atomic uint64_t cancelled, failed, held_back, prefetches;
   /* How long the recent waits for regions of one task took, in ns: a
-   * running mean that weighs the last 1/8 (region_drain). */
+   * running mean that weighs the last 1/2 when it was shorter, 1/8 when
+   * longer (region_drain). */
   _Atomic uint64_t lone_ns;
   /* Which share of the recent waits were for regions of one task, in
    * 1/LONE_SHARE_ONE: a running mean that weighs the last 1/8. */
@@ -732,24 +735,24 @@ static struct worker *next_worker(tarn_rt *rt) {
                       rt->nworkers];
 }
 
-/* Whether the workers' recent tasks were short (GUEST_TASK_MAX_NS). */
-static bool tasks_short(const tarn_rt *rt) {
+/* Whether the workers' recent tasks took less than max_ns on average. */
+static bool tasks_short(const tarn_rt *rt, uint64_t max_ns) {
   uint64_t sum = 0;
   for (unsigned i = 0; i < rt->nworkers; i++)
     sum +=
         atomic_load_explicit(&rt->workers[i].recent_ns, memory_order_relaxed);
-  return sum < (uint64_t)GUEST_TASK_MAX_NS * rt->nworkers;
+  return sum < max_ns * rt->nworkers;
 }
 
 /* Whether a waiter runs its region's only task itself, as the guest (see
  * guest_worthwhile): with pinned workers, while such regions took less
- * than LONE_TASK_MAX_NS, and the workers' tasks are short when they fill
- * the cores. */
+ * than LONE_TASK_MAX_NS, and, when they fill the cores, while the workers
+ * are not kept busy by long tasks of other regions (WORKERS_BUSY_MAX_NS). */
 static bool lone_worthwhile(const tarn_rt *rt) {
   return rt->pinned &&
          atomic_load_explicit(&rt->lone_ns, memory_order_relaxed) <
              LONE_TASK_MAX_NS &&
-         (!rt->workers_fill_cores || tasks_short(rt));
+         (!rt->workers_fill_cores || tasks_short(rt, WORKERS_BUSY_MAX_NS));
 }
 
 /* Holds `t`, just pushed by a program thread as the first task of its
@@ -1675,20 +1678,24 @@ static tarn_task *guest_take(struct worker *g) {
  *   it saves (a microsecond) does not pay: a Cholesky of one 256 tile,
  *   180 us of shared blocks, took 4 % longer on the guest, with the
  *   worker on its core spinning beside it.
- * - When the workers fill the cores, only while tasks are short. The guest
- *   stands in for a worker that is idle or asleep, saving a hand-off or a
- *   wake-up, which matters for tasks of microseconds. That worker still
- *   wakes up and runs tasks, so a long task the guest took runs as a
- *   third thread on two cores until it ends: in a 2 x 2 tile matmul (8
- *   tasks of 3.4 ms), a range of 0.9 ms the guest ran took 5 ms, and the
- *   region ended 1 ms late. */
+ * - When the workers fill the cores, only while tasks are short
+ *   (GUEST_TASK_MAX_NS). The guest stands in for a worker that is idle or
+ *   asleep, saving a hand-off or a wake-up, which matters for tasks of
+ *   microseconds. That worker still wakes up and runs tasks, so a task the
+ *   guest took runs as a third thread on two cores until it ends, and the
+ *   kernel may leave it off the cores for a whole tick: in a 2 x 2 tile
+ *   matmul (8 tasks of 3.4 ms), a range of 0.9 ms the guest ran took 5 ms,
+ *   and the region ended 1 ms late; an assign of 64 tiles of 512 x 512
+ *   (tasks of 60 to 120 us) took 8.0 ms, two 4 ms ticks, instead of 4.1,
+ *   in most regions while the guest took tasks under 0.5 ms. */
 static bool guest_worthwhile(tarn_region *r) {
   tarn_rt *rt = r->rt;
   uint64_t submitted =
       atomic_load_explicit(&r->submitted, memory_order_relaxed);
   uint64_t unfinished =
       submitted - atomic_load_explicit(&r->finished, memory_order_relaxed);
-  if (unfinished >= 2) return !rt->workers_fill_cores || tasks_short(rt);
+  if (unfinished >= 2)
+    return !rt->workers_fill_cores || tasks_short(rt, GUEST_TASK_MAX_NS);
   return submitted == 1 && lone_worthwhile(rt);
 }
 
@@ -1779,11 +1786,16 @@ static void region_drain(tarn_region *r) {
                           memory_order_relaxed);
   }
   if (r->begun_ns != 0 && lone) {
-    /* A region of one task: how long it took feeds rt->lone_ns. */
+    /* A region of one task: how long it took feeds rt->lone_ns, falling
+     * fast and rising slowly. A long region the guest runs costs it a few
+     * percent (LONE_TASK_MAX_NS), a short one handed to a worker a third
+     * of its time: with 1/8 both ways, an N=256 matvec right after 256 x
+     * 256 matmuls (220 us) went to a worker for its first ten regions,
+     * 5.5 to 7 us each instead of 3.8 to 4.0. */
     uint64_t took = tarn__clock_ns() - r->begun_ns;
     uint64_t mean = atomic_load_explicit(&rt->lone_ns, memory_order_relaxed);
-    atomic_store_explicit(&rt->lone_ns, mean - mean / 8 + took / 8,
-                          memory_order_relaxed);
+    mean = took < mean ? mean - (mean - took) / 2 : mean + (took - mean) / 8;
+    atomic_store_explicit(&rt->lone_ns, mean, memory_order_relaxed);
   }
   for (size_t i = 0; i < r->nkept; i++) tarn_ref_release(r->kept[i]);
   free(r->kept);

@@ -570,28 +570,54 @@ static int k_mirror(tarn_task *t, void *arg) {
 
 static int submit_ata_job(tarn_rt *rt, tarn_task_fn fn,
                           const struct ata_job *proto, const tarn_dep *deps,
-                          size_t ndeps, const char *name) {
-  return tarn__submit_owned(rt, fn, proto, sizeof *proto, deps, ndeps, 0, name);
+                          size_t ndeps, int priority, const char *name) {
+  return tarn__submit_owned(rt, fn, proto, sizeof *proto, deps, ndeps, priority,
+                            name);
 }
 
+/* The priority of update k (of mt) of C's tile (i, j): the work left in
+ * that tile's chain of updates, in dsyrk tiles (a gemm tile is two), so
+ * that the longest chains run first among queued tasks. Workers start
+ * what comes while the tasks are being submitted, so submit_ata also
+ * submits the longest chains first: a 2 x 2 tile product (N=1024) that
+ * started both diagonal chains before the off-diagonal one ran its last
+ * gemm alone on one core while the other had nothing left, 8.2 to 8.3 ms
+ * instead of 6.8 (in half the regions, traced in a program of its own). */
+static int ata_priority(size_t k, size_t mt, bool diagonal) {
+  size_t left = (mt - k) * (diagonal ? 1 : 2);
+  return left > (size_t)INT_MAX ? INT_MAX : (int)left;
+}
+
+/* The updates of C's tile (i, j), i >= j, by the mt tile rows of A. */
+static int submit_ata_tile(tarn_matrix *a, tarn_matrix *c, size_t i, size_t j) {
+  for (size_t k = 0; k < a->mt; k++) {
+    tarn_dep d[3] = {
+        {tarn__tile(c, i, j), k == 0 ? TARN_WRITE : TARN_READ_WRITE},
+        {tarn__tile(a, k, i), TARN_READ},
+        {tarn__tile(a, k, j), TARN_READ}};
+    struct ata_job g = {.m = (int)tarn__tile_cols(a, i),
+                        .n = (int)tarn__tile_cols(a, j),
+                        .k = (int)tarn__tile_rows(a, k),
+                        .first = k == 0,
+                        .diagonal = i == j};
+    int rc = submit_ata_job(a->rt, k_ata, &g, d, i == j ? 2 : 3,
+                            ata_priority(k, a->mt, i == j),
+                            i == j ? "syrk" : "gemm");
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+/* The tiles off the diagonal first (their chains are twice as long), then
+ * the diagonal's, then the mirrors. */
 static int submit_ata(tarn_matrix *a, tarn_matrix *c) {
   size_t nt = a->nt;
-  for (size_t j = 0; j < nt; j++)
-    for (size_t i = j; i < nt; i++)
-      for (size_t k = 0; k < a->mt; k++) {
-        tarn_dep d[3] = {
-            {tarn__tile(c, i, j), k == 0 ? TARN_WRITE : TARN_READ_WRITE},
-            {tarn__tile(a, k, i), TARN_READ},
-            {tarn__tile(a, k, j), TARN_READ}};
-        struct ata_job g = {.m = (int)tarn__tile_cols(a, i),
-                            .n = (int)tarn__tile_cols(a, j),
-                            .k = (int)tarn__tile_rows(a, k),
-                            .first = k == 0,
-                            .diagonal = i == j};
-        int rc = submit_ata_job(a->rt, k_ata, &g, d, i == j ? 2 : 3,
-                                i == j ? "syrk" : "gemm");
-        if (rc != 0) return rc;
-      }
+  int rc = 0;
+  for (size_t j = 0; rc == 0 && j < nt; j++)
+    for (size_t i = j + 1; rc == 0 && i < nt; i++)
+      rc = submit_ata_tile(a, c, i, j);
+  for (size_t j = 0; rc == 0 && j < nt; j++) rc = submit_ata_tile(a, c, j, j);
+  if (rc != 0) return rc;
   for (size_t j = 0; j < nt; j++)
     for (size_t i = j; i < nt; i++) {
       tarn_dep d[2] = {
@@ -600,7 +626,8 @@ static int submit_ata(tarn_matrix *a, tarn_matrix *c) {
       struct ata_job g = {.m = (int)tarn__tile_cols(a, i),
                           .n = (int)tarn__tile_cols(a, j),
                           .diagonal = i == j};
-      int rc = submit_ata_job(a->rt, k_mirror, &g, d, i == j ? 1 : 2, "mirror");
+      int rc =
+          submit_ata_job(a->rt, k_mirror, &g, d, i == j ? 1 : 2, 0, "mirror");
       if (rc != 0) return rc;
     }
   return 0;

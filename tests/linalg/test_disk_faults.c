@@ -358,6 +358,7 @@ static void test_array_ops_on_a_failing_disk(void **state) {
   assert_int_equal(tarn_matrix_rand(rt, N, 1, NB, 1, 43, &v), 0);
   assert_int_equal(tarn_matrix_rand(rt, M, 1, NB, 1, 44, &w), 0);
   double *x0 = test_buffer_of(x), *y0 = test_buffer_of(y);
+  double *v0 = test_buffer_of(v), *w0 = test_buffer_of(w);
   tarn_stencil st;
   assert_int_equal(tarn_stencil_init(&st, 1, TARN_BOUNDARY_WRAP, 0.0), 0);
   enum { OUTS = 5 };
@@ -420,11 +421,15 @@ static void test_array_ops_on_a_failing_disk(void **state) {
     for (int k = 0; k < OUTS; k++) tarn_matrix_destroy(out[k]);
     same_bits(x, x0, M, N);
     same_bits(y, y0, M, N);
+    same_bits(v, v0, N, 1);
+    same_bits(w, w0, M, 1);
   }
   assert_true(hits > 0); /* the disk did fail under the calls */
   for (int k = 0; k < OUTS; k++) free(want[k]);
   free(x0);
   free(y0);
+  free(v0);
+  free(w0);
   tarn_matrix_destroy(x);
   tarn_matrix_destroy(y);
   tarn_matrix_destroy(v);

@@ -54,6 +54,8 @@
  * less than WORKERS_BUSY_MAX_NS (see guest_worthwhile). */
 #define GUEST_TASK_MAX_NS 50000
 #define WORKERS_BUSY_MAX_NS 500000
+/* A worker times one task in this many for its recent mean (see run). */
+#define RECENT_SAMPLE_EVERY 8
 /* The guest takes a region's only task while such regions recently took
  * less than this on average, in ns (see guest_worthwhile). */
 #define LONE_TASK_MAX_NS 50000
@@ -247,6 +249,7 @@ struct worker {
   tarn_rt *rt;
   unsigned index;
   bool guest;
+  int cpu; /* the processor it is pinned to, or -1 */
   pthread_t thread;
   atomic_bool lock;
   /* The queue, under lock: a skew heap and a list of tasks in queue order
@@ -272,16 +275,15 @@ struct worker {
   atomic_bool idle;
   atomic_uint help_users;
   /* Counters written by this worker only, on a line of their own: the
-   * waiting thread reads recent_ns at every region of one task
+   * waiting thread reads recent_ticks at every region of one task
    * (lone_worthwhile), and the line above changes whenever this worker
    * helps (`idle`), which made that read a miss (0.06 us of a 5.5 us
    * region of one shared 256 x 256 assign). */
   _Alignas(64) _Atomic uint64_t run, stolen, run_ns, wait_ns;
-  /* How long its recent tasks ran, in ns: a running mean that weighs the
-   * last task 1/8. From the coarse clock, whose tick (1 to 4 ms) a short
-   * task seldom spans: it reads 0 mostly and a tick now and then, which
-   * averages to its length. Written by this worker only. */
-  _Atomic uint64_t recent_ns;
+  /* How long its recent tasks ran, in ticks (tarn__ticks): a running mean
+   * of one task in RECENT_SAMPLE_EVERY, the last sample weighing 1/8.
+   * Written by this worker only. */
+  _Atomic uint64_t recent_ticks;
 } __attribute__((aligned(64)));
 
 struct tarn_rt {
@@ -295,6 +297,8 @@ struct tarn_rt {
   bool workers_fill_cores; /* nworkers >= the online processors */
   bool pinned;             /* the workers are pinned (cpu_side is set) */
   bool may_spill;          /* the pool has a limit: data may be on disk */
+  /* GUEST_TASK_MAX_NS and WORKERS_BUSY_MAX_NS in ticks (tarn__ticks). */
+  uint64_t guest_max_ticks, busy_max_ticks;
   uint64_t idle_trim_ns;   /* rest before give_back_at_rest; 0: never */
   uint64_t max_unfinished; /* a region's bound for submitters; 0: none */
   /* Written by submitters that are not workers, per task. */
@@ -339,6 +343,9 @@ struct tarn_rt {
    * look, each wait cost two misses (0.2 us of a 5.5 us region of one
    * shared 256 x 256 assign). */
   _Alignas(64) atomic_bool guest_busy;
+  /* The processor the guest ran on when it last shared a task's work
+   * (tarn_task_parallel_for), or -1. */
+  atomic_int guest_cpu;
   _Alignas(64) _Atomic(tarn_task *) lone;
   _Atomic uint64_t lone_since;
   /* With pinned workers: by processor, 1 when the (first) worker pinned
@@ -743,13 +750,14 @@ static struct worker *next_worker(tarn_rt *rt) {
                       rt->nworkers];
 }
 
-/* Whether the workers' recent tasks took less than max_ns on average. */
-static bool tasks_short(const tarn_rt *rt, uint64_t max_ns) {
+/* Whether the workers' recent tasks took less than max_ticks on average
+ * (tarn__ticks). */
+static bool tasks_short(const tarn_rt *rt, uint64_t max_ticks) {
   uint64_t sum = 0;
   for (unsigned i = 0; i < rt->nworkers; i++)
-    sum +=
-        atomic_load_explicit(&rt->workers[i].recent_ns, memory_order_relaxed);
-  return sum < max_ns * rt->nworkers;
+    sum += atomic_load_explicit(&rt->workers[i].recent_ticks,
+                                memory_order_relaxed);
+  return sum < max_ticks * rt->nworkers;
 }
 
 /* Whether a waiter runs its region's only task itself, as the guest (see
@@ -760,7 +768,7 @@ static bool lone_worthwhile(const tarn_rt *rt) {
   return rt->pinned &&
          atomic_load_explicit(&rt->lone_ns, memory_order_relaxed) <
              LONE_TASK_MAX_NS &&
-         (!rt->workers_fill_cores || tasks_short(rt, WORKERS_BUSY_MAX_NS));
+         (!rt->workers_fill_cores || tasks_short(rt, rt->busy_max_ticks));
 }
 
 /* Holds `t`, just pushed by a program thread as the first task of its
@@ -1139,16 +1147,29 @@ static tarn_task *run(struct worker *w, tarn_task *t) {
   prefetch_successor(t);
   tarn_mark mark;
   bool marked = tarn_slab_mark(w->scratch, &mark) == 0;
+  /* The recent mean (tasks_short) times one task in RECENT_SAMPLE_EVERY,
+   * from the first, in precise ticks. The coarse clock that times the
+   * rest reads 0 or a whole tick (4 ms here) for a short task: right as a
+   * sum over many tasks, but a running mean of it fell towards zero
+   * between the tasks that spanned a tick, and the guest took tasks of 75
+   * to 200 us beside busy workers. Ticks for every task cost the
+   * one-worker chain of `tarn bench rt` 0.04 us a task (docs/rt.md). */
+  uint64_t ran = atomic_load_explicit(&w->run, memory_order_relaxed);
+  bool sample = ran % RECENT_SAMPLE_EVERY == 0;
+  uint64_t s0 = sample ? tarn__ticks() : 0;
   current_task = t;
   rc = t->fn(t, t->arg);
   current_task = NULL;
+  if (sample) {
+    uint64_t took = tarn__ticks() - s0;
+    uint64_t recent =
+        atomic_load_explicit(&w->recent_ticks, memory_order_relaxed);
+    atomic_store_explicit(&w->recent_ticks, recent - recent / 8 + took / 8,
+                          memory_order_relaxed);
+  }
   if (marked) tarn_slab_unmark(w->scratch, &mark);
-  uint64_t took = tarn__clock_coarse_ns() - t1;
-  add_relaxed(&w->run_ns, took);
-  add_relaxed(&w->run, 1);
-  uint64_t recent = atomic_load_explicit(&w->recent_ns, memory_order_relaxed);
-  atomic_store_explicit(&w->recent_ns, recent - recent / 8 + took / 8,
-                        memory_order_relaxed);
+  add_relaxed(&w->run_ns, tarn__clock_coarse_ns() - t1);
+  atomic_store_explicit(&w->run, ran + 1, memory_order_relaxed);
   unpin_all(t);
   finish(w, t, rc, true, &next);
   task_done(w);
@@ -1209,14 +1230,30 @@ static bool help_wanted(const tarn_rt *rt) {
   return false;
 }
 
-/* An idle worker joins the first shared work it finds. Returns whether it
- * ran any. */
+/* Whether `self` is pinned to the processor the guest shares work from:
+ * helping there would put two threads computing on one processor, and
+ * the kernel then runs one of them only at its next tick. Regions of one
+ * shared 256 x 256 fill took 4 or 8 ms instead of 5 us about once in 1600
+ * (the mean 7.4 to 8.2 us a region against a median of 5.1; a program
+ * outside the repository, 2026-12-01) while such a worker helped; with it
+ * left out, none took over 40 us in 10000, for a mean of 5.0. */
+static bool beside_guest(const struct worker *self, const struct worker *v) {
+  return v->guest && self->cpu >= 0 &&
+         atomic_load_explicit(&self->rt->guest_cpu, memory_order_relaxed) ==
+             self->cpu;
+}
+
+/* An idle worker joins the first shared work it finds, unless it would
+ * compete with the guest for its processor (beside_guest). Returns
+ * whether it ran any. */
 static bool help_others(struct worker *self) {
   tarn_rt *rt = self->rt;
   unsigned slots = rt->nworkers + 1; /* the guest too */
   for (unsigned k = 1; k < slots; k++) {
     struct worker *v = &rt->workers[(self->index + k) % slots];
-    if (atomic_load_explicit(&v->help, memory_order_relaxed) == NULL) continue;
+    if (atomic_load_explicit(&v->help, memory_order_relaxed) == NULL ||
+        beside_guest(self, v))
+      continue;
     atomic_fetch_add(&v->help_users, 1);
     struct help *h = atomic_load(&v->help);
     if (h != NULL) {
@@ -1265,6 +1302,9 @@ int tarn_task_parallel_for(tarn_task *t, size_t count, size_t grain,
                    .nchunks = (count + chunk - 1) / chunk};
   atomic_init(&h.claimed, 0);
   atomic_init(&h.error, 0);
+  if (w->guest) /* before `help`, which publishes it (beside_guest) */
+    atomic_store_explicit(&w->rt->guest_cpu, sched_getcpu(),
+                          memory_order_relaxed);
   atomic_store(&w->help, &h);
   wake(w->rt);
   help_run(&h, w);
@@ -1703,7 +1743,7 @@ static bool guest_worthwhile(tarn_region *r) {
   uint64_t unfinished =
       submitted - atomic_load_explicit(&r->finished, memory_order_relaxed);
   if (unfinished >= 2)
-    return !rt->workers_fill_cores || tasks_short(rt, GUEST_TASK_MAX_NS);
+    return !rt->workers_fill_cores || tasks_short(rt, rt->guest_max_ticks);
   return submitted == 1 && lone_worthwhile(rt);
 }
 
@@ -1952,6 +1992,7 @@ static void rt_free(tarn_rt *rt) {
  * the system refuses (the processor went offline or out of the mask
  * meanwhile) leaves the thread unpinned. Returns pthread_create's status. */
 static int start_worker(struct worker *w, int cpu) {
+  w->cpu = cpu;
   pthread_attr_t attr;
   if (cpu >= 0 && pthread_attr_init(&attr) == 0) {
     cpu_set_t set;
@@ -1979,6 +2020,10 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   memset(rt, 0, sizeof *rt);
   rt->nworkers = o.workers;
   rt->workers_fill_cores = o.workers >= tarn__cpu_count();
+  atomic_init(&rt->guest_cpu, -1);
+  tarn__ticks_init();
+  rt->guest_max_ticks = tarn__ns_to_ticks(GUEST_TASK_MAX_NS);
+  rt->busy_max_ticks = tarn__ns_to_ticks(WORKERS_BUSY_MAX_NS);
   rt->eager_free = o.eager_free;
   rt->may_spill = o.pool.mem_limit != 0;
   rt->idle_trim_ns = (uint64_t)o.idle_trim_ms * 1000000u;
@@ -2014,6 +2059,7 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
     w->rt = rt;
     w->index = i;
     w->guest = i == o.workers;
+    w->cpu = -1; /* start_worker sets a pinned worker's */
     tarn_slab_acquire(rt->slabs, &w->scratch); /* count == workers + 1 */
   }
   int cpus[CPU_TABLE];

@@ -1,0 +1,155 @@
+/* test_ticks.c: the precise tick count the runtime times tasks with
+ * (src/prim/prim.h): it advances with CLOCK_MONOTONIC at the rate it
+ * reports, converts both ways, never runs backwards from one thread to
+ * another (read in order), and every thread that initialises it concurrently
+ * gets the same choice. The bounds are loose (a sleep lasts at least what was
+ * asked, and anything under a minute passes above), so a slow machine passes.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "prim/prim.h"
+
+static void sleep_ns(long ns) {
+  struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
+  while (nanosleep(&ts, &ts) != 0) continue;
+}
+
+/* A 3 ms sleep measures at least 3 ms less the rate's error (calibrated
+ * over 0.2 ms: well under 10 %), and at most a minute. */
+static void ticks_advance_with_the_clock(void **state) {
+  (void)state;
+  tarn__ticks_init();
+  for (int round = 0; round < 5; round++) {
+    uint64_t n0 = tarn__clock_ns(), t0 = tarn__ticks();
+    sleep_ns(3000000L);
+    uint64_t t1 = tarn__ticks(), n1 = tarn__clock_ns();
+    assert_true(t1 > t0);
+    uint64_t measured = tarn__ticks_to_ns(t1 - t0);
+    assert_true(measured >= 2700000u);
+    assert_true(measured <= 60000000000u);
+    /* Against the clock read around it: within 10 % and 0.1 ms. */
+    uint64_t clock = n1 - n0;
+    assert_true(measured <= clock + clock / 10 + 100000u);
+    assert_true(measured + measured / 10 + 100000u >= clock);
+  }
+}
+
+static void ticks_convert_both_ways(void **state) {
+  (void)state;
+  tarn__ticks_init();
+  static const uint64_t spans[] = {1000u, 50000u, 500000u, 1000000000u,
+                                   3600000000000u};
+  for (size_t i = 0; i < sizeof spans / sizeof spans[0]; i++) {
+    uint64_t ticks = tarn__ns_to_ticks(spans[i]);
+    assert_true(ticks > 0);
+    uint64_t back = tarn__ticks_to_ns(ticks);
+    uint64_t diff = back > spans[i] ? back - spans[i] : spans[i] - back;
+    assert_true(diff <= spans[i] / 1000 + 2); /* rounding only */
+  }
+  assert_int_equal(tarn__ticks_to_ns(0), 0);
+  assert_int_equal(tarn__ns_to_ticks(0), 0);
+}
+
+/* ---- threads ------------------------------------------------------------ */
+
+struct relay {
+  atomic_uint_fast64_t baton; /* ticks read by the last thread to pass it */
+  atomic_int turn;            /* whose turn: 0 or 1 */
+  atomic_int backwards;       /* reads below the baton */
+};
+
+enum { passes = 20000 };
+
+/* The time-stamp counter is read out of order, possibly before the loads
+ * above it: a fence keeps the read after them (Intel's manual: MFENCE;
+ * LFENCE before RDTSC). The runtime times a task on one thread and needs
+ * no such order. */
+static void read_after_loads(void) {
+#if defined(__x86_64__)
+  __asm__ volatile("mfence\n\tlfence" ::: "memory");
+#endif
+}
+
+/* Passes the baton back and forth with the other thread: each reads the
+ * ticks after it sees the other's read, which must not be lower. */
+static void *relay_run(void *arg, int me) {
+  struct relay *r = arg;
+  for (int i = 0; i < passes; i++) {
+    while (atomic_load(&r->turn) != me) sched_yield();
+    uint64_t seen = atomic_load(&r->baton);
+    read_after_loads();
+    uint64_t now = tarn__ticks();
+    if (now < seen) atomic_fetch_add(&r->backwards, 1);
+    atomic_store(&r->baton, now);
+    atomic_store(&r->turn, 1 - me);
+  }
+  return NULL;
+}
+
+static void *relay_one(void *arg) { return relay_run(arg, 1); }
+
+static void ticks_never_run_backwards_between_threads(void **state) {
+  (void)state;
+  tarn__ticks_init();
+  struct relay r;
+  atomic_init(&r.baton, 0);
+  atomic_init(&r.turn, 0);
+  atomic_init(&r.backwards, 0);
+  pthread_t other;
+  assert_int_equal(pthread_create(&other, NULL, relay_one, &r), 0);
+  relay_run(&r, 0);
+  assert_int_equal(pthread_join(other, NULL), 0);
+  assert_int_equal(atomic_load(&r.backwards), 0);
+}
+
+struct choice {
+  bool tsc;
+  uint64_t second; /* a second in ticks */
+};
+
+static void *init_and_read(void *arg) {
+  struct choice *c = arg;
+  tarn__ticks_init();
+  c->tsc = atomic_load(&tarn__ticks_tsc);
+  c->second = tarn__ns_to_ticks(1000000000u);
+  return NULL;
+}
+
+/* In a process of its own nothing has initialised the ticks yet: threads
+ * that do it at once all see one choice and one rate. */
+static void threads_initialising_together_agree(void **state) {
+  (void)state;
+  enum { nthreads = 4 };
+  pthread_t threads[nthreads];
+  struct choice choices[nthreads];
+  for (int i = 0; i < nthreads; i++)
+    assert_int_equal(
+        pthread_create(&threads[i], NULL, init_and_read, &choices[i]), 0);
+  for (int i = 0; i < nthreads; i++)
+    assert_int_equal(pthread_join(threads[i], NULL), 0);
+  for (int i = 1; i < nthreads; i++) {
+    assert_int_equal(choices[i].tsc, choices[0].tsc);
+    assert_int_equal(choices[i].second, choices[0].second);
+  }
+  assert_true(choices[0].second > 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(threads_initialising_together_agree), /* first */
+      cmocka_unit_test(ticks_advance_with_the_clock),
+      cmocka_unit_test(ticks_convert_both_ways),
+      cmocka_unit_test(ticks_never_run_backwards_between_threads),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -78,7 +78,7 @@ uint64_t tarn__clock_coarse_ns(void);
  * afterwards they are thread-safe. */
 
 /* Chooses the counter and, for the time-stamp counter, measures its rate
- * against CLOCK_MONOTONIC over about 0.2 ms (the first call only; later
+ * against CLOCK_MONOTONIC over about 50 us (the first call only; later
  * calls return at once). Thread-safe. */
 void tarn__ticks_init(void);
 

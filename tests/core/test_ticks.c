@@ -25,7 +25,7 @@ static void sleep_ns(long ns) {
 }
 
 /* A 3 ms sleep measures at least 3 ms less the rate's error (calibrated
- * over 0.2 ms: well under 10 %), and at most a minute. */
+ * over 50 us, to a few tenths of a percent), and at most a minute. */
 static void ticks_advance_with_the_clock(void **state) {
   (void)state;
   tarn__ticks_init();

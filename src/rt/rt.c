@@ -336,8 +336,6 @@ struct tarn_rt {
   /* Which share of the recent waits were for regions of one task, in
    * 1/LONE_SHARE_ONE: a running mean that weighs the last 1/8. */
   _Atomic uint32_t lone_share;
-  /* A region's only task, held for the thread that waits for the region
-   * (hold_for_waiter), and when it was put there (tarn__clock_ns). */
   /* A waiting thread is the guest. Set and cleared at every wait, so on
    * a line of its own: beside `stopping`, which idle workers read at every
    * look, each wait cost two misses (0.2 us of a 5.5 us region of one
@@ -346,6 +344,8 @@ struct tarn_rt {
   /* The processor the guest ran on when it last shared a task's work
    * (tarn_task_parallel_for), or -1. */
   atomic_int guest_cpu;
+  /* A region's only task, held for the thread that waits for the region
+   * (hold_for_waiter), and when it was put there (tarn__clock_ns). */
   _Alignas(64) _Atomic(tarn_task *) lone;
   _Atomic uint64_t lone_since;
   /* With pinned workers: by processor, 1 when the (first) worker pinned
@@ -1236,7 +1236,7 @@ static bool help_wanted(const tarn_rt *rt) {
  * shared 256 x 256 fill took 4 or 8 ms instead of 5 us about once in 1600
  * (the mean 7.4 to 8.2 us a region against a median of 5.1; a program
  * outside the repository, 2026-12-01) while such a worker helped; with it
- * left out, none took over 40 us in 10000, for a mean of 5.0. */
+ * left out, none took over 65 us in 10000, for a mean of 5.0. */
 static bool beside_guest(const struct worker *self, const struct worker *v) {
   return v->guest && self->cpu >= 0 &&
          atomic_load_explicit(&self->rt->guest_cpu, memory_order_relaxed) ==

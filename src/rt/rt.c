@@ -1125,6 +1125,16 @@ static void prefetch_successor(const tarn_task *t) {
       (const tarn_task *)((const char *)e - offsetof(tarn_task, in_edges)));
 }
 
+/* Whether a worker's task number `ran` (from 0) is timed for its recent
+ * mean: one in RECENT_SAMPLE_EVERY (a power of two), the first included,
+ * at gaps of 5, 8 or 13 rather than every 8th (the numbers whose multiple
+ * of the golden ratio, modulo 1, falls under 1/8), so that a workload
+ * with a long task every 8 is not sampled at the same place each time. */
+static bool recent_sample(uint64_t ran) {
+  return ran * UINT64_C(0x9E3779B97F4A7C15) <
+         UINT64_MAX / RECENT_SAMPLE_EVERY + 1;
+}
+
 /* Runs `t` on `w`; returns the successor to run next, or NULL (see
  * finish). */
 static tarn_task *run(struct worker *w, tarn_task *t) {
@@ -1155,7 +1165,7 @@ static tarn_task *run(struct worker *w, tarn_task *t) {
    * to 200 us beside busy workers. Ticks for every task cost the
    * one-worker chain of `tarn bench rt` 0.04 us a task (docs/rt.md). */
   uint64_t ran = atomic_load_explicit(&w->run, memory_order_relaxed);
-  bool sample = ran % RECENT_SAMPLE_EVERY == 0;
+  bool sample = recent_sample(ran);
   uint64_t s0 = sample ? tarn__ticks() : 0;
   current_task = t;
   rc = t->fn(t, t->arg);

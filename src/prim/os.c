@@ -118,27 +118,13 @@ uint64_t tarn__clock_coarse_ns(void) {
 
 atomic_bool tarn__ticks_tsc;
 
-/* Ticks per nanosecond (1 without the time-stamp counter), as a double's
- * bits. */
-static _Atomic uint64_t ticks_per_ns_bits;
+/* Ticks per nanosecond: 1 without the time-stamp counter. Written once,
+ * inside pthread_once, which orders it before every tarn__ticks_init's
+ * return (and so before any thread started after one). */
+static double ticks_per_ns = 1;
 static pthread_once_t ticks_once = PTHREAD_ONCE_INIT;
 
-/* 1 before tarn__ticks_init, as without the time-stamp counter. */
-static double ticks_per_ns(void) {
-  uint64_t bits =
-      atomic_load_explicit(&ticks_per_ns_bits, memory_order_relaxed);
-  double rate;
-  memcpy(&rate, &bits, sizeof rate);
-  return rate > 0 ? rate : 1;
-}
-
 #if defined(__x86_64__)
-static uint64_t read_tsc(void) {
-  uint32_t lo, hi;
-  __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-  return (uint64_t)hi << 32 | lo;
-}
-
 /* Whether the kernel keeps time by the time-stamp counter. */
 static bool kernel_uses_tsc(void) {
   FILE *f = fopen(
@@ -158,7 +144,7 @@ static void read_both(uint64_t *tsc, uint64_t *ns, uint64_t *spread) {
   *tsc = *ns = 0;
   *spread = UINT64_MAX;
   for (int i = 0; i < 8; i++) {
-    uint64_t a = read_tsc(), n = tarn__clock_ns(), b = read_tsc();
+    uint64_t a = tarn__tsc(), n = tarn__clock_ns(), b = tarn__tsc();
     if (b >= a && b - a < *spread) {
       *spread = b - a;
       *tsc = a + (b - a) / 2;
@@ -186,29 +172,23 @@ static double tsc_rate(void) {
 #endif
 
 static void ticks_choose(void) {
-  double rate = 1;
-  bool tsc = false;
 #if defined(__x86_64__)
   double measured = kernel_uses_tsc() ? tsc_rate() : 0;
   if (measured > 0) {
-    rate = measured;
-    tsc = true;
+    ticks_per_ns = measured;
+    atomic_store_explicit(&tarn__ticks_tsc, true, memory_order_relaxed);
   }
 #endif
-  uint64_t bits;
-  memcpy(&bits, &rate, sizeof bits);
-  atomic_store_explicit(&ticks_per_ns_bits, bits, memory_order_relaxed);
-  atomic_store_explicit(&tarn__ticks_tsc, tsc, memory_order_relaxed);
 }
 
 void tarn__ticks_init(void) { pthread_once(&ticks_once, ticks_choose); }
 
 uint64_t tarn__ticks_to_ns(uint64_t ticks) {
-  return (uint64_t)((double)ticks / ticks_per_ns());
+  return (uint64_t)((double)ticks / ticks_per_ns);
 }
 
 uint64_t tarn__ns_to_ticks(uint64_t ns) {
-  return (uint64_t)((double)ns * ticks_per_ns());
+  return (uint64_t)((double)ns * ticks_per_ns);
 }
 
 unsigned tarn__cpus_allowed(int *cpus, unsigned max) {

@@ -86,14 +86,20 @@ void tarn__ticks_init(void);
  * never changed afterwards). */
 extern atomic_bool tarn__ticks_tsc;
 
+#if defined(__x86_64__)
+/* The time-stamp counter (rdtsc). Thread-safe. */
+static inline uint64_t tarn__tsc(void) {
+  uint32_t lo, hi;
+  __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+  return (uint64_t)hi << 32 | lo;
+}
+#endif
+
 /* The tick count now. Thread-safe. */
 static inline uint64_t tarn__ticks(void) {
 #if defined(__x86_64__)
-  if (atomic_load_explicit(&tarn__ticks_tsc, memory_order_relaxed)) {
-    uint32_t lo, hi;
-    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return (uint64_t)hi << 32 | lo;
-  }
+  if (atomic_load_explicit(&tarn__ticks_tsc, memory_order_relaxed))
+    return tarn__tsc();
 #endif
   return tarn__clock_ns();
 }

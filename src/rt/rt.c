@@ -1195,13 +1195,14 @@ static tarn_task *run(struct worker *w, tarn_task *t) {
  * the first half, worker 1 the second), which stays in that processor's
  * cache between the tasks (the N=256 radius-1 stencils took 1 to 8 % less
  * time in six alternating runs). The guest, whose thread is not pinned,
- * claims from the side of the worker pinned to the processor it runs on
- * now: the two share that processor and its cache, and the worker on the
- * other processor takes the other side. */
+ * claims from the side of the worker pinned to the processor it shares
+ * the work from (rt->guest_cpu, read when it posted the work): the two
+ * share that processor and its cache, and the worker on the other
+ * processor takes the other side. */
 static bool help_claim(struct help *h, const struct worker *w, size_t *chunk) {
   bool back = (w->index & 1) != 0;
   if (w->guest && w->rt->pinned) { /* the side of the worker it shares with */
-    int cpu = sched_getcpu();
+    int cpu = atomic_load_explicit(&w->rt->guest_cpu, memory_order_relaxed);
     if (cpu >= 0 && cpu < (int)sizeof w->rt->cpu_side)
       back = w->rt->cpu_side[cpu] != 0;
   }
@@ -1312,7 +1313,8 @@ int tarn_task_parallel_for(tarn_task *t, size_t count, size_t grain,
                    .nchunks = (count + chunk - 1) / chunk};
   atomic_init(&h.claimed, 0);
   atomic_init(&h.error, 0);
-  if (w->guest) /* before `help`, which publishes it (beside_guest) */
+  if (w->guest) /* before `help`, which publishes it (help_claim,
+                   beside_guest) */
     atomic_store_explicit(&w->rt->guest_cpu, sched_getcpu(),
                           memory_order_relaxed);
   atomic_store(&w->help, &h);

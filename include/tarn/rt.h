@@ -58,7 +58,12 @@ typedef int (*tarn_task_fn)(tarn_task *task, void *arg);
 typedef struct tarn_rt_options {
   /* Worker threads. Default: TARN_WORKERS from the environment, else the
    * number of processors the creating thread may run on (its affinity
-   * mask: taskset, cpusets and containers narrow it). At most 1024. */
+   * mask: taskset and cpusets narrow it), at most the CPU quota of the
+   * process's control groups rounded up (cgroup v2 cpu.max, v1
+   * cpu.cfs_quota_us: a container given 2 CPUs by docker --cpus=2 or a
+   * Kubernetes limit may still run on every processor of its host, and
+   * one spinning worker per processor would spend the quota waiting).
+   * At most 1024. */
   unsigned workers;
   /* The runtime's pool (memory limit, spill directory, ...). */
   tarn_pool_options pool;
@@ -71,9 +76,13 @@ typedef struct tarn_rt_options {
   /* Pin worker i to the i-th processor the creating thread may run on
    * (modulo their number), so that the kernel never puts two workers on
    * one core while another core is left to a thread that only waits (1,
-   * the default, or TARN_PIN_WORKERS=1), or let the kernel place them (0,
-   * or TARN_PIN_WORKERS=0: for a machine shared with other busy
-   * programs). The program's own threads are never pinned. */
+   * or TARN_PIN_WORKERS=1), or let the kernel place them (0, or
+   * TARN_PIN_WORKERS=0: for a machine shared with other busy programs).
+   * Default 1, except when a CPU quota makes the default workers fewer
+   * than those processors: then 0, since the quota's time may come from
+   * any processor, and the runtimes of several such processes on one host
+   * would all pin to the same first ones. The program's own threads are
+   * never pinned. */
   int pin_workers;
   /* Milliseconds the workers rest (asleep, without work) before they give
    * back what the work left: scratch pages, the heap's free pages, spare

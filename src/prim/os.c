@@ -208,7 +208,11 @@ unsigned tarn__cpus_allowed(int *cpus, unsigned max) {
   return n;
 }
 
-unsigned tarn__cpu_count(void) { return tarn__cpus_allowed(NULL, 0); }
+unsigned tarn__cpu_count(void) {
+  unsigned allowed = tarn__cpus_allowed(NULL, 0);
+  unsigned quota = tarn__cpu_quota(NULL);
+  return quota != 0 && quota < allowed ? quota : allowed;
+}
 
 size_t tarn__rss_bytes(void) {
   FILE *f = fopen("/proc/self/statm", "r");

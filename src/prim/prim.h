@@ -128,7 +128,19 @@ static inline void tarn__prefetch_write(const void *p) {
  * processors, numbered 0 to n - 1. Thread-safe. */
 unsigned tarn__cpus_allowed(int *cpus, unsigned max);
 
-/* tarn__cpus_allowed's count (at least 1). Thread-safe. */
+/* The CPU time the control groups of the calling process allow it, in
+ * whole processors rounded up (a quota of 1.5 processors gives 2), or 0
+ * when none is set or it cannot be read: the least of cgroup v2's cpu.max
+ * and v1's cpu.cfs_quota_us / cpu.cfs_period_us over the process's group
+ * and every group above it (src/prim/cgroup.c). A container limited to 2
+ * CPUs (docker --cpus=2, a Kubernetes CPU limit) usually still has every
+ * processor of the host in its affinity mask. `root` is the directory
+ * that stands for "/" in every path read (NULL: "/" itself; tests pass a
+ * tree of their own). Reads the files afresh at every call. Thread-safe. */
+unsigned tarn__cpu_quota(const char *root);
+
+/* The processors the process may use: tarn__cpus_allowed's count, at most
+ * tarn__cpu_quota(NULL) (at least 1). Thread-safe. */
 unsigned tarn__cpu_count(void);
 
 /* The process's resident set size in bytes, 0 when it cannot be read.

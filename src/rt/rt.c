@@ -401,7 +401,11 @@ int tarn_rt_options_init(tarn_rt_options *o) {
   o->scratch_bytes = (size_t)64 << 20;
   o->eager_free = 1;
   o->workers = tarn__cpu_count();
-  o->pin_workers = 1;
+  /* Pinned, unless a CPU quota left fewer workers than processors: the
+   * quota's time may come from any of them, and the runtimes of several
+   * such processes (containers on one host) would all pin to the same
+   * first ones. */
+  o->pin_workers = o->workers >= tarn__cpus_allowed(NULL, 0);
   o->idle_trim_ms = IDLE_TRIM_MS_DEFAULT;
   if (env_runtime(o) != NULL) rc = TARN_EINVAL;
   return rc;

@@ -1,0 +1,268 @@
+/* cgroup.c: the CPU quota of the calling process's control groups
+ * (tarn__cpu_quota in prim.h). A container given "2 CPUs" (docker --cpus,
+ * a Kubernetes CPU limit) usually still lets its threads run on every
+ * processor of the host: only the kernel's bandwidth control, a quota of
+ * CPU time per period, stops it. So the processors a thread may run on
+ * over-count what it gets, and one worker per processor would be
+ * throttled: a pool of 64 spinning workers in a 2-CPU quota spends its
+ * time in the kernel's penalty box. This reads the quota the way the
+ * kernel documents it (Documentation/admin-guide/cgroup-v2.rst, cpu.max;
+ * cgroup-v1/cfs bandwidth: cpu.cfs_quota_us, cpu.cfs_period_us):
+ *
+ * 1. /proc/self/cgroup: the process's group in the unified hierarchy (the
+ *    line "0::PATH") and in the v1 hierarchy that has the cpu controller
+ *    (a line "N:...,cpu,...:PATH");
+ * 2. /proc/self/mountinfo: where each of those hierarchies is mounted (a
+ *    cgroup2 file system; a cgroup one whose options name cpu), and which
+ *    of its groups the mount shows at its top (a container without its own
+ *    cgroup namespace sees its group mounted as the top);
+ * 3. the quota files of the group and of every group above it up to the
+ *    mount's top: the least quota / period among them is the limit.
+ *
+ * Nothing here keeps state; every file is read afresh. Any file that is
+ * missing or not as documented counts as no quota: the caller then uses
+ * the processors it may run on, as before. */
+#define _GNU_SOURCE
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prim/prim.h"
+
+/* A limit: quota microseconds of CPU time per period (period 0: none). */
+struct quota {
+  uint64_t quota, period;
+};
+
+/* Whether `a` allows less CPU time than `b` (b may be none). */
+static bool tighter(struct quota a, struct quota b) {
+  if (a.period == 0) return false;
+  if (b.period == 0) return true;
+  return (double)a.quota / (double)a.period <
+         (double)b.quota / (double)b.period;
+}
+
+/* `text` as a positive decimal number, trailing white space allowed. */
+static bool parse_count(const char *text, uint64_t *out) {
+  if (*text < '0' || *text > '9') return false;
+  char *end = NULL;
+  unsigned long long v = strtoull(text, &end, 10);
+  while (*end == ' ' || *end == '\n' || *end == '\t') end++;
+  if (*end != '\0' || v == 0 || v == ULLONG_MAX) return false;
+  *out = v;
+  return true;
+}
+
+/* The first line of file `path` into buf (without its newline). */
+static bool read_line(const char *path, char *buf, size_t size) {
+  FILE *f = fopen(path, "re");
+  if (f == NULL) return false;
+  bool ok = fgets(buf, (int)size, f) != NULL;
+  fclose(f);
+  if (ok) buf[strcspn(buf, "\n")] = '\0';
+  return ok;
+}
+
+/* The limit set in group directory `dir`: cpu.max ("QUOTA PERIOD", or "max
+ * PERIOD" for none; the line starts with them) in v2, cpu.cfs_quota_us (-1 for
+ * none) and cpu.cfs_period_us in v1. */
+static struct quota quota_in(const char *dir, bool v2) {
+  struct quota none = {0, 0}, q = {0, 0};
+  char path[PATH_MAX], line[128];
+  if (v2) {
+    if (snprintf(path, sizeof path, "%s/cpu.max", dir) >= (int)sizeof path ||
+        !read_line(path, line, sizeof line))
+      return none;
+    /* Fields after the period, if a kernel ever adds some, are left. */
+    char *save = NULL, *quota = strtok_r(line, " ", &save);
+    char *period = strtok_r(NULL, " ", &save);
+    if (quota == NULL || period == NULL || !parse_count(quota, &q.quota) ||
+        !parse_count(period, &q.period))
+      return none;
+    return q;
+  }
+  if (snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir) >=
+          (int)sizeof path ||
+      !read_line(path, line, sizeof line) || !parse_count(line, &q.quota))
+    return none; /* "-1": no quota */
+  if (snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir) >=
+          (int)sizeof path ||
+      !read_line(path, line, sizeof line) || !parse_count(line, &q.period))
+    return none;
+  return q;
+}
+
+/* Whether the comma-separated `list` has the element `name`. */
+static bool list_has(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; *p != '\0';) {
+    size_t len = strcspn(p, ",");
+    if (len == n && strncmp(p, name, n) == 0) return true;
+    p += len;
+    if (*p == ',') p++;
+  }
+  return false;
+}
+
+/* The process's group paths from /proc/self/cgroup: the unified one
+ * (v2, "0::PATH") and the v1 one with the cpu controller. */
+struct groups {
+  char v2[PATH_MAX], v1[PATH_MAX];
+  bool has_v2, has_v1;
+};
+
+static bool read_groups(const char *root, struct groups *g) {
+  char path[PATH_MAX];
+  if (snprintf(path, sizeof path, "%s/proc/self/cgroup", root) >=
+      (int)sizeof path)
+    return false;
+  FILE *f = fopen(path, "re");
+  if (f == NULL) return false;
+  char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    line[strcspn(line, "\n")] = '\0';
+    char *c1 = strchr(line, ':');
+    char *c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
+    if (c2 == NULL || c2[1] != '/' || strlen(c2 + 1) >= PATH_MAX) continue;
+    *c1 = *c2 = '\0';
+    if (strcmp(line, "0") == 0 && c1[1] == '\0') {
+      strcpy(g->v2, c2 + 1);
+      g->has_v2 = true;
+    } else if (list_has(c1 + 1, "cpu")) {
+      strcpy(g->v1, c2 + 1);
+      g->has_v1 = true;
+    }
+  }
+  free(line);
+  fclose(f);
+  return g->has_v1 || g->has_v2;
+}
+
+/* Undoes mountinfo's octal escapes (\040 for a space, ...) in place. */
+static void unescape(char *s) {
+  char *out = s;
+  for (char *p = s; *p != '\0'; p++) {
+    if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' &&
+        p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
+      *out++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
+      p += 3;
+    } else {
+      *out++ = *p;
+    }
+  }
+  *out = '\0';
+}
+
+/* The path of group `group` under a mount of its hierarchy showing group
+ * `top` at `mount_point`, into out: mount_point followed by what of
+ * `group` lies below `top`. False when `group` is not below `top` (a
+ * process outside its cgroup namespace sees its group as "/../..."). */
+static bool group_dir(const char *root, const char *mount_point,
+                      const char *top, const char *group, char *out,
+                      size_t size) {
+  if (strstr(group, "/..") != NULL) return false;
+  size_t n = strcmp(top, "/") == 0 ? 0 : strlen(top);
+  if (strncmp(group, top, n) != 0 || (group[n] != '/' && group[n] != '\0'))
+    return false;
+  const char *below = group + n;
+  if (strcmp(below, "/") == 0) below = "";
+  return snprintf(out, size, "%s%s%s", root, mount_point, below) < (int)size;
+}
+
+/* Finds the group directories of `g` from /proc/self/mountinfo: fields
+ * 4 (the group at the mount's top) and 5 (the mount point), then after
+ * the " - " separator the file system type and its options. */
+static void find_dirs(const char *root, const struct groups *g, char *v2_dir,
+                      char *v1_dir, size_t *v2_top_len, size_t *v1_top_len) {
+  char path[PATH_MAX];
+  if (snprintf(path, sizeof path, "%s/proc/self/mountinfo", root) >=
+      (int)sizeof path)
+    return;
+  FILE *f = fopen(path, "re");
+  if (f == NULL) return;
+  char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    line[strcspn(line, "\n")] = '\0';
+    char *sep = strstr(line, " - ");
+    if (sep == NULL) continue;
+    *sep = '\0';
+    char *fields[5], *save = NULL, *tok = strtok_r(line, " ", &save);
+    int nf = 0;
+    for (; tok != NULL && nf < 5; tok = strtok_r(NULL, " ", &save))
+      fields[nf++] = tok;
+    char *fstype = strtok_r(sep + 3, " ", &save);
+    (void)strtok_r(NULL, " ", &save); /* the source */
+    char *options = strtok_r(NULL, " ", &save);
+    if (nf < 5 || fstype == NULL) continue;
+    unescape(fields[3]);
+    unescape(fields[4]);
+    char *dir = NULL;
+    const char *group = NULL;
+    size_t *top_len = NULL;
+    if (strcmp(fstype, "cgroup2") == 0 && g->has_v2 && v2_dir[0] == '\0') {
+      dir = v2_dir;
+      group = g->v2;
+      top_len = v2_top_len;
+    } else if (strcmp(fstype, "cgroup") == 0 && options != NULL &&
+               list_has(options, "cpu") && g->has_v1 && v1_dir[0] == '\0') {
+      dir = v1_dir;
+      group = g->v1;
+      top_len = v1_top_len;
+    }
+    if (dir == NULL ||
+        !group_dir(root, fields[4], fields[3], group, dir, PATH_MAX)) {
+      if (dir != NULL) dir[0] = '\0';
+      continue;
+    }
+    *top_len = strlen(root) + strlen(fields[4]);
+  }
+  free(line);
+  fclose(f);
+}
+
+/* The tightest limit in directory `dir` and its parents, down to its first
+ * `top_len` characters (the mount point). */
+static struct quota limit_up(char *dir, size_t top_len, bool v2) {
+  struct quota best = {0, 0};
+  for (int depth = 0; depth < 256; depth++) {
+    struct quota q = quota_in(dir, v2);
+    if (tighter(q, best)) best = q;
+    size_t len = strlen(dir);
+    if (len <= top_len) break;
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL || (size_t)(slash - dir) < top_len) break;
+    *slash = '\0';
+  }
+  return best;
+}
+
+unsigned tarn__cpu_quota(const char *root) {
+  if (root == NULL) root = "";
+  struct groups *g = calloc(1, sizeof *g);
+  char *dirs = calloc(2, PATH_MAX);
+  unsigned cpus = 0;
+  if (g != NULL && dirs != NULL && read_groups(root, g)) {
+    char *v2_dir = dirs, *v1_dir = dirs + PATH_MAX;
+    size_t v2_top = 0, v1_top = 0;
+    find_dirs(root, g, v2_dir, v1_dir, &v2_top, &v1_top);
+    struct quota best = {0, 0};
+    if (v2_dir[0] != '\0') best = limit_up(v2_dir, v2_top, true);
+    if (v1_dir[0] != '\0') {
+      struct quota q = limit_up(v1_dir, v1_top, false);
+      if (tighter(q, best)) best = q;
+    }
+    if (best.period != 0) {
+      uint64_t whole =
+          best.quota / best.period + (best.quota % best.period != 0 ? 1 : 0);
+      cpus = whole > UINT_MAX ? UINT_MAX : (unsigned)whole;
+    }
+  }
+  free(dirs);
+  free(g);
+  return cpus;
+}

@@ -373,10 +373,10 @@ int tarn_demo(int argc, char **argv) {
   }
   printf(
       "tarn demo: A x = b by Cholesky, A %zu x %zu (%.1f MiB) in %zu x "
-      "%zu tiles, memory limit %.1f MiB (%.2g of A), %u workers\n",
+      "%zu tiles, memory limit %.1f MiB (%.2g of A), %u worker%s\n",
       args.n, args.n, matrix / MIB, args.tile, args.tile,
       (double)args.limit / MIB, (double)args.limit / matrix,
-      tarn_rt_workers(d.rt));
+      tarn_rt_workers(d.rt), tarn_rt_workers(d.rt) == 1 ? "" : "s");
   fflush(stdout);
 
   struct progress progress = {.rt = d.rt, .phase = "", .began = now_s()};

@@ -1,6 +1,6 @@
 /* os.c: the POSIX/Linux implementation of prim.h. Nothing here keeps state
- * except the page size and the tick counter's choice and rate, each set
- * once and never changed. */
+ * except the page size, the tick counter's choice and rate and the CPU
+ * quota, each set once and never changed. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -208,10 +208,17 @@ unsigned tarn__cpus_allowed(int *cpus, unsigned max) {
   return n;
 }
 
+/* The process's CPU quota, read once (tarn__cpu_count). */
+static pthread_once_t quota_once = PTHREAD_ONCE_INIT;
+static unsigned process_quota;
+
+static void read_quota(void) { process_quota = tarn__cpu_quota(NULL); }
+
 unsigned tarn__cpu_count(void) {
   unsigned allowed = tarn__cpus_allowed(NULL, 0);
-  unsigned quota = tarn__cpu_quota(NULL);
-  return quota != 0 && quota < allowed ? quota : allowed;
+  pthread_once(&quota_once, read_quota);
+  return process_quota != 0 && process_quota < allowed ? process_quota
+                                                       : allowed;
 }
 
 size_t tarn__rss_bytes(void) {

@@ -140,7 +140,8 @@ unsigned tarn__cpus_allowed(int *cpus, unsigned max);
 unsigned tarn__cpu_quota(const char *root);
 
 /* The processors the process may use: tarn__cpus_allowed's count, at most
- * tarn__cpu_quota(NULL) (at least 1). Thread-safe. */
+ * tarn__cpu_quota(NULL) as read at the first call in the process (at
+ * least 1). Thread-safe. */
 unsigned tarn__cpu_count(void);
 
 /* The process's resident set size in bytes, 0 when it cannot be read.

@@ -294,7 +294,7 @@ struct tarn_rt {
   struct worker *workers; /* nworkers threads, then the guest */
   unsigned nworkers;
   int eager_free;
-  bool workers_fill_cores; /* nworkers >= the online processors */
+  bool workers_fill_cores; /* nworkers >= the processors allowed */
   bool pinned;             /* the workers are pinned (cpu_side is set) */
   bool may_spill;          /* the pool has a limit: data may be on disk */
   /* GUEST_TASK_MAX_NS and WORKERS_BUSY_MAX_NS in ticks (tarn__ticks). */
@@ -765,11 +765,12 @@ static bool tasks_short(const tarn_rt *rt, uint64_t max_ticks) {
 }
 
 /* Whether a waiter runs its region's only task itself, as the guest (see
- * guest_worthwhile): with pinned workers, while such regions took less
- * than LONE_TASK_MAX_NS, and, when they fill the cores, while the workers
- * are not kept busy by long tasks of other regions (WORKERS_BUSY_MAX_NS). */
+ * guest_worthwhile): with pinned workers or a processor to spare, while
+ * such regions took less than LONE_TASK_MAX_NS, and, when the workers
+ * fill the cores, while they are not kept busy by long tasks of other
+ * regions (WORKERS_BUSY_MAX_NS). */
 static bool lone_worthwhile(const tarn_rt *rt) {
-  return rt->pinned &&
+  return (rt->pinned || !rt->workers_fill_cores) &&
          atomic_load_explicit(&rt->lone_ns, memory_order_relaxed) <
              LONE_TASK_MAX_NS &&
          (!rt->workers_fill_cores || tasks_short(rt, rt->busy_max_ticks));
@@ -1730,15 +1731,19 @@ static tarn_task *guest_take(struct worker *g) {
  *   last task of a larger region: the workers are busy with the others,
  *   and it would run as a third thread on two cores (N=1024 elementwise
  *   rows, 4 tasks of 75 us, up to 12 % slower when it did).
- * - Or when the region has one task and the workers are pinned, while
- *   such regions are short (LONE_TASK_MAX_NS). It takes that task and
- *   shares its work with the workers like any owner, so the region needs
- *   no hand-off to a worker and back: claiming the side of the worker it
- *   shares a core with (help_claim), a region of one shared assign on a
- *   256 x 256 tile takes 5.1 to 5.5 us instead of 6.1 to 6.5. Unpinned,
+ * - Or when the region has one task and the workers are pinned or leave a
+ *   processor to spare, while such regions are short (LONE_TASK_MAX_NS).
+ *   It takes that task and shares its work with the workers like any
+ *   owner, so the region needs no hand-off to a worker and back: claiming
+ *   the side of the worker it shares a core with (help_claim), a region
+ *   of one shared assign on a 256 x 256 tile takes 5.1 to 5.5 us instead
+ *   of 6.1 to 6.5. Unpinned,
  *   the guest's side of the ranges is not its processor's (a region of
  *   one shared 256 x 256 fill: 7.3 to 10.0 us instead of 6.0 to 6.3, in
- *   the rt suite; N=256 update 10.5 us against 9.4). Long, the hand-off
+ *   the rt suite; N=256 update 10.5 us against 9.4), unless a processor
+ *   is left to it: with one unpinned worker on two processors, a region of
+ *   one 256 x 256 radius-1 sum took 18.5 to 19.2 us when the guest shared
+ *   it, 35.5 to 36.0 when the worker ran it alone. Long, the hand-off
  *   it saves (a microsecond) does not pay: a Cholesky of one 256 tile,
  *   180 us of shared blocks, took 4 % longer on the guest, with the
  *   worker on its core spinning beside it.
@@ -2035,7 +2040,10 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   if (rt == NULL) return TARN_ENOMEM;
   memset(rt, 0, sizeof *rt);
   rt->nworkers = o.workers;
-  rt->workers_fill_cores = o.workers >= tarn__cpu_count();
+  /* The processors, not a CPU quota (tarn__cpu_count): a thread more than
+   * the quota shares its time with the others, where a thread more than
+   * the processors takes turns with a worker for whole scheduler ticks. */
+  rt->workers_fill_cores = o.workers >= tarn__cpus_allowed(NULL, 0);
   atomic_init(&rt->guest_cpu, -1);
   tarn__ticks_init();
   rt->guest_max_ticks = tarn__ns_to_ticks(GUEST_TASK_MAX_NS);

@@ -30,22 +30,6 @@ bool tarn_args_count(const char *text, long long min, long long max,
   return true;
 }
 
-bool tarn_args_bytes(const char *text, size_t *out) {
-  unsigned long long v;
-  char *end;
-  if (!digits(text, &v, &end)) return false;
-  unsigned shift = 0;
-  if (*end != '\0' && end[1] == '\0') {
-    const char *units = "KMGT", *u = strchr(units, *end == 'k' ? 'K' : *end);
-    if (u == NULL) return false;
-    shift = 10 * (unsigned)(u - units + 1);
-    end++;
-  }
-  if (*end != '\0' || v > (SIZE_MAX >> shift)) return false;
-  *out = (size_t)(v << shift);
-  return true;
-}
-
 bool tarn_args_environment(const char *command) {
   const char *name = NULL;
   if (tarn_env_check(&name) == 0) return true;

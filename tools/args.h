@@ -13,10 +13,6 @@
 bool tarn_args_count(const char *text, long long min, long long max,
                      long long *out);
 
-/* Whether `text` is a byte count: digits, or digits and one of K, M, G, T
- * (powers of 1024; k for K) that fits a size_t; *out gets it. */
-bool tarn_args_bytes(const char *text, size_t *out);
-
 /* Whether tarn's environment variables are valid (tarn_env_check); when
  * one is not, says which and what it holds on standard error, as
  * "tarn COMMAND: TARN_WORKERS=\"zero\" in the environment is not valid

@@ -40,7 +40,8 @@ static const char demo_usage[] =
     "usage: tarn demo [--size N] [--tile B] [--mem-limit SIZE] [--workers W]\n"
     "  Solves A x = b by tiled Cholesky for an N x N matrix (default 8192,\n"
     "  512 MiB) in B x B tiles (default 512) under a memory limit (default\n"
-    "  a quarter of the matrix; bytes or with K, M, G), so that tiles are\n"
+    "  a quarter of the matrix; bytes or with K, M, G, or N% of the memory\n"
+    "  the process may use), so that tiles are\n"
     "  spilled to disk (TARN_SPILL_DIR, else TMPDIR, else /tmp) and read\n"
     "  back. W workers (default: one per core). Prints each phase and checks\n"
     "  the answer; exit status 0 when it is right.\n";
@@ -75,8 +76,9 @@ static int parse_args(int argc, char **argv, struct demo_args *a) {
         return demo_usage_error("--tile must be from 1 to 32768", v);
       a->tile = (size_t)n;
     } else if (strcmp(arg, "--mem-limit") == 0) {
-      if (!tarn_args_bytes(v, &a->limit) || a->limit == 0)
-        return demo_usage_error("--mem-limit must be a size such as 128M", v);
+      if (tarn_pool_limit_parse(v, &a->limit) != 0 || a->limit == 0)
+        return demo_usage_error(
+            "--mem-limit must be a size such as 128M, or 10% of the memory", v);
     } else if (strcmp(arg, "--workers") == 0) {
       if (!tarn_args_count(v, 1, 1024, &n))
         return demo_usage_error("--workers must be from 1 to 1024", v);

@@ -43,8 +43,8 @@ static const char usage_text[] =
     "    --workers N     tarn's workers and the peers' threads (default: one\n"
     "                    per core)\n"
     "    --mem-limit SIZE  memory limit of tarn's pool, bytes or with K, M,\n"
-    "                    G suffix (default none; ooc sets its own: 2/3 of\n"
-    "                    the data)\n"
+    "                    G suffix, or N% of the memory the process may use\n"
+    "                    (default none; ooc sets its own: 2/3 of the data)\n"
     "    --json FILE     also write every result to FILE as JSON\n"
     "    A progress bar is drawn on standard error when it is a terminal.\n"
     "  bench compare BASE.json NEW.json [--threshold PERCENT]\n"
@@ -146,13 +146,14 @@ static int parse_workers(const char *text, unsigned *workers) {
   return 0;
 }
 
-/* Parses --mem-limit: bytes, or a number with K, M, G or T (powers of
- * 1024), at least 1 MiB. */
+/* Parses --mem-limit as TARN_MEM_LIMIT (tarn_pool_limit_parse: bytes, a
+ * number with K, M, G or T, or a share of the memory such as 50%), at
+ * least 1 MiB. */
 static int parse_mem_limit(const char *text, size_t *bytes) {
-  if (!tarn_args_bytes(text, bytes) || *bytes < ((size_t)1 << 20))
+  if (tarn_pool_limit_parse(text, bytes) != 0 || *bytes < ((size_t)1 << 20))
     return usage_error(
-        "--mem-limit must be a size of at least 1M, such as 512M or 2G, not "
-        "'%s'",
+        "--mem-limit must be a size of at least 1M, such as 512M, 2G or 50%% "
+        "(of the memory), not '%s'",
         text);
   return 0;
 }

@@ -104,8 +104,7 @@ typedef enum tarn_evict_policy {
 
 typedef struct tarn_pool_options {
   /* Limit on resident bytes; 0 = none. Default 0, or TARN_MEM_LIMIT from
-   * the environment (bytes, or with a K, M, G or T suffix, powers of 1024).
-   */
+   * the environment, as tarn_pool_limit_parse reads it (512M, 2G, 75%). */
   size_t mem_limit;
   /* Directory in which the private spill file is made. Default
    * TARN_SPILL_DIR from the environment, else TMPDIR, else /tmp. The
@@ -141,6 +140,20 @@ typedef struct tarn_pool_options {
  * TARN_EINVAL when an environment variable cannot be parsed (the defaults
  * are kept for it). */
 TARN_API int tarn_pool_options_init(tarn_pool_options *options);
+
+/* Reads a memory limit as TARN_MEM_LIMIT is read: a number of bytes, or
+ * with a K, M, G or T suffix (powers of 1024; "Ki", "KB", "KiB" too), or
+ * a share of the memory the process may use, "N%" with N from 1 to 100:
+ * N percent of the machine's memory, or of its control groups' memory
+ * limit when that is lower (cgroup v2 memory.max or memory.high, v1
+ * memory.limit_in_bytes, the tightest over the process's group and the
+ * groups above it: a container given 4 GiB reads "50%" as 2 GiB). So one
+ * setting fits a program that runs in containers of different sizes. The
+ * limit counts only the pool's data: leave room for the rest of the
+ * process (the runtime's scratch, BLAS's buffers, the program's own).
+ * Returns 0 and *bytes, or TARN_EINVAL for NULL arguments or text of
+ * another form (*bytes untouched). Thread-safe. */
+TARN_API int tarn_pool_limit_parse(const char *text, size_t *bytes);
 
 /* Creates a pool. `options` may be NULL (tarn_pool_options_init's values).
  * On success *pool owns its I/O threads and spill file until

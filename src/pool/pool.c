@@ -194,15 +194,35 @@ static int parse_bytes(const char *s, size_t *out) {
   return 0;
 }
 
+/* "N%", N from 1 to 100 (digits only), as that share of the memory the
+ * process may use (tarn__memory_usable), at least one byte. */
+static int parse_percent(const char *s, size_t *out) {
+  size_t digits = strspn(s, "0123456789");
+  if (digits == 0 || digits > 3 || strcmp(s + digits, "%") != 0)
+    return TARN_EINVAL;
+  unsigned long pct = strtoul(s, NULL, 10);
+  size_t usable = tarn__memory_usable();
+  if (pct < 1 || pct > 100 || usable == 0) return TARN_EINVAL;
+  size_t bytes = usable / 100 * pct + usable % 100 * pct / 100;
+  *out = bytes != 0 ? bytes : 1;
+  return 0;
+}
+
+int tarn_pool_limit_parse(const char *text, size_t *bytes) {
+  if (text == NULL || bytes == NULL) return TARN_EINVAL;
+  size_t v = 0;
+  int rc = strchr(text, '%') != NULL ? parse_percent(text, &v)
+                                     : parse_bytes(text, &v);
+  if (rc == 0) *bytes = v;
+  return rc;
+}
+
 /* TARN_MEM_LIMIT into *out when it is set (not empty). Returns 0, also
  * when unset or empty (*out untouched), or TARN_EINVAL. */
 static int env_mem_limit(size_t *out) {
   const char *limit = getenv("TARN_MEM_LIMIT");
-  size_t bytes = 0;
   if (limit == NULL || limit[0] == '\0') return 0;
-  if (parse_bytes(limit, &bytes) != 0) return TARN_EINVAL;
-  *out = bytes;
-  return 0;
+  return tarn_pool_limit_parse(limit, out);
 }
 
 int tarn__pool_env_check(const char **name) {

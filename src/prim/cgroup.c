@@ -1,27 +1,30 @@
-/* cgroup.c: the CPU quota of the calling process's control groups
- * (tarn__cpu_quota in prim.h). A container given "2 CPUs" (docker --cpus,
- * a Kubernetes CPU limit) usually still lets its threads run on every
- * processor of the host: only the kernel's bandwidth control, a quota of
- * CPU time per period, stops it. So the processors a thread may run on
- * over-count what it gets, and one worker per processor would be
- * throttled: a pool of 64 spinning workers in a 2-CPU quota spends its
- * time in the kernel's penalty box. This reads the quota the way the
- * kernel documents it (Documentation/admin-guide/cgroup-v2.rst, cpu.max;
- * cgroup-v1/cfs bandwidth: cpu.cfs_quota_us, cpu.cfs_period_us):
+/* cgroup.c: the limits the calling process's control groups set on it
+ * (tarn__cpu_quota and tarn__memory_limit in prim.h).
+ *
+ * A container given "2 CPUs" (docker --cpus, a Kubernetes CPU limit)
+ * usually still lets its threads run on every processor of the host: only
+ * the kernel's bandwidth control, a quota of CPU time per period, stops
+ * it. So the processors a thread may run on over-count what it gets, and
+ * one worker per processor would be throttled. A container given 4 GiB is
+ * killed when it uses more, however much the host has. Both limits are
+ * read the way the kernel documents them (Documentation/admin-guide/
+ * cgroup-v2.rst: cpu.max, memory.max, memory.high; cgroup-v1: CFS
+ * bandwidth's cpu.cfs_quota_us and cpu.cfs_period_us, the memory
+ * controller's memory.limit_in_bytes):
  *
  * 1. /proc/self/cgroup: the process's group in the unified hierarchy (the
- *    line "0::PATH") and in the v1 hierarchy that has the cpu controller
- *    (a line "N:...,cpu,...:PATH");
+ *    line "0::PATH") and in the v1 hierarchy that has the controller (a
+ *    line "N:...,cpu,...:PATH", or memory);
  * 2. /proc/self/mountinfo: where each of those hierarchies is mounted (a
- *    cgroup2 file system; a cgroup one whose options name cpu), and which
- *    of its groups the mount shows at its top (a container without its own
- *    cgroup namespace sees its group mounted as the top);
- * 3. the quota files of the group and of every group above it up to the
- *    mount's top: the least quota / period among them is the limit.
+ *    cgroup2 file system; a cgroup one whose options name the
+ *    controller), and which of its groups the mount shows at its top (a
+ *    container without its own cgroup namespace sees its group mounted as
+ *    the top);
+ * 3. the limit files of the group and of every group above it up to the
+ *    mount's top: the tightest limit among them, in either hierarchy.
  *
  * Nothing here keeps state; every file is read afresh. Any file that is
- * missing or not as documented counts as no quota: the caller then uses
- * the processors it may run on, as before. */
+ * missing or not as documented counts as no limit. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdbool.h>
@@ -32,17 +35,17 @@
 
 #include "prim/prim.h"
 
-/* A limit: quota microseconds of CPU time per period (period 0: none). */
-struct quota {
-  uint64_t quota, period;
+/* A limit, amount / per: microseconds of CPU time per period, or bytes per
+ * 1 (per 0: none). */
+struct limit {
+  uint64_t amount, per;
 };
 
-/* Whether `a` allows less CPU time than `b` (b may be none). */
-static bool tighter(struct quota a, struct quota b) {
-  if (a.period == 0) return false;
-  if (b.period == 0) return true;
-  return (double)a.quota / (double)a.period <
-         (double)b.quota / (double)b.period;
+/* Whether `a` allows less than `b` (b may be none). */
+static bool tighter(struct limit a, struct limit b) {
+  if (a.per == 0) return false;
+  if (b.per == 0) return true;
+  return (double)a.amount / (double)a.per < (double)b.amount / (double)b.per;
 }
 
 /* `text` as a positive decimal number, trailing white space allowed. */
@@ -66,34 +69,63 @@ static bool read_line(const char *path, char *buf, size_t size) {
   return ok;
 }
 
-/* The limit set in group directory `dir`: cpu.max ("QUOTA PERIOD", or "max
- * PERIOD" for none; the line starts with them) in v2, cpu.cfs_quota_us (-1 for
- * none) and cpu.cfs_period_us in v1. */
-static struct quota quota_in(const char *dir, bool v2) {
-  struct quota none = {0, 0}, q = {0, 0};
+/* The number in the first line of the file `name` of directory `dir`. */
+static bool read_count(const char *dir, const char *name, uint64_t *out) {
   char path[PATH_MAX], line[128];
-  if (v2) {
-    if (snprintf(path, sizeof path, "%s/cpu.max", dir) >= (int)sizeof path ||
-        !read_line(path, line, sizeof line))
-      return none;
-    /* Fields after the period, if a kernel ever adds some, are left. */
-    char *save = NULL, *quota = strtok_r(line, " ", &save);
-    char *period = strtok_r(NULL, " ", &save);
-    if (quota == NULL || period == NULL || !parse_count(quota, &q.quota) ||
-        !parse_count(period, &q.period))
-      return none;
-    return q;
-  }
-  if (snprintf(path, sizeof path, "%s/cpu.cfs_quota_us", dir) >=
-          (int)sizeof path ||
-      !read_line(path, line, sizeof line) || !parse_count(line, &q.quota))
-    return none; /* "-1": no quota */
-  if (snprintf(path, sizeof path, "%s/cpu.cfs_period_us", dir) >=
-          (int)sizeof path ||
-      !read_line(path, line, sizeof line) || !parse_count(line, &q.period))
+  return snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path &&
+         read_line(path, line, sizeof line) && parse_count(line, out);
+}
+
+/* The CPU quota set in group directory `dir`: cpu.max ("QUOTA PERIOD", or
+ * "max PERIOD" for none; the line starts with them) in v2,
+ * cpu.cfs_quota_us (-1 for none) and cpu.cfs_period_us in v1. */
+static struct limit cpu_in(const char *dir, bool v2) {
+  struct limit none = {0, 0}, q = {0, 0};
+  if (!v2)
+    return read_count(dir, "cpu.cfs_quota_us", &q.amount) &&
+                   read_count(dir, "cpu.cfs_period_us", &q.per)
+               ? q
+               : none;
+  char path[PATH_MAX], line[128];
+  if (snprintf(path, sizeof path, "%s/cpu.max", dir) >= (int)sizeof path ||
+      !read_line(path, line, sizeof line))
+    return none;
+  /* Fields after the period, if a kernel ever adds some, are left. */
+  char *save = NULL, *quota = strtok_r(line, " ", &save);
+  char *period = strtok_r(NULL, " ", &save);
+  if (quota == NULL || period == NULL || !parse_count(quota, &q.amount) ||
+      !parse_count(period, &q.per))
     return none;
   return q;
 }
+
+/* Byte counts from here up mean no limit: v1's memory.limit_in_bytes
+ * reads 0x7ffffffffffff000 (with 4 KiB pages) when none is set. */
+#define NO_MEMORY_LIMIT ((uint64_t)1 << 62)
+
+/* The memory limit set in group directory `dir`, in bytes: the tighter of
+ * memory.max and memory.high ("max" for none) in v2, memory.limit_in_bytes
+ * in v1. */
+static struct limit memory_in(const char *dir, bool v2) {
+  struct limit best = {0, 0}, q = {0, 1};
+  static const char *const v2_files[] = {"memory.max", "memory.high"};
+  static const char *const v1_files[] = {"memory.limit_in_bytes"};
+  const char *const *files = v2 ? v2_files : v1_files;
+  for (int i = 0; i < (v2 ? 2 : 1); i++)
+    if (read_count(dir, files[i], &q.amount) && q.amount < NO_MEMORY_LIMIT &&
+        tighter(q, best))
+      best = q;
+  return best;
+}
+
+/* What a controller's limits are read with: its v1 name and its files. */
+struct controller {
+  const char *v1_name;
+  struct limit (*limit_in)(const char *dir, bool v2);
+};
+
+static const struct controller cpu_controller = {"cpu", cpu_in};
+static const struct controller memory_controller = {"memory", memory_in};
 
 /* Whether the comma-separated `list` has the element `name`. */
 static bool list_has(const char *list, const char *name) {
@@ -108,13 +140,14 @@ static bool list_has(const char *list, const char *name) {
 }
 
 /* The process's group paths from /proc/self/cgroup: the unified one
- * (v2, "0::PATH") and the v1 one with the cpu controller. */
+ * (v2, "0::PATH") and the v1 one with the controller. */
 struct groups {
   char v2[PATH_MAX], v1[PATH_MAX];
   bool has_v2, has_v1;
 };
 
-static bool read_groups(const char *root, struct groups *g) {
+static bool read_groups(const char *root, const char *v1_name,
+                        struct groups *g) {
   char path[PATH_MAX];
   if (snprintf(path, sizeof path, "%s/proc/self/cgroup", root) >=
       (int)sizeof path)
@@ -132,7 +165,7 @@ static bool read_groups(const char *root, struct groups *g) {
     if (strcmp(line, "0") == 0 && c1[1] == '\0') {
       strcpy(g->v2, c2 + 1);
       g->has_v2 = true;
-    } else if (list_has(c1 + 1, "cpu")) {
+    } else if (list_has(c1 + 1, v1_name)) {
       strcpy(g->v1, c2 + 1);
       g->has_v1 = true;
     }
@@ -176,8 +209,9 @@ static bool group_dir(const char *root, const char *mount_point,
 /* Finds the group directories of `g` from /proc/self/mountinfo: fields
  * 4 (the group at the mount's top) and 5 (the mount point), then after
  * the " - " separator the file system type and its options. */
-static void find_dirs(const char *root, const struct groups *g, char *v2_dir,
-                      char *v1_dir, size_t *v2_top_len, size_t *v1_top_len) {
+static void find_dirs(const char *root, const char *v1_name,
+                      const struct groups *g, char *v2_dir, char *v1_dir,
+                      size_t *v2_top_len, size_t *v1_top_len) {
   char path[PATH_MAX];
   if (snprintf(path, sizeof path, "%s/proc/self/mountinfo", root) >=
       (int)sizeof path)
@@ -209,7 +243,7 @@ static void find_dirs(const char *root, const struct groups *g, char *v2_dir,
       group = g->v2;
       top_len = v2_top_len;
     } else if (strcmp(fstype, "cgroup") == 0 && options != NULL &&
-               list_has(options, "cpu") && g->has_v1 && v1_dir[0] == '\0') {
+               list_has(options, v1_name) && g->has_v1 && v1_dir[0] == '\0') {
       dir = v1_dir;
       group = g->v1;
       top_len = v1_top_len;
@@ -227,10 +261,11 @@ static void find_dirs(const char *root, const struct groups *g, char *v2_dir,
 
 /* The tightest limit in directory `dir` and its parents, down to its first
  * `top_len` characters (the mount point). */
-static struct quota limit_up(char *dir, size_t top_len, bool v2) {
-  struct quota best = {0, 0};
+static struct limit limit_up(const struct controller *c, char *dir,
+                             size_t top_len, bool v2) {
+  struct limit best = {0, 0};
   for (int depth = 0; depth < 256; depth++) {
-    struct quota q = quota_in(dir, v2);
+    struct limit q = c->limit_in(dir, v2);
     if (tighter(q, best)) best = q;
     size_t len = strlen(dir);
     if (len <= top_len) break;
@@ -241,28 +276,35 @@ static struct quota limit_up(char *dir, size_t top_len, bool v2) {
   return best;
 }
 
-unsigned tarn__cpu_quota(const char *root) {
+/* The tightest limit of controller `c` on the process (per 0: none). */
+static struct limit tightest(const char *root, const struct controller *c) {
+  struct limit best = {0, 0};
   if (root == NULL) root = "";
   struct groups *g = calloc(1, sizeof *g);
   char *dirs = calloc(2, PATH_MAX);
-  unsigned cpus = 0;
-  if (g != NULL && dirs != NULL && read_groups(root, g)) {
+  if (g != NULL && dirs != NULL && read_groups(root, c->v1_name, g)) {
     char *v2_dir = dirs, *v1_dir = dirs + PATH_MAX;
     size_t v2_top = 0, v1_top = 0;
-    find_dirs(root, g, v2_dir, v1_dir, &v2_top, &v1_top);
-    struct quota best = {0, 0};
-    if (v2_dir[0] != '\0') best = limit_up(v2_dir, v2_top, true);
+    find_dirs(root, c->v1_name, g, v2_dir, v1_dir, &v2_top, &v1_top);
+    if (v2_dir[0] != '\0') best = limit_up(c, v2_dir, v2_top, true);
     if (v1_dir[0] != '\0') {
-      struct quota q = limit_up(v1_dir, v1_top, false);
+      struct limit q = limit_up(c, v1_dir, v1_top, false);
       if (tighter(q, best)) best = q;
-    }
-    if (best.period != 0) {
-      uint64_t whole =
-          best.quota / best.period + (best.quota % best.period != 0 ? 1 : 0);
-      cpus = whole > UINT_MAX ? UINT_MAX : (unsigned)whole;
     }
   }
   free(dirs);
   free(g);
-  return cpus;
+  return best;
+}
+
+unsigned tarn__cpu_quota(const char *root) {
+  struct limit q = tightest(root, &cpu_controller);
+  if (q.per == 0) return 0;
+  uint64_t whole = q.amount / q.per + (q.amount % q.per != 0 ? 1 : 0);
+  return whole > UINT_MAX ? UINT_MAX : (unsigned)whole;
+}
+
+size_t tarn__memory_limit(const char *root) {
+  struct limit q = tightest(root, &memory_controller);
+  return q.per == 0 ? 0 : q.amount > SIZE_MAX ? SIZE_MAX : (size_t)q.amount;
 }

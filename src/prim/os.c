@@ -221,6 +221,16 @@ unsigned tarn__cpu_count(void) {
                                                        : allowed;
 }
 
+size_t tarn__memory_usable(void) {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  size_t physical = pages > 0 && (size_t)pages <= SIZE_MAX / tarn__page_size()
+                        ? (size_t)pages * tarn__page_size()
+                        : 0;
+  size_t limit = tarn__memory_limit(NULL);
+  if (limit != 0 && (physical == 0 || limit < physical)) return limit;
+  return physical;
+}
+
 size_t tarn__rss_bytes(void) {
   FILE *f = fopen("/proc/self/statm", "r");
   if (f == NULL) return 0;

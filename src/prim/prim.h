@@ -139,6 +139,20 @@ unsigned tarn__cpus_allowed(int *cpus, unsigned max);
  * tree of their own). Reads the files afresh at every call. Thread-safe. */
 unsigned tarn__cpu_quota(const char *root);
 
+/* The memory the control groups of the calling process let it use, in
+ * bytes, or 0 when none is set or it cannot be read: the least of cgroup
+ * v2's memory.max and memory.high, or v1's memory.limit_in_bytes, over
+ * the process's group and every group above it (src/prim/cgroup.c). A
+ * container given 4 GiB is killed past it, however much the host has.
+ * `root` as for tarn__cpu_quota. Reads the files afresh at every call.
+ * Thread-safe. */
+size_t tarn__memory_limit(const char *root);
+
+/* The memory the process may use, in bytes: the machine's (its physical
+ * pages), at most tarn__memory_limit(NULL); 0 when neither can be read.
+ * Thread-safe. */
+size_t tarn__memory_usable(void);
+
 /* The processors the process may use: tarn__cpus_allowed's count, at most
  * tarn__cpu_quota(NULL) as read at the first call in the process (at
  * least 1). Thread-safe. */

@@ -750,7 +750,7 @@ static void workers_are_pinned_one_per_processor(void **state) {
   int ncpu = CPU_COUNT(&allowed);
   tarn_rt_options o;
   assert_int_equal(tarn_rt_options_init(&o), 0);
-  /* One per processor, pinned; a CPU quota below them (test_cpu_quota)
+  /* One per processor, pinned; a CPU quota below them (test_cgroup)
    * makes them fewer, unpinned. */
   unsigned cpus = tarn__cpu_count();
   assert_int_equal(o.workers, cpus);

@@ -1,13 +1,16 @@
-/* test_cpu_quota.c: the CPU quota of the process's control groups
- * (tarn__cpu_quota, src/prim/cgroup.c) and what the runtime makes of it.
- * Most tests build a tree of their own that stands for "/" (its
- * proc/self/cgroup, proc/self/mountinfo and the groups' quota files), one
- * layout each: cgroup v2, v1, both, a container's view of its group, and
- * files that are not as the kernel writes them. The last test makes a
- * real group with a quota of half a processor when this process may
- * (root, a writable cpu controller), starts this program again inside it,
- * and checks that the runtime there starts one worker, unpinned; it is
- * skipped elsewhere. */
+/* test_cgroup.c: the limits of the process's control groups
+ * (src/prim/cgroup.c) and what tarn makes of them: the CPU quota
+ * (tarn__cpu_quota), which bounds the runtime's default workers, and the
+ * memory limit (tarn__memory_limit), against which a memory limit given as
+ * a share ("50%", tarn_pool_limit_parse) is taken. Most tests build a tree
+ * of their own that stands for "/" (its proc/self/cgroup,
+ * proc/self/mountinfo and the groups' files), one layout each: cgroup v2,
+ * v1, both, a container's view of its group, and files that are not as
+ * the kernel writes them. The last tests make real groups when this
+ * process may (root, a writable controller): a quota of half a processor,
+ * in which a runtime starts one unpinned worker, and a memory limit of
+ * 256 MiB, of which "50%" is 128 MiB; they start this program again
+ * inside the group, and are skipped elsewhere. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +32,7 @@
 #include <cmocka.h>
 
 #include "prim/prim.h"
+#include "tarn/pool.h"
 #include "tarn/rt.h"
 
 extern char **environ;
@@ -235,6 +239,94 @@ static void with_both_hierarchies_the_tighter_counts(void **state) {
   assert_int_equal(tarn__cpu_quota(root), 3);
 }
 
+/* ---- the memory limit ------------------------------------------------------
+ */
+
+static void a_v2_memory_limit_is_the_tightest_of_max_and_high(void **state) {
+  (void)state;
+  v2_layout("/a/job");
+  put("sys/fs/cgroup/a/job/memory.max", "max\n");
+  put("sys/fs/cgroup/a/job/memory.high", "max\n");
+  assert_int_equal(tarn__memory_limit(root), 0);
+  put("sys/fs/cgroup/a/job/memory.max", "4294967296\n");
+  assert_int_equal(tarn__memory_limit(root), (size_t)4 << 30);
+  put("sys/fs/cgroup/a/job/memory.high", "3221225472\n");
+  assert_int_equal(tarn__memory_limit(root), (size_t)3 << 30);
+  put("sys/fs/cgroup/a/memory.max", "1073741824\n"); /* the parent's */
+  assert_int_equal(tarn__memory_limit(root), (size_t)1 << 30);
+  /* The CPU quota is another file: none here. */
+  assert_int_equal(tarn__cpu_quota(root), 0);
+}
+
+static void a_v1_memory_limit_and_its_unlimited_value(void **state) {
+  (void)state;
+  char line[512], mounts[2048] = "";
+  put("proc/self/cgroup", "4:cpu,cpuacct:/x\n3:memory:/batch/job\n0::/\n");
+  mount_line(line, sizeof line, 31, "/", "/sys/fs/cgroup/cpu,cpuacct", "cgroup",
+             "rw,cpu,cpuacct");
+  strcat(mounts, line);
+  mount_line(line, sizeof line, 32, "/", "/sys/fs/cgroup/memory", "cgroup",
+             "rw,memory");
+  strcat(mounts, line);
+  put("proc/self/mountinfo", mounts);
+  const char *file = "sys/fs/cgroup/memory/batch/job/memory.limit_in_bytes";
+  put(file, "9223372036854771712\n"); /* what v1 reads with no limit */
+  assert_int_equal(tarn__memory_limit(root), 0);
+  put(file, "536870912\n");
+  assert_int_equal(tarn__memory_limit(root), (size_t)512 << 20);
+  /* The cpu hierarchy's files are not the memory controller's. */
+  put("sys/fs/cgroup/cpu,cpuacct/x/memory.limit_in_bytes", "1048576\n");
+  assert_int_equal(tarn__memory_limit(root), (size_t)512 << 20);
+  put(file, "max\n");
+  assert_int_equal(tarn__memory_limit(root), 0);
+}
+
+/* A limit as bytes or as a share of the memory the process may use. */
+static void a_limit_reads_as_bytes_or_a_share_of_memory(void **state) {
+  (void)state;
+  static const struct {
+    const char *text;
+    size_t bytes;
+  } sizes[] = {{"4096", 4096},
+               {"512M", (size_t)512 << 20},
+               {"2G", (size_t)2 << 30},
+               {"3KiB", 3072},
+               {"1t", (size_t)1 << 40}};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    size_t bytes = 0;
+    assert_int_equal(tarn_pool_limit_parse(sizes[i].text, &bytes), 0);
+    assert_int_equal(bytes, sizes[i].bytes);
+  }
+  size_t usable = tarn__memory_usable();
+  assert_true(usable > 0);
+  size_t half = 0, all = 0, one = 0;
+  assert_int_equal(tarn_pool_limit_parse("50%", &half), 0);
+  assert_int_equal(tarn_pool_limit_parse("100%", &all), 0);
+  assert_int_equal(tarn_pool_limit_parse("1%", &one), 0);
+  assert_int_equal(all, usable);
+  assert_true(half >= usable / 2 - 1 && half <= usable / 2 + 1);
+  assert_true(one >= usable / 100 - 1 && one <= usable / 100 + 1);
+  static const char *const bad[] = {
+      "0%",  "101%", "%",  "50.5%", "-5%", "5 %",   "50%%",
+      "%50", "",     "5Q", "-1",    " 5",  "1000%", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    size_t bytes = 7;
+    assert_int_equal(tarn_pool_limit_parse(bad[i], &bytes), TARN_EINVAL);
+    assert_int_equal(bytes, 7); /* untouched */
+  }
+  size_t bytes = 0;
+  assert_int_equal(tarn_pool_limit_parse(NULL, &bytes), TARN_EINVAL);
+  assert_int_equal(tarn_pool_limit_parse("1G", NULL), TARN_EINVAL);
+  /* TARN_MEM_LIMIT takes the same forms. */
+  tarn_pool_options o;
+  setenv("TARN_MEM_LIMIT", "25%", 1);
+  assert_int_equal(tarn_pool_options_init(&o), 0);
+  assert_true(o.mem_limit >= usable / 4 - 1 && o.mem_limit <= usable / 4 + 1);
+  setenv("TARN_MEM_LIMIT", "250%", 1);
+  assert_int_equal(tarn_pool_options_init(&o), TARN_EINVAL);
+  unsetenv("TARN_MEM_LIMIT");
+}
+
 /* ---- what is not as the kernel writes it ----------------------------------
  */
 
@@ -260,30 +352,27 @@ static void files_not_as_documented_read_as_no_quota(void **state) {
   assert_int_equal(tarn__cpu_quota("/nonexistent-root-for-tarn"), 0);
 }
 
-/* ---- a real group ----------------------------------------------------------
+/* ---- real groups ----------------------------------------------------------
  */
 
 /* The child's exit status when the kernel would not let it join the group
  * (some hierarchies refuse a process in a group with children): skipped. */
 #define CANNOT_JOIN 10
 
-/* Whether the comma-separated `list` has the element "cpu". */
-static bool names_cpu(const char *list) {
+/* Whether the comma-separated `list` has the element `name`. */
+static bool names(const char *list, const char *name) {
+  size_t n = strlen(name);
   for (const char *p = list; *p != '\0';) {
     size_t len = strcspn(p, ",");
-    if (len == 3 && strncmp(p, "cpu", 3) == 0) return true;
+    if (len == n && strncmp(p, name, n) == 0) return true;
     p += len + (p[len] == ',');
   }
   return false;
 }
 
-/* The child: joins the group whose cgroup.procs is `procs`, then checks
- * the runtime's defaults and a runtime with them. Exits 0 when right. */
-static int child_in_group(const char *procs) {
-  FILE *f = fopen(procs, "w");
-  if (f == NULL) return CANNOT_JOIN;
-  bool joined = fprintf(f, "%d\n", (int)getpid()) >= 0;
-  if (fclose(f) != 0 || !joined) return CANNOT_JOIN;
+/* In a group with a quota of half a processor: one worker, unpinned where
+ * there are other processors. */
+static int check_cpu_quota(void) {
   unsigned allowed = tarn__cpus_allowed(NULL, 0);
   if (tarn__cpu_quota(NULL) != 1) return 11;
   tarn_rt_options o;
@@ -294,6 +383,30 @@ static int child_in_group(const char *procs) {
   int rc = tarn_rt_workers(rt) == 1 ? 0 : 15;
   if (tarn_rt_destroy(rt) != 0) rc = 16;
   return rc;
+}
+
+/* In a group limited to 256 MiB: "50%" is 128 MiB, as TARN_MEM_LIMIT. */
+static int check_memory_limit(void) {
+  size_t limit = (size_t)256 << 20, bytes = 0;
+  if (tarn__memory_limit(NULL) != limit || tarn__memory_usable() != limit)
+    return 11;
+  if (tarn_pool_limit_parse("50%", &bytes) != 0 || bytes != limit / 2)
+    return 12;
+  setenv("TARN_MEM_LIMIT", "25%", 1);
+  tarn_pool_options o;
+  if (tarn_pool_options_init(&o) != 0 || o.mem_limit != limit / 4) return 13;
+  return 0;
+}
+
+/* The child: joins the group whose cgroup.procs is `procs`, then checks
+ * what the `kind` of its limit ("cpu" or "memory") makes tarn do. Exits 0
+ * when right. */
+static int child_in_group(const char *procs, const char *kind) {
+  FILE *f = fopen(procs, "w");
+  if (f == NULL) return CANNOT_JOIN;
+  bool joined = fprintf(f, "%d\n", (int)getpid()) >= 0;
+  if (fclose(f) != 0 || !joined) return CANNOT_JOIN;
+  return strcmp(kind, "cpu") == 0 ? check_cpu_quota() : check_memory_limit();
 }
 
 /* Writes `text` to the file `name` of directory `dir`. */
@@ -307,12 +420,33 @@ static bool write_to(const char *dir, const char *name, const char *text) {
   return fclose(f) == 0 && ok;
 }
 
-/* A new group under this process's own in a writable cpu hierarchy, with
- * a quota of half a processor, into dir; false when this process may not
- * make one. */
-static bool make_group(char *dir, size_t size, char *procs, size_t psize) {
-  static const char *const v1_mounts[] = {"/sys/fs/cgroup/cpu",
-                                          "/sys/fs/cgroup/cpu,cpuacct"};
+/* A limit to set on a new group: where the controller's v1 hierarchy is
+ * usually mounted, and what to write in v1 and in v2. */
+struct real_limit {
+  const char *controller;
+  const char *v1_mounts[2];
+  const char *v1_file, *v1_text, *v2_file, *v2_text;
+};
+
+static const struct real_limit half_a_processor = {
+    "cpu",
+    {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"},
+    "cpu.cfs_quota_us",
+    "50000\n",
+    "cpu.max",
+    "50000 100000\n"};
+static const struct real_limit memory_256m = {"memory",
+                                              {"/sys/fs/cgroup/memory", NULL},
+                                              "memory.limit_in_bytes",
+                                              "268435456\n",
+                                              "memory.max",
+                                              "268435456\n"};
+
+/* A new group under this process's own in a writable hierarchy of the
+ * limit's controller, with the limit set, into dir; false when this
+ * process may not make one. */
+static bool make_group(const struct real_limit *l, char *dir, size_t size,
+                       char *procs, size_t psize) {
   FILE *f = fopen("/proc/self/cgroup", "r");
   if (f == NULL) return false;
   char line[PATH_MAX + 64], v1[PATH_MAX] = "", v2[PATH_MAX] = "";
@@ -325,7 +459,7 @@ static bool make_group(char *dir, size_t size, char *procs, size_t psize) {
     if (strncmp(line, "0:", 2) == 0 && c1[1] == '\0') {
       snprintf(v2, sizeof v2, "%s", c2 + 1);
       has_v2 = true;
-    } else if (names_cpu(c1 + 1)) {
+    } else if (names(c1 + 1, l->controller)) {
       snprintf(v1, sizeof v1, "%s", c2 + 1);
       has_v1 = true;
     }
@@ -333,16 +467,17 @@ static bool make_group(char *dir, size_t size, char *procs, size_t psize) {
   fclose(f);
   for (int k = 0; k < 3; k++) {
     bool unified = k == 2;
-    if (unified ? !has_v2 : !has_v1) continue;
-    const char *base = unified ? "/sys/fs/cgroup" : v1_mounts[k];
+    const char *base = unified ? "/sys/fs/cgroup" : l->v1_mounts[k];
+    if (base == NULL || (unified ? !has_v2 : !has_v1)) continue;
     const char *group = unified ? v2 : v1;
     if (snprintf(dir, size, "%s%s/tarn-test-XXXXXX", base,
                  strcmp(group, "/") == 0 ? "" : group) >= (int)size ||
         mkdtemp(dir) == NULL)
       continue;
-    bool ok = unified ? write_to(dir, "cpu.max", "50000 100000\n")
-                      : write_to(dir, "cpu.cfs_period_us", "100000\n") &&
-                            write_to(dir, "cpu.cfs_quota_us", "50000\n");
+    bool ok = unified ? write_to(dir, l->v2_file, l->v2_text)
+                      : write_to(dir, l->v1_file, l->v1_text);
+    if (ok && !unified && strcmp(l->controller, "cpu") == 0)
+      ok = write_to(dir, "cpu.cfs_period_us", "100000\n");
     if (ok && snprintf(procs, psize, "%s/cgroup.procs", dir) < (int)psize)
       return true;
     rmdir(dir);
@@ -350,15 +485,15 @@ static bool make_group(char *dir, size_t size, char *procs, size_t psize) {
   return false;
 }
 
-static void a_real_quota_of_half_a_processor_gives_one_worker(void **state) {
-  (void)state;
+/* Runs this program again in a new group with limit `l` (checking it with
+ * child_in_group), without the TARN_ variables a test run may set;
+ * skipped where the group cannot be made or joined. */
+static void run_in_a_real_group(const struct real_limit *l) {
   char dir[PATH_MAX], procs[PATH_MAX];
-  if (geteuid() != 0 || !make_group(dir, sizeof dir, procs, sizeof procs)) {
+  if (geteuid() != 0 || !make_group(l, dir, sizeof dir, procs, sizeof procs)) {
     skip();
     return;
   }
-  /* This program again, in the group, without the TARN_ variables a test
-   * run may set. */
   size_t n = 0;
   while (environ[n] != NULL) n++;
   char **env = calloc(n + 1, sizeof *env);
@@ -366,7 +501,8 @@ static void a_real_quota_of_half_a_processor_gives_one_worker(void **state) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++)
     if (strncmp(environ[i], "TARN_", 5) != 0) env[k++] = environ[i];
-  char *argv[] = {"test_cpu_quota", "--in-group", procs, NULL};
+  char *argv[] = {"test_cgroup", "--in-group", procs, (char *)l->controller,
+                  NULL};
   pid_t pid;
   int rc = posix_spawn(&pid, "/proc/self/exe", NULL, NULL, argv, env);
   free(env);
@@ -375,18 +511,27 @@ static void a_real_quota_of_half_a_processor_gives_one_worker(void **state) {
   int removed = rmdir(dir); /* empty once the child is gone */
   assert_int_equal(rc, 0);
   assert_true(WIFEXITED(status));
+  assert_int_equal(removed, 0);
   if (WEXITSTATUS(status) == CANNOT_JOIN) {
-    assert_int_equal(removed, 0);
     skip();
     return;
   }
   assert_int_equal(WEXITSTATUS(status), 0);
-  assert_int_equal(removed, 0);
+}
+
+static void a_real_quota_of_half_a_processor_gives_one_worker(void **state) {
+  (void)state;
+  run_in_a_real_group(&half_a_processor);
+}
+
+static void a_real_memory_limit_is_what_a_share_is_taken_of(void **state) {
+  (void)state;
+  run_in_a_real_group(&memory_256m);
 }
 
 int main(int argc, char **argv) {
-  if (argc == 3 && strcmp(argv[1], "--in-group") == 0)
-    return child_in_group(argv[2]);
+  if (argc == 4 && strcmp(argv[1], "--in-group") == 0)
+    return child_in_group(argv[2], argv[3]);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(no_quota_reads_as_none, make_root,
                                       remove_root),
@@ -402,9 +547,16 @@ int main(int argc, char **argv) {
                                       make_root, remove_root),
       cmocka_unit_test_setup_teardown(with_both_hierarchies_the_tighter_counts,
                                       make_root, remove_root),
+      cmocka_unit_test_setup_teardown(
+          a_v2_memory_limit_is_the_tightest_of_max_and_high, make_root,
+          remove_root),
+      cmocka_unit_test_setup_teardown(a_v1_memory_limit_and_its_unlimited_value,
+                                      make_root, remove_root),
       cmocka_unit_test_setup_teardown(files_not_as_documented_read_as_no_quota,
                                       make_root, remove_root),
+      cmocka_unit_test(a_limit_reads_as_bytes_or_a_share_of_memory),
       cmocka_unit_test(a_real_quota_of_half_a_processor_gives_one_worker),
+      cmocka_unit_test(a_real_memory_limit_is_what_a_share_is_taken_of),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

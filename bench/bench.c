@@ -661,6 +661,12 @@ double bench_minor_faults(void) {
   return getrusage(RUSAGE_SELF, &u) == 0 ? (double)u.ru_minflt : 0;
 }
 
+const char *bench_spill_dir(void) {
+  tarn_pool_options o;
+  (void)tarn_pool_options_init(&o); /* a bad variable keeps the default */
+  return o.spill_dir;
+}
+
 int bench_close(double a, double b, double tol) {
   return fabs(a - b) <= tol * (1 + fabs(b));
 }

@@ -170,6 +170,11 @@ void *bench_buffer_alloc(size_t bytes);
 /* Minor page faults of the process so far (getrusage), 0 if unknown. */
 double bench_minor_faults(void);
 
+/* The directory tarn's pools spill to by default (tarn_pool_options_init's
+ * spill_dir: TARN_SPILL_DIR, TMPDIR or /tmp, or /var/tmp for one kept in
+ * memory), where the peers' files go too. */
+const char *bench_spill_dir(void);
+
 /* Whether a is within tol (relative, plus tol absolute) of b. */
 int bench_close(double a, double b, double tol);
 

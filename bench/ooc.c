@@ -516,17 +516,6 @@ static int is_limited(int v) {
   return v == V_TARN_LIMIT || v == V_STARPU_LIMIT;
 }
 
-/* Where both peers spill: TARN_SPILL_DIR, else TMPDIR, else /tmp (tarn's
- * default, see tarn/pool.h). */
-static const char *spill_dir(void) {
-  const char *names[] = {"TARN_SPILL_DIR", "TMPDIR"};
-  for (size_t i = 0; i < 2; i++) {
-    const char *d = getenv(names[i]);
-    if (d != NULL && d[0] != '\0') return d;
-  }
-  return "/tmp";
-}
-
 static void row_name(char *buf, size_t size, const struct size_rows *s, int op,
                      int v) {
   char what[48];
@@ -620,7 +609,7 @@ static int measure(bench_run *run, struct size_rows *s, int op, int v) {
                  .limit = is_limited(v) ? s->limit[op] : 0,
                  .samples = run->samples,
                  .cores = bench_threads(run),
-                 .dir = spill_dir()};
+                 .dir = bench_spill_dir()};
   struct row *r = &s->r[op][v];
   if (run_child(&job, is_starpu(v), &r->f) != 0) return 1;
   if (r->f.note[0] != '\0') {
@@ -674,7 +663,7 @@ static void print_goals(const struct size_rows *sizes, size_t count,
         "Goals (ooc N=%zu; RSS allowed: limit + RSS before the inputs + "
         "%.0f MiB; tarn spill I/O: %s, in %s):",
         s->n, margin_mib(workers), mode[0] ? mode : "not measured",
-        spill_dir());
+        bench_spill_dir());
     for (int op = 0; op < OOC_OPS; op++) {
       const struct row *r = s->r[op];
       char what[96];

@@ -173,13 +173,6 @@ static int tarn_io(struct io_sample *s, const char **mode) {
   return drop_pool(pool) | failed;
 }
 
-/* The directory the pool spills to, by tarn_pool_options' rules. */
-static const char *spill_dir(void) {
-  const char *d = getenv("TARN_SPILL_DIR");
-  if (d == NULL || *d == '\0') d = getenv("TMPDIR");
-  return d == NULL || *d == '\0' ? "/tmp" : d;
-}
-
 /* A private file in the spill directory, O_DIRECT when allowed. */
 struct plain {
   char path[4096];
@@ -189,9 +182,9 @@ struct plain {
 
 static int plain_open(struct plain *p) {
   memset(p, 0, sizeof *p);
-  snprintf(p->path, sizeof p->path, "%s/tarn-bench-XXXXXX", spill_dir());
+  snprintf(p->path, sizeof p->path, "%s/tarn-bench-XXXXXX", bench_spill_dir());
   p->fd = mkstemp(p->path);
-  if (p->fd < 0) return sys_failed("cannot make a file in", spill_dir());
+  if (p->fd < 0) return sys_failed("cannot make a file in", bench_spill_dir());
   unlink(p->path);
   int flags = fcntl(p->fd, F_GETFL);
   p->direct = flags >= 0 && fcntl(p->fd, F_SETFL, flags | O_DIRECT) == 0;
@@ -212,19 +205,20 @@ static int plain_write(struct plain *p, size_t count) {
     memset(p->buf, (int)(i + 1), OBJ_SIZE);
     if (pwrite(p->fd, p->buf, OBJ_SIZE, (off_t)(i * OBJ_SIZE)) !=
         (ssize_t)OBJ_SIZE)
-      return sys_failed("write to a file in", spill_dir());
+      return sys_failed("write to a file in", bench_spill_dir());
   }
   if (p->direct) return 0;
-  if (fsync(p->fd) != 0) return sys_failed("fsync of a file in", spill_dir());
+  if (fsync(p->fd) != 0)
+    return sys_failed("fsync of a file in", bench_spill_dir());
   errno = posix_fadvise(p->fd, 0, 0, POSIX_FADV_DONTNEED);
-  return errno == 0 ? 0 : sys_failed("posix_fadvise in", spill_dir());
+  return errno == 0 ? 0 : sys_failed("posix_fadvise in", bench_spill_dir());
 }
 
 static int plain_read(struct plain *p, size_t count) {
   for (size_t i = 0; i < count; i++) {
     if (pread(p->fd, p->buf, OBJ_SIZE, (off_t)(i * OBJ_SIZE)) !=
         (ssize_t)OBJ_SIZE)
-      return sys_failed("read from a file in", spill_dir());
+      return sys_failed("read from a file in", bench_spill_dir());
     bench_escape(p->buf);
   }
   return 0;
@@ -274,8 +268,8 @@ static int report_all_io(bench_run *run, struct io_sample *s, const char *mode,
   f->write = report_io(run, "pool/plain/write 2MiB", t[2], plain_bytes, direct);
   f->read = report_io(run, "pool/plain/read 2MiB", t[3], plain_bytes, direct);
   if (f->spill > 0 || f->restore > 0 || f->write > 0 || f->read > 0)
-    bench_printf("  (spill dir %s: tarn io_mode %s, plain %s)\n", spill_dir(),
-                 mode != NULL ? mode : "(null)",
+    bench_printf("  (spill dir %s: tarn io_mode %s, plain %s)\n",
+                 bench_spill_dir(), mode != NULL ? mode : "(null)",
                  direct ? "O_DIRECT" : "fsync + fadvise DONTNEED");
   return f->spill < 0 || f->restore < 0 || f->write < 0 || f->read < 0;
 }

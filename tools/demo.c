@@ -326,6 +326,11 @@ static int report(struct demo *d, double seconds) {
       "(%llu restores), %s I/O\n",
       (double)ps.bytes_written / MIB, (unsigned long long)ps.spills,
       (double)ps.bytes_read / MIB, (unsigned long long)ps.restores, ps.io_mode);
+  if (strcmp(ps.io_mode, "memory") == 0)
+    printf(
+        "        (the spill directory %s is kept in memory, so spilling freed "
+        "none: set TARN_SPILL_DIR to a directory on a disk)\n",
+        d->spill_dir);
   printf("  process: peak RSS %.1f MiB, for a matrix of %.1f MiB\n", rss,
          matrix);
   printf(

@@ -107,7 +107,9 @@ typedef struct tarn_pool_options {
    * the environment, as tarn_pool_limit_parse reads it (512M, 2G, 75%). */
   size_t mem_limit;
   /* Directory in which the private spill file is made. Default
-   * TARN_SPILL_DIR from the environment, else TMPDIR, else /tmp. The
+   * TARN_SPILL_DIR from the environment, else TMPDIR, else /tmp; but when
+   * that one is kept in memory (tmpfs, as /tmp is on many systems) and
+   * /var/tmp is not, /var/tmp (see tarn_pool_stats.io_mode). The
    * string is copied. A pool without a limit (and without a storage of the
    * caller's) never spills and makes no file: the directory is not used,
    * and need not exist. */
@@ -256,9 +258,11 @@ typedef struct tarn_pool_stats {
   uint64_t cache_misses;   /* allocations that needed fresh memory */
   int last_error;          /* status of the last storage failure, or 0 */
   /* How spilled bytes leave memory: "direct" (O_DIRECT), "fadvise"
-   * (written pages dropped from the page cache), "custom" (a caller's
-   * storage), "none" (no limit: nothing is spilled, no file was made).
-   * Static string. */
+   * (written pages dropped from the page cache), "memory" (they do not:
+   * the spill file is on a file system kept in memory, tmpfs or ramfs, so
+   * the limit bounds the pool's objects but spilling frees nothing; give a
+   * spill_dir on a disk), "custom" (a caller's storage), "none" (no limit:
+   * nothing is spilled, no file was made). Static string. */
   const char *io_mode;
   /* Bytes held by live objects: resident_bytes less cache_bytes (objects in
    * RAM, being written or read back). Freed buffers kept in the recycling

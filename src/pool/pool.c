@@ -237,6 +237,20 @@ int tarn__pool_env_check(const char **name) {
   return bad != NULL ? TARN_EINVAL : 0;
 }
 
+/* Where the spill file goes unless TARN_SPILL_DIR says: TMPDIR, else
+ * /tmp, unless that is kept in memory (tmpfs) and /var/tmp is not. A
+ * spill file in memory frees none (Debian 13, Fedora and Arch mount /tmp
+ * as tmpfs; /var/tmp is for large temporary files, and the file is
+ * removed at once, so nothing stays there). */
+static const char *default_spill_dir(void) {
+  const char *tmp = getenv("TMPDIR");
+  if (tmp == NULL || tmp[0] == '\0') tmp = "/tmp";
+  if (tarn__fs_in_memory(tmp, -1) == 1 &&
+      tarn__fs_in_memory("/var/tmp", -1) == 0)
+    return "/var/tmp";
+  return tmp;
+}
+
 int tarn_pool_options_init(tarn_pool_options *o) {
   if (o == NULL) return TARN_EINVAL;
   memset(o, 0, sizeof *o);
@@ -249,8 +263,7 @@ int tarn_pool_options_init(tarn_pool_options *o) {
   int bad_huge = tarn__env_flag("TARN_HUGE_PAGES", &o->huge_pages);
   int rc = bad_limit != 0 || bad_huge != 0 ? TARN_EINVAL : 0;
   const char *dir = getenv("TARN_SPILL_DIR");
-  if (dir == NULL || dir[0] == '\0') dir = getenv("TMPDIR");
-  o->spill_dir = (dir != NULL && dir[0] != '\0') ? dir : "/tmp";
+  o->spill_dir = dir != NULL && dir[0] != '\0' ? dir : default_spill_dir();
   return rc;
 }
 

@@ -36,6 +36,7 @@ struct tarn__store {
   tarn_storage io;   /* the caller's storage, or the spill file's */
   int fd;            /* the spill file; -1 with a caller's storage */
   atomic_int direct; /* fd is O_DIRECT: I/O in whole aligned units */
+  bool in_memory;    /* fd is on tmpfs or ramfs: spilling frees no memory */
   int compress;      /* try zstd on every write */
   bool custom;       /* a caller's storage */
   pthread_mutex_t lock;
@@ -157,6 +158,7 @@ out:
   free(path);
   if (rc == 0) {
     s->io = (tarn_storage){s, file_write, file_read, NULL, file_close};
+    s->in_memory = tarn__fs_in_memory(NULL, s->fd) == 1;
   }
   return rc;
 }
@@ -409,6 +411,7 @@ void tarn__store_close(tarn__store *store) {
 const char *tarn__store_io_mode(const tarn__store *store) {
   if (store == NULL) return "none";
   if (store->custom) return "custom";
+  if (store->in_memory) return "memory";
   return atomic_load(&store->direct) ? "direct" : "fadvise";
 }
 

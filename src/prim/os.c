@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -229,6 +230,16 @@ size_t tarn__memory_usable(void) {
   size_t limit = tarn__memory_limit(NULL);
   if (limit != 0 && (physical == 0 || limit < physical)) return limit;
   return physical;
+}
+
+/* From linux/magic.h, which a build may lack. */
+#define FS_TMPFS_MAGIC 0x01021994
+#define FS_RAMFS_MAGIC 0x858458f6
+
+int tarn__fs_in_memory(const char *path, int fd) {
+  struct statfs st;
+  if ((path != NULL ? statfs(path, &st) : fstatfs(fd, &st)) != 0) return -1;
+  return st.f_type == FS_TMPFS_MAGIC || st.f_type == FS_RAMFS_MAGIC;
 }
 
 size_t tarn__rss_bytes(void) {

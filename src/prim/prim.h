@@ -158,6 +158,12 @@ size_t tarn__memory_usable(void);
  * least 1). Thread-safe. */
 unsigned tarn__cpu_count(void);
 
+/* Whether the file system that holds `path` (or the open file `fd`,
+ * with path NULL) keeps its files in memory (tmpfs, ramfs): 1, 0 when it
+ * does not, -1 when that cannot be told. A file there takes memory as
+ * the process's own pages do, so spilling to it frees none. Thread-safe. */
+int tarn__fs_in_memory(const char *path, int fd);
+
 /* The process's resident set size in bytes, 0 when it cannot be read.
  * Thread-safe. */
 size_t tarn__rss_bytes(void);

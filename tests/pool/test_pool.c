@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -649,6 +650,62 @@ static void user_kinds_spill_through_save_and_load(void **state) {
   memdisk_free(disk);
 }
 
+/* Whether `path` is on a file system kept in memory (tmpfs, ramfs): 1, 0,
+ * or -1 when statfs fails. */
+static int in_memory(const char *path) {
+  struct statfs st;
+  if (statfs(path, &st) != 0) return -1;
+  return st.f_type == 0x01021994 /* tmpfs */ ||
+         st.f_type == (__fsword_t)0x858458f6 /* ramfs */;
+}
+
+/* A spill file on tmpfs frees no memory: the pool says so ("memory"),
+ * and with no TARN_SPILL_DIR the default directory leaves a TMPDIR kept in
+ * memory for /var/tmp when that is on a disk; a TARN_SPILL_DIR given is
+ * used as it is. */
+static void a_spill_file_in_memory_says_so_and_the_default_avoids_it(
+    void **state) {
+  (void)state;
+  const char *shm = "/dev/shm";
+  if (in_memory(shm) != 1) {
+    skip();
+    return;
+  }
+  tarn_pool_options o;
+  tarn_pool_options_init(&o);
+  o.mem_limit = 1 * MiB;
+  o.spill_dir = shm;
+  tarn_pool *p = NULL;
+  assert_int_equal(tarn_pool_create(&o, &p), 0);
+  tarn_ref *r[8];
+  for (int i = 0; i < 8; i++) {
+    r[i] = alloc(p, 256 * KiB);
+    fill(r[i], (uint32_t)i + 7);
+  }
+  tarn_pool_stats s = stats(p);
+  assert_true(s.spills >= 4);
+  assert_string_equal(s.io_mode, "memory");
+  for (int i = 0; i < 8; i++) assert_int_equal(check(r[i], (uint32_t)i + 7), 0);
+  for (int i = 0; i < 8; i++) tarn_ref_release(r[i]);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+
+  static const char *const vars[] = {"TARN_SPILL_DIR", "TMPDIR"};
+  char *saved[2];
+  test_env_save(vars, 2, saved);
+  unsetenv("TARN_SPILL_DIR");
+  setenv("TMPDIR", shm, 1);
+  assert_int_equal(tarn_pool_options_init(&o), 0);
+  assert_string_equal(o.spill_dir,
+                      in_memory("/var/tmp") == 0 ? "/var/tmp" : shm);
+  setenv("TMPDIR", "/var/tmp", 1);
+  assert_int_equal(tarn_pool_options_init(&o), 0);
+  assert_string_equal(o.spill_dir, "/var/tmp");
+  setenv("TARN_SPILL_DIR", shm, 1);
+  assert_int_equal(tarn_pool_options_init(&o), 0);
+  assert_string_equal(o.spill_dir, shm);
+  test_env_restore(vars, 2, saved);
+}
+
 static void the_spill_file_leaves_nothing_behind(void **state) {
   (void)state;
   char dir[] = "/tmp/tarn-test-XXXXXX";
@@ -675,8 +732,11 @@ static void the_spill_file_leaves_nothing_behind(void **state) {
     assert_int_equal(entries, 0); /* nothing visible, even while spilling */
     tarn_pool_stats s = stats(p);
     assert_true(s.spills >= 4);
-    assert_true(strcmp(s.io_mode, "direct") == 0 ||
-                strcmp(s.io_mode, "fadvise") == 0);
+    if (in_memory(dir))
+      assert_string_equal(s.io_mode, "memory");
+    else
+      assert_true(strcmp(s.io_mode, "direct") == 0 ||
+                  strcmp(s.io_mode, "fadvise") == 0);
     for (int i = 0; i < 8; i++)
       assert_int_equal(check(r[i], (uint32_t)i + 100), 0);
     for (int i = 0; i < 8; i++) tarn_ref_release(r[i]);
@@ -1020,6 +1080,8 @@ int main(void) {
       cmocka_unit_test(user_kinds_spill_through_save_and_load),
       cmocka_unit_test(the_spill_file_leaves_nothing_behind),
       cmocka_unit_test(only_a_limit_needs_the_spill_directory),
+      cmocka_unit_test(
+          a_spill_file_in_memory_says_so_and_the_default_avoids_it),
       cmocka_unit_test(only_a_limit_starts_io_threads),
       cmocka_unit_test(small_buffers_cost_their_pages),
       cmocka_unit_test(small_buffers_of_every_size_keep_their_bytes),

@@ -173,8 +173,8 @@ double bench_seed_ms(size_t n, const size_t *sizes, size_t nsizes,
 
 unsigned bench_threads(const bench_run *run) {
   if (run->workers > 0) return run->workers;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return cores > 0 ? (unsigned)cores : 1;
+  tarn_rt_options o; /* tarn's own default: its workers, the peers' threads */
+  return tarn_rt_options_init(&o) == 0 && o.workers > 0 ? o.workers : 1;
 }
 
 int bench_measure(bench_run *run, bench_fn fn, void *arg, uint64_t *reps,

@@ -110,7 +110,9 @@ void bench_size_goal(size_t n, const char *op, const char *label, double value,
 double bench_seed_ms(size_t n, const size_t *sizes, size_t nsizes,
                      const double *medians, size_t ops, size_t op);
 
-/* Threads the peers of the run use: --workers, or the online cores. */
+/* Threads the peers of the run use: --workers, or as many as tarn's
+ * runtime starts by default (the processors the process may run on, at
+ * most its CPU quota), so that both sides get the same cores. */
 unsigned bench_threads(const bench_run *run);
 
 /* Clears the progress bar (before anything is printed to stdout). */

@@ -443,8 +443,8 @@ void linalg_peer_threads_set(int threads) { peer_threads = threads; }
 
 int linalg_peer_threads(void) {
   if (peer_threads > 0) return peer_threads;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return cores > 0 ? (int)cores : 1;
+  tarn_rt_options o; /* as bench_threads, for a peer run on its own */
+  return tarn_rt_options_init(&o) == 0 && o.workers > 0 ? (int)o.workers : 1;
 }
 
 static void row_name(char *buf, size_t size, const struct ctx *c, int op,

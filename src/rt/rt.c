@@ -1737,13 +1737,13 @@ static tarn_task *guest_take(struct worker *g) {
  *   owner, so the region needs no hand-off to a worker and back: claiming
  *   the side of the worker it shares a core with (help_claim), a region
  *   of one shared assign on a 256 x 256 tile takes 5.1 to 5.5 us instead
- *   of 6.1 to 6.5. Unpinned,
- *   the guest's side of the ranges is not its processor's (a region of
- *   one shared 256 x 256 fill: 7.3 to 10.0 us instead of 6.0 to 6.3, in
- *   the rt suite; N=256 update 10.5 us against 9.4), unless a processor
- *   is left to it: with one unpinned worker on two processors, a region of
- *   one 256 x 256 radius-1 sum took 18.5 to 19.2 us when the guest shared
- *   it, 35.5 to 36.0 when the worker ran it alone. Long, the hand-off
+ *   of 6.1 to 6.5. Unpinned, the guest's side of the ranges is not its
+ *   processor's (a region of one shared 256 x 256 fill: 7.3 to 10.0 us
+ *   instead of 6.0 to 6.3, in the rt suite; N=256 update 10.5 us against
+ *   9.4), unless a processor is left to it: with one unpinned worker on
+ *   two processors, a region of one 256 x 256 radius-1 sum took 18.5 to
+ *   19.2 us when the guest shared it, 35.5 to 36.0 when the worker ran it
+ *   alone. Long, the hand-off
  *   it saves (a microsecond) does not pay: a Cholesky of one 256 tile,
  *   180 us of shared blocks, took 4 % longer on the guest, with the
  *   worker on its core spinning beside it.

@@ -1113,7 +1113,16 @@ void tarn__ref_demand(tarn_ref *r, int delta) {
 }
 
 void tarn__pool_trim(tarn_pool *p) {
-  if (p != NULL) tarn__store_trim(p->store); /* set once, at creation */
+  if (p == NULL) return;
+  /* The freed buffers kept for reuse, under the lock as when room is made
+   * (256 MiB of 2 MiB buffers unmap in a few milliseconds, at rest). */
+  pthread_mutex_lock(&p->lock);
+  if (p->cached > 0) {
+    cache_drop(p);
+    pthread_cond_broadcast(&p->changed);
+  }
+  pthread_mutex_unlock(&p->lock);
+  tarn__store_trim(p->store); /* set once, at creation */
 }
 
 bool tarn__pool_reads_settle(tarn_pool *p) {

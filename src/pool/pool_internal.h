@@ -52,8 +52,9 @@ bool tarn__pool_reads_settle(tarn_pool *pool);
 void tarn__pool_peaks(tarn_pool *pool, bool reset, size_t *resident_peak,
                       size_t *live_peak);
 
-/* Gives the spill file's unused space back (tarn__store_trim): for the
- * runtime's idle moments. Nothing without a spill file. Thread-safe. */
+/* Gives back the buffers the recycling cache keeps and the spill file's
+ * unused space (tarn__store_trim): for the runtime's idle moments.
+ * Thread-safe. */
 void tarn__pool_trim(tarn_pool *pool);
 
 #endif

@@ -171,10 +171,13 @@ double bench_seed_ms(size_t n, const size_t *sizes, size_t nsizes,
   return -1;
 }
 
-unsigned bench_threads(const bench_run *run) {
-  if (run->workers > 0) return run->workers;
-  tarn_rt_options o; /* tarn's own default: its workers, the peers' threads */
+unsigned bench_default_threads(void) {
+  tarn_rt_options o;
   return tarn_rt_options_init(&o) == 0 && o.workers > 0 ? o.workers : 1;
+}
+
+unsigned bench_threads(const bench_run *run) {
+  return run->workers > 0 ? run->workers : bench_default_threads();
 }
 
 int bench_measure(bench_run *run, bench_fn fn, void *arg, uint64_t *reps,

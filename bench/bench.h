@@ -110,9 +110,12 @@ void bench_size_goal(size_t n, const char *op, const char *label, double value,
 double bench_seed_ms(size_t n, const size_t *sizes, size_t nsizes,
                      const double *medians, size_t ops, size_t op);
 
-/* Threads the peers of the run use: --workers, or as many as tarn's
- * runtime starts by default (the processors the process may run on, at
- * most its CPU quota), so that both sides get the same cores. */
+/* The workers tarn's runtime starts by default (the processors the process
+ * may run on, at most its CPU quota): the peers' threads without
+ * --workers, so that both sides get the same cores. */
+unsigned bench_default_threads(void);
+
+/* Threads the peers of the run use: --workers, or bench_default_threads. */
 unsigned bench_threads(const bench_run *run);
 
 /* Clears the progress bar (before anything is printed to stdout). */

@@ -436,15 +436,13 @@ static int check_tiled(struct ctx *c, int op, int v) {
   return check_buf(c, op, v == V_OMP ? "openmp" : "starpu", c->chk, c->w, c->n);
 }
 
-/* The peers' threads; 0: the online cores. */
+/* The peers' threads; 0: bench_default_threads. */
 static int peer_threads;
 
 void linalg_peer_threads_set(int threads) { peer_threads = threads; }
 
 int linalg_peer_threads(void) {
-  if (peer_threads > 0) return peer_threads;
-  tarn_rt_options o; /* as bench_threads, for a peer run on its own */
-  return tarn_rt_options_init(&o) == 0 && o.workers > 0 ? (int)o.workers : 1;
+  return peer_threads > 0 ? peer_threads : (int)bench_default_threads();
 }
 
 static void row_name(char *buf, size_t size, const struct ctx *c, int op,

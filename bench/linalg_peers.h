@@ -14,7 +14,8 @@
 #include <stddef.h>
 
 /* Threads of the OpenMP peer and CPU workers of the StarPU peer: what
- * linalg_peer_threads_set chose (--workers), else the online cores. */
+ * linalg_peer_threads_set chose (--workers), else tarn's default workers
+ * (bench_default_threads). */
 int linalg_peer_threads(void);
 void linalg_peer_threads_set(int threads);
 #define LINALG_PEER_THREADS linalg_peer_threads()

@@ -68,6 +68,51 @@ TARN_API int tarn_matrix_from_buffer(tarn_rt *rt, size_t m, size_t n, size_t mb,
  * after every task submitted before on it. Waits. */
 TARN_API int tarn_matrix_to_buffer(tarn_matrix *a, double *buf, size_t ld);
 
+/* ---- files ---------------------------------------------------------------
+ *
+ * Matrices go to and come from NumPy's .npy files (what numpy.save writes
+ * and numpy.load reads), one task per tile reading or writing that tile's
+ * elements in place in the file: tiles move in parallel, and a matrix
+ * larger than the memory limit is read or written as it is computed,
+ * through the pool's limit like any other (docs/array.md, "Files"). */
+
+/* A new matrix of mb x nb tiles read from the .npy file `path`: a 2-D
+ * array of shape (m, n), or a 1-D array (m,) read as an m x 1 matrix, of
+ * float64 or float32 ('descr' '<f8', '>f8', '<f4' or '>f4'; a float32 is
+ * read as the same number in a double), its elements in either order
+ * ('fortran_order' True or False). Headers of format versions 1.0, 2.0
+ * and 3.0 are read; bytes after the elements are ignored. Waits until
+ * every tile is read (not from a task: TARN_EDEADLK); the file may change
+ * once it returns. Returns 0 and *out; TARN_EINVAL for a NULL argument, a
+ * tile size of 0, an array with a dimension of 0, or a path that is not a
+ * regular file; TARN_ENOENT when the file does not exist; TARN_EACCES
+ * when it may not be read; TARN_EFORMAT when it is not such an .npy file
+ * (another format or element type, a header that does not parse, an array
+ * of 0 or more than 2 dimensions, fewer bytes than the header says);
+ * TARN_EIO when reading fails; TARN_ENOMEM, TARN_ENOSPC from the runtime.
+ * On failure *out is untouched and nothing is left behind. Thread-safe. */
+TARN_API int tarn_matrix_from_file(tarn_rt *rt, const char *path, size_t mb,
+                                   size_t nb, tarn_matrix **out);
+
+/* Writes the matrix, after every task submitted before on it, to the .npy
+ * file `path`: format 1.0, shape (rows, cols), the host's float64 ('<f8'
+ * on x86-64 and arm64), Fortran order, which numpy.load reads as the same
+ * array. The file is written under a temporary name beside `path` (`path`
+ * + ".tarn-" + 16 hexadecimal digits), its disk space claimed first where
+ * the file system can, flushed to the disk, then renamed over `path`: on
+ * success `path` holds the whole matrix, on failure it is as it was (an
+ * old file there stays) and the temporary file is gone. A new file gets
+ * mode 0666 less the umask. Waits (not from a task: TARN_EDEADLK).
+ * Returns 0; TARN_EINVAL for a NULL argument or an empty path;
+ * TARN_ENOENT when the directory does not exist; TARN_EACCES when it may
+ * not be written; TARN_ENOSPC when the disk, a quota or the process's
+ * file size limit is reached; TARN_EIO when writing or flushing fails
+ * (after the rename, only the directory's flush can fail: the new file is
+ * then in place); TARN_ECANCELED when a task submitted before to write the
+ * matrix failed; TARN_ENOMEM. Thread-safe, as the other operations on a
+ * matrix. */
+TARN_API int tarn_matrix_to_file(tarn_matrix *a, const char *path);
+
 /* Element (i, j), after every task submitted before on it. Waits. Returns
  * 0, or TARN_EINVAL when (i, j) is outside the matrix. */
 TARN_API int tarn_matrix_get(tarn_matrix *a, size_t i, size_t j, double *v);

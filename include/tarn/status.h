@@ -31,7 +31,13 @@ enum {
   /* A wait ran past the time the caller gave. */
   TARN_ETIMEDOUT = -9,
   /* The call would wait on itself. */
-  TARN_EDEADLK = -10
+  TARN_EDEADLK = -10,
+  /* A file or directory named does not exist. */
+  TARN_ENOENT = -11,
+  /* A file or directory named may not be read or written. */
+  TARN_EACCES = -12,
+  /* A file is not in the format the call reads. */
+  TARN_EFORMAT = -13
 };
 
 /* A short English description of `status` ("success" for 0, a description

@@ -21,6 +21,9 @@ static const struct {
     {"TARN_ECANCELED", "cancelled because work it depends on failed"},
     {"TARN_ETIMEDOUT", "timed out"},
     {"TARN_EDEADLK", "the call would wait on itself"},
+    {"TARN_ENOENT", "no such file or directory"},
+    {"TARN_EACCES", "permission denied"},
+    {"TARN_EFORMAT", "the file is not in the format expected"},
 };
 
 enum { status_count = sizeof status_table / sizeof status_table[0] };

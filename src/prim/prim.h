@@ -168,4 +168,61 @@ int tarn__fs_in_memory(const char *path, int fd);
  * Thread-safe. */
 size_t tarn__rss_bytes(void);
 
+/* ---- files the user names (src/prim/file.c) ---------------------------- */
+
+/* The tarn status for the errno of a failed file call: TARN_ENOENT (no
+ * such file or directory, a name too long), TARN_EACCES (permission,
+ * a read-only file system), TARN_ENOSPC (the disk or quota full, a file
+ * past RLIMIT_FSIZE), TARN_ENOMEM, TARN_EBUSY (too many open files),
+ * TARN_EINVAL (a directory where a file was meant), else TARN_EIO. */
+int tarn__status_of_errno(int err);
+
+/* Opens the regular file `path` for reading: returns 0, *fd and its *size
+ * in bytes; a status of tarn__status_of_errno, or TARN_EINVAL when it is
+ * not a regular file (a directory, a pipe). Thread-safe. */
+int tarn__file_open_read(const char *path, int *fd, uint64_t *size);
+
+/* Closes fd (a negative fd is a no-op). */
+void tarn__file_close(int fd);
+
+/* Reads `len` bytes at `offset` of fd into buf, again after a signal or a
+ * short read, until done or the end of the file: returns 0 and the bytes
+ * read in *got (fewer than len only at the end of the file), or a status.
+ * Thread-safe: calls on one fd may run at once. */
+int tarn__file_read_at(int fd, void *buf, size_t len, uint64_t offset,
+                       size_t *got);
+
+/* Writes all `len` bytes of buf at `offset` of fd: returns 0 or a status
+ * (TARN_ENOSPC when the disk is full). Thread-safe as tarn__file_read_at. */
+int tarn__file_write_at(int fd, const void *buf, size_t len, uint64_t offset);
+
+/* A file being written to replace `path` whole: the bytes go to a new
+ * file beside it (`path` + ".tarn-" + 16 random hexadecimal digits, made
+ * with O_EXCL, mode 0666 less the umask) that becomes `path` only once
+ * complete and on the disk. */
+typedef struct tarn__file_replace {
+  int fd;           /* the new file, open for writing */
+  const char *path; /* the caller's, kept until commit or abort */
+  char temp[4096];  /* the new file's name until then */
+} tarn__file_replace;
+
+/* Makes the new file. Returns 0, or a status (TARN_ENOENT when the
+ * directory does not exist, TARN_EACCES when it may not be written);
+ * nothing is left behind then. */
+int tarn__file_replace_begin(const char *path, tarn__file_replace *r);
+
+/* Claims `bytes` of disk for fd (fallocate; on a file system without it,
+ * the size only): returns 0, or TARN_ENOSPC when they do not fit. */
+int tarn__file_reserve(int fd, uint64_t bytes);
+
+/* Flushes the new file to the disk (fdatasync), renames it over `path` and
+ * flushes the directory. Returns 0: `path` is the new file. On a failure
+ * before the rename, the new file is removed and `path` is as it was; a
+ * failure to flush the directory after it is returned with the new file
+ * in place. Either way the replace is over. */
+int tarn__file_replace_commit(tarn__file_replace *r);
+
+/* Closes and removes the new file; `path` is as it was. */
+void tarn__file_replace_abort(tarn__file_replace *r);
+
 #endif

@@ -13,6 +13,7 @@
 static const int codes[] = {
     TARN_EINVAL, TARN_ENOMEM, TARN_EBUSY,     TARN_ENOSPC,    TARN_EMISUSE,
     TARN_ESTALE, TARN_EIO,    TARN_ECANCELED, TARN_ETIMEDOUT, TARN_EDEADLK,
+    TARN_ENOENT, TARN_EACCES, TARN_EFORMAT,
 };
 enum { ncodes = sizeof codes / sizeof codes[0] };
 

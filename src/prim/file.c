@@ -1,0 +1,172 @@
+/* file.c: files named by the user (matrices saved and loaded), as prim.h
+ * declares: reads and writes at offsets that finish what they start, and
+ * a file replaced whole or not at all (written under a temporary name
+ * beside it, flushed, then renamed over it). Keeps no state; every errno
+ * becomes a tarn status here and nowhere else. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "prim/prim.h"
+#include "tarn/status.h"
+
+int tarn__status_of_errno(int err) {
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+    case ENAMETOOLONG:
+    case ELOOP:
+      return TARN_ENOENT;
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return TARN_EACCES;
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+      return TARN_ENOSPC;
+    case ENOMEM:
+      return TARN_ENOMEM;
+    case EMFILE:
+    case ENFILE:
+      return TARN_EBUSY;
+    case EISDIR:
+    case EINVAL:
+      return TARN_EINVAL;
+    default:
+      return TARN_EIO;
+  }
+}
+
+int tarn__file_open_read(const char *path, int *fd, uint64_t *size) {
+  int f = open(path, O_RDONLY | O_CLOEXEC);
+  if (f < 0) return tarn__status_of_errno(errno);
+  struct stat st;
+  if (fstat(f, &st) != 0) {
+    int err = errno;
+    close(f);
+    return tarn__status_of_errno(err);
+  }
+  if (!S_ISREG(
+          st.st_mode)) { /* a directory, a pipe: nothing to read at offsets */
+    close(f);
+    return TARN_EINVAL;
+  }
+  *fd = f;
+  *size = (uint64_t)st.st_size;
+  return 0;
+}
+
+void tarn__file_close(int fd) {
+  if (fd >= 0) close(fd);
+}
+
+/* One call moves at most this much (Linux moves at most 0x7ffff000). */
+#define IO_CHUNK ((size_t)1 << 30)
+
+int tarn__file_read_at(int fd, void *buf, size_t len, uint64_t offset,
+                       size_t *got) {
+  size_t done = 0;
+  while (done < len) {
+    size_t n = len - done < IO_CHUNK ? len - done : IO_CHUNK;
+    ssize_t r = pread(fd, (char *)buf + done, n, (off_t)(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return tarn__status_of_errno(errno);
+    if (r == 0) break; /* the end of the file */
+    done += (size_t)r;
+  }
+  *got = done;
+  return 0;
+}
+
+int tarn__file_write_at(int fd, const void *buf, size_t len, uint64_t offset) {
+  size_t done = 0;
+  while (done < len) {
+    size_t n = len - done < IO_CHUNK ? len - done : IO_CHUNK;
+    ssize_t w = pwrite(fd, (const char *)buf + done, n, (off_t)(offset + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return tarn__status_of_errno(errno);
+    if (w == 0) return TARN_ENOSPC; /* no progress: nothing more fits */
+    done += (size_t)w;
+  }
+  return 0;
+}
+
+/* A name for the temporary file: `path`, a dot, "tarn-" and 16 random
+ * hexadecimal digits. Returns 0, TARN_ENOENT when it would be too long. */
+static int temporary_name(const char *path, char *out, size_t size) {
+  uint64_t r = 0;
+  if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+    r = ((uint64_t)getpid() << 32) ^ tarn__clock_ns(); /* O_EXCL decides */
+  int n = snprintf(out, size, "%s.tarn-%016llx", path, (unsigned long long)r);
+  return n > 0 && (size_t)n < size ? 0 : TARN_ENOENT;
+}
+
+int tarn__file_replace_begin(const char *path, tarn__file_replace *r) {
+  r->fd = -1;
+  r->path = path;
+  for (int attempt = 0; attempt < 16; attempt++) {
+    int rc = temporary_name(path, r->temp, sizeof r->temp);
+    if (rc != 0) return rc;
+    /* 0666 less the umask, as any program's new file. */
+    r->fd = open(r->temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (r->fd >= 0) return 0;
+    if (errno != EEXIST) return tarn__status_of_errno(errno);
+  }
+  return TARN_EIO; /* sixteen random names all taken: something is wrong */
+}
+
+int tarn__file_reserve(int fd, uint64_t bytes) {
+  if (fallocate(fd, 0, 0, (off_t)bytes) == 0) return 0;
+  if (errno != EOPNOTSUPP && errno != ENOSYS)
+    return tarn__status_of_errno(errno);
+  /* A file system without fallocate: set the size, claim space on write. */
+  return ftruncate(fd, (off_t)bytes) == 0 ? 0 : tarn__status_of_errno(errno);
+}
+
+/* Flushes the directory that holds `path`, so that a rename in it is on
+ * the disk. Returns 0 or a status. */
+static int sync_directory(const char *path) {
+  char dir[PATH_MAX];
+  const char *slash = strrchr(path, '/');
+  if (slash == NULL) {
+    strcpy(dir, ".");
+  } else {
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir) return TARN_ENOENT;
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+  }
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return tarn__status_of_errno(errno);
+  int rc = fsync(fd) == 0 || errno == EINVAL ? 0 : tarn__status_of_errno(errno);
+  close(fd);
+  return rc;
+}
+
+int tarn__file_replace_commit(tarn__file_replace *r) {
+  int rc = 0;
+  if (fdatasync(r->fd) != 0) rc = tarn__status_of_errno(errno);
+  if (close(r->fd) != 0 && rc == 0) rc = tarn__status_of_errno(errno);
+  r->fd = -1;
+  if (rc == 0 && rename(r->temp, r->path) != 0)
+    rc = tarn__status_of_errno(errno);
+  if (rc != 0) {
+    unlink(r->temp);
+    return rc;
+  }
+  return sync_directory(r->path);
+}
+
+void tarn__file_replace_abort(tarn__file_replace *r) {
+  if (r->fd >= 0) close(r->fd);
+  r->fd = -1;
+  unlink(r->temp);
+}

@@ -13,6 +13,7 @@ packages=(
   gnuplot-nox                              # bench compare's picture
   libmimalloc-dev libjemalloc-dev          # allocator peers
   libstarpu-dev                            # task runtime peer
+  python3-numpy                            # .npy files checked against numpy
 )
 
 missing=()

@@ -1,0 +1,754 @@
+/* test_matrix_file.c: tarn_matrix_from_file and tarn_matrix_to_file.
+ * NumPy's own files of every kind tarn reads come back as the matrix
+ * numpy saved, in any tiling and under a memory limit that spills; a
+ * saved matrix loads in numpy as the same array (both when a Python with
+ * numpy is installed: scripts/install-deps.sh installs one). Without
+ * numpy: a save and load keeps every bit (NaN, infinities, -0,
+ * subnormals); hand-made headers numpy accepts are read and those it
+ * refuses get TARN_EFORMAT; the header reader survives 100000 mutated
+ * headers. A failed save (a full disk, a write or flush error, a
+ * directory in the way) leaves the old file and no temporary one; a
+ * failed read leaves nothing; each open error has its status.
+ *
+ * The library's pread, pwrite and fdatasync are wrapped at link time
+ * (CMakeLists.txt) so that the tests can make the Nth call fail. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "array/npy.h"
+#include "support.h"
+#include "tarn.h"
+
+/* ---- failures on demand -------------------------------------------------- */
+
+/* The Nth call from now of each fails with `fail_errno` (0: none). */
+static atomic_int pread_fails_at, pwrite_fails_at, fdatasync_fails_at;
+static atomic_int fail_errno = EIO;
+
+ssize_t __real_pread(int fd, void *buf, size_t n, off_t off);
+ssize_t __real_pwrite(int fd, const void *buf, size_t n, off_t off);
+int __real_fdatasync(int fd);
+
+static bool fails_now(atomic_int *at) {
+  int left = atomic_load(at);
+  while (left > 0 && !atomic_compare_exchange_weak(at, &left, left - 1)) {
+  }
+  return left == 1;
+}
+
+ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off) {
+  if (fails_now(&pread_fails_at)) {
+    errno = atomic_load(&fail_errno);
+    return -1;
+  }
+  return __real_pread(fd, buf, n, off);
+}
+
+ssize_t __wrap_pwrite(int fd, const void *buf, size_t n, off_t off) {
+  if (fails_now(&pwrite_fails_at)) {
+    errno = atomic_load(&fail_errno);
+    return -1;
+  }
+  return __real_pwrite(fd, buf, n, off);
+}
+
+int __wrap_fdatasync(int fd) {
+  if (fails_now(&fdatasync_fails_at)) {
+    errno = atomic_load(&fail_errno);
+    return -1;
+  }
+  return __real_fdatasync(fd);
+}
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static char dir[64];
+
+static int setup(void **state) {
+  (void)state;
+  strcpy(dir, "/tmp/tarn-test-XXXXXX");
+  return mkdtemp(dir) == NULL ? -1 : 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* dir/name into out. */
+static const char *in_dir(char *out, size_t size, const char *name) {
+  snprintf(out, size, "%s/%s", dir, name);
+  return out;
+}
+
+/* The value every file of these tests holds at (i, j). */
+static double value_at(size_t i, size_t j) {
+  return (double)i * 1000.0 + (double)j + 0.1;
+}
+
+/* Whether the matrix holds f(i, j) at every (i, j): the float32 rounding
+ * of value_at when `single`. */
+static void assert_holds_values(tarn_matrix *a, size_t m, size_t n,
+                                bool single) {
+  assert_int_equal(tarn_matrix_rows(a), m);
+  assert_int_equal(tarn_matrix_cols(a), n);
+  double *b = test_buffer_of(a);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++) {
+      double want = single ? (double)(float)value_at(i, j) : value_at(i, j);
+      if (b[i + j * m] != want)
+        fail_msg("(%zu, %zu): %.17g, not %.17g", i, j, b[i + j * m], want);
+    }
+  free(b);
+}
+
+/* An m x n matrix of value_at in tiles mb x nb. */
+static tarn_matrix *values_matrix(tarn_rt *rt, size_t m, size_t n, size_t mb,
+                                  size_t nb) {
+  double *buf = malloc(m * n * sizeof *buf);
+  assert_non_null(buf);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++) buf[i + j * m] = value_at(i, j);
+  tarn_matrix *a = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, n, mb, nb, buf, m, &a), 0);
+  free(buf);
+  return a;
+}
+
+/* The number of entries of dir whose name holds ".tarn-" (temporaries). */
+static int temporaries_left(void) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    n += strstr(e->d_name, ".tarn-") != NULL;
+  closedir(d);
+  return n;
+}
+
+/* Writes an .npy file by hand: magic, version major.0, the header's
+ * length, `dict` padded with spaces to a multiple of 64 and a newline,
+ * then `bytes` bytes of data. */
+static void write_npy(const char *path, int major, const char *dict,
+                      const void *data, size_t bytes) {
+  size_t fixed = major == 1 ? 10 : 12, n = strlen(dict);
+  size_t total = (fixed + n + 1 + 63) / 64 * 64;
+  unsigned char head[512];
+  assert_true(total <= sizeof head);
+  memcpy(head, "\x93NUMPY", 6);
+  head[6] = (unsigned char)major;
+  head[7] = 0;
+  size_t len = total - fixed;
+  for (size_t k = 0; k < fixed - 8; k++)
+    head[8 + k] = (unsigned char)(len >> (8 * k));
+  memcpy(head + fixed, dict, n);
+  memset(head + fixed + n, ' ', total - fixed - n - 1);
+  head[total - 1] = '\n';
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(head, 1, total, f), total);
+  if (bytes > 0) assert_int_equal(fwrite(data, 1, bytes, f), bytes);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* ---- numpy's files ------------------------------------------------------- */
+
+/* A Python that has numpy, or NULL. Called with no runtime alive (it
+ * forks). */
+static const char *python_with_numpy(void) {
+  static const char *const candidates[] = {"python3", "/usr/bin/python3"};
+  for (size_t k = 0; k < 2; k++) {
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "%s -c 'import numpy' >/dev/null 2>&1",
+             candidates[k]);
+    if (system(cmd) == 0) return candidates[k];
+  }
+  return NULL;
+}
+
+/* Runs `script` (Python, with numpy as np, sys, and dir as d) and asserts
+ * that it exits 0. */
+static void run_python(const char *python, const char *script) {
+  char path[128], cmd[512];
+  FILE *f = fopen(in_dir(path, sizeof path, "script.py"), "w");
+  assert_non_null(f);
+  fprintf(f, "import sys\nimport numpy as np\nd = sys.argv[1]\n%s", script);
+  assert_int_equal(fclose(f), 0);
+  snprintf(cmd, sizeof cmd, "%s %s %s", python, path, dir);
+  int status = system(cmd);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+enum { NM = 300, NN = 170 };
+
+/* numpy saves the same values in every kind tarn reads. */
+static const char numpy_saves[] =
+    "i = np.arange(300).reshape(300, 1)\n"
+    "j = np.arange(170).reshape(1, 170)\n"
+    "v = i * 1000.0 + j + 0.1\n"
+    "np.save(d + '/c8.npy', v)\n"
+    "np.save(d + '/f8.npy', np.asfortranarray(v))\n"
+    "np.save(d + '/c4.npy', v.astype('<f4'))\n"
+    "np.save(d + '/fbe8.npy', np.asfortranarray(v.astype('>f8')))\n"
+    "np.save(d + '/cbe4.npy', v.astype('>f4'))\n"
+    "np.save(d + '/vector.npy', v[:, 0].copy())\n"
+    "for major in (2, 3):\n"
+    "    with open(d + '/v%d.npy' % major, 'wb') as f:\n"
+    "        np.lib.format.write_array(f, v, version=(major, 0))\n";
+
+static void numpy_files_read_as_numpy_saved_them(void **state) {
+  (void)state;
+  const char *python = python_with_numpy();
+  if (python == NULL) {
+    print_message("no Python with numpy: skipped\n");
+    skip();
+  }
+  run_python(python, numpy_saves);
+  static const struct {
+    const char *name;
+    bool single;
+    size_t cols;
+  } files[] = {{"c8.npy", false, NN},  {"f8.npy", false, NN},
+               {"c4.npy", true, NN},   {"fbe8.npy", false, NN},
+               {"cbe4.npy", true, NN}, {"vector.npy", false, 1},
+               {"v2.npy", false, NN},  {"v3.npy", false, NN}};
+  static const size_t tilings[][2] = {{NM, NN}, {64, 50}, {7, 300}, {1, 1}};
+  tarn_rt *rt = test_rt(3, 0);
+  for (size_t f = 0; f < sizeof files / sizeof files[0]; f++)
+    for (size_t t = 0; t < sizeof tilings / sizeof tilings[0]; t++) {
+      char path[128];
+      tarn_matrix *a = NULL;
+      assert_int_equal(
+          tarn_matrix_from_file(rt, in_dir(path, sizeof path, files[f].name),
+                                tilings[t][0], tilings[t][1], &a),
+          0);
+      assert_holds_values(a, NM, files[f].cols, files[f].single);
+      tarn_matrix_destroy(a);
+    }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+
+  /* Under a limit of a quarter of the matrix: tiles spill as they come. */
+  size_t limit = NM * NN * sizeof(double) / 4;
+  rt = test_rt(2, limit);
+  for (size_t f = 0; f < 4; f++) {
+    char path[128];
+    tarn_matrix *a = NULL;
+    assert_int_equal(
+        tarn_matrix_from_file(rt, in_dir(path, sizeof path, files[f].name), 32,
+                              32, &a),
+        0);
+    assert_holds_values(a, NM, NN, files[f].single);
+    tarn_matrix_destroy(a);
+  }
+  test_rt_destroy_spilled(rt, limit);
+}
+
+static void numpy_loads_a_saved_matrix_as_the_same_array(void **state) {
+  (void)state;
+  const char *python = python_with_numpy();
+  if (python == NULL) {
+    print_message("no Python with numpy: skipped\n");
+    skip();
+  }
+  static const size_t tilings[][2] = {{NM, NN}, {64, 50}, {7, 300}};
+  for (size_t t = 0; t < 3; t++) {
+    tarn_rt *rt = test_rt(3, t == 1 ? NM * NN * sizeof(double) / 4 : 0);
+    tarn_matrix *a = values_matrix(rt, NM, NN, tilings[t][0], tilings[t][1]);
+    char path[128], name[32];
+    snprintf(name, sizeof name, "saved%zu.npy", t);
+    assert_int_equal(tarn_matrix_to_file(a, in_dir(path, sizeof path, name)),
+                     0);
+    tarn_matrix_destroy(a);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  assert_int_equal(temporaries_left(), 0);
+  run_python(python,
+             "i = np.arange(300).reshape(300, 1)\n"
+             "j = np.arange(170).reshape(1, 170)\n"
+             "v = i * 1000.0 + j + 0.1\n"
+             "for t in range(3):\n"
+             "    a = np.load(d + '/saved%d.npy' % t)\n"
+             "    assert a.dtype == np.float64 and a.shape == (300, 170)\n"
+             "    assert np.array_equal(a, v)\n");
+}
+
+/* ---- without numpy ------------------------------------------------------- */
+
+static void a_save_and_load_keeps_every_bit(void **state) {
+  (void)state;
+  const size_t m = 97, n = 41;
+  double *buf = malloc(m * n * sizeof *buf);
+  assert_non_null(buf);
+  const double specials[] = {NAN, -NAN,        INFINITY, -INFINITY,   -0.0,
+                             0.0, DBL_MIN / 4, -DBL_MAX, DBL_TRUE_MIN};
+  uint64_t x = 88172645463325252u;
+  for (size_t k = 0; k < m * n; k++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    memcpy(&buf[k], &x, sizeof x); /* any 64 bits, NaN payloads too */
+    if (k % 7 == 0) buf[k] = specials[(k / 7) % 9];
+  }
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *a = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, n, 10, 9, buf, m, &a), 0);
+  char path[128];
+  in_dir(path, sizeof path, "bits.npy");
+  assert_int_equal(tarn_matrix_to_file(a, path), 0);
+  tarn_matrix *b = NULL;
+  assert_int_equal(tarn_matrix_from_file(rt, path, 13, 40, &b), 0);
+  assert_int_equal(tarn_matrix_tile_rows(b), 13);
+  assert_int_equal(tarn_matrix_tile_cols(b), 40);
+  double *back = test_buffer_of(b);
+  assert_memory_equal(back, buf, m * n * sizeof *buf);
+
+  /* The file is exactly a 64-byte-aligned header and the elements. */
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_size, 128 + m * n * sizeof(double));
+  mode_t mask = umask(0);
+  umask(mask);
+  assert_int_equal(st.st_mode & 0777, 0666 & ~mask);
+  free(back);
+  free(buf);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A save orders after the tasks writing the matrix; a failed writer makes
+ * it TARN_ECANCELED, and the file stays as it was. */
+static void a_save_waits_for_writers_and_refuses_a_failed_one(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *a = values_matrix(rt, 50, 60, 16, 16);
+  tarn_matrix *b = NULL;
+  assert_int_equal(tarn_matrix_axpb(a, 2.0, 1.0, &b), 0); /* not waited */
+  char path[128];
+  in_dir(path, sizeof path, "later.npy");
+  assert_int_equal(tarn_matrix_to_file(b, path), 0);
+  tarn_matrix *c = NULL;
+  assert_int_equal(tarn_matrix_from_file(rt, path, 50, 60, &c), 0);
+  double *got = test_buffer_of(c);
+  for (size_t j = 0; j < 60; j++)
+    for (size_t i = 0; i < 50; i++)
+      assert_true(got[i + j * 50] == 2.0 * value_at(i, j) + 1.0);
+  free(got);
+
+  test_fail_first_tile(rt, b);
+  assert_int_equal(tarn_matrix_to_file(b, path), TARN_ECANCELED);
+  assert_int_equal(temporaries_left(), 0);
+  tarn_matrix *d = NULL;
+  assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &d), 0);
+  got = test_buffer_of(d);
+  assert_true(got[0] == 2.0 * value_at(0, 0) + 1.0);
+  free(got);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(c);
+  tarn_matrix_destroy(d);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Headers numpy writes or accepts, by hand: each reads as its 2 x 3
+ * array, of its element type and order. */
+static void hand_made_headers_numpy_accepts_are_read(void **state) {
+  (void)state;
+  static const struct {
+    int major;
+    const char *dict;
+    size_t m, n;
+  } ok[] = {
+      {1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", 2, 3},
+      {1, "{\"shape\": (2, 3), \"descr\": \"<f8\", \"fortran_order\": False}",
+       2, 3},
+      {1, "{'descr':'<f8','fortran_order':False,'shape':(2L,3L)}", 2, 3},
+      {2,
+       "{ 'fortran_order' : False ,\n 'shape' : ( 2 , 3 , ) ,\t"
+       "'descr' : '<f8' , }",
+       2, 3},
+      {3, "{'descr': '<f8', 'fortran_order': False, 'shape': (6,), }", 6, 1},
+  };
+  double data[6] = {1, 2, 3, 4, 5, 6}; /* row-major 2 x 3 */
+  tarn_rt *rt = test_rt(1, 0);
+  for (size_t k = 0; k < sizeof ok / sizeof ok[0]; k++) {
+    char path[128];
+    in_dir(path, sizeof path, "hand.npy");
+    write_npy(path, ok[k].major, ok[k].dict, data, sizeof data);
+    tarn_matrix *a = NULL;
+    int rc = tarn_matrix_from_file(rt, path, 2, 2, &a);
+    if (rc != 0) fail_msg("%s: %s", ok[k].dict, tarn_status_name(rc));
+    assert_int_equal(tarn_matrix_rows(a), ok[k].m);
+    assert_int_equal(tarn_matrix_cols(a), ok[k].n);
+    double v;
+    assert_int_equal(tarn_matrix_get(a, ok[k].m - 1, ok[k].n - 1, &v), 0);
+    assert_true(v == 6.0);
+    if (ok[k].n == 3) {
+      assert_int_equal(tarn_matrix_get(a, 1, 0, &v), 0);
+      assert_true(v == 4.0); /* row-major: (1, 0) is the fourth */
+    }
+    tarn_matrix_destroy(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Headers numpy would refuse (or tarn cannot hold) are refused, each with
+ * its status, and no matrix is made. */
+static void headers_numpy_refuses_are_refused(void **state) {
+  (void)state;
+  static const struct {
+    const char *dict;
+    int rc;
+  } bad[] = {
+      {"{'descr': '<i8', 'fortran_order': False, 'shape': (2, 3), }",
+       TARN_EFORMAT},
+      {"{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }",
+       TARN_EFORMAT},
+      {"{'descr': '|f8', 'fortran_order': False, 'shape': (2, 3), }",
+       TARN_EFORMAT},
+      {"{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (2,), }",
+       TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (), }", TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2, 3), }",
+       TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (6), }",
+       TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (2 3), }",
+       TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (-2, 3), }",
+       TARN_EFORMAT},
+      {"{'descr': '<f8', 'shape': (2, 3), }", TARN_EFORMAT},
+      {"{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (2, "
+       "3), }",
+       TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), 'x': 1}",
+       TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': 0, 'shape': (2, 3), }", TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': Truely, 'shape': (2, 3), }",
+       TARN_EFORMAT},
+      {"{'descr: '<f8', 'fortran_order': False, 'shape': (2, 3), }",
+       TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }}",
+       TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3),, }",
+       TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3)",
+       TARN_EFORMAT},
+      {"['descr', '<f8']", TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': "
+       "(99999999999999999999, 1), }",
+       TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': "
+       "(4294967296, 4294967296), }",
+       TARN_EFORMAT},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (3, 3), }",
+       TARN_EFORMAT}, /* 72 bytes of data needed, 48 there */
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (0, 3), }",
+       TARN_EINVAL},
+  };
+  double data[6] = {0};
+  tarn_rt *rt = test_rt(1, 0);
+  char path[128];
+  in_dir(path, sizeof path, "bad.npy");
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    write_npy(path, 1, bad[k].dict, data, sizeof data);
+    tarn_matrix *a = (tarn_matrix *)&data; /* must stay untouched */
+    int rc = tarn_matrix_from_file(rt, path, 2, 2, &a);
+    if (rc != bad[k].rc)
+      fail_msg("%s: %s, not %s", bad[k].dict, tarn_status_name(rc),
+               tarn_status_name(bad[k].rc));
+    assert_ptr_equal(a, (tarn_matrix *)&data);
+  }
+
+  /* The fixed part: the magic, the version, the header's length. */
+  static const struct {
+    const char *bytes;
+    size_t len;
+  } prefixes[] = {
+      {"", 0},
+      {"\x93NUMPY\x01", 7},
+      {"\x93NUMPZ\x01\x00\x46\x00", 10},
+      {"\x93NUMPY\x04\x00\x46\x00", 10},
+      {"\x93NUMPY\x01\x01\x46\x00", 10},
+      {"\x93NUMPY\x02\x00\x46\x00", 10},               /* v2 needs 4 bytes */
+      {"\x93NUMPY\x01\x00\xf6\x00", 10},               /* past the file's end */
+      {"\x93NUMPY\x02\x00\x00\x00\x00\x10", 12},       /* 256 MiB of header */
+      {"{'descr': '<f8', 'fortran_order': False", 40}, /* no magic */
+  };
+  for (size_t k = 0; k < sizeof prefixes / sizeof prefixes[0]; k++) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(prefixes[k].bytes, 1, prefixes[k].len, f),
+                     prefixes[k].len);
+    assert_int_equal(fclose(f), 0);
+    tarn_matrix *a = NULL;
+    assert_int_equal(tarn_matrix_from_file(rt, path, 2, 2, &a), TARN_EFORMAT);
+    assert_null(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* The header reader on 100000 mutations of a valid header: it never reads
+ * outside the bytes it is given (ASan), and accepts only headers whose
+ * figures agree. */
+static void the_header_reader_survives_mutated_headers(void **state) {
+  (void)state;
+  unsigned char valid[128];
+  size_t len = tarn__npy_format(valid, sizeof valid, 300, 170, false);
+  assert_int_equal(len, 128);
+  tarn__npy h;
+  assert_int_equal(tarn__npy_parse(valid, len, &h), 0);
+  assert_int_equal(h.rows, 300);
+  assert_int_equal(h.cols, 170);
+  assert_int_equal(h.item, 8);
+  assert_true(h.fortran_order && !h.big_endian);
+  assert_int_equal(h.data_offset, 128);
+
+  static const char alphabet[] = "{}()[],:'\" \n0123456789LTrueFalse<>|f48x";
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  int accepted = 0;
+  for (int round = 0; round < 100000; round++) {
+    unsigned char *buf = malloc(len);
+    assert_non_null(buf);
+    memcpy(buf, valid, len);
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    size_t n = len - (x % 4 == 0 ? (x >> 8) % len : 0); /* cut it short */
+    for (int k = 0; k < 1 + (int)(x >> 20) % 4; k++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      size_t at = x % len;
+      buf[at] =
+          (x >> 32) % 2
+              ? (unsigned char)(x >> 40)
+              : (unsigned char)alphabet[(x >> 40) % (sizeof alphabet - 1)];
+    }
+    unsigned char *cut = malloc(n > 0 ? n : 1); /* ASan sees past n */
+    assert_non_null(cut);
+    memcpy(cut, buf, n);
+    int rc = tarn__npy_parse(cut, n, &h);
+    assert_true(rc == 0 || rc == TARN_EFORMAT || rc == TARN_EINVAL);
+    if (rc == 0) {
+      accepted++;
+      assert_true(h.data_offset <= n);
+      assert_true(h.item == 4 || h.item == 8);
+      assert_true(h.rows > 0 && h.cols > 0);
+      assert_true(h.data_bytes == (uint64_t)h.rows * h.cols * h.item);
+    }
+    free(cut);
+    free(buf);
+  }
+  assert_true(accepted > 0); /* harmless mutations (a digit) were met */
+}
+
+/* ---- failures ------------------------------------------------------------ */
+
+/* A save that fails keeps the old file whole and leaves no temporary; a
+ * load that fails makes nothing. */
+static void a_failed_save_keeps_the_old_file(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *old = values_matrix(rt, 40, 30, 8, 8);
+  tarn_matrix *big = NULL;
+  assert_int_equal(tarn_matrix_fill(rt, 300, 200, 64, 64, 7.0, &big), 0);
+  char path[128];
+  in_dir(path, sizeof path, "kept.npy");
+  assert_int_equal(tarn_matrix_to_file(old, path), 0);
+
+  /* The disk fills: a file size limit below the new file's. */
+  struct rlimit was;
+  assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+  void (*handler)(int) = signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = {64 * 1024, was.rlim_max};
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+  int rc = tarn_matrix_to_file(big, path);
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+  signal(SIGXFSZ, handler);
+  assert_int_equal(rc, TARN_ENOSPC);
+
+  /* A write fails halfway through the tiles, then the flush. */
+  atomic_store(&fail_errno, EIO);
+  atomic_store(&pwrite_fails_at, 20);
+  assert_int_equal(tarn_matrix_to_file(big, path), TARN_EIO);
+  atomic_store(&pwrite_fails_at, 0);
+  atomic_store(&fail_errno, ENOSPC);
+  atomic_store(&pwrite_fails_at, 3);
+  assert_int_equal(tarn_matrix_to_file(big, path), TARN_ENOSPC);
+  atomic_store(&pwrite_fails_at, 0);
+  atomic_store(&fail_errno, EIO);
+  atomic_store(&fdatasync_fails_at, 1);
+  assert_int_equal(tarn_matrix_to_file(big, path), TARN_EIO);
+  atomic_store(&fdatasync_fails_at, 0);
+
+  /* A directory where the file should go: the rename fails. */
+  char sub[128];
+  assert_int_equal(mkdir(in_dir(sub, sizeof sub, "sub"), 0700), 0);
+  assert_int_equal(tarn_matrix_to_file(big, sub), TARN_EINVAL);
+  assert_int_equal(rmdir(sub), 0);
+
+  assert_int_equal(temporaries_left(), 0);
+  tarn_matrix *back = NULL;
+  assert_int_equal(tarn_matrix_from_file(rt, path, 40, 30, &back), 0);
+  assert_holds_values(back, 40, 30, false);
+
+  /* A read fails halfway: no matrix, nothing leaked (ASan). */
+  in_dir(path, sizeof path, "big.npy");
+  assert_int_equal(tarn_matrix_to_file(big, path), 0);
+  atomic_store(&pread_fails_at, 10);
+  tarn_matrix *none = NULL;
+  assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &none), TARN_EIO);
+  assert_null(none);
+  atomic_store(&pread_fails_at, 0);
+
+  tarn_matrix_destroy(old);
+  tarn_matrix_destroy(big);
+  tarn_matrix_destroy(back);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* The child of open_errors_have_their_own_statuses, as a user who may
+ * neither read `file` nor write in `locked`: 0 when both are refused with
+ * TARN_EACCES. */
+static int refused_as_another_user(const char *file, const char *locked) {
+  if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) return 10;
+  tarn_rt *rt = NULL;
+  if (tarn_rt_create(NULL, &rt) != 0) return 11;
+  tarn_matrix *a = NULL;
+  int bad = tarn_matrix_from_file(rt, file, 4, 4, &a) != TARN_EACCES;
+  if (tarn_matrix_zeros(rt, 4, 4, 4, 4, &a) != 0) return 12;
+  char path[160];
+  snprintf(path, sizeof path, "%s/x.npy", locked);
+  bad |= (tarn_matrix_to_file(a, path) != TARN_EACCES) << 1;
+  tarn_matrix_destroy(a);
+  tarn_rt_destroy(rt);
+  return bad;
+}
+
+static void open_errors_have_their_own_statuses(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(1, 0);
+  tarn_matrix *a = NULL, *z = NULL;
+  char path[128], file[128];
+  assert_int_equal(tarn_matrix_zeros(rt, 3, 3, 3, 3, &z), 0);
+  in_dir(file, sizeof file, "z.npy");
+  assert_int_equal(tarn_matrix_to_file(z, file), 0);
+
+  assert_int_equal(tarn_matrix_from_file(
+                       rt, in_dir(path, sizeof path, "none.npy"), 2, 2, &a),
+                   TARN_ENOENT);
+  snprintf(path, sizeof path, "%s/z.npy/x.npy", dir); /* a file as a dir */
+  assert_int_equal(tarn_matrix_from_file(rt, path, 2, 2, &a), TARN_ENOENT);
+  assert_int_equal(tarn_matrix_to_file(z, path), TARN_ENOENT);
+  assert_int_equal(
+      tarn_matrix_to_file(z, in_dir(path, sizeof path, "no/such/dir/x.npy")),
+      TARN_ENOENT);
+  assert_int_equal(tarn_matrix_from_file(rt, dir, 2, 2, &a), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_from_file(rt, "/dev/null", 2, 2, &a),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_from_file(NULL, file, 2, 2, &a), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_from_file(rt, NULL, 2, 2, &a), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_from_file(rt, file, 0, 2, &a), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_from_file(rt, file, 2, 2, NULL), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_to_file(NULL, file), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_to_file(z, NULL), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_to_file(z, ""), TARN_EINVAL);
+  assert_null(a);
+  tarn_matrix_destroy(z);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+
+  /* Permission: as root, in a child that drops to "nobody". */
+  char locked[128];
+  assert_int_equal(mkdir(in_dir(locked, sizeof locked, "locked"), 0755), 0);
+  assert_int_equal(chmod(file, 0600), 0);
+  assert_int_equal(chmod(dir, 0755), 0); /* nobody may pass through */
+  if (geteuid() != 0) assert_int_equal(chmod(locked, 0555), 0);
+  if (geteuid() != 0) assert_int_equal(chmod(file, 0000), 0);
+#if defined(__SANITIZE_THREAD__)
+  if (geteuid() == 0) {
+    print_message("a child that changes its user: not under TSan\n");
+    return;
+  }
+#endif
+  pid_t child = fork();
+  assert_true(child >= 0);
+  if (child == 0) _exit(refused_as_another_user(file, locked));
+  int status;
+  assert_int_equal(waitpid(child, &status, 0), child);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* From a task both calls refuse to wait on themselves. */
+struct in_task {
+  tarn_matrix *z;
+  int from_rc, to_rc;
+};
+
+static int try_files_in_a_task(tarn_task *t, void *arg) {
+  struct in_task *s = arg;
+  tarn_matrix *a = NULL;
+  char path[128];
+  s->from_rc = tarn_matrix_from_file(
+      tarn_task_rt(t), in_dir(path, sizeof path, "t.npy"), 2, 2, &a);
+  s->to_rc = tarn_matrix_to_file(s->z, in_dir(path, sizeof path, "u.npy"));
+  return 0;
+}
+
+static void not_from_a_task(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  struct in_task s = {NULL, 0, 0};
+  assert_int_equal(tarn_matrix_zeros(rt, 3, 3, 3, 3, &s.z), 0);
+  char path[128];
+  assert_int_equal(tarn_matrix_to_file(s.z, in_dir(path, sizeof path, "t.npy")),
+                   0);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  tarn_task_desc d = {.fn = try_files_in_a_task, .arg = &s};
+  assert_int_equal(tarn_task_submit(rt, &d), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(s.from_rc, TARN_EDEADLK);
+  assert_int_equal(s.to_rc, TARN_EDEADLK);
+  assert_int_equal(temporaries_left(), 0);
+  assert_int_equal(access(in_dir(path, sizeof path, "u.npy"), F_OK), -1);
+  tarn_matrix_destroy(s.z);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(numpy_files_read_as_numpy_saved_them,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          numpy_loads_a_saved_matrix_as_the_same_array, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_save_and_load_keeps_every_bit, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(
+          a_save_waits_for_writers_and_refuses_a_failed_one, setup, teardown),
+      cmocka_unit_test_setup_teardown(hand_made_headers_numpy_accepts_are_read,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(headers_numpy_refuses_are_refused, setup,
+                                      teardown),
+      cmocka_unit_test(the_header_reader_survives_mutated_headers),
+      cmocka_unit_test_setup_teardown(a_failed_save_keeps_the_old_file, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(open_errors_have_their_own_statuses,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(not_from_a_task, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

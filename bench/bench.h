@@ -294,6 +294,7 @@ int bench_stencil(bench_run *run);
 int bench_linalg(bench_run *run);
 int bench_ooc(bench_run *run);
 int bench_eager(bench_run *run);
+int bench_files(bench_run *run);
 int bench_load(bench_run *run);
 
 /* The ooc suite measures each configuration in a fresh process (its peak

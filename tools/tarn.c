@@ -60,15 +60,12 @@ struct suite {
   int (*run)(bench_run *run);
 };
 
-static const struct suite suites[] = {{"alloc", bench_alloc},
-                                      {"pool", bench_pool},
-                                      {"rt", bench_rt},
-                                      {"array", bench_array},
-                                      {"stencil", bench_stencil},
-                                      {"linalg", bench_linalg},
-                                      {"ooc", bench_ooc},
-                                      {"eager", bench_eager},
-                                      {"time_to_load", bench_load}};
+static const struct suite suites[] = {
+    {"alloc", bench_alloc},     {"pool", bench_pool},
+    {"rt", bench_rt},           {"array", bench_array},
+    {"stencil", bench_stencil}, {"linalg", bench_linalg},
+    {"ooc", bench_ooc},         {"eager", bench_eager},
+    {"files", bench_files},     {"time_to_load", bench_load}};
 enum { suite_count = sizeof suites / sizeof suites[0] };
 
 /* Prints "tarn: MESSAGE" and a hint to stderr; returns exit status 2. */

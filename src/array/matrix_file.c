@@ -1,8 +1,8 @@
 /* matrix_file.c: tiled matrices to and from .npy files (npy.h), one task
- * per tile, each reading or writing its own tile's elements at their
- * offsets in the file, so tiles are read and written in parallel and a
- * matrix larger than the memory limit passes through the pool like any
- * other (tiles spilled while others are read).
+ * per band of tiles (below), each reading or writing its tiles' elements
+ * at their offsets in the file, so bands are read and written in parallel
+ * and a matrix larger than the memory limit passes through the pool like
+ * any other (tiles spilled while others are read).
  *
  * Invariants: both calls wait for their tasks before they return, so the
  * jobs and the header they point to live on the caller's side; a file
@@ -23,24 +23,59 @@
 #define HOST_BIG_ENDIAN false
 #endif
 
-/* What one tile task needs: the file, what its header says, and the
- * tile's place. */
-struct file_job {
-  int fd;
-  const tarn__npy *h;
-  size_t rows, cols; /* of the tile */
-  size_t row0, col0; /* its first element in the matrix */
-};
+/* ---- bands of tiles -------------------------------------------------------
+ *
+ * A task reads or writes a band: up to BAND_MAX tiles side by side along
+ * the file's order, the tiles of one tile column for a Fortran-order file
+ * (its columns run down the matrix), of one tile row for a C-order one.
+ * The file holds the band as `lines` (its columns, or its rows), each a
+ * contiguous run of elements cut into one piece per tile; when the band
+ * spans the matrix's whole height (width), its lines follow each other in
+ * the file too. A tile alone would move a line piece at a time: 4 KiB a
+ * call for tiles of 512, where a band of 8 moves 32 KiB, or, spanning the
+ * matrix, up to 1024 pieces in one preadv/pwritev. The band's tiles are
+ * all pinned while its task runs, so a band holds at most BAND_BYTES, and
+ * an eighth of the pool's memory limit. */
 
-/* A tile task's job and tile, shared by ranges of the tile's columns. */
-struct file_share {
-  const struct file_job *j;
-  double *c;
-};
+#define BAND_MAX 64
+#define BAND_BYTES ((size_t)32 << 20)
+
+/* Pieces (iovec entries) a call moves at most, on the task's stack. */
+#define IOV_BATCH 256
 
 /* Elements converted a buffer at a time when the file's are not the
- * host's doubles. */
+ * host's doubles, or not in its order: whole lines in a buffer of
+ * CONVERT_BYTES, or a longer line in pieces of CONVERT_ELEMENTS. */
+#define CONVERT_BYTES ((size_t)512 << 10)
 #define CONVERT_ELEMENTS 8192
+
+/* One band task's job. */
+struct band {
+  int fd;
+  const tarn__npy *h;
+  bool fortran;           /* lines are columns (else rows) */
+  size_t count;           /* tiles in the band */
+  size_t piece[BAND_MAX]; /* each tile's share of a line, in elements */
+  size_t line_len;        /* elements of a line: the pieces' sum */
+  size_t lines;           /* the band's lines */
+  size_t rows;            /* the tiles' rows (C order: all the same) */
+  uint64_t first;         /* the array index of line 0's first element */
+  uint64_t stride;        /* array elements from a line to the next */
+};
+
+/* A band task's job and its tiles' memory, shared by ranges of lines. */
+struct band_share {
+  const struct band *b;
+  double *tile[BAND_MAX];
+};
+
+/* Where element `pos` of tile k's piece of line `line` lives. */
+static double *in_tile(const struct band_share *s, size_t k, size_t pos,
+                       size_t line) {
+  const struct band *b = s->b;
+  return b->fortran ? s->tile[k] + line * b->piece[k] + pos
+                    : s->tile[k] + pos * b->rows + line;
+}
 
 /* One element of the file as a double: float64 or float32, byte-swapped
  * when the file's order is not the host's. */
@@ -61,51 +96,57 @@ static double decode(const unsigned char *p, size_t item, bool swap) {
   return f;
 }
 
-/* Reads `count` runs of `len` elements from the file, run i starting at
- * element first + i * stride of the array, into dst: element e of run i
- * goes to dst[i * run_step + e * elem_step]. Returns 0, TARN_EFORMAT when
- * the file ends early (it shrank since its size was checked), or the
- * read's status. */
-static int read_runs(const struct file_job *j, uint64_t first, size_t count,
-                     size_t len, size_t stride, double *dst, size_t run_step,
-                     size_t elem_step) {
-  const tarn__npy *h = j->h;
-  size_t item = h->item;
-  bool swap = h->big_endian != HOST_BIG_ENDIAN;
-  size_t got;
-  if (item == 8 && !swap && elem_step == 1) { /* straight into the tile */
-    bool merged = len == stride && run_step == len;
-    size_t runs = merged ? 1 : count, each = merged ? count * len : len;
-    for (size_t i = 0; i < runs; i++) {
-      uint64_t at = h->data_offset + (first + (uint64_t)i * stride) * 8;
-      int rc =
-          tarn__file_read_at(j->fd, dst + i * run_step, each * 8, at, &got);
-      if (rc != 0) return rc;
-      if (got != each * 8) return TARN_EFORMAT;
-    }
-    return 0;
+/* Lines [l0, l1) of a Fortran-order band of the host's doubles, moved
+ * straight between the tiles and the file: each call takes a line's
+ * pieces, or several lines' when they follow each other in the file. */
+static int move_lines_direct(const struct band_share *s, size_t l0, size_t l1,
+                             bool write) {
+  const struct band *b = s->b;
+  struct iovec iov[IOV_BATCH];
+  size_t per = b->line_len == b->stride ? IOV_BATCH / b->count : 1;
+  for (size_t l = l0; l < l1; l += per) {
+    size_t n = l1 - l < per ? l1 - l : per, used = 0, bytes = 0;
+    for (size_t line = l; line < l + n; line++)
+      for (size_t k = 0; k < b->count; k++) {
+        iov[used++] = (struct iovec){in_tile(s, k, 0, line), b->piece[k] * 8};
+        bytes += b->piece[k] * 8;
+      }
+    uint64_t at = b->h->data_offset + (b->first + l * b->stride) * 8;
+    size_t got = bytes;
+    int rc = write ? tarn__file_writev_at(b->fd, iov, used, at)
+                   : tarn__file_readv_at(b->fd, iov, used, at, &got);
+    if (rc != 0) return rc;
+    if (got != bytes) return TARN_EFORMAT; /* the file shrank */
   }
+  return 0;
+}
+
+/* Lines [l0, l1) read through a buffer and converted: float32, the other
+ * byte order, or C order (a line's pieces strided in the tiles), element
+ * by element: for lines too long for read_lines_blocked's buffer. */
+static int read_lines_converted(const struct band_share *s, size_t l0,
+                                size_t l1) {
+  const struct band *b = s->b;
+  size_t item = b->h->item;
+  bool swap = b->h->big_endian != HOST_BIG_ENDIAN;
   unsigned char *buf = malloc(CONVERT_ELEMENTS * item);
   if (buf == NULL) return TARN_ENOMEM;
   int rc = 0;
-  /* Runs that follow each other in the file are read together. */
-  size_t per =
-      len == stride && len < CONVERT_ELEMENTS ? CONVERT_ELEMENTS / len : 1;
-  for (size_t i = 0; rc == 0 && i < count; i += per) {
-    size_t runs = count - i < per ? count - i : per;
-    size_t total = runs * len; /* elements from run i on, in file order */
-    for (size_t e0 = 0; rc == 0 && e0 < total; e0 += CONVERT_ELEMENTS) {
-      size_t n = total - e0 < CONVERT_ELEMENTS ? total - e0 : CONVERT_ELEMENTS;
-      uint64_t at = h->data_offset + (first + (uint64_t)i * stride + e0) * item;
-      rc = tarn__file_read_at(j->fd, buf, n * item, at, &got);
-      if (rc == 0 && got != n * item) rc = TARN_EFORMAT;
-      size_t run = i + e0 / len, pos = e0 % len;
+  for (size_t line = l0; rc == 0 && line < l1; line++) {
+    size_t k = 0, pos = 0;
+    for (size_t e0 = 0; rc == 0 && e0 < b->line_len; e0 += CONVERT_ELEMENTS) {
+      size_t n = b->line_len - e0 < CONVERT_ELEMENTS ? b->line_len - e0
+                                                     : CONVERT_ELEMENTS;
+      uint64_t at =
+          b->h->data_offset + (b->first + line * b->stride + e0) * item;
+      size_t got;
+      rc = tarn__file_read_at(b->fd, buf, n * item, at, &got);
+      if (rc == 0 && got != n * item) rc = TARN_EFORMAT; /* it shrank */
       for (size_t e = 0; rc == 0 && e < n; e++) {
-        dst[run * run_step + pos * elem_step] =
-            decode(buf + e * item, item, swap);
-        if (++pos == len) {
+        *in_tile(s, k, pos, line) = decode(buf + e * item, item, swap);
+        if (++pos == b->piece[k]) {
           pos = 0;
-          run++;
+          k++;
         }
       }
     }
@@ -114,75 +155,140 @@ static int read_runs(const struct file_job *j, uint64_t first, size_t count,
   return rc;
 }
 
-/* Reads columns [q0, q1) of the task's tile. */
-static int read_columns(void *arg, size_t q0, size_t q1) {
-  const struct file_share *s = arg;
-  const struct file_job *j = s->j;
-  const tarn__npy *h = j->h;
-  double *dst = s->c + q0 * j->rows;
-  if (h->fortran_order) /* runs are the tile's columns */
-    return read_runs(j, (uint64_t)(j->col0 + q0) * h->rows + j->row0, q1 - q0,
-                     j->rows, h->rows, dst, j->rows, 1);
-  /* runs are the tile's rows, each cut to the range */
-  return read_runs(j, (uint64_t)j->row0 * h->cols + j->col0 + q0, j->rows,
-                   q1 - q0, h->cols, dst, 1, j->rows);
-}
-
-static int k_read_tile(tarn_task *t, void *arg) {
-  const struct file_job *j = arg;
-  struct file_share s = {j, tarn_task_data(t, 0)};
-  return tarn__share_columns(t, j->rows, j->cols, read_columns, &s);
-}
-
-/* Writes columns [q0, q1) of the task's tile, in the file's order (the
- * host's doubles, Fortran order: a column is one run). */
-static int write_columns(void *arg, size_t q0, size_t q1) {
-  const struct file_share *s = arg;
-  const struct file_job *j = s->j;
-  const tarn__npy *h = j->h;
-  bool whole = j->rows == h->rows; /* columns follow each other */
-  size_t runs = whole ? 1 : q1 - q0,
-         each = whole ? (q1 - q0) * j->rows : j->rows;
-  for (size_t i = 0; i < runs; i++) {
-    uint64_t first = (uint64_t)(j->col0 + q0 + i) * h->rows + j->row0;
-    int rc = tarn__file_write_at(j->fd, s->c + (q0 + i) * j->rows, each * 8,
-                                 h->data_offset + first * 8);
-    if (rc != 0) return rc;
+/* Lines [l0, l1) read a block of whole lines at a time into a buffer of
+ * CONVERT_BYTES, then converted tile by tile: in C order a tile's column
+ * gets the block's elements of it together (a line's elements lie a tile
+ * column apart in the tile: one at a time, every one would be a cache
+ * miss). */
+static int read_lines_blocked(const struct band_share *s, size_t l0,
+                              size_t l1) {
+  const struct band *b = s->b;
+  size_t item = b->h->item, line_bytes = b->line_len * item;
+  bool swap = b->h->big_endian != HOST_BIG_ENDIAN;
+  size_t block = CONVERT_BYTES / line_bytes;
+  unsigned char *buf = malloc(block * line_bytes);
+  if (buf == NULL) return TARN_ENOMEM;
+  bool together = b->line_len == b->stride; /* lines follow each other */
+  int rc = 0;
+  for (size_t l = l0; rc == 0 && l < l1; l += block) {
+    size_t n = l1 - l < block ? l1 - l : block, got;
+    for (size_t i = 0; rc == 0 && i < n; i += together ? n : 1) {
+      size_t bytes = together ? n * line_bytes : line_bytes;
+      uint64_t at = b->h->data_offset + (b->first + (l + i) * b->stride) * item;
+      rc = tarn__file_read_at(b->fd, buf + i * line_bytes, bytes, at, &got);
+      if (rc == 0 && got != bytes) rc = TARN_EFORMAT; /* it shrank */
+    }
+    const unsigned char *piece = buf;
+    for (size_t k = 0; rc == 0 && k < b->count; k++) {
+      for (size_t q = 0; q < b->piece[k]; q++) {
+        if (b->fortran) { /* line i's piece is the tile's column l + i */
+          for (size_t i = 0; i < n; i++) {
+            double *dst = in_tile(s, k, 0, l + i);
+            dst[q] = decode(piece + (i * b->line_len + q) * item, item, swap);
+          }
+        } else { /* element q of lines l .. l + n: column q's run */
+          double *dst = in_tile(s, k, q, l);
+          for (size_t i = 0; i < n; i++)
+            dst[i] = decode(piece + (i * b->line_len + q) * item, item, swap);
+        }
+      }
+      piece += b->piece[k] * item;
+    }
   }
-  return 0;
+  free(buf);
+  return rc;
 }
 
-static int k_write_tile(tarn_task *t, void *arg) {
-  const struct file_job *j = arg;
-  struct file_share s = {j, tarn_task_data(t, 0)};
-  return tarn__share_columns(t, j->rows, j->cols, write_columns, &s);
+static int read_lines(void *arg, size_t l0, size_t l1) {
+  const struct band_share *s = arg;
+  const tarn__npy *h = s->b->h;
+  if (s->b->fortran && h->item == 8 && h->big_endian == HOST_BIG_ENDIAN)
+    return move_lines_direct(s, l0, l1, false);
+  if (s->b->line_len * h->item <= CONVERT_BYTES)
+    return read_lines_blocked(s, l0, l1);
+  return read_lines_converted(s, l0, l1);
 }
 
-/* Runs fn on every tile of `a` (access `mode`) against the file `fd` of
- * header `h`, in a region of its own, and waits. */
-static int each_tile_of_file(tarn_matrix *a, tarn_task_fn fn, tarn_access mode,
-                             int fd, const tarn__npy *h) {
-  size_t tiles = a->mt * a->nt;
-  struct file_job *jobs = malloc(tiles * sizeof *jobs);
-  if (jobs == NULL) return TARN_ENOMEM;
+/* A file being written is always the host's doubles in Fortran order. */
+static int write_lines(void *arg, size_t l0, size_t l1) {
+  return move_lines_direct(arg, l0, l1, true);
+}
+
+/* Runs `fn` over the band's lines, shared with idle workers. */
+static int band_task(tarn_task *t, const struct band *b, tarn_range_fn fn) {
+  struct band_share s = {.b = b};
+  for (size_t k = 0; k < b->count; k++) s.tile[k] = tarn_task_data(t, k);
+  return tarn__share_columns(t, b->line_len, b->lines, fn, &s);
+}
+
+static int k_read_band(tarn_task *t, void *arg) {
+  return band_task(t, arg, read_lines);
+}
+
+static int k_write_band(tarn_task *t, void *arg) {
+  return band_task(t, arg, write_lines);
+}
+
+/* Tiles a band may hold: BAND_BYTES, an eighth of the memory limit, at
+ * least one tile and at most BAND_MAX. */
+static size_t band_tiles(const tarn_matrix *a) {
+  size_t budget = BAND_BYTES;
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
+  if (limit > 0 && limit / 8 < budget) budget = limit / 8;
+  size_t k = budget / (a->mb * a->nb * sizeof(double));
+  return k < 1 ? 1 : k > BAND_MAX ? BAND_MAX : k;
+}
+
+/* Band `t0 .. t0 + count` along tile column (Fortran) or row (C) `across`
+ * of `a`, and its tiles' accesses in deps. */
+static void band_of(const tarn_matrix *a, const tarn__npy *h, int fd,
+                    size_t across, size_t t0, size_t count, tarn_access mode,
+                    struct band *b, tarn_dep *deps) {
+  bool fortran = h->fortran_order;
+  *b = (struct band){.fd = fd, .h = h, .fortran = fortran, .count = count};
+  for (size_t k = 0; k < count; k++) {
+    size_t ti = fortran ? t0 + k : across, tj = fortran ? across : t0 + k;
+    b->piece[k] = fortran ? tarn__tile_rows(a, ti) : tarn__tile_cols(a, tj);
+    b->line_len += b->piece[k];
+    deps[k] = (tarn_dep){tarn__tile(a, ti, tj), mode};
+  }
+  if (fortran) {
+    b->lines = tarn__tile_cols(a, across);
+    b->first = (uint64_t)across * a->nb * a->m + t0 * a->mb;
+    b->stride = a->m;
+  } else {
+    b->lines = b->rows = tarn__tile_rows(a, across);
+    b->first = (uint64_t)across * a->mb * a->n + t0 * a->nb;
+    b->stride = a->n;
+  }
+}
+
+/* Runs fn on every band of `a` (its tiles accessed with `mode`) against
+ * the file `fd` of header `h`, in a region of its own, and waits. */
+static int each_band(tarn_matrix *a, tarn_task_fn fn, tarn_access mode, int fd,
+                     const tarn__npy *h) {
+  size_t along = h->fortran_order ? a->mt : a->nt;
+  size_t across = h->fortran_order ? a->nt : a->mt;
+  size_t per = band_tiles(a), per_line = (along + per - 1) / per;
+  struct band *bands = malloc(across * per_line * sizeof *bands);
+  if (bands == NULL) return TARN_ENOMEM;
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);
   if (rc != 0) {
-    free(jobs);
+    free(bands);
     return rc;
   }
-  for (size_t tj = 0; rc == 0 && tj < a->nt; tj++)
-    for (size_t ti = 0; rc == 0 && ti < a->mt; ti++) {
-      struct file_job *j = &jobs[ti + tj * a->mt];
-      *j = (struct file_job){
-          fd,         h,         tarn__tile_rows(a, ti), tarn__tile_cols(a, tj),
-          ti * a->mb, tj * a->nb};
-      tarn_dep dep = {tarn__tile(a, ti, tj), mode};
-      tarn_task_desc d = {.fn = fn, .arg = j, .deps = &dep, .ndeps = 1};
+  struct band *b = bands;
+  for (size_t x = 0; rc == 0 && x < across; x++)
+    for (size_t t0 = 0; rc == 0 && t0 < along; t0 += per, b++) {
+      tarn_dep deps[BAND_MAX];
+      size_t count = along - t0 < per ? along - t0 : per;
+      band_of(a, h, fd, x, t0, count, mode, b, deps);
+      tarn_task_desc d = {.fn = fn, .arg = b, .deps = deps, .ndeps = count};
       rc = tarn_task_submit(a->rt, &d);
     }
   int wrc = tarn_region_wait(region, NULL);
-  free(jobs);
+  free(bands);
   return rc != 0 ? rc : wrc;
 }
 
@@ -217,7 +323,7 @@ int tarn_matrix_from_file(tarn_rt *rt, const char *path, size_t mb, size_t nb,
   tarn_matrix *a = NULL;
   rc = read_header(fd, size, &h);
   if (rc == 0) rc = tarn__matrix_new(rt, h.rows, h.cols, mb, nb, &a);
-  if (rc == 0) rc = each_tile_of_file(a, k_read_tile, TARN_WRITE, fd, &h);
+  if (rc == 0) rc = each_band(a, k_read_band, TARN_WRITE, fd, &h);
   tarn__file_close(fd);
   if (rc != 0) {
     tarn_matrix_destroy(a);
@@ -246,7 +352,7 @@ int tarn_matrix_to_file(tarn_matrix *a, const char *path) {
   if (rc != 0) return rc;
   rc = tarn__file_reserve(r.fd, hl + h.data_bytes);
   if (rc == 0) rc = tarn__file_write_at(r.fd, header, hl, 0);
-  if (rc == 0) rc = each_tile_of_file(a, k_write_tile, TARN_READ, r.fd, &h);
+  if (rc == 0) rc = each_band(a, k_write_band, TARN_READ, r.fd, &h);
   if (rc != 0) {
     tarn__file_replace_abort(&r);
     return rc;

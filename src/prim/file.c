@@ -99,6 +99,63 @@ int tarn__file_write_at(int fd, const void *buf, size_t len, uint64_t offset) {
   return 0;
 }
 
+/* Moves `n` bytes past the start of iov[0..*count), dropping the buffers
+ * done; returns the new start. */
+static struct iovec *advance(struct iovec *iov, size_t *count, size_t n) {
+  while (*count > 0 && n >= iov->iov_len) {
+    n -= iov->iov_len;
+    iov++;
+    (*count)--;
+  }
+  if (*count > 0) {
+    iov->iov_base = (char *)iov->iov_base + n;
+    iov->iov_len -= n;
+  }
+  return iov;
+}
+
+/* One call takes at most this many buffers (Linux's IOV_MAX). */
+#define IOV_CHUNK 1024
+
+int tarn__file_readv_at(int fd, struct iovec *iov, size_t count,
+                        uint64_t offset, size_t *got) {
+  size_t done = 0;
+  while (count > 0) {
+    if (iov->iov_len == 0) {
+      iov = advance(iov, &count, 0);
+      continue;
+    }
+    int n = count < IOV_CHUNK ? (int)count : IOV_CHUNK;
+    ssize_t r = preadv(fd, iov, n, (off_t)(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return tarn__status_of_errno(errno);
+    if (r == 0) break; /* the end of the file */
+    done += (size_t)r;
+    iov = advance(iov, &count, (size_t)r);
+  }
+  *got = done;
+  return 0;
+}
+
+int tarn__file_writev_at(int fd, struct iovec *iov, size_t count,
+                         uint64_t offset) {
+  size_t done = 0;
+  while (count > 0) {
+    if (iov->iov_len == 0) {
+      iov = advance(iov, &count, 0);
+      continue;
+    }
+    int n = count < IOV_CHUNK ? (int)count : IOV_CHUNK;
+    ssize_t w = pwritev(fd, iov, n, (off_t)(offset + done));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return tarn__status_of_errno(errno);
+    if (w == 0) return TARN_ENOSPC;
+    done += (size_t)w;
+    iov = advance(iov, &count, (size_t)w);
+  }
+  return 0;
+}
+
 /* A name for the temporary file: `path`, a dot, "tarn-" and 16 random
  * hexadecimal digits. Returns 0, TARN_ENOENT when it would be too long. */
 static int temporary_name(const char *path, char *out, size_t size) {

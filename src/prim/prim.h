@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* The system page size in bytes (a power of two), read once. Thread-safe. */
 size_t tarn__page_size(void);
@@ -195,6 +196,15 @@ int tarn__file_read_at(int fd, void *buf, size_t len, uint64_t offset,
 /* Writes all `len` bytes of buf at `offset` of fd: returns 0 or a status
  * (TARN_ENOSPC when the disk is full). Thread-safe as tarn__file_read_at. */
 int tarn__file_write_at(int fd, const void *buf, size_t len, uint64_t offset);
+
+/* As tarn__file_read_at and tarn__file_write_at, for the bytes of `count`
+ * buffers that follow each other in the file from `offset` (preadv,
+ * pwritev: one call for many buffers, any count). iov[] is used up: its
+ * entries are changed as the bytes move. */
+int tarn__file_readv_at(int fd, struct iovec *iov, size_t count,
+                        uint64_t offset, size_t *got);
+int tarn__file_writev_at(int fd, struct iovec *iov, size_t count,
+                         uint64_t offset);
 
 /* A file being written to replace `path` whole: the bytes go to a new
  * file beside it (`path` + ".tarn-" + 16 random hexadecimal digits, made

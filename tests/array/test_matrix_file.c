@@ -10,8 +10,8 @@
  * directory in the way) leaves the old file and no temporary one; a
  * failed read leaves nothing; each open error has its status.
  *
- * The library's pread, pwrite and fdatasync are wrapped at link time
- * (CMakeLists.txt) so that the tests can make the Nth call fail. */
+ * The library's pread, preadv, pwrite, pwritev and fdatasync are wrapped at
+ * link time (CMakeLists.txt) so that the tests can make the Nth call fail. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,43 +37,53 @@
 
 /* ---- failures on demand -------------------------------------------------- */
 
-/* The Nth call from now of each fails with `fail_errno` (0: none). */
-static atomic_int pread_fails_at, pwrite_fails_at, fdatasync_fails_at;
+/* The Nth read (pread, preadv), write (pwrite, pwritev) or fdatasync
+ * from now fails with `fail_errno` (0: none); every call is counted. */
+static atomic_int read_fails_at, write_fails_at, fdatasync_fails_at;
+static atomic_int reads_seen, writes_seen;
 static atomic_int fail_errno = EIO;
 
 ssize_t __real_pread(int fd, void *buf, size_t n, off_t off);
 ssize_t __real_pwrite(int fd, const void *buf, size_t n, off_t off);
+ssize_t __real_preadv(int fd, const struct iovec *iov, int n, off_t off);
+ssize_t __real_pwritev(int fd, const struct iovec *iov, int n, off_t off);
 int __real_fdatasync(int fd);
 
-static bool fails_now(atomic_int *at) {
+/* Counts a call in *seen; whether the call is the one to fail. */
+static bool fails_now(atomic_int *at, atomic_int *seen) {
+  if (seen != NULL) atomic_fetch_add(seen, 1);
   int left = atomic_load(at);
   while (left > 0 && !atomic_compare_exchange_weak(at, &left, left - 1)) {
   }
+  if (left == 1) errno = atomic_load(&fail_errno);
   return left == 1;
 }
 
 ssize_t __wrap_pread(int fd, void *buf, size_t n, off_t off) {
-  if (fails_now(&pread_fails_at)) {
-    errno = atomic_load(&fail_errno);
-    return -1;
-  }
-  return __real_pread(fd, buf, n, off);
+  return fails_now(&read_fails_at, &reads_seen) ? -1
+                                                : __real_pread(fd, buf, n, off);
+}
+
+ssize_t __wrap_preadv(int fd, const struct iovec *iov, int n, off_t off) {
+  return fails_now(&read_fails_at, &reads_seen)
+             ? -1
+             : __real_preadv(fd, iov, n, off);
 }
 
 ssize_t __wrap_pwrite(int fd, const void *buf, size_t n, off_t off) {
-  if (fails_now(&pwrite_fails_at)) {
-    errno = atomic_load(&fail_errno);
-    return -1;
-  }
-  return __real_pwrite(fd, buf, n, off);
+  return fails_now(&write_fails_at, &writes_seen)
+             ? -1
+             : __real_pwrite(fd, buf, n, off);
+}
+
+ssize_t __wrap_pwritev(int fd, const struct iovec *iov, int n, off_t off) {
+  return fails_now(&write_fails_at, &writes_seen)
+             ? -1
+             : __real_pwritev(fd, iov, n, off);
 }
 
 int __wrap_fdatasync(int fd) {
-  if (fails_now(&fdatasync_fails_at)) {
-    errno = atomic_load(&fail_errno);
-    return -1;
-  }
-  return __real_fdatasync(fd);
+  return fails_now(&fdatasync_fails_at, NULL) ? -1 : __real_fdatasync(fd);
 }
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -408,6 +419,56 @@ static void hand_made_headers_numpy_accepts_are_read(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Lines (a C-order row, a Fortran-order column) longer than the
+ * conversion buffer (512 KiB) are read in pieces: a C-order row of 70000
+ * doubles, a big-endian float32 column of 140000; in tilings that cut
+ * them and that do not. */
+static void long_lines_are_read_in_pieces(void **state) {
+  (void)state;
+  const size_t wide = 70000, tall = 140000;
+  double *rows = malloc(3 * wide * sizeof *rows);
+  uint32_t *column = malloc(2 * tall * sizeof *column);
+  assert_non_null(rows);
+  assert_non_null(column);
+  for (size_t i = 0; i < 3; i++)
+    for (size_t j = 0; j < wide; j++) rows[i * wide + j] = value_at(i, j);
+  for (size_t j = 0; j < 2; j++)
+    for (size_t i = 0; i < tall; i++) {
+      float f = (float)value_at(i, j);
+      uint32_t u;
+      memcpy(&u, &f, sizeof u);
+      column[j * tall + i] = __builtin_bswap32(u);
+    }
+  char c_path[128], f_path[128], dict[128];
+  snprintf(dict, sizeof dict,
+           "{'descr': '<f8', 'fortran_order': False, 'shape': (3, %zu), }",
+           wide);
+  write_npy(in_dir(c_path, sizeof c_path, "wide.npy"), 1, dict, rows,
+            3 * wide * sizeof *rows);
+  snprintf(dict, sizeof dict,
+           "{'descr': '>f4', 'fortran_order': True, 'shape': (%zu, 2), }",
+           tall);
+  write_npy(in_dir(f_path, sizeof f_path, "tall.npy"), 1, dict, column,
+            2 * tall * sizeof *column);
+  free(rows);
+  free(column);
+  tarn_rt *rt = test_rt(2, 0);
+  static const size_t c_tiles[][2] = {{3, 70000}, {2, 30000}};
+  static const size_t f_tiles[][2] = {{140000, 1}, {50000, 2}};
+  for (size_t t = 0; t < 2; t++) {
+    tarn_matrix *a = NULL;
+    assert_int_equal(
+        tarn_matrix_from_file(rt, c_path, c_tiles[t][0], c_tiles[t][1], &a), 0);
+    assert_holds_values(a, 3, wide, false);
+    tarn_matrix_destroy(a);
+    assert_int_equal(
+        tarn_matrix_from_file(rt, f_path, f_tiles[t][0], f_tiles[t][1], &a), 0);
+    assert_holds_values(a, tall, 2, true);
+    tarn_matrix_destroy(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* Headers numpy would refuse (or tarn cannot hold) are refused, each with
  * its status, and no matrix is made. */
 static void headers_numpy_refuses_are_refused(void **state) {
@@ -580,19 +641,27 @@ static void a_failed_save_keeps_the_old_file(void **state) {
   signal(SIGXFSZ, handler);
   assert_int_equal(rc, TARN_ENOSPC);
 
-  /* A write fails halfway through the tiles, then the flush. */
+  /* A write fails halfway through the tiles (counted in a save that
+   * works), then the flush. */
+  char other[128];
+  atomic_store(&writes_seen, 0);
+  assert_int_equal(
+      tarn_matrix_to_file(big, in_dir(other, sizeof other, "other.npy")), 0);
+  int writes = atomic_load(&writes_seen);
+  assert_true(writes >= 3); /* the header, then the tiles in calls */
   atomic_store(&fail_errno, EIO);
-  atomic_store(&pwrite_fails_at, 20);
+  atomic_store(&write_fails_at, writes / 2 + 1);
   assert_int_equal(tarn_matrix_to_file(big, path), TARN_EIO);
-  atomic_store(&pwrite_fails_at, 0);
+  atomic_store(&write_fails_at, 0);
   atomic_store(&fail_errno, ENOSPC);
-  atomic_store(&pwrite_fails_at, 3);
+  atomic_store(&write_fails_at, writes);
   assert_int_equal(tarn_matrix_to_file(big, path), TARN_ENOSPC);
-  atomic_store(&pwrite_fails_at, 0);
+  atomic_store(&write_fails_at, 0);
   atomic_store(&fail_errno, EIO);
   atomic_store(&fdatasync_fails_at, 1);
   assert_int_equal(tarn_matrix_to_file(big, path), TARN_EIO);
   atomic_store(&fdatasync_fails_at, 0);
+  assert_int_equal(unlink(other), 0);
 
   /* A directory where the file should go: the rename fails. */
   char sub[128];
@@ -605,14 +674,32 @@ static void a_failed_save_keeps_the_old_file(void **state) {
   assert_int_equal(tarn_matrix_from_file(rt, path, 40, 30, &back), 0);
   assert_holds_values(back, 40, 30, false);
 
-  /* A read fails halfway: no matrix, nothing leaked (ASan). */
+  /* A read fails halfway (counted in a load that works), in both orders
+   * of the file: no matrix, nothing leaked (ASan). */
   in_dir(path, sizeof path, "big.npy");
   assert_int_equal(tarn_matrix_to_file(big, path), 0);
-  atomic_store(&pread_fails_at, 10);
-  tarn_matrix *none = NULL;
-  assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &none), TARN_EIO);
-  assert_null(none);
-  atomic_store(&pread_fails_at, 0);
+  for (int c_order = 0; c_order < 2; c_order++) {
+    if (c_order) { /* the same bytes, read as rows of a 200 x 300 array */
+      char dict[96];
+      snprintf(dict, sizeof dict,
+               "{'descr': '<f8', 'fortran_order': False, 'shape': (200, "
+               "300), }");
+      double *rows = test_buffer_of(big);
+      write_npy(path, 1, dict, rows, 300 * 200 * sizeof(double));
+      free(rows);
+    }
+    tarn_matrix *fine = NULL;
+    atomic_store(&reads_seen, 0);
+    assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &fine), 0);
+    tarn_matrix_destroy(fine);
+    int reads = atomic_load(&reads_seen);
+    assert_true(reads >= 4); /* the header's two, then the tiles' */
+    atomic_store(&read_fails_at, reads / 2 + 2);
+    tarn_matrix *none = NULL;
+    assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &none), TARN_EIO);
+    assert_null(none);
+    atomic_store(&read_fails_at, 0);
+  }
 
   tarn_matrix_destroy(old);
   tarn_matrix_destroy(big);
@@ -741,6 +828,8 @@ int main(void) {
           a_save_waits_for_writers_and_refuses_a_failed_one, setup, teardown),
       cmocka_unit_test_setup_teardown(hand_made_headers_numpy_accepts_are_read,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(long_lines_are_read_in_pieces, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(headers_numpy_refuses_are_refused, setup,
                                       teardown),
       cmocka_unit_test(the_header_reader_survives_mutated_headers),

@@ -1,0 +1,214 @@
+/* files.c: the `files` suite of `tarn bench`: an N x N matrix saved to an
+ * .npy file (tarn_matrix_to_file: written, flushed, renamed) and loaded
+ * back (tarn_matrix_from_file, from the page cache, as numpy.save left
+ * it: Fortran order, and C order, numpy's default), side by side with a
+ * plain write + fdatasync and a plain read of the same bytes into a
+ * touched buffer, in a directory of its own in the spill directory. The
+ * goals are tarn's own, as the pool's spill and restore have: 0.8 of the
+ * plain calls' MB/s. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "tarn.h"
+
+static const size_t default_sizes[] = {1024, 4096};
+
+enum { SAVE, LOAD, LOAD_C, WRITE, READ, ROW_COUNT };
+
+static const char *const row_names[ROW_COUNT] = {
+    "save (.npy)", "load (.npy)", "load (.npy, C order)", "write + fdatasync",
+    "read (touched buffer)"};
+
+/* One size's files and buffers. */
+struct ctx {
+  tarn_rt *rt;
+  size_t n, b, bytes;
+  tarn_matrix *a;
+  double *buf; /* A's elements, column-major: what the plain calls move */
+  char npy[4200], c_npy[4200], plain[4200];
+};
+
+static int tarn_failed(const char *what, int status) {
+  return bench_tarn_failed("files", what, status);
+}
+
+static int sys_failed(const char *what, const char *path) {
+  fprintf(stderr, "tarn bench: files: %s %s: %s\n", what, path,
+          strerror(errno));
+  return 1;
+}
+
+/* Writes A in C order: the header numpy writes for a C-order n x n
+ * float64 array, then A's rows (the columns of A's column-major buffer
+ * transposed). */
+static int write_c_order(struct ctx *c) {
+  char dict[128];
+  int len = snprintf(dict, sizeof dict,
+                     "{'descr': '<f8', 'fortran_order': False, 'shape': "
+                     "(%zu, %zu), }",
+                     c->n, c->n);
+  size_t total = (10 + (size_t)len + 1 + 63) / 64 * 64;
+  unsigned char head[256];
+  memcpy(head, "\x93NUMPY\x01\x00", 8);
+  head[8] = (unsigned char)((total - 10) & 0xff);
+  head[9] = (unsigned char)((total - 10) >> 8);
+  memcpy(head + 10, dict, (size_t)len);
+  memset(head + 10 + len, ' ', total - 10 - (size_t)len - 1);
+  head[total - 1] = '\n';
+  double *rows = malloc(c->bytes);
+  FILE *f = fopen(c->c_npy, "wb");
+  int failed = rows == NULL || f == NULL;
+  if (!failed) {
+    for (size_t i = 0; i < c->n; i++)
+      for (size_t j = 0; j < c->n; j++)
+        rows[i * c->n + j] = c->buf[i + j * c->n];
+    failed = fwrite(head, 1, total, f) != total ||
+             fwrite(rows, 1, c->bytes, f) != c->bytes;
+  }
+  if (f != NULL) failed |= fclose(f) != 0;
+  free(rows);
+  return failed ? sys_failed("cannot write", c->c_npy) : 0;
+}
+
+static int open_size(struct ctx *c, tarn_rt *rt, const char *dir, size_t n) {
+  memset(c, 0, sizeof *c);
+  c->rt = rt;
+  c->n = n;
+  c->b = bench_tile_size(n);
+  c->bytes = n * n * sizeof(double);
+  snprintf(c->npy, sizeof c->npy, "%s/a.npy", dir);
+  snprintf(c->c_npy, sizeof c->c_npy, "%s/c.npy", dir);
+  snprintf(c->plain, sizeof c->plain, "%s/plain", dir);
+  c->buf = bench_buffer_alloc(c->bytes);
+  if (c->buf == NULL) {
+    fprintf(stderr, "tarn bench: files: out of memory for N=%zu\n", n);
+    return 1;
+  }
+  int rc = tarn_matrix_rand(rt, n, n, c->b, c->b, 1, &c->a);
+  if (rc == 0) rc = tarn_matrix_to_buffer(c->a, c->buf, n);
+  if (rc != 0) return tarn_failed("tarn_matrix_rand", rc);
+  return write_c_order(c);
+}
+
+static void close_size(struct ctx *c) {
+  tarn_matrix_destroy(c->a);
+  free(c->buf);
+  unlink(c->npy);
+  unlink(c->c_npy);
+  unlink(c->plain);
+}
+
+/* Loads `path` and, once (`check`), compares it with A element for
+ * element; *s gets the load's seconds. */
+static int load(struct ctx *c, const char *path, int check, double *s) {
+  tarn_matrix *m = NULL;
+  uint64_t t0 = bench_now_ns();
+  int rc = tarn_matrix_from_file(c->rt, path, c->b, c->b, &m);
+  *s = (double)(bench_now_ns() - t0) * 1e-9;
+  if (rc != 0) return tarn_failed("tarn_matrix_from_file", rc);
+  int bad = 0;
+  if (check) {
+    double *back = malloc(c->bytes);
+    bad = back == NULL || tarn_matrix_to_buffer(m, back, c->n) != 0 ||
+          memcmp(back, c->buf, c->bytes) != 0;
+    free(back);
+  }
+  tarn_matrix_destroy(m);
+  if (bad) fprintf(stderr, "tarn bench: files: %s read back wrong\n", path);
+  return bad;
+}
+
+static int plain_write(struct ctx *c, double *s) {
+  uint64_t t0 = bench_now_ns();
+  int fd = open(c->plain, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return sys_failed("cannot open", c->plain);
+  ssize_t w = write(fd, c->buf, c->bytes);
+  int failed = w != (ssize_t)c->bytes || fdatasync(fd) != 0;
+  failed |= close(fd) != 0;
+  *s = (double)(bench_now_ns() - t0) * 1e-9;
+  return failed ? sys_failed("cannot write", c->plain) : 0;
+}
+
+static int plain_read(struct ctx *c, double *s) {
+  uint64_t t0 = bench_now_ns();
+  int fd = open(c->plain, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return sys_failed("cannot open", c->plain);
+  ssize_t r = read(fd, c->buf, c->bytes);
+  close(fd);
+  *s = (double)(bench_now_ns() - t0) * 1e-9;
+  bench_escape(c->buf);
+  return r == (ssize_t)c->bytes ? 0 : sys_failed("cannot read", c->plain);
+}
+
+/* One sample of every row, in turn; sample 0 (the warm-up) also checks
+ * what the loads read. */
+static int sample(struct ctx *c, size_t i, double t[ROW_COUNT]) {
+  uint64_t t0 = bench_now_ns();
+  int rc = tarn_matrix_to_file(c->a, c->npy);
+  t[SAVE] = (double)(bench_now_ns() - t0) * 1e-9;
+  if (rc != 0) return tarn_failed("tarn_matrix_to_file", rc);
+  return plain_write(c, &t[WRITE]) || load(c, c->npy, i == 0, &t[LOAD]) ||
+         load(c, c->c_npy, i == 0, &t[LOAD_C]) || plain_read(c, &t[READ]);
+}
+
+/* Runs one size; *mbps gets each row's median MB/s (-1 when unmeasured). */
+static int run_size(bench_run *run, struct ctx *c, double mbps[ROW_COUNT]) {
+  double t[BENCH_SAMPLES_MAX + 1][ROW_COUNT];
+  for (size_t i = 0; i <= run->samples; i++)
+    if (sample(c, i, t[i]) != 0) return 1;
+  for (int r = 0; r < ROW_COUNT; r++) {
+    double s[BENCH_SAMPLES_MAX];
+    for (size_t i = 0; i < run->samples; i++) s[i] = t[i + 1][r];
+    char name[160];
+    if (r == WRITE || r == READ)
+      snprintf(name, sizeof name, "files/plain/N=%zu/%s", c->n, row_names[r]);
+    else
+      snprintf(name, sizeof name, "files/tarn/N=%zu (block %zu)/%s", c->n, c->b,
+               row_names[r]);
+    mbps[r] = (double)c->bytes / bench_median(s, run->samples) / 1e6;
+    bench_extra extra[] = {{"MBps", mbps[r]}, {"bytes", (double)c->bytes}};
+    const bench_result *res =
+        bench_report(run, name, s, run->samples, extra, 2);
+    if (res == NULL) return 1;
+    if (res->median_s < 0) mbps[r] = BENCH_SKIPPED;
+  }
+  return 0;
+}
+
+int bench_files(bench_run *run) {
+  const size_t *sizes;
+  size_t nsizes = bench_sizes(run, default_sizes, 2, &sizes);
+  tarn_rt *rt = NULL;
+  if (bench_rt_open(run, "files", &rt) != 0) return 1;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/tarn-bench-files-XXXXXX", bench_spill_dir());
+  if (mkdtemp(dir) == NULL) {
+    tarn_rt_destroy(rt);
+    return sys_failed("cannot make a directory in", bench_spill_dir());
+  }
+  double mbps[BENCH_SIZES_MAX][ROW_COUNT];
+  int failed = 0;
+  for (size_t k = 0; !failed && k < nsizes; k++) {
+    struct ctx c;
+    failed = open_size(&c, rt, dir, sizes[k]) || run_size(run, &c, mbps[k]);
+    close_size(&c);
+  }
+  rmdir(dir);
+  tarn_rt_destroy(rt);
+  if (failed) return 1;
+  bench_printf("  (in %s)\n", bench_spill_dir());
+  bench_goal_heading("Goals (tarn's own, as the pool's spill and restore):");
+  for (size_t k = 0; k < nsizes; k++) {
+    bench_size_goal(sizes[k], "save", "tarn / plain write (MB/s)",
+                    bench_ratio(mbps[k][SAVE], mbps[k][WRITE]), "x", 0, 0.8);
+    bench_size_goal(sizes[k], "load", "tarn / plain read (MB/s)",
+                    bench_ratio(mbps[k][LOAD], mbps[k][READ]), "x", 0, 0.8);
+  }
+  return 0;
+}

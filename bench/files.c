@@ -5,7 +5,8 @@
  * plain write + fdatasync and a plain read of the same bytes into a
  * touched buffer, in a directory of its own in the spill directory. The
  * goals are tarn's own, as the pool's spill and restore have: 0.8 of the
- * plain calls' MB/s. */
+ * plain calls' MB/s. A size none of whose rows the filter wants is not
+ * run; the others run every row and report the wanted ones. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -157,6 +158,25 @@ static int sample(struct ctx *c, size_t i, double t[ROW_COUNT]) {
          load(c, c->c_npy, i == 0, &t[LOAD_C]) || plain_read(c, &t[READ]);
 }
 
+/* The row's name at size n into name (size 160). */
+static void row_name(char *name, size_t n, int r) {
+  if (r == WRITE || r == READ)
+    snprintf(name, 160, "files/plain/N=%zu/%s", n, row_names[r]);
+  else
+    snprintf(name, 160, "files/tarn/N=%zu (block %zu)/%s", n,
+             bench_tile_size(n), row_names[r]);
+}
+
+/* Whether the filter wants any row at size n. */
+static int size_wanted(bench_run *run, size_t n) {
+  for (int r = 0; r < ROW_COUNT; r++) {
+    char name[160];
+    row_name(name, n, r);
+    if (bench_wanted(run, name)) return 1;
+  }
+  return 0;
+}
+
 /* Runs one size; *mbps gets each row's median MB/s (-1 when unmeasured). */
 static int run_size(bench_run *run, struct ctx *c, double mbps[ROW_COUNT]) {
   double t[BENCH_SAMPLES_MAX + 1][ROW_COUNT];
@@ -166,11 +186,7 @@ static int run_size(bench_run *run, struct ctx *c, double mbps[ROW_COUNT]) {
     double s[BENCH_SAMPLES_MAX];
     for (size_t i = 0; i < run->samples; i++) s[i] = t[i + 1][r];
     char name[160];
-    if (r == WRITE || r == READ)
-      snprintf(name, sizeof name, "files/plain/N=%zu/%s", c->n, row_names[r]);
-    else
-      snprintf(name, sizeof name, "files/tarn/N=%zu (block %zu)/%s", c->n, c->b,
-               row_names[r]);
+    row_name(name, c->n, r);
     mbps[r] = (double)c->bytes / bench_median(s, run->samples) / 1e6;
     bench_extra extra[] = {{"MBps", mbps[r]}, {"bytes", (double)c->bytes}};
     const bench_result *res =
@@ -195,6 +211,8 @@ int bench_files(bench_run *run) {
   double mbps[BENCH_SIZES_MAX][ROW_COUNT];
   int failed = 0;
   for (size_t k = 0; !failed && k < nsizes; k++) {
+    for (int r = 0; r < ROW_COUNT; r++) mbps[k][r] = BENCH_SKIPPED;
+    if (!size_wanted(run, sizes[k])) continue;
     struct ctx c;
     failed = open_size(&c, rt, dir, sizes[k]) || run_size(run, &c, mbps[k]);
     close_size(&c);

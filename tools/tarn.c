@@ -33,11 +33,12 @@ static const char usage_text[] =
     "                    this order: alloc, pool, rt, array, stencil, "
     "linalg,\n"
     "                    ooc (larger than memory), eager (eager freeing),\n"
-    "                    time_to_load; a table is printed as results come\n"
+    "                    files (.npy save and load), time_to_load; a table\n"
+    "                    is printed as results come\n"
     "    --samples N     samples per benchmark, at least 3 (default 5)\n"
     "    --sizes LIST    matrix sizes N, comma-separated (default: array and\n"
-    "                    stencil 256,1024,4096; linalg 256,1024; ooc and\n"
-    "                    eager their own small sizes)\n"
+    "                    stencil 256,1024,4096; linalg 256,1024; files\n"
+    "                    1024,4096; ooc and eager their own small sizes)\n"
     "    --filter REGEX  measure only the benchmarks whose name matches the\n"
     "                    POSIX extended regular expression REGEX\n"
     "    --workers N     tarn's workers and the peers' threads (default:\n"
@@ -191,7 +192,7 @@ static int parse_bench(int argc, char **argv, struct bench_args *a) {
     } else if ((a->suite = find_suite(arg)) == NULL) {
       return usage_error(
           "unknown benchmark suite '%s' (suites: alloc, pool, rt, array, "
-          "stencil, linalg, ooc, eager, time_to_load)",
+          "stencil, linalg, ooc, eager, files, time_to_load)",
           arg);
     }
   }

@@ -3,7 +3,8 @@
 # test), a debug build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (build-asan/, every test) and a ThreadSanitizer build (build-tsan/, the
 # tests labelled "concurrent"); then, when clang is installed, fuzzes the
-# pool's operation sequences with libFuzzer for 20 seconds (build-fuzz/).
+# pool's operation sequences with libFuzzer for 20 seconds and the .npy
+# header reader for 10 (build-fuzz/).
 # -Wall -Wextra -Werror everywhere. Installs missing Debian packages first.
 # Exits non-zero on the first failure.
 set -euo pipefail
@@ -57,6 +58,11 @@ if can_fuzz; then
   # new crash files go to build-fuzz/, not the source tree.
   build-fuzz/tests/fuzz_pool -max_total_time=20 -seed=1 \
     -artifact_prefix=build-fuzz/ build-fuzz/corpus tests/fuzz/regressions 2>&1 |
+    tail -n 2
+  # The .npy header reader, from numpy's own files, for 10 seconds.
+  mkdir -p build-fuzz/corpus-npy
+  build-fuzz/tests/fuzz_npy -max_total_time=10 -seed=1 \
+    -artifact_prefix=build-fuzz/ build-fuzz/corpus-npy tests/fuzz/npy 2>&1 |
     tail -n 2
   passed=$((passed + 1))
   fuzz=ran

@@ -102,7 +102,8 @@ TARN_API int tarn_matrix_from_file(tarn_rt *rt, const char *path, size_t mb,
  * the file system can, flushed to the disk, then renamed over `path`: on
  * success `path` holds the whole matrix, on failure it is as it was (an
  * old file there stays) and the temporary file is gone. A new file gets
- * mode 0666 less the umask. Waits (not from a task: TARN_EDEADLK).
+ * mode 0666 less the umask; a symbolic link at `path` is replaced by the
+ * file, not followed. Waits (not from a task: TARN_EDEADLK).
  * Returns 0; TARN_EINVAL for a NULL argument or an empty path;
  * TARN_ENOENT when the directory does not exist; TARN_EACCES when it may
  * not be written; TARN_ENOSPC when the disk, a quota or the process's

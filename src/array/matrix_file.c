@@ -180,16 +180,18 @@ static int read_lines_blocked(const struct band_share *s, size_t l0,
     }
     const unsigned char *piece = buf;
     for (size_t k = 0; rc == 0 && k < b->count; k++) {
-      for (size_t q = 0; q < b->piece[k]; q++) {
-        if (b->fortran) { /* line i's piece is the tile's column l + i */
-          for (size_t i = 0; i < n; i++) {
-            double *dst = in_tile(s, k, 0, l + i);
-            dst[q] = decode(piece + (i * b->line_len + q) * item, item, swap);
-          }
-        } else { /* element q of lines l .. l + n: column q's run */
+      if (b->fortran) { /* line i's piece is the tile's column l + i */
+        for (size_t i = 0; i < n; i++) {
+          double *dst = in_tile(s, k, 0, l + i);
+          const unsigned char *src = piece + i * line_bytes;
+          for (size_t q = 0; q < b->piece[k]; q++)
+            dst[q] = decode(src + q * item, item, swap);
+        }
+      } else { /* element q of lines l .. l + n: column q's run */
+        for (size_t q = 0; q < b->piece[k]; q++) {
           double *dst = in_tile(s, k, q, l);
           for (size_t i = 0; i < n; i++)
-            dst[i] = decode(piece + (i * b->line_len + q) * item, item, swap);
+            dst[i] = decode(piece + i * line_bytes + q * item, item, swap);
         }
       }
       piece += b->piece[k] * item;

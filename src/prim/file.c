@@ -46,7 +46,9 @@ int tarn__status_of_errno(int err) {
 }
 
 int tarn__file_open_read(const char *path, int *fd, uint64_t *size) {
-  int f = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO's open would wait for a writer; a regular file
+   * ignores it. */
+  int f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (f < 0) return tarn__status_of_errno(errno);
   struct stat st;
   if (fstat(f, &st) != 0) {

@@ -746,6 +746,24 @@ static void open_errors_have_their_own_statuses(void **state) {
   assert_int_equal(tarn_matrix_from_file(rt, dir, 2, 2, &a), TARN_EINVAL);
   assert_int_equal(tarn_matrix_from_file(rt, "/dev/null", 2, 2, &a),
                    TARN_EINVAL);
+  char fifo[128]; /* opened without waiting for a writer, then refused */
+  assert_int_equal(mkfifo(in_dir(fifo, sizeof fifo, "fifo"), 0600), 0);
+  assert_int_equal(tarn_matrix_from_file(rt, fifo, 2, 2, &a), TARN_EINVAL);
+  assert_int_equal(unlink(fifo), 0);
+
+  /* A symbolic link at the path is replaced, its target left alone. */
+  char link[128];
+  assert_int_equal(symlink(file, in_dir(link, sizeof link, "link.npy")), 0);
+  tarn_matrix *seven = NULL;
+  assert_int_equal(tarn_matrix_fill(rt, 2, 2, 2, 2, 7.0, &seven), 0);
+  assert_int_equal(tarn_matrix_to_file(seven, link), 0);
+  struct stat st;
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  assert_int_equal(stat(file, &st), 0);
+  assert_int_equal(st.st_size, 128 + 9 * sizeof(double)); /* still z's */
+  assert_int_equal(unlink(link), 0);
+  tarn_matrix_destroy(seven);
   assert_int_equal(tarn_matrix_from_file(NULL, file, 2, 2, &a), TARN_EINVAL);
   assert_int_equal(tarn_matrix_from_file(rt, NULL, 2, 2, &a), TARN_EINVAL);
   assert_int_equal(tarn_matrix_from_file(rt, file, 0, 2, &a), TARN_EINVAL);

@@ -12,22 +12,33 @@
  * It prints what the pool did: its peak against the limit, what it wrote
  * and read back.
  *
- *   build/examples/out_of_core [N TILE LIMIT_MIB]     (default 3072 256, a
- *                                                      third of the data,
+ * R comes from a file, as a job's data would: made, saved as r.npy and
+ * loaded back (larger than the limit: its tiles spill as they arrive),
+ * and the answer is saved as x.npy, both NumPy files (numpy.load reads
+ * them), in DIR when given (and kept there), else in a temporary
+ * directory removed at the end. The saved x is loaded again and must be
+ * the same, bit for bit.
+ *
+ *   build/examples/out_of_core [N TILE LIMIT_MIB [DIR]]  (default 3072 256,
+ *                                                      a third of the data,
  *                                                      at least 1 MiB)
  *
  * Exits 0 when the pool stayed within its limit, really spilled, and the
  * answer is right; 1 otherwise. */
+#define _GNU_SOURCE
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <tarn.h>
 
 #include "example.h"
 
-#define USAGE "out_of_core [N TILE LIMIT_MIB]"
+#define USAGE "out_of_core [N TILE LIMIT_MIB [DIR]]"
 
 #define MIB 1048576.0
 
@@ -40,6 +51,21 @@ static int add_to_diagonal(const tarn_block *b, void *arg) {
       b->data[0][(j - b->row) + q * b->ld] += lambda;
   }
   return 0;
+}
+
+/* Seconds on a monotonic clock. */
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* dir/name into path (PATH_BYTES: room for any dir[4096] and a short
+ * name). */
+#define PATH_BYTES 4200
+static const char *file_in(char *path, const char *dir, const char *name) {
+  snprintf(path, PATH_BYTES, "%s/%s", dir, name);
+  return path;
 }
 
 /* r = v + lambda x - b on the same block of four columns: data[0] = r
@@ -79,10 +105,39 @@ int main(int argc, char **argv) {
       "limit of %.1f MiB, %u workers\n",
       n, tile, tile, data / MIB, (double)limit / MIB, tarn_rt_workers(rt));
 
+  /* The files' directory: DIR, or a temporary one. */
+  char dir[4096], r_path[PATH_BYTES], x_path[PATH_BYTES];
+  int temporary = argc <= 4;
+  if (temporary) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/tarn-example-XXXXXX",
+             tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
+    if (mkdtemp(dir) == NULL) {
+      perror("out_of_core: cannot make a temporary directory");
+      example_rt_destroy();
+      return 1;
+    }
+  } else {
+    snprintf(dir, sizeof dir, "%s", argv[4]);
+  }
+  file_in(r_path, dir, "r.npy");
+  file_in(x_path, dir, "x.npy");
+
+  /* R: made, saved, and loaded back as a job's input would be. */
   double lambda = (double)n;
   tarn_matrix *r = NULL, *a = NULL, *want = NULL, *b = NULL, *x = NULL,
-              *u = NULL, *v = NULL, *res = NULL, *err = NULL;
+              *u = NULL, *v = NULL, *res = NULL, *err = NULL, *x_back = NULL,
+              *diff = NULL;
   CHECK(tarn_matrix_rand(rt, n, n, tile, tile, 7, &r));
+  double t0 = now();
+  CHECK(tarn_matrix_to_file(r, r_path));
+  double t1 = now();
+  tarn_matrix_destroy(r);
+  r = NULL;
+  CHECK(tarn_matrix_from_file(rt, r_path, tile, tile, &r));
+  double t2 = now();
+  printf("  R: saved to %s in %.0f ms, loaded in %.0f ms\n", r_path,
+         (t1 - t0) * 1e3, (t2 - t1) * 1e3);
   CHECK(tarn_matrix_syrk_ata(r, &a)); /* A = R^T R, tiles of R's columns */
   tarn_matrix *const am[] = {a};
   const tarn_access rw[] = {TARN_READ_WRITE};
@@ -111,6 +166,16 @@ int main(int argc, char **argv) {
   CHECK(tarn_matrix_norm(res, &norm_r));
   CHECK(tarn_matrix_norm(err, &norm_err));
 
+  /* x to a file and back: the same bits. */
+  double x_diff;
+  CHECK(tarn_matrix_to_file(x, x_path));
+  CHECK(tarn_matrix_from_file(rt, x_path, tile, 1, &x_back));
+  CHECK(tarn_matrix_axpb(x_back, -1.0, 0.0, &diff));
+  CHECK(tarn_matrix_add(diff, x, &diff)); /* x - x_back */
+  CHECK(tarn_matrix_norm(diff, &x_diff));
+  printf("  x: saved to %s%s\n", x_path,
+         temporary ? " (removed at the end)" : "");
+
   tarn_pool_stats st;
   CHECK(tarn_pool_stats_get(tarn_rt_pool(rt), &st));
   double residual = norm_r / (norm_a * norm_x * DBL_EPSILON * (double)n);
@@ -125,11 +190,19 @@ int main(int argc, char **argv) {
   printf("  ||A x - b|| / (||A|| ||x|| eps N) = %.3g (must be < 1)\n",
          residual);
   printf("  ||x - x_true|| / ||x_true|| = %.3g (must be < 1e-10)\n", error);
-  int ok = st.resident_peak <= limit && residual < 1.0 && error < 1e-10;
+  printf("  x read back from its file: ||x - x_file|| = %g (must be 0)\n",
+         x_diff);
+  int ok = st.resident_peak <= limit && residual < 1.0 && error < 1e-10 &&
+           x_diff == 0.0;
   if ((double)limit < data) ok &= st.bytes_written > 0 && st.bytes_read > 0;
 
-  tarn_matrix *const all[] = {r, a, want, b, x, u, v, res, err};
+  tarn_matrix *const all[] = {r, a, want, b, x, u, v, res, err, x_back, diff};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     tarn_matrix_destroy(all[i]);
+  if (temporary) {
+    unlink(r_path);
+    unlink(x_path);
+    rmdir(dir);
+  }
   return example_finish("out_of_core", ok);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "prim/prim.h"
@@ -70,37 +71,6 @@ void tarn__file_close(int fd) {
   if (fd >= 0) close(fd);
 }
 
-/* One call moves at most this much (Linux moves at most 0x7ffff000). */
-#define IO_CHUNK ((size_t)1 << 30)
-
-int tarn__file_read_at(int fd, void *buf, size_t len, uint64_t offset,
-                       size_t *got) {
-  size_t done = 0;
-  while (done < len) {
-    size_t n = len - done < IO_CHUNK ? len - done : IO_CHUNK;
-    ssize_t r = pread(fd, (char *)buf + done, n, (off_t)(offset + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return tarn__status_of_errno(errno);
-    if (r == 0) break; /* the end of the file */
-    done += (size_t)r;
-  }
-  *got = done;
-  return 0;
-}
-
-int tarn__file_write_at(int fd, const void *buf, size_t len, uint64_t offset) {
-  size_t done = 0;
-  while (done < len) {
-    size_t n = len - done < IO_CHUNK ? len - done : IO_CHUNK;
-    ssize_t w = pwrite(fd, (const char *)buf + done, n, (off_t)(offset + done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return tarn__status_of_errno(errno);
-    if (w == 0) return TARN_ENOSPC; /* no progress: nothing more fits */
-    done += (size_t)w;
-  }
-  return 0;
-}
-
 /* Moves `n` bytes past the start of iov[0..*count), dropping the buffers
  * done; returns the new start. */
 static struct iovec *advance(struct iovec *iov, size_t *count, size_t n) {
@@ -119,43 +89,51 @@ static struct iovec *advance(struct iovec *iov, size_t *count, size_t n) {
 /* One call takes at most this many buffers (Linux's IOV_MAX). */
 #define IOV_CHUNK 1024
 
-int tarn__file_readv_at(int fd, struct iovec *iov, size_t count,
-                        uint64_t offset, size_t *got) {
-  size_t done = 0;
+/* Reads (or writes) the bytes of iov[0..count) from (to) the file at
+ * `offset`, again after a signal or a short transfer, until done or, for
+ * a read, the end of the file: returns 0 and the bytes moved in *done, or
+ * a status (a write that makes no progress: TARN_ENOSPC). */
+static int transfer(int fd, struct iovec *iov, size_t count, uint64_t offset,
+                    bool write, size_t *done) {
+  *done = 0;
   while (count > 0) {
     if (iov->iov_len == 0) {
       iov = advance(iov, &count, 0);
       continue;
     }
     int n = count < IOV_CHUNK ? (int)count : IOV_CHUNK;
-    ssize_t r = preadv(fd, iov, n, (off_t)(offset + done));
+    off_t at = (off_t)(offset + *done);
+    ssize_t r = write ? pwritev(fd, iov, n, at) : preadv(fd, iov, n, at);
     if (r < 0 && errno == EINTR) continue;
     if (r < 0) return tarn__status_of_errno(errno);
-    if (r == 0) break; /* the end of the file */
-    done += (size_t)r;
+    if (r == 0) return write ? TARN_ENOSPC : 0; /* a read: the file's end */
+    *done += (size_t)r;
     iov = advance(iov, &count, (size_t)r);
   }
-  *got = done;
   return 0;
+}
+
+int tarn__file_read_at(int fd, void *buf, size_t len, uint64_t offset,
+                       size_t *got) {
+  struct iovec iov = {buf, len};
+  return transfer(fd, &iov, 1, offset, false, got);
+}
+
+int tarn__file_write_at(int fd, const void *buf, size_t len, uint64_t offset) {
+  struct iovec iov = {(void *)buf, len}; /* pwritev only reads it */
+  size_t done;
+  return transfer(fd, &iov, 1, offset, true, &done);
+}
+
+int tarn__file_readv_at(int fd, struct iovec *iov, size_t count,
+                        uint64_t offset, size_t *got) {
+  return transfer(fd, iov, count, offset, false, got);
 }
 
 int tarn__file_writev_at(int fd, struct iovec *iov, size_t count,
                          uint64_t offset) {
-  size_t done = 0;
-  while (count > 0) {
-    if (iov->iov_len == 0) {
-      iov = advance(iov, &count, 0);
-      continue;
-    }
-    int n = count < IOV_CHUNK ? (int)count : IOV_CHUNK;
-    ssize_t w = pwritev(fd, iov, n, (off_t)(offset + done));
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) return tarn__status_of_errno(errno);
-    if (w == 0) return TARN_ENOSPC;
-    done += (size_t)w;
-    iov = advance(iov, &count, (size_t)w);
-  }
-  return 0;
+  size_t done;
+  return transfer(fd, iov, count, offset, true, &done);
 }
 
 /* A name for the temporary file: `path`, a dot, "tarn-" and 16 random

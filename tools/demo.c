@@ -371,7 +371,8 @@ int tarn_demo(int argc, char **argv) {
   rc = tarn_rt_create(&o, &d.rt);
   if (rc != 0) {
     fprintf(stderr, "tarn demo: tarn_rt_create: %s\n", tarn_strerror(rc));
-    if (rc == TARN_EIO)
+    if (rc == TARN_EIO || rc == TARN_ENOENT || rc == TARN_EACCES ||
+        rc == TARN_ENOSPC)
       fprintf(stderr,
               "tarn demo: the spill file could not be made in %s (set "
               "TARN_SPILL_DIR to a writable directory)\n",

@@ -159,9 +159,11 @@ TARN_API int tarn_pool_limit_parse(const char *text, size_t *bytes);
 
 /* Creates a pool. `options` may be NULL (tarn_pool_options_init's values).
  * On success *pool owns its I/O threads and spill file until
- * tarn_pool_destroy. Returns TARN_EINVAL for bad options or environment,
- * TARN_EIO when the spill file cannot be made (only with a limit or a
- * storage of the caller's), TARN_ENOMEM. */
+ * tarn_pool_destroy. Returns TARN_EINVAL for bad options or environment;
+ * when the spill file cannot be made (only with a limit or a storage of
+ * the caller's): TARN_ENOENT (the spill directory does not exist),
+ * TARN_EACCES (it may not be written), TARN_ENOSPC, or TARN_EIO;
+ * TARN_ENOMEM. */
 TARN_API int tarn_pool_create(const tarn_pool_options *options,
                               tarn_pool **pool);
 

@@ -123,7 +123,7 @@ static int open_unlinked(tarn__store *s, const char *path) {
     atomic_store(&s->direct, 0);
     s->fd = open(path, flags, 0600);
   }
-  if (s->fd < 0) return TARN_EIO;
+  if (s->fd < 0) return tarn__status_of_errno(errno);
   if (unlink(path) == 0) return 0;
   int err = errno;
   close(s->fd);
@@ -133,7 +133,9 @@ static int open_unlinked(tarn__store *s, const char *path) {
 }
 
 /* Makes the spill file in a fresh 0700 directory under `dir`, then removes
- * both names. On failure errno says why and nothing is left behind. */
+ * both names. On failure errno says why, the status is its
+ * (tarn__status_of_errno: TARN_ENOENT for a missing directory, TARN_EACCES
+ * for one that may not be written), and nothing is left behind. */
 static int open_file(tarn__store *s, const char *dir) {
   static const char sub[] = "/tarn-spill-XXXXXX", leaf[] = "/spill";
   size_t dlen = strlen(dir) + sizeof sub - 1;
@@ -142,7 +144,10 @@ static int open_file(tarn__store *s, const char *dir) {
   memcpy(path, dir, dlen - (sizeof sub - 1));
   memcpy(path + dlen - (sizeof sub - 1), sub, sizeof sub);
   int rc = TARN_EIO;
-  if (mkdtemp(path) == NULL) goto out;
+  if (mkdtemp(path) == NULL) {
+    rc = tarn__status_of_errno(errno); /* TARN_ENOENT: no such directory */
+    goto out;
+  }
   memcpy(path + dlen, leaf, sizeof leaf);
   rc = open_unlinked(s, path);
   int err = errno;

@@ -36,8 +36,9 @@ typedef struct tarn__store_counters {
  * with O_DIRECT where the file system allows it, then both removed at once,
  * so nothing is left on disk even if the process is killed. Without
  * O_DIRECT, written pages are flushed and dropped from the page cache
- * (sync_file_range + posix_fadvise DONTNEED). Returns 0, TARN_EIO when the
- * file cannot be made (errno kept), TARN_ENOMEM. */
+ * (sync_file_range + posix_fadvise DONTNEED). Returns 0; when the file
+ * cannot be made (errno kept), the status of errno (TARN_ENOENT for a
+ * missing directory, TARN_EACCES, TARN_ENOSPC, TARN_EIO); TARN_ENOMEM. */
 int tarn__store_open(const char *dir, const tarn_storage *custom, int compress,
                      tarn__store **out);
 

@@ -748,7 +748,7 @@ static void the_spill_file_leaves_nothing_behind(void **state) {
 /* A pool without a limit never spills, so it needs no spill directory: it
  * works where the directory does not exist (a read-only or missing /tmp, a
  * TMPDIR gone stale) and says "none"; with a limit, the same directory is
- * refused with TARN_EIO at creation, not at the first spill. */
+ * refused with TARN_ENOENT at creation, not at the first spill. */
 static void only_a_limit_needs_the_spill_directory(void **state) {
   (void)state;
   tarn_pool_options o;
@@ -768,7 +768,7 @@ static void only_a_limit_needs_the_spill_directory(void **state) {
   assert_int_equal(tarn_pool_destroy(p), 0);
   o.mem_limit = 1 * MiB;
   p = NULL;
-  assert_int_equal(tarn_pool_create(&o, &p), TARN_EIO);
+  assert_int_equal(tarn_pool_create(&o, &p), TARN_ENOENT);
   assert_null(p);
 }
 

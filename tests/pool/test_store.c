@@ -262,7 +262,7 @@ static void test_open_missing_dir(void **state) {
   tarn__store *store = NULL;
   errno = 0;
   assert_int_equal(tarn__store_open("/nonexistent/tarn/dir", NULL, 0, &store),
-                   TARN_EIO);
+                   TARN_ENOENT);
   assert_int_equal(errno, ENOENT);
   assert_null(store);
   assert_int_equal(tarn__store_open(NULL, NULL, 0, &store), TARN_EINVAL);

@@ -105,13 +105,13 @@ TARN_API int tarn_matrix_from_file(tarn_rt *rt, const char *path, size_t mb,
  * mode 0666 less the umask; a symbolic link at `path` is replaced by the
  * file, not followed. Waits (not from a task: TARN_EDEADLK).
  * Returns 0; TARN_EINVAL for a NULL argument or an empty path;
- * TARN_ENOENT when the directory does not exist; TARN_EACCES when no new
- * file may be made in it (even where `path` itself may be written); TARN_ENOSPC
- * when the disk, a quota or the process's file size limit is reached; TARN_EIO
- * when writing or flushing fails (after the rename, only the directory's flush
- * can fail: the new file is then in place); TARN_ECANCELED when a task
- * submitted before to write the matrix failed; TARN_ENOMEM. Thread-safe, as the
- * other operations on a matrix. */
+ * TARN_ENOENT when the directory does not exist; TARN_EACCES when no
+ * new file may be made in it (even where `path` itself may be written);
+ * TARN_ENOSPC when the disk, a quota or the process's file size limit is
+ * reached; TARN_EIO when writing or flushing fails (after the rename,
+ * only the directory's flush can fail: the new file is then in place);
+ * TARN_ECANCELED when a task submitted before to write the matrix failed;
+ * TARN_ENOMEM. Thread-safe, as the other operations on a matrix. */
 TARN_API int tarn_matrix_to_file(tarn_matrix *a, const char *path);
 
 /* Element (i, j), after every task submitted before on it. Waits. Returns

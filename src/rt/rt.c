@@ -203,6 +203,10 @@ struct tarn_region {
   tarn_rt *rt;
   tarn_region *parent;                /* the thread's enclosing region */
   tarn_region *prev_live, *next_live; /* in rt->live, or rt->spare_regions */
+  /* Set by tarn_region_cancel: its tasks, and those of the regions begun
+   * inside it, are cancelled instead of run. On the line every task of
+   * the region reads (parent), written once. */
+  atomic_bool stop;
   /* The region is done when finished == submitted. The submitters write
    * one line, the workers the other, so a submitting thread never waits
    * for a line a worker holds. Tasks that ran = submitted - not_run. */
@@ -1140,11 +1144,19 @@ static bool recent_sample(uint64_t ran) {
          UINT64_MAX / RECENT_SAMPLE_EVERY + 1;
 }
 
+/* Whether `r` or a region it was begun in was cancelled. */
+static bool region_stopped(const tarn_region *r) {
+  for (; r != NULL; r = r->parent)
+    if (atomic_load_explicit(&r->stop, memory_order_relaxed)) return true;
+  return false;
+}
+
 /* Runs `t` on `w`; returns the successor to run next, or NULL (see
- * finish). */
+ * finish). A task whose region was cancelled ends as one cancelled by a
+ * failed predecessor does (rule 4 of rt.h). */
 static tarn_task *run(struct worker *w, tarn_task *t) {
   tarn_task *next = NULL;
-  if (atomic_load(&t->cancel)) {
+  if (atomic_load(&t->cancel) || region_stopped(t->region)) {
     finish(w, t, TARN_ECANCELED, false, &next);
     return next;
   }
@@ -1683,6 +1695,10 @@ int tarn_task_scratch(tarn_task *t, size_t size, size_t align, void **out) {
 
 tarn_rt *tarn_task_rt(tarn_task *t) { return t != NULL ? t->rt : NULL; }
 
+int tarn_task_cancelled(const tarn_task *t) {
+  return t != NULL && region_stopped(t->region);
+}
+
 /* ---- regions --------------------------------------------------------------
  */
 
@@ -1924,6 +1940,7 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
     atomic_store_explicit(&r->failed, 0, memory_order_relaxed);
     /* A held-back thread's, never reached. */
     atomic_store_explicit(&r->wake_at, 0, memory_order_relaxed);
+    atomic_store_explicit(&r->stop, false, memory_order_relaxed);
     list_link(&rt->live, r);
   }
   pthread_mutex_unlock(&rt->done_lock);
@@ -1970,6 +1987,12 @@ int tarn_region_wait(tarn_region *r, tarn_region_stats *stats) {
   int rc = atomic_load(&r->error);
   region_retire(r);
   return rc;
+}
+
+int tarn_region_cancel(tarn_region *r) {
+  if (r == NULL) return TARN_EINVAL;
+  atomic_store(&r->stop, true); /* lock-free: safe in a signal handler */
+  return 0;
 }
 
 static void regions_free(tarn_region *r) {

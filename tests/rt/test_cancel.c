@@ -1,0 +1,315 @@
+/* test_cancel.c: tarn_region_cancel and tarn_task_cancelled as a user sees
+ * them. A cancelled region runs none of its tasks that had not started
+ * (a running one sees tarn_task_cancelled and may stop early), whether
+ * the cancel comes from another thread, from one of its own tasks or from
+ * a signal handler; it reaches the regions begun inside it (a matrix sum's
+ * own); what its cancelled tasks were to write stays cancelled for later
+ * readers until written anew; a cancel after every task finished changes
+ * nothing; the region's memory, reused, starts uncancelled. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "tarn.h"
+
+/* Seconds a test waits for something another thread does before it
+ * fails, so that a broken cancel fails instead of hanging. */
+#define PATIENCE_NS ((uint64_t)20 * 1000000000u)
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static tarn_rt *make_rt(unsigned workers) {
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = workers;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  return rt;
+}
+
+static tarn_ref *word_ref(tarn_rt *rt) {
+  tarn_ref *r = NULL;
+  assert_int_equal(tarn_ref_alloc(tarn_rt_pool(rt), sizeof(uint64_t), 0, &r),
+                   0);
+  void *p = NULL;
+  assert_int_equal(tarn_ref_pin(r, TARN_WRITE, 0, &p), 0);
+  memset(p, 0, sizeof(uint64_t));
+  assert_int_equal(tarn_ref_unpin(r), 0);
+  return r;
+}
+
+/* What the tasks of these tests share. */
+struct shared {
+  tarn_region *region;
+  atomic_int started; /* the blocker began */
+  atomic_int saw;     /* the blocker saw tarn_task_cancelled */
+  atomic_int ran;     /* tasks of the chain that ran */
+  int cancel_at;      /* the chain task that cancels its region (-1) */
+  atomic_int next;    /* the chain's next task number */
+};
+
+/* Begins, then waits until its region is cancelled (tarn_task_cancelled),
+ * and returns 0: a running task runs to its end. */
+static int k_blocker(tarn_task *t, void *arg) {
+  struct shared *s = arg;
+  atomic_store(&s->started, 1);
+  uint64_t until = now_ns() + PATIENCE_NS;
+  while (!tarn_task_cancelled(t) && now_ns() < until) sched_yield();
+  atomic_store(&s->saw, tarn_task_cancelled(t));
+  return 0;
+}
+
+/* One link of a chain on a word: counts itself; the one numbered
+ * cancel_at cancels its own region. */
+static int k_link(tarn_task *t, void *arg) {
+  struct shared *s = arg;
+  uint64_t *w = tarn_task_data(t, 0);
+  (*w)++;
+  int me = atomic_fetch_add(&s->next, 1);
+  atomic_fetch_add(&s->ran, 1);
+  if (me == s->cancel_at) (void)tarn_region_cancel(s->region);
+  return 0;
+}
+
+static void wait_started(struct shared *s) {
+  uint64_t until = now_ns() + PATIENCE_NS;
+  while (!atomic_load(&s->started) && now_ns() < until) sched_yield();
+  assert_true(atomic_load(&s->started));
+}
+
+/* Cancelled from the program thread while its first task runs: that one
+ * ends as it likes, the 100 after it never run. */
+static void a_cancelled_region_runs_none_of_its_waiting_tasks(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2);
+  tarn_ref *x = word_ref(rt);
+  struct shared s = {.cancel_at = -1};
+  assert_int_equal(tarn_region_begin(rt, &s.region), 0);
+  assert_int_equal(tarn_submit(rt, k_blocker, TARN_ARG(&s), TARN_RW(x)), 0);
+  for (int i = 0; i < 100; i++)
+    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(x)), 0);
+  wait_started(&s);
+  assert_int_equal(tarn_region_cancel(s.region), 0);
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(s.region, &st), TARN_ECANCELED);
+  assert_true(atomic_load(&s.saw));
+  assert_int_equal(atomic_load(&s.ran), 0);
+  assert_int_equal(st.submitted, 101);
+  assert_int_equal(st.run, 1);
+  assert_int_equal(st.cancelled, 100);
+  assert_int_equal(st.failed, 0);
+
+  /* The region's memory is reused by the next one, uncancelled. */
+  tarn_region *again = NULL;
+  assert_int_equal(tarn_region_begin(rt, &again), 0);
+  tarn_ref *y = word_ref(rt);
+  s.ran = 0;
+  for (int i = 0; i < 10; i++)
+    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(y)), 0);
+  assert_int_equal(tarn_region_wait(again, &st), 0);
+  assert_int_equal(atomic_load(&s.ran), 10);
+  assert_int_equal(st.run, 10);
+  tarn_ref_release(x);
+  tarn_ref_release(y);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A task that found what the region looked for cancels the rest: a chain
+ * of 100 where the eleventh cancels runs exactly 11. */
+static void a_task_cancels_its_own_region(void **state) {
+  (void)state;
+  for (unsigned workers = 1; workers <= 3; workers++) {
+    tarn_rt *rt = make_rt(workers);
+    tarn_ref *x = word_ref(rt);
+    struct shared s = {.cancel_at = 10};
+    assert_int_equal(tarn_region_begin(rt, &s.region), 0);
+    for (int i = 0; i < 100; i++)
+      assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(x)), 0);
+    tarn_region_stats st;
+    assert_int_equal(tarn_region_wait(s.region, &st), TARN_ECANCELED);
+    assert_int_equal(atomic_load(&s.ran), 11);
+    assert_int_equal(st.run, 11);
+    assert_int_equal(st.cancelled, 89);
+    tarn_ref_release(x);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* The regions begun inside a cancelled one are cancelled too: an inner
+ * region's waiting tasks, and a matrix sum's own region. */
+struct canceller {
+  struct shared *s;
+  tarn_region *outer;
+};
+
+static void *cancel_when_started(void *arg) {
+  struct canceller *c = arg;
+  wait_started(c->s);
+  tarn_region_cancel(c->outer);
+  return NULL;
+}
+
+static void cancelling_reaches_the_regions_begun_inside(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2);
+  tarn_ref *x = word_ref(rt);
+  tarn_matrix *a = NULL; /* filled outside the region that is cancelled */
+  assert_int_equal(tarn_matrix_fill(rt, 64, 64, 16, 16, 1.0, &a), 0);
+  tarn_region *outer = NULL, *inner = NULL;
+  struct shared s = {.cancel_at = -1};
+  assert_int_equal(tarn_region_begin(rt, &outer), 0);
+  assert_int_equal(tarn_region_begin(rt, &inner), 0);
+  s.region = inner;
+  assert_int_equal(tarn_submit(rt, k_blocker, TARN_ARG(&s), TARN_RW(x)), 0);
+  for (int i = 0; i < 50; i++)
+    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(x)), 0);
+  struct canceller c = {&s, outer};
+  pthread_t thread;
+  assert_int_equal(pthread_create(&thread, NULL, cancel_when_started, &c), 0);
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(inner, &st), TARN_ECANCELED);
+  assert_int_equal(pthread_join(thread, NULL), 0);
+  assert_true(atomic_load(&s.saw));
+  assert_int_equal(atomic_load(&s.ran), 0);
+  assert_int_equal(st.cancelled, 50);
+
+  /* An operation that waits in a region of its own, inside the cancelled
+   * one, reports the cancel and hands back nothing. */
+  double sum = -1;
+  assert_int_equal(tarn_matrix_sum(a, &sum), TARN_ECANCELED);
+  assert_true(sum == -1);
+  assert_int_equal(tarn_region_wait(outer, NULL), 0); /* no task of its own */
+  assert_int_equal(tarn_matrix_sum(a, &sum), 0);      /* out of it: runs */
+  assert_true(sum == 64.0 * 64.0);
+  tarn_matrix_destroy(a);
+  tarn_ref_release(x);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* What a cancelled task was to write is cancelled for its readers in any
+ * later region (rule 4), until a task writes it without reading it. */
+static int k_read_word(tarn_task *t, void *arg) {
+  (void)t;
+  atomic_fetch_add((atomic_int *)arg, 1);
+  return 0;
+}
+
+static int k_write_word(tarn_task *t, void *arg) {
+  uint64_t *w = tarn_task_data(t, 0);
+  *w = 42;
+  atomic_fetch_add((atomic_int *)arg, 1);
+  return 0;
+}
+
+static void what_cancelled_tasks_were_to_write_stays_cancelled(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2);
+  tarn_ref *y = word_ref(rt);
+  atomic_int runs = 0;
+  tarn_region *r = NULL;
+  assert_int_equal(tarn_region_begin(rt, &r), 0);
+  assert_int_equal(tarn_region_cancel(r), 0); /* before any task */
+  assert_int_equal(tarn_submit(rt, k_write_word, TARN_ARG(&runs), TARN_RW(y)),
+                   0);
+  assert_int_equal(tarn_region_wait(r, NULL), TARN_ECANCELED);
+  assert_int_equal(atomic_load(&runs), 0);
+
+  assert_int_equal(tarn_region_begin(rt, &r), 0);
+  assert_int_equal(tarn_submit(rt, k_read_word, TARN_ARG(&runs), TARN_R(y)), 0);
+  assert_int_equal(tarn_region_wait(r, NULL), TARN_ECANCELED);
+  assert_int_equal(atomic_load(&runs), 0);
+
+  assert_int_equal(tarn_region_begin(rt, &r), 0);
+  assert_int_equal(tarn_submit(rt, k_write_word, TARN_ARG(&runs), TARN_W(y)),
+                   0);
+  assert_int_equal(tarn_submit(rt, k_read_word, TARN_ARG(&runs), TARN_R(y)), 0);
+  assert_int_equal(tarn_region_wait(r, NULL), 0);
+  assert_int_equal(atomic_load(&runs), 2);
+  tarn_ref_release(y);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A cancel once every task has finished changes nothing. */
+static void a_cancel_after_the_end_changes_nothing(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2);
+  tarn_ref *x = word_ref(rt);
+  struct shared s = {.cancel_at = -1};
+  assert_int_equal(tarn_region_begin(rt, &s.region), 0);
+  for (int i = 0; i < 20; i++)
+    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(x)), 0);
+  uint64_t until = now_ns() + PATIENCE_NS;
+  while (atomic_load(&s.ran) < 20 && now_ns() < until) sched_yield();
+  assert_int_equal(atomic_load(&s.ran), 20);
+  assert_int_equal(tarn_region_cancel(s.region), 0);
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(s.region, &st), 0);
+  assert_int_equal(st.cancelled, 0);
+  tarn_ref_release(x);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(tarn_region_cancel(NULL), TARN_EINVAL);
+  assert_int_equal(tarn_task_cancelled(NULL), 0);
+}
+
+/* From a signal handler: a timer's SIGALRM cancels the region while a
+ * long task runs, which sees it and stops with TARN_ECANCELED. */
+static tarn_region *alarm_region;
+
+static void on_alarm(int sig) {
+  (void)sig;
+  tarn_region_cancel(alarm_region);
+}
+
+static int k_long(tarn_task *t, void *arg) {
+  (void)arg;
+  uint64_t until = now_ns() + PATIENCE_NS;
+  while (now_ns() < until)
+    if (tarn_task_cancelled(t)) return TARN_ECANCELED;
+  return 0;
+}
+
+static void a_signal_handler_may_cancel(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2);
+  assert_int_equal(tarn_region_begin(rt, &alarm_region), 0);
+  struct sigaction sa, was;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  assert_int_equal(sigaction(SIGALRM, &sa, &was), 0);
+  tarn_task_desc d = {.fn = k_long};
+  assert_int_equal(tarn_task_submit(rt, &d), 0);
+  struct itimerval timer = {{0, 0}, {0, 50000}}; /* 50 ms, once */
+  uint64_t t0 = now_ns();
+  assert_int_equal(setitimer(ITIMER_REAL, &timer, NULL), 0);
+  assert_int_equal(tarn_region_wait(alarm_region, NULL), TARN_ECANCELED);
+  assert_true(now_ns() - t0 < PATIENCE_NS); /* stopped, not timed out */
+  assert_int_equal(sigaction(SIGALRM, &was, NULL), 0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(a_cancelled_region_runs_none_of_its_waiting_tasks),
+      cmocka_unit_test(a_task_cancels_its_own_region),
+      cmocka_unit_test(cancelling_reaches_the_regions_begun_inside),
+      cmocka_unit_test(what_cancelled_tasks_were_to_write_stays_cancelled),
+      cmocka_unit_test(a_cancel_after_the_end_changes_nothing),
+      cmocka_unit_test(a_signal_handler_may_cancel),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

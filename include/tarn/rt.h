@@ -295,6 +295,16 @@ typedef struct tarn_region_stats {
  * innermost. */
 TARN_API int tarn_region_wait(tarn_region *region, tarn_region_stats *stats);
 
+/* tarn_region_wait for at most `timeout_ns` nanoseconds (0: only looks):
+ * returns TARN_ETIMEDOUT, changing nothing, when tasks of the region are
+ * still unfinished then (a task the waiting thread took runs to its end
+ * first, so it may return later than that); the region stays the
+ * thread's innermost, its tasks go on, and a later wait (or
+ * tarn_region_cancel, then a wait) ends it. Otherwise as
+ * tarn_region_wait. */
+TARN_API int tarn_region_wait_timed(tarn_region *region, uint64_t timeout_ns,
+                                    tarn_region_stats *stats);
+
 /* Cancels the region: each of its tasks that has not started is
  * cancelled when its turn comes instead of run (reports TARN_ECANCELED,
  * as under rule 4), and so are the tasks submitted to it afterwards and

@@ -1812,14 +1812,23 @@ static void wake_at_least_at(tarn_region *r, uint64_t target) {
  * the finisher that gets there wakes it: the region's last (r->waiting)
  * or, for a count, the one that reaches r->wake_at; the seq_cst store and
  * load on each side (as in region_done) mean that either the sleeper sees
- * the count or the finisher sees what the sleeper waits for. */
-static void region_wait_for(tarn_region *r, uint64_t target, int spins) {
+ * the count or the finisher sees what the sleeper waits for. With a
+ * `deadline` (tarn__clock_ns; 0: none) it gives up once that has passed
+ * (a task it took still runs to its end first). Returns whether the
+ * target was reached. */
+static bool region_wait_for(tarn_region *r, uint64_t target, int spins,
+                            uint64_t deadline) {
   tarn_rt *rt = r->rt;
   struct worker *g = spins > 0 ? guest_enter(rt) : NULL;
   /* A short region ends sooner than a sleeping thread wakes: look for a
    * while (yielding) before sleeping on the condition variable. */
+  bool late = false;
   for (int spin = 0; spin < spins; spin++) {
     if (region_reached(r, target)) break;
+    if (deadline != 0 && tarn__clock_ns() >= deadline) {
+      late = true;
+      break;
+    }
     tarn_task *t = g != NULL && guest_worthwhile(r) ? guest_take(g) : NULL;
     if (t != NULL) {
       while (t != NULL) t = run(g, t);
@@ -1829,18 +1838,29 @@ static void region_wait_for(tarn_region *r, uint64_t target, int spins) {
     sched_yield(); /* the workers get the core when they need it */
   }
   guest_leave(g);
+  struct timespec until = {(time_t)(deadline / 1000000000u),
+                           (long)(deadline % 1000000000u)};
   pthread_mutex_lock(&rt->done_lock);
   for (;;) {
-    if (region_reached(r, target)) break;
+    if (region_reached(r, target)) {
+      late = false;
+      break;
+    }
+    if (late) break;
     if (target != ALL_FINISHED) {
       /* Another sleeper's lower count may stand: that finisher wakes
        * everyone, and this one sets its own again. */
       wake_at_least_at(r, target);
       if (region_reached(r, target)) break;
     }
-    pthread_cond_wait(&rt->done, &rt->done_lock);
+    if (deadline == 0)
+      pthread_cond_wait(&rt->done, &rt->done_lock);
+    else if (pthread_cond_timedwait(&rt->done, &rt->done_lock, &until) ==
+             ETIMEDOUT)
+      late = true; /* one more look at the count, then give up */
   }
   pthread_mutex_unlock(&rt->done_lock);
+  return !late;
 }
 
 /* Holds back a program thread whose submission left `submitted` tasks in
@@ -1856,16 +1876,18 @@ static void throttle(tarn_region *r, uint64_t submitted) {
   uint64_t finished = atomic_load(&r->finished);
   if (finished >= submitted || submitted - finished <= max) return;
   region_wait_for(r, submitted - (max - max / 8),
-                  r->rt->workers_fill_cores ? 0 : DRAIN_SPINS);
+                  r->rt->workers_fill_cores ? 0 : DRAIN_SPINS, 0);
 }
 
 /* Waits until every task of the region has finished (region_wait_for),
- * then releases the refs it kept. */
-static void region_drain(tarn_region *r) {
+ * then releases the refs it kept. Returns false, changing nothing else,
+ * when `deadline` (0: none) passed first. */
+static bool region_drain(tarn_region *r, uint64_t deadline) {
   tarn_rt *rt = r->rt;
   atomic_store(&r->waiting, true);
-  region_wait_for(r, ALL_FINISHED, DRAIN_SPINS);
-  atomic_store(&r->waiting, false);
+  bool done = region_wait_for(r, ALL_FINISHED, DRAIN_SPINS, deadline);
+  atomic_store(&r->waiting, false); /* a finisher may still wake it: no harm */
+  if (!done) return false;
   bool lone = atomic_load(&r->submitted) == 1;
   if (r->begun_ns != 0) {
     uint32_t share =
@@ -1890,6 +1912,7 @@ static void region_drain(tarn_region *r) {
   free(r->kept);
   r->kept = NULL;
   r->nkept = r->capkept = 0;
+  return true;
 }
 
 static void list_unlink(tarn_region **head, tarn_region *r) {
@@ -1964,11 +1987,13 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
   return 0;
 }
 
-int tarn_region_wait(tarn_region *r, tarn_region_stats *stats) {
+/* tarn_region_wait, giving up at `deadline` (0: never). */
+static int region_wait(tarn_region *r, uint64_t deadline,
+                       tarn_region_stats *stats) {
   if (r == NULL) return TARN_EINVAL;
   if (current_task != NULL) return TARN_EDEADLK;
   if (r != current_region) return TARN_EMISUSE;
-  region_drain(r);
+  if (!region_drain(r, deadline)) return TARN_ETIMEDOUT;
   current_region = r->parent;
   if (stats != NULL || r->parent != NULL) {
     size_t peak, live;
@@ -1987,6 +2012,18 @@ int tarn_region_wait(tarn_region *r, tarn_region_stats *stats) {
   int rc = atomic_load(&r->error);
   region_retire(r);
   return rc;
+}
+
+int tarn_region_wait(tarn_region *r, tarn_region_stats *stats) {
+  return region_wait(r, 0, stats);
+}
+
+int tarn_region_wait_timed(tarn_region *r, uint64_t timeout_ns,
+                           tarn_region_stats *stats) {
+  uint64_t now = tarn__clock_ns();
+  /* A timeout past the clock's range waits for ever. */
+  uint64_t deadline = timeout_ns < UINT64_MAX - now ? now + timeout_ns : 0;
+  return region_wait(r, deadline, stats);
 }
 
 int tarn_region_cancel(tarn_region *r) {
@@ -2080,14 +2117,14 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   rt->idle_trim_ns = (uint64_t)o.idle_trim_ms * 1000000u;
   rt->max_unfinished = o.max_unfinished;
   pthread_mutex_init(&rt->idle_lock, NULL);
-  pthread_condattr_t monotonic; /* sleep_or_take's deadlines */
+  pthread_condattr_t monotonic; /* sleep_or_take's, timed waits' deadlines */
   pthread_condattr_init(&monotonic);
   pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
   pthread_cond_init(&rt->idle, &monotonic);
-  pthread_condattr_destroy(&monotonic);
   pthread_mutex_init(&rt->held_lock, NULL);
   pthread_mutex_init(&rt->done_lock, NULL);
-  pthread_cond_init(&rt->done, NULL);
+  pthread_cond_init(&rt->done, &monotonic); /* timed region waits */
+  pthread_condattr_destroy(&monotonic);
   region_init(&rt->root, rt);
   tarn_slab_set_options so;
   tarn_slab_set_options_init(&so);
@@ -2142,7 +2179,7 @@ int tarn_rt_destroy(tarn_rt *rt) {
     tarn_region *r = rt->live;
     pthread_mutex_unlock(&rt->done_lock);
     if (r == NULL) break;
-    region_drain(r);
+    region_drain(r, 0);
     region_retire(r);
   }
   /* The calling thread's stack of regions loses this runtime's: its next
@@ -2154,7 +2191,7 @@ int tarn_rt_destroy(tarn_rt *rt) {
     else
       link = &(*link)->parent;
   }
-  region_drain(&rt->root);
+  region_drain(&rt->root, 0);
   stop_workers(rt, rt->nworkers);
   int rc = atomic_load(&rt->root.error);
   rt_free(rt);

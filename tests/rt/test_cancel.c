@@ -5,7 +5,8 @@
  * a signal handler; it reaches the regions begun inside it (a matrix sum's
  * own); what its cancelled tasks were to write stays cancelled for later
  * readers until written anew; a cancel after every task finished changes
- * nothing; the region's memory, reused, starts uncancelled. */
+ * nothing; the region's memory, reused, starts uncancelled. A timed wait
+ * gives up and leaves the region going. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -302,6 +303,60 @@ static void a_signal_handler_may_cancel(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A timed wait gives up, changing nothing: the region stays the thread's
+ * own, its tasks go on; then a cancel and a wait end it. A wait of 0
+ * only looks; an endless timeout is a plain wait. */
+static void a_timed_wait_gives_up_and_the_region_goes_on(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2);
+  tarn_ref *x = word_ref(rt);
+  struct shared s = {.cancel_at = -1};
+  assert_int_equal(tarn_region_begin(rt, &s.region), 0);
+  assert_int_equal(tarn_submit(rt, k_blocker, TARN_ARG(&s), TARN_RW(x)), 0);
+  wait_started(&s);
+  uint64_t t0 = now_ns();
+  assert_int_equal(tarn_region_wait_timed(s.region, 20000000u, NULL),
+                   TARN_ETIMEDOUT);
+  uint64_t took = now_ns() - t0;
+  assert_true(took >= 20000000u && took < PATIENCE_NS);
+  assert_int_equal(tarn_region_wait_timed(s.region, 0, NULL), TARN_ETIMEDOUT);
+  /* Still the thread's region: these join it. */
+  for (int i = 0; i < 5; i++)
+    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(x)), 0);
+  assert_int_equal(tarn_region_cancel(s.region), 0);
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait_timed(s.region, PATIENCE_NS, &st),
+                   TARN_ECANCELED);
+  assert_true(atomic_load(&s.saw));
+  assert_int_equal(st.submitted, 6);
+  assert_int_equal(st.cancelled, 5);
+
+  /* Done before the look: a wait of 0 ends the region; an endless one
+   * waits as tarn_region_wait. */
+  s.ran = 0;
+  assert_int_equal(tarn_region_begin(rt, &s.region), 0);
+  tarn_ref *y = word_ref(rt);
+  for (int i = 0; i < 10; i++)
+    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(y)), 0);
+  uint64_t until = now_ns() + PATIENCE_NS;
+  while (atomic_load(&s.ran) < 10 && now_ns() < until) sched_yield();
+  int rc;
+  do { /* the last task may still be finishing */
+    rc = tarn_region_wait_timed(s.region, 0, &st);
+  } while (rc == TARN_ETIMEDOUT && now_ns() < until);
+  assert_int_equal(rc, 0);
+  assert_int_equal(st.run, 10);
+  assert_int_equal(tarn_region_begin(rt, &s.region), 0);
+  for (int i = 0; i < 10; i++)
+    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(y)), 0);
+  assert_int_equal(tarn_region_wait_timed(s.region, UINT64_MAX, &st), 0);
+  assert_int_equal(st.run, 10);
+  assert_int_equal(tarn_region_wait_timed(NULL, 0, NULL), TARN_EINVAL);
+  tarn_ref_release(x);
+  tarn_ref_release(y);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(a_cancelled_region_runs_none_of_its_waiting_tasks),
@@ -310,6 +365,7 @@ int main(void) {
       cmocka_unit_test(what_cancelled_tasks_were_to_write_stays_cancelled),
       cmocka_unit_test(a_cancel_after_the_end_changes_nothing),
       cmocka_unit_test(a_signal_handler_may_cancel),
+      cmocka_unit_test(a_timed_wait_gives_up_and_the_region_goes_on),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

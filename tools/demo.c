@@ -11,16 +11,23 @@
  * tasks tile by tile: it never exists in one buffer. The check builds A a
  * second time the same way and computes r = A x - b.
  *
+ * Ctrl-C (SIGINT) or SIGTERM cancels the phase's region from the signal
+ * handler (tarn_region_cancel): the tasks that began run to their end,
+ * the others never run, and the demo cleans up and exits 128 + the
+ * signal's number.
+ *
  * Exit status: 0 when the run succeeded, stayed within its memory limit and
- * the residual is at rounding level; 1 otherwise; 2 for a bad command line.
- * The process's state lives in main's frame and the progress thread's
- * argument; nothing here is global. */
+ * the residual is at rounding level; 1 otherwise; 2 for a bad command line;
+ * 130 (143) when interrupted. The process's state lives in main's frame and
+ * the progress thread's argument; only what the signal handler needs is
+ * global. */
 #define _POSIX_C_SOURCE 200809L
 #include "demo.h"
 
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -44,7 +51,8 @@ static const char demo_usage[] =
     "  the process may use), so that tiles are\n"
     "  spilled to disk (TARN_SPILL_DIR, else TMPDIR, else /tmp) and read\n"
     "  back. W workers (default: one per core). Prints each phase and checks\n"
-    "  the answer; exit status 0 when it is right.\n";
+    "  the answer; exit status 0 when it is right. Ctrl-C stops it cleanly\n"
+    "  (the running tasks end, the others are cancelled; status 130).\n";
 
 struct demo_args {
   size_t n, tile, limit;
@@ -203,10 +211,34 @@ struct demo {
   const char *spill_dir; /* for the hints */
 };
 
+/* ---- interrupts ----------------------------------------------------------
+ *
+ * The region a SIGINT or SIGTERM cancels (the current phase's, or NULL),
+ * and the signal that came (0: none): all a handler may reach. A signal
+ * that lands after a phase's wait returned and before the pointer is
+ * cleared cancels a region already ended (harmless: a region's flag is
+ * cleared when its memory is used again); `interrupted` stops the next
+ * phase then. */
+static _Atomic(tarn_region *) interruptible;
+static volatile sig_atomic_t interrupted;
+
+static void on_interrupt(int sig) {
+  interrupted = sig;
+  tarn_region *r = atomic_load(&interruptible);
+  if (r != NULL) tarn_region_cancel(r);
+}
+
 /* Records the first failure: what failed and its status, printed with a
- * hint where the status has a likely cause. */
+ * hint where the status has a likely cause; after an interrupt, that. */
 static void failed(struct demo *d, const char *what, int rc) {
   if (d->failed != NULL) return;
+  if (interrupted) {
+    d->failed = "interrupted";
+    fprintf(stderr,
+            "\ntarn demo: interrupted: the tasks that had begun ran to "
+            "their end, the others were cancelled\n");
+    return;
+  }
   d->failed = what;
   fprintf(stderr, "\ntarn demo: %s: %s\n", what, tarn_strerror(rc));
   if (rc == TARN_ENOSPC || rc == TARN_EIO)
@@ -231,6 +263,10 @@ static void failed(struct demo *d, const char *what, int rc) {
 static double phase(struct demo *d, const char *name) {
   if (d->progress != NULL) atomic_store(&d->progress->phase, name);
   STEP(d, tarn_region_begin(d->rt, &d->region));
+  if (d->region != NULL) {
+    atomic_store(&interruptible, d->region);
+    if (interrupted) tarn_region_cancel(d->region); /* came just before */
+  }
   return now_s();
 }
 
@@ -240,9 +276,11 @@ static void phase_end(struct demo *d, const char *name, double t0,
                       double flops) {
   if (d->region != NULL) {
     int rc = tarn_region_wait(d->region, NULL);
+    atomic_store(&interruptible, NULL);
     d->region = NULL;
     if (rc != 0) failed(d, name, rc);
   }
+  if (interrupted) failed(d, name, TARN_ECANCELED);
   double t = now_s() - t0;
   if (d->progress != NULL) {
     pthread_mutex_lock(&d->progress->lock); /* not while a line is drawn */
@@ -390,17 +428,27 @@ int tarn_demo(int argc, char **argv) {
   struct progress progress = {.rt = d.rt, .phase = "", .began = now_s()};
   if (isatty(STDERR_FILENO) && progress_start(&progress))
     d.progress = &progress;
+  struct sigaction on = {.sa_handler = on_interrupt}, was_int, was_term;
+  sigemptyset(&on.sa_mask);
+  sigaction(SIGINT, &on, &was_int);
+  sigaction(SIGTERM, &on, &was_term);
   double t0 = now_s();
   run(&d);
   double seconds = now_s() - t0;
   if (d.progress != NULL) progress_stop(&progress);
   int ok = d.failed == NULL && report(&d, seconds);
-  if (d.failed != NULL) printf("tarn demo: FAILED (%s)\n", d.failed);
+  if (interrupted)
+    printf("tarn demo: interrupted after %.2f s\n", seconds);
+  else if (d.failed != NULL)
+    printf("tarn demo: FAILED (%s)\n", d.failed);
   destroy_matrices(&d);
   rc = tarn_rt_destroy(d.rt);
   if (rc != 0) {
     fprintf(stderr, "tarn demo: tarn_rt_destroy: %s\n", tarn_strerror(rc));
     ok = 0;
   }
+  sigaction(SIGINT, &was_int, NULL);
+  sigaction(SIGTERM, &was_term, NULL);
+  if (interrupted) return 128 + interrupted;
   return ok ? 0 : 1;
 }

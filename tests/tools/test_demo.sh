@@ -3,8 +3,9 @@
 # spill must finish with a right answer (the demo checks it and says "ok")
 # and report bytes written to and read from the disk; bad command lines
 # and bad TARN_ variables (for `tarn bench` too) exit with status 2 and
-# say why. Under a pseudo-terminal (script(1), when installed) the status
-# line is drawn too.
+# say why; Ctrl-C stops it cleanly with status 130. Under a
+# pseudo-terminal (script(1), when installed) the status line is drawn
+# too.
 # Usage: test_demo.sh TARN
 . "$(dirname "$0")/lib.sh" "$@"
 
@@ -29,6 +30,26 @@ if command -v script >/dev/null; then
   [ "$status" -eq 0 ] || fail "demo on a terminal: exit status $status"$'\n'"$out"
   grep -q "tarn demo: ok" <<<"$out" || fail "demo on a terminal: no 'ok'"
 fi
+
+# Ctrl-C a second into the default run (8192 x 8192 under 128 MiB, several
+# seconds): the running tasks end, the rest are cancelled, the demo says
+# so and exits 130 soon after, without its report.
+log=$(mktemp)
+"$tarn" demo >"$log" 2>&1 &
+pid=$!
+sleep 1
+kill -INT "$pid"
+signalled=$(date +%s)
+wait "$pid"
+status=$?
+took=$(($(date +%s) - signalled))
+out=$(cat "$log")
+rm -f "$log"
+[ "$status" -eq 130 ] || fail "demo interrupted: exit status $status, not 130"$'\n'"$out"
+grep -q "^tarn demo: interrupted after" <<<"$out" ||
+  fail "demo interrupted: no 'interrupted after' in: $out"
+grep -q "ok$" <<<"$out" && fail "demo interrupted: it reported 'ok'"
+[ "$took" -le 60 ] || fail "demo interrupted: it took $took s to stop"
 
 # bad ARGS... REASON: the demo refuses ARGS with status 2 and REASON.
 bad() {

@@ -308,7 +308,8 @@ TARN_API int tarn_region_wait_timed(tarn_region *region, uint64_t timeout_ns,
 /* Cancels the region: each of its tasks that has not started is
  * cancelled when its turn comes instead of run (reports TARN_ECANCELED,
  * as under rule 4), and so are the tasks submitted to it afterwards and
- * those of the regions begun inside it (tarn_matrix_sum's own, say). A
+ * those of the regions of its runtime begun inside it (tarn_matrix_sum's
+ * own, say). A
  * running task runs to its end; a long one may check tarn_task_cancelled
  * and return early. Rule 4 holds for what the cancelled tasks were to
  * write: a task that reads such a ref, in any region, is cancelled too,
@@ -320,9 +321,9 @@ TARN_API int tarn_region_wait_timed(tarn_region *region, uint64_t timeout_ns,
  * lock-free atomic store. Returns 0, or TARN_EINVAL for NULL. */
 TARN_API int tarn_region_cancel(tarn_region *region);
 
-/* 1 when the running task's region, or a region it was begun in, was
- * cancelled (tarn_region_cancel), else 0 (also for NULL): a long task may
- * check it now and then and return TARN_ECANCELED early. */
+/* 1 when the running task's region, or a region of its runtime it was
+ * begun in, was cancelled (tarn_region_cancel), else 0 (also for NULL): a long
+ * task may check it now and then and return TARN_ECANCELED early. */
 TARN_API int tarn_task_cancelled(const tarn_task *task);
 
 /* ---- statistics --------------------------------------------------------- */

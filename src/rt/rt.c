@@ -205,8 +205,13 @@ struct tarn_region {
   tarn_region *prev_live, *next_live; /* in rt->live, or rt->spare_regions */
   /* Set by tarn_region_cancel: its tasks, and those of the regions begun
    * inside it, are cancelled instead of run. On the line every task of
-   * the region reads (parent), written once. */
+   * the region reads before it runs, written at begin and cancel only. */
   atomic_bool stop;
+  /* The enclosing region when it is of the same runtime (else NULL),
+   * whose cancel reaches this one. Set at begin and never changed, unlike
+   * `parent` (tarn_rt_destroy of another runtime rewrites that), and it
+   * outlives this region's tasks: workers may follow it. */
+  tarn_region *cancel_parent;
   /* The region is done when finished == submitted. The submitters write
    * one line, the workers the other, so a submitting thread never waits
    * for a line a worker holds. Tasks that ran = submitted - not_run. */
@@ -1144,9 +1149,9 @@ static bool recent_sample(uint64_t ran) {
          UINT64_MAX / RECENT_SAMPLE_EVERY + 1;
 }
 
-/* Whether `r` or a region it was begun in was cancelled. */
+/* Whether `r` or a region of its runtime it was begun in was cancelled. */
 static bool region_stopped(const tarn_region *r) {
-  for (; r != NULL; r = r->parent)
+  for (; r != NULL; r = r->cancel_parent)
     if (atomic_load_explicit(&r->stop, memory_order_relaxed)) return true;
   return false;
 }
@@ -1976,6 +1981,8 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
     pthread_mutex_unlock(&rt->done_lock);
   }
   r->parent = current_region;
+  r->cancel_parent =
+      r->parent != NULL && r->parent->rt == rt ? r->parent : NULL;
   current_region = r;
   /* The pool's peaks restart here; an enclosing region keeps them first. */
   size_t peak, live;

@@ -15,6 +15,11 @@
  * total, every later accumulation); the other chunks' tasks run; the wait
  * returns the task's own status.
  *
+ * Last, a search: the chunks are scanned in order for the first whose sum
+ * of squares reaches a target, and the scan that finds it cancels the
+ * region (tarn_region_cancel): the scans after it, and the generators not
+ * yet begun, never run. The chunk found must be the serial loop's.
+ *
  *   build/examples/tasks [CHUNKS CHUNK_DOUBLES]      (default 64 131072)
  *
  * Exits 0 when the totals, the peaks and the failure's effects are as
@@ -71,6 +76,59 @@ static int zero(tarn_task *t, void *arg) {
   (void)arg;
   *(double *)tarn_task_data(t, 0) = 0;
   return 0;
+}
+
+/* The search: which chunk it found (-1: none yet), the target and the
+ * region to cancel. */
+struct search {
+  tarn_region *region;
+  double target;
+  long found;
+};
+
+/* A scan: one chunk of the search. */
+struct scan {
+  struct search *search;
+  const struct chunk *chunk;
+};
+
+/* Reads the chunk (access 0) and, through access 1 (a word every scan
+ * writes, which keeps them in order), cancels the region when the chunk's
+ * sum of squares reaches the target. */
+static int scan_chunk(tarn_task *t, void *arg) {
+  const struct scan *s = arg;
+  const double *v = tarn_task_data(t, 0);
+  double sum = 0;
+  for (size_t i = 0; i < s->chunk->len; i++) sum += v[i] * v[i];
+  if (sum >= s->search->target) {
+    s->search->found = (long)s->chunk->index;
+    tarn_region_cancel(s->search->region); /* the rest need not run */
+  }
+  return 0;
+}
+
+/* Runs the search; returns the region's status and fills *stats. */
+static int search(tarn_rt *rt, struct chunk *chunks, size_t count,
+                  struct search *s, tarn_region_stats *stats) {
+  tarn_pool *pool = tarn_rt_pool(rt);
+  struct scan *scans = calloc(count, sizeof *scans);
+  tarn_ref *order = NULL;
+  if (scans == NULL) return TARN_ENOMEM;
+  CHECK(tarn_ref_create(pool, sizeof(double), &order));
+  CHECK(tarn_region_begin(rt, &s->region));
+  for (size_t c = 0; c < count; c++) {
+    tarn_ref *data = NULL;
+    scans[c] = (struct scan){s, &chunks[c]};
+    CHECK(tarn_ref_create(pool, chunks[c].len * sizeof(double), &data));
+    CHECK(tarn_submit(rt, generate, TARN_ARG(&chunks[c]), TARN_W(data)));
+    CHECK(tarn_submit(rt, scan_chunk, TARN_ARG(&scans[c]), TARN_R(data),
+                      TARN_RW(order)));
+    CHECK(tarn_ref_release(data));
+  }
+  int rc = tarn_region_wait(s->region, stats);
+  CHECK(tarn_ref_release(order));
+  free(scans);
+  return rc;
 }
 
 /* Submits the pipeline over `chunks` into a region and waits for it.
@@ -168,6 +226,31 @@ int main(int argc, char **argv) {
   }
   /* Without eager freeing every buffer lives to the region's end. */
   ok &= peak[0] >= (size_t)all && peak[1] < peak[0];
+
+  /* The search: the target is the sum of squares of the middle chunk, so
+   * the serial loop's answer is at most that chunk. */
+  double *sums = calloc(count, sizeof *sums);
+  if (sums == NULL) return 1;
+  for (size_t i = 0; i < count * len; i++)
+    sums[i / len] += sample(i) * sample(i);
+  struct search s = {NULL, sums[count / 2], -1};
+  long want_found = -1;
+  for (size_t c = 0; c < count && want_found < 0; c++)
+    if (sums[c] >= s.target) want_found = (long)c;
+  free(sums);
+  CHECK(tarn_rt_create(NULL, &example_rt));
+  tarn_region_stats st;
+  int rc = search(example_rt, chunks, count, &s, &st);
+  size_t after = count - 1 - (size_t)s.found; /* scans past the one found */
+  printf(
+      "tasks: the search found chunk %ld (serial: %ld) and cancelled the "
+      "region: %llu of %llu tasks run, %llu cancelled (wait returned %s)\n",
+      s.found, want_found, (unsigned long long)st.run,
+      (unsigned long long)st.submitted, (unsigned long long)st.cancelled,
+      tarn_status_name(rc));
+  ok &= rc == TARN_ECANCELED && s.found == want_found &&
+        st.run + st.cancelled == st.submitted && st.cancelled >= after;
+  example_rt_destroy();
   free(chunks);
   return example_finish("tasks", ok); /* the runtimes are gone already */
 }

@@ -87,6 +87,12 @@ static int k_link(tarn_task *t, void *arg) {
   return 0;
 }
 
+/* Submits `n` links of the chain on `x`. */
+static void submit_links(tarn_rt *rt, struct shared *s, tarn_ref *x, int n) {
+  for (int i = 0; i < n; i++)
+    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(s), TARN_RW(x)), 0);
+}
+
 static void wait_started(struct shared *s) {
   uint64_t until = now_ns() + PATIENCE_NS;
   while (!atomic_load(&s->started) && now_ns() < until) sched_yield();
@@ -102,8 +108,7 @@ static void a_cancelled_region_runs_none_of_its_waiting_tasks(void **state) {
   struct shared s = {.cancel_at = -1};
   assert_int_equal(tarn_region_begin(rt, &s.region), 0);
   assert_int_equal(tarn_submit(rt, k_blocker, TARN_ARG(&s), TARN_RW(x)), 0);
-  for (int i = 0; i < 100; i++)
-    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(x)), 0);
+  submit_links(rt, &s, x, 100);
   wait_started(&s);
   assert_int_equal(tarn_region_cancel(s.region), 0);
   tarn_region_stats st;
@@ -120,8 +125,7 @@ static void a_cancelled_region_runs_none_of_its_waiting_tasks(void **state) {
   assert_int_equal(tarn_region_begin(rt, &again), 0);
   tarn_ref *y = word_ref(rt);
   s.ran = 0;
-  for (int i = 0; i < 10; i++)
-    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(y)), 0);
+  submit_links(rt, &s, y, 10);
   assert_int_equal(tarn_region_wait(again, &st), 0);
   assert_int_equal(atomic_load(&s.ran), 10);
   assert_int_equal(st.run, 10);
@@ -139,8 +143,7 @@ static void a_task_cancels_its_own_region(void **state) {
     tarn_ref *x = word_ref(rt);
     struct shared s = {.cancel_at = 10};
     assert_int_equal(tarn_region_begin(rt, &s.region), 0);
-    for (int i = 0; i < 100; i++)
-      assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(x)), 0);
+    submit_links(rt, &s, x, 100);
     tarn_region_stats st;
     assert_int_equal(tarn_region_wait(s.region, &st), TARN_ECANCELED);
     assert_int_equal(atomic_load(&s.ran), 11);
@@ -177,8 +180,7 @@ static void cancelling_reaches_the_regions_begun_inside(void **state) {
   assert_int_equal(tarn_region_begin(rt, &inner), 0);
   s.region = inner;
   assert_int_equal(tarn_submit(rt, k_blocker, TARN_ARG(&s), TARN_RW(x)), 0);
-  for (int i = 0; i < 50; i++)
-    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(x)), 0);
+  submit_links(rt, &s, x, 50);
   struct canceller c = {&s, outer};
   pthread_t thread;
   assert_int_equal(pthread_create(&thread, NULL, cancel_when_started, &c), 0);
@@ -252,8 +254,7 @@ static void a_cancel_after_the_end_changes_nothing(void **state) {
   tarn_ref *x = word_ref(rt);
   struct shared s = {.cancel_at = -1};
   assert_int_equal(tarn_region_begin(rt, &s.region), 0);
-  for (int i = 0; i < 20; i++)
-    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(x)), 0);
+  submit_links(rt, &s, x, 20);
   uint64_t until = now_ns() + PATIENCE_NS;
   while (atomic_load(&s.ran) < 20 && now_ns() < until) sched_yield();
   assert_int_equal(atomic_load(&s.ran), 20);
@@ -321,8 +322,7 @@ static void a_timed_wait_gives_up_and_the_region_goes_on(void **state) {
   assert_true(took >= 20000000u && took < PATIENCE_NS);
   assert_int_equal(tarn_region_wait_timed(s.region, 0, NULL), TARN_ETIMEDOUT);
   /* Still the thread's region: these join it. */
-  for (int i = 0; i < 5; i++)
-    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(x)), 0);
+  submit_links(rt, &s, x, 5);
   assert_int_equal(tarn_region_cancel(s.region), 0);
   tarn_region_stats st;
   assert_int_equal(tarn_region_wait_timed(s.region, PATIENCE_NS, &st),
@@ -336,8 +336,7 @@ static void a_timed_wait_gives_up_and_the_region_goes_on(void **state) {
   s.ran = 0;
   assert_int_equal(tarn_region_begin(rt, &s.region), 0);
   tarn_ref *y = word_ref(rt);
-  for (int i = 0; i < 10; i++)
-    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(y)), 0);
+  submit_links(rt, &s, y, 10);
   uint64_t until = now_ns() + PATIENCE_NS;
   while (atomic_load(&s.ran) < 10 && now_ns() < until) sched_yield();
   int rc;
@@ -347,8 +346,7 @@ static void a_timed_wait_gives_up_and_the_region_goes_on(void **state) {
   assert_int_equal(rc, 0);
   assert_int_equal(st.run, 10);
   assert_int_equal(tarn_region_begin(rt, &s.region), 0);
-  for (int i = 0; i < 10; i++)
-    assert_int_equal(tarn_submit(rt, k_link, TARN_ARG(&s), TARN_RW(y)), 0);
+  submit_links(rt, &s, y, 10);
   assert_int_equal(tarn_region_wait_timed(s.region, UINT64_MAX, &st), 0);
   assert_int_equal(st.run, 10);
   assert_int_equal(tarn_region_wait_timed(NULL, 0, NULL), TARN_EINVAL);

@@ -3,10 +3,10 @@
  * (a running one sees tarn_task_cancelled and may stop early), whether
  * the cancel comes from another thread, from one of its own tasks or from
  * a signal handler; it reaches the regions begun inside it (a matrix sum's
- * own); what its cancelled tasks were to write stays cancelled for later
- * readers until written anew; a cancel after every task finished changes
- * nothing; the region's memory, reused, starts uncancelled. A timed wait
- * gives up and leaves the region going. */
+ * own, a Cholesky factorisation's); what its cancelled tasks were to write
+ * stays cancelled for later readers until written anew; a cancel after every
+ * task finished changes nothing; the region's memory, reused, starts
+ * uncancelled. A timed wait gives up and leaves the region going. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -204,6 +204,34 @@ static void cancelling_reaches_the_regions_begun_inside(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A factorisation inside a cancelled region returns TARN_ECANCELED; the
+ * tiles its cancelled tasks were to write stay cancelled for readers
+ * until written anew (here by a copy into the same matrix). */
+static void a_factorisation_in_a_cancelled_region_stops(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2);
+  tarn_matrix *g = NULL, *a = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 200, 200, 50, 50, 3, &g), 0);
+  assert_int_equal(tarn_matrix_syrk_ata(g, &a), 0); /* G^T G: SPD */
+  double sum;
+  assert_int_equal(tarn_matrix_sum(a, &sum), 0);
+  tarn_region *r = NULL;
+  assert_int_equal(tarn_region_begin(rt, &r), 0);
+  assert_int_equal(tarn_region_cancel(r), 0);
+  int info = -1;
+  assert_int_equal(tarn_matrix_cholesky(a, &info), TARN_ECANCELED);
+  assert_int_equal(tarn_region_wait(r, NULL), 0); /* no task of its own */
+  assert_int_equal(tarn_matrix_sum(a, &sum), TARN_ECANCELED);
+  assert_int_equal(tarn_matrix_copy(g, &a), 0); /* writes every tile */
+  double want;
+  assert_int_equal(tarn_matrix_sum(g, &want), 0);
+  assert_int_equal(tarn_matrix_sum(a, &sum), 0);
+  assert_true(sum == want);
+  tarn_matrix_destroy(g);
+  tarn_matrix_destroy(a);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* What a cancelled task was to write is cancelled for its readers in any
  * later region (rule 4), until a task writes it without reading it. */
 static int k_read_word(tarn_task *t, void *arg) {
@@ -360,6 +388,7 @@ int main(void) {
       cmocka_unit_test(a_cancelled_region_runs_none_of_its_waiting_tasks),
       cmocka_unit_test(a_task_cancels_its_own_region),
       cmocka_unit_test(cancelling_reaches_the_regions_begun_inside),
+      cmocka_unit_test(a_factorisation_in_a_cancelled_region_stops),
       cmocka_unit_test(what_cancelled_tasks_were_to_write_stays_cancelled),
       cmocka_unit_test(a_cancel_after_the_end_changes_nothing),
       cmocka_unit_test(a_signal_handler_may_cancel),

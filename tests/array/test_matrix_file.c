@@ -8,7 +8,9 @@
  * refuses get TARN_EFORMAT; the header reader survives 100000 mutated
  * headers. A failed save (a full disk, a write or flush error, a
  * directory in the way) leaves the old file and no temporary one; a
- * failed read leaves nothing; each open error has its status.
+ * failed read leaves nothing; each open error has its status; a relative
+ * path is the working directory's; prim's calls map every errno and move
+ * buffers of any length, empty ones too.
  *
  * The library's pread, preadv, pwrite, pwritev and fdatasync are wrapped at
  * link time (CMakeLists.txt) so that the tests can make the Nth call fail. */
@@ -32,6 +34,7 @@
 #include <cmocka.h>
 
 #include "array/npy.h"
+#include "prim/prim.h"
 #include "support.h"
 #include "tarn.h"
 
@@ -707,6 +710,71 @@ static void a_failed_save_keeps_the_old_file(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A relative path saves in, and loads from, the working directory (whose
+ * entry the save flushes as "."). */
+static void a_relative_path_is_the_working_directory(void **state) {
+  (void)state;
+  char was[4096];
+  assert_non_null(getcwd(was, sizeof was));
+  assert_int_equal(chdir(dir), 0);
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *a = values_matrix(rt, 30, 20, 8, 8), *b = NULL;
+  int saved = tarn_matrix_to_file(a, "relative.npy");
+  int loaded = tarn_matrix_from_file(rt, "relative.npy", 30, 20, &b);
+  assert_int_equal(chdir(was), 0);
+  assert_int_equal(saved, 0);
+  assert_int_equal(loaded, 0);
+  assert_holds_values(b, 30, 20, false);
+  char path[128];
+  assert_int_equal(access(in_dir(path, sizeof path, "relative.npy"), F_OK), 0);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* prim's file calls: each errno's status, and buffers of every length
+ * (empty ones among them) moved whole in one call's order. */
+static void file_calls_map_errors_and_move_every_buffer(void **state) {
+  (void)state;
+  static const struct {
+    int err, status;
+  } map[] = {{ENOENT, TARN_ENOENT},       {ENOTDIR, TARN_ENOENT},
+             {ENAMETOOLONG, TARN_ENOENT}, {ELOOP, TARN_ENOENT},
+             {EACCES, TARN_EACCES},       {EPERM, TARN_EACCES},
+             {EROFS, TARN_EACCES},        {ENOSPC, TARN_ENOSPC},
+             {EDQUOT, TARN_ENOSPC},       {EFBIG, TARN_ENOSPC},
+             {ENOMEM, TARN_ENOMEM},       {EMFILE, TARN_EBUSY},
+             {ENFILE, TARN_EBUSY},        {EISDIR, TARN_EINVAL},
+             {EINVAL, TARN_EINVAL},       {EIO, TARN_EIO},
+             {EBADF, TARN_EIO},           {0, TARN_EIO}};
+  for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
+    assert_int_equal(tarn__status_of_errno(map[k].err), map[k].status);
+
+  char path[128];
+  FILE *f = fopen(in_dir(path, sizeof path, "iov.bin"), "w+b");
+  assert_non_null(f);
+  int fd = fileno(f);
+  unsigned char out[64], back[64];
+  for (int k = 0; k < 64; k++) out[k] = (unsigned char)(k * 7 + 1);
+  struct iovec w[] = {
+      {out, 0}, {out, 10}, {out + 10, 0}, {out + 10, 54}, {out, 0}};
+  assert_int_equal(tarn__file_writev_at(fd, w, 5, 100), 0);
+  memset(back, 0, sizeof back);
+  struct iovec r[] = {{back, 0}, {back, 33}, {back + 33, 0}, {back + 33, 31}};
+  size_t got = 0;
+  assert_int_equal(tarn__file_readv_at(fd, r, 4, 100, &got), 0);
+  assert_int_equal(got, 64);
+  assert_memory_equal(back, out, 64);
+  /* Past the end: what there is, then nothing. */
+  struct iovec tail = {back, 64};
+  assert_int_equal(tarn__file_readv_at(fd, &tail, 1, 132, &got), 0);
+  assert_int_equal(got, 32);
+  assert_memory_equal(back, out + 32, 32);
+  assert_int_equal(tarn__file_read_at(fd, back, 8, 1000, &got), 0);
+  assert_int_equal(got, 0);
+  assert_int_equal(fclose(f), 0);
+}
+
 /* The child of open_errors_have_their_own_statuses, as a user who may
  * neither read `file` nor write in `locked`: 0 when both are refused with
  * TARN_EACCES. */
@@ -856,6 +924,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(open_errors_have_their_own_statuses,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(not_from_a_task, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_relative_path_is_the_working_directory,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          file_calls_map_errors_and_move_every_buffer, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

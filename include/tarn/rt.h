@@ -30,6 +30,9 @@
  *    cancellations).
  *    Meanwhile the waiting thread may run tasks queued on idle workers (of
  *    any region), so task functions run on it too.
+ * 6. tarn_region_cancel cancels a region's tasks that have not started, as
+ *    rule 4 cancels a failed task's readers; tarn_region_wait_timed waits
+ *    with a limit.
  *
  * Every function is thread-safe unless it says otherwise. */
 #ifndef TARN_RT_H

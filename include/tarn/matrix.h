@@ -71,10 +71,11 @@ TARN_API int tarn_matrix_to_buffer(tarn_matrix *a, double *buf, size_t ld);
 /* ---- files ---------------------------------------------------------------
  *
  * Matrices go to and come from NumPy's .npy files (what numpy.save writes
- * and numpy.load reads), one task per tile reading or writing that tile's
- * elements in place in the file: tiles move in parallel, and a matrix
- * larger than the memory limit is read or written as it is computed,
- * through the pool's limit like any other (docs/array.md, "Files"). */
+ * and numpy.load reads), one task per band of tiles (those of a tile
+ * column, or row, up to 32 MiB) reading or writing their elements in
+ * place in the file: bands move in parallel, and a matrix larger than the
+ * memory limit goes through the pool's limit like any other
+ * (docs/array.md, "Files"). */
 
 /* A new matrix of mb x nb tiles read from the .npy file `path`: a 2-D
  * array of shape (m, n), or a 1-D array (m,) read as an m x 1 matrix, of

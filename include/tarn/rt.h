@@ -312,21 +312,21 @@ TARN_API int tarn_region_wait_timed(tarn_region *region, uint64_t timeout_ns,
  * cancelled when its turn comes instead of run (reports TARN_ECANCELED,
  * as under rule 4), and so are the tasks submitted to it afterwards and
  * those of the regions of its runtime begun inside it (tarn_matrix_sum's
- * own, say). A
- * running task runs to its end; a long one may check tarn_task_cancelled
- * and return early. Rule 4 holds for what the cancelled tasks were to
- * write: a task that reads such a ref, in any region, is cancelled too,
- * until a task writes it anew. tarn_region_wait still waits for the
- * running tasks and returns TARN_ECANCELED (or the status of a task that
- * failed first; 0 when every task had finished). Call it between
+ * own, say). A running task runs to its end; a long one may check
+ * tarn_task_cancelled and return early. Rule 4 holds for what the
+ * cancelled tasks were to write: a task that reads such a ref, in any
+ * region, is cancelled too, until a task writes it anew. tarn_region_wait still
+ * waits for the running tasks and returns TARN_ECANCELED (or the status of a
+ * task that failed first; 0 when every task had finished). Call it between
  * tarn_region_begin and the return of tarn_region_wait (the region is
  * reused after), from any thread, a task, or a signal handler: it is one
  * lock-free atomic store. Returns 0, or TARN_EINVAL for NULL. */
 TARN_API int tarn_region_cancel(tarn_region *region);
 
 /* 1 when the running task's region, or a region of its runtime it was
- * begun in, was cancelled (tarn_region_cancel), else 0 (also for NULL): a long
- * task may check it now and then and return TARN_ECANCELED early. */
+ * begun in, was cancelled (tarn_region_cancel), else 0 (also for NULL):
+ * a long task may check it now and then and return TARN_ECANCELED
+ * early. */
 TARN_API int tarn_task_cancelled(const tarn_task *task);
 
 /* ---- statistics --------------------------------------------------------- */

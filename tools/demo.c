@@ -417,6 +417,12 @@ int tarn_demo(int argc, char **argv) {
               o.pool.spill_dir);
     return 1;
   }
+  /* From here on an interrupt stops the run cleanly (the line below says
+   * so to a script that waits for it). */
+  struct sigaction on = {.sa_handler = on_interrupt}, was_int, was_term;
+  sigemptyset(&on.sa_mask);
+  sigaction(SIGINT, &on, &was_int);
+  sigaction(SIGTERM, &on, &was_term);
   printf(
       "tarn demo: A x = b by Cholesky, A %zu x %zu (%.1f MiB) in %zu x "
       "%zu tiles, memory limit %.1f MiB (%.2g of A), %u worker%s\n",
@@ -428,10 +434,6 @@ int tarn_demo(int argc, char **argv) {
   struct progress progress = {.rt = d.rt, .phase = "", .began = now_s()};
   if (isatty(STDERR_FILENO) && progress_start(&progress))
     d.progress = &progress;
-  struct sigaction on = {.sa_handler = on_interrupt}, was_int, was_term;
-  sigemptyset(&on.sa_mask);
-  sigaction(SIGINT, &on, &was_int);
-  sigaction(SIGTERM, &on, &was_term);
   double t0 = now_s();
   run(&d);
   double seconds = now_s() - t0;

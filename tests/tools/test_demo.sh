@@ -31,13 +31,18 @@ if command -v script >/dev/null; then
   grep -q "tarn demo: ok" <<<"$out" || fail "demo on a terminal: no 'ok'"
 fi
 
-# Ctrl-C a second into the default run (8192 x 8192 under 128 MiB, several
-# seconds): the running tasks end, the rest are cancelled, the demo says
-# so and exits 130 soon after, without its report.
+# Ctrl-C half a second into the default run (8192 x 8192 under 128 MiB,
+# several seconds), once its first line says it handles it: the running
+# tasks end, the rest are cancelled, the demo says so and exits 130 soon
+# after, without its report.
 log=$(mktemp)
 "$tarn" demo >"$log" 2>&1 &
 pid=$!
-sleep 1
+for _ in $(seq 300); do
+  grep -q "^tarn demo: A x = b" "$log" && break
+  sleep 0.1
+done
+sleep 0.5
 kill -INT "$pid"
 signalled=$(date +%s)
 wait "$pid"

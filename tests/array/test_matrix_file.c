@@ -710,6 +710,28 @@ static void a_failed_save_keeps_the_old_file(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A tile larger than the memory limit cannot be read: TARN_ENOMEM, no
+ * matrix, the file and the runtime as they were. */
+static void a_tile_larger_than_the_limit_is_enomem(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *a = values_matrix(rt, 600, 600, 600, 600);
+  char path[128];
+  assert_int_equal(tarn_matrix_to_file(a, in_dir(path, sizeof path, "big.npy")),
+                   0);
+  tarn_matrix_destroy(a);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  rt = test_rt(2, 1u << 20); /* 1 MiB; a tile of 600 x 600 is 2.7 MiB */
+  tarn_matrix *none = NULL;
+  assert_int_equal(tarn_matrix_from_file(rt, path, 600, 600, &none),
+                   TARN_ENOMEM);
+  assert_null(none);
+  assert_int_equal(tarn_matrix_from_file(rt, path, 100, 100, &none), 0);
+  assert_holds_values(none, 600, 600, false);
+  tarn_matrix_destroy(none);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* A relative path saves in, and loads from, the working directory (whose
  * entry the save flushes as "."). */
 static void a_relative_path_is_the_working_directory(void **state) {
@@ -924,6 +946,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(open_errors_have_their_own_statuses,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(not_from_a_task, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_tile_larger_than_the_limit_is_enomem,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(a_relative_path_is_the_working_directory,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(

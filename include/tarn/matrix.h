@@ -90,8 +90,9 @@ TARN_API int tarn_matrix_to_buffer(tarn_matrix *a, double *buf, size_t ld);
  * when it may not be read; TARN_EFORMAT when it is not such an .npy file
  * (another format or element type, a header that does not parse, an array
  * of 0 or more than 2 dimensions, fewer bytes than the header says);
- * TARN_EIO when reading fails; TARN_ENOMEM, TARN_ENOSPC from the runtime.
- * On failure *out is untouched and nothing is left behind. Thread-safe. */
+ * TARN_EIO when reading fails; TARN_ENOMEM (also for a tile larger than
+ * the memory limit), TARN_ENOSPC from the runtime. On failure *out is
+ * untouched and nothing is left behind. Thread-safe. */
 TARN_API int tarn_matrix_from_file(tarn_rt *rt, const char *path, size_t mb,
                                    size_t nb, tarn_matrix **out);
 

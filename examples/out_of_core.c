@@ -136,8 +136,8 @@ int main(int argc, char **argv) {
   r = NULL;
   CHECK(tarn_matrix_from_file(rt, r_path, tile, tile, &r));
   double t2 = now();
-  printf("  R: saved to %s in %.0f ms, loaded in %.0f ms\n", r_path,
-         (t1 - t0) * 1e3, (t2 - t1) * 1e3);
+  printf("  R: made and saved to %s in %.0f ms, loaded back in %.0f ms\n",
+         r_path, (t1 - t0) * 1e3, (t2 - t1) * 1e3);
   CHECK(tarn_matrix_syrk_ata(r, &a)); /* A = R^T R, tiles of R's columns */
   tarn_matrix *const am[] = {a};
   const tarn_access rw[] = {TARN_READ_WRITE};

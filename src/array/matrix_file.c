@@ -296,19 +296,16 @@ static int each_band(tarn_matrix *a, tarn_task_fn fn, tarn_access mode, int fd,
 
 /* Reads and checks the header of the open file `fd` of `size` bytes. */
 static int read_header(int fd, uint64_t size, tarn__npy *h) {
-  unsigned char prefix[TARN__NPY_PREFIX];
+  /* A header takes at most TARN__NPY_HEADER_MAX bytes: one read holds it
+   * (and tarn__npy_parse refuses one that ends past what was read). */
+  size_t want =
+      size < TARN__NPY_HEADER_MAX ? (size_t)size : TARN__NPY_HEADER_MAX;
+  unsigned char *head = malloc(want > 0 ? want : 1);
+  if (head == NULL) return TARN_ENOMEM;
   size_t got;
-  int rc = tarn__file_read_at(fd, prefix, sizeof prefix, 0, &got);
-  if (rc != 0) return rc;
-  uint64_t end;
-  rc = tarn__npy_header_end(prefix, got, &end);
-  if (rc != 0) return rc;
-  if (end > size) return TARN_EFORMAT;
-  unsigned char *header = malloc((size_t)end);
-  if (header == NULL) return TARN_ENOMEM;
-  rc = tarn__file_read_at(fd, header, (size_t)end, 0, &got);
-  if (rc == 0) rc = got == end ? tarn__npy_parse(header, got, h) : TARN_EFORMAT;
-  free(header);
+  int rc = tarn__file_read_at(fd, head, want, 0, &got);
+  if (rc == 0) rc = tarn__npy_parse(head, got, h);
+  free(head);
   if (rc == 0 && size - h->data_offset < h->data_bytes) rc = TARN_EFORMAT;
   return rc;
 }

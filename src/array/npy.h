@@ -31,10 +31,6 @@ typedef struct tarn__npy {
  * refused rather than read. */
 #define TARN__NPY_HEADER_MAX ((size_t)1 << 16)
 
-/* The bytes of the file's start needed to read the fixed part of the
- * header (magic, version, length). */
-#define TARN__NPY_PREFIX 12
-
 /* The header's end (where the elements begin) from the file's first `len`
  * bytes. Returns 0 and *end; TARN_EFORMAT when they do not begin an .npy
  * file of version 1.0, 2.0 or 3.0 or say a header longer than

@@ -696,7 +696,7 @@ static void a_failed_save_keeps_the_old_file(void **state) {
     assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &fine), 0);
     tarn_matrix_destroy(fine);
     int reads = atomic_load(&reads_seen);
-    assert_true(reads >= 4); /* the header's two, then the tiles' */
+    assert_true(reads >= 4); /* the header's, then the tiles' */
     atomic_store(&read_fails_at, reads / 2 + 2);
     tarn_matrix *none = NULL;
     assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &none), TARN_EIO);

@@ -23,7 +23,8 @@
  *    recycling cache, then evicts unpinned objects, then fails with
  *    TARN_ENOMEM or waits for an unpin, as the caller asked. The only bytes
  *    outside the limit are the short-lived staging buffers of objects of a
- *    user kind or of compressed blocks while they are written or read.
+ *    user kind or of compressed blocks while they are written or read, and
+ *    whatever a source (tarn_ref_create_from) uses while it reads.
  *
  * Every function is thread-safe unless it says otherwise. */
 #ifndef TARN_POOL_H
@@ -188,6 +189,38 @@ TARN_API int tarn_ref_alloc(tarn_pool *pool, size_t size, uint64_t timeout_ns,
  * *ref, TARN_EINVAL for size 0, TARN_ENOMEM. */
 TARN_API int tarn_ref_create(tarn_pool *pool, size_t size, tarn_ref **ref);
 
+/* Where the bytes of a ref made by tarn_ref_create_from come from until
+ * something writes them: a file the pool may read again, a generator. */
+typedef struct tarn_source {
+  /* Fills `dst` with the object's `size` bytes; returns 0 or a negative
+   * TARN_E* code, which the pin that asked returns. Called when a pin
+   * reads the object and the pool holds no copy of it: at its first read
+   * and after each time the pool dropped it to make room, so it must give
+   * the same bytes every time (a source that finds its data changed
+   * should fail, say with TARN_ESTALE). Called without any pool lock
+   * held, from the pinning thread or the pool's reader thread, never
+   * twice at once for one ref. Required. */
+  int (*read)(void *ctx, void *dst, size_t size);
+  /* Called once, when the ref dies (also when it was never read), without
+   * any pool lock held. Optional. */
+  void (*release)(void *ctx);
+  void *ctx;
+} tarn_source;
+
+/* Makes a ref of `size` bytes whose bytes `source` gives: it has no
+ * memory until its first pin, which allocates (under the limit, like
+ * tarn_ref_alloc) and, when it reads, calls source->read. Until the
+ * object is first pinned with TARN_WRITE (or escaped), making room drops
+ * it without writing it to the spill store, and a later pin reads it from
+ * the source again: data loaded from a file costs no spill write and no
+ * spill space. From the first write on it is an ordinary object. The
+ * struct is copied; its ctx belongs to the ref from a successful call on
+ * (source->release is called when the ref dies). Returns 0 and *ref;
+ * TARN_EINVAL for size 0 or a NULL source or read; TARN_ENOMEM (on
+ * failure the ctx stays the caller's). */
+TARN_API int tarn_ref_create_from(tarn_pool *pool, size_t size,
+                                  const tarn_source *source, tarn_ref **ref);
+
 /* Hands `object` of `size` bytes and `kind` to the pool as a new ref with
  * one reference; the pool frees it with kind->free. On failure the object
  * stays the caller's. Returns as tarn_ref_alloc, and TARN_EINVAL for a NULL
@@ -210,7 +243,9 @@ TARN_API int tarn_ref_release(tarn_ref *ref);
  * tarn_access). Waits up to `timeout_ns` for room when nothing can be
  * evicted. Returns 0; TARN_ENOMEM; TARN_EIO when the spilled copy cannot
  * be read or fails its checksum (the ref keeps its spilled copy and a
- * later pin may try again); TARN_EMISUSE on a dead ref; TARN_EINVAL. */
+ * later pin may try again); the status of a failed source->read (the ref
+ * keeps its source; a later pin tries again); TARN_EMISUSE on a dead ref;
+ * TARN_EINVAL. */
 TARN_API int tarn_ref_pin(tarn_ref *ref, tarn_access mode, uint64_t timeout_ns,
                           void **data);
 
@@ -276,6 +311,11 @@ typedef struct tarn_pool_stats {
    * stayed in RAM, clean, and their eviction later writes nothing
    * (docs/pool.md, "Cleaning"). */
   uint64_t cleanings;
+  /* Objects read from their source (tarn_ref_create_from) and the bytes
+   * and time it took; their drops to make room count in evictions. */
+  uint64_t source_reads;
+  uint64_t source_bytes;
+  uint64_t source_ns;
 } tarn_pool_stats;
 
 /* The limit on resident bytes in force (options or TARN_MEM_LIMIT), fixed

@@ -4,7 +4,8 @@
  * Each ref has one atomic pin word: the pin count in its low 32 bits and
  * three flags. FAST says the object is resident and idle enough that pin and
  * unpin may change the count without the pool lock (the common case: one
- * compare-and-swap each). CLEAN says the spilled copy matches the bytes in
+ * compare-and-swap each). CLEAN says the spilled copy (or the source, for a
+ * ref made by tarn_ref_create_from and never written) matches the bytes in
  * RAM, so eviction may drop them without writing. NOTIFY says the last unpin
  * must take the lock (the ref died while pinned). Everything else about a
  * ref (its state, data, block) is guarded by the pool lock.
@@ -16,6 +17,11 @@
  *   tarn_pool_peak_reset; window_peak and window_live_peak are the same
  *   highs since the runtime's last region began (tarn__pool_peaks), kept
  *   apart so that regions never reset what tarn_pool_stats_get reports.
+ * - has_source is true only while the source can make the object's bytes
+ *   again: it is cleared by every write pin that takes the lock and by the
+ *   first write to the spill store (a lock-free write pin clears CLEAN
+ *   only, and a RESIDENT ref without CLEAN is written before it is
+ *   dropped); so a SPILLED ref has a block or a current source.
  * - FAST is set only in state RESIDENT on a live ref; the evictor clears it
  *   with a CAS that also checks the pin count is 0, so a lock-free pin and
  *   an eviction never both succeed.
@@ -76,6 +82,7 @@ struct tarn_ref {
   bool dead;    /* the last reference is gone */
   bool escaped; /* never evicted again */
   bool has_block;
+  bool has_source;  /* `source` can make the bytes again (never written) */
   bool prefetching; /* queued for the reader thread */
   bool guarded;     /* the reader works on it, or it is being freed (ref_destroy
                      * drops the lock): not freed (again) meanwhile */
@@ -83,6 +90,7 @@ struct tarn_ref {
   uint64_t failed_epoch; /* room_epoch in which writing it failed, or 0 */
   size_t charge;         /* bytes it counts against the limit */
   tarn__block block;
+  tarn_source *source;          /* tarn_ref_create_from's, until death */
   struct tarn_ref *prev, *next; /* all live refs */
 };
 
@@ -137,6 +145,7 @@ struct tarn_pool {
   pthread_t *io;
   unsigned nio;
   uint64_t evictions, spills, restores, cache_hits, cache_misses;
+  uint64_t source_reads, source_bytes, source_ns;
   uint64_t write_failures; /* evictions whose write failed */
   /* Cleaning (see clean_candidate): a write in flight; off after a failed
    * one until an eviction's write succeeds; the last look found nothing
@@ -413,7 +422,8 @@ static void object_free(tarn_pool *p, tarn_ref *r, void *obj) {
   pthread_mutex_lock(&p->lock);
 }
 
-/* Takes a resident object whose spilled copy is current out of RAM. */
+/* Takes a resident object whose spilled copy (or source) is current out of
+ * RAM. */
 static void drop_to_disk(tarn_pool *p, tarn_ref *r) {
   void *obj = r->data;
   r->data = NULL;
@@ -440,6 +450,15 @@ static void ref_destroy(tarn_pool *p, tarn_ref *r) {
     p->owner_free(p->owner_ctx, owner);
     pthread_mutex_lock(&p->lock);
   }
+  tarn_source *source = r->source;
+  r->source = NULL;
+  r->has_source = false;
+  if (source != NULL) {
+    pthread_mutex_unlock(&p->lock);
+    if (source->release != NULL) source->release(source->ctx);
+    free(source);
+    pthread_mutex_lock(&p->lock);
+  }
   atomic_store_explicit(&r->magic, MAGIC_DEAD, memory_order_relaxed);
 #ifdef TARN_POOL_QUARANTINE
   r->next = p->quarantine;
@@ -451,6 +470,12 @@ static void ref_destroy(tarn_pool *p, tarn_ref *r) {
 }
 
 /* ---- eviction (lock held) ----------------------------------------------- */
+
+/* Whether eviction may drop `r` without writing it: its spilled copy, or
+ * its source, holds its bytes. */
+static bool is_clean(const tarn_ref *r) {
+  return (r->has_block || r->has_source) && (atomic_load(&r->pinword) & CLEAN);
+}
 
 static bool spillable(const tarn_ref *r) {
   return r->kind == NULL || (r->kind->save != NULL && r->kind->load != NULL);
@@ -499,8 +524,7 @@ static tarn_ref *clock_pass(tarn_pool *p, size_t steps, bool idle_only) {
     if ((idle_only && !idle_in_graph(r)) || !candidate(p, r)) continue;
     if (atomic_exchange_explicit(&r->referenced, 0, memory_order_relaxed))
       continue;
-    bool clean = r->has_block && (atomic_load(&r->pinword) & CLEAN);
-    if (!clean) {
+    if (!is_clean(r)) {
       if (dirty == NULL) dirty = r;
       continue;
     }
@@ -543,7 +567,7 @@ static tarn_ref *pick_victim(tarn_pool *p) {
  * else queues it for an I/O thread. */
 static void evict(tarn_pool *p, tarn_ref *r) {
   p->evictions++;
-  if (r->has_block && (atomic_load(&r->pinword) & CLEAN)) {
+  if (is_clean(r)) {
     drop_to_disk(p, r);
     pthread_cond_broadcast(&p->changed);
     return;
@@ -599,8 +623,7 @@ static tarn_ref *clean_candidate(tarn_pool *p) {
       if (candidate(p, r)) {
         bool idle = idle_in_graph(r);
         any_idle = any_idle || idle;
-        if ((idle || pass == 1) &&
-            !(r->has_block && (atomic_load(&r->pinword) & CLEAN)) &&
+        if ((idle || pass == 1) && !is_clean(r) &&
             !atomic_load_explicit(&r->referenced, memory_order_relaxed) &&
             claim_idle(r)) {
           r->state = WRITING;
@@ -739,6 +762,7 @@ static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
     if (r->has_block) tarn__store_free(p->store, &r->block);
     r->block = *block;
     r->has_block = true;
+    r->has_source = false; /* written: it was written to since its read */
     p->spills++;
     if (cleaning)
       p->cleanings++;
@@ -1062,6 +1086,31 @@ int tarn_ref_create(tarn_pool *p, size_t size, tarn_ref **out) {
   return 0;
 }
 
+int tarn_ref_create_from(tarn_pool *p, size_t size, const tarn_source *source,
+                         tarn_ref **out) {
+  if (p == NULL || out == NULL || size == 0 || size > SIZE_MAX - p->page ||
+      source == NULL || source->read == NULL)
+    return TARN_EINVAL;
+  tarn_source *copy = malloc(sizeof *copy);
+  if (copy == NULL) return TARN_ENOMEM;
+  *copy = *source;
+  pthread_mutex_lock(&p->lock);
+  tarn_ref *r = ref_new(p, NULL, size, page_round(p, size), NULL);
+  if (r != NULL) {
+    r->state = SPILLED; /* its bytes are elsewhere: in the source */
+    r->source = copy;
+    r->has_source = true;
+    atomic_store(&r->pinword, 0); /* no lock-free pin until it has bytes */
+  }
+  pthread_mutex_unlock(&p->lock);
+  if (r == NULL) {
+    free(copy);
+    return TARN_ENOMEM;
+  }
+  *out = r;
+  return 0;
+}
+
 size_t tarn_pool_mem_limit(const tarn_pool *p) {
   return p != NULL ? p->opt.mem_limit : 0;
 }
@@ -1163,10 +1212,11 @@ int tarn_ref_release(tarn_ref *r) {
   return 0;
 }
 
-/* Brings a SPILLED object back, or gives an EMPTY one its bytes (zeros when
- * `mode` reads). Lock held on entry and exit, dropped for the I/O. On
- * success the ref is RESIDENT with `pins` pins (0 or 1) for the caller.
- * Returns 1 when the state changed meanwhile: look again. */
+/* Brings a SPILLED object back (from its block, else from its source), or
+ * gives an EMPTY one its bytes (zeros when `mode` reads). Lock held on
+ * entry and exit, dropped for the I/O. On success the ref is RESIDENT with
+ * `pins` pins (0 or 1) for the caller. Returns 1 when the state changed
+ * meanwhile: look again. */
 static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
                    uint64_t timeout_ns, uint64_t pins) {
   enum ref_state from = r->state;
@@ -1181,16 +1231,23 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
       p->resident -= r->charge;
     return 1; /* look again */
   }
-  r->state = READING;
+  bool from_source = from == SPILLED && !r->has_block;
+  r->state = READING; /* block and source stay until the lock is back */
   p->reading++;
   pthread_mutex_unlock(&p->lock);
   void *obj = buf;
   if (r->kind == NULL && obj == NULL) obj = buffer_new(p, cap);
   rc = obj == NULL && r->kind == NULL ? TARN_ENOMEM : 0;
   bool read = (mode & TARN_READ) != 0;
+  uint64_t t0 = 0;
   if (rc == 0 && from == EMPTY && read) memset(obj, 0, cap);
-  if (rc == 0 && from == SPILLED && r->kind == NULL && read)
+  if (rc == 0 && from_source && read) {
+    t0 = tarn__clock_ns();
+    rc = r->source->read(r->source->ctx, obj, r->size);
+    if (rc > 0) rc = TARN_EIO; /* not a status: the source broke its word */
+  } else if (rc == 0 && from == SPILLED && r->kind == NULL && read) {
     rc = tarn__store_read(p->store, &r->block, obj);
+  }
   if (rc == 0 && r->kind != NULL) {
     void *staging = aligned_alloc(p->page, page_round(p, r->size));
     rc = staging == NULL ? TARN_ENOMEM
@@ -1207,16 +1264,23 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
       p->resident -= r->charge;
     r->state = from;
     pthread_cond_broadcast(&p->changed);
-    return rc == TARN_ENOMEM ? rc : TARN_EIO;
+    return rc == TARN_ENOMEM || from_source ? rc : TARN_EIO;
   }
-  if (from == SPILLED) p->restores++;
+  if (from_source && read) {
+    p->source_reads++;
+    p->source_bytes += r->size;
+    p->source_ns += tarn__clock_ns() - t0;
+  } else if (from == SPILLED && !from_source) {
+    p->restores++;
+  }
   r->data = obj;
   r->state = RESIDENT;
   uint64_t w = atomic_load(&r->pinword) & (NOTIFY | PIN_MASK);
-  if (r->has_block && (!read || (mode & TARN_WRITE))) {
-    tarn__store_free(p->store, &r->block);
+  if (!read || (mode & TARN_WRITE)) {
+    if (r->has_block) tarn__store_free(p->store, &r->block);
     r->has_block = false;
-  } else if (r->has_block) {
+    r->has_source = false;
+  } else if (r->has_block || r->has_source) {
     w |= CLEAN;
   }
   atomic_store(&r->pinword, w | (r->dead ? 0 : FAST) | pins);
@@ -1238,7 +1302,10 @@ static int pin_slow(tarn_ref *r, tarn_access mode, uint64_t timeout_ns) {
     }
     if (r->state == RESIDENT) {
       atomic_fetch_add(&r->pinword, 1);
-      if (mode & TARN_WRITE) atomic_fetch_and(&r->pinword, ~CLEAN);
+      if (mode & TARN_WRITE) {
+        atomic_fetch_and(&r->pinword, ~CLEAN);
+        r->has_source = false;
+      }
       break;
     }
     if (r->state == WRITING && !(mode & TARN_WRITE)) {
@@ -1322,6 +1389,7 @@ int tarn_ref_escape(tarn_ref *r, uint64_t timeout_ns, void **data) {
     tarn__store_free(p->store, &r->block);
     r->has_block = false;
   }
+  r->has_source = false;
   pthread_mutex_unlock(&p->lock);
   return tarn_ref_unpin(r);
 }
@@ -1358,6 +1426,9 @@ int tarn_pool_stats_get(tarn_pool *p, tarn_pool_stats *s) {
   s->spills = p->spills;
   s->cleanings = p->cleanings;
   s->restores = p->restores;
+  s->source_reads = p->source_reads;
+  s->source_bytes = p->source_bytes;
+  s->source_ns = p->source_ns;
   s->cache_hits = p->cache_hits;
   s->cache_misses = p->cache_misses;
   s->last_error = p->last_error != 0 ? p->last_error : c.last_error;

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1062,6 +1063,181 @@ static void live_bytes_leave_out_the_cache(void **state) {
   assert_int_equal(tarn_pool_destroy(p), 0);
 }
 
+/* A source for tarn_ref_create_from: bytes of fill()'s pattern of `seed`,
+ * or a failure; counts its reads and releases. */
+struct pattern_source {
+  uint32_t seed;
+  int fail; /* a status to return instead, or 0 */
+  atomic_int reads, releases;
+};
+
+static int pattern_read(void *ctx, void *dst, size_t size) {
+  struct pattern_source *s = ctx;
+  atomic_fetch_add(&s->reads, 1);
+  if (s->fail != 0) return s->fail;
+  uint32_t *w = dst;
+  for (size_t i = 0; i < size / 4; i++)
+    w[i] = s->seed * 2654435761u + (uint32_t)i;
+  return 0;
+}
+
+static void pattern_release(void *ctx) {
+  struct pattern_source *s = ctx;
+  atomic_fetch_add(&s->releases, 1);
+}
+
+static tarn_ref *sourced(tarn_pool *p, size_t size, struct pattern_source *s) {
+  tarn_source src = {pattern_read, pattern_release, s};
+  tarn_ref *r = NULL;
+  assert_int_equal(tarn_ref_create_from(p, size, &src, &r), 0);
+  return r;
+}
+
+/* A ref made from a source has no memory until a pin reads it from the
+ * source; while unwritten, making room drops it without a write and the
+ * next pin reads the source again; once written it spills like any. */
+static void sourced_refs_are_dropped_not_spilled(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(64 * KiB, disk);
+  struct pattern_source src = {.seed = 5};
+  tarn_ref *a = sourced(p, 64 * KiB, &src);
+  assert_false(tarn_ref_is_resident(a));
+  assert_int_equal(stats(p).resident_bytes, 0);
+  assert_int_equal(atomic_load(&src.reads), 0);
+  assert_int_equal(check(a, 5), 0);
+  assert_int_equal(atomic_load(&src.reads), 1);
+  tarn_pool_stats s = stats(p);
+  assert_int_equal(s.source_reads, 1);
+  assert_int_equal(s.source_bytes, 64 * KiB);
+  assert_int_equal(check(a, 5), 0); /* resident: read once */
+  assert_int_equal(atomic_load(&src.reads), 1);
+  /* Room for another: a is dropped, nothing written. */
+  tarn_ref *b = alloc(p, 64 * KiB);
+  assert_false(tarn_ref_is_resident(a));
+  s = stats(p);
+  assert_int_equal(s.evictions, 1);
+  assert_int_equal(s.bytes_written, 0);
+  assert_int_equal(s.spilled_bytes, 0);
+  tarn_ref_release(b);
+  assert_int_equal(check(a, 5), 0);
+  assert_int_equal(atomic_load(&src.reads), 2);
+  assert_int_equal(stats(p).bytes_read, 0);
+  /* Written, it is the pool's: spilled, read back from the store. */
+  fill(a, 9);
+  b = alloc(p, 64 * KiB);
+  assert_false(tarn_ref_is_resident(a));
+  assert_int_equal(stats(p).bytes_written, 64 * KiB);
+  tarn_ref_release(b);
+  assert_int_equal(check(a, 9), 0);
+  assert_int_equal(atomic_load(&src.reads), 2);
+  assert_int_equal(stats(p).restores, 1);
+  assert_int_equal(atomic_load(&src.releases), 0);
+  tarn_ref_release(a);
+  assert_int_equal(atomic_load(&src.releases), 1);
+  assert_int_equal(stats(p).live_refs, 0);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+/* A write pin while the ref is resident makes the source stale too: the
+ * next eviction writes it. */
+static void a_written_sourced_ref_is_not_read_again(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(64 * KiB, disk);
+  struct pattern_source src = {.seed = 3};
+  tarn_ref *a = sourced(p, 64 * KiB, &src);
+  uint32_t *w = NULL;
+  assert_int_equal(tarn_ref_pin(a, TARN_READ_WRITE, 0, (void **)&w), 0);
+  assert_int_equal(w[7], 3 * 2654435761u + 7);
+  w[7] = 42;
+  assert_int_equal(tarn_ref_unpin(a), 0);
+  /* A second write through the lock-free pin of a resident object. */
+  assert_int_equal(tarn_ref_pin(a, TARN_WRITE, 0, (void **)&w), 0);
+  w[8] = 43;
+  assert_int_equal(tarn_ref_unpin(a), 0);
+  tarn_ref_release(alloc(p, 64 * KiB));
+  assert_false(tarn_ref_is_resident(a));
+  assert_int_equal(stats(p).bytes_written, 64 * KiB);
+  assert_int_equal(tarn_ref_pin(a, TARN_READ, 0, (void **)&w), 0);
+  assert_int_equal(w[7], 42);
+  assert_int_equal(w[8], 43);
+  assert_int_equal(w[9], 3 * 2654435761u + 9);
+  assert_int_equal(tarn_ref_unpin(a), 0);
+  assert_int_equal(atomic_load(&src.reads), 1);
+  /* A pin that only writes never asks the source. */
+  struct pattern_source other = {.seed = 4};
+  tarn_ref *c = sourced(p, 64 * KiB, &other);
+  fill(c, 6);
+  assert_int_equal(atomic_load(&other.reads), 0);
+  assert_int_equal(check(c, 6), 0);
+  tarn_ref_release(c);
+  tarn_ref_release(a);
+  assert_int_equal(atomic_load(&src.releases), 1);
+  assert_int_equal(atomic_load(&other.releases), 1);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+/* A failed read is the pin's status and leaves the ref as it was, holding
+ * no memory; a later pin tries again. Bad arguments take nothing. */
+static void a_failed_source_read_is_the_pins_status(void **state) {
+  (void)state;
+  tarn_pool *p = pool_with(0, NULL);
+  struct pattern_source src = {.seed = 8, .fail = TARN_ESTALE};
+  tarn_ref *a = sourced(p, 3 * MiB, &src);
+  void *d = NULL;
+  assert_int_equal(tarn_ref_pin(a, TARN_READ, 0, &d), TARN_ESTALE);
+  assert_false(tarn_ref_is_resident(a));
+  assert_int_equal(stats(p).live_bytes, 0);
+  assert_int_equal(stats(p).source_reads, 0);
+  src.fail = 7; /* not a status: the pool says TARN_EIO */
+  assert_int_equal(tarn_ref_pin(a, TARN_READ, 0, &d), TARN_EIO);
+  src.fail = 0;
+  assert_int_equal(check(a, 8), 0);
+  assert_int_equal(atomic_load(&src.reads), 3);
+  tarn_ref_release(a);
+  assert_int_equal(atomic_load(&src.releases), 1);
+  /* Never pinned: released all the same, at release or at destroy. */
+  struct pattern_source idle = {.seed = 1};
+  tarn_ref_release(sourced(p, 1, &idle));
+  assert_int_equal(atomic_load(&idle.releases), 1);
+  (void)sourced(p, 1, &idle);
+  tarn_source bad = {NULL, pattern_release, &idle};
+  tarn_ref *r = NULL;
+  assert_int_equal(tarn_ref_create_from(p, 8, &bad, &r), TARN_EINVAL);
+  assert_int_equal(tarn_ref_create_from(p, 8, NULL, &r), TARN_EINVAL);
+  bad.read = pattern_read;
+  assert_int_equal(tarn_ref_create_from(p, 0, &bad, &r), TARN_EINVAL);
+  assert_int_equal(tarn_ref_create_from(NULL, 8, &bad, &r), TARN_EINVAL);
+  assert_int_equal(tarn_ref_create_from(p, 8, &bad, NULL), TARN_EINVAL);
+  assert_int_equal(atomic_load(&idle.releases), 1);
+  assert_int_equal(tarn_pool_destroy(p), 1); /* the leak is reported */
+  assert_int_equal(atomic_load(&idle.releases), 2);
+}
+
+/* A prefetch reads a sourced ref on the pool's reader thread. */
+static void sourced_refs_are_prefetched(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(MiB, disk);
+  struct pattern_source src = {.seed = 12};
+  tarn_ref *a = sourced(p, 64 * KiB, &src);
+  assert_int_equal(tarn_ref_prefetch(a), 1);
+  for (int i = 0; i < 5000 && !tarn_ref_is_resident(a); i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  assert_true(tarn_ref_is_resident(a));
+  assert_int_equal(atomic_load(&src.reads), 1);
+  assert_int_equal(check(a, 12), 0);
+  assert_int_equal(atomic_load(&src.reads), 1);
+  tarn_ref_release(a);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(options_come_from_the_environment),
@@ -1092,6 +1268,10 @@ int main(void) {
       cmocka_unit_test(prefetch_reads_back_off_the_caller),
       cmocka_unit_test(peak_can_be_reset),
       cmocka_unit_test(live_bytes_leave_out_the_cache),
+      cmocka_unit_test(sourced_refs_are_dropped_not_spilled),
+      cmocka_unit_test(a_written_sourced_ref_is_not_read_again),
+      cmocka_unit_test(a_failed_source_read_is_the_pins_status),
+      cmocka_unit_test(sourced_refs_are_prefetched),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

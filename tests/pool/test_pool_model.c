@@ -1,9 +1,11 @@
-/* test_pool_model.c: threads run random sequences of alloc, adopt, retain,
- * release, pin (checking the bytes against the pattern last written),
- * unpin, prefetch and escape on one pool under a tiny memory limit, each
- * checked against a simple model of the counts it expects. All threads also pin
- * a few shared objects for reading, so pins race with evictions of the same
- * object. Seeds are fixed: a failure repeats. */
+/* test_pool_model.c: threads run random sequences of alloc, create, adopt,
+ * create_from (a source of the pattern), retain, release, pin (checking
+ * the bytes against the pattern last written), unpin, prefetch and escape
+ * on one pool under a tiny memory limit, each checked against a simple
+ * model of the counts it expects. All threads also pin a few shared
+ * objects for reading (one of them read from a source each time it comes
+ * back), so pins race with evictions of the same object. Seeds are fixed:
+ * a failure repeats. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -68,6 +70,12 @@ static int pattern_ok(const void *p, size_t size, uint32_t seed) {
     return -1;                                           \
   } while (0)
 
+/* A source (tarn_ref_create_from) of the pattern of the seed in ctx. */
+static int pattern_source(void *ctx, void *dst, size_t size) {
+  write_pattern(dst, size, (uint32_t)(uintptr_t)ctx);
+  return 0;
+}
+
 /* A status a call under memory pressure may return besides success. */
 static int pressure(int rc) { return rc == TARN_ENOMEM; }
 
@@ -76,7 +84,14 @@ static int op_create(struct worker *w, struct slot *s) {
   uint32_t seed = (uint32_t)next(&w->rng);
   int rc;
   tarn_ref *r = NULL;
-  unsigned how = (unsigned)(next(&w->rng) % 3);
+  unsigned how = (unsigned)(next(&w->rng) % 4);
+  if (how == 3) { /* its bytes come from the source until written */
+    tarn_source src = {pattern_source, NULL, (void *)(uintptr_t)seed};
+    rc = tarn_ref_create_from(w->pool, size, &src, &r);
+    if (rc != 0) FAIL(w, "create_from: %s", tarn_strerror(rc));
+    *s = (struct slot){r, size, seed, 1, 0, NULL, 0};
+    return 0;
+  }
   if (how == 0) {
     rc = tarn_ref_alloc(w->pool, size, WAIT_NS, &r);
   } else if (how == 1) {
@@ -209,7 +224,10 @@ static void run_model(uint64_t seed, int compress) {
   tarn_pool *pool = NULL;
   assert_int_equal(tarn_pool_create(&o, &pool), 0);
   tarn_ref *sh[shared];
-  for (int k = 0; k < shared; k++) {
+  /* Shared object 0 is read from a source each time it comes back. */
+  tarn_source src = {pattern_source, NULL, (void *)(uintptr_t)1};
+  assert_int_equal(tarn_ref_create_from(pool, 40 << 10, &src, &sh[0]), 0);
+  for (int k = 1; k < shared; k++) {
     assert_int_equal(tarn_ref_alloc(pool, 40 << 10, 0, &sh[k]), 0);
     void *p = NULL;
     assert_int_equal(tarn_ref_pin(sh[k], TARN_WRITE, 0, &p), 0);
@@ -247,6 +265,7 @@ static void run_model(uint64_t seed, int compress) {
    * ends: the count may still include such refs. */
   assert_true(st.live_refs >= shared);
   assert_int_equal(st.read_failures, 0);
+  assert_true(st.source_reads > 0);
   assert_int_equal(st.write_failures, 0);
   for (int k = 0; k < shared; k++) assert_int_equal(tarn_ref_release(sh[k]), 0);
   assert_int_equal(tarn_pool_destroy(pool), 0);

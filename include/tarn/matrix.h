@@ -96,6 +96,30 @@ TARN_API int tarn_matrix_to_buffer(tarn_matrix *a, double *buf, size_t ld);
 TARN_API int tarn_matrix_from_file(tarn_rt *rt, const char *path, size_t mb,
                                    size_t nb, tarn_matrix **out);
 
+/* A new matrix of mb x nb tiles over the .npy file `path` (the files
+ * tarn_matrix_from_file reads), whose tiles are read from the file only
+ * when a task first reads them, one tile at a time, instead of all at
+ * once. Until a tile is written, the pool drops it when it needs room
+ * (no spill write, no spill space) and reads it from the file again when
+ * it is next used; a written tile is the matrix's own, spilled like any
+ * other, and never reaches the file (tarn_matrix_to_file writes a file).
+ * So a matrix larger than the memory limit costs only the reads of the
+ * tiles a job uses, and tiles it never reads (the upper triangle, for a
+ * Cholesky factorisation) are never read at all. The file is kept open
+ * until the matrix is destroyed; renaming or replacing it (as
+ * tarn_matrix_to_file does) changes nothing for the matrix, but it must
+ * not be changed in place: each tile read checks the file's size and
+ * modification time against those at this call, and fails with
+ * TARN_ESTALE when they differ, so the operation reading it fails rather
+ * than mix old elements with new. A read that fails (TARN_ESTALE,
+ * TARN_EIO) fails the task that needed the tile, as any task failure
+ * does (tarn/rt.h); the tile is left unread and a later use tries again.
+ * Returns at once (no tile is read here): 0 and *out; the same errors as
+ * tarn_matrix_from_file for the file and its header (and TARN_ENOMEM for
+ * a tile larger than the memory limit). Thread-safe. */
+TARN_API int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb,
+                                   size_t nb, tarn_matrix **out);
+
 /* Writes the matrix, after every task submitted before on it, to the .npy
  * file `path`: format 1.0, shape (rows, cols), the host's float64 ('<f8'
  * on x86-64 and arm64), Fortran order, which numpy.load reads as the same

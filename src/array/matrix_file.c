@@ -2,13 +2,17 @@
  * per band of tiles (below), each reading or writing its tiles' elements
  * at their offsets in the file, so bands are read and written in parallel
  * and a matrix larger than the memory limit passes through the pool like
- * any other (tiles spilled while others are read).
+ * any other (tiles spilled while others are read). An opened matrix's
+ * tiles are instead read one at a time, when a task first uses them, by
+ * the pool's sources (tarn_ref_create_from), from the file kept open.
  *
- * Invariants: both calls wait for their tasks before they return, so the
- * jobs and the header they point to live on the caller's side; a file
- * being saved exists only under its temporary name until every tile is
- * in it and on the disk (prim's tarn__file_replace), so `path` holds the
- * old file or the whole new one, never a part. */
+ * Invariants: from_file and to_file wait for their tasks before they
+ * return, so the jobs and the header they point to live on the caller's
+ * side; an opened file lives as long as a tile's source does (counted); a
+ * file being saved exists only under its temporary name until every tile
+ * is in it and on the disk (prim's tarn__file_replace), so `path` holds
+ * the old file or the whole new one, never a part. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -330,6 +334,136 @@ int tarn_matrix_from_file(tarn_rt *rt, const char *path, size_t mb, size_t nb,
   }
   *out = a;
   return 0;
+}
+
+/* ---- matrices opened over a file ------------------------------------------
+ *
+ * Each tile is a ref made from a source that reads the tile's band of one
+ * (read_lines, with the tile as the band), so every format from_file reads
+ * is read the same way. The file's stamp (size, modification time) is
+ * taken when it is opened and checked before and after every read: a file
+ * changed in place fails the read with TARN_ESTALE rather than mix old
+ * tiles with new ones. */
+
+struct backing_file {
+  atomic_size_t users; /* tiles' sources, and the caller while it maps */
+  int fd;
+  tarn__npy h;
+  tarn__file_stamp stamp; /* at the open */
+  size_t mb, nb;          /* the matrix's tile size */
+};
+
+struct tile_source {
+  struct backing_file *file;
+  size_t ti, tj;
+};
+
+static void backing_drop(struct backing_file *f) {
+  if (atomic_fetch_sub(&f->users, 1) != 1) return;
+  tarn__file_close(f->fd);
+  free(f);
+}
+
+/* TARN_ESTALE when the file's stamp is no longer the one at the open. */
+static int backing_check(const struct backing_file *f) {
+  tarn__file_stamp now;
+  int rc = tarn__file_stamp_get(f->fd, &now);
+  if (rc != 0) return rc;
+  return now.size == f->stamp.size && now.mtime_ns == f->stamp.mtime_ns
+             ? 0
+             : TARN_ESTALE;
+}
+
+static int tile_read(void *ctx, void *dst, size_t size) {
+  (void)size; /* the tile's, as the ref was made */
+  const struct tile_source *t = ctx;
+  const struct backing_file *f = t->file;
+  const tarn__npy *h = &f->h;
+  size_t rows = h->rows - t->ti * f->mb, cols = h->cols - t->tj * f->nb;
+  if (rows > f->mb) rows = f->mb;
+  if (cols > f->nb) cols = f->nb;
+  struct band b = {.fd = f->fd, .h = h, .fortran = h->fortran_order};
+  b.count = 1;
+  if (b.fortran) {
+    b.piece[0] = b.line_len = rows;
+    b.lines = cols;
+    b.first = (uint64_t)t->tj * f->nb * h->rows + t->ti * f->mb;
+    b.stride = h->rows;
+  } else {
+    b.piece[0] = b.line_len = cols;
+    b.lines = b.rows = rows;
+    b.first = (uint64_t)t->ti * f->mb * h->cols + t->tj * f->nb;
+    b.stride = h->cols;
+  }
+  struct band_share s = {.b = &b, .tile = {dst}};
+  int rc = backing_check(f);
+  if (rc == 0) rc = read_lines(&s, 0, b.lines);
+  if (rc == 0 || rc == TARN_EFORMAT) { /* EFORMAT: it shrank meanwhile */
+    int now = backing_check(f);
+    if (now != 0) rc = now;
+  }
+  return rc;
+}
+
+static void tile_release(void *ctx) {
+  struct tile_source *t = ctx;
+  backing_drop(t->file);
+  free(t);
+}
+
+/* Makes tile (ti, tj) of `a` (opened over `f`) a ref read from the file,
+ * in place of the empty one tarn__matrix_new made. */
+static int open_tile(tarn_matrix *a, struct backing_file *f, size_t ti,
+                     size_t tj) {
+  struct tile_source *t = malloc(sizeof *t);
+  if (t == NULL) return TARN_ENOMEM;
+  *t = (struct tile_source){f, ti, tj};
+  tarn_source src = {tile_read, tile_release, t};
+  tarn_ref **slot = &a->tiles[ti + tj * a->mt], *r = NULL;
+  atomic_fetch_add(&f->users, 1);
+  int rc =
+      tarn_ref_create_from(tarn_rt_pool(a->rt), tarn_ref_size(*slot), &src, &r);
+  if (rc != 0) {
+    atomic_fetch_sub(&f->users, 1); /* the caller's use remains */
+    free(t);
+    return rc;
+  }
+  tarn_ref_release(*slot);
+  *slot = r;
+  return 0;
+}
+
+int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb, size_t nb,
+                          tarn_matrix **out) {
+  if (rt == NULL || path == NULL || out == NULL || mb == 0 || nb == 0)
+    return TARN_EINVAL;
+  struct backing_file *f = calloc(1, sizeof *f);
+  if (f == NULL) return TARN_ENOMEM;
+  atomic_init(&f->users, 1);
+  uint64_t size;
+  int rc = tarn__file_open_read(path, &f->fd, &size);
+  if (rc != 0) {
+    free(f);
+    return rc;
+  }
+  tarn_matrix *a = NULL;
+  rc = tarn__file_stamp_get(f->fd, &f->stamp);
+  if (rc == 0) rc = read_header(f->fd, size, &f->h);
+  if (rc == 0) rc = tarn__matrix_new(rt, f->h.rows, f->h.cols, mb, nb, &a);
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(rt));
+  if (rc == 0 && limit > 0 && a->mb * a->nb * sizeof(double) > limit)
+    rc = TARN_ENOMEM; /* no tile could ever be read */
+  if (rc == 0) {
+    f->mb = a->mb;
+    f->nb = a->nb;
+  }
+  for (size_t tj = 0; rc == 0 && tj < a->nt; tj++)
+    for (size_t ti = 0; rc == 0 && ti < a->mt; ti++)
+      rc = open_tile(a, f, ti, tj);
+  if (rc != 0) tarn_matrix_destroy(a);
+  backing_drop(f); /* the tiles keep it open */
+  if (rc == 0) *out = a;
+  return rc;
 }
 
 int tarn_matrix_to_file(tarn_matrix *a, const char *path) {

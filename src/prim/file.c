@@ -67,6 +67,15 @@ int tarn__file_open_read(const char *path, int *fd, uint64_t *size) {
   return 0;
 }
 
+int tarn__file_stamp_get(int fd, tarn__file_stamp *stamp) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return tarn__status_of_errno(errno);
+  stamp->size = (uint64_t)st.st_size;
+  stamp->mtime_ns =
+      (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+  return 0;
+}
+
 void tarn__file_close(int fd) {
   if (fd >= 0) close(fd);
 }

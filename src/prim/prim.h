@@ -183,6 +183,16 @@ int tarn__status_of_errno(int err);
  * not a regular file (a directory, a pipe). Thread-safe. */
 int tarn__file_open_read(const char *path, int *fd, uint64_t *size);
 
+/* What tells that a file's contents changed: its size and its
+ * modification time (ns since the epoch), as fstat reports them. */
+typedef struct tarn__file_stamp {
+  uint64_t size;
+  uint64_t mtime_ns;
+} tarn__file_stamp;
+
+/* The stamp of the open file `fd`. Returns 0 or a status. Thread-safe. */
+int tarn__file_stamp_get(int fd, tarn__file_stamp *stamp);
+
 /* Closes fd (a negative fd is a no-op). */
 void tarn__file_close(int fd);
 

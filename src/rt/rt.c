@@ -827,12 +827,14 @@ static tarn_task *lone_take(tarn_rt *rt, bool patient) {
 }
 
 /* Queues a ready task: on the calling worker, else round robin, unless it
- * is held for its waiter (hold_for_waiter). Its spilled data starts coming
- * back at once, off the workers. */
+ * is held for its waiter (hold_for_waiter). The spilled data it reads
+ * starts coming back at once, off the workers (data it only writes is not
+ * read back at all). */
 static void push(tarn_rt *rt, tarn_task *t) {
   if (rt->may_spill && !atomic_load_explicit(&t->cancel, memory_order_relaxed))
     for (size_t i = 0; i < t->n; i++)
-      if (tarn_ref_prefetch(t->slots[i].ref) == 1)
+      if (t->slots[i].mode != TARN_WRITE &&
+          tarn_ref_prefetch(t->slots[i].ref) == 1)
         atomic_fetch_add_explicit(&rt->prefetches, 1, memory_order_relaxed);
   struct worker *w = current_worker;
   if (w == NULL && hold_for_waiter(rt, t)) return;

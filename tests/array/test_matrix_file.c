@@ -1,6 +1,10 @@
-/* test_matrix_file.c: tarn_matrix_from_file and tarn_matrix_to_file.
- * NumPy's own files of every kind tarn reads come back as the matrix
- * numpy saved, in any tiling and under a memory limit that spills; a
+/* test_matrix_file.c: tarn_matrix_from_file, tarn_matrix_open_file and
+ * tarn_matrix_to_file. NumPy's own files of every kind tarn reads come
+ * back as the matrix numpy saved, loaded or opened, in any tiling and
+ * under a memory limit that spills; an opened matrix reads each tile when
+ * it is first used, drops unwritten tiles rather than spill them, fails
+ * with TARN_ESTALE once its file changes in place, and closes its file
+ * when destroyed; a
  * saved matrix loads in numpy as the same array (both when a Python with
  * numpy is installed: scripts/install-deps.sh installs one). Without
  * numpy: a save and load keeps every bit (NaN, infinities, -0,
@@ -17,6 +21,8 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -245,33 +251,40 @@ static void numpy_files_read_as_numpy_saved_them(void **state) {
                {"cbe4.npy", true, NN}, {"vector.npy", false, 1},
                {"v2.npy", false, NN},  {"v3.npy", false, NN}};
   static const size_t tilings[][2] = {{NM, NN}, {64, 50}, {7, 300}, {1, 1}};
+  /* Loaded, and opened (each tile read by itself when used). */
+  static int (*const readers[])(tarn_rt *, const char *, size_t, size_t,
+                                tarn_matrix **) = {tarn_matrix_from_file,
+                                                   tarn_matrix_open_file};
   tarn_rt *rt = test_rt(3, 0);
-  for (size_t f = 0; f < sizeof files / sizeof files[0]; f++)
-    for (size_t t = 0; t < sizeof tilings / sizeof tilings[0]; t++) {
+  for (size_t r = 0; r < 2; r++)
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++)
+      for (size_t t = 0; t < sizeof tilings / sizeof tilings[0]; t++) {
+        char path[128];
+        tarn_matrix *a = NULL;
+        assert_int_equal(
+            readers[r](rt, in_dir(path, sizeof path, files[f].name),
+                       tilings[t][0], tilings[t][1], &a),
+            0);
+        assert_holds_values(a, NM, files[f].cols, files[f].single);
+        tarn_matrix_destroy(a);
+      }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+
+  /* Under a limit of a quarter of the matrix: loaded tiles spill as they
+   * come, opened ones are dropped and read again. */
+  size_t limit = NM * NN * sizeof(double) / 4;
+  rt = test_rt(2, limit);
+  for (size_t r = 0; r < 2; r++)
+    for (size_t f = 0; f < 5; f++) {
       char path[128];
       tarn_matrix *a = NULL;
       assert_int_equal(
-          tarn_matrix_from_file(rt, in_dir(path, sizeof path, files[f].name),
-                                tilings[t][0], tilings[t][1], &a),
+          readers[r](rt, in_dir(path, sizeof path, files[f].name), 32, 32, &a),
           0);
-      assert_holds_values(a, NM, files[f].cols, files[f].single);
+      assert_holds_values(a, NM, NN, files[f].single);
+      assert_holds_values(a, NM, NN, files[f].single);
       tarn_matrix_destroy(a);
     }
-  assert_int_equal(tarn_rt_destroy(rt), 0);
-
-  /* Under a limit of a quarter of the matrix: tiles spill as they come. */
-  size_t limit = NM * NN * sizeof(double) / 4;
-  rt = test_rt(2, limit);
-  for (size_t f = 0; f < 4; f++) {
-    char path[128];
-    tarn_matrix *a = NULL;
-    assert_int_equal(
-        tarn_matrix_from_file(rt, in_dir(path, sizeof path, files[f].name), 32,
-                              32, &a),
-        0);
-    assert_holds_values(a, NM, NN, files[f].single);
-    tarn_matrix_destroy(a);
-  }
   test_rt_destroy_spilled(rt, limit);
 }
 
@@ -924,8 +937,243 @@ static void not_from_a_task(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* ---- matrices opened over a file ----------------------------------------- */
+
+/* An m x n file of value_at at `path`: in C order ('<f8', written here),
+ * or in Fortran order (tarn_matrix_to_file's). */
+static void values_file(const char *path, size_t m, size_t n, bool fortran) {
+  if (fortran) {
+    tarn_rt *rt = test_rt(2, 0);
+    tarn_matrix *a = values_matrix(rt, m, n, 64, 64);
+    assert_int_equal(tarn_matrix_to_file(a, path), 0);
+    tarn_matrix_destroy(a);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+    return;
+  }
+  double *rows = malloc(m * n * sizeof *rows);
+  assert_non_null(rows);
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) rows[i * n + j] = value_at(i, j);
+  char dict[128];
+  snprintf(dict, sizeof dict,
+           "{'descr': '<f8', 'fortran_order': False, 'shape': (%zu, %zu), }", m,
+           n);
+  write_npy(path, 1, dict, rows, m * n * sizeof *rows);
+  free(rows);
+}
+
+static tarn_pool_stats pool_stats(tarn_rt *rt) {
+  tarn_pool_stats s;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &s), 0);
+  return s;
+}
+
+/* Open file descriptors of this process. */
+static int open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+/* An opened matrix reads no tile until one is used, then each tile a task
+ * reads, once; under a limit of a quarter of it, tiles are dropped and
+ * read from the file again, never written to the spill file; once
+ * written, the matrix's tiles are its own and the file stays as it was. */
+static void opened_matrices_read_tiles_when_used(void **state) {
+  (void)state;
+  static const size_t tilings[][2] = {{NM, NN}, {64, 50}, {7, 300}};
+  for (int fortran = 0; fortran < 2; fortran++) {
+    char path[128];
+    in_dir(path, sizeof path, fortran ? "f.npy" : "c.npy");
+    values_file(path, NM, NN, fortran);
+    tarn_rt *rt = test_rt(3, 0);
+    for (size_t t = 0; t < 3; t++) {
+      uint64_t before = pool_stats(rt).source_reads;
+      tarn_matrix *a = NULL;
+      assert_int_equal(
+          tarn_matrix_open_file(rt, path, tilings[t][0], tilings[t][1], &a), 0);
+      assert_int_equal(pool_stats(rt).source_reads, before);
+      double v = 0;
+      assert_int_equal(tarn_matrix_get(a, NM - 1, NN - 1, &v), 0);
+      assert_true(v == value_at(NM - 1, NN - 1));
+      assert_int_equal(pool_stats(rt).source_reads, before + 1);
+      assert_holds_values(a, NM, NN, false);
+      size_t tiles = (NM + tilings[t][0] - 1) / tilings[t][0] *
+                     ((NN + tilings[t][1] - 1) / tilings[t][1]);
+      assert_int_equal(pool_stats(rt).source_reads, before + tiles);
+      assert_holds_values(a, NM, NN, false); /* resident: no read */
+      assert_int_equal(pool_stats(rt).source_reads, before + tiles);
+      tarn_matrix_destroy(a);
+    }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+
+    size_t limit = NM * NN * sizeof(double) / 4;
+    rt = test_rt(2, limit);
+    tarn_matrix *a = NULL;
+    assert_int_equal(tarn_matrix_open_file(rt, path, 32, 32, &a), 0);
+    assert_holds_values(a, NM, NN, false);
+    assert_holds_values(a, NM, NN, false);
+    tarn_pool_stats s = pool_stats(rt);
+    size_t tiles = 10 * 6;
+    assert_true(s.source_reads > tiles); /* dropped, then read again */
+    assert_true(s.evictions > 0);
+    assert_int_equal(s.bytes_written, 0);
+    assert_true(s.resident_peak <= limit);
+    /* Written in place, the tiles spill; the file is unchanged. */
+    tarn_matrix *same = a;
+    assert_int_equal(tarn_matrix_axpb(a, 0.0, 7.0, &same), 0);
+    double *b = test_buffer_of(a);
+    for (size_t k = 0; k < (size_t)NM * NN; k++)
+      if (b[k] != 7.0) fail_msg("element %zu: %g", k, b[k]);
+    free(b);
+    assert_true(pool_stats(rt).bytes_written > 0);
+    tarn_matrix_destroy(a);
+    assert_int_equal(tarn_matrix_open_file(rt, path, 50, 50, &a), 0);
+    assert_holds_values(a, NM, NN, false);
+    tarn_matrix_destroy(a);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* A file replaced by a rename leaves an opened matrix as it was; a file
+ * changed in place fails the reads of its tiles with TARN_ESTALE, and the
+ * tiles read before keep their elements. */
+static void a_file_changed_in_place_is_estale(void **state) {
+  (void)state;
+  char path[128];
+  in_dir(path, sizeof path, "f.npy");
+  values_file(path, NM, NN, true);
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *a = NULL, *b = NULL, *zeros = NULL;
+  assert_int_equal(tarn_matrix_open_file(rt, path, 64, 50, &a), 0);
+  assert_int_equal(tarn_matrix_zeros(rt, NM, NN, 64, 64, &zeros), 0);
+  assert_int_equal(tarn_matrix_to_file(zeros, path), 0);
+  assert_holds_values(a, NM, NN, false); /* the old file's elements */
+  tarn_matrix_destroy(a);
+
+  assert_int_equal(tarn_matrix_open_file(rt, path, 64, 50, &b), 0);
+  double v = 1;
+  assert_int_equal(tarn_matrix_get(b, 0, 0, &v), 0);
+  assert_true(v == 0.0);
+  int fd = open(path, O_WRONLY);
+  assert_true(fd >= 0);
+  double one = 1.0;
+  assert_int_equal(pwrite(fd, &one, sizeof one, 128 + 8 * NM * 100), 8);
+  /* The same second as the first write may keep the time: move it. */
+  struct timespec times[2] = {{0, UTIME_OMIT}, {12345, 0}};
+  assert_int_equal(futimens(fd, times), 0);
+  assert_int_equal(close(fd), 0);
+  double *buf = malloc((size_t)NM * NN * sizeof *buf);
+  assert_non_null(buf);
+  assert_int_equal(tarn_matrix_to_buffer(b, buf, NM), TARN_ESTALE);
+  assert_int_equal(tarn_matrix_get(b, 0, 0, &v), 0); /* read before */
+  assert_true(v == 0.0);
+  double sum = 0;
+  assert_int_equal(tarn_matrix_sum(b, &sum), TARN_ESTALE);
+  free(buf);
+  tarn_matrix_destroy(b);
+
+  /* Cut short: the size tells. */
+  assert_int_equal(tarn_matrix_open_file(rt, path, 64, 50, &b), 0);
+  assert_int_equal(truncate(path, 1000), 0);
+  assert_int_equal(tarn_matrix_sum(b, &sum), TARN_ESTALE);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(zeros);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A tile whose read fails fails the operation that needed it (TARN_EIO)
+ * and stays unread: the next use reads it. Opening fails as loading does,
+ * leaving no file open; a destroyed matrix closes its file. */
+static void opened_files_fail_cleanly(void **state) {
+  (void)state;
+  char path[128], bad[128];
+  in_dir(path, sizeof path, "f.npy");
+  values_file(path, NM, NN, true);
+  int fds = open_fds();
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *a = NULL;
+  assert_int_equal(tarn_matrix_open_file(rt, path, 64, 50, &a), 0);
+  atomic_store(&read_fails_at, 3);
+  double sum = 0;
+  assert_int_equal(tarn_matrix_sum(a, &sum), TARN_EIO);
+  atomic_store(&read_fails_at, 0);
+  assert_holds_values(a, NM, NN, false);
+  tarn_matrix_destroy(a);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(open_fds(), fds);
+
+  rt = test_rt(2, 256u << 10); /* a tile of 300 x 170 is 0.4 MiB */
+  int with_rt = open_fds();    /* its spill file among them */
+  tarn_matrix *none = NULL;
+  assert_int_equal(tarn_matrix_open_file(
+                       rt, in_dir(bad, sizeof bad, "none.npy"), 8, 8, &none),
+                   TARN_ENOENT);
+  write_npy(in_dir(bad, sizeof bad, "bad.npy"), 1,
+            "{'descr': '<i8', 'fortran_order': False, 'shape': (3, 3), }",
+            "123456781234567812345678123456781234567812345678123456781234567"
+            "812345678",
+            72);
+  assert_int_equal(tarn_matrix_open_file(rt, bad, 8, 8, &none), TARN_EFORMAT);
+  assert_int_equal(tarn_matrix_open_file(rt, path, 512, 512, &none),
+                   TARN_ENOMEM);
+  assert_int_equal(tarn_matrix_open_file(NULL, path, 8, 8, &none), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_open_file(rt, path, 0, 8, &none), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_open_file(rt, path, 8, 8, NULL), TARN_EINVAL);
+  assert_null(none);
+  assert_int_equal(open_fds(), with_rt);
+  assert_int_equal(tarn_matrix_open_file(rt, path, 100, 100, &none), 0);
+  assert_holds_values(none, NM, NN, false);
+  tarn_matrix_destroy(none);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(open_fds(), fds);
+}
+
+/* A Cholesky factorisation of an opened matrix reads only the tiles of
+ * the lower triangle: the others are never read from the file. */
+static void a_factorisation_reads_only_the_tiles_it_uses(void **state) {
+  (void)state;
+  enum { n = 200, nb = 50 };
+  tarn_rt *rt = test_rt(2, 0);
+  double *spd = malloc(n * n * sizeof *spd);
+  assert_non_null(spd);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++)
+      spd[i + j * n] = (i == j ? n : 0.0) + 1.0 / (1.0 + (double)(i + j));
+  tarn_matrix *a = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, spd, n, &a), 0);
+  char path[128];
+  assert_int_equal(tarn_matrix_to_file(a, in_dir(path, sizeof path, "a.npy")),
+                   0);
+  tarn_matrix_destroy(a);
+  uint64_t before = pool_stats(rt).source_reads;
+  assert_int_equal(tarn_matrix_open_file(rt, path, nb, nb, &a), 0);
+  int info = -1;
+  assert_int_equal(tarn_matrix_cholesky(a, &info), 0);
+  assert_int_equal(info, 0);
+  assert_int_equal(pool_stats(rt).source_reads - before, 4 * 5 / 2);
+  /* L(0, 0) is sqrt(A(0, 0)). */
+  double l00 = 0;
+  assert_int_equal(tarn_matrix_get(a, 0, 0, &l00), 0);
+  assert_true(fabs(l00 - sqrt(spd[0])) < 1e-12);
+  free(spd);
+  tarn_matrix_destroy(a);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(opened_matrices_read_tiles_when_used,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(a_file_changed_in_place_is_estale, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(opened_files_fail_cleanly, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(
+          a_factorisation_reads_only_the_tiles_it_uses, setup, teardown),
       cmocka_unit_test_setup_teardown(numpy_files_read_as_numpy_saved_them,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(

@@ -9,11 +9,23 @@
  * and restore have: 0.8 of the plain calls' MB/s; the load's against the
  * read into a fresh buffer, since a load makes a new matrix (its tiles
  * come from the pool's cache, or as fresh pages once a rest of the
- * workers emptied it). A size none of whose rows the filter wants is not
- * run; the others run every row and report the wanted ones. */
+ * workers emptied it).
+ *
+ * Then the file's sum under a memory limit of a quarter of the matrix, or
+ * two tiles when that is more (a runtime of its own), the job a matrix larger
+ * than memory is read for: loaded (tarn_matrix_from_file: three quarters
+ * spilled as it comes, read back by the sum) or opened (tarn_matrix_open_file:
+ * each tile read from the file when the sum needs it), then summed; beside them
+ * a plain loop reading the file through a 4 MiB buffer and summing it, the
+ * floor. The goal: opening at least 2x as fast as loading, the point of
+ * opening.
+ *
+ * A size none of whose rows the filter wants is not run; the others run
+ * every row and report the wanted ones. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,16 +37,40 @@
 
 static const size_t default_sizes[] = {1024, 4096};
 
-enum { SAVE, LOAD, LOAD_C, WRITE, READ, READ_FRESH, ROW_COUNT };
+enum {
+  SAVE,
+  LOAD,
+  LOAD_C,
+  WRITE,
+  READ,
+  READ_FRESH,
+  SUM_LOADED,
+  SUM_OPENED,
+  SUM_PLAIN,
+  ROW_COUNT
+};
 
 static const char *const row_names[ROW_COUNT] = {
-    "save (.npy)",       "load (.npy)",           "load (.npy, C order)",
-    "write + fdatasync", "read (touched buffer)", "read (fresh buffer)"};
+    "save (.npy)",
+    "load (.npy)",
+    "load (.npy, C order)",
+    "write + fdatasync",
+    "read (touched buffer)",
+    "read (fresh buffer)",
+    "sum under a limit (load + sum)",
+    "sum under a limit (open + sum)",
+    "sum (read, 4 MiB buffer)"};
+
+/* The plain loop's buffer. */
+#define SUM_BUFFER ((size_t)4 << 20)
 
 /* One size's files and buffers. */
 struct ctx {
   tarn_rt *rt;
+  tarn_rt *limited; /* its pool's limit: a quarter of A, 2 tiles at least */
   size_t n, b, bytes;
+  double sum;      /* A's, as tarn_matrix_sum gives it */
+  double *sum_buf; /* the plain loop's */
   tarn_matrix *a;
   double *buf; /* A's elements, column-major: what the plain calls move */
   char npy[4200], c_npy[4200], plain[4200];
@@ -82,7 +118,8 @@ static int write_c_order(struct ctx *c) {
   return failed ? sys_failed("cannot write", c->c_npy) : 0;
 }
 
-static int open_size(struct ctx *c, tarn_rt *rt, const char *dir, size_t n) {
+static int open_size(struct ctx *c, const bench_run *run, tarn_rt *rt,
+                     const char *dir, size_t n) {
   memset(c, 0, sizeof *c);
   c->rt = rt;
   c->n = n;
@@ -98,13 +135,28 @@ static int open_size(struct ctx *c, tarn_rt *rt, const char *dir, size_t n) {
   }
   int rc = tarn_matrix_rand(rt, n, n, c->b, c->b, 1, &c->a);
   if (rc == 0) rc = tarn_matrix_to_buffer(c->a, c->buf, n);
+  if (rc == 0) rc = tarn_matrix_sum(c->a, &c->sum);
   if (rc != 0) return tarn_failed("tarn_matrix_rand", rc);
+  tarn_rt_options o;
+  rc = bench_rt_options(run, &o);
+  size_t tile = c->b * c->b * sizeof(double);
+  o.pool.mem_limit = c->bytes / 4 > 2 * tile ? c->bytes / 4 : 2 * tile;
+  o.pool.spill_dir = bench_spill_dir();
+  if (rc == 0) rc = tarn_rt_create(&o, &c->limited);
+  if (rc != 0) return tarn_failed("tarn_rt_create (limited)", rc);
+  c->sum_buf = bench_buffer_alloc(SUM_BUFFER);
+  if (c->sum_buf == NULL) {
+    fprintf(stderr, "tarn bench: files: out of memory for N=%zu\n", n);
+    return 1;
+  }
   return write_c_order(c);
 }
 
 static void close_size(struct ctx *c) {
   tarn_matrix_destroy(c->a);
+  tarn_rt_destroy(c->limited);
   free(c->buf);
+  free(c->sum_buf);
   unlink(c->npy);
   unlink(c->c_npy);
   unlink(c->plain);
@@ -154,6 +206,54 @@ static int plain_read(struct ctx *c, bool fresh, double *s) {
   return r == (ssize_t)c->bytes ? 0 : sys_failed("cannot read", c->plain);
 }
 
+/* The file at c->npy summed under the limited runtime's limit, loaded or
+ * opened; the sum must be A's (the same tiles, summed in the same order). */
+static int limited_sum(struct ctx *c, bool opened, double *s) {
+  tarn_matrix *m = NULL;
+  uint64_t t0 = bench_now_ns();
+  int rc = opened ? tarn_matrix_open_file(c->limited, c->npy, c->b, c->b, &m)
+                  : tarn_matrix_from_file(c->limited, c->npy, c->b, c->b, &m);
+  double sum = 0;
+  if (rc == 0) rc = tarn_matrix_sum(m, &sum);
+  *s = (double)(bench_now_ns() - t0) * 1e-9;
+  tarn_matrix_destroy(m);
+  if (rc != 0) return tarn_failed(opened ? "open + sum" : "load + sum", rc);
+  if (sum != c->sum) {
+    fprintf(stderr, "tarn bench: files: sum %.17g, not %.17g\n", sum, c->sum);
+    return 1;
+  }
+  return 0;
+}
+
+/* The plain loop: the .npy file's elements read through a 4 MiB buffer
+ * and summed. */
+static int plain_sum(struct ctx *c, double *s) {
+  uint64_t t0 = bench_now_ns();
+  int fd = open(c->npy, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return sys_failed("cannot open", c->npy);
+  off_t at = (off_t)(lseek(fd, 0, SEEK_END) - (off_t)c->bytes);
+  double sum = 0;
+  size_t left = c->bytes;
+  while (left > 0) {
+    size_t want = left < SUM_BUFFER ? left : SUM_BUFFER;
+    ssize_t got = pread(fd, c->sum_buf, want, at);
+    if (got <= 0 || got % 8 != 0) break;
+    for (size_t k = 0; k < (size_t)got / 8; k++) sum += c->sum_buf[k];
+    at += got;
+    left -= (size_t)got;
+  }
+  close(fd);
+  *s = (double)(bench_now_ns() - t0) * 1e-9;
+  if (left != 0) return sys_failed("cannot read", c->npy);
+  /* Summed in another order than tarn's: the same to rounding. */
+  if (!(fabs(sum - c->sum) <= 1e-9 * fabs(c->sum))) {
+    fprintf(stderr, "tarn bench: files: plain sum %.17g, not %.17g\n", sum,
+            c->sum);
+    return 1;
+  }
+  return 0;
+}
+
 /* One sample of every row, in turn; sample 0 (the warm-up) also checks
  * what the loads read. */
 static int sample(struct ctx *c, size_t i, double t[ROW_COUNT]) {
@@ -163,12 +263,15 @@ static int sample(struct ctx *c, size_t i, double t[ROW_COUNT]) {
   if (rc != 0) return tarn_failed("tarn_matrix_to_file", rc);
   return plain_write(c, &t[WRITE]) || load(c, c->npy, i == 0, &t[LOAD]) ||
          load(c, c->c_npy, i == 0, &t[LOAD_C]) ||
-         plain_read(c, false, &t[READ]) || plain_read(c, true, &t[READ_FRESH]);
+         plain_read(c, false, &t[READ]) ||
+         plain_read(c, true, &t[READ_FRESH]) ||
+         limited_sum(c, false, &t[SUM_LOADED]) ||
+         limited_sum(c, true, &t[SUM_OPENED]) || plain_sum(c, &t[SUM_PLAIN]);
 }
 
 /* The row's name at size n into name (size 160). */
 static void row_name(char *name, size_t n, int r) {
-  if (r == WRITE || r == READ || r == READ_FRESH)
+  if (r == WRITE || r == READ || r == READ_FRESH || r == SUM_PLAIN)
     snprintf(name, 160, "files/plain/N=%zu/%s", n, row_names[r]);
   else
     snprintf(name, 160, "files/tarn/N=%zu (block %zu)/%s", n,
@@ -222,7 +325,8 @@ int bench_files(bench_run *run) {
     for (int r = 0; r < ROW_COUNT; r++) mbps[k][r] = BENCH_SKIPPED;
     if (!size_wanted(run, sizes[k])) continue;
     struct ctx c;
-    failed = open_size(&c, rt, dir, sizes[k]) || run_size(run, &c, mbps[k]);
+    failed =
+        open_size(&c, run, rt, dir, sizes[k]) || run_size(run, &c, mbps[k]);
     close_size(&c);
   }
   rmdir(dir);
@@ -236,6 +340,9 @@ int bench_files(bench_run *run) {
     bench_size_goal(sizes[k], "load", "tarn / fresh read (MB/s)",
                     bench_ratio(mbps[k][LOAD], mbps[k][READ_FRESH]), "x", 0,
                     0.8);
+    bench_size_goal(sizes[k], "sum under a limit", "open + sum / load + sum",
+                    bench_ratio(mbps[k][SUM_OPENED], mbps[k][SUM_LOADED]), "x",
+                    0, 2.0);
   }
   return 0;
 }

@@ -2,7 +2,8 @@
 # The benchmark suites of array, stencil, linalg and files at small sizes,
 # run as README's first command runs them: each suite checks tarn's results
 # against its C loop or LAPACKE (files: the matrices loaded against the
-# one saved) before it measures, and exits non-zero on a difference. N=600 is 2 x 2 tiles of 300 (BENCH.md's tiling rule), so the
+# one saved, the sums of the loaded and opened ones against its sum) before
+# it measures, and exits non-zero on a difference. N=600 is 2 x 2 tiles of 300 (BENCH.md's tiling rule), so the
 # multi-tile paths run too. No figure is judged: goals met or not, the run
 # passes; only a failed check, a crash or a missing row fails it.
 # Usage: test_bench_smoke.sh TARN
@@ -48,6 +49,9 @@ suite linalg "linalg/tarn/N=600 (block 300)/cholesky" \
 suite files "files/tarn/N=100 (block 100)/save (.npy)" \
   "files/tarn/N=600 (block 300)/load (.npy)" \
   "files/tarn/N=600 (block 300)/load (.npy, C order)" \
-  "files/plain/N=600/write + fdatasync"
+  "files/plain/N=600/write + fdatasync" \
+  "files/tarn/N=600 (block 300)/sum under a limit (load + sum)" \
+  "files/tarn/N=600 (block 300)/sum under a limit (open + sum)" \
+  "files/plain/N=600/sum (read, 4 MiB buffer)"
 
 finish "array, stencil, linalg and files suites ran and checked their results"

@@ -22,7 +22,8 @@ enum {
   TARN_ENOSPC = -4,
   /* The call breaks the API's contract: released twice, unpin without pin. */
   TARN_EMISUSE = -5,
-  /* A token (a mark, a handle) no longer refers to anything. */
+  /* A token (a mark, a handle) no longer refers to anything, or a file
+   * changed in place after it was opened (tarn_matrix_open_file). */
   TARN_ESTALE = -6,
   /* Storage failed: an I/O error, or data read back failed its checksum. */
   TARN_EIO = -7,

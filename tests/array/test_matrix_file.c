@@ -1038,9 +1038,10 @@ static void opened_matrices_read_tiles_when_used(void **state) {
   }
 }
 
-/* A file replaced by a rename leaves an opened matrix as it was; a file
- * changed in place fails the reads of its tiles with TARN_ESTALE, and the
- * tiles read before keep their elements. */
+/* A file replaced by a rename leaves an opened matrix as it was (saving
+ * an opened matrix over its own file included); a file changed in place fails
+ * the reads of its tiles with TARN_ESTALE, and the tiles read before keep their
+ * elements. */
 static void a_file_changed_in_place_is_estale(void **state) {
   (void)state;
   char path[128];
@@ -1053,6 +1054,16 @@ static void a_file_changed_in_place_is_estale(void **state) {
   assert_int_equal(tarn_matrix_to_file(zeros, path), 0);
   assert_holds_values(a, NM, NN, false); /* the old file's elements */
   tarn_matrix_destroy(a);
+  /* Opened and saved over its own file: the save reads the tiles from the
+   * old file while it writes the new one. */
+  values_file(path, NM, NN, true);
+  assert_int_equal(tarn_matrix_open_file(rt, path, 64, 50, &a), 0);
+  assert_int_equal(tarn_matrix_to_file(a, path), 0);
+  tarn_matrix_destroy(a);
+  assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &a), 0);
+  assert_holds_values(a, NM, NN, false);
+  tarn_matrix_destroy(a);
+  assert_int_equal(tarn_matrix_to_file(zeros, path), 0);
 
   assert_int_equal(tarn_matrix_open_file(rt, path, 64, 50, &b), 0);
   double v = 1;

@@ -292,7 +292,8 @@ typedef struct tarn_region_stats {
  * runs tasks queued on idle workers (one waiting thread at a time; see
  * docs/rt.md, "The waiting thread"); a task it takes runs to its end. Returns
  * the first error of its tasks (a task's own status, TARN_ENOMEM or TARN_EIO
- * from its data; TARN_ECANCELED only when no task failed but some were
+ * from its data, or the status of a failed source of it: tarn/pool.h,
+ * tarn_ref_create_from; TARN_ECANCELED only when no task failed but some were
  * cancelled), or 0. Returns TARN_EDEADLK, changing nothing, when called
  * from a task; TARN_EMISUSE when `region` is not the calling thread's
  * innermost. */

@@ -1270,7 +1270,7 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
     p->source_reads++;
     p->source_bytes += r->size;
     p->source_ns += tarn__clock_ns() - t0;
-  } else if (from == SPILLED && !from_source) {
+  } else if (from == SPILLED && read) { /* a pin that only writes reads none */
     p->restores++;
   }
   r->data = obj;

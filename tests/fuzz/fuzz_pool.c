@@ -1,8 +1,9 @@
 /* fuzz_pool.c: a libFuzzer target over pool operation sequences. Each input
- * byte pair is one operation (alloc, create, adopt, retain, release, pin for
- * read or write, unpin, escape, prefetch) on one of eight slots of a pool with
- * a tiny limit and an in-memory storage; a simple model tracks counts and the
- * pattern each object must hold, and any disagreement aborts. Built with clang
+ * byte pair is one operation (alloc, create, adopt, create_from a source,
+ * retain, release, pin for read or write, unpin, escape, prefetch) on one of
+ * eight slots of a pool with a tiny limit and an in-memory storage; a simple
+ * model tracks counts and the pattern each object must hold (and that each
+ * source is released once), and any disagreement aborts. Built with clang
  * (-fsanitize=fuzzer,address) by scripts/test.sh when clang is present. */
 #include <errno.h>
 #include <stdint.h>
@@ -40,6 +41,21 @@ static void check(int ok) {
   if (!ok) abort();
 }
 
+/* A source of the pattern of the seed in ctx; counts the live ones. */
+static int sources_alive;
+
+static int source_read(void *ctx, void *dst, size_t size) {
+  uint8_t seed = (uint8_t)(uintptr_t)ctx;
+  unsigned char *p = dst;
+  for (size_t i = 0; i < size; i++) p[i] = (uint8_t)(seed + i);
+  return 0;
+}
+
+static void source_release(void *ctx) {
+  (void)ctx;
+  sources_alive--;
+}
+
 static void pin(struct slot *s, int write) {
   unsigned char *p = NULL;
   int rc =
@@ -58,9 +74,16 @@ static void create(tarn_pool *pool, struct slot *s, uint8_t arg) {
   size_t size = 1 + (size_t)arg * 97;
   tarn_ref *r = NULL;
   int rc;
-  if (arg % 3 == 0) {
+  if (arg % 4 == 3) { /* its bytes come from the source until written */
+    tarn_source src = {source_read, source_release, (void *)(uintptr_t)arg};
+    check(tarn_ref_create_from(pool, size, &src, &r) == 0);
+    sources_alive++;
+    *s = (struct slot){r, size, arg, 1, 0};
+    return;
+  }
+  if (arg % 4 == 0) {
     rc = tarn_ref_alloc(pool, size, 0, &r);
-  } else if (arg % 3 == 1) {
+  } else if (arg % 4 == 1) {
     rc = tarn_ref_create(pool, size, &r);
   } else {
     void *obj = malloc(size);
@@ -150,5 +173,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check(tarn_pool_stats_get(pool, &stats) == 0);
   check(stats.resident_peak <= o.mem_limit);
   check(tarn_pool_destroy(pool) == 0);
+  check(sources_alive == 0);
   return 0;
 }

@@ -188,7 +188,7 @@ int main(int argc, char **argv) {
       (double)st.resident_peak / MIB, (double)limit / MIB,
       (double)st.bytes_written / MIB, (unsigned long long)st.spills,
       (double)st.bytes_read / MIB, (unsigned long long)st.restores, st.io_mode,
-      (double)st.source_bytes / MIB, (unsigned long long)st.source_reads);
+      (double)st.source_bytes_read / MIB, (unsigned long long)st.source_reads);
   printf("  ||A x - b|| / (||A|| ||x|| eps N) = %.3g (must be < 1)\n",
          residual);
   printf("  ||x - x_true|| / ||x_true|| = %.3g (must be < 1e-10)\n", error);

@@ -190,7 +190,9 @@ TARN_API int tarn_ref_alloc(tarn_pool *pool, size_t size, uint64_t timeout_ns,
 TARN_API int tarn_ref_create(tarn_pool *pool, size_t size, tarn_ref **ref);
 
 /* Where the bytes of a ref made by tarn_ref_create_from come from until
- * something writes them: a file the pool may read again, a generator. */
+ * something writes them (a file the pool may read again, a generator),
+ * and, with `write`, where they go back (the object's home in a file of
+ * the caller's). */
 typedef struct tarn_source {
   /* Fills `dst` with the object's `size` bytes; returns 0 or a negative
    * TARN_E* code, which the pin that asked returns. Called when a pin
@@ -205,6 +207,15 @@ typedef struct tarn_source {
    * any pool lock held. Optional. */
   void (*release)(void *ctx);
   void *ctx;
+  /* Optional: stores the object's `size` bytes from `src` where read will
+   * find them. With it, an object written since it was last read or
+   * stored is stored here, not in the spill store, when the pool needs
+   * room (from an I/O thread) or at tarn_ref_flush, and is read back
+   * through read afterwards: the source is its home. Returns 0 or a
+   * negative TARN_E* code; on failure the object stays in RAM, as after a
+   * failed spill write (tarn_pool_stats.write_failures, last_error).
+   * Called as read is, never at the same time as read for one ref. */
+  int (*write)(void *ctx, const void *src, size_t size);
 } tarn_source;
 
 /* Makes a ref of `size` bytes whose bytes `source` gives: it has no
@@ -213,13 +224,27 @@ typedef struct tarn_source {
  * object is first pinned with TARN_WRITE (or escaped), making room drops
  * it without writing it to the spill store, and a later pin reads it from
  * the source again: data loaded from a file costs no spill write and no
- * spill space. From the first write on it is an ordinary object. The
+ * spill space. From the first write on it is an ordinary object, unless
+ * the source has `write`: then it goes back to the source instead of the
+ * spill store, and stays the source's (an escaped object stays in RAM
+ * until tarn_ref_flush stores it). The
  * struct is copied; its ctx belongs to the ref from a successful call on
  * (source->release is called when the ref dies). Returns 0 and *ref;
  * TARN_EINVAL for size 0 or a NULL source or read; TARN_ENOMEM (on
  * failure the ctx stays the caller's). */
 TARN_API int tarn_ref_create_from(tarn_pool *pool, size_t size,
                                   const tarn_source *source, tarn_ref **ref);
+
+/* Stores the object through its source's write now when the source does
+ * not hold its current bytes (it was written since it was last read or
+ * stored), so that the caller may rely on the source (say, flush and
+ * rename its file). The caller must see to it that nothing writes the
+ * object meanwhile (a task that reads it may run). Waits for a store or a
+ * read back in flight. Returns 0, also when there was nothing to store;
+ * the status of source->write (the object stays as it was); TARN_EINVAL
+ * for a ref whose source has no write, or that has no source; TARN_EMISUSE
+ * on a dead ref. Thread-safe. */
+TARN_API int tarn_ref_flush(tarn_ref *ref);
 
 /* Hands `object` of `size` bytes and `kind` to the pool as a new ref with
  * one reference; the pool frees it with kind->free. On failure the object
@@ -314,8 +339,13 @@ typedef struct tarn_pool_stats {
   /* Objects read from their source (tarn_ref_create_from) and the bytes
    * and time it took; their drops to make room count in evictions. */
   uint64_t source_reads;
-  uint64_t source_bytes;
-  uint64_t source_ns;
+  uint64_t source_bytes_read;
+  uint64_t source_read_ns;
+  /* Objects stored through their source's write (at eviction, cleaning or
+   * tarn_ref_flush), the bytes and the time. Not in spills. */
+  uint64_t source_writes;
+  uint64_t source_bytes_written;
+  uint64_t source_write_ns;
 } tarn_pool_stats;
 
 /* The limit on resident bytes in force (options or TARN_MEM_LIMIT), fixed

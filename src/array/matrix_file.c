@@ -418,7 +418,7 @@ static int open_tile(tarn_matrix *a, struct backing_file *f, size_t ti,
   struct tile_source *t = malloc(sizeof *t);
   if (t == NULL) return TARN_ENOMEM;
   *t = (struct tile_source){f, ti, tj};
-  tarn_source src = {tile_read, tile_release, t};
+  tarn_source src = {.read = tile_read, .release = tile_release, .ctx = t};
   tarn_ref **slot = &a->tiles[ti + tj * a->mt], *r = NULL;
   atomic_fetch_add(&f->users, 1);
   int rc =

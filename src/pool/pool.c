@@ -145,7 +145,8 @@ struct tarn_pool {
   pthread_t *io;
   unsigned nio;
   uint64_t evictions, spills, restores, cache_hits, cache_misses;
-  uint64_t source_reads, source_bytes, source_ns;
+  uint64_t source_reads, source_bytes_read, source_read_ns;
+  uint64_t source_writes, source_bytes_written, source_write_ns;
   uint64_t write_failures; /* evictions whose write failed */
   /* Cleaning (see clean_candidate): a write in flight; off after a failed
    * one until an eviction's write succeeds; the last look found nothing
@@ -477,6 +478,12 @@ static bool is_clean(const tarn_ref *r) {
   return (r->has_block || r->has_source) && (atomic_load(&r->pinword) & CLEAN);
 }
 
+/* Whether `r`'s source takes its bytes back (tarn_source.write): then it
+ * is stored there, never in the spill store. */
+static bool backed(const tarn_ref *r) {
+  return r->source != NULL && r->source->write != NULL;
+}
+
 static bool spillable(const tarn_ref *r) {
   return r->kind == NULL || (r->kind->save != NULL && r->kind->load != NULL);
 }
@@ -729,8 +736,31 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
 
 /* ---- I/O threads -------------------------------------------------------- */
 
-/* Writes one victim's spill image (no lock held). */
-static int write_victim(tarn_pool *p, tarn_ref *r, tarn__block *block) {
+/* Stores `r`'s bytes through its source's write (no lock held; the caller
+ * keeps `r` resident and unwritten meanwhile): returns its status and adds
+ * the time taken to *ns. */
+static int store_in_source(tarn_ref *r, uint64_t *ns) {
+  uint64_t t0 = tarn__clock_ns();
+  int rc = r->source->write(r->source->ctx, r->data, r->size);
+  *ns += tarn__clock_ns() - t0;
+  return rc > 0 ? TARN_EIO : rc; /* not a status: the source broke its word */
+}
+
+/* Counts a store in the source and makes the source `r`'s copy (lock
+ * held). */
+static void stored_in_source(tarn_pool *p, tarn_ref *r, uint64_t ns) {
+  r->has_source = true;
+  p->source_writes++;
+  p->source_bytes_written += r->size;
+  p->source_write_ns += ns;
+}
+
+/* Writes one victim's spill image, or stores it in its source (no lock
+ * held); *ns gets the time a store took. */
+static int write_victim(tarn_pool *p, tarn_ref *r, tarn__block *block,
+                        uint64_t *ns) {
+  *ns = 0;
+  if (backed(r)) return store_in_source(r, ns);
   if (r->kind == NULL)
     return tarn__store_write(p->store, r->data, r->size, block);
   size_t cap = page_round(p, r->size);
@@ -745,7 +775,7 @@ static int write_victim(tarn_pool *p, tarn_ref *r, tarn__block *block) {
 /* Finishes a write (lock held): an evicted object leaves RAM unless it was
  * pinned, escaped or died meanwhile; a cleaned one stays, clean. */
 static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
-                         const tarn__block *block) {
+                         const tarn__block *block, uint64_t ns) {
   bool cleaning = r->cleaning;
   r->cleaning = false;
   if (cleaning)
@@ -758,6 +788,9 @@ static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
     p->write_failures++;
     p->last_error = rc;
     r->failed_epoch = p->room_epoch;
+  } else if (backed(r)) {
+    stored_in_source(p, r, ns);
+    if (!cleaning) p->clean_off = false;
   } else {
     if (r->has_block) tarn__store_free(p->store, &r->block);
     r->block = *block;
@@ -807,9 +840,10 @@ static void *io_main(void *arg) {
      * only read pins are admitted meanwhile: reading it unlocked is safe. */
     pthread_mutex_unlock(&p->lock);
     tarn__block block;
-    int rc = write_victim(p, r, &block);
+    uint64_t ns;
+    int rc = write_victim(p, r, &block, &ns);
     pthread_mutex_lock(&p->lock);
-    finish_write(p, r, rc, &block);
+    finish_write(p, r, rc, &block, ns);
   }
   pthread_mutex_unlock(&p->lock);
   return NULL;
@@ -1268,8 +1302,8 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
   }
   if (from_source && read) {
     p->source_reads++;
-    p->source_bytes += r->size;
-    p->source_ns += tarn__clock_ns() - t0;
+    p->source_bytes_read += r->size;
+    p->source_read_ns += tarn__clock_ns() - t0;
   } else if (from == SPILLED && read) { /* a pin that only writes reads none */
     p->restores++;
   }
@@ -1394,6 +1428,46 @@ int tarn_ref_escape(tarn_ref *r, uint64_t timeout_ns, void **data) {
   return tarn_ref_unpin(r);
 }
 
+int tarn_ref_flush(tarn_ref *r) {
+  if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
+  tarn_pool *p = r->pool;
+  pthread_mutex_lock(&p->lock);
+  int rc = 0;
+  for (;;) {
+    if (r->dead) {
+      rc = TARN_EMISUSE;
+      break;
+    }
+    if (!backed(r)) {
+      rc = TARN_EINVAL;
+      break;
+    }
+    if (r->state == WRITING || r->state == READING) { /* a store, a read */
+      pthread_cond_wait(&p->changed, &p->lock);
+      continue;
+    }
+    /* SPILLED: the source holds it. An escaped object may have changed
+     * whatever its flags say. */
+    if (r->state != RESIDENT || (!r->escaped && is_clean(r))) break;
+    /* Written since it was stored: store it now, pinned so that no
+     * eviction takes it meanwhile. */
+    atomic_fetch_add(&r->pinword, 1);
+    pthread_mutex_unlock(&p->lock);
+    uint64_t ns = 0;
+    rc = store_in_source(r, &ns);
+    pthread_mutex_lock(&p->lock);
+    if (rc == 0) {
+      stored_in_source(p, r, ns);
+      if (!r->escaped) atomic_fetch_or(&r->pinword, CLEAN);
+    }
+    pthread_mutex_unlock(&p->lock);
+    tarn_ref_unpin(r);
+    return rc;
+  }
+  pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
 size_t tarn_ref_size(const tarn_ref *r) { return ref_ok(r) ? r->size : 0; }
 
 int tarn_ref_is_resident(const tarn_ref *r) {
@@ -1427,8 +1501,11 @@ int tarn_pool_stats_get(tarn_pool *p, tarn_pool_stats *s) {
   s->cleanings = p->cleanings;
   s->restores = p->restores;
   s->source_reads = p->source_reads;
-  s->source_bytes = p->source_bytes;
-  s->source_ns = p->source_ns;
+  s->source_bytes_read = p->source_bytes_read;
+  s->source_read_ns = p->source_read_ns;
+  s->source_writes = p->source_writes;
+  s->source_bytes_written = p->source_bytes_written;
+  s->source_write_ns = p->source_write_ns;
   s->cache_hits = p->cache_hits;
   s->cache_misses = p->cache_misses;
   s->last_error = p->last_error != 0 ? p->last_error : c.last_error;

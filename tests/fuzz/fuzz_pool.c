@@ -75,7 +75,9 @@ static void create(tarn_pool *pool, struct slot *s, uint8_t arg) {
   tarn_ref *r = NULL;
   int rc;
   if (arg % 4 == 3) { /* its bytes come from the source until written */
-    tarn_source src = {source_read, source_release, (void *)(uintptr_t)arg};
+    tarn_source src = {.read = source_read,
+                       .release = source_release,
+                       .ctx = (void *)(uintptr_t)arg};
     check(tarn_ref_create_from(pool, size, &src, &r) == 0);
     sources_alive++;
     *s = (struct slot){r, size, arg, 1, 0};

@@ -9,6 +9,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1087,7 +1088,8 @@ static void pattern_release(void *ctx) {
 }
 
 static tarn_ref *sourced(tarn_pool *p, size_t size, struct pattern_source *s) {
-  tarn_source src = {pattern_read, pattern_release, s};
+  tarn_source src = {
+      .read = pattern_read, .release = pattern_release, .ctx = s};
   tarn_ref *r = NULL;
   assert_int_equal(tarn_ref_create_from(p, size, &src, &r), 0);
   return r;
@@ -1109,7 +1111,7 @@ static void sourced_refs_are_dropped_not_spilled(void **state) {
   assert_int_equal(atomic_load(&src.reads), 1);
   tarn_pool_stats s = stats(p);
   assert_int_equal(s.source_reads, 1);
-  assert_int_equal(s.source_bytes, 64 * KiB);
+  assert_int_equal(s.source_bytes_read, 64 * KiB);
   assert_int_equal(check(a, 5), 0); /* resident: read once */
   assert_int_equal(atomic_load(&src.reads), 1);
   /* Room for another: a is dropped, nothing written. */
@@ -1204,7 +1206,7 @@ static void a_failed_source_read_is_the_pins_status(void **state) {
   tarn_ref_release(sourced(p, 1, &idle));
   assert_int_equal(atomic_load(&idle.releases), 1);
   (void)sourced(p, 1, &idle);
-  tarn_source bad = {NULL, pattern_release, &idle};
+  tarn_source bad = {.release = pattern_release, .ctx = &idle};
   tarn_ref *r = NULL;
   assert_int_equal(tarn_ref_create_from(p, 8, &bad, &r), TARN_EINVAL);
   assert_int_equal(tarn_ref_create_from(p, 8, NULL, &r), TARN_EINVAL);
@@ -1236,6 +1238,120 @@ static void sourced_refs_are_prefetched(void **state) {
   tarn_ref_release(a);
   assert_int_equal(tarn_pool_destroy(p), 0);
   memdisk_free(disk);
+}
+
+/* A home for an object (tarn_source with write): `bytes` hold what read
+ * gives and write stores; a write may be made to fail. */
+struct home {
+  unsigned char *bytes;
+  size_t size;
+  int fail_write; /* a status for write to return, or 0 */
+  atomic_int reads, writes, releases;
+};
+
+static int home_read(void *ctx, void *dst, size_t size) {
+  struct home *h = ctx;
+  atomic_fetch_add(&h->reads, 1);
+  memcpy(dst, h->bytes, size);
+  return 0;
+}
+
+static int home_write(void *ctx, const void *src, size_t size) {
+  struct home *h = ctx;
+  if (h->fail_write != 0) return h->fail_write;
+  atomic_fetch_add(&h->writes, 1);
+  memcpy(h->bytes, src, size);
+  return 0;
+}
+
+static void home_release(void *ctx) {
+  struct home *h = ctx;
+  atomic_fetch_add(&h->releases, 1);
+}
+
+/* Whether the home holds fill()'s pattern of `seed`. */
+static bool home_holds(const struct home *h, uint32_t seed) {
+  const uint32_t *w = (const uint32_t *)h->bytes;
+  for (size_t i = 0; i < h->size / 4; i++)
+    if (w[i] != seed * 2654435761u + (uint32_t)i) return false;
+  return true;
+}
+
+/* A ref whose source has write goes back to it, never to the spill store:
+ * when room is needed, and at tarn_ref_flush; a failed store keeps the
+ * object in RAM, written. */
+static void sourced_refs_with_a_home_go_back_to_it(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(64 * KiB, disk);
+  struct home h = {.size = 64 * KiB};
+  h.bytes = malloc(h.size);
+  assert_non_null(h.bytes);
+  tarn_source src = {.read = home_read,
+                     .release = home_release,
+                     .ctx = &h,
+                     .write = home_write};
+  tarn_ref *a = NULL;
+  assert_int_equal(tarn_ref_create_from(p, h.size, &src, &a), 0);
+  fill(a, 9); /* a pin that only writes: nothing read */
+  assert_int_equal(atomic_load(&h.reads), 0);
+  tarn_ref *b = alloc(p, 64 * KiB); /* a goes home */
+  assert_false(tarn_ref_is_resident(a));
+  assert_true(home_holds(&h, 9));
+  tarn_pool_stats s = stats(p);
+  assert_int_equal(s.source_writes, 1);
+  assert_int_equal(s.source_bytes_written, 64 * KiB);
+  assert_int_equal(s.bytes_written, 0);
+  assert_int_equal(s.spills, 0);
+  tarn_ref_release(b);
+  assert_int_equal(check(a, 9), 0);
+  assert_int_equal(atomic_load(&h.reads), 1);
+  assert_int_equal(stats(p).restores, 0);
+  /* Read back and unchanged: nothing to store. */
+  assert_int_equal(tarn_ref_flush(a), 0);
+  assert_int_equal(atomic_load(&h.writes), 1);
+  /* Written: a flush stores it at once, once. */
+  fill(a, 11);
+  assert_false(home_holds(&h, 11));
+  assert_int_equal(tarn_ref_flush(a), 0);
+  assert_true(home_holds(&h, 11));
+  assert_int_equal(tarn_ref_flush(a), 0);
+  assert_int_equal(atomic_load(&h.writes), 2);
+  /* Refs without a home have nothing to flush to. */
+  b = alloc(p, 4 * KiB);
+  assert_int_equal(tarn_ref_flush(b), TARN_EINVAL);
+  struct pattern_source gen = {.seed = 2};
+  tarn_ref *c = sourced(p, 4 * KiB, &gen);
+  assert_int_equal(tarn_ref_flush(c), TARN_EINVAL);
+  assert_int_equal(tarn_ref_flush(NULL), TARN_EINVAL);
+  tarn_ref_release(c);
+  tarn_ref_release(b);
+  /* A store that fails: the flush says so, the object keeps its bytes,
+   * and making room fails with the store's status. */
+  fill(a, 12);
+  h.fail_write = TARN_ENOSPC;
+  assert_int_equal(tarn_ref_flush(a), TARN_ENOSPC);
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), TARN_ENOSPC);
+  assert_true(tarn_ref_is_resident(a));
+  assert_int_equal(check(a, 12), 0);
+  assert_true(stats(p).write_failures > 0);
+  h.fail_write = 0;
+  assert_int_equal(tarn_ref_flush(a), 0);
+  assert_true(home_holds(&h, 12));
+  /* Escaped: never evicted, but a flush stores what it holds now. */
+  uint32_t *w = NULL;
+  assert_int_equal(tarn_ref_escape(a, 0, (void **)&w), 0);
+  w[0] = 77;
+  assert_int_equal(tarn_ref_flush(a), 0);
+  assert_int_equal(((const uint32_t *)h.bytes)[0], 77);
+  w[1] = 78;
+  assert_int_equal(tarn_ref_flush(a), 0);
+  assert_int_equal(((const uint32_t *)h.bytes)[1], 78);
+  tarn_ref_release(a);
+  assert_int_equal(atomic_load(&h.releases), 1);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+  free(h.bytes);
 }
 
 int main(void) {
@@ -1272,6 +1388,7 @@ int main(void) {
       cmocka_unit_test(a_written_sourced_ref_is_not_read_again),
       cmocka_unit_test(a_failed_source_read_is_the_pins_status),
       cmocka_unit_test(sourced_refs_are_prefetched),
+      cmocka_unit_test(sourced_refs_with_a_home_go_back_to_it),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

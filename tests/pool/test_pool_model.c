@@ -1,11 +1,12 @@
 /* test_pool_model.c: threads run random sequences of alloc, create, adopt,
- * create_from (a source of the pattern), retain, release, pin (checking
- * the bytes against the pattern last written), unpin, prefetch and escape
- * on one pool under a tiny memory limit, each checked against a simple
- * model of the counts it expects. All threads also pin a few shared
- * objects for reading (one of them read from a source each time it comes
- * back), so pins race with evictions of the same object. Seeds are fixed:
- * a failure repeats. */
+ * create_from (a source of the pattern, or a home that written bytes go
+ * back to), retain, release, pin (checking the bytes against the pattern
+ * last written), unpin, prefetch, flush (checking the home) and escape on
+ * one pool under a tiny memory limit, each checked against a simple model
+ * of the counts it expects. All threads also pin a few shared objects for
+ * reading (one of them read from a source each time it comes back), so
+ * pins race with evictions of the same object. Seeds are fixed: a failure
+ * repeats. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +31,7 @@ struct slot {
   int refs, pins;
   void *addr; /* while pinned: the address, which must not move */
   int escaped;
+  struct home *home; /* the source's home (tarn_source.write), or NULL */
 };
 
 struct worker {
@@ -76,6 +78,26 @@ static int pattern_source(void *ctx, void *dst, size_t size) {
   return 0;
 }
 
+/* A home for an object (a source with write): read gives what write
+ * stored, the pattern of the seed it was made with until then. Freed
+ * with the ref. */
+struct home {
+  size_t size;
+  unsigned char bytes[];
+};
+
+static int home_read(void *ctx, void *dst, size_t size) {
+  memcpy(dst, ((struct home *)ctx)->bytes, size);
+  return 0;
+}
+
+static int home_write(void *ctx, const void *src, size_t size) {
+  memcpy(((struct home *)ctx)->bytes, src, size);
+  return 0;
+}
+
+static void home_release(void *ctx) { free(ctx); }
+
 /* A status a call under memory pressure may return besides success. */
 static int pressure(int rc) { return rc == TARN_ENOMEM; }
 
@@ -84,12 +106,22 @@ static int op_create(struct worker *w, struct slot *s) {
   uint32_t seed = (uint32_t)next(&w->rng);
   int rc;
   tarn_ref *r = NULL;
-  unsigned how = (unsigned)(next(&w->rng) % 4);
-  if (how == 3) { /* its bytes come from the source until written */
-    tarn_source src = {pattern_source, NULL, (void *)(uintptr_t)seed};
+  unsigned how = (unsigned)(next(&w->rng) % 5);
+  if (how >= 3) { /* its bytes come from the source (until written) */
+    tarn_source src = {.read = pattern_source, .ctx = (void *)(uintptr_t)seed};
+    if (how == 4) { /* a home: written objects go back to it */
+      struct home *h = malloc(sizeof *h + size);
+      if (h == NULL) FAIL(w, "malloc");
+      h->size = size;
+      write_pattern(h->bytes, size, seed);
+      src = (tarn_source){.read = home_read,
+                          .release = home_release,
+                          .ctx = h,
+                          .write = home_write};
+    }
     rc = tarn_ref_create_from(w->pool, size, &src, &r);
     if (rc != 0) FAIL(w, "create_from: %s", tarn_strerror(rc));
-    *s = (struct slot){r, size, seed, 1, 0, NULL, 0};
+    *s = (struct slot){r, size, seed, 1, 0, NULL, 0, how == 4 ? src.ctx : NULL};
     return 0;
   }
   if (how == 0) {
@@ -112,7 +144,7 @@ static int op_create(struct worker *w, struct slot *s) {
   }
   if (rc != 0 && !pressure(rc)) FAIL(w, "first pin: %s", tarn_strerror(rc));
   if (rc != 0) return tarn_ref_release(r) == 0 ? 0 : -1;
-  *s = (struct slot){r, size, seed, 1, 0, NULL, 0};
+  *s = (struct slot){r, size, seed, 1, 0, NULL, 0, NULL};
   return 0;
 }
 
@@ -186,13 +218,22 @@ static int step(struct worker *w) {
     s->refs++;
     return 0;
   }
-  if (op < 85) return op_release(w, s);
-  if (op < 90) {
+  if (op < 84) return op_release(w, s);
+  if (op < 88) {
     int rc = tarn_ref_prefetch(s->ref);
     if (rc != 0 && rc != 1) FAIL(w, "prefetch: %s", tarn_strerror(rc));
     return 0;
   }
-  if (op < 86 && !s->escaped && w->escaped == 0) {
+  if (op < 91 && s->home != NULL) {
+    /* This thread alone writes the object: once flushed, the home holds
+     * its last pattern. */
+    int rc = tarn_ref_flush(s->ref);
+    if (rc != 0) FAIL(w, "flush: %s", tarn_strerror(rc));
+    if (!pattern_ok(s->home->bytes, s->size, s->seed))
+      FAIL(w, "a flushed home holds other bytes");
+    return 0;
+  }
+  if (op < 92 && !s->escaped && w->escaped == 0) {
     void *p = NULL;
     int rc = tarn_ref_escape(s->ref, WAIT_NS, &p);
     if (pressure(rc)) return 0;
@@ -225,7 +266,7 @@ static void run_model(uint64_t seed, int compress) {
   assert_int_equal(tarn_pool_create(&o, &pool), 0);
   tarn_ref *sh[shared];
   /* Shared object 0 is read from a source each time it comes back. */
-  tarn_source src = {pattern_source, NULL, (void *)(uintptr_t)1};
+  tarn_source src = {.read = pattern_source, .ctx = (void *)(uintptr_t)1};
   assert_int_equal(tarn_ref_create_from(pool, 40 << 10, &src, &sh[0]), 0);
   for (int k = 1; k < shared; k++) {
     assert_int_equal(tarn_ref_alloc(pool, 40 << 10, 0, &sh[k]), 0);
@@ -266,6 +307,7 @@ static void run_model(uint64_t seed, int compress) {
   assert_true(st.live_refs >= shared);
   assert_int_equal(st.read_failures, 0);
   assert_true(st.source_reads > 0);
+  assert_true(st.source_writes > 0);
   assert_int_equal(st.write_failures, 0);
   for (int k = 0; k < shared; k++) assert_int_equal(tarn_ref_release(sh[k]), 0);
   assert_int_equal(tarn_pool_destroy(pool), 0);

@@ -1,10 +1,11 @@
 /* fuzz_pool.c: a libFuzzer target over pool operation sequences. Each input
- * byte pair is one operation (alloc, create, adopt, create_from a source,
- * retain, release, pin for read or write, unpin, escape, prefetch) on one of
- * eight slots of a pool with a tiny limit and an in-memory storage; a simple
- * model tracks counts and the pattern each object must hold (and that each
- * source is released once), and any disagreement aborts. Built with clang
- * (-fsanitize=fuzzer,address) by scripts/test.sh when clang is present. */
+ * byte pair is one operation (alloc, create, adopt, create_from a source
+ * or a home, retain, release, pin for read or write, unpin, escape,
+ * prefetch, flush) on one of eight slots of a pool with a tiny limit and
+ * an in-memory storage; a simple model tracks counts and the pattern each
+ * object must hold (and that each source is released once), and any
+ * disagreement aborts. Built with clang (-fsanitize=fuzzer,address) by
+ * scripts/test.sh when clang is present. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ struct slot {
   size_t size;
   uint8_t seed;
   int refs, pins;
+  unsigned char *home; /* the source's home (tarn_source.write), or NULL */
 };
 
 static unsigned char disk[4 << 20];
@@ -56,6 +58,22 @@ static void source_release(void *ctx) {
   sources_alive--;
 }
 
+/* A home: read gives what write stored (the seed's pattern at first). */
+static int home_read(void *ctx, void *dst, size_t size) {
+  memcpy(dst, ctx, size);
+  return 0;
+}
+
+static int home_write(void *ctx, const void *src, size_t size) {
+  memcpy(ctx, src, size);
+  return 0;
+}
+
+static void home_release(void *ctx) {
+  free(ctx);
+  sources_alive--;
+}
+
 static void pin(struct slot *s, int write) {
   unsigned char *p = NULL;
   int rc =
@@ -74,18 +92,28 @@ static void create(tarn_pool *pool, struct slot *s, uint8_t arg) {
   size_t size = 1 + (size_t)arg * 97;
   tarn_ref *r = NULL;
   int rc;
-  if (arg % 4 == 3) { /* its bytes come from the source until written */
+  if (arg % 5 >= 3) { /* its bytes come from the source (until written) */
     tarn_source src = {.read = source_read,
                        .release = source_release,
                        .ctx = (void *)(uintptr_t)arg};
+    unsigned char *home = NULL;
+    if (arg % 5 == 4) { /* written bytes go back home */
+      home = malloc(size);
+      check(home != NULL);
+      check(source_read(src.ctx, home, size) == 0);
+      src = (tarn_source){.read = home_read,
+                          .release = home_release,
+                          .ctx = home,
+                          .write = home_write};
+    }
     check(tarn_ref_create_from(pool, size, &src, &r) == 0);
     sources_alive++;
-    *s = (struct slot){r, size, arg, 1, 0};
+    *s = (struct slot){r, size, arg, 1, 0, home};
     return;
   }
-  if (arg % 4 == 0) {
+  if (arg % 5 == 0) {
     rc = tarn_ref_alloc(pool, size, 0, &r);
-  } else if (arg % 4 == 1) {
+  } else if (arg % 5 == 1) {
     rc = tarn_ref_create(pool, size, &r);
   } else {
     void *obj = malloc(size);
@@ -104,7 +132,7 @@ static void create(tarn_pool *pool, struct slot *s, uint8_t arg) {
   check(rc == 0);
   for (size_t i = 0; i < size; i++) p[i] = (uint8_t)(arg + i);
   check(tarn_ref_unpin(r) == 0);
-  *s = (struct slot){r, size, arg, 1, 0};
+  *s = (struct slot){r, size, arg, 1, 0, NULL};
 }
 
 static void release(struct slot *s) {
@@ -148,7 +176,14 @@ static void step(tarn_pool *pool, struct slot *s, uint8_t op, uint8_t arg) {
       check(tarn_ref_prefetch(s->ref) >= 0);
       break;
     default:
-      release(s);
+      if (s->home == NULL) {
+        release(s);
+        break;
+      }
+      /* Flushed, the home holds the pattern last written. */
+      check(tarn_ref_flush(s->ref) == 0);
+      for (size_t i = 0; i < s->size; i++)
+        check(s->home[i] == (uint8_t)(s->seed + i));
       break;
   }
 }

@@ -161,8 +161,18 @@ TARN_API unsigned tarn_rt_workers(const tarn_rt *rt);
 /* One access of a task: a ref and how the task uses it. */
 typedef struct tarn_dep {
   tarn_ref *ref;
-  tarn_access mode;
+  tarn_access mode; /* TARN_READ, TARN_WRITE, TARN_READ_WRITE, TARN_AFTER */
 } tarn_dep;
+
+/* An access mode for tarn_dep beside tarn_access's three: the task is
+ * ordered as a reader of the ref would be (after the writers submitted
+ * before it, before those submitted after; a failed writer cancels it),
+ * but the ref is not pinned for it (tarn_task_data gives NULL; a spilled
+ * ref is not read back) nor counted as in use. For a task that needs only
+ * the order: storing the ref with tarn_ref_flush (tarn/pool.h), telling
+ * someone it is ready. With another access to the same ref in the task,
+ * that one decides. */
+#define TARN_AFTER ((tarn_access)4)
 
 typedef struct tarn_task_desc {
   tarn_task_fn fn;

@@ -114,8 +114,9 @@ struct slot {
   void *data;
   tarn_access mode;
   bool pinned;
-  bool held;    /* the task holds a reference to `ref` (released at its end) */
-  bool counted; /* in the ref's demand (tarn__ref_demand) until the end */
+  bool unpinned; /* every access to it was TARN_AFTER: ordered, never pinned */
+  bool held;     /* the task holds a reference to `ref` (released at its end) */
+  bool counted;  /* in the ref's demand (tarn__ref_demand) until the end */
 };
 
 enum { inline_slots = 4 };
@@ -833,7 +834,7 @@ static tarn_task *lone_take(tarn_rt *rt, bool patient) {
 static void push(tarn_rt *rt, tarn_task *t) {
   if (rt->may_spill && !atomic_load_explicit(&t->cancel, memory_order_relaxed))
     for (size_t i = 0; i < t->n; i++)
-      if (t->slots[i].mode != TARN_WRITE &&
+      if (t->slots[i].mode != TARN_WRITE && !t->slots[i].unpinned &&
           tarn_ref_prefetch(t->slots[i].ref) == 1)
         atomic_fetch_add_explicit(&rt->prefetches, 1, memory_order_relaxed);
   struct worker *w = current_worker;
@@ -1039,7 +1040,7 @@ static void unpin_all(tarn_task *t) {
 static int pin_all(tarn_task *t) {
   for (size_t i = 0; i < t->n; i++) {
     struct slot *s = &t->slots[i];
-    if (s->pinned) continue;
+    if (s->pinned || s->unpinned) continue;
     int rc = tarn_ref_pin(s->ref, s->mode, 0, &s->data);
     if (rc != 0) return rc;
     s->pinned = true;
@@ -1500,14 +1501,19 @@ static int fill_slots(tarn_task *t, const tarn_dep *deps, size_t ndeps) {
   }
   for (size_t i = 0; i < ndeps; i++) {
     tarn_access mode = deps[i].mode;
-    if (deps[i].ref == NULL || mode < TARN_READ || mode > TARN_READ_WRITE ||
+    bool after = mode == TARN_AFTER;
+    if (deps[i].ref == NULL ||
+        (!after && (mode < TARN_READ || mode > TARN_READ_WRITE)) ||
         tarn__ref_pool(deps[i].ref) != t->rt->pool)
       return TARN_EINVAL;
     size_t k = 0;
     while (k < t->n && t->slots[k].ref != deps[i].ref) k++;
     if (k == t->n)
-      t->slots[t->n++] = (struct slot){.ref = deps[i].ref, .mode = 0};
-    t->slots[k].mode |= mode;
+      t->slots[t->n++] =
+          (struct slot){.ref = deps[i].ref, .mode = 0, .unpinned = true};
+    /* TARN_AFTER is ordered as a read is. */
+    t->slots[k].mode |= after ? TARN_READ : mode;
+    t->slots[k].unpinned &= after;
   }
   return 0;
 }
@@ -1628,7 +1634,7 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
    * eviction takes refs no task will use before these. */
   if (rt->may_spill)
     for (size_t i = 0; i < t->n; i++)
-      if (t->slots[i].held) {
+      if (t->slots[i].held && !t->slots[i].unpinned) {
         tarn__ref_demand(t->slots[i].ref, 1);
         t->slots[i].counted = true;
       }

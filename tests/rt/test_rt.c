@@ -2175,6 +2175,113 @@ static void idle_workers_sleep(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* TARN_AFTER: what an after-task saw and when it ran. */
+struct after_log {
+  atomic_int step;  /* bumped by each task, in the order they run */
+  int after_at;     /* step at which the after-task ran */
+  void *after_data; /* tarn_task_data it got */
+  int writer_saw;   /* step the later writer saw when it ran */
+};
+
+static int log_write_task(tarn_task *t, void *arg) {
+  struct after_log *log = arg;
+  memset(tarn_task_data(t, 0), 5, tarn_task_size(t, 0));
+  log->writer_saw = atomic_fetch_add(&log->step, 1);
+  return 0;
+}
+
+static int log_after_task(tarn_task *t, void *arg) {
+  struct after_log *log = arg;
+  struct timespec ts = {0, 2000000}; /* a later writer must wait for this */
+  nanosleep(&ts, NULL);
+  log->after_data = tarn_task_data(t, 0);
+  log->after_at = atomic_fetch_add(&log->step, 1);
+  return 0;
+}
+
+static int fail_write_task(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  return -77;
+}
+
+/* A TARN_AFTER access orders the task as a reader (after the writer
+ * before it, before the writer after it; cancelled by a failed writer)
+ * without pinning the ref: a spilled ref is not read back for it. */
+static void an_after_access_orders_without_pinning(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 2 * MiB, 1);
+  tarn_pool *pool = tarn_rt_pool(rt);
+  tarn_ref *a = NULL, *b = NULL, *c = NULL;
+  assert_int_equal(tarn_ref_create(pool, MiB, &a), 0);
+  assert_int_equal(tarn_ref_create(pool, MiB, &b), 0);
+  assert_int_equal(tarn_ref_create(pool, MiB, &c), 0);
+  struct after_log log = {.after_at = -1, .writer_saw = -1};
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  tarn_dep wa = {a, TARN_WRITE}, aa = {a, TARN_AFTER};
+  tarn_task_desc write_a = {
+      .fn = log_write_task, .arg = &log, .deps = &wa, .ndeps = 1};
+  tarn_task_desc after_a = {
+      .fn = log_after_task, .arg = &log, .deps = &aa, .ndeps = 1};
+  assert_int_equal(tarn_task_submit(rt, &write_a), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  /* b and c push a out to the spill file. */
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, fill_task, TARN_ARG((intptr_t)1), TARN_W(b)),
+                   0);
+  assert_int_equal(tarn_submit(rt, fill_task, TARN_ARG((intptr_t)2), TARN_W(c)),
+                   0);
+  assert_int_equal(tarn_region_wait(region, &st), 0);
+  assert_false(tarn_ref_is_resident(a));
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(pool, &ps), 0);
+  uint64_t read = ps.bytes_read, restores = ps.restores;
+  atomic_store(&log.step, 0);
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_task_submit(rt, &after_a), 0);
+  assert_int_equal(tarn_task_submit(rt, &write_a), 0); /* waits for it */
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(log.after_at, 0);
+  assert_int_equal(log.writer_saw, 1);
+  assert_null(log.after_data);
+  assert_int_equal(tarn_pool_stats_get(pool, &ps), 0);
+  assert_int_equal(ps.bytes_read, read); /* the write pin reads nothing */
+  assert_int_equal(ps.restores, restores);
+  /* After a failed writer: cancelled, as a reader would be. */
+  log.after_at = -1;
+  tarn_dep wb = {b, TARN_WRITE}, ab = {b, TARN_AFTER};
+  tarn_task_desc fail_b = {.fn = fail_write_task, .deps = &wb, .ndeps = 1};
+  tarn_task_desc after_b = {
+      .fn = log_after_task, .arg = &log, .deps = &ab, .ndeps = 1};
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_task_submit(rt, &fail_b), 0);
+  assert_int_equal(tarn_task_submit(rt, &after_b), 0);
+  assert_int_equal(tarn_region_wait(region, &st), -77);
+  assert_int_equal(st.cancelled, 1);
+  assert_int_equal(log.after_at, -1);
+  /* With a read of the same ref in the task, the ref is pinned. */
+  tarn_dep both[] = {{c, TARN_AFTER}, {c, TARN_READ}};
+  tarn_task_desc after_c = {
+      .fn = log_after_task, .arg = &log, .deps = both, .ndeps = 2};
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_task_submit(rt, &after_c), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_non_null(log.after_data);
+  /* Modes other than the four are refused. */
+  tarn_dep bad = {c, (tarn_access)5};
+  tarn_task_desc bad_c = {
+      .fn = log_after_task, .arg = &log, .deps = &bad, .ndeps = 1};
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_task_submit(rt, &bad_c), TARN_EINVAL);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  tarn_ref_release(a);
+  tarn_ref_release(b);
+  tarn_ref_release(c);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   /* These tests state what the defaults are and set the variables they
    * test themselves; a TARN_WORKERS or TARN_MAX_UNFINISHED from the shell
@@ -2222,6 +2329,7 @@ int main(void) {
       cmocka_unit_test(ended_tasks_go_back_when_the_workers_rest),
       cmocka_unit_test(spill_space_goes_back_when_the_workers_rest),
       cmocka_unit_test(a_limit_below_the_data_holds_tasks_back),
+      cmocka_unit_test(an_after_access_orders_without_pinning),
       cmocka_unit_test(a_task_that_never_fits_fails_with_enomem),
       cmocka_unit_test(data_tasks_wait_for_is_evicted_last),
       cmocka_unit_test(temporaries_are_freed_when_their_last_task_ends),

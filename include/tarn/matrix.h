@@ -120,6 +120,48 @@ TARN_API int tarn_matrix_from_file(tarn_rt *rt, const char *path, size_t mb,
 TARN_API int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb,
                                    size_t nb, tarn_matrix **out);
 
+/* A new m x n matrix of zeros, of mb x nb tiles, whose home is a new .npy
+ * file that tarn_matrix_commit_file puts at `path` (the file
+ * tarn_matrix_to_file writes: format 1.0, the host's float64, Fortran
+ * order). Until then the file exists only under a temporary name beside
+ * `path` (`path` + ".tarn-" + 16 hexadecimal digits), made here with its
+ * whole size claimed on the disk (a full disk is found now, not while
+ * tiles are stored). When the pool needs room, a tile written since it
+ * was last stored goes to its place in that file, not to the spill file,
+ * and is read back from there; so a result larger than the memory limit
+ * is written to the disk once, where computing it and then saving it with
+ * tarn_matrix_to_file writes it to the spill file, reads it back and
+ * writes it again. Each stored tile's checksum is kept and checked when it
+ * is read back (TARN_EIO when the bytes on the disk are not those
+ * stored). Destroying the matrix without a commit removes the file.
+ * Returns at once: 0 and *out; TARN_EINVAL for a NULL argument, an empty
+ * path, a size or tile size of 0, or more elements than a file holds;
+ * TARN_ENOENT when the directory does not exist; TARN_EACCES when no file
+ * may be made in it; TARN_ENOSPC when the disk (or a quota, or the file
+ * size limit) cannot hold the file; TARN_EIO; TARN_ENOMEM (also for a
+ * tile larger than the memory limit). Thread-safe. */
+TARN_API int tarn_matrix_create_file(tarn_rt *rt, const char *path, size_t m,
+                                     size_t n, size_t mb, size_t nb,
+                                     tarn_matrix **out);
+
+/* Puts the file of a matrix made by tarn_matrix_create_file in place and
+ * destroys the matrix: after every task submitted before that writes it,
+ * stores the tiles the file does not hold yet (nothing is read back for
+ * the others), flushes the file to the disk, renames it over `path` and
+ * flushes the directory. On success `path` holds the whole matrix (an old
+ * file there is replaced) and the matrix is gone, as after
+ * tarn_matrix_destroy (open the file to use it again). On a failure before
+ * the rename the matrix and its temporary file stay as they were: the
+ * call may be made again, or the matrix saved elsewhere with
+ * tarn_matrix_to_file. Waits (not from a task: TARN_EDEADLK). Returns 0;
+ * TARN_EINVAL for NULL or a matrix not made by tarn_matrix_create_file;
+ * TARN_ECANCELED when a task submitted before to write the matrix failed;
+ * TARN_ENOSPC, TARN_EIO when storing or flushing fails; TARN_EACCES,
+ * TARN_ENOENT when the rename fails; TARN_EIO when only the directory's
+ * flush failed, after the rename (the file is then in place and the
+ * matrix gone). Not concurrently with other calls on the matrix. */
+TARN_API int tarn_matrix_commit_file(tarn_matrix *a);
+
 /* Writes the matrix, after every task submitted before on it, to the .npy
  * file `path`: format 1.0, shape (rows, cols), the host's float64 ('<f8'
  * on x86-64 and arm64), Fortran order, which numpy.load reads as the same

@@ -85,7 +85,8 @@ int tarn__matrix_destination(tarn_rt *rt, size_t m, size_t n, size_t mb,
   if (out == NULL) return TARN_EINVAL;
   *made = *out == NULL;
   if (*made) return tarn__matrix_new(rt, m, n, mb, nb, out);
-  tarn_matrix want = {rt, m, n, mb < m ? mb : m, nb < n ? nb : n, 0, 0, NULL};
+  tarn_matrix want = {
+      .rt = rt, .m = m, .n = n, .mb = mb < m ? mb : m, .nb = nb < n ? nb : n};
   return tarn__matrix_same_layout(*out, &want) ? 0 : TARN_EINVAL;
 }
 

@@ -18,6 +18,7 @@
 
 #include "array/matrix_internal.h"
 #include "array/npy.h"
+#include "pool/checksum.h"
 #include "prim/prim.h"
 #include "tarn/status.h"
 
@@ -336,21 +337,38 @@ int tarn_matrix_from_file(tarn_rt *rt, const char *path, size_t mb, size_t nb,
   return 0;
 }
 
-/* ---- matrices opened over a file ------------------------------------------
+/* ---- matrices opened over a file, or created in one ------------------------
  *
  * Each tile is a ref made from a source that reads the tile's band of one
  * (read_lines, with the tile as the band), so every format from_file reads
- * is read the same way. The file's stamp (size, modification time) is
- * taken when it is opened and checked before and after every read: a file
- * changed in place fails the read with TARN_ESTALE rather than mix old
- * tiles with new ones. */
+ * is read the same way.
+ *
+ * An opened file is the caller's: its stamp (size, modification time) is
+ * taken when it is opened and checked before and after every read, so a
+ * file changed in place fails the read with TARN_ESTALE rather than mix
+ * old tiles with new ones.
+ *
+ * A created file is tarn's, under a temporary name until the commit: the
+ * tiles' sources also write (tarn_source.write), so the pool stores a
+ * written tile at its place in the file rather than in the spill file.
+ * Each stored tile's checksum is kept and checked when it is read back:
+ * bytes the disk lost (a failed write-back the kernel reported to no one)
+ * fail the read with TARN_EIO instead of coming back wrong. */
 
 struct backing_file {
-  atomic_size_t users; /* tiles' sources, and the caller while it maps */
+  atomic_size_t users; /* tiles' sources, and the caller while it makes them */
   int fd;
   tarn__npy h;
-  tarn__file_stamp stamp; /* at the open */
-  size_t mb, nb;          /* the matrix's tile size */
+  tarn__file_stamp stamp; /* at the open (opened files) */
+  size_t mb, nb, mt;      /* the matrix's tiling */
+  /* Created files: the temporary file and its path (copied), each tile's
+   * checksum once stored (stored[k]), and whether the commit renamed it
+   * into place (else the last user removes it). */
+  tarn__file_replace *replace;
+  char *path;
+  uint64_t *sums;
+  bool *stored;
+  bool committed;
 };
 
 struct tile_source {
@@ -360,7 +378,17 @@ struct tile_source {
 
 static void backing_drop(struct backing_file *f) {
   if (atomic_fetch_sub(&f->users, 1) != 1) return;
-  tarn__file_close(f->fd);
+  if (f->replace == NULL) {
+    tarn__file_close(f->fd);
+  } else if (f->committed) {
+    tarn__file_close(f->replace->fd);
+  } else {
+    tarn__file_replace_abort(f->replace); /* never committed: removed */
+  }
+  free(f->replace);
+  free(f->path);
+  free(f->sums);
+  free(f->stored);
   free(f);
 }
 
@@ -374,33 +402,66 @@ static int backing_check(const struct backing_file *f) {
              : TARN_ESTALE;
 }
 
-static int tile_read(void *ctx, void *dst, size_t size) {
-  (void)size; /* the tile's, as the ref was made */
-  const struct tile_source *t = ctx;
+/* The band of one that tile `t` is, over `tile`'s memory. */
+static void tile_band(const struct tile_source *t, double *tile, struct band *b,
+                      struct band_share *s) {
   const struct backing_file *f = t->file;
   const tarn__npy *h = &f->h;
   size_t rows = h->rows - t->ti * f->mb, cols = h->cols - t->tj * f->nb;
   if (rows > f->mb) rows = f->mb;
   if (cols > f->nb) cols = f->nb;
-  struct band b = {.fd = f->fd, .h = h, .fortran = h->fortran_order};
-  b.count = 1;
-  if (b.fortran) {
-    b.piece[0] = b.line_len = rows;
-    b.lines = cols;
-    b.first = (uint64_t)t->tj * f->nb * h->rows + t->ti * f->mb;
-    b.stride = h->rows;
+  *b = (struct band){
+      .fd = f->fd, .h = h, .fortran = h->fortran_order, .count = 1};
+  if (b->fortran) {
+    b->piece[0] = b->line_len = rows;
+    b->lines = cols;
+    b->first = (uint64_t)t->tj * f->nb * h->rows + t->ti * f->mb;
+    b->stride = h->rows;
   } else {
-    b.piece[0] = b.line_len = cols;
-    b.lines = b.rows = rows;
-    b.first = (uint64_t)t->ti * f->mb * h->cols + t->tj * f->nb;
-    b.stride = h->cols;
+    b->piece[0] = b->line_len = cols;
+    b->lines = b->rows = rows;
+    b->first = (uint64_t)t->ti * f->mb * h->cols + t->tj * f->nb;
+    b->stride = h->cols;
   }
-  struct band_share s = {.b = &b, .tile = {dst}};
+  *s = (struct band_share){.b = b, .tile = {tile}};
+}
+
+static int tile_read(void *ctx, void *dst, size_t size) {
+  const struct tile_source *t = ctx;
+  const struct backing_file *f = t->file;
+  struct band b;
+  struct band_share s;
+  tile_band(t, dst, &b, &s);
+  if (f->replace != NULL) { /* created: the checksum tells */
+    size_t k = t->ti + t->tj * f->mt;
+    int rc = read_lines(&s, 0, b.lines);
+    if (rc == 0 && f->stored[k] && tarn__checksum(dst, size) != f->sums[k])
+      rc = TARN_EIO;
+    return rc;
+  }
   int rc = backing_check(f);
   if (rc == 0) rc = read_lines(&s, 0, b.lines);
   if (rc == 0 || rc == TARN_EFORMAT) { /* EFORMAT: it shrank meanwhile */
     int now = backing_check(f);
     if (now != 0) rc = now;
+  }
+  return rc;
+}
+
+/* Stores a tile of a created file at its place (the host's doubles in
+ * Fortran order, as written) and keeps its checksum. */
+static int tile_write(void *ctx, const void *src, size_t size) {
+  const struct tile_source *t = ctx;
+  struct backing_file *f = t->file;
+  size_t k = t->ti + t->tj * f->mt;
+  struct band b;
+  struct band_share s;
+  tile_band(t, (double *)src, &b, &s); /* only read from: a write */
+  f->stored[k] = false;                /* until the bytes are all there */
+  int rc = move_lines_direct(&s, 0, b.lines, true);
+  if (rc == 0) {
+    f->sums[k] = tarn__checksum(src, size);
+    f->stored[k] = true;
   }
   return rc;
 }
@@ -411,14 +472,18 @@ static void tile_release(void *ctx) {
   free(t);
 }
 
-/* Makes tile (ti, tj) of `a` (opened over `f`) a ref read from the file,
- * in place of the empty one tarn__matrix_new made. */
-static int open_tile(tarn_matrix *a, struct backing_file *f, size_t ti,
+/* Makes tile (ti, tj) of `a` (over `f`) a ref read from the file (and
+ * stored in it, for a created file), in place of the empty one
+ * tarn__matrix_new made. */
+static int file_tile(tarn_matrix *a, struct backing_file *f, size_t ti,
                      size_t tj) {
   struct tile_source *t = malloc(sizeof *t);
   if (t == NULL) return TARN_ENOMEM;
   *t = (struct tile_source){f, ti, tj};
-  tarn_source src = {.read = tile_read, .release = tile_release, .ctx = t};
+  tarn_source src = {.read = tile_read,
+                     .release = tile_release,
+                     .ctx = t,
+                     .write = f->replace != NULL ? tile_write : NULL};
   tarn_ref **slot = &a->tiles[ti + tj * a->mt], *r = NULL;
   atomic_fetch_add(&f->users, 1);
   int rc =
@@ -431,6 +496,36 @@ static int open_tile(tarn_matrix *a, struct backing_file *f, size_t ti,
   tarn_ref_release(*slot);
   *slot = r;
   return 0;
+}
+
+/* The matrix of f's header over the file `f` (its fd and header set): a
+ * new matrix whose tiles are sources of it. Drops the caller's use of
+ * `f` (the tiles keep it). */
+static int file_matrix(tarn_rt *rt, struct backing_file *f, size_t mb,
+                       size_t nb, tarn_matrix **out) {
+  tarn_matrix *a = NULL;
+  int rc = tarn__matrix_new(rt, f->h.rows, f->h.cols, mb, nb, &a);
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(rt));
+  if (rc == 0 && limit > 0 && a->mb * a->nb * sizeof(double) > limit)
+    rc = TARN_ENOMEM; /* no tile could ever be read */
+  if (rc == 0) {
+    f->mb = a->mb;
+    f->nb = a->nb;
+    f->mt = a->mt;
+    if (f->replace != NULL) {
+      f->sums = calloc(a->mt * a->nt, sizeof *f->sums);
+      f->stored = calloc(a->mt * a->nt, sizeof *f->stored);
+      if (f->sums == NULL || f->stored == NULL) rc = TARN_ENOMEM;
+      a->file = f;
+    }
+  }
+  for (size_t tj = 0; rc == 0 && tj < a->nt; tj++)
+    for (size_t ti = 0; rc == 0 && ti < a->mt; ti++)
+      rc = file_tile(a, f, ti, tj);
+  if (rc != 0) tarn_matrix_destroy(a);
+  backing_drop(f);
+  if (rc == 0) *out = a;
+  return rc;
 }
 
 int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb, size_t nb,
@@ -446,23 +541,86 @@ int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb, size_t nb,
     free(f);
     return rc;
   }
-  tarn_matrix *a = NULL;
   rc = tarn__file_stamp_get(f->fd, &f->stamp);
   if (rc == 0) rc = read_header(f->fd, size, &f->h);
-  if (rc == 0) rc = tarn__matrix_new(rt, f->h.rows, f->h.cols, mb, nb, &a);
-  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(rt));
-  if (rc == 0 && limit > 0 && a->mb * a->nb * sizeof(double) > limit)
-    rc = TARN_ENOMEM; /* no tile could ever be read */
-  if (rc == 0) {
-    f->mb = a->mb;
-    f->nb = a->nb;
+  if (rc != 0) {
+    backing_drop(f);
+    return rc;
   }
-  for (size_t tj = 0; rc == 0 && tj < a->nt; tj++)
-    for (size_t ti = 0; rc == 0 && ti < a->mt; ti++)
-      rc = open_tile(a, f, ti, tj);
-  if (rc != 0) tarn_matrix_destroy(a);
-  backing_drop(f); /* the tiles keep it open */
-  if (rc == 0) *out = a;
+  return file_matrix(rt, f, mb, nb, out);
+}
+
+int tarn_matrix_create_file(tarn_rt *rt, const char *path, size_t m, size_t n,
+                            size_t mb, size_t nb, tarn_matrix **out) {
+  if (rt == NULL || path == NULL || path[0] == '\0' || out == NULL || m == 0 ||
+      n == 0 || mb == 0 || nb == 0 || m > UINT64_MAX / 8 / n)
+    return TARN_EINVAL;
+  struct backing_file *f = calloc(1, sizeof *f);
+  if (f == NULL) return TARN_ENOMEM;
+  atomic_init(&f->users, 1);
+  size_t len = strlen(path) + 1;
+  f->path = malloc(len);
+  if (f->path != NULL) memcpy(f->path, path, len);
+  f->replace = malloc(sizeof *f->replace);
+  if (f->path == NULL || f->replace == NULL) {
+    free(f->path);
+    free(f->replace);
+    free(f);
+    return TARN_ENOMEM;
+  }
+  unsigned char header[128];
+  size_t hl = tarn__npy_format(header, sizeof header, m, n, HOST_BIG_ENDIAN);
+  f->h = (tarn__npy){.rows = m,
+                     .cols = n,
+                     .item = 8,
+                     .big_endian = HOST_BIG_ENDIAN,
+                     .fortran_order = true,
+                     .data_offset = hl,
+                     .data_bytes = (uint64_t)m * n * 8};
+  int rc = tarn__file_replace_begin(f->path, f->replace);
+  if (rc != 0) {
+    f->replace->temp[0] = '\0'; /* nothing was made */
+    f->replace->fd = -1;
+    backing_drop(f);
+    return rc;
+  }
+  f->fd = f->replace->fd;
+  /* The whole file's space first: a full disk is found now, and a tile's
+   * store later never finds one. Unwritten tiles read as zeros. */
+  rc = tarn__file_reserve(f->fd, hl + f->h.data_bytes);
+  if (rc == 0) rc = tarn__file_write_at(f->fd, header, hl, 0);
+  if (rc != 0) {
+    backing_drop(f);
+    return rc;
+  }
+  return file_matrix(rt, f, mb, nb, out);
+}
+
+static int k_flush_tile(tarn_task *t, void *arg) {
+  (void)t;
+  return tarn_ref_flush(arg);
+}
+
+int tarn_matrix_commit_file(tarn_matrix *a) {
+  if (a == NULL || a->file == NULL) return TARN_EINVAL;
+  struct backing_file *f = a->file;
+  /* Every tile the file does not hold yet, stored once its writers are
+   * done: a task each, ordered after them without reading the tile. */
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(a->rt, &region);
+  if (rc != 0) return rc;
+  for (size_t k = 0; rc == 0 && k < a->mt * a->nt; k++) {
+    tarn_dep dep = {a->tiles[k], TARN_AFTER};
+    tarn_task_desc d = {
+        .fn = k_flush_tile, .arg = a->tiles[k], .deps = &dep, .ndeps = 1};
+    rc = tarn_task_submit(a->rt, &d);
+  }
+  int wrc = tarn_region_wait(region, NULL);
+  if (rc == 0) rc = wrc;
+  if (rc == 0) rc = tarn__file_replace_publish(f->replace);
+  if (f->replace->temp[0] != '\0') return rc; /* not in place: kept */
+  f->committed = true; /* in place, whatever the directory's flush said */
+  tarn_matrix_destroy(a);
   return rc;
 }
 

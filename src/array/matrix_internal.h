@@ -27,6 +27,9 @@ struct tarn_matrix {
   size_t mb, nb; /* tile size, clamped to the matrix */
   size_t mt, nt; /* tiles down and across */
   tarn_ref **tiles;
+  /* The file a matrix made by tarn_matrix_create_file lives in (its
+   * tiles' sources hold it; matrix_file.c's), else NULL. */
+  void *file;
 };
 
 /* Rows of tile row ti, columns of tile column tj. */

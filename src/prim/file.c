@@ -162,7 +162,7 @@ int tarn__file_replace_begin(const char *path, tarn__file_replace *r) {
     int rc = temporary_name(path, r->temp, sizeof r->temp);
     if (rc != 0) return rc;
     /* 0666 less the umask, as any program's new file. */
-    r->fd = open(r->temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    r->fd = open(r->temp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (r->fd >= 0) return 0;
     if (errno != EEXIST) return tarn__status_of_errno(errno);
   }
@@ -211,8 +211,15 @@ int tarn__file_replace_commit(tarn__file_replace *r) {
   return sync_directory(r->path);
 }
 
+int tarn__file_replace_publish(tarn__file_replace *r) {
+  if (fdatasync(r->fd) != 0) return tarn__status_of_errno(errno);
+  if (rename(r->temp, r->path) != 0) return tarn__status_of_errno(errno);
+  r->temp[0] = '\0';
+  return sync_directory(r->path);
+}
+
 void tarn__file_replace_abort(tarn__file_replace *r) {
   if (r->fd >= 0) close(r->fd);
   r->fd = -1;
-  unlink(r->temp);
+  if (r->temp[0] != '\0') unlink(r->temp);
 }

@@ -221,9 +221,9 @@ int tarn__file_writev_at(int fd, struct iovec *iov, size_t count,
  * with O_EXCL, mode 0666 less the umask) that becomes `path` only once
  * complete and on the disk. */
 typedef struct tarn__file_replace {
-  int fd;           /* the new file, open for writing */
+  int fd;           /* the new file, open for reading and writing */
   const char *path; /* the caller's, kept until commit or abort */
-  char temp[4096];  /* the new file's name until then */
+  char temp[4096];  /* the new file's name until then ("" once renamed) */
 } tarn__file_replace;
 
 /* Makes the new file. Returns 0, or a status (TARN_ENOENT when the
@@ -242,7 +242,16 @@ int tarn__file_reserve(int fd, uint64_t bytes);
  * in place. Either way the replace is over. */
 int tarn__file_replace_commit(tarn__file_replace *r);
 
-/* Closes and removes the new file; `path` is as it was. */
+/* As tarn__file_replace_commit, but the new file stays open (r->fd) and
+ * nothing is removed on a failure: before the rename (r->temp still
+ * names the new file) `path` is as it was and the new file is whole,
+ * short of what the failed flush lost; a failure to flush the directory
+ * after it is returned with r->temp "" and the new file in place. For a
+ * file whose contents live on in the caller. */
+int tarn__file_replace_publish(tarn__file_replace *r);
+
+/* Closes and removes the new file (unless it was renamed into place);
+ * `path` is as it was. */
 void tarn__file_replace_abort(tarn__file_replace *r);
 
 #endif

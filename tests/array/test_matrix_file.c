@@ -1175,8 +1175,172 @@ static void a_factorisation_reads_only_the_tiles_it_uses(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* ---- matrices created in a file ----------------------------------------- */
+
+/* The one temporary file in dir, into out; false when there is none. */
+static bool the_temporary(char *out, size_t size) {
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  bool found = false;
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    if (strstr(e->d_name, ".tarn-") != NULL) {
+      snprintf(out, size, "%s/%s", dir, e->d_name);
+      found = true;
+    }
+  closedir(d);
+  return found;
+}
+
+/* A created matrix lives in a temporary file beside its path until the
+ * commit puts it in place; under a limit its written tiles go to that
+ * file, never to the spill file; tiles never written are zeros; a matrix
+ * destroyed without a commit leaves nothing, and an old file at the path
+ * as it was. */
+static void a_created_file_holds_the_matrix_once_committed(void **state) {
+  (void)state;
+  char path[128], temp[512], input[128];
+  in_dir(path, sizeof path, "c.npy");
+  values_file(in_dir(input, sizeof input, "v.npy"), NM, NN, true);
+  for (int limited = 0; limited < 2; limited++) {
+    unlink(path); /* the first round's commit */
+    size_t limit = limited ? NM * NN * sizeof(double) / 4 : 0;
+    tarn_rt *rt = test_rt(2, limit);
+    tarn_matrix *v = NULL, *c = NULL; /* v opened: nothing of it spills */
+    assert_int_equal(tarn_matrix_open_file(rt, input, 64, 50, &v), 0);
+    assert_int_equal(tarn_matrix_create_file(rt, path, NM, NN, 64, 50, &c), 0);
+    assert_true(the_temporary(temp, sizeof temp));
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(tarn_matrix_axpb(v, 1.0, 0.0, &c), 0); /* c = v */
+    assert_holds_values(c, NM, NN, false);
+    tarn_pool_stats s = pool_stats(rt);
+    if (limited) {
+      assert_true(s.source_writes > 0);
+      assert_int_equal(s.bytes_written, 0);
+      assert_true(s.resident_peak <= limit);
+    }
+    assert_int_equal(tarn_matrix_commit_file(c), 0);
+    assert_false(the_temporary(temp, sizeof temp));
+    tarn_matrix *back = NULL;
+    assert_int_equal(tarn_matrix_from_file(rt, path, 32, 32, &back), 0);
+    assert_holds_values(back, NM, NN, false);
+    tarn_matrix_destroy(back);
+    tarn_matrix_destroy(v);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+
+  /* Never written: zeros. Not committed: nothing left, the old file
+   * (the values, from above) as it was. */
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *z = NULL, *c = NULL;
+  assert_int_equal(tarn_matrix_create_file(rt, path, 30, 20, 8, 8, &z), 0);
+  double v = 1, sum = 1;
+  assert_int_equal(tarn_matrix_get(z, 29, 19, &v), 0);
+  assert_true(v == 0.0);
+  assert_int_equal(tarn_matrix_sum(z, &sum), 0);
+  assert_true(sum == 0.0);
+  tarn_matrix_destroy(z);
+  assert_false(the_temporary(temp, sizeof temp));
+  assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &c), 0);
+  assert_holds_values(c, NM, NN, false);
+  tarn_matrix_destroy(c);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A commit that fails (a store, the flush, a failed writer) keeps the
+ * matrix and its temporary file, and the old file at the path: a second
+ * commit then puts the matrix in place. A tile whose bytes on the disk
+ * changed is TARN_EIO, not wrong elements. Bad arguments and a disk too
+ * small are refused at once. */
+static void a_failed_commit_keeps_the_matrix(void **state) {
+  (void)state;
+  char path[128], temp[512];
+  in_dir(path, sizeof path, "c.npy");
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *v = values_matrix(rt, NM, NN, 64, 50), *c = NULL;
+  assert_int_equal(tarn_matrix_create_file(rt, path, NM, NN, 64, 50, &c), 0);
+  assert_int_equal(tarn_matrix_axpb(v, 1.0, 0.0, &c), 0);
+  atomic_store(&fail_errno, EIO);
+  atomic_store(&write_fails_at, 3); /* a store of the commit's */
+  assert_int_equal(tarn_matrix_commit_file(c), TARN_EIO);
+  atomic_store(&write_fails_at, 0);
+  atomic_store(&fdatasync_fails_at, 1);
+  assert_int_equal(tarn_matrix_commit_file(c), TARN_EIO);
+  atomic_store(&fdatasync_fails_at, 0);
+  assert_true(the_temporary(temp, sizeof temp));
+  assert_int_equal(access(path, F_OK), -1);
+  assert_holds_values(c, NM, NN, false);
+  assert_int_equal(tarn_matrix_commit_file(c), 0);
+  tarn_matrix *back = NULL;
+  assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &back), 0);
+  assert_holds_values(back, NM, NN, false);
+  tarn_matrix_destroy(back);
+
+  /* A writer failed: nothing is committed. */
+  assert_int_equal(tarn_matrix_create_file(rt, path, NM, NN, 64, 50, &c), 0);
+  test_fail_first_tile(rt, c);
+  assert_int_equal(tarn_matrix_commit_file(c), TARN_ECANCELED);
+  tarn_matrix_destroy(c);
+  assert_false(the_temporary(temp, sizeof temp));
+  assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &back), 0);
+  assert_holds_values(back, NM, NN, false); /* the file committed before */
+  tarn_matrix_destroy(back);
+  tarn_matrix_destroy(v);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+
+  /* Stored, dropped, then changed on the disk: TARN_EIO when read back.
+   * A limit of two tiles: the second sum reads most tiles from the file,
+   * each with its first element changed. */
+  rt = test_rt(2, 64u << 10);
+  assert_int_equal(tarn_matrix_create_file(rt, path, NM, NN, 64, 50, &c), 0);
+  assert_int_equal(tarn_matrix_axpb(c, 0.0, 3.0, &c), 0); /* all 3 */
+  double sum = 0;
+  assert_int_equal(tarn_matrix_sum(c, &sum), 0);
+  assert_true(sum == 3.0 * NM * NN);
+  assert_true(the_temporary(temp, sizeof temp));
+  int fd = open(temp, O_WRONLY);
+  assert_true(fd >= 0);
+  double bad = 4.0;
+  for (size_t j = 0; j < NN; j += 50)
+    for (size_t i = 0; i < NM; i += 64)
+      assert_int_equal(pwrite(fd, &bad, sizeof bad, 128 + 8 * (j * NM + i)), 8);
+  assert_int_equal(close(fd), 0);
+  assert_int_equal(tarn_matrix_sum(c, &sum), TARN_EIO);
+  tarn_matrix_destroy(c);
+
+  /* Refused at once. */
+  char nowhere[160];
+  snprintf(nowhere, sizeof nowhere, "%s/none/c.npy", dir);
+  assert_int_equal(tarn_matrix_create_file(rt, nowhere, 8, 8, 8, 8, &c),
+                   TARN_ENOENT);
+  assert_int_equal(tarn_matrix_create_file(rt, "", 8, 8, 8, 8, &c),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_create_file(rt, path, 0, 8, 8, 8, &c),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_create_file(rt, path, 600, 600, 600, 600, &c),
+                   TARN_ENOMEM); /* a tile over the limit */
+  struct rlimit was;
+  assert_int_equal(getrlimit(RLIMIT_FSIZE, &was), 0);
+  void (*handler)(int) = signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = {64 * 1024, was.rlim_max};
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+  int rc = tarn_matrix_create_file(rt, path, NM, NN, 64, 50, &c);
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &was), 0);
+  signal(SIGXFSZ, handler);
+  assert_int_equal(rc, TARN_ENOSPC);
+  assert_false(the_temporary(temp, sizeof temp));
+  assert_int_equal(tarn_matrix_commit_file(NULL), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_commit_file(v = values_matrix(rt, 8, 8, 8, 8)),
+                   TARN_EINVAL);
+  tarn_matrix_destroy(v);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(
+          a_created_file_holds_the_matrix_once_committed, setup, teardown),
+      cmocka_unit_test_setup_teardown(a_failed_commit_keeps_the_matrix, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(opened_matrices_read_tiles_when_used,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(a_file_changed_in_place_is_estale, setup,

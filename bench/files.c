@@ -47,6 +47,9 @@ enum {
   SUM_LOADED,
   SUM_OPENED,
   SUM_PLAIN,
+  MAP_SAVED,
+  MAP_CREATED,
+  MAP_PLAIN,
   ROW_COUNT
 };
 
@@ -59,7 +62,10 @@ static const char *const row_names[ROW_COUNT] = {
     "read (fresh buffer)",
     "sum under a limit (load + sum)",
     "sum under a limit (open + sum)",
-    "sum (read, 4 MiB buffer)"};
+    "sum (read, 4 MiB buffer)",
+    "2A+1 to a file under a limit (compute + save)",
+    "2A+1 to a file under a limit (create + commit)",
+    "2A+1 to a file (read, compute, write + fdatasync, 4 MiB buffer)"};
 
 /* The plain loop's buffer. */
 #define SUM_BUFFER ((size_t)4 << 20)
@@ -73,7 +79,7 @@ struct ctx {
   double *sum_buf; /* the plain loop's */
   tarn_matrix *a;
   double *buf; /* A's elements, column-major: what the plain calls move */
-  char npy[4200], c_npy[4200], plain[4200];
+  char npy[4200], c_npy[4200], plain[4200], out_npy[4200];
 };
 
 static int tarn_failed(const char *what, int status) {
@@ -128,6 +134,7 @@ static int open_size(struct ctx *c, const bench_run *run, tarn_rt *rt,
   snprintf(c->npy, sizeof c->npy, "%s/a.npy", dir);
   snprintf(c->c_npy, sizeof c->c_npy, "%s/c.npy", dir);
   snprintf(c->plain, sizeof c->plain, "%s/plain", dir);
+  snprintf(c->out_npy, sizeof c->out_npy, "%s/out.npy", dir);
   c->buf = bench_buffer_alloc(c->bytes);
   if (c->buf == NULL) {
     fprintf(stderr, "tarn bench: files: out of memory for N=%zu\n", n);
@@ -160,6 +167,7 @@ static void close_size(struct ctx *c) {
   unlink(c->npy);
   unlink(c->c_npy);
   unlink(c->plain);
+  unlink(c->out_npy);
 }
 
 /* Loads `path` and, once (`check`), compares it with A element for
@@ -254,6 +262,71 @@ static int plain_sum(struct ctx *c, double *s) {
   return 0;
 }
 
+/* 2A + 1 for the opened file A written to the file c->out_npy under the
+ * limited runtime's limit: computed into a new matrix then saved, or into
+ * a matrix created in the file then committed. With `check` (once), the
+ * file's sum must be 2 sum(A) + N^2, to rounding. */
+static int limited_result(struct ctx *c, bool created, int check, double *s) {
+  tarn_matrix *a = NULL, *r = NULL;
+  uint64_t t0 = bench_now_ns();
+  int rc = tarn_matrix_open_file(c->limited, c->npy, c->b, c->b, &a);
+  if (rc == 0 && created)
+    rc = tarn_matrix_create_file(c->limited, c->out_npy, c->n, c->n, c->b, c->b,
+                                 &r);
+  if (rc == 0) rc = tarn_matrix_axpb(a, 2.0, 1.0, &r);
+  if (rc == 0)
+    rc = created ? tarn_matrix_commit_file(r)
+                 : tarn_matrix_to_file(r, c->out_npy);
+  if (rc == 0 && created) r = NULL; /* committed: gone */
+  *s = (double)(bench_now_ns() - t0) * 1e-9;
+  tarn_matrix_destroy(r);
+  tarn_matrix_destroy(a);
+  if (rc != 0)
+    return tarn_failed(created ? "create + commit" : "compute + save", rc);
+  if (!check) return 0;
+  double sum = 0, want = 2 * c->sum + (double)c->n * (double)c->n;
+  rc = tarn_matrix_open_file(c->rt, c->out_npy, c->b, c->b, &r);
+  if (rc == 0) rc = tarn_matrix_sum(r, &sum);
+  tarn_matrix_destroy(r);
+  if (rc != 0) return tarn_failed("sum of the result", rc);
+  if (!(fabs(sum - want) <= 1e-9 * want)) {
+    fprintf(stderr, "tarn bench: files: 2A+1 sums to %.17g, not %.17g\n", sum,
+            want);
+    return 1;
+  }
+  return 0;
+}
+
+/* The plain loop: the .npy file read through a 4 MiB buffer, 2x + 1
+ * computed in place, written to the output at the same offsets (the
+ * header copied), flushed. */
+static int plain_result(struct ctx *c, double *s) {
+  uint64_t t0 = bench_now_ns();
+  int in = open(c->npy, O_RDONLY | O_CLOEXEC);
+  int out = open(c->out_npy, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int failed = in < 0 || out < 0;
+  off_t data = failed ? 0 : lseek(in, 0, SEEK_END) - (off_t)c->bytes;
+  char head[4096];
+  failed = failed || data <= 0 || (size_t)data > sizeof head ||
+           pread(in, head, (size_t)data, 0) != data ||
+           pwrite(out, head, (size_t)data, 0) != data;
+  for (off_t at = data; !failed && at < data + (off_t)c->bytes;) {
+    size_t want = (size_t)(data + (off_t)c->bytes - at);
+    if (want > SUM_BUFFER) want = SUM_BUFFER;
+    ssize_t got = pread(in, c->sum_buf, want, at);
+    failed = got != (ssize_t)want;
+    for (size_t k = 0; !failed && k < want / 8; k++)
+      c->sum_buf[k] = 2 * c->sum_buf[k] + 1;
+    failed = failed || pwrite(out, c->sum_buf, want, at) != (ssize_t)want;
+    at += (off_t)want;
+  }
+  failed = failed || fdatasync(out) != 0;
+  if (in >= 0) close(in);
+  if (out >= 0) failed |= close(out) != 0;
+  *s = (double)(bench_now_ns() - t0) * 1e-9;
+  return failed ? sys_failed("cannot compute 2A+1 into", c->out_npy) : 0;
+}
+
 /* One sample of every row, in turn; sample 0 (the warm-up) also checks
  * what the loads read. */
 static int sample(struct ctx *c, size_t i, double t[ROW_COUNT]) {
@@ -266,12 +339,16 @@ static int sample(struct ctx *c, size_t i, double t[ROW_COUNT]) {
          plain_read(c, false, &t[READ]) ||
          plain_read(c, true, &t[READ_FRESH]) ||
          limited_sum(c, false, &t[SUM_LOADED]) ||
-         limited_sum(c, true, &t[SUM_OPENED]) || plain_sum(c, &t[SUM_PLAIN]);
+         limited_sum(c, true, &t[SUM_OPENED]) || plain_sum(c, &t[SUM_PLAIN]) ||
+         limited_result(c, false, i == 0, &t[MAP_SAVED]) ||
+         limited_result(c, true, i == 0, &t[MAP_CREATED]) ||
+         plain_result(c, &t[MAP_PLAIN]);
 }
 
 /* The row's name at size n into name (size 160). */
 static void row_name(char *name, size_t n, int r) {
-  if (r == WRITE || r == READ || r == READ_FRESH || r == SUM_PLAIN)
+  if (r == WRITE || r == READ || r == READ_FRESH || r == SUM_PLAIN ||
+      r == MAP_PLAIN)
     snprintf(name, 160, "files/plain/N=%zu/%s", n, row_names[r]);
   else
     snprintf(name, 160, "files/tarn/N=%zu (block %zu)/%s", n,
@@ -340,6 +417,10 @@ int bench_files(bench_run *run) {
     bench_size_goal(sizes[k], "load", "tarn / fresh read (MB/s)",
                     bench_ratio(mbps[k][LOAD], mbps[k][READ_FRESH]), "x", 0,
                     0.8);
+    bench_size_goal(sizes[k], "2A+1 to a file under a limit",
+                    "create + commit / compute + save",
+                    bench_ratio(mbps[k][MAP_CREATED], mbps[k][MAP_SAVED]), "x",
+                    0, 1.25);
     bench_size_goal(sizes[k], "sum under a limit", "open + sum / load + sum",
                     bench_ratio(mbps[k][SUM_OPENED], mbps[k][SUM_LOADED]), "x",
                     0, 2.0);

@@ -2,7 +2,8 @@
 # The benchmark suites of array, stencil, linalg and files at small sizes,
 # run as README's first command runs them: each suite checks tarn's results
 # against its C loop or LAPACKE (files: the matrices loaded against the
-# one saved, the sums of the loaded and opened ones against its sum) before
+# one saved, the sums of the loaded and opened ones against its sum, the
+# file of 2A+1 against 2 sum(A) + N^2) before
 # it measures, and exits non-zero on a difference. N=600 is 2 x 2 tiles of 300 (BENCH.md's tiling rule), so the
 # multi-tile paths run too. No figure is judged: goals met or not, the run
 # passes; only a failed check, a crash or a missing row fails it.
@@ -52,6 +53,8 @@ suite files "files/tarn/N=100 (block 100)/save (.npy)" \
   "files/plain/N=600/write + fdatasync" \
   "files/tarn/N=600 (block 300)/sum under a limit (load + sum)" \
   "files/tarn/N=600 (block 300)/sum under a limit (open + sum)" \
-  "files/plain/N=600/sum (read, 4 MiB buffer)"
+  "files/plain/N=600/sum (read, 4 MiB buffer)" \
+  "files/tarn/N=600 (block 300)/2A+1 to a file under a limit (compute + save)" \
+  "files/tarn/N=600 (block 300)/2A+1 to a file under a limit (create + commit)"
 
 finish "array, stencil, linalg and files suites ran and checked their results"

@@ -157,7 +157,8 @@ static int open_size(struct ctx *c, const bench_run *run, tarn_rt *rt,
   if (rc != 0) return tarn_failed("tarn_matrix_rand", rc);
   tarn_rt_options o;
   rc = bench_rt_options(run, &o);
-  size_t tile = c->b * c->b * sizeof(double);
+  /* A task of 2A+1 pins two tiles, each rounded up to whole pages. */
+  size_t tile = (c->b * c->b * sizeof(double) + 65535) / 65536 * 65536;
   o.pool.mem_limit = c->bytes / 4 > 2 * tile ? c->bytes / 4 : 2 * tile;
   o.pool.spill_dir = bench_spill_dir();
   if (rc == 0) rc = tarn_rt_create(&o, &c->limited);

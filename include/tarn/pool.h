@@ -246,6 +246,17 @@ TARN_API int tarn_ref_create_from(tarn_pool *pool, size_t size,
  * on a dead ref. Thread-safe. */
 TARN_API int tarn_ref_flush(tarn_ref *ref);
 
+/* tarn_ref_flush in two steps, for a caller that stores the bytes itself
+ * (several objects in one call, say). Returns 1 with the object pinned and
+ * its address in *data when its home does not hold its current bytes; 0
+ * when it does (nothing pinned); the errors of tarn_ref_flush. After a 1,
+ * the caller stores the bytes where source->read finds them and calls
+ * tarn_ref_flush_end with the status of that store: 0 makes the home the
+ * object's copy again, an error leaves it as it was; either way it unpins.
+ * Thread-safe. */
+TARN_API int tarn_ref_flush_begin(tarn_ref *ref, void **data);
+TARN_API int tarn_ref_flush_end(tarn_ref *ref, int status);
+
 /* Hands `object` of `size` bytes and `kind` to the pool as a new ref with
  * one reference; the pool frees it with kind->free. On failure the object
  * stays the caller's. Returns as tarn_ref_alloc, and TARN_EINVAL for a NULL

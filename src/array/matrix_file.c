@@ -66,6 +66,8 @@ struct band {
   size_t rows;            /* the tiles' rows (C order: all the same) */
   uint64_t first;         /* the array index of line 0's first element */
   uint64_t stride;        /* array elements from a line to the next */
+  const tarn_matrix *a;   /* the matrix (NULL for a tile's band of one) */
+  size_t across, t0;      /* tile k is tile t0 + k along tile line `across` */
 };
 
 /* A band task's job and its tiles' memory, shared by ranges of lines. */
@@ -252,7 +254,13 @@ static void band_of(const tarn_matrix *a, const tarn__npy *h, int fd,
                     size_t across, size_t t0, size_t count, tarn_access mode,
                     struct band *b, tarn_dep *deps) {
   bool fortran = h->fortran_order;
-  *b = (struct band){.fd = fd, .h = h, .fortran = fortran, .count = count};
+  *b = (struct band){.fd = fd,
+                     .h = h,
+                     .fortran = fortran,
+                     .count = count,
+                     .a = a,
+                     .across = across,
+                     .t0 = t0};
   for (size_t k = 0; k < count; k++) {
     size_t ti = fortran ? t0 + k : across, tj = fortran ? across : t0 + k;
     b->piece[k] = fortran ? tarn__tile_rows(a, ti) : tarn__tile_cols(a, tj);
@@ -268,6 +276,13 @@ static void band_of(const tarn_matrix *a, const tarn__npy *h, int fd,
     b->first = (uint64_t)across * a->mb * a->n + t0 * a->nb;
     b->stride = a->n;
   }
+}
+
+/* The index in a->tiles of band b's tile q. */
+static size_t band_tile_index(const struct band *b, size_t q) {
+  size_t ti = b->fortran ? b->t0 + q : b->across;
+  size_t tj = b->fortran ? b->across : b->t0 + q;
+  return ti + tj * b->a->mt;
 }
 
 /* Runs fn on every band of `a` (its tiles accessed with `mode`) against
@@ -596,27 +611,64 @@ int tarn_matrix_create_file(tarn_rt *rt, const char *path, size_t m, size_t n,
   return file_matrix(rt, f, mb, nb, out);
 }
 
-static int k_flush_tile(tarn_task *t, void *arg) {
+/* The commit's task for a band of a created file's tiles (accessed
+ * TARN_AFTER: none is pinned or read back for it): the tiles the file
+ * does not hold yet are stored, all of the band's lines in as few calls
+ * as the file's layout allows when every tile needs it (a matrix never
+ * pushed out of memory), else tile by tile. */
+static int k_commit_band(tarn_task *t, void *arg) {
   (void)t;
-  return tarn_ref_flush(arg);
+  const struct band *b = arg;
+  struct backing_file *f = b->a->file;
+  tarn_ref *ref[BAND_MAX];
+  void *data[BAND_MAX];
+  size_t needed = 0, k = 0;
+  int rc = 0;
+  for (; k < b->count; k++) {
+    ref[k] = b->a->tiles[band_tile_index(b, k)];
+    data[k] = NULL;
+    int r = tarn_ref_flush_begin(ref[k], &data[k]);
+    if (r < 0) {
+      rc = r;
+      break;
+    }
+    needed += r == 1;
+  }
+  if (rc == 0 && needed == b->count) {
+    struct band_share s = {.b = b};
+    for (size_t q = 0; q < b->count; q++) {
+      s.tile[q] = data[q];
+      f->stored[band_tile_index(b, q)] = false; /* until all are there */
+    }
+    rc = move_lines_direct(&s, 0, b->lines, true);
+    for (size_t q = 0; rc == 0 && q < b->count; q++) {
+      size_t at = band_tile_index(b, q);
+      f->sums[at] = tarn__checksum(data[q], tarn_ref_size(ref[q]));
+      f->stored[at] = true;
+    }
+    for (size_t q = 0; q < b->count; q++) tarn_ref_flush_end(ref[q], rc);
+    return rc;
+  }
+  for (size_t q = 0; q < k; q++) { /* the tiles begun, one by one */
+    if (data[q] == NULL) continue;
+    int r = rc;
+    if (r == 0) {
+      size_t at = band_tile_index(b, q);
+      struct tile_source ts = {f, at % f->mt, at / f->mt};
+      r = tile_write(&ts, data[q], tarn_ref_size(ref[q]));
+      if (r != 0) rc = r;
+    }
+    tarn_ref_flush_end(ref[q], r);
+  }
+  return rc;
 }
 
 int tarn_matrix_commit_file(tarn_matrix *a) {
   if (a == NULL || a->file == NULL) return TARN_EINVAL;
   struct backing_file *f = a->file;
   /* Every tile the file does not hold yet, stored once its writers are
-   * done: a task each, ordered after them without reading the tile. */
-  tarn_region *region = NULL;
-  int rc = tarn_region_begin(a->rt, &region);
-  if (rc != 0) return rc;
-  for (size_t k = 0; rc == 0 && k < a->mt * a->nt; k++) {
-    tarn_dep dep = {a->tiles[k], TARN_AFTER};
-    tarn_task_desc d = {
-        .fn = k_flush_tile, .arg = a->tiles[k], .deps = &dep, .ndeps = 1};
-    rc = tarn_task_submit(a->rt, &d);
-  }
-  int wrc = tarn_region_wait(region, NULL);
-  if (rc == 0) rc = wrc;
+   * done: a task per band, ordered after them without reading a tile. */
+  int rc = each_band(a, k_commit_band, TARN_AFTER, f->fd, &f->h);
   if (rc == 0) rc = tarn__file_replace_publish(f->replace);
   if (f->replace->temp[0] != '\0') return rc; /* not in place: kept */
   f->committed = true; /* in place, whatever the directory's flush said */

@@ -1428,8 +1428,9 @@ int tarn_ref_escape(tarn_ref *r, uint64_t timeout_ns, void **data) {
   return tarn_ref_unpin(r);
 }
 
-int tarn_ref_flush(tarn_ref *r) {
+int tarn_ref_flush_begin(tarn_ref *r, void **data) {
   if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
+  if (data == NULL) return TARN_EINVAL;
   tarn_pool *p = r->pool;
   pthread_mutex_lock(&p->lock);
   int rc = 0;
@@ -1449,22 +1450,41 @@ int tarn_ref_flush(tarn_ref *r) {
     /* SPILLED: the source holds it. An escaped object may have changed
      * whatever its flags say. */
     if (r->state != RESIDENT || (!r->escaped && is_clean(r))) break;
-    /* Written since it was stored: store it now, pinned so that no
-     * eviction takes it meanwhile. */
+    /* Written since it was stored: pinned, so that no eviction takes it
+     * while the caller stores it. */
     atomic_fetch_add(&r->pinword, 1);
-    pthread_mutex_unlock(&p->lock);
-    uint64_t ns = 0;
-    rc = store_in_source(r, &ns);
-    pthread_mutex_lock(&p->lock);
-    if (rc == 0) {
-      stored_in_source(p, r, ns);
-      if (!r->escaped) atomic_fetch_or(&r->pinword, CLEAN);
-    }
-    pthread_mutex_unlock(&p->lock);
-    tarn_ref_unpin(r);
-    return rc;
+    *data = r->data;
+    rc = 1;
+    break;
   }
   pthread_mutex_unlock(&p->lock);
+  return rc;
+}
+
+int tarn_ref_flush_end(tarn_ref *r, int status) {
+  if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
+  tarn_pool *p = r->pool;
+  pthread_mutex_lock(&p->lock);
+  if (status == 0) {
+    stored_in_source(p, r, 0);
+    if (!r->escaped) atomic_fetch_or(&r->pinword, CLEAN);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return tarn_ref_unpin(r);
+}
+
+int tarn_ref_flush(tarn_ref *r) {
+  void *data = NULL;
+  int rc = tarn_ref_flush_begin(r, &data);
+  if (rc <= 0) return rc;
+  uint64_t ns = 0;
+  rc = store_in_source(r, &ns);
+  if (rc == 0) {
+    pthread_mutex_lock(&r->pool->lock);
+    r->pool->source_write_ns += ns;
+    pthread_mutex_unlock(&r->pool->lock);
+  }
+  tarn_ref_flush_end(r, rc);
   return rc;
 }
 

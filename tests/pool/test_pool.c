@@ -1326,6 +1326,22 @@ static void sourced_refs_with_a_home_go_back_to_it(void **state) {
   assert_int_equal(tarn_ref_flush(NULL), TARN_EINVAL);
   tarn_ref_release(c);
   tarn_ref_release(b);
+  /* In two steps, the caller storing the bytes itself. */
+  fill(a, 13);
+  void *bytes = NULL;
+  assert_int_equal(tarn_ref_flush_begin(a, &bytes), 1);
+  memcpy(h.bytes, bytes, h.size);
+  assert_int_equal(tarn_ref_flush_end(a, 0), 0);
+  assert_int_equal(tarn_ref_flush_begin(a, &bytes), 0); /* held: nothing */
+  assert_int_equal(tarn_ref_flush(a), 0);
+  assert_int_equal(atomic_load(&h.writes), 2); /* the pool wrote none */
+  fill(a, 14);
+  assert_int_equal(tarn_ref_flush_begin(a, &bytes), 1);
+  assert_int_equal(tarn_ref_flush_end(a, TARN_EIO), 0); /* a failed store */
+  assert_int_equal(tarn_ref_flush(a), 0);               /* so it is stored */
+  assert_true(home_holds(&h, 14));
+  assert_int_equal(atomic_load(&h.writes), 3);
+  assert_int_equal(tarn_ref_flush_begin(a, NULL), TARN_EINVAL);
   /* A store that fails: the flush says so, the object keeps its bytes,
    * and making room fails with the store's status. */
   fill(a, 12);

@@ -601,7 +601,9 @@ int tarn_matrix_create_file(tarn_rt *rt, const char *path, size_t m, size_t n,
   }
   f->fd = f->replace->fd;
   /* The whole file's space first: a full disk is found now, and a tile's
-   * store later never finds one. Unwritten tiles read as zeros. */
+   * store later finds none (where the file system can claim space; else
+   * a store may fail with TARN_ENOSPC, and the tile stays in memory).
+   * Unwritten tiles read as zeros. */
   rc = tarn__file_reserve(f->fd, hl + f->h.data_bytes);
   if (rc == 0) rc = tarn__file_write_at(f->fd, header, hl, 0);
   if (rc != 0) {

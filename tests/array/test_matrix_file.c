@@ -1201,13 +1201,23 @@ static void a_created_file_holds_the_matrix_once_committed(void **state) {
   char path[128], temp[512], input[128];
   in_dir(path, sizeof path, "c.npy");
   values_file(in_dir(input, sizeof input, "v.npy"), NM, NN, true);
-  for (int limited = 0; limited < 2; limited++) {
-    unlink(path); /* the first round's commit */
-    size_t limit = limited ? NM * NN * sizeof(double) / 4 : 0;
+  /* Without a limit; under a quarter of the matrix; and in tiles of one
+   * page under a limit of 32 of them, so that the commit's bands (an
+   * eighth of the limit: 4 tiles) hold tiles stored before beside tiles
+   * never pushed out. */
+  static const struct {
+    size_t limit, mb, nb;
+  } rounds[] = {
+      {0, 64, 50}, {NM * NN * sizeof(double) / 4, 64, 50}, {128 << 10, 16, 32}};
+  for (size_t round = 0; round < 3; round++) {
+    unlink(path); /* the round before's commit */
+    size_t limit = rounds[round].limit, mb = rounds[round].mb,
+           nb = rounds[round].nb;
+    bool limited = limit > 0;
     tarn_rt *rt = test_rt(2, limit);
     tarn_matrix *v = NULL, *c = NULL; /* v opened: nothing of it spills */
-    assert_int_equal(tarn_matrix_open_file(rt, input, 64, 50, &v), 0);
-    assert_int_equal(tarn_matrix_create_file(rt, path, NM, NN, 64, 50, &c), 0);
+    assert_int_equal(tarn_matrix_open_file(rt, input, mb, nb, &v), 0);
+    assert_int_equal(tarn_matrix_create_file(rt, path, NM, NN, mb, nb, &c), 0);
     assert_true(the_temporary(temp, sizeof temp));
     assert_int_equal(access(path, F_OK), -1);
     assert_int_equal(tarn_matrix_axpb(v, 1.0, 0.0, &c), 0); /* c = v */

@@ -125,12 +125,12 @@ TARN_API int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb,
  * tarn_matrix_to_file writes: format 1.0, the host's float64, Fortran
  * order). Until then the file exists only under a temporary name beside
  * `path` (`path` + ".tarn-" + 16 hexadecimal digits), made here with its
- * whole size claimed on the disk (a full disk is found now, not while
- * tiles are stored). When the pool needs room, a tile written since it
- * was last stored goes to its place in that file, not to the spill file,
- * and is read back from there; so a result larger than the memory limit
- * is written to the disk once, where computing it and then saving it with
- * tarn_matrix_to_file writes it to the spill file, reads it back and
+ * whole size claimed on the disk where the file system can (a full disk
+ * is then found now, not while tiles are stored). When the pool needs room, a
+ * tile written since it was last stored goes to its place in that file, not to
+ * the spill file, and is read back from there; so a result larger than the
+ * memory limit is written to the disk once, where computing it and then saving
+ * it with tarn_matrix_to_file writes it to the spill file, reads it back and
  * writes it again. Each stored tile's checksum is kept and checked when it
  * is read back (TARN_EIO when the bytes on the disk are not those
  * stored). Destroying the matrix without a commit removes the file.

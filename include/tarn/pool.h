@@ -227,11 +227,10 @@ typedef struct tarn_source {
  * spill space. From the first write on it is an ordinary object, unless
  * the source has `write`: then it goes back to the source instead of the
  * spill store, and stays the source's (an escaped object stays in RAM
- * until tarn_ref_flush stores it). The
- * struct is copied; its ctx belongs to the ref from a successful call on
- * (source->release is called when the ref dies). Returns 0 and *ref;
- * TARN_EINVAL for size 0 or a NULL source or read; TARN_ENOMEM (on
- * failure the ctx stays the caller's). */
+ * until tarn_ref_flush stores it). The struct is copied; its ctx belongs
+ * to the ref from a successful call on (source->release is called when
+ * the ref dies). Returns 0 and *ref; TARN_EINVAL for size 0 or a NULL
+ * source or read; TARN_ENOMEM (on failure the ctx stays the caller's). */
 TARN_API int tarn_ref_create_from(tarn_pool *pool, size_t size,
                                   const tarn_source *source, tarn_ref **ref);
 

@@ -351,8 +351,10 @@ typedef struct tarn_pool_stats {
   uint64_t source_reads;
   uint64_t source_bytes_read;
   uint64_t source_read_ns;
-  /* Objects stored through their source's write (at eviction, cleaning or
-   * tarn_ref_flush), the bytes and the time. Not in spills. */
+  /* Objects stored in their home (at eviction, cleaning or a flush, also
+   * by a caller between tarn_ref_flush_begin and _end), the bytes, and the
+   * time of the stores the pool made itself (a caller's is its own). Not
+   * in spills. */
   uint64_t source_writes;
   uint64_t source_bytes_written;
   uint64_t source_write_ns;

@@ -1461,16 +1461,22 @@ int tarn_ref_flush_begin(tarn_ref *r, void **data) {
   return rc;
 }
 
-int tarn_ref_flush_end(tarn_ref *r, int status) {
-  if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
+/* Ends a flush begun by tarn_ref_flush_begin: a store of `status` that
+ * took `ns` (0 when the caller stored the bytes itself). */
+static int flush_end(tarn_ref *r, int status, uint64_t ns) {
   tarn_pool *p = r->pool;
   pthread_mutex_lock(&p->lock);
   if (status == 0) {
-    stored_in_source(p, r, 0);
+    stored_in_source(p, r, ns);
     if (!r->escaped) atomic_fetch_or(&r->pinword, CLEAN);
   }
   pthread_mutex_unlock(&p->lock);
   return tarn_ref_unpin(r);
+}
+
+int tarn_ref_flush_end(tarn_ref *r, int status) {
+  if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
+  return flush_end(r, status, 0);
 }
 
 int tarn_ref_flush(tarn_ref *r) {
@@ -1479,12 +1485,7 @@ int tarn_ref_flush(tarn_ref *r) {
   if (rc <= 0) return rc;
   uint64_t ns = 0;
   rc = store_in_source(r, &ns);
-  if (rc == 0) {
-    pthread_mutex_lock(&r->pool->lock);
-    r->pool->source_write_ns += ns;
-    pthread_mutex_unlock(&r->pool->lock);
-  }
-  tarn_ref_flush_end(r, rc);
+  flush_end(r, rc, ns);
   return rc;
 }
 

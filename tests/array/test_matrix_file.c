@@ -152,16 +152,23 @@ static tarn_matrix *values_matrix(tarn_rt *rt, size_t m, size_t n, size_t mb,
   return a;
 }
 
-/* The number of entries of dir whose name holds ".tarn-" (temporaries). */
-static int temporaries_left(void) {
+/* The number of entries of dir whose name holds ".tarn-" (temporaries);
+ * the path of the last one seen into out when out is not NULL. */
+static int temporaries(char *out, size_t size) {
   DIR *d = opendir(dir);
   assert_non_null(d);
   int n = 0;
   for (struct dirent *e; (e = readdir(d)) != NULL;)
-    n += strstr(e->d_name, ".tarn-") != NULL;
+    if (strstr(e->d_name, ".tarn-") != NULL) {
+      n++;
+      if (out != NULL) snprintf(out, size, "%s/%s", dir, e->d_name);
+    }
   closedir(d);
   return n;
 }
+
+/* The number of temporaries in dir. */
+static int temporaries_left(void) { return temporaries(NULL, 0); }
 
 /* Writes an .npy file by hand: magic, version major.0, the header's
  * length, `dict` padded with spaces to a multiple of 64 and a newline,
@@ -1177,18 +1184,9 @@ static void a_factorisation_reads_only_the_tiles_it_uses(void **state) {
 
 /* ---- matrices created in a file ----------------------------------------- */
 
-/* The one temporary file in dir, into out; false when there is none. */
+/* The (last) temporary file in dir, into out; false when there is none. */
 static bool the_temporary(char *out, size_t size) {
-  DIR *d = opendir(dir);
-  assert_non_null(d);
-  bool found = false;
-  for (struct dirent *e; (e = readdir(d)) != NULL;)
-    if (strstr(e->d_name, ".tarn-") != NULL) {
-      snprintf(out, size, "%s/%s", dir, e->d_name);
-      found = true;
-    }
-  closedir(d);
-  return found;
+  return temporaries(out, size) > 0;
 }
 
 /* A created matrix lives in a temporary file beside its path until the

@@ -145,6 +145,16 @@ int tarn__file_writev_at(int fd, struct iovec *iov, size_t count,
   return transfer(fd, iov, count, offset, true, &done);
 }
 
+void tarn__file_start_writeback(int fd, uint64_t offset, uint64_t len) {
+#ifdef SYNC_FILE_RANGE_WRITE
+  (void)sync_file_range(fd, (off_t)offset, (off_t)len, SYNC_FILE_RANGE_WRITE);
+#else
+  (void)fd;
+  (void)offset;
+  (void)len;
+#endif
+}
+
 /* A name for the temporary file: `path`, a dot, "tarn-" and 16 random
  * hexadecimal digits. Returns 0, TARN_ENOENT when it would be too long. */
 static int temporary_name(const char *path, char *out, size_t size) {

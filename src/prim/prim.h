@@ -216,6 +216,15 @@ int tarn__file_readv_at(int fd, struct iovec *iov, size_t count,
 int tarn__file_writev_at(int fd, struct iovec *iov, size_t count,
                          uint64_t offset);
 
+/* Asks the kernel to start writing the dirty pages of `len` bytes of fd
+ * from `offset` to the disk, without waiting for them (Linux's
+ * sync_file_range; elsewhere nothing): a hint that overlaps the disk's
+ * work with the caller's, so that the flush at the end (fdatasync) finds
+ * less to do. Promises nothing about durability; errors are ignored (the
+ * flush reports them). May wait while the device's queue is full.
+ * Thread-safe. */
+void tarn__file_start_writeback(int fd, uint64_t offset, uint64_t len);
+
 /* A file being written to replace `path` whole: the bytes go to a new
  * file beside it (`path` + ".tarn-" + 16 random hexadecimal digits, made
  * with O_EXCL, mode 0666 less the umask) that becomes `path` only once

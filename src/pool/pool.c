@@ -83,7 +83,8 @@ struct tarn_ref {
   bool escaped; /* never evicted again */
   bool has_block;
   bool has_source;  /* `source` can make the bytes again (never written) */
-  bool prefetching; /* queued for the reader thread */
+  bool prefetching; /* wanted back by the reader thread */
+  bool queued;      /* a reader's job names it (wanted or no longer) */
   bool guarded;     /* the reader works on it, or it is being freed (ref_destroy
                      * drops the lock): not freed (again) meanwhile */
   bool cleaning;    /* WRITING ahead of eviction: stays resident after */
@@ -440,7 +441,7 @@ static void ref_destroy(tarn_pool *p, tarn_ref *r) {
    * twice. */
   r->guarded = true;
   list_remove(p, r);
-  if (r->prefetching) reads_remove(p, r);
+  if (r->queued) reads_remove(p, r);
   if (r->has_block) tarn__store_free(p->store, &r->block);
   void *data = r->data;
   r->data = NULL;
@@ -866,8 +867,10 @@ static void *reader_main(void *arg) {
     if (p->reads == NULL) p->reads_tail = NULL;
     tarn_ref *r = job->ref;
     free(job);
+    r->queued = false;
+    /* Read back by a pin meanwhile (which took the wish back), or gone. */
+    if (!r->prefetching || r->state != SPILLED || r->dead) continue;
     r->prefetching = false;
-    if (r->state != SPILLED || r->dead) continue;
     /* Guarded, the ref outlives a release while the lock is dropped. */
     r->guarded = true;
     while (r->state == SPILLED && restore(p, r, TARN_READ, 0, 0) == 1) {
@@ -886,12 +889,16 @@ int tarn_ref_prefetch(tarn_ref *r) {
   tarn_pool *p = r->pool;
   pthread_mutex_lock(&p->lock);
   int rc = 0;
-  if (r->state == SPILLED && !r->dead && !r->prefetching) {
+  if (r->state == SPILLED && !r->dead && !r->prefetching && r->queued) {
+    r->prefetching = true; /* the job still queued serves again */
+    rc = 1;
+  } else if (r->state == SPILLED && !r->dead && !r->prefetching) {
     struct io_job *job = malloc(sizeof *job);
     if (job == NULL) {
       rc = TARN_ENOMEM;
     } else {
       r->prefetching = true;
+      r->queued = true;
       rc = 1;
       job->ref = r;
       job->next = NULL;
@@ -1319,6 +1326,9 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
   }
   atomic_store(&r->pinword, w | (r->dead ? 0 : FAST) | pins);
   atomic_store_explicit(&r->referenced, 1, memory_order_relaxed);
+  /* Back: a reader's job still queued for it is skipped when reached,
+   * instead of reading it again after its task let it go. */
+  r->prefetching = false;
   pthread_cond_broadcast(&p->changed);
   return 0;
 }

@@ -1240,6 +1240,81 @@ static void sourced_refs_are_prefetched(void **state) {
   memdisk_free(disk);
 }
 
+/* A pattern source whose read waits until `open` is set (counted on
+ * entry): it holds the reader thread while the test arranges its queue. */
+struct gated_source {
+  struct pattern_source s;
+  atomic_int open;
+};
+
+static int gated_read(void *ctx, void *dst, size_t size) {
+  struct gated_source *g = ctx;
+  atomic_fetch_add(&g->s.reads, 1);
+  while (!atomic_load(&g->open)) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  uint32_t *w = dst;
+  for (size_t i = 0; i < size / 4; i++)
+    w[i] = g->s.seed * 2654435761u + (uint32_t)i;
+  return 0;
+}
+
+static void wait_resident(tarn_ref *r) {
+  for (int i = 0; i < 5000 && !tarn_ref_is_resident(r); i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  assert_true(tarn_ref_is_resident(r));
+}
+
+/* A prefetch that a pin overtook (the pin read the object itself) is not
+ * read again when the reader reaches it, though the object has been
+ * dropped meanwhile: the task it was for is done with it. Asked for again
+ * before the reader got there, it is read once. */
+static void an_overtaken_prefetch_is_not_read_again(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(128 * KiB, disk);
+  struct gated_source gate = {.s = {.seed = 1}};
+  tarn_source gsrc = {.read = gated_read, .ctx = &gate};
+  tarn_ref *g = NULL;
+  assert_int_equal(tarn_ref_create_from(p, 64 * KiB, &gsrc, &g), 0);
+  struct pattern_source sa = {.seed = 2}, sd = {.seed = 3}, sc = {.seed = 4};
+  tarn_ref *a = sourced(p, 64 * KiB, &sa), *d = sourced(p, 64 * KiB, &sd);
+  tarn_ref *c = sourced(p, 64 * KiB, &sc);
+  assert_int_equal(tarn_ref_prefetch(g), 1);
+  for (int i = 0; i < 5000 && atomic_load(&gate.s.reads) == 0; i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  assert_int_equal(atomic_load(&gate.s.reads), 1); /* the reader is held */
+  assert_int_equal(tarn_ref_prefetch(a), 1);
+  assert_int_equal(tarn_ref_prefetch(d), 1);
+  assert_int_equal(check(a, 2), 0); /* the pins read a and d first */
+  assert_int_equal(check(d, 3), 0); /* a dropped for d's room */
+  assert_false(tarn_ref_is_resident(a));
+  tarn_ref_release(alloc(p, 64 * KiB)); /* d dropped too */
+  assert_false(tarn_ref_is_resident(d));
+  assert_int_equal(tarn_ref_prefetch(d), 1); /* wanted again */
+  assert_int_equal(tarn_ref_prefetch(c), 1);
+  atomic_store(&gate.open, 1);
+  wait_resident(c); /* the last job: the others are done */
+  assert_false(tarn_ref_is_resident(a));
+  assert_int_equal(atomic_load(&sa.reads), 1);
+  assert_int_equal(atomic_load(&sd.reads), 2);
+  assert_int_equal(atomic_load(&sc.reads), 1);
+  assert_int_equal(stats(p).source_reads, 5);
+  assert_int_equal(check(c, 4), 0);
+  assert_int_equal(atomic_load(&sc.reads), 1);
+  tarn_ref_release(a);
+  tarn_ref_release(d);
+  tarn_ref_release(c);
+  tarn_ref_release(g);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
 /* A home for an object (tarn_source with write): `bytes` hold what read
  * gives and write stores; a write may be made to fail. */
 struct home {
@@ -1404,6 +1479,7 @@ int main(void) {
       cmocka_unit_test(a_written_sourced_ref_is_not_read_again),
       cmocka_unit_test(a_failed_source_read_is_the_pins_status),
       cmocka_unit_test(sourced_refs_are_prefetched),
+      cmocka_unit_test(an_overtaken_prefetch_is_not_read_again),
       cmocka_unit_test(sourced_refs_with_a_home_go_back_to_it),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1142,6 +1142,36 @@ static void prefetch_successor(const tarn_task *t) {
       (const tarn_task *)((const char *)e - offsetof(tarn_task, in_edges)));
 }
 
+/* Successor edges of a running task that prefetch_ahead looks at, at
+ * most: a task with many successors (a broadcast) costs no more. */
+#define AHEAD_EDGES 16
+
+/* Under a memory limit, while `t` runs: the spilled data read by the
+ * successors that wait for `t` alone (pending 1: `t` is their last
+ * predecessor) starts coming back, so that it is there when `t` ends and
+ * they become ready. Only push() would ask otherwise, when a successor is
+ * readied, which for a chain of tasks (the k-loop of a tile of a product,
+ * a Cholesky's updates of one tile) leaves the read no time to overlap
+ * anything: the next task runs at once on this worker and waits for it.
+ * The successors stay alive while `t` runs (they wait for it), and their
+ * slots were written before their edges were published (add_edge's
+ * compare-and-swap, this load's acquire). */
+static void prefetch_ahead(tarn_rt *rt, const tarn_task *t) {
+  const struct edge *e = atomic_load_explicit(
+      (_Atomic(struct edge *) *)&t->successors, memory_order_acquire);
+  for (int k = 0; k < AHEAD_EDGES && e != NULL && e != CLOSED;
+       k++, e = edge_next(e)) {
+    tarn_task *s = edge_task(e);
+    if (atomic_load_explicit(&s->pending, memory_order_relaxed) != 1 ||
+        atomic_load_explicit(&s->cancel, memory_order_relaxed))
+      continue;
+    for (size_t i = 0; i < s->n; i++)
+      if (s->slots[i].mode != TARN_WRITE && !s->slots[i].unpinned &&
+          tarn_ref_prefetch(s->slots[i].ref) == 1)
+        atomic_fetch_add_explicit(&rt->prefetches, 1, memory_order_relaxed);
+  }
+}
+
 /* Whether a worker's task number `ran` (from 0) is timed for its recent
  * mean: one in RECENT_SAMPLE_EVERY (a power of two), the first included,
  * at gaps of 5, 8 or 13 rather than every 8th (the numbers whose multiple
@@ -1180,6 +1210,7 @@ static tarn_task *run(struct worker *w, tarn_task *t) {
     return next;
   }
   prefetch_successor(t);
+  if (w->rt->may_spill) prefetch_ahead(w->rt, t);
   tarn_mark mark;
   bool marked = tarn_slab_mark(w->scratch, &mark) == 0;
   /* The recent mean (tasks_short) times one task in RECENT_SAMPLE_EVERY,

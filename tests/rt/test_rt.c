@@ -1665,6 +1665,87 @@ static void a_limit_below_the_data_holds_tasks_back(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Waits (up to 5 s) until the int at arg is set. */
+static int wait_open_task(tarn_task *t, void *arg) {
+  (void)t;
+  for (int i = 0; i < 5000 && !atomic_load((atomic_int *)arg); i++) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  return 0;
+}
+
+/* The first byte of slot 0's data into slot 1's word. */
+static int byte_to_word_task(tarn_task *t, void *arg) {
+  (void)arg;
+  const unsigned char *a = tarn_task_data(t, 0);
+  uint64_t *out = tarn_task_data(t, 1);
+  *out = a[0];
+  return 0;
+}
+
+/* A ref to watch and what a task saw of it. */
+struct watch {
+  tarn_ref *ref;
+  atomic_int seen_resident;
+};
+
+/* Waits (up to 2 s) for w->ref to be in memory and says whether it was. */
+static int watch_task(tarn_task *t, void *arg) {
+  (void)t;
+  struct watch *w = arg;
+  for (int i = 0; i < 2000 && !tarn_ref_is_resident(w->ref); i++) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  atomic_store(&w->seen_resident, tarn_ref_is_resident(w->ref));
+  return 0;
+}
+
+/* Under a limit, while a task runs, the spilled inputs of a successor that
+ * waits for it alone start coming back: in a chain (tasks on one ref),
+ * the next task's data is in memory when it may run, not read back only
+ * then. */
+static void a_running_task_reads_ahead_for_its_successor(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 4 * MiB, 1);
+  tarn_pool *pool = tarn_rt_pool(rt);
+  enum { others = 16 };
+  tarn_ref *x = NULL, *c = NULL, *other[others] = {NULL};
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_ref_create(pool, MiB, &x), 0);
+  assert_int_equal(tarn_ref_create(pool, 8, &c), 0);
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, fill_task, TARN_ARG(3), TARN_W(x)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  for (int i = 0; i < others && tarn_ref_is_resident(x); i++) {
+    /* More data, until x is pushed out for it. */
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(tarn_ref_create(pool, MiB, &other[i]), 0);
+    assert_int_equal(
+        tarn_submit(rt, fill_task, TARN_ARG((intptr_t)i), TARN_W(other[i])), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+  }
+  assert_false(tarn_ref_is_resident(x));
+  atomic_int open = 0;
+  struct watch w = {.ref = x};
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, wait_open_task, TARN_ARG(&open), TARN_RW(c)),
+                   0);
+  assert_int_equal(tarn_submit(rt, watch_task, TARN_ARG(&w), TARN_RW(c)), 0);
+  assert_int_equal(tarn_submit(rt, byte_to_word_task, TARN_R(x), TARN_RW(c)),
+                   0);
+  atomic_store(&open, 1);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_true(atomic_load(&w.seen_resident));
+  assert_int_equal(word_of(c), 3);
+  tarn_ref_release(x);
+  tarn_ref_release(c);
+  for (int i = 0; i < others && other[i] != NULL; i++)
+    tarn_ref_release(other[i]);
+  tarn_rt_destroy(rt);
+}
+
 static int three_sum_task(tarn_task *t, void *arg) {
   (void)arg;
   uint64_t s = 0;
@@ -2330,6 +2411,7 @@ int main(void) {
       cmocka_unit_test(ended_tasks_go_back_when_the_workers_rest),
       cmocka_unit_test(spill_space_goes_back_when_the_workers_rest),
       cmocka_unit_test(a_limit_below_the_data_holds_tasks_back),
+      cmocka_unit_test(a_running_task_reads_ahead_for_its_successor),
       cmocka_unit_test(an_after_access_orders_without_pinning),
       cmocka_unit_test(a_task_that_never_fits_fails_with_enomem),
       cmocka_unit_test(data_tasks_wait_for_is_evicted_last),

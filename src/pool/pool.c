@@ -887,6 +887,7 @@ int tarn_ref_prefetch(tarn_ref *r) {
   if (atomic_load_explicit(&r->pinword, memory_order_relaxed) & FAST)
     return 0; /* resident: the common case costs no lock */
   tarn_pool *p = r->pool;
+  if (!p->has_reader) return 0; /* no store, no reader: the pin reads it */
   pthread_mutex_lock(&p->lock);
   int rc = 0;
   if (r->state == SPILLED && !r->dead && !r->prefetching && r->queued) {

@@ -1238,6 +1238,18 @@ static void sourced_refs_are_prefetched(void **state) {
   tarn_ref_release(a);
   assert_int_equal(tarn_pool_destroy(p), 0);
   memdisk_free(disk);
+  /* Without a limit the pool has no reader thread: nothing is queued, and
+   * the pin reads the source. */
+  p = pool_with(0, NULL);
+  struct pattern_source lone = {.seed = 13};
+  a = sourced(p, 64 * KiB, &lone);
+  assert_int_equal(tarn_ref_prefetch(a), 0);
+  assert_false(tarn_ref_is_resident(a));
+  assert_int_equal(atomic_load(&lone.reads), 0);
+  assert_int_equal(check(a, 13), 0);
+  assert_int_equal(atomic_load(&lone.reads), 1);
+  tarn_ref_release(a);
+  assert_int_equal(tarn_pool_destroy(p), 0);
 }
 
 /* A pattern source whose read waits until `open` is set (counted on

@@ -1156,9 +1156,9 @@ static void prefetch_successor(const tarn_task *t) {
  * The successors stay alive while `t` runs (they wait for it), and their
  * slots were written before their edges were published (add_edge's
  * compare-and-swap, this load's acquire). */
-static void prefetch_ahead(tarn_rt *rt, const tarn_task *t) {
-  const struct edge *e = atomic_load_explicit(
-      (_Atomic(struct edge *) *)&t->successors, memory_order_acquire);
+static void prefetch_ahead(tarn_rt *rt, tarn_task *t) {
+  const struct edge *e =
+      atomic_load_explicit(&t->successors, memory_order_acquire);
   for (int k = 0; k < AHEAD_EDGES && e != NULL && e != CLOSED;
        k++, e = edge_next(e)) {
     tarn_task *s = edge_task(e);

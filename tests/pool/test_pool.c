@@ -988,6 +988,15 @@ static void created_refs_get_memory_at_their_first_pin(void **state) {
   assert_int_equal(tarn_pool_destroy(p), 0);
 }
 
+/* Waits (up to 5 s) for r to be resident; fails the test if it is not. */
+static void wait_resident(tarn_ref *r) {
+  for (int i = 0; i < 5000 && !tarn_ref_is_resident(r); i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  assert_true(tarn_ref_is_resident(r));
+}
+
 static void prefetch_reads_back_off_the_caller(void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
@@ -997,11 +1006,7 @@ static void prefetch_reads_back_off_the_caller(void **state) {
   tarn_ref_release(alloc(p, 64 * KiB)); /* a is on disk, room in cache */
   assert_false(tarn_ref_is_resident(a));
   assert_int_equal(tarn_ref_prefetch(a), 1);
-  for (int i = 0; i < 5000 && !tarn_ref_is_resident(a); i++) {
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
-  }
-  assert_true(tarn_ref_is_resident(a));
+  wait_resident(a);
   uint64_t read = stats(p).bytes_read;
   assert_int_equal(check(a, 11), 0);
   assert_int_equal(stats(p).bytes_read, read); /* the pin read nothing */
@@ -1227,11 +1232,7 @@ static void sourced_refs_are_prefetched(void **state) {
   struct pattern_source src = {.seed = 12};
   tarn_ref *a = sourced(p, 64 * KiB, &src);
   assert_int_equal(tarn_ref_prefetch(a), 1);
-  for (int i = 0; i < 5000 && !tarn_ref_is_resident(a); i++) {
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
-  }
-  assert_true(tarn_ref_is_resident(a));
+  wait_resident(a);
   assert_int_equal(atomic_load(&src.reads), 1);
   assert_int_equal(check(a, 12), 0);
   assert_int_equal(atomic_load(&src.reads), 1);
@@ -1270,14 +1271,6 @@ static int gated_read(void *ctx, void *dst, size_t size) {
   for (size_t i = 0; i < size / 4; i++)
     w[i] = g->s.seed * 2654435761u + (uint32_t)i;
   return 0;
-}
-
-static void wait_resident(tarn_ref *r) {
-  for (int i = 0; i < 5000 && !tarn_ref_is_resident(r); i++) {
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
-  }
-  assert_true(tarn_ref_is_resident(r));
 }
 
 /* A prefetch that a pin overtook (the pin read the object itself) is not

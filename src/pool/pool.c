@@ -393,6 +393,22 @@ static bool idle(const tarn_ref *r) {
          (r->state == RESIDENT || r->state == SPILLED || r->state == EMPTY);
 }
 
+/* Queues a reader's job for `r` (lock held). Returns 0 or TARN_ENOMEM. */
+static int reads_append(tarn_pool *p, tarn_ref *r) {
+  struct io_job *job = malloc(sizeof *job);
+  if (job == NULL) return TARN_ENOMEM;
+  job->ref = r;
+  job->next = NULL;
+  if (p->reads_tail != NULL)
+    p->reads_tail->next = job;
+  else
+    p->reads = job;
+  p->reads_tail = job;
+  r->queued = true;
+  pthread_cond_broadcast(&p->io_ready);
+  return 0;
+}
+
 /* Takes a dying ref's job off the reader's queue. */
 static void reads_remove(tarn_pool *p, tarn_ref *r) {
   struct io_job **at = &p->reads, *prev = NULL;
@@ -890,25 +906,12 @@ int tarn_ref_prefetch(tarn_ref *r) {
   if (!p->has_reader) return 0; /* no store, no reader: the pin reads it */
   pthread_mutex_lock(&p->lock);
   int rc = 0;
-  if (r->state == SPILLED && !r->dead && !r->prefetching && r->queued) {
-    r->prefetching = true; /* the job still queued serves again */
-    rc = 1;
-  } else if (r->state == SPILLED && !r->dead && !r->prefetching) {
-    struct io_job *job = malloc(sizeof *job);
-    if (job == NULL) {
-      rc = TARN_ENOMEM;
-    } else {
+  if (r->state == SPILLED && !r->dead && !r->prefetching) {
+    /* A job still queued from an earlier wish serves again, in its place. */
+    rc = r->queued ? 0 : reads_append(p, r);
+    if (rc == 0) {
       r->prefetching = true;
-      r->queued = true;
       rc = 1;
-      job->ref = r;
-      job->next = NULL;
-      if (p->reads_tail != NULL)
-        p->reads_tail->next = job;
-      else
-        p->reads = job;
-      p->reads_tail = job;
-      pthread_cond_broadcast(&p->io_ready);
     }
   }
   pthread_mutex_unlock(&p->lock);

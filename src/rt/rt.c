@@ -827,16 +827,22 @@ static tarn_task *lone_take(tarn_rt *rt, bool patient) {
   return atomic_exchange(&rt->lone, NULL);
 }
 
+/* Starts reading back, off the workers, the spilled data that `t` reads
+ * (data it only writes, or only orders itself after, is not read back at
+ * all), unless it was cancelled. */
+static void prefetch_reads(tarn_rt *rt, const tarn_task *t) {
+  if (atomic_load_explicit(&t->cancel, memory_order_relaxed)) return;
+  for (size_t i = 0; i < t->n; i++)
+    if (t->slots[i].mode != TARN_WRITE && !t->slots[i].unpinned &&
+        tarn_ref_prefetch(t->slots[i].ref) == 1)
+      atomic_fetch_add_explicit(&rt->prefetches, 1, memory_order_relaxed);
+}
+
 /* Queues a ready task: on the calling worker, else round robin, unless it
- * is held for its waiter (hold_for_waiter). The spilled data it reads
- * starts coming back at once, off the workers (data it only writes is not
- * read back at all). */
+ * is held for its waiter (hold_for_waiter). Under a limit, the spilled
+ * data it reads starts coming back at once (prefetch_reads). */
 static void push(tarn_rt *rt, tarn_task *t) {
-  if (rt->may_spill && !atomic_load_explicit(&t->cancel, memory_order_relaxed))
-    for (size_t i = 0; i < t->n; i++)
-      if (t->slots[i].mode != TARN_WRITE && !t->slots[i].unpinned &&
-          tarn_ref_prefetch(t->slots[i].ref) == 1)
-        atomic_fetch_add_explicit(&rt->prefetches, 1, memory_order_relaxed);
+  if (rt->may_spill) prefetch_reads(rt, t);
   struct worker *w = current_worker;
   if (w == NULL && hold_for_waiter(rt, t)) return;
   if (w == NULL || w->rt != rt || w->guest) w = next_worker(rt);
@@ -1161,14 +1167,9 @@ static void prefetch_ahead(tarn_rt *rt, tarn_task *t) {
       atomic_load_explicit(&t->successors, memory_order_acquire);
   for (int k = 0; k < AHEAD_EDGES && e != NULL && e != CLOSED;
        k++, e = edge_next(e)) {
-    tarn_task *s = edge_task(e);
-    if (atomic_load_explicit(&s->pending, memory_order_relaxed) != 1 ||
-        atomic_load_explicit(&s->cancel, memory_order_relaxed))
-      continue;
-    for (size_t i = 0; i < s->n; i++)
-      if (s->slots[i].mode != TARN_WRITE && !s->slots[i].unpinned &&
-          tarn_ref_prefetch(s->slots[i].ref) == 1)
-        atomic_fetch_add_explicit(&rt->prefetches, 1, memory_order_relaxed);
+    const tarn_task *s = edge_task(e);
+    if (atomic_load_explicit(&s->pending, memory_order_relaxed) == 1)
+      prefetch_reads(rt, s);
   }
 }
 

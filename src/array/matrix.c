@@ -32,6 +32,7 @@ tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj) {
 
 void tarn_matrix_destroy(tarn_matrix *a) {
   if (a == NULL) return;
+  if (a->file != NULL) tarn__matrix_file_forget(a);
   for (size_t k = 0; k < a->mt * a->nt; k++)
     if (a->tiles[k] != NULL) tarn_ref_release(a->tiles[k]);
   free(a->tiles);

@@ -394,15 +394,15 @@ struct backing_file {
   tarn__npy h;
   tarn__file_stamp stamp; /* at the open (opened files) */
   size_t mb, nb, mt;      /* the matrix's tiling */
-  /* Created files: the temporary file and its path (copied), each tile's
-   * checksum once stored (stored[k]), and whether the commit renamed it
-   * into place (else the last user removes it). */
+  /* Created files: the temporary file (its name "" once the commit
+   * renamed it into place or a destroy removed it; else the last user
+   * removes it) and its path (copied), each tile's checksum once stored
+   * (stored[k]). */
   tarn__file_replace *replace;
   char *path;
   uint64_t *sums;
   bool *stored;
   atomic_size_t *column_stored; /* tiles of tile column tj stored */
-  bool committed;
 };
 
 struct tile_source {
@@ -412,13 +412,10 @@ struct tile_source {
 
 static void backing_drop(struct backing_file *f) {
   if (atomic_fetch_sub(&f->users, 1) != 1) return;
-  if (f->replace == NULL) {
+  if (f->replace == NULL)
     tarn__file_close(f->fd);
-  } else if (f->committed) {
-    tarn__file_close(f->replace->fd);
-  } else {
-    tarn__file_replace_abort(f->replace); /* never committed: removed */
-  }
+  else /* removed unless committed (or removed) before: temp is "" then */
+    tarn__file_replace_abort(f->replace);
   free(f->replace);
   free(f->path);
   free(f->sums);
@@ -654,6 +651,13 @@ int tarn_matrix_create_file(tarn_rt *rt, const char *path, size_t m, size_t n,
   return file_matrix(rt, f, mb, nb, out);
 }
 
+void tarn__matrix_file_forget(tarn_matrix *a) {
+  struct backing_file *f = a->file;
+  /* The tiles still hold f: no backing_drop runs meanwhile. A committed
+   * file's temp is "" already. */
+  tarn__file_replace_unlink(f->replace);
+}
+
 /* The commit's task for a band of a created file's tiles (accessed
  * TARN_AFTER: none is pinned or read back for it): the tiles the file
  * does not hold yet are stored, all of the band's lines in as few calls
@@ -711,8 +715,7 @@ int tarn_matrix_commit_file(tarn_matrix *a) {
   int rc = each_band(a, k_commit_band, TARN_AFTER, f->fd, &f->h);
   if (rc == 0) rc = tarn__file_replace_publish(f->replace);
   if (f->replace->temp[0] != '\0') return rc; /* not in place: kept */
-  f->committed = true; /* in place, whatever the directory's flush said */
-  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(a); /* in place, whatever the directory's flush said */
   return rc;
 }
 

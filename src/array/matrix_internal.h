@@ -44,6 +44,12 @@ tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj);
 int tarn__matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
                      tarn_matrix **out);
 
+/* For tarn_matrix_destroy of a matrix with a file (matrix_file.c): a
+ * created file never committed is removed now, before the tiles are
+ * released; a read or store of a tile still in flight in the pool keeps
+ * its descriptor, not its name. */
+void tarn__matrix_file_forget(tarn_matrix *a);
+
 /* Whether two matrices share runtime, shape and tiling. */
 bool tarn__matrix_same_layout(const tarn_matrix *a, const tarn_matrix *b);
 

@@ -228,8 +228,13 @@ int tarn__file_replace_publish(tarn__file_replace *r) {
   return sync_directory(r->path);
 }
 
+void tarn__file_replace_unlink(tarn__file_replace *r) {
+  if (r->temp[0] != '\0') unlink(r->temp);
+  r->temp[0] = '\0';
+}
+
 void tarn__file_replace_abort(tarn__file_replace *r) {
   if (r->fd >= 0) close(r->fd);
   r->fd = -1;
-  if (r->temp[0] != '\0') unlink(r->temp);
+  tarn__file_replace_unlink(r);
 }

@@ -259,8 +259,13 @@ int tarn__file_replace_commit(tarn__file_replace *r);
  * file whose contents live on in the caller. */
 int tarn__file_replace_publish(tarn__file_replace *r);
 
-/* Closes and removes the new file (unless it was renamed into place);
+/* Removes the new file (unless it was renamed into place) and keeps it
+ * open: reads and writes of r->fd still work, on a file no name reaches.
  * `path` is as it was. */
+void tarn__file_replace_unlink(tarn__file_replace *r);
+
+/* Closes and removes the new file (unless it was renamed into place or
+ * removed); `path` is as it was. */
 void tarn__file_replace_abort(tarn__file_replace *r);
 
 #endif

@@ -294,10 +294,13 @@ TARN_API int tarn_ref_escape(tarn_ref *ref, uint64_t timeout_ns, void **data);
 
 /* Starts reading a spilled object back on the pool's reader thread and
  * returns at once; a later pin finds it resident, or waits for the read
- * in flight. A no-op for an object that is not spilled. The read is
- * skipped when nothing can be evicted to make room for it. A pool without
- * a memory limit or storage has no reader thread: there the object (one
- * made from a source) is read by its next pin, and this returns 0.
+ * in flight. A no-op for an object that is not spilled. To make room
+ * for the read, the reader evicts only unpinned objects that no task of a
+ * runtime (tarn/rt.h) has yet to use, and skips the read when that is not
+ * enough: a read ahead never pushes out data a task is waiting for. A
+ * pool without a memory limit or storage has no reader thread: there the
+ * object (one made from a source) is read by its next pin, and this
+ * returns 0.
  * Returns 1 when a read was queued, 0 when none was needed or none can
  * be, TARN_EINVAL, TARN_ENOMEM. */
 TARN_API int tarn_ref_prefetch(tarn_ref *ref);

@@ -558,9 +558,10 @@ static tarn_ref *clock_pass(tarn_pool *p, size_t steps, bool idle_only) {
                                                                    : NULL;
 }
 
-/* Picks the next victim by the pool's policy and claims it, or NULL. The
+/* Picks the next victim by the pool's policy and claims it, or NULL;
+ * with `unused_only`, only among the refs no submitted task uses. The
  * hand clears bits as it goes: cleaning may find candidates again. */
-static tarn_ref *pick_victim(tarn_pool *p) {
+static tarn_ref *pick_victim(tarn_pool *p, bool unused_only) {
   p->clean_dry = false;
   if (p->opt.policy == TARN_EVICT_LARGEST) {
     /* Unused refs first, the largest among them. */
@@ -569,6 +570,7 @@ static tarn_ref *pick_victim(tarn_pool *p) {
     for (tarn_ref *r = p->refs; r != NULL; r = r->next) {
       if (!candidate(p, r)) continue;
       bool idle = idle_in_graph(r);
+      if (unused_only && !idle) continue;
       if (best == NULL || idle > best_idle ||
           (idle == best_idle && r->charge > best->charge)) {
         best = r;
@@ -584,7 +586,7 @@ static tarn_ref *pick_victim(tarn_pool *p) {
    * without a write) is preferred to a dirty one. */
   size_t sweeps = 2 * p->live + 1;
   tarn_ref *v = clock_pass(p, sweeps < IDLE_SCAN ? sweeps : IDLE_SCAN, true);
-  return v != NULL ? v : clock_pass(p, sweeps, false);
+  return v != NULL || unused_only ? v : clock_pass(p, sweeps, false);
 }
 
 /* Evicts `r` (claimed, RESIDENT): drops it when its spilled copy is current,
@@ -693,9 +695,13 @@ static void note_live(tarn_pool *p) {
 
 /* Makes room for `need` more resident bytes and counts them. With `cap`
  * nonzero the room is for a bytes buffer of that capacity (== need): a
- * cached buffer of it is taken instead when there is one (*buf). */
+ * cached buffer of it is taken instead when there is one (*buf). A read
+ * ahead (`ahead_read`) evicts only what no submitted task uses: trading
+ * data a task needs for data a task needs is no gain, and the evicted one
+ * may be needed first (tasks whose output pin pushed out the input read
+ * ahead for the next task read it twice or more). */
 static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
-                     uint64_t timeout_ns) {
+                     uint64_t timeout_ns, bool ahead_read) {
   uint64_t deadline = 0;
   bool waited = false;
   uint64_t epoch = ++p->room_epoch;
@@ -725,7 +731,7 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
      * its write overlaps the caller's work and the next call finds room. */
     size_t ahead = need <= limit - need ? need : 0;
     while (p->resident + need + ahead > limit + p->inflight + p->cached) {
-      tarn_ref *v = pick_victim(p);
+      tarn_ref *v = pick_victim(p, ahead_read);
       if (v == NULL) break;
       evict(p, v);
     }
@@ -1080,7 +1086,7 @@ int tarn_ref_alloc(tarn_pool *p, size_t size, uint64_t timeout_ns,
   size_t cap = page_round(p, size);
   void *buf = NULL;
   pthread_mutex_lock(&p->lock);
-  int rc = make_room(p, cap, cap, &buf, timeout_ns);
+  int rc = make_room(p, cap, cap, &buf, timeout_ns, false);
   if (rc == 0 && buf == NULL) {
     p->cache_misses++;
     buf = buffer_new(p, cap);
@@ -1105,7 +1111,7 @@ int tarn_ref_adopt(tarn_pool *p, void *object, size_t size,
       kind->free == NULL || (kind->save == NULL) != (kind->load == NULL))
     return TARN_EINVAL;
   pthread_mutex_lock(&p->lock);
-  int rc = make_room(p, size, 0, NULL, timeout_ns);
+  int rc = make_room(p, size, 0, NULL, timeout_ns, false);
   tarn_ref *r = NULL;
   if (rc == 0 && (r = ref_new(p, object, size, size, kind)) == NULL) {
     p->resident -= size;
@@ -1201,6 +1207,10 @@ void *tarn__ref_owner(tarn_ref *r, void *install) {
 
 tarn_pool *tarn__ref_pool(const tarn_ref *r) { return r->pool; }
 
+bool tarn__ref_resident_hint(const tarn_ref *r) {
+  return (atomic_load_explicit(&r->pinword, memory_order_relaxed) & FAST) != 0;
+}
+
 void tarn__ref_demand(tarn_ref *r, int delta) {
   /* Unsigned: adding (uint32_t)-1 subtracts one. */
   atomic_fetch_add_explicit(&r->demand, (uint32_t)delta, memory_order_relaxed);
@@ -1267,7 +1277,7 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
   enum ref_state from = r->state;
   void *buf = NULL;
   size_t cap = r->kind == NULL ? r->charge : 0;
-  int rc = make_room(p, r->charge, cap, &buf, timeout_ns);
+  int rc = make_room(p, r->charge, cap, &buf, timeout_ns, pins == 0);
   if (rc != 0) return rc;
   if (r->state != from) { /* changed while make_room waited */
     if (buf != NULL)
@@ -1425,6 +1435,29 @@ int tarn_ref_unpin(tarn_ref *r) {
     pthread_cond_broadcast(&p->changed);
   pthread_mutex_unlock(&p->lock);
   return 0;
+}
+
+void tarn__ref_unpin_unwritten(tarn_ref *r) {
+  tarn_pool *p = r->pool;
+  pthread_mutex_lock(&p->lock);
+  uint64_t w = atomic_load(&r->pinword);
+  /* The last pin of a bytes object with no copy elsewhere (a pin for
+   * writing dropped the one it had): nothing anyone may read is lost. */
+  bool discard = r->state == RESIDENT && r->kind == NULL && !r->escaped &&
+                 !r->dead && !r->has_block && !r->has_source;
+  while (discard && (w & PIN_MASK) == 1 && !(w & CLEAN))
+    if (atomic_compare_exchange_weak(&r->pinword, &w, w & NOTIFY)) {
+      /* Out of the lock-free path first (FAST is now clear). */
+      void *data = r->data;
+      r->data = NULL;
+      r->state = EMPTY;
+      buffer_retire(p, data, r->charge);
+      pthread_cond_broadcast(&p->changed);
+      pthread_mutex_unlock(&p->lock);
+      return;
+    }
+  pthread_mutex_unlock(&p->lock);
+  tarn_ref_unpin(r);
 }
 
 int tarn_ref_escape(tarn_ref *r, uint64_t timeout_ns, void **data) {

@@ -36,6 +36,20 @@ tarn_pool *tarn__ref_pool(const tarn_ref *ref);
  * ref is evicted depends on it. Thread-safe, lock-free. */
 void tarn__ref_demand(tarn_ref *ref, int delta);
 
+/* Takes back a TARN_WRITE pin whose holder wrote nothing and whose old
+ * bytes nobody will read: the runtime's task that pinned its output but
+ * could not pin the rest of its data, and waits to try again (only tasks
+ * that wait for it may read the ref). When this was the last pin and the
+ * object's bytes exist nowhere else, they are freed and the ref is left
+ * empty (read as zeros, like a new ref), so that eviction does not write
+ * bytes that mean nothing; otherwise it is a plain tarn_ref_unpin.
+ * Thread-safe. */
+void tarn__ref_unpin_unwritten(tarn_ref *ref);
+
+/* Whether `ref`'s object is in RAM and pinnable without the pool's lock:
+ * a hint for the runtime (it may change at once). Thread-safe, lock-free. */
+bool tarn__ref_resident_hint(const tarn_ref *ref);
+
 /* Waits until no object is being read back (a prefetch, another thread's
  * pin): each leaves an object that can then be evicted. Returns whether
  * there was one to wait for. For the runtime's last try at a task's data

@@ -148,6 +148,8 @@ struct tarn_task {
   tarn_task *left, *right; /* in a worker's queue; `left` also links the
                               held tasks (tarn_rt.held) */
   int priority;
+  bool in_line; /* waiting for memory: held back, or its turn to pin */
+  bool turn;    /* let go by retry_held, not yet through acquire_data */
   /* Not zeroed when the task is made: written as they are used. */
   struct edge in_edges[inline_slots]; /* its first edges from predecessors */
   struct slot inline_slots_[inline_slots];
@@ -328,8 +330,14 @@ struct tarn_rt {
   /* Tasks held back for memory, linked through their `left` (a held task
    * is in no queue): holding one allocates nothing, so a failed
    * allocation cannot keep a task from waiting for memory. */
-  tarn_task *held;
+  tarn_task *held, *held_tail; /* first in, first retried */
   atomic_size_t held_count; /* the list's length, also read without the lock */
+  /* Tasks in line for memory: held, or let go by retry_held and not yet
+   * through acquire_data. While there are any, a task that needs room
+   * joins the line instead of trying (acquire_data). One at a time has its
+   * turn (`turns` is 0 or 1, changed under held_lock). */
+  atomic_size_t in_line;
+  size_t turns;
 
   /* Regions and completion. */
   pthread_mutex_t done_lock;
@@ -953,19 +961,40 @@ static void keep(tarn_region *r, tarn_ref *ref) {
   pthread_mutex_unlock(&r->keep_lock);
 }
 
-/* Retries every task held back for memory. */
+/* Gives the task held back for memory longest its turn to try again,
+ * unless one has it already. One at a time: when the tasks that fit in
+ * the limit are few, every held task retried at once pinned its inputs
+ * and failed for its output, and the inputs it let go were pushed out by
+ * the others and read again (2A+1 on 2 MiB tiles under a limit of two:
+ * 7 to 17 reads of the 4 input tiles instead of 4). A task that gets its
+ * data in its turn passes the turn on (acquire_data), so the held tasks
+ * go as fast as room allows. */
 static void retry_held(tarn_rt *rt) {
   if (atomic_load(&rt->held_count) == 0) return;
   pthread_mutex_lock(&rt->held_lock);
-  tarn_task *t = rt->held;
-  rt->held = NULL;
-  atomic_store(&rt->held_count, 0);
-  while (t != NULL) {
-    tarn_task *next = t->left; /* push links it anew */
-    push(rt, t);
-    t = next;
+  tarn_task *t = rt->turns == 0 ? rt->held : NULL;
+  if (t != NULL) {
+    rt->held = t->left;
+    if (rt->held == NULL) rt->held_tail = NULL;
+    atomic_fetch_sub(&rt->held_count, 1);
+    t->turn = true;
+    rt->turns = 1;
   }
   pthread_mutex_unlock(&rt->held_lock);
+  if (t != NULL) push(rt, t);
+}
+
+/* Takes `t` out of the line for memory (through acquire_data, or
+ * cancelled), ending its turn if it had it. */
+static void end_turn(tarn_rt *rt, tarn_task *t) {
+  if (t->turn) {
+    pthread_mutex_lock(&rt->held_lock);
+    t->turn = false;
+    rt->turns = 0;
+    pthread_mutex_unlock(&rt->held_lock);
+  }
+  t->in_line = false;
+  atomic_fetch_sub(&rt->in_line, 1);
 }
 
 /* Whether `t` may run before everything queued on `w`: nothing queued
@@ -1043,14 +1072,35 @@ static void unpin_all(tarn_task *t) {
     }
 }
 
-static int pin_all(tarn_task *t) {
+/* Unpins what pin_all pinned for a task that will not run now: a slot
+ * pinned only for writing holds nothing yet, and its bytes are given back
+ * (tarn__ref_unpin_unwritten) rather than left as dirty data to write out
+ * at eviction. */
+static void unpin_unrun(tarn_task *t) {
   for (size_t i = 0; i < t->n; i++) {
     struct slot *s = &t->slots[i];
-    if (s->pinned || s->unpinned) continue;
-    int rc = tarn_ref_pin(s->ref, s->mode, 0, &s->data);
-    if (rc != 0) return rc;
-    s->pinned = true;
+    if (!s->pinned) continue;
+    if (s->mode == TARN_WRITE)
+      tarn__ref_unpin_unwritten(s->ref);
+    else
+      tarn_ref_unpin(s->ref);
+    s->pinned = false;
   }
+}
+
+/* Pins a task's data without waiting: what it reads first, then what it
+ * only writes, whose pin takes fresh room (evicting, maybe, what a read
+ * needs next) and has nothing to read. Returns 0 or the first failure. */
+static int pin_all(tarn_task *t) {
+  for (int writes = 0; writes < 2; writes++)
+    for (size_t i = 0; i < t->n; i++) {
+      struct slot *s = &t->slots[i];
+      if (s->pinned || s->unpinned || (s->mode == TARN_WRITE) != writes)
+        continue;
+      int rc = tarn_ref_pin(s->ref, s->mode, 0, &s->data);
+      if (rc != 0) return rc;
+      s->pinned = true;
+    }
   return 0;
 }
 
@@ -1068,12 +1118,36 @@ static bool others_active(const struct worker *self) {
  * no other worker is active, so that no task's end would retry it (the
  * caller then tries alone). held_count is stored before `active` is
  * cleared and the others are read here, and the reverse in task_done (all
- * seq_cst): one of the two sides sees the other. */
+ * seq_cst): one of the two sides sees the other. The turn (retry_held)
+ * ends here too, under the same lock, so that a task's end that found the
+ * turn taken finds this one held, or this finds it inactive.
+ *
+ * A task that had its turn goes first again, so that it retries next,
+ * while the inputs it read are likely still in memory; a new one goes
+ * last. */
 static bool hold(struct worker *w, tarn_task *t) {
   tarn_rt *rt = w->rt;
   pthread_mutex_lock(&rt->held_lock);
-  t->left = rt->held;
-  rt->held = t;
+  bool first = t->in_line, had_turn = t->turn;
+  if (!first) {
+    t->in_line = true;
+    atomic_fetch_add(&rt->in_line, 1);
+  }
+  tarn_task *before = rt->held_tail;
+  if (first) {
+    t->left = rt->held;
+    rt->held = t;
+    if (before == NULL) rt->held_tail = t;
+  } else {
+    t->left = NULL;
+    if (before != NULL)
+      before->left = t;
+    else
+      rt->held = t;
+    rt->held_tail = t;
+  }
+  t->turn = false;
+  if (had_turn) rt->turns = 0;
   atomic_fetch_add(&rt->held_count, 1);
   atomic_store(&w->active, false);
   if (others_active(w)) {
@@ -1081,10 +1155,36 @@ static bool hold(struct worker *w, tarn_task *t) {
     pthread_mutex_unlock(&rt->held_lock);
     return true;
   }
-  rt->held = t->left; /* alone: take it back */
+  /* Alone: take it back from where it went (the lock was held), with its
+   * turn. */
+  if (first) {
+    rt->held = t->left;
+    if (rt->held == NULL) rt->held_tail = NULL;
+  } else {
+    if (before != NULL)
+      before->left = NULL;
+    else
+      rt->held = NULL;
+    rt->held_tail = before;
+  }
+  t->turn = had_turn;
+  if (had_turn) rt->turns = 1;
   atomic_fetch_sub(&rt->held_count, 1);
   atomic_store(&w->active, true);
   pthread_mutex_unlock(&rt->held_lock);
+  return false;
+}
+
+static int pin_data(struct worker *w, tarn_task *t);
+
+/* Whether pinning `t`'s data may need room: some of it is not resident
+ * (a hint, read without the pool's lock). */
+static bool needs_room(const tarn_task *t) {
+  for (size_t i = 0; i < t->n; i++) {
+    const struct slot *s = &t->slots[i];
+    if (!s->pinned && !s->unpinned && !tarn__ref_resident_hint(s->ref))
+      return true;
+  }
   return false;
 }
 
@@ -1095,10 +1195,27 @@ static int acquire_data(struct worker *w, tarn_task *t) {
   atomic_store_explicit(
       &w->active, true,
       w->rt->may_spill ? memory_order_seq_cst : memory_order_relaxed);
+  /* While tasks wait for memory, one that needs room waits behind them
+   * (retry_held lets them go in turn): trying too, it would push out the
+   * inputs they pinned and let go, and fail as they did. */
+  tarn_rt *rt = w->rt;
+  if (rt->may_spill && !t->in_line && atomic_load(&rt->in_line) > 0 &&
+      needs_room(t) && hold(w, t))
+    return 1;
+  int rc = pin_data(w, t);
+  if (rc == 1 || !t->in_line) return rc; /* held back, or never waited */
+  end_turn(rt, t);
+  /* Through after waiting: the next in line may fit too. */
+  if (rc == 0) retry_held(rt);
+  return rc;
+}
+
+/* acquire_data's tries. */
+static int pin_data(struct worker *w, tarn_task *t) {
   for (;;) {
     int rc = pin_all(t);
     if (rc != TARN_ENOMEM) return rc;
-    unpin_all(t);
+    unpin_unrun(t);
     /* Without a limit the heap itself is out of memory: no task's end is
      * sure to make room, and two workers retrying while each sees the
      * other active would never stop. The task fails. */
@@ -1108,7 +1225,7 @@ static int acquire_data(struct worker *w, tarn_task *t) {
      * one more try. */
     rc = pin_all(t);
     if (rc != TARN_ENOMEM) return rc;
-    unpin_all(t);
+    unpin_unrun(t);
     /* Another worker (or the guest) may have begun pinning meanwhile and
      * held part of the room when this tried: it will retry the held tasks
      * when it ends, so hold this one back again. A prefetch being read
@@ -1119,7 +1236,8 @@ static int acquire_data(struct worker *w, tarn_task *t) {
   }
 }
 
-/* The worker leaves the active set: retry what waits for memory. */
+/* The worker leaves the active set: the room its task held may fit the
+ * task held back longest (retry_held). */
 static void task_done(struct worker *w) {
   if (!w->rt->may_spill) {
     atomic_store_explicit(&w->active, false, memory_order_relaxed);
@@ -1196,6 +1314,10 @@ static bool region_stopped(const tarn_region *r) {
 static tarn_task *run(struct worker *w, tarn_task *t) {
   tarn_task *next = NULL;
   if (atomic_load(&t->cancel) || region_stopped(t->region)) {
+    if (t->in_line) { /* its turn, now over: the next one's */
+      end_turn(t->rt, t);
+      retry_held(t->rt);
+    }
     finish(w, t, TARN_ECANCELED, false, &next);
     return next;
   }

@@ -1092,15 +1092,25 @@ static void unpin_unrun(tarn_task *t) {
  * only writes, whose pin takes fresh room (evicting, maybe, what a read
  * needs next) and has nothing to read. Returns 0 or the first failure. */
 static int pin_all(tarn_task *t) {
-  for (int writes = 0; writes < 2; writes++)
-    for (size_t i = 0; i < t->n; i++) {
-      struct slot *s = &t->slots[i];
-      if (s->pinned || s->unpinned || (s->mode == TARN_WRITE) != writes)
-        continue;
-      int rc = tarn_ref_pin(s->ref, s->mode, 0, &s->data);
-      if (rc != 0) return rc;
-      s->pinned = true;
+  bool outputs = false;
+  for (size_t i = 0; i < t->n; i++) {
+    struct slot *s = &t->slots[i];
+    if (s->pinned || s->unpinned) continue;
+    if (s->mode == TARN_WRITE) {
+      outputs = true;
+      continue;
     }
+    int rc = tarn_ref_pin(s->ref, s->mode, 0, &s->data);
+    if (rc != 0) return rc;
+    s->pinned = true;
+  }
+  for (size_t i = 0; outputs && i < t->n; i++) {
+    struct slot *s = &t->slots[i];
+    if (s->pinned || s->unpinned) continue;
+    int rc = tarn_ref_pin(s->ref, s->mode, 0, &s->data);
+    if (rc != 0) return rc;
+    s->pinned = true;
+  }
   return 0;
 }
 

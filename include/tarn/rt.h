@@ -15,7 +15,8 @@
  * 3. Before a task runs its refs are pinned (spilled ones read back; reading
  *    starts as soon as the task is ready); after it returns they are
  *    unpinned. Under a memory limit, a task whose data does not fit waits
- *    until running tasks free memory; it fails with TARN_ENOMEM only when
+ *    until running tasks free memory, in line with the others that wait
+ *    (first come, first tried); it fails with TARN_ENOMEM only when
  *    nothing else runs and it still does not fit.
  * 4. A task that returns a nonzero status fails; every task that reads a
  *    ref it was to write, directly or through other such tasks, is

@@ -698,8 +698,9 @@ static void note_live(tarn_pool *p) {
  * cached buffer of it is taken instead when there is one (*buf). A read
  * ahead (`ahead_read`) evicts only what no submitted task uses: trading
  * data a task needs for data a task needs is no gain, and the evicted one
- * may be needed first (tasks whose output pin pushed out the input read
- * ahead for the next task read it twice or more). */
+ * may be needed first (under a limit that holds one task's data, a read
+ * ahead for the next task pushed out the input of the task about to run,
+ * which then read it again). */
 static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
                      uint64_t timeout_ns, bool ahead_read) {
   uint64_t deadline = 0;

@@ -1815,6 +1815,62 @@ static void tasks_waiting_for_memory_read_their_inputs_about_once(
   }
 }
 
+/* A read ahead makes room only from data no task will use: with the
+ * memory held by two refs that waiting tasks will read, a prefetch of a
+ * third is skipped rather than pushing one of them out. */
+static void a_read_ahead_leaves_data_tasks_wait_for(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 2 * MiB + 64 * 1024, 1);
+  tarn_pool *pool = tarn_rt_pool(rt);
+  tarn_ref *needed[2] = {NULL}, *c = NULL, *y = NULL;
+  for (int i = 0; i < 2; i++) {
+    unsigned char *bytes = NULL;
+    assert_int_equal(tarn_ref_alloc(pool, MiB, 0, &needed[i]), 0);
+    assert_int_equal(tarn_ref_pin(needed[i], TARN_WRITE, 0, (void **)&bytes),
+                     0);
+    memset(bytes, 20 + i, MiB);
+    assert_int_equal(tarn_ref_unpin(needed[i]), 0);
+  }
+  assert_int_equal(tarn_ref_create(pool, 8, &c), 0);
+  atomic_int reads = 0;
+  struct counted_source src = {7, &reads};
+  tarn_source s = {.read = counted_read, .ctx = &src};
+  assert_int_equal(tarn_ref_create_from(pool, MiB, &s, &y), 0);
+  /* Two tasks that will read the resident refs, behind a gate. */
+  atomic_int open = 0;
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, wait_open_task, TARN_ARG(&open), TARN_RW(c)),
+                   0);
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(
+        tarn_submit(rt, byte_to_word_task, TARN_R(needed[i]), TARN_RW(c)), 0);
+  assert_int_equal(tarn_ref_prefetch(y), 1);
+  for (int i = 0; i < 200; i++) { /* 200 ms for the reader */
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  assert_int_equal(atomic_load(&reads), 0);
+  assert_false(tarn_ref_is_resident(y));
+  for (int i = 0; i < 2; i++) assert_true(tarn_ref_is_resident(needed[i]));
+  atomic_store(&open, 1);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(word_of(c), 21);
+  /* Nothing waits for them now: a read ahead may push them out. */
+  assert_int_equal(tarn_ref_prefetch(y), 1);
+  for (int i = 0; i < 2000 && !tarn_ref_is_resident(y); i++) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  assert_true(tarn_ref_is_resident(y));
+  assert_int_equal(atomic_load(&reads), 1);
+  tarn_ref_release(needed[0]);
+  tarn_ref_release(needed[1]);
+  tarn_ref_release(c);
+  tarn_ref_release(y);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* Fills slots 0 and 1 (written only) with the byte at arg. */
 static int fill_two_task(tarn_task *t, void *arg) {
   for (size_t i = 0; i < 2; i++)
@@ -2550,6 +2606,7 @@ int main(void) {
       cmocka_unit_test(a_running_task_reads_ahead_for_its_successor),
       cmocka_unit_test(tasks_waiting_for_memory_read_their_inputs_about_once),
       cmocka_unit_test(an_output_pinned_by_a_waiting_task_holds_nothing),
+      cmocka_unit_test(a_read_ahead_leaves_data_tasks_wait_for),
       cmocka_unit_test(an_after_access_orders_without_pinning),
       cmocka_unit_test(a_task_that_never_fits_fails_with_enomem),
       cmocka_unit_test(data_tasks_wait_for_is_evicted_last),

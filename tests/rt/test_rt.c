@@ -1871,6 +1871,69 @@ static void a_read_ahead_leaves_data_tasks_wait_for(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Tasks waiting in line for memory when their region is cancelled end
+ * cancelled as their turns come, without pinning anything, and leave the
+ * line as it was: the next tasks take their turns and all run. */
+static void tasks_waiting_for_memory_can_be_cancelled(void **state) {
+  (void)state;
+  enum { n = 8 };
+  tarn_rt *rt = make_rt(2, 2 * MiB, 1);
+  tarn_pool *pool = tarn_rt_pool(rt);
+  atomic_int reads = 0, open = 0;
+  struct counted_source src[n];
+  tarn_ref *in[n], *out[n], *big = NULL;
+  for (int i = 0; i < n; i++) {
+    src[i] = (struct counted_source){(unsigned char)(40 + i), &reads};
+    tarn_source s = {.read = counted_read, .ctx = &src[i]};
+    assert_int_equal(tarn_ref_create_from(pool, MiB, &s, &in[i]), 0);
+    assert_int_equal(tarn_ref_create(pool, MiB, &out[i]), 0);
+  }
+  /* The whole limit, pinned by a task that waits for the gate. */
+  assert_int_equal(tarn_ref_create(pool, 2 * MiB, &big), 0);
+  tarn_region *outer = NULL, *inner = NULL;
+  assert_int_equal(tarn_region_begin(rt, &outer), 0);
+  assert_int_equal(
+      tarn_submit(rt, wait_open_task, TARN_ARG(&open), TARN_W(big)), 0);
+  for (int i = 0; i < 2000 && tarn_ref_is_resident(big) == 0; i++) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  assert_int_equal(tarn_region_begin(rt, &inner), 0);
+  for (int i = 0; i < n; i++)
+    assert_int_equal(
+        tarn_submit(rt, plus_one_task, TARN_R(in[i]), TARN_W(out[i])), 0);
+  tarn_rt_stats rs;
+  assert_int_equal(tarn_rt_stats_get(rt, &rs), 0);
+  for (int i = 0; i < 2000 && rs.held_back < n; i++) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+    assert_int_equal(tarn_rt_stats_get(rt, &rs), 0);
+  }
+  assert_true(rs.held_back >= n); /* every one in line */
+  assert_int_equal(tarn_region_cancel(inner), 0);
+  atomic_store(&open, 1);
+  assert_int_equal(tarn_region_wait(inner, NULL), TARN_ECANCELED);
+  assert_int_equal(tarn_region_wait(outer, NULL), 0);
+  assert_int_equal(atomic_load(&reads), 0);
+  /* The same tasks again: each in its turn. */
+  assert_int_equal(tarn_region_begin(rt, &inner), 0);
+  for (int i = 0; i < n; i++)
+    assert_int_equal(
+        tarn_submit(rt, plus_one_task, TARN_R(in[i]), TARN_W(out[i])), 0);
+  assert_int_equal(tarn_region_wait(inner, NULL), 0);
+  for (int i = 0; i < n; i++) {
+    unsigned char *bytes = NULL;
+    assert_int_equal(tarn_ref_pin(out[i], TARN_READ, 0, (void **)&bytes), 0);
+    assert_int_equal(bytes[0], 41 + i);
+    assert_int_equal(bytes[MiB - 1], 41 + i);
+    assert_int_equal(tarn_ref_unpin(out[i]), 0);
+    tarn_ref_release(in[i]);
+    tarn_ref_release(out[i]);
+  }
+  tarn_ref_release(big);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* Fills slots 0 and 1 (written only) with the byte at arg. */
 static int fill_two_task(tarn_task *t, void *arg) {
   for (size_t i = 0; i < 2; i++)
@@ -2607,6 +2670,7 @@ int main(void) {
       cmocka_unit_test(tasks_waiting_for_memory_read_their_inputs_about_once),
       cmocka_unit_test(an_output_pinned_by_a_waiting_task_holds_nothing),
       cmocka_unit_test(a_read_ahead_leaves_data_tasks_wait_for),
+      cmocka_unit_test(tasks_waiting_for_memory_can_be_cancelled),
       cmocka_unit_test(an_after_access_orders_without_pinning),
       cmocka_unit_test(a_task_that_never_fits_fails_with_enomem),
       cmocka_unit_test(data_tasks_wait_for_is_evicted_last),

@@ -1128,61 +1128,44 @@ static bool others_active(const struct worker *self) {
  * no other worker is active, so that no task's end would retry it (the
  * caller then tries alone). held_count is stored before `active` is
  * cleared and the others are read here, and the reverse in task_done (all
- * seq_cst): one of the two sides sees the other. The turn (retry_held)
- * ends here too, under the same lock, so that a task's end that found the
- * turn taken finds this one held, or this finds it inactive.
+ * seq_cst): one of the two sides sees the other; a task's end that sees
+ * the count waits for the lock, and finds `t` in line.
  *
- * A task that had its turn goes first again, so that it retries next,
- * while the inputs it read are likely still in memory; a new one goes
- * last. */
+ * A task that had its turn (retry_held) goes first again, so that it
+ * retries next, while the inputs it read are likely still in memory; a
+ * new one goes last. */
 static bool hold(struct worker *w, tarn_task *t) {
   tarn_rt *rt = w->rt;
   pthread_mutex_lock(&rt->held_lock);
-  bool first = t->in_line, had_turn = t->turn;
-  if (!first) {
-    t->in_line = true;
-    atomic_fetch_add(&rt->in_line, 1);
+  atomic_fetch_add(&rt->held_count, 1);
+  atomic_store(&w->active, false);
+  if (!others_active(w)) {
+    atomic_fetch_sub(&rt->held_count, 1);
+    atomic_store(&w->active, true);
+    pthread_mutex_unlock(&rt->held_lock);
+    return false;
   }
-  tarn_task *before = rt->held_tail;
-  if (first) {
+  if (t->in_line) { /* first */
     t->left = rt->held;
     rt->held = t;
-    if (before == NULL) rt->held_tail = t;
-  } else {
+    if (rt->held_tail == NULL) rt->held_tail = t;
+  } else { /* last */
+    t->in_line = true;
+    atomic_fetch_add(&rt->in_line, 1);
     t->left = NULL;
-    if (before != NULL)
-      before->left = t;
+    if (rt->held_tail != NULL)
+      rt->held_tail->left = t;
     else
       rt->held = t;
     rt->held_tail = t;
   }
-  t->turn = false;
-  if (had_turn) rt->turns = 0;
-  atomic_fetch_add(&rt->held_count, 1);
-  atomic_store(&w->active, false);
-  if (others_active(w)) {
-    atomic_fetch_add_explicit(&rt->held_back, 1, memory_order_relaxed);
-    pthread_mutex_unlock(&rt->held_lock);
-    return true;
+  if (t->turn) { /* over: the next is given at a task's end */
+    t->turn = false;
+    rt->turns = 0;
   }
-  /* Alone: take it back from where it went (the lock was held), with its
-   * turn. */
-  if (first) {
-    rt->held = t->left;
-    if (rt->held == NULL) rt->held_tail = NULL;
-  } else {
-    if (before != NULL)
-      before->left = NULL;
-    else
-      rt->held = NULL;
-    rt->held_tail = before;
-  }
-  t->turn = had_turn;
-  if (had_turn) rt->turns = 1;
-  atomic_fetch_sub(&rt->held_count, 1);
-  atomic_store(&w->active, true);
+  atomic_fetch_add_explicit(&rt->held_back, 1, memory_order_relaxed);
   pthread_mutex_unlock(&rt->held_lock);
-  return false;
+  return true;
 }
 
 static int pin_data(struct worker *w, tarn_task *t);

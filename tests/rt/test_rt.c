@@ -1768,6 +1768,34 @@ static int plus_one_task(tarn_task *t, void *arg) {
   return 0;
 }
 
+/* n pairs of 1 MiB refs: in[i] from a counted source of bytes first + i,
+ * out[i] new. */
+static void counted_pairs(tarn_pool *pool, int n, unsigned char first,
+                          atomic_int *reads, struct counted_source *src,
+                          tarn_ref **in, tarn_ref **out) {
+  for (int i = 0; i < n; i++) {
+    src[i] = (struct counted_source){(unsigned char)(first + i), reads};
+    tarn_source s = {.read = counted_read, .ctx = &src[i]};
+    assert_int_equal(tarn_ref_create_from(pool, MiB, &s, &in[i]), 0);
+    assert_int_equal(tarn_ref_create(pool, MiB, &out[i]), 0);
+  }
+}
+
+/* Checks that each out[i] holds in[i]'s bytes plus one, and releases
+ * both. */
+static void check_plus_one_and_release(int n, unsigned char first,
+                                       tarn_ref **in, tarn_ref **out) {
+  for (int i = 0; i < n; i++) {
+    unsigned char *bytes = NULL;
+    assert_int_equal(tarn_ref_pin(out[i], TARN_READ, 0, (void **)&bytes), 0);
+    assert_int_equal(bytes[0], first + i + 1);
+    assert_int_equal(bytes[MiB - 1], first + i + 1);
+    assert_int_equal(tarn_ref_unpin(out[i]), 0);
+    tarn_ref_release(in[i]);
+    tarn_ref_release(out[i]);
+  }
+}
+
 /* Under a limit that holds one task's data (1 MiB in, 1 MiB out, a 2 MiB
  * limit), two workers take turns: a task that waits for memory waits in
  * line, and the tasks behind it do not try to pin and push out the input
@@ -1782,12 +1810,7 @@ static void tasks_waiting_for_memory_read_their_inputs_about_once(
     atomic_int reads = 0;
     struct counted_source src[n];
     tarn_ref *in[n], *out[n];
-    for (int i = 0; i < n; i++) {
-      src[i] = (struct counted_source){(unsigned char)(10 + i), &reads};
-      tarn_source s = {.read = counted_read, .ctx = &src[i]};
-      assert_int_equal(tarn_ref_create_from(pool, MiB, &s, &in[i]), 0);
-      assert_int_equal(tarn_ref_create(pool, MiB, &out[i]), 0);
-    }
+    counted_pairs(pool, n, 10, &reads, src, in, out);
     tarn_region *region = NULL;
     assert_int_equal(tarn_region_begin(rt, &region), 0);
     for (int i = 0; i < n; i++)
@@ -1802,15 +1825,7 @@ static void tasks_waiting_for_memory_read_their_inputs_about_once(
     int got = atomic_load(&reads);
     assert_true(got >= n);
     assert_true(got <= n + 3);
-    for (int i = 0; i < n; i++) {
-      unsigned char *bytes = NULL;
-      assert_int_equal(tarn_ref_pin(out[i], TARN_READ, 0, (void **)&bytes), 0);
-      assert_int_equal(bytes[0], 11 + i);
-      assert_int_equal(bytes[MiB - 1], 11 + i);
-      assert_int_equal(tarn_ref_unpin(out[i]), 0);
-      tarn_ref_release(in[i]);
-      tarn_ref_release(out[i]);
-    }
+    check_plus_one_and_release(n, 10, in, out);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
 }
@@ -1882,12 +1897,7 @@ static void tasks_waiting_for_memory_can_be_cancelled(void **state) {
   atomic_int reads = 0, open = 0;
   struct counted_source src[n];
   tarn_ref *in[n], *out[n], *big = NULL;
-  for (int i = 0; i < n; i++) {
-    src[i] = (struct counted_source){(unsigned char)(40 + i), &reads};
-    tarn_source s = {.read = counted_read, .ctx = &src[i]};
-    assert_int_equal(tarn_ref_create_from(pool, MiB, &s, &in[i]), 0);
-    assert_int_equal(tarn_ref_create(pool, MiB, &out[i]), 0);
-  }
+  counted_pairs(pool, n, 40, &reads, src, in, out);
   /* The whole limit, pinned by a task that waits for the gate. */
   assert_int_equal(tarn_ref_create(pool, 2 * MiB, &big), 0);
   tarn_region *outer = NULL, *inner = NULL;
@@ -1921,15 +1931,7 @@ static void tasks_waiting_for_memory_can_be_cancelled(void **state) {
     assert_int_equal(
         tarn_submit(rt, plus_one_task, TARN_R(in[i]), TARN_W(out[i])), 0);
   assert_int_equal(tarn_region_wait(inner, NULL), 0);
-  for (int i = 0; i < n; i++) {
-    unsigned char *bytes = NULL;
-    assert_int_equal(tarn_ref_pin(out[i], TARN_READ, 0, (void **)&bytes), 0);
-    assert_int_equal(bytes[0], 41 + i);
-    assert_int_equal(bytes[MiB - 1], 41 + i);
-    assert_int_equal(tarn_ref_unpin(out[i]), 0);
-    tarn_ref_release(in[i]);
-    tarn_ref_release(out[i]);
-  }
+  check_plus_one_and_release(n, 40, in, out);
   tarn_ref_release(big);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }

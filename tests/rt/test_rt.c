@@ -55,14 +55,19 @@ static tarn_rt *bounded_rt(unsigned workers, unsigned max_unfinished) {
   return rt_with(&o);
 }
 
-static tarn_ref *word_ref(tarn_rt *rt, uint64_t v) {
+/* A ref of `bytes` (at least 8) whose first word is v. */
+static tarn_ref *sized_word_ref(tarn_rt *rt, uint64_t v, size_t bytes) {
   tarn_ref *r = NULL;
-  assert_int_equal(tarn_ref_alloc(tarn_rt_pool(rt), sizeof v, 0, &r), 0);
+  assert_int_equal(tarn_ref_alloc(tarn_rt_pool(rt), bytes, 0, &r), 0);
   void *p = NULL;
   assert_int_equal(tarn_ref_pin(r, TARN_WRITE, 0, &p), 0);
   memcpy(p, &v, sizeof v);
   assert_int_equal(tarn_ref_unpin(r), 0);
   return r;
+}
+
+static tarn_ref *word_ref(tarn_rt *rt, uint64_t v) {
+  return sized_word_ref(rt, v, sizeof v);
 }
 
 static uint64_t word_of(tarn_ref *r) {
@@ -85,13 +90,20 @@ struct gtask {
   tarn_access mode[max_deps];
 };
 
-/* h = id + every value read; then every written value x becomes 3x + h. */
+/* h = id + every value read; then every value read and written, x,
+ * becomes 3x + h, and every value only written becomes h + i (a
+ * TARN_WRITE access does not see the old bytes: under a memory limit
+ * they are not read back). */
 static void apply(const struct gtask *g, uint64_t **v) {
   uint64_t h = g->id;
   for (size_t i = 0; i < g->n; i++)
     if (g->mode[i] & TARN_READ) h += *v[i];
-  for (size_t i = 0; i < g->n; i++)
-    if (g->mode[i] & TARN_WRITE) *v[i] = 3 * *v[i] + h;
+  for (size_t i = 0; i < g->n; i++) {
+    if (g->mode[i] == TARN_READ_WRITE)
+      *v[i] = 3 * *v[i] + h;
+    else if (g->mode[i] == TARN_WRITE)
+      *v[i] = h + i;
+  }
 }
 
 static int graph_task(tarn_task *t, void *arg) {
@@ -127,11 +139,13 @@ static void random_gtask(struct gtask *t, uint64_t id, uint64_t *seed) {
   }
 }
 
-/* A graph's refs, ref r holding r + 1, and the values expected of them. */
-static void graph_refs_make(tarn_rt *rt, uint64_t *expect, tarn_ref **refs) {
+/* A graph's refs of `bytes` each, ref r holding r + 1 in its first word,
+ * and the values expected of them. */
+static void graph_refs_make(tarn_rt *rt, size_t bytes, uint64_t *expect,
+                            tarn_ref **refs) {
   for (int r = 0; r < graph_refs; r++) {
     expect[r] = (uint64_t)r + 1;
-    refs[r] = word_ref(rt, expect[r]);
+    refs[r] = sized_word_ref(rt, expect[r], bytes);
   }
 }
 
@@ -143,11 +157,11 @@ static void graph_refs_check(const uint64_t *expect, tarn_ref **refs) {
   }
 }
 
-static void one_graph(tarn_rt *rt, uint64_t seed) {
+static void one_graph(tarn_rt *rt, size_t bytes, uint64_t seed) {
   struct gtask g[graph_tasks];
   uint64_t expect[graph_refs];
   tarn_ref *refs[graph_refs];
-  graph_refs_make(rt, expect, refs);
+  graph_refs_make(rt, bytes, expect, refs);
   tarn_region *region = NULL;
   assert_int_equal(tarn_region_begin(rt, &region), 0);
   for (int k = 0; k < graph_tasks; k++) {
@@ -175,11 +189,34 @@ static void random_graphs_match_sequential_order(void **state) {
   const unsigned workers[] = {1, 2, 4};
   for (size_t w = 0; w < 3; w++) {
     tarn_rt *rt = make_rt(workers[w], 0, 1);
-    for (uint64_t seed = 1; seed <= 700; seed++) one_graph(rt, seed);
+    for (uint64_t seed = 1; seed <= 700; seed++)
+      one_graph(rt, sizeof(uint64_t), seed);
     tarn_rt_stats st;
     assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
     assert_int_equal(st.submitted, 700 * graph_tasks);
     assert_int_equal(st.run, 700 * graph_tasks);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* The same under a memory limit that holds the data of one task of three
+ * refs (refs of 64 KiB): tasks wait for memory, in line, and their refs
+ * are spilled and read back, in every order the graphs allow. */
+static void random_graphs_under_a_tight_limit_match_sequential_order(
+    void **state) {
+  (void)state;
+  const unsigned workers[] = {1, 2, 4};
+  const size_t bytes = 64 * 1024;
+  for (size_t w = 0; w < 3; w++) {
+    tarn_rt *rt = make_rt(workers[w], max_deps * bytes, 1);
+    for (uint64_t seed = 1; seed <= 150; seed++) one_graph(rt, bytes, seed);
+    tarn_rt_stats st;
+    assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+    assert_int_equal(st.run, 150 * graph_tasks);
+    tarn_pool_stats ps;
+    assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+    assert_true(ps.spills > 0 && ps.restores > 0);
+    if (workers[w] > 1) assert_true(st.held_back > 0);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
 }
@@ -220,7 +257,7 @@ static void random_failures_cancel_exactly_the_readers_of_their_data(
       bool bad[graph_refs] = {false}, cancelled[graph_tasks];
       uint64_t nfailed = 0, ncancelled = 0;
       tarn_ref *refs[graph_refs];
-      graph_refs_make(rt, expect, refs);
+      graph_refs_make(rt, sizeof(uint64_t), expect, refs);
       tarn_region *region = NULL;
       assert_int_equal(tarn_region_begin(rt, &region), 0);
       for (int k = 0; k < graph_tasks; k++) {
@@ -2635,6 +2672,8 @@ int main(void) {
     unsetenv(runtime_variables[i]);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(random_graphs_match_sequential_order),
+      cmocka_unit_test(
+          random_graphs_under_a_tight_limit_match_sequential_order),
       cmocka_unit_test(refs_released_mid_graph_live_as_long_as_their_tasks),
       cmocka_unit_test(tasks_run_right_on_the_waiting_thread),
       cmocka_unit_test(a_lone_task_runs_before_its_wait),

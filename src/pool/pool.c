@@ -123,8 +123,9 @@ struct tarn_pool {
   size_t page;
   /* Guarded by lock. */
   size_t resident, peak, inflight;
-  size_t reading;   /* refs being read back or given bytes (READING) */
-  size_t live_peak; /* highest resident - cached */
+  size_t reading; /* refs being read back or given bytes (READING) */
+  _Atomic uint64_t reads_ended; /* of those, how many have ended */
+  size_t live_peak;             /* highest resident - cached */
   /* The same two highs for the runtime's regions (tarn__pool_peaks). */
   size_t window_peak, window_live_peak;
   uint64_t room_epoch;
@@ -1230,6 +1231,10 @@ void tarn__pool_trim(tarn_pool *p) {
   tarn__store_trim(p->store); /* set once, at creation */
 }
 
+uint64_t tarn__pool_reads_ended(tarn_pool *p) {
+  return atomic_load(&p->reads_ended);
+}
+
 bool tarn__pool_reads_settle(tarn_pool *p) {
   pthread_mutex_lock(&p->lock);
   bool waited = p->reading > 0;
@@ -1313,6 +1318,7 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
   }
   pthread_mutex_lock(&p->lock);
   p->reading--;
+  atomic_fetch_add(&p->reads_ended, 1);
   if (rc != 0) {
     if (r->kind == NULL && obj != NULL)
       buffer_retire(p, obj, cap);

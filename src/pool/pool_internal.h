@@ -50,6 +50,11 @@ void tarn__ref_unpin_unwritten(tarn_ref *ref);
  * a hint for the runtime (it may change at once). Thread-safe, lock-free. */
 bool tarn__ref_resident_hint(const tarn_ref *ref);
 
+/* How many reads back (a prefetch's, a pin's) have ended so far: a
+ * caller that found no room can tell whether one ended since, leaving an
+ * object that can be evicted. Thread-safe, lock-free. */
+uint64_t tarn__pool_reads_ended(tarn_pool *pool);
+
 /* Waits until no object is being read back (a prefetch, another thread's
  * pin): each leaves an object that can then be evicted. Returns whether
  * there was one to wait for. For the runtime's last try at a task's data

@@ -338,6 +338,10 @@ struct tarn_rt {
    * turn (`turns` is 0 or 1, changed under held_lock). */
   atomic_size_t in_line;
   size_t turns;
+  /* Times a worker left the active set under a limit (a task's end, or a
+   * task held back after it let go of what it had pinned): a task that
+   * failed to pin alone fails only if none left meanwhile. */
+  _Atomic uint64_t leaves;
 
   /* Regions and completion. */
   pthread_mutex_t done_lock;
@@ -1138,6 +1142,7 @@ static bool hold(struct worker *w, tarn_task *t) {
   tarn_rt *rt = w->rt;
   pthread_mutex_lock(&rt->held_lock);
   atomic_fetch_add(&rt->held_count, 1);
+  atomic_fetch_add(&rt->leaves, 1);
   atomic_store(&w->active, false);
   if (!others_active(w)) {
     atomic_fetch_sub(&rt->held_count, 1);
@@ -1216,15 +1221,23 @@ static int pin_data(struct worker *w, tarn_task *t) {
     if (hold(w, t)) return 1;
     /* No other task was active, so every other task's data was unpinned:
      * one more try. */
+    uint64_t leaves = atomic_load(&w->rt->leaves);
+    uint64_t reads = tarn__pool_reads_ended(w->rt->pool);
     rc = pin_all(t);
     if (rc != TARN_ENOMEM) return rc;
     unpin_unrun(t);
     /* Another worker (or the guest) may have begun pinning meanwhile and
      * held part of the room when this tried: it will retry the held tasks
-     * when it ends, so hold this one back again. A prefetch being read
-     * back holds room it gives up when done: wait for it, try again.
-     * Alone, with nothing in flight, the task does not fit and fails. */
-    if (!others_active(w) && !tarn__pool_reads_settle(w->rt->pool))
+     * when it ends, so hold this one back again; if it ended, or let go
+     * of its pins and was held back, already, try again (`leaves` counts
+     * before the active set is left, so one of the two is seen). An
+     * object being read back (a prefetch) holds room that can be taken
+     * once it is in: wait for any such read, and try again if one ended
+     * since this try began. Alone all along, with nothing in flight, the
+     * task does not fit and fails. */
+    if (!others_active(w) && atomic_load(&w->rt->leaves) == leaves &&
+        !tarn__pool_reads_settle(w->rt->pool) &&
+        tarn__pool_reads_ended(w->rt->pool) == reads)
       return TARN_ENOMEM;
   }
 }
@@ -1236,6 +1249,7 @@ static void task_done(struct worker *w) {
     atomic_store_explicit(&w->active, false, memory_order_relaxed);
     return;
   }
+  atomic_fetch_add(&w->rt->leaves, 1); /* before `active` is cleared */
   atomic_store(&w->active, false);
   retry_held(w->rt);
 }

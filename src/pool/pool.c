@@ -1318,7 +1318,11 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
   }
   pthread_mutex_lock(&p->lock);
   p->reading--;
-  atomic_fetch_add(&p->reads_ended, 1);
+  /* A read that brought an object in, or a read ahead's that gave its
+   * room back: what a caller that found no room may now find. (A pin's
+   * own failed read does not count: out of heap, a task that counted its
+   * own failures retried for ever.) */
+  if (rc == 0 || pins == 0) atomic_fetch_add(&p->reads_ended, 1);
   if (rc != 0) {
     if (r->kind == NULL && obj != NULL)
       buffer_retire(p, obj, cap);

@@ -50,9 +50,10 @@ void tarn__ref_unpin_unwritten(tarn_ref *ref);
  * a hint for the runtime (it may change at once). Thread-safe, lock-free. */
 bool tarn__ref_resident_hint(const tarn_ref *ref);
 
-/* How many reads back (a prefetch's, a pin's) have ended so far: a
- * caller that found no room can tell whether one ended since, leaving an
- * object that can be evicted. Thread-safe, lock-free. */
+/* How many reads back have ended so far, counting those that brought an
+ * object in and a read ahead's that failed (it gave its room back): a
+ * caller that found no room can tell whether one ended since. Thread-safe,
+ * lock-free. */
 uint64_t tarn__pool_reads_ended(tarn_pool *pool);
 
 /* Waits until no object is being read back (a prefetch, another thread's

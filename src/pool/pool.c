@@ -394,20 +394,28 @@ static bool idle(const tarn_ref *r) {
          (r->state == RESIDENT || r->state == SPILLED || r->state == EMPTY);
 }
 
-/* Queues a reader's job for `r` (lock held). Returns 0 or TARN_ENOMEM. */
-static int reads_append(tarn_pool *p, tarn_ref *r) {
+/* Appends a job for `r` to the queue *head .. *tail and wakes the I/O
+ * threads (lock held). Returns 0 or TARN_ENOMEM. */
+static int job_append(tarn_pool *p, struct io_job **head, struct io_job **tail,
+                      tarn_ref *r) {
   struct io_job *job = malloc(sizeof *job);
   if (job == NULL) return TARN_ENOMEM;
   job->ref = r;
   job->next = NULL;
-  if (p->reads_tail != NULL)
-    p->reads_tail->next = job;
+  if (*tail != NULL)
+    (*tail)->next = job;
   else
-    p->reads = job;
-  p->reads_tail = job;
-  r->queued = true;
+    *head = job;
+  *tail = job;
   pthread_cond_broadcast(&p->io_ready);
   return 0;
+}
+
+/* Queues a reader's job for `r` (lock held). Returns 0 or TARN_ENOMEM. */
+static int reads_append(tarn_pool *p, tarn_ref *r) {
+  int rc = job_append(p, &p->reads, &p->reads_tail, r);
+  if (rc == 0) r->queued = true;
+  return rc;
 }
 
 /* Takes a dying ref's job off the reader's queue. */
@@ -599,24 +607,13 @@ static void evict(tarn_pool *p, tarn_ref *r) {
     pthread_cond_broadcast(&p->changed);
     return;
   }
-  r->state = WRITING;
-  p->inflight += r->charge;
-  struct io_job *job = malloc(sizeof *job);
-  if (job == NULL) { /* cannot queue: leave it resident */
-    r->state = RESIDENT;
-    p->inflight -= r->charge;
-    atomic_fetch_or(&r->pinword, FAST);
+  if (job_append(p, &p->jobs, &p->jobs_tail, r) != 0) {
+    atomic_fetch_or(&r->pinword, FAST); /* cannot queue: leave it resident */
     r->failed_epoch = p->room_epoch;
     return;
   }
-  job->ref = r;
-  job->next = NULL;
-  if (p->jobs_tail != NULL)
-    p->jobs_tail->next = job;
-  else
-    p->jobs = job;
-  p->jobs_tail = job;
-  pthread_cond_broadcast(&p->io_ready);
+  r->state = WRITING;
+  p->inflight += r->charge;
 }
 
 /* Cleaning: above CLEAN_FROM_PERCENT of the limit, an I/O thread with no
@@ -1235,12 +1232,12 @@ uint64_t tarn__pool_reads_ended(tarn_pool *p) {
   return atomic_load(&p->reads_ended);
 }
 
-bool tarn__pool_reads_settle(tarn_pool *p) {
+bool tarn__pool_reads_settle(tarn_pool *p, uint64_t since) {
   pthread_mutex_lock(&p->lock);
   bool waited = p->reading > 0;
   while (p->reading > 0) pthread_cond_wait(&p->changed, &p->lock);
   pthread_mutex_unlock(&p->lock);
-  return waited;
+  return waited || atomic_load(&p->reads_ended) != since;
 }
 
 int tarn_ref_retain(tarn_ref *r) {

@@ -148,8 +148,7 @@ struct tarn_task {
   tarn_task *left, *right; /* in a worker's queue; `left` also links the
                               held tasks (tarn_rt.held) */
   int priority;
-  bool in_line; /* waiting for memory: held back, or its turn to pin */
-  bool turn;    /* let go by retry_held, not yet through acquire_data */
+  bool turn; /* let go by retry_held, not yet through acquire_data */
   /* Not zeroed when the task is made: written as they are used. */
   struct edge in_edges[inline_slots]; /* its first edges from predecessors */
   struct slot inline_slots_[inline_slots];
@@ -332,12 +331,12 @@ struct tarn_rt {
    * allocation cannot keep a task from waiting for memory. */
   tarn_task *held, *held_tail; /* first in, first retried */
   atomic_size_t held_count; /* the list's length, also read without the lock */
-  /* Tasks in line for memory: held, or let go by retry_held and not yet
-   * through acquire_data. While there are any, a task that needs room
-   * joins the line instead of trying (acquire_data). One at a time has its
-   * turn (`turns` is 0 or 1, changed under held_lock). */
-  atomic_size_t in_line;
-  size_t turns;
+  /* Whether a task let go by retry_held has not yet been through
+   * acquire_data: one at a time has its turn (0 or 1, changed under
+   * held_lock). The line for memory is the held tasks and that one; while
+   * it is not empty, a task that needs room joins it instead of trying
+   * (acquire_data). */
+  atomic_size_t turns;
   /* Times a worker left the active set under a limit (a task's end, or a
    * task held back after it let go of what it had pinned): a task that
    * failed to pin alone fails only if none left meanwhile. */
@@ -976,29 +975,30 @@ static void keep(tarn_region *r, tarn_ref *ref) {
 static void retry_held(tarn_rt *rt) {
   if (atomic_load(&rt->held_count) == 0) return;
   pthread_mutex_lock(&rt->held_lock);
-  tarn_task *t = rt->turns == 0 ? rt->held : NULL;
+  tarn_task *t = atomic_load(&rt->turns) == 0 ? rt->held : NULL;
   if (t != NULL) {
     rt->held = t->left;
     if (rt->held == NULL) rt->held_tail = NULL;
-    atomic_fetch_sub(&rt->held_count, 1);
     t->turn = true;
-    rt->turns = 1;
+    atomic_store(&rt->turns, 1); /* before the count: in_line() sees one */
+    atomic_fetch_sub(&rt->held_count, 1);
   }
   pthread_mutex_unlock(&rt->held_lock);
   if (t != NULL) push(rt, t);
 }
 
-/* Takes `t` out of the line for memory (through acquire_data, or
- * cancelled), ending its turn if it had it. */
+/* Ends `t`'s turn (through acquire_data, or cancelled): out of the line
+ * for memory. */
 static void end_turn(tarn_rt *rt, tarn_task *t) {
-  if (t->turn) {
-    pthread_mutex_lock(&rt->held_lock);
-    t->turn = false;
-    rt->turns = 0;
-    pthread_mutex_unlock(&rt->held_lock);
-  }
-  t->in_line = false;
-  atomic_fetch_sub(&rt->in_line, 1);
+  pthread_mutex_lock(&rt->held_lock);
+  t->turn = false;
+  atomic_store(&rt->turns, 0);
+  pthread_mutex_unlock(&rt->held_lock);
+}
+
+/* Whether tasks wait in line for memory (a hint, read without the lock). */
+static bool in_line(tarn_rt *rt) {
+  return atomic_load(&rt->held_count) > 0 || atomic_load(&rt->turns) > 0;
 }
 
 /* Whether `t` may run before everything queued on `w`: nothing queued
@@ -1097,24 +1097,18 @@ static void unpin_unrun(tarn_task *t) {
  * needs next) and has nothing to read. Returns 0 or the first failure. */
 static int pin_all(tarn_task *t) {
   bool outputs = false;
-  for (size_t i = 0; i < t->n; i++) {
-    struct slot *s = &t->slots[i];
-    if (s->pinned || s->unpinned) continue;
-    if (s->mode == TARN_WRITE) {
-      outputs = true;
-      continue;
+  for (int pass = 0; pass < 1 + outputs; pass++)
+    for (size_t i = 0; i < t->n; i++) {
+      struct slot *s = &t->slots[i];
+      if (s->pinned || s->unpinned) continue;
+      if (pass == 0 && s->mode == TARN_WRITE) {
+        outputs = true; /* the second pass's */
+        continue;
+      }
+      int rc = tarn_ref_pin(s->ref, s->mode, 0, &s->data);
+      if (rc != 0) return rc;
+      s->pinned = true;
     }
-    int rc = tarn_ref_pin(s->ref, s->mode, 0, &s->data);
-    if (rc != 0) return rc;
-    s->pinned = true;
-  }
-  for (size_t i = 0; outputs && i < t->n; i++) {
-    struct slot *s = &t->slots[i];
-    if (s->pinned || s->unpinned) continue;
-    int rc = tarn_ref_pin(s->ref, s->mode, 0, &s->data);
-    if (rc != 0) return rc;
-    s->pinned = true;
-  }
   return 0;
 }
 
@@ -1150,23 +1144,19 @@ static bool hold(struct worker *w, tarn_task *t) {
     pthread_mutex_unlock(&rt->held_lock);
     return false;
   }
-  if (t->in_line) { /* first */
+  if (t->turn) { /* first */
     t->left = rt->held;
     rt->held = t;
     if (rt->held_tail == NULL) rt->held_tail = t;
+    t->turn = false; /* over: the next is given at a task's end */
+    atomic_store(&rt->turns, 0);
   } else { /* last */
-    t->in_line = true;
-    atomic_fetch_add(&rt->in_line, 1);
     t->left = NULL;
     if (rt->held_tail != NULL)
       rt->held_tail->left = t;
     else
       rt->held = t;
     rt->held_tail = t;
-  }
-  if (t->turn) { /* over: the next is given at a task's end */
-    t->turn = false;
-    rt->turns = 0;
   }
   atomic_fetch_add_explicit(&rt->held_back, 1, memory_order_relaxed);
   pthread_mutex_unlock(&rt->held_lock);
@@ -1197,11 +1187,10 @@ static int acquire_data(struct worker *w, tarn_task *t) {
    * (retry_held lets them go in turn): trying too, it would push out the
    * inputs they pinned and let go, and fail as they did. */
   tarn_rt *rt = w->rt;
-  if (rt->may_spill && !t->in_line && atomic_load(&rt->in_line) > 0 &&
-      needs_room(t) && hold(w, t))
+  if (rt->may_spill && !t->turn && in_line(rt) && needs_room(t) && hold(w, t))
     return 1;
   int rc = pin_data(w, t);
-  if (rc == 1 || !t->in_line) return rc; /* held back, or never waited */
+  if (rc == 1 || !t->turn) return rc; /* held back, or never waited */
   end_turn(rt, t);
   /* Through after waiting: the next in line may fit too. */
   if (rc == 0) retry_held(rt);
@@ -1236,8 +1225,7 @@ static int pin_data(struct worker *w, tarn_task *t) {
      * since this try began. Alone all along, with nothing in flight, the
      * task does not fit and fails. */
     if (!others_active(w) && atomic_load(&w->rt->leaves) == leaves &&
-        !tarn__pool_reads_settle(w->rt->pool) &&
-        tarn__pool_reads_ended(w->rt->pool) == reads)
+        !tarn__pool_reads_settle(w->rt->pool, reads))
       return TARN_ENOMEM;
   }
 }
@@ -1321,7 +1309,7 @@ static bool region_stopped(const tarn_region *r) {
 static tarn_task *run(struct worker *w, tarn_task *t) {
   tarn_task *next = NULL;
   if (atomic_load(&t->cancel) || region_stopped(t->region)) {
-    if (t->in_line) { /* its turn, now over: the next one's */
+    if (t->turn) { /* its turn, now over: the next one's */
       end_turn(t->rt, t);
       retry_held(t->rt);
     }

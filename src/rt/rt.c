@@ -1123,11 +1123,14 @@ static bool others_active(const struct worker *self) {
 
 /* Under a memory limit, holds `t` back until memory frees (without one,
  * acquire_data fails the task instead). Returns true when held, false when
- * no other worker is active, so that no task's end would retry it (the
- * caller then tries alone). held_count is stored before `active` is
- * cleared and the others are read here, and the reverse in task_done (all
- * seq_cst): one of the two sides sees the other; a task's end that sees
- * the count waits for the lock, and finds `t` in line.
+ * no other worker is active and no other task has its turn, so that
+ * nothing would retry it (the caller then tries alone). Held behind a
+ * turn even with every worker idle: trying alone meanwhile, a new task
+ * pushed out the input the turn's task had read (a worker between a
+ * task's end and the turn's task looks idle). held_count is stored before
+ * `active` is cleared and the others are read here, and the reverse in
+ * task_done (all seq_cst): one of the two sides sees the other; a task's end
+ * that sees the count waits for the lock, and finds `t` in line.
  *
  * A task that had its turn (retry_held) goes first again, so that it
  * retries next, while the inputs it read are likely still in memory; a
@@ -1138,7 +1141,9 @@ static bool hold(struct worker *w, tarn_task *t) {
   atomic_fetch_add(&rt->held_count, 1);
   atomic_fetch_add(&rt->leaves, 1);
   atomic_store(&w->active, false);
-  if (!others_active(w)) {
+  /* Another task's turn: it passes the turn on (or ends) whatever runs. */
+  bool turn_out = !t->turn && atomic_load(&rt->turns) > 0;
+  if (!turn_out && !others_active(w)) {
     atomic_fetch_sub(&rt->held_count, 1);
     atomic_store(&w->active, true);
     pthread_mutex_unlock(&rt->held_lock);

@@ -6,8 +6,8 @@
  * three tiles (at most GROUP_MAX) and the layer's tiles of op(A) are small
  * (GROUP_BYTES_MAX), the layer's task updates all of y: it pins about what
  * a gemm task does. Otherwise there is one task per tile of y and layer,
- * whose kernel is gemm's (tarn__gemm_shared: one dgemv, shared in halves
- * of its rows when the tile stays in cache). Layers follow one another on
+ * whose kernel is gemm's (tarn__gemm_shared: one dgemv, shared only for
+ * tiles of 2048 x 2048 or more). Layers follow one another on
  * each tile of y (their tasks write it); the tasks of one layer run side
  * by side.
  *
@@ -23,7 +23,8 @@
  * per tile, docs/linalg.md); what lanes bring is every core on a short y,
  * where a task per tile of y had only two or three tasks to run at a time.
  * On one tile, lanes lost to halves of the rows (N=256: 4.9 to 6.2 us
- * against 4.6 to 4.8), hence gemm's kernel there. Lanes write partial sums
+ * against 4.6 to 4.8), which now lose to one call (docs/linalg.md), hence
+ * gemm's kernel there. Lanes write partial sums
  * into the task's scratch (lane 0 of a product without transpose writes y
  * itself), which the task adds into y once every lane is done. With no
  * idle worker a task is one dgemv per tile, into y.

@@ -93,12 +93,8 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
 
 /* A one-column update's tile (a matrix-vector product's task on one tile
  * of y, gemv.c, and the solves' with one right-hand side) is shared from
- * this many multiply-adds (a 2048 x 2048 tile), or when it is small enough to
- * stay in a core's L2 cache between uses (from 2^15 to 2^17 elements, 256 KiB
- * to 1 MiB): see tarn__gemm_shared. */
+ * this many multiply-adds (a 2048 x 2048 tile): see tarn__gemm_shared. */
 #define GEMV_SHARE_MIN ((double)(1 << 22))
-#define GEMV_CACHED_MIN ((double)(1 << 15))
-#define GEMV_CACHED_MAX ((double)(1 << 17))
 
 /* OpenBLAS's dgemv takes a process-wide lock for its work buffer unless
  * the buffer (rows + columns + 16 doubles, rounded up to 4) fits the stack
@@ -197,7 +193,7 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
                          .a = a,
                          .b = b,
                          .c = c};
-  size_t count = (size_t)(g.by_rows ? m : n), grain = SHARE_GRAIN;
+  size_t count = (size_t)(g.by_rows ? m : n);
   double madds = (double)m * n * k;
   bool share = madds >= SHARE_MIN_MADDS;
   if (n == 1) {
@@ -205,15 +201,16 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
      * of a tile's rows on two cores stream from memory no faster than one
      * core streams the whole tile (at N=4096 in 512 tiles, sharing them
      * took 4 to 8 ms instead of 3), and the other tiles' tasks keep the
-     * cores busy. A tile that stays in cache between uses is read from two
-     * caches at twice the rate: shared in two halves (one 256 tile, N=256:
-     * 6.3 to 6.7 us instead of 7.0 to 7.5). */
-    bool cached = madds >= GEMV_CACHED_MIN && madds <= GEMV_CACHED_MAX;
-    share = cached || madds >= GEMV_SHARE_MIN;
-    if (cached) grain = count / 2 > 0 ? count / 2 : 1;
+     * cores busy. Nor does a tile that stays in a core's cache gain:
+     * halves of a 256 x 256 product, each read from its own core's cache,
+     * took 3.3 and 4.2 us side by side against 2.5 for one half alone and
+     * 4.8 to 5.4 for the whole on one core (outside tarn, 2026-12-01), and
+     * in tarn the region of one such product took 6.8 to 8.2 us shared,
+     * 6.0 to 6.3 not (the helper starts 1.5 to 3 us after the owner). */
+    share = madds >= GEMV_SHARE_MIN;
   }
   if (!share) return gemm_range(&g, 0, count);
-  return tarn_task_parallel_for(t, count, grain, gemm_range, &g);
+  return tarn_task_parallel_for(t, count, SHARE_GRAIN, gemm_range, &g);
 }
 
 /* A trsm's operands, shared by ranges of B's columns (left side: each

@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "bench.h"
+#include "blas_core.h"
 #include "tarn.h"
 
 extern char **environ;
@@ -264,6 +265,8 @@ static void print_settings(const bench_run *run) {
       o.pin_workers ? ", pinned" : ", not pinned", limit,
       run->mem_limit == 0 ? " (the ooc suite sets its own)" : "", bound,
       o.idle_trim_ms, o.pool.huge_pages ? "on" : "off", thp);
+  char blas[160];
+  bench_printf("blas: %s\n", blas_core_describe(blas, sizeof blas));
 }
 
 static void print_header(bench_run *run) {
@@ -437,6 +440,8 @@ static json_t *machine_json(const bench_run *run) {
       set_new(m, "date", json_string(date)) != 0 ||
       set_new(m, "thp", json_string(thp)) != 0 ||
       set_new(m, "huge_pages", json_integer(pool.huge_pages)) != 0 ||
+      set_new(m, "blas_core", json_string(blas_core_name())) != 0 ||
+      set_new(m, "blas_core_forced", json_integer(blas_core_forced())) != 0 ||
       settings_json(m, run) != 0) {
     json_decref(m);
     return NULL;

@@ -104,6 +104,7 @@ typedef struct result_file {
   json_int_t cores;              /* 0: unknown */
   const char *thp;               /* the kernel's THP setting; NULL: unknown */
   int huge_pages;                /* tarn's huge_pages: 0, 1, or -1: unknown */
+  const char *blas_core;         /* OpenBLAS's kernels; NULL: unknown */
   json_int_t settings[SETTINGS]; /* of setting_keys; -1: unknown */
 } result_file;
 
@@ -384,6 +385,7 @@ static int read_file(result_file *f) {
   f->thp = json_string_value(json_object_get(machine, "thp"));
   json_t *huge = json_object_get(machine, "huge_pages");
   f->huge_pages = json_is_integer(huge) ? (json_integer_value(huge) != 0) : -1;
+  f->blas_core = json_string_value(json_object_get(machine, "blas_core"));
   for (size_t k = 0; k < SETTINGS; k++) {
     json_t *v = json_object_get(machine, setting_keys[k]);
     f->settings[k] = json_is_integer(v) && json_integer_value(v) >= 0
@@ -604,8 +606,8 @@ static int print_table(const row *rows, size_t n) {
   return 0;
 }
 
-/* Prints "LABEL PATH (cpu, N cores, date)", then ", huge pages on|off"
- * and ", THP setting" when the file says. */
+/* Prints "LABEL PATH (cpu, N cores, date)", then ", huge pages on|off",
+ * ", THP setting" and ", BLAS kernels" when the file says. */
 static void print_machine(const char *label, const result_file *f) {
   printf("%s %s (%s, ", label, f->path, f->cpu ? f->cpu : "unknown cpu");
   if (f->cores > 0)
@@ -616,6 +618,7 @@ static void print_machine(const char *label, const result_file *f) {
   if (f->huge_pages >= 0)
     printf(", huge pages %s", f->huge_pages ? "on" : "off");
   if (f->thp != NULL) printf(", THP %s", f->thp);
+  if (f->blas_core != NULL) printf(", BLAS %s", f->blas_core);
   puts(")");
 }
 
@@ -666,6 +669,12 @@ static void print_header(const result_file *base, const result_file *new) {
         "huge and small pages as well as the code\n",
         huge ? "tarn's huge pages" : "", huge && thp ? ", " : "",
         thp ? "the kernel's THP setting" : "");
+  if (base->blas_core != NULL && new->blas_core != NULL &&
+      differ(base->blas_core, new->blas_core))
+    printf(
+        "note: OpenBLAS's kernels differ (%s -> %s): the ratios compare the "
+        "kernels as well as the code\n",
+        base->blas_core, new->blas_core);
   print_settings_note(base, new);
   putchar('\n');
 }

@@ -16,6 +16,7 @@
 
 #include "args.h"
 #include "bench.h"
+#include "blas_core.h"
 #include "demo.h"
 #include "tarn.h"
 
@@ -23,7 +24,8 @@ static const char usage_text[] =
     "usage: tarn <command> [arguments]\n"
     "\n"
     "commands:\n"
-    "  version           print the version of the tarn library\n"
+    "  version           print the version of the tarn library, and the\n"
+    "                    OpenBLAS and kernels the command runs\n"
     "  help              print this help (also --help, -h)\n"
     "  demo [options]    solve a linear system several times larger than\n"
     "                    tarn's memory limit, showing the spills as they\n"
@@ -261,7 +263,9 @@ static int cmd_bench(int argc, char **argv) {
 
 static int cmd_version(int argc) {
   if (argc > 2) return usage_error("version takes no arguments");
-  printf("%s\n", tarn_version());
+  char blas[160];
+  printf("%s\nblas: %s\n", tarn_version(),
+         blas_core_describe(blas, sizeof blas));
   return fflush(stdout) == 0 ? 0 : 1;
 }
 

@@ -31,6 +31,17 @@ out=$(TARN_MAX_UNFINISHED=100 "$tarn" bench array --sizes 64 --samples 3 \
 grep -Eq '^settings: 1 worker, (not )?pinned, memory limit 64 MiB, at most 100 unfinished tasks, idle trim [0-9]+ ms, huge pages (on|off) \(THP [a-z]+\)$' \
   <<<"$out" || fail "settings: no settings line in:"$'\n'"$out"
 
+# And which OpenBLAS kernels ran, chosen by OpenBLAS or by the variable;
+# `tarn version` says so too.
+out=$(env -u OPENBLAS_CORETYPE "$tarn" bench array --sizes 64 --samples 3 \
+  --filter 'tarn/.*add' 2>&1) || fail "blas: exit status $?"
+grep -Eq "^blas: OpenBLAS [0-9.]+, [A-Za-z0-9]+ kernels \(OpenBLAS's choice\)$" \
+  <<<"$out" || fail "blas: no line of OpenBLAS's choice in:"$'\n'"$out"
+out=$(OPENBLAS_CORETYPE=Haswell "$tarn" version 2>&1) ||
+  fail "version: exit status $?"
+grep -Eq '^blas: OpenBLAS [0-9.]+, Haswell kernels \(set by OPENBLAS_CORETYPE\)$' \
+  <<<"$out" || fail "version: no line of the variable's kernels in:"$'\n'"$out"
+
 suite array "array/tarn/N=100 (block 100)/add (X + X)" \
   "array/tarn/N=600 (block 300)/transpose (permutedims)" \
   "array/tarn/N=600 (block 300)/reduce (sum)"

@@ -142,6 +142,23 @@ expect_no_line 'machines differ' "page settings alone: same machine"
 run pages1.json pages1.json --svg x.svg
 expect_no_line 'pages differ' "same page settings: no note"
 
+# Files that record OpenBLAS's kernels: shown, and a difference noted.
+for core in Haswell SkylakeX; do
+  machine_file "blas-$core.json" "\"blas_core\": \"$core\",
+    \"blas_core_forced\": 1"
+done
+run blas-Haswell.json blas-SkylakeX.json --svg x.svg
+expect_status 0 "BLAS kernels differ"
+expect_line '^base: blas-Haswell\.json \(Test CPU A, 2 cores, unknown date, BLAS Haswell\)$' \
+  "base BLAS kernels"
+expect_line "^note: OpenBLAS's kernels differ \\(Haswell -> SkylakeX\\): the ratios compare the kernels as well as the code$" \
+  "BLAS kernels differ flagged"
+expect_no_line 'machines differ' "BLAS kernels alone: same machine"
+run blas-Haswell.json blas-Haswell.json --svg x.svg
+expect_no_line "kernels differ" "same BLAS kernels: no note"
+run blas-Haswell.json pages1.json --svg x.svg
+expect_no_line "kernels differ" "BLAS kernels in one file only: no note"
+
 # Files that record tarn's runtime settings (what --workers, --mem-limit
 # and the TARN_ variables made them): a difference is noted, by name.
 for w in 2 1; do

@@ -89,9 +89,10 @@ typedef struct tarn_rt_options {
    * never pinned. */
   int pin_workers;
   /* Milliseconds the workers rest (asleep, without work) before they give
-   * back what the work left: scratch pages, the heap's free pages, spare
-   * task structs, the pool's cache of freed buffers and the spill file's
-   * free space. Default 20, or
+   * back what the work left: scratch pages, spare task structs, the
+   * pool's cache of freed buffers, the spill file's free space and the
+   * heap's free pages (when tarn freed 1 MiB or more to the heap since the
+   * last trim). Default 20, or
    * TARN_IDLE_TRIM_MS from the environment (at most 86400000, a day); 0:
    * never, for a program that works in bursts and would rather keep those
    * pages than fault them in again at each burst. */

@@ -339,8 +339,10 @@ static void buffer_free(const tarn_pool *p, void *buf, size_t cap) {
     tarn__runs_free(p->runs, buf);
   else if (buffer_huge(p, cap))
     tarn__vm_unreserve(buf, cap);
-  else
+  else {
     free(buf);
+    tarn__heap_freed(cap);
+  }
 }
 
 /* Frees every cached buffer and takes it off the resident count. */

@@ -1609,6 +1609,54 @@ static void ended_tasks_go_back_when_the_workers_rest(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* The heap is trimmed at rest only after tarn gave it memory: the
+ * program frees every other one of 768 blocks of 64 KiB it filled (24 MiB;
+ * the blocks kept between them keep the freed ones inside the heap) and
+ * the workers rest after some work: the freed pages stay (the old code
+ * trimmed the heap at every rest, its locks held for 2 to 126 ms each time
+ * after a large burst, whatever was freed). Then two matrices of 100 x 100
+ * tiles (heap buffers), made and destroyed: the next rest trims, and the
+ * program's freed pages go back with tarn's. */
+static void a_rest_trims_the_heap_only_after_tarn_freed_to_it(void **state) {
+  (void)state;
+  tarn_rt *rt = uncached_rt(2);
+  enum { blocks = 768, block = 64 << 10 };
+  char **mine = malloc(blocks * sizeof *mine);
+  assert_non_null(mine);
+  for (int i = 0; i < blocks; i++) {
+    mine[i] = malloc(block);
+    assert_non_null(mine[i]);
+    memset(mine[i], i, block);
+  }
+  rest();
+  long filled = rss_kib();
+  for (int i = 0; i < blocks; i += 2) free(mine[i]);
+  /* Work that frees nothing to the heap wakes the workers, who rest after
+   * it. */
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  for (int i = 0; i < 8; i++)
+    assert_int_equal(tarn_submit(rt, slow_task, TARN_ARG(NULL)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  rest();
+  long rested = rss_kib();
+  print_message(
+      "  RSS %ld KiB with the program's blocks, %ld once half "
+      "freed and rested\n",
+      filled, rested);
+  two_matrices_made_and_dropped(rt, 100, NULL);
+  rest();
+  long trimmed = rss_kib();
+  print_message("  %ld after tarn's matrices and a rest\n", trimmed);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  assert_true(rested > filled - 4 * 1024);
+  assert_true(trimmed < rested - 16 * 1024);
+#endif
+  for (int i = 1; i < blocks; i += 2) free(mine[i]);
+  free(mine);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- memory ---------------------------------------------------------- */
 
 static int fill_task(tarn_task *t, void *arg) {
@@ -2705,6 +2753,7 @@ int main(void) {
       cmocka_unit_test(freed_memory_goes_back_when_the_workers_rest),
       cmocka_unit_test(the_pool_cache_goes_back_when_the_workers_rest),
       cmocka_unit_test(ended_tasks_go_back_when_the_workers_rest),
+      cmocka_unit_test(a_rest_trims_the_heap_only_after_tarn_freed_to_it),
       cmocka_unit_test(spill_space_goes_back_when_the_workers_rest),
       cmocka_unit_test(a_limit_below_the_data_holds_tasks_back),
       cmocka_unit_test(a_running_task_reads_ahead_for_its_successor),

@@ -1,8 +1,9 @@
 /* test_trsm.c: tarn's blocked triangular solve (the tile kernel under
  * Cholesky, LU and solve) against cblas_dtrsm, for every side, triangle,
  * transpose and diagonal, orders below and above the blocking, and alpha
- * 1, 0 and -2.5: the same solution to within a small multiple of the
- * rounding error. */
+ * 1, 0 and -2.5, and with 1 to 5 right-hand sides (solved a vector at a
+ * time): the same solution to within a small multiple of the rounding
+ * error. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -100,9 +101,35 @@ static void blocked_trsm_matches_dtrsm(void **state) {
             }
 }
 
+/* Few right-hand sides are solved a vector at a time (dtrsv): every
+ * variant with 1 to 5 of them, on triangles of 33 to 512, around the
+ * choice between that and the blocked solve. */
+static void few_right_hand_sides_match_dtrsm(void **state) {
+  (void)state;
+  static const int orders[] = {33, 257, 512};
+  static const double alphas[] = {1.0, -2.5};
+  const CBLAS_SIDE sides[] = {CblasLeft, CblasRight};
+  const CBLAS_UPLO uplos[] = {CblasLower, CblasUpper};
+  const CBLAS_TRANSPOSE transes[] = {CblasNoTrans, CblasTrans};
+  const CBLAS_DIAG diags[] = {CblasNonUnit, CblasUnit};
+  uint64_t seed = 7;
+  for (int s = 0; s < 2; s++)
+    for (int u = 0; u < 2; u++)
+      for (int tr = 0; tr < 2; tr++)
+        for (int d = 0; d < 2; d++)
+          for (size_t o = 0; o < sizeof orders / sizeof orders[0]; o++)
+            for (int rhs = 1; rhs <= 5; rhs++) {
+              bool left = sides[s] == CblasLeft;
+              check(sides[s], uplos[u], transes[tr], diags[d],
+                    left ? orders[o] : rhs, left ? rhs : orders[o],
+                    alphas[rhs % 2], seed++);
+            }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(blocked_trsm_matches_dtrsm),
+      cmocka_unit_test(few_right_hand_sides_match_dtrsm),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

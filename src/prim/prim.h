@@ -50,7 +50,7 @@ int tarn__vm_map_aligned(size_t bytes, size_t align, void **out);
 int tarn__vm_discard(void *base, size_t bytes);
 
 /* Counts `bytes` that tarn gave back to the C library's heap (freed
- * buffers and task structs), for tarn__heap_trim. Thread-safe. */
+ * buffers), for tarn__heap_trim. Thread-safe. */
 void tarn__heap_freed(size_t bytes);
 
 /* Gives the C library's free heap memory back to the system (glibc's

@@ -323,6 +323,7 @@ struct tarn_rt {
   _Alignas(64) atomic_bool spare_lock; /* spare: tasks for such submitters */
   tarn_task *spare;
   size_t nspare;
+  struct task_chunk *chunks; /* every chunk, the one being carved first */
   _Atomic uint64_t seq;
   atomic_uint next_worker;
   /* Sleeping. */
@@ -459,6 +460,56 @@ int tarn_env_check(const char **name) {
  * the runtime's spare list, from which other threads take. */
 enum { keep_local = 128, batch = 64 };
 
+/* Task structs come from chunks the runtime maps itself, not from malloc:
+ * TASK_CHUNK_BYTES each, aligned to that size so that a task's chunk is
+ * its address rounded down, carved slot by slot from the first chunk of
+ * rt->chunks (under spare_lock) when no spare task is left. At rest, the
+ * chunks all of whose carved slots are spare go back to the system whole
+ * (spare_trim), without the heap's locks: from the heap, a burst's structs
+ * came back only through malloc_trim, which held the heap locked for 16 to
+ * 126 ms after a burst of 300000 tasks (any malloc of the program waiting
+ * meanwhile), and the structs, interleaved with the program's blocks, kept
+ * its free memory in pieces. Invariant: a chunk other than the first never
+ * gets another slot carved (`carved` is fixed once it is not first), and
+ * only spare_trim, one thread at a time (guest_busy), unlinks chunks. */
+#define TASK_CHUNK_BYTES ((size_t)256 << 10)
+#define TASK_SLOT ((sizeof(tarn_task) + 63) / 64 * 64)
+
+struct task_chunk {
+  struct task_chunk *next; /* rt->chunks, under spare_lock */
+  size_t carved;           /* slots handed out (the first chunk's grows) */
+  size_t spare;            /* spare_trim's count of its spare slots */
+};
+
+#define CHUNK_HEAD ((sizeof(struct task_chunk) + 63) / 64 * 64)
+#define CHUNK_SLOTS ((TASK_CHUNK_BYTES - CHUNK_HEAD) / TASK_SLOT)
+
+static struct task_chunk *chunk_of(const tarn_task *t) {
+  return (struct task_chunk *)((uintptr_t)t &
+                               ~(uintptr_t)(TASK_CHUNK_BYTES - 1));
+}
+
+/* A slot of the first chunk, under spare_lock (held, and held again on
+ * return); maps a new first chunk when it is full. NULL when the system
+ * has no memory for one. */
+static tarn_task *task_carve(tarn_rt *rt) {
+  struct task_chunk *c = rt->chunks;
+  if (c == NULL || c->carved == CHUNK_SLOTS) {
+    spin_unlock(&rt->spare_lock); /* no system call under a spin lock */
+    void *base = NULL;
+    int rc = tarn__vm_map_aligned(TASK_CHUNK_BYTES, TASK_CHUNK_BYTES, &base);
+    spin_lock(&rt->spare_lock);
+    if (rc != 0) return NULL;
+    c = base; /* first now; one another thread mapped meanwhile is left
+                 uncarved, for spare_trim */
+    c->carved = 0;
+    c->next = rt->chunks;
+    rt->chunks = c;
+  }
+  return (tarn_task *)(void *)((char *)c + CHUNK_HEAD +
+                               c->carved++ * TASK_SLOT);
+}
+
 /* Asks for the three lines of a task that submitting writes. */
 static void prefetch_task(const tarn_task *t) {
   const char *at = (const char *)t;
@@ -483,9 +534,9 @@ static tarn_task *task_alloc(tarn_rt *rt) {
        * cache: ask for them now, for the next submission. */
       if (rt->spare != NULL) prefetch_task(rt->spare);
     }
+    if (t == NULL) t = task_carve(rt);
     spin_unlock(&rt->spare_lock);
   }
-  if (t == NULL) t = aligned_alloc(64, (sizeof *t + 63) / 64 * 64);
   return t;
 }
 
@@ -514,16 +565,6 @@ static void task_free(tarn_task *t) {
   w->free_tasks = last->left;
   w->nfree -= batch;
   spare_push(rt, first, last, batch);
-}
-
-static void task_list_free(tarn_task *t) {
-  size_t n = 0;
-  for (; t != NULL; n++) {
-    tarn_task *next = t->left;
-    free(t);
-    t = next;
-  }
-  tarn__heap_freed(n * ((sizeof(tarn_task) + 63) / 64 * 64));
 }
 
 static void task_unref(tarn_task *t) {
@@ -1543,30 +1584,91 @@ static tarn_task *take_or_lone(struct worker *w) {
   return t != NULL ? t : lone_take(w->rt, true);
 }
 
-/* Frees the spare task structs beyond SPARE_KEEP: the runtime keeps the
- * structs of ended tasks for reuse, as many as were ever in flight, which
- * after a burst of 180000 tasks queued at once held 90 MB (capping them
- * as tasks end instead cost the chain and random-graph rows 5 to 8 %). */
+/* Gives back the chunks of spare task structs beyond SPARE_KEEP: the
+ * runtime keeps the structs of ended tasks for reuse, as many as were
+ * ever in flight, which after a burst of 180000 tasks queued at once held
+ * 90 MB (capping them as tasks end instead cost the chain and
+ * random-graph rows 5 to 8 %). The spare list is taken whole, so that
+ * submitters meanwhile carve fresh slots rather than wait; each chunk's
+ * spare slots are counted, and a chunk (not the first: it is being
+ * carved) whose every carved slot is in the list is unmapped, its tasks
+ * dropped from the list, while more than SPARE_KEEP remain. Slots in
+ * flight, in a worker's own list or freed since keep their chunk. One
+ * thread at a time (guest_busy). */
 static void spare_trim(tarn_rt *rt) {
   spin_lock(&rt->spare_lock);
-  tarn_task *extra = NULL;
-  if (rt->nspare > SPARE_KEEP) {
-    tarn_task *last = rt->spare;
-    for (size_t i = 1; i < SPARE_KEEP; i++) last = last->left;
-    extra = last->left;
-    last->left = NULL;
-    rt->nspare = SPARE_KEEP;
+  if (rt->nspare <= SPARE_KEEP) {
+    spin_unlock(&rt->spare_lock);
+    return;
+  }
+  tarn_task *list = rt->spare;
+  size_t n = rt->nspare;
+  rt->spare = NULL;
+  rt->nspare = 0;
+  struct task_chunk *first = rt->chunks;
+  spin_unlock(&rt->spare_lock);
+  /* Chunks after `first` are linked only by this thread (prepending
+   * changes nothing after it). */
+  for (struct task_chunk *c = first; c != NULL; c = c->next) c->spare = 0;
+  for (tarn_task *t = list; t != NULL; t = t->left) chunk_of(t)->spare++;
+  size_t kept = n;
+  for (struct task_chunk *c = first->next; c != NULL; c = c->next)
+    if (c->spare == c->carved && kept - c->carved >= SPARE_KEEP) {
+      kept -= c->carved;
+      c->spare = SIZE_MAX; /* going */
+    }
+  /* The list without the going chunks' tasks. */
+  tarn_task *head = NULL, *tail = NULL;
+  for (tarn_task *t = list, *next; t != NULL; t = next) {
+    next = t->left;
+    if (chunk_of(t)->spare == SIZE_MAX) continue;
+    t->left = NULL;
+    if (tail == NULL)
+      head = t;
+    else
+      tail->left = t;
+    tail = t;
+  }
+  struct task_chunk *going = NULL;
+  spin_lock(&rt->spare_lock);
+  if (tail != NULL) {
+    tail->left = rt->spare;
+    rt->spare = head;
+    rt->nspare += kept;
+  }
+  for (struct task_chunk **at = &first->next; *at != NULL;) {
+    struct task_chunk *c = *at;
+    if (c->spare != SIZE_MAX) {
+      at = &c->next;
+      continue;
+    }
+    *at = c->next;
+    c->next = going;
+    going = c;
   }
   spin_unlock(&rt->spare_lock);
-  task_list_free(extra);
+  while (going != NULL) {
+    struct task_chunk *next = going->next;
+    tarn__vm_unreserve(going, TASK_CHUNK_BYTES);
+    going = next;
+  }
+}
+
+/* Unmaps every chunk of task structs (the runtime's end). */
+static void chunks_free(tarn_rt *rt) {
+  while (rt->chunks != NULL) {
+    struct task_chunk *next = rt->chunks->next;
+    tarn__vm_unreserve(rt->chunks, TASK_CHUNK_BYTES);
+    rt->chunks = next;
+  }
 }
 
 /* Gives back what the work left, once a worker has slept for
  * rt->idle_trim_ns: the scratch pages above what is retained, the
  * worker's own and, when no thread is the guest (its slab is used only
- * while guest_busy is held), the guest's, the spare task structs, the
- * heap's free pages, the pool's cache of freed buffers and the spill
- * file's free space. So a burst of large
+ * while guest_busy is held), the guest's, the chunks of spare task
+ * structs, the pool's cache of freed buffers, the spill file's free space
+ * and the heap's free pages. So a burst of large
  * scratch (LU's panels: 16 MiB each at N=4096) does not stay resident,
  * outside the memory limit, once the work is done, while short idle
  * spells inside a job (waiting for a panel) do not give back pages the
@@ -1583,8 +1685,8 @@ static void give_back_at_rest(struct worker *w) {
    * buffers under 2 MiB go back to the heap. */
   tarn__pool_trim(rt->pool);
   /* And the heap's free pages (one worker per rest: the one that took the
-   * guest's slot): task structs, ref handles and buffers of 68 KiB to
-   * 2 MiB come from the heap, whose free memory glibc keeps otherwise.
+   * guest's slot): ref handles and buffers of 68 KiB to 2 MiB come from
+   * the heap, whose free memory glibc keeps otherwise.
    * Two matrices of 8192 x 8192 in tiles of 100, made, summed and
    * destroyed, left 917 MiB of RSS; 285 MiB once trimmed while the pool
    * kept its cache (256 MiB), 6 MiB now. Only when tarn freed 1 MiB or
@@ -2251,7 +2353,7 @@ static void stop_workers(tarn_rt *rt, unsigned started) {
     pthread_join(rt->workers[i].thread, NULL);
   for (unsigned i = 0; i <= rt->nworkers; i++) { /* the guest too */
     tarn_slab_release(rt->slabs, rt->workers[i].scratch);
-    task_list_free(rt->workers[i].free_tasks);
+    rt->workers[i].free_tasks = NULL; /* in the chunks, unmapped at the end */
   }
 }
 
@@ -2264,7 +2366,7 @@ static void rt_free(tarn_rt *rt) {
   pthread_mutex_destroy(&rt->done_lock);
   pthread_cond_destroy(&rt->done);
   pthread_mutex_destroy(&rt->root.keep_lock);
-  task_list_free(rt->spare);
+  chunks_free(rt);
   regions_free(rt->spare_regions);
   free(rt->workers);
   free(rt);

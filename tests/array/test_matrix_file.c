@@ -266,6 +266,11 @@ static void numpy_files_read_as_numpy_saved_them(void **state) {
   for (size_t r = 0; r < 2; r++)
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++)
       for (size_t t = 0; t < sizeof tilings / sizeof tilings[0]; t++) {
+        /* Tiles of one element: in both element orders of float64 and
+         * the vector only (51000 tiles, each opened tile read and its
+         * file checked by itself, took minutes under AddressSanitizer on
+         * a slow machine for the eight files). */
+        if (tilings[t][0] == 1 && f >= 2 && files[f].cols != 1) continue;
         char path[128];
         tarn_matrix *a = NULL;
         assert_int_equal(

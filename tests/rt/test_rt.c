@@ -1657,6 +1657,60 @@ static void a_rest_trims_the_heap_only_after_tarn_freed_to_it(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Bursts of tasks from two threads while the workers rest between them
+ * and give back the chunks of spare task structs: with idle_trim_ms 1,
+ * each thread runs 12 bursts of 6000 increments on its own ref (a chain,
+ * so that most of a burst is queued at once) 3 ms apart, and the other
+ * thread's bursts carve and take task structs while a rest unmaps
+ * chunks. Every increment lands. */
+struct burster {
+  tarn_rt *rt;
+  tarn_ref *ref;
+  int rc;
+};
+
+static int add_one(tarn_task *t, void *arg) {
+  (void)arg;
+  uint64_t *x = tarn_task_data(t, 0);
+  *x += 1;
+  return 0;
+}
+
+static void *bursts(void *arg) {
+  struct burster *b = arg;
+  for (int round = 0; round < 12 && b->rc == 0; round++) {
+    tarn_region *region = NULL;
+    b->rc = tarn_region_begin(b->rt, &region);
+    for (int i = 0; i < 6000 && b->rc == 0; i++)
+      b->rc = tarn_submit(b->rt, add_one, TARN_RW(b->ref));
+    int rc = region != NULL ? tarn_region_wait(region, NULL) : 0;
+    if (b->rc == 0) b->rc = rc;
+    struct timespec pause = {0, 3000000};
+    nanosleep(&pause, NULL);
+  }
+  return NULL;
+}
+
+static void bursts_go_on_while_rests_give_task_structs_back(void **state) {
+  (void)state;
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 2;
+  o.idle_trim_ms = 1;
+  tarn_rt *rt = rt_with(&o);
+  struct burster b[2] = {{rt, word_ref(rt, 0), 0}, {rt, word_ref(rt, 0), 0}};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(pthread_create(&th[i], NULL, bursts, &b[i]), 0);
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_int_equal(b[i].rc, 0);
+    assert_int_equal(word_of(b[i].ref), 12 * 6000);
+    tarn_ref_release(b[i].ref);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- memory ---------------------------------------------------------- */
 
 static int fill_task(tarn_task *t, void *arg) {
@@ -2754,6 +2808,7 @@ int main(void) {
       cmocka_unit_test(the_pool_cache_goes_back_when_the_workers_rest),
       cmocka_unit_test(ended_tasks_go_back_when_the_workers_rest),
       cmocka_unit_test(a_rest_trims_the_heap_only_after_tarn_freed_to_it),
+      cmocka_unit_test(bursts_go_on_while_rests_give_task_structs_back),
       cmocka_unit_test(spill_space_goes_back_when_the_workers_rest),
       cmocka_unit_test(a_limit_below_the_data_holds_tasks_back),
       cmocka_unit_test(a_running_task_reads_ahead_for_its_successor),

@@ -92,7 +92,8 @@ typedef struct tarn_rt_options {
    * back what the work left: scratch pages, spare task structs, the
    * pool's cache of freed buffers, the spill file's free space and the
    * heap's free pages (when tarn freed 1 MiB or more to the heap since the
-   * last trim). Default 20, or
+   * last trim); and again after twice the wait each time, six more times,
+   * for what the program frees meanwhile. Default 20, or
    * TARN_IDLE_TRIM_MS from the environment (at most 86400000, a day); 0:
    * never, for a program that works in bursts and would rather keep those
    * pages than fault them in again at each burst. */

@@ -494,6 +494,7 @@ static void ref_destroy(tarn_pool *p, tarn_ref *r) {
   p->quarantine = r;
 #else
   free(r);
+  tarn__heap_freed(ref_bytes);
 #endif
   pthread_cond_broadcast(&p->changed);
 }

@@ -97,7 +97,15 @@ static _Atomic size_t heap_freed;
 #define HEAP_TRIM_MIN ((size_t)1 << 20)
 
 void tarn__heap_freed(size_t bytes) {
-  atomic_fetch_add_explicit(&heap_freed, bytes, memory_order_relaxed);
+  /* Counted per thread and added in batches: a ref's handle is freed with
+   * every temporary, and one shared counter would move between the cores
+   * for each. What a thread holds back (under 64 KiB) waits for its next
+   * frees. */
+  static _Thread_local size_t pending;
+  pending += bytes;
+  if (pending < ((size_t)64 << 10)) return;
+  atomic_fetch_add_explicit(&heap_freed, pending, memory_order_relaxed);
+  pending = 0;
 }
 
 bool tarn__heap_trim(void) {

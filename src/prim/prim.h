@@ -50,7 +50,8 @@ int tarn__vm_map_aligned(size_t bytes, size_t align, void **out);
 int tarn__vm_discard(void *base, size_t bytes);
 
 /* Counts `bytes` that tarn gave back to the C library's heap (freed
- * buffers), for tarn__heap_trim. Thread-safe. */
+ * buffers and ref handles), for tarn__heap_trim; each thread adds its
+ * count once it reaches 64 KiB. Thread-safe. */
 void tarn__heap_freed(size_t bytes);
 
 /* Gives the C library's free heap memory back to the system (glibc's

@@ -55,6 +55,10 @@
 #define GUEST_TASK_MAX_NS 50000
 #define WORKERS_BUSY_MAX_NS 500000
 
+/* A resting worker gives back what the work left again this many times,
+ * each after twice the wait before (see worker_main). */
+#define REST_REPEATS 6
+
 /* A worker that shared its task's work waits for the helpers still in a
  * range by spinning on its processor for at most this long (see
  * tarn_task_parallel_for), then yields it. */
@@ -1744,15 +1748,20 @@ static void *worker_main(void *arg) {
         sched_yield();
       t = take_or_lone(w);
     }
-    if (t == NULL && !atomic_load(&rt->stopping)) {
+    /* Asleep: give back what the work left after idle_trim_ns, and again
+     * after twice that wait each time, REST_REPEATS times, for what the
+     * program frees meanwhile (a matrix destroyed while the first rest
+     * ran, which on a slow machine left its spill space and heap pages
+     * until the next work); then sleep until work comes. */
+    uint64_t wait = rt->idle_trim_ns;
+    for (int k = 0; t == NULL && !atomic_load(&rt->stopping); k++) {
       bool timed_out;
       uint64_t until =
-          rt->idle_trim_ns ? tarn__clock_ns() + rt->idle_trim_ns : 0;
+          wait != 0 && k <= REST_REPEATS ? tarn__clock_ns() + wait : 0;
       t = sleep_or_take(w, until, &timed_out);
-      if (t == NULL && timed_out) {
-        give_back_at_rest(w);
-        t = sleep_or_take(w, 0, &timed_out);
-      }
+      if (t != NULL || !timed_out) break;
+      give_back_at_rest(w);
+      wait *= 2;
     }
     if (t != NULL) {
       atomic_store_explicit(&w->idle, false, memory_order_relaxed);

@@ -194,22 +194,18 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
                          .b = b,
                          .c = c};
   size_t count = (size_t)(g.by_rows ? m : n);
-  double madds = (double)m * n * k;
-  bool share = madds >= SHARE_MIN_MADDS;
-  if (n == 1) {
-    /* A matrix-vector product is bound by memory, not arithmetic: halves
-     * of a tile's rows on two cores stream from memory no faster than one
-     * core streams the whole tile (at N=4096 in 512 tiles, sharing them
-     * took 4 to 8 ms instead of 3), and the other tiles' tasks keep the
-     * cores busy. Nor does a tile that stays in a core's cache gain:
-     * halves of a 256 x 256 product, each read from its own core's cache,
-     * took 3.3 and 4.2 us side by side against 2.5 for one half alone and
-     * 4.8 to 5.4 for the whole on one core (outside tarn, 2026-12-01), and
-     * in tarn the region of one such product took 6.8 to 8.2 us shared,
-     * 6.0 to 6.3 not (the helper starts 1.5 to 3 us after the owner). */
-    share = madds >= GEMV_SHARE_MIN;
-  }
-  if (!share) return gemm_range(&g, 0, count);
+  /* A matrix-vector product (n == 1) is bound by memory, not arithmetic:
+   * halves of a tile's rows on two cores stream from memory no faster than
+   * one core streams the whole tile (at N=4096 in 512 tiles, sharing them
+   * took 4 to 8 ms instead of 3), and the other tiles' tasks keep the
+   * cores busy. Nor does a tile that stays in a core's cache gain: halves
+   * of a 256 x 256 product, each read from its own core's cache, took 3.3
+   * and 4.2 us side by side against 2.5 for one half alone and 4.8 to 5.4
+   * for the whole on one core (outside tarn, 2026-12-01), and in tarn the
+   * region of one such product took 6.8 to 8.2 us shared, 6.0 to 6.3 not
+   * (the helper starts 1.5 to 3 us after the owner). */
+  double share_min = n == 1 ? GEMV_SHARE_MIN : SHARE_MIN_MADDS;
+  if ((double)m * n * k < share_min) return gemm_range(&g, 0, count);
   return tarn_task_parallel_for(t, count, SHARE_GRAIN, gemm_range, &g);
 }
 

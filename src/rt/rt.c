@@ -504,8 +504,9 @@ static tarn_task *task_carve(tarn_rt *rt) {
     int rc = tarn__vm_map_aligned(TASK_CHUNK_BYTES, TASK_CHUNK_BYTES, &base);
     spin_lock(&rt->spare_lock);
     if (rc != 0) return NULL;
-    c = base; /* first now; one another thread mapped meanwhile is left
-                 uncarved, for spare_trim */
+    c = base; /* first now: a chunk another thread put first meanwhile
+                 gets no more slots, and spare_trim unmaps it once its
+                 few are spare */
     c->carved = 0;
     c->next = rt->chunks;
     rt->chunks = c;

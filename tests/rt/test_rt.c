@@ -1616,7 +1616,9 @@ static void ended_tasks_go_back_when_the_workers_rest(void **state) {
  * trimmed the heap at every rest, its locks held for 2 to 126 ms each time
  * after a large burst, whatever was freed). Then two matrices of 100 x 100
  * tiles (heap buffers), made and destroyed: the next rest trims, and the
- * program's freed pages go back with tarn's. */
+ * program's freed pages go back with tarn's, 8 MiB of them at least (13
+ * to 20 were seen: small blocks of tarn's that outlive the matrices land
+ * in the program's holes and keep some of their pages). */
 static void a_rest_trims_the_heap_only_after_tarn_freed_to_it(void **state) {
   (void)state;
   tarn_rt *rt = uncached_rt(2);
@@ -1650,7 +1652,7 @@ static void a_rest_trims_the_heap_only_after_tarn_freed_to_it(void **state) {
   print_message("  %ld after tarn's matrices and a rest\n", trimmed);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   assert_true(rested > filled - 4 * 1024);
-  assert_true(trimmed < rested - 16 * 1024);
+  assert_true(trimmed < rested - 8 * 1024);
 #endif
   for (int i = 1; i < blocks; i += 2) free(mine[i]);
   free(mine);

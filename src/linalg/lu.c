@@ -21,6 +21,7 @@
 
 #include "array/matrix_internal.h"
 #include "linalg/linalg_internal.h"
+#include "rt/rt_internal.h"
 #include "tarn/linalg.h"
 
 /* What one tile task needs; owned by the task. */
@@ -56,16 +57,14 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
 #define COPY_GRAIN 32
 
 /* A panel: the tiles of a tile column (task data slots 0..ntiles-1) and
- * their copy in one contiguous rows x cols buffer (ld rows); for a blocked
- * factorisation, the block [k, k + w) just factored and its pivots. A swap
- * task uses only t and j. */
+ * their copy in one contiguous rows x cols buffer (ld rows), and its
+ * pivots. A swap task uses only t and j. */
 struct panel {
   tarn_task *t;
   const struct lu_job *j;
   double *p;
   size_t rows, cols;
-  int k, w;
-  const lapack_int *ipiv; /* 1-based, relative to the panel */
+  lapack_int *ipiv; /* 1-based, relative to the panel */
 };
 
 /* Rows in tile i of the job's tile column from row0 down (the last may be
@@ -99,63 +98,122 @@ static int panel_out(void *arg, size_t begin, size_t end) {
   return 0;
 }
 
-/* After block [k, k + w) is factored: for the columns [begin, end) of
- * those outside the block (left of it, then right of it), its
- * interchanges, and on the right U12 = L11^-1 A12 as well. */
-static int panel_swap_solve(void *arg, size_t begin, size_t end) {
-  const struct panel *q = arg;
-  size_t k = (size_t)q->k, w = (size_t)q->w, ld = q->rows;
-  for (int side = 0; side < 2; side++) {
-    /* left: the columns of [begin, end) below k; right: the rest, shifted
-     * by w */
-    size_t lo = side == 0 ? begin : (begin > k ? begin : k) + w;
-    size_t hi = side == 0 ? (end < k ? end : k) : end + w;
-    if (lo >= hi) continue;
-    double *a = q->p + lo * ld;
-    if (LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, (lapack_int)(hi - lo), a,
-                            (lapack_int)ld, q->k + 1, q->k + q->w, q->ipiv,
-                            1) != 0)
+/* The state of a blocked panel factorisation (panel_getrf): the block
+ * [k, k + w) last factored, the width of the next one (0: none), and
+ * where the columns that the step shares begin. */
+struct panel_lu {
+  struct panel *q;
+  int info;   /* the first exactly zero pivot (1-based), or 0 */
+  int nb;     /* columns of every block but the last */
+  int k, w;   /* the block just factored */
+  int next;   /* the next block's width */
+  size_t far; /* k + w + next: the first column the step shares */
+};
+
+/* Updates columns [c0, c1) of the panel, right of block [k, k + w) just
+ * factored: the block's interchanges, U12 = L11^-1 A12 and
+ * A22 -= L21 U12. */
+static int block_update(const struct panel *q, int k, int w, size_t c0,
+                        size_t c1) {
+  size_t ld = q->rows;
+  int below = (int)q->rows - k - w, cols = (int)(c1 - c0);
+  const double *akk = q->p + k + (size_t)k * ld;
+  double *a = q->p + c0 * ld;
+  if (LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, cols, a, (lapack_int)ld, k + 1,
+                          k + w, q->ipiv, 1) != 0)
+    return TARN_EINVAL;
+  tarn__trsm(CblasLeft, CblasLower, CblasNoTrans, CblasUnit, w, cols, 1.0, akk,
+             (int)ld, a + k, (int)ld);
+  if (below > 0)
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, below, cols, w, -1.0,
+                akk + w, (int)ld, a + k, (int)ld, 1.0, a + k + w, (int)ld);
+  return 0;
+}
+
+/* Factors block [k, k + w) from row k down by one plain
+ * LAPACKE_dgetrf_work: its pivots to ipiv[k, k + w), relative to the
+ * panel, and its first zero pivot to s->info when there was none before
+ * (blocks are factored in order). */
+static int block_factor(struct panel_lu *s, int k, int w) {
+  const struct panel *q = s->q;
+  size_t ld = q->rows;
+  lapack_int *ipiv = q->ipiv;
+  lapack_int i =
+      LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (int)q->rows - k, w,
+                          q->p + k + (size_t)k * ld, (lapack_int)ld, ipiv + k);
+  if (i < 0) return TARN_EINVAL;
+  if (i > 0 && s->info == 0) s->info = k + (int)i;
+  for (int c = k; c < k + w; c++) ipiv[c] += k;
+  return 0;
+}
+
+/* The step's lead, on the panel task's thread: the next block's columns
+ * updated by the block just factored, then the next block factored. */
+static int panel_lead(void *arg) {
+  struct panel_lu *s = arg;
+  int k1 = s->k + s->w;
+  int rc = block_update(s->q, s->k, s->w, (size_t)k1, (size_t)(k1 + s->next));
+  return rc != 0 ? rc : block_factor(s, k1, s->next);
+}
+
+/* The step's shared part: columns [far + begin, far + end) updated by the
+ * block just factored. */
+static int panel_update_range(void *arg, size_t begin, size_t end) {
+  const struct panel_lu *s = arg;
+  return block_update(s->q, s->k, s->w, s->far + begin, s->far + end);
+}
+
+/* The interchanges of the blocks right of each column, for the columns
+ * [begin, end) left of the last block: a column of block b gets those of
+ * rows (b + 1) nb + 1 ... cols (1-based), in order, as dgetrf's
+ * interchanges on the columns left of each block. */
+static int panel_swap_left(void *arg, size_t begin, size_t end) {
+  const struct panel_lu *s = arg;
+  const struct panel *q = s->q;
+  size_t nb = (size_t)s->nb;
+  for (size_t c = begin; c < end;) {
+    size_t block_end = (c / nb + 1) * nb,
+           c1 = end < block_end ? end : block_end;
+    if (LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, (lapack_int)(c1 - c),
+                            q->p + c * q->rows, (lapack_int)q->rows,
+                            (lapack_int)block_end + 1, (lapack_int)q->cols,
+                            q->ipiv, 1) != 0)
       return TARN_EINVAL;
-    if (side == 1)
-      tarn__trsm(CblasLeft, CblasLower, CblasNoTrans, CblasUnit, q->w,
-                 (int)(hi - lo), 1.0, q->p + k + k * ld, (int)ld, a + k,
-                 (int)ld);
+    c = c1;
   }
   return 0;
 }
 
 /* LU with partial pivoting of the rows x cols buffer (rows >= cols), as
  * dgetrf: ipiv 1-based relative to the panel, *info the first exactly zero
- * pivot (1-based) or 0. By blocks of PANEL_NB columns, right-looking: the
- * block by LAPACKE_dgetrf_work (one plain call), then its interchanges on
- * the other columns and the trsm of the columns right of it (shared by
- * columns), then the trailing gemm (shared). Returns 0, TARN_EINVAL when
- * LAPACK refuses its arguments, or a status of tarn_task_parallel_for. */
+ * pivot (1-based) or 0. By blocks of PANEL_NB columns, right-looking with
+ * a lookahead of one block: while idle workers update the columns right
+ * of the next block (its interchanges, trsm and gemm by ranges of
+ * columns), the panel's thread updates the next block and factors it
+ * (LAPACKE_dgetrf_work, one plain call), so that those factorisations,
+ * each on one core, no longer leave the other cores idle; the interchanges
+ * on the columns left of each block come last, for all blocks at once
+ * (shared by columns). Returns 0, TARN_EINVAL when LAPACK refuses its
+ * arguments, or a status of tarn_task_parallel_for. */
 static int panel_getrf(struct panel *q, lapack_int *ipiv, int *info) {
-  int m = (int)q->rows, n = (int)q->cols, ld = m;
+  int n = (int)q->cols;
   int nb = n < PANEL_BLOCKED ? n : PANEL_NB;
-  *info = 0;
+  struct panel_lu s = {.q = q, .nb = nb};
   q->ipiv = ipiv;
-  for (int k = 0; k < n; k += nb) {
-    int w = n - k < nb ? n - k : nb, r = n - k - w;
-    double *akk = q->p + k + (size_t)k * ld;
-    lapack_int i =
-        LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, m - k, w, akk, ld, ipiv + k);
-    if (i < 0) return TARN_EINVAL;
-    if (i > 0 && *info == 0) *info = k + (int)i;
-    for (int c = k; c < k + w; c++) ipiv[c] += k;
-    if (nb == n) break;
-    q->k = k;
-    q->w = w;
-    int rc = tarn_task_parallel_for(q->t, (size_t)(n - w), COPY_GRAIN,
-                                    panel_swap_solve, q);
-    if (rc == 0 && r > 0)
-      rc = tarn__gemm_shared(q->t, false, false, m - k - w, r, w, -1.0, akk + w,
-                             ld, akk + (size_t)w * ld, ld, 1.0,
-                             akk + w + (size_t)w * ld, ld);
-    if (rc != 0) return rc;
+  int rc = block_factor(&s, 0, nb);
+  for (int k = 0, w = nb; rc == 0 && k + w < n; k += w, w = s.next) {
+    s.k = k;
+    s.w = w;
+    s.next = n - k - w < nb ? n - k - w : nb;
+    s.far = (size_t)(k + w + s.next);
+    rc = tarn__task_parallel_for_lead(q->t, (size_t)n - s.far, COPY_GRAIN,
+                                      panel_update_range, &s, panel_lead, &s);
   }
-  return 0;
+  size_t last = n <= nb ? 0 : (size_t)(n - 1) / (size_t)nb * (size_t)nb;
+  if (rc == 0 && last > 0)
+    rc = tarn_task_parallel_for(q->t, last, COPY_GRAIN, panel_swap_left, &s);
+  *info = s.info;
+  return rc;
 }
 
 /* ---- kernels ------------------------------------------------------------ */

@@ -31,6 +31,7 @@
 
 #include "pool/pool_internal.h"
 #include "prim/prim.h"
+#include "rt/rt_internal.h"
 #include "tarn/rt.h"
 
 #define CLOSED ((struct edge *)(uintptr_t)1)
@@ -1529,18 +1530,24 @@ static bool others_idle(const struct worker *self) {
   return false;
 }
 
-int tarn_task_parallel_for(tarn_task *t, size_t count, size_t grain,
-                           tarn_range_fn body, void *arg) {
+/* tarn_task_parallel_for, and with `lead` (tarn__task_parallel_for_lead)
+ * lead(lead_arg) on this thread once the ranges are offered. */
+static int share_work(tarn_task *t, size_t count, size_t grain,
+                      tarn_range_fn body, void *arg, int (*lead)(void *),
+                      void *lead_arg) {
   if (body == NULL || grain == 0) return TARN_EINVAL;
   if (t == NULL || t != current_task) return TARN_EMISUSE;
   struct worker *w = current_worker;
-  if (count == 0) return 0;
+  int lead_rc = 0;
   /* Alone, too little work, already sharing (a body that splits again),
-   * or nobody idle: one call. */
-  if ((w->rt->nworkers < 2 && !w->guest) || count / grain < 2 ||
+   * or nobody idle: one call (after the lead). */
+  if (count == 0 || (w->rt->nworkers < 2 && !w->guest) || count / grain < 2 ||
       atomic_load_explicit(&w->help, memory_order_relaxed) != NULL ||
-      !others_idle(w))
-    return body(arg, 0, count);
+      !others_idle(w)) {
+    if (lead != NULL) lead_rc = lead(lead_arg);
+    int rc = count == 0 ? 0 : body(arg, 0, count);
+    return lead_rc != 0 ? lead_rc : rc;
+  }
   /* Ranges of at least `grain`, about two per worker, so that a helper
    * that arrives late still finds one. */
   size_t parts = 2 * (size_t)w->rt->nworkers;
@@ -1559,6 +1566,7 @@ int tarn_task_parallel_for(tarn_task *t, size_t count, size_t grain,
                           memory_order_relaxed);
   atomic_store(&w->help, &h);
   wake(w->rt);
+  if (lead != NULL) lead_rc = lead(lead_arg);
   uint64_t longest = help_run(&h, w);
   atomic_store(&w->help, NULL);
   /* Helpers that saw `h` finish their range before they uncount. A
@@ -1579,7 +1587,19 @@ int tarn_task_parallel_for(tarn_task *t, size_t count, size_t grain,
       cpu_relax();
     else
       sched_yield();
-  return atomic_load(&h.error);
+  return lead_rc != 0 ? lead_rc : atomic_load(&h.error);
+}
+
+int tarn_task_parallel_for(tarn_task *t, size_t count, size_t grain,
+                           tarn_range_fn body, void *arg) {
+  return share_work(t, count, grain, body, arg, NULL, NULL);
+}
+
+int tarn__task_parallel_for_lead(tarn_task *t, size_t count, size_t grain,
+                                 tarn_range_fn body, void *arg,
+                                 int (*lead)(void *), void *lead_arg) {
+  if (lead == NULL) return TARN_EINVAL;
+  return share_work(t, count, grain, body, arg, lead, lead_arg);
 }
 
 /* A task for idle worker `w`: from the queues, else one held for its

@@ -1,0 +1,24 @@
+/* rt_internal.h: what the runtime offers the layers above it beyond
+ * tarn/rt.h. Nothing here is public API; the rules of tarn/rt.h apply. */
+#ifndef TARN_RT_INTERNAL_H
+#define TARN_RT_INTERNAL_H
+
+#include <stddef.h>
+
+#include "tarn/rt.h"
+
+/* tarn_task_parallel_for with a lead: once the ranges of [0, count) are
+ * offered to idle workers, this thread first runs lead(lead_arg), then
+ * takes the ranges that are left, so that the lead (the next step of a
+ * blocked factorisation, on its critical path) overlaps the shared work.
+ * lead must not touch what the bodies write. With no idle worker, or too
+ * little work, it is lead(lead_arg) then body(arg, 0, count) on this
+ * thread (body not at all when count is 0). Returns 0, lead's non-zero
+ * status, else the first non-zero status of a body, TARN_EINVAL for a
+ * NULL body or lead or grain 0, or TARN_EMISUSE when `task` is not running
+ * on this thread. */
+int tarn__task_parallel_for_lead(tarn_task *task, size_t count, size_t grain,
+                                 tarn_range_fn body, void *arg,
+                                 int (*lead)(void *), void *lead_arg);
+
+#endif

@@ -1,18 +1,23 @@
 /* test_parallel_for.c: tarn_task_parallel_for as a user sees it: every
  * index of the range done exactly once whatever the split, the bodies'
  * failures returned while the other ranges still run, one call for small
- * ranges, many tasks sharing their work at once, and bad calls refused. */
+ * ranges, many tasks sharing their work at once, and bad calls refused;
+ * and the same of the runtime's internal tarn__task_parallel_for_lead,
+ * whose lead runs once, beside the ranges other workers take. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
+#include "rt/rt_internal.h"
 #include "support.h"
 #include "tarn.h"
 
@@ -26,8 +31,12 @@ struct visits {
   int result; /* tarn_task_parallel_for's */
 };
 
+/* Ranges this thread has run. */
+static _Thread_local unsigned ranges_here;
+
 static int visit(void *arg, size_t begin, size_t end) {
   struct visits *v = arg;
+  ranges_here++;
   assert_true(begin < end);
   assert_true(end <= v->count);
   if (atomic_fetch_add(&v->calls, 1) == 0) {
@@ -183,6 +192,171 @@ static void bad_calls_refused(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* ---- with a lead (tarn__task_parallel_for_lead) ---------------------- */
+
+struct lead {
+  struct visits *v;
+  atomic_uint runs;
+  int status;            /* what the lead returns */
+  bool wait_ranges;      /* wait (1 s at most) for a range to run meanwhile */
+  bool ranges_seen;      /* a range began while the lead ran */
+  unsigned calls_at_end; /* ranges begun before the lead returned */
+  unsigned owner_ranges; /* ranges the lead's thread ran before it */
+  unsigned before;       /* ranges_here when the task called */
+};
+
+static int lead_fn(void *arg) {
+  struct lead *l = arg;
+  atomic_fetch_add(&l->runs, 1);
+  l->owner_ranges = ranges_here - l->before;
+  unsigned at_start = atomic_load(&l->v->calls);
+  if (l->wait_ranges)
+    for (int i = 0; i < 100000 && atomic_load(&l->v->calls) == at_start; i++)
+      nanosleep(&(struct timespec){0, 10000}, NULL);
+  l->calls_at_end = atomic_load(&l->v->calls);
+  l->ranges_seen = l->calls_at_end > at_start;
+  return l->status;
+}
+
+static int lead_task(tarn_task *task, void *arg) {
+  struct lead *l = arg;
+  l->before = ranges_here;
+  l->v->result = tarn__task_parallel_for_lead(task, l->v->count, l->v->grain,
+                                              visit, l->v, lead_fn, l);
+  return 0;
+}
+
+static void run_lead(tarn_rt *rt, struct lead *l) {
+  tarn_region *region;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, lead_task, TARN_ARG(l)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+}
+
+static void lead_once_beside_every_index(void **state) {
+  (void)state;
+  static const size_t counts[] = {0, 1, 7, 1000, 100003};
+  static const size_t grains[] = {1, 64};
+  for (unsigned workers = 1; workers <= 3; workers++) {
+    tarn_rt *rt = test_rt(workers, 0);
+    for (size_t c = 0; c < sizeof counts / sizeof *counts; c++)
+      for (size_t g = 0; g < sizeof grains / sizeof *grains; g++) {
+        struct visits v;
+        visits_init(&v, counts[c], grains[g]);
+        struct lead l = {.v = &v};
+        run_lead(rt, &l);
+        assert_int_equal(v.result, 0);
+        assert_int_equal(atomic_load(&l.runs), 1);
+        assert_each_once(&v);
+        free(v.seen);
+      }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* The ranges are offered before the lead runs, and the lead's thread runs
+ * none before it: with an idle worker, one of them runs while the lead
+ * waits. Whether a worker is idle at that moment is up to the scheduler,
+ * so one of 20 tries is enough. */
+static void ranges_run_while_the_lead_runs(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  bool seen = false;
+  for (int round = 0; round < 20 && !seen; round++) {
+    struct visits v;
+    visits_init(&v, 4096, 16);
+    struct lead l = {.v = &v, .wait_ranges = true};
+    run_lead(rt, &l);
+    assert_int_equal(v.result, 0);
+    assert_int_equal(atomic_load(&l.runs), 1);
+    assert_int_equal(l.owner_ranges, 0); /* the lead comes first there */
+    assert_each_once(&v);
+    seen = l.ranges_seen;
+    free(v.seen);
+  }
+  assert_true(seen);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* With too little work to share (fewer than two grains), the lead comes
+ * first, then the whole range in one call. */
+static void unshared_the_lead_comes_first(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  struct visits v;
+  visits_init(&v, 1000, 600);
+  struct lead l = {.v = &v};
+  run_lead(rt, &l);
+  assert_int_equal(v.result, 0);
+  assert_int_equal(l.calls_at_end, 0);
+  assert_int_equal(atomic_load(&v.calls), 1);
+  assert_each_once(&v);
+  free(v.seen);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static void lead_failure_returned_ranges_run(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  for (int round = 0; round < 20; round++) {
+    struct visits v;
+    visits_init(&v, 4096, 16);
+    struct lead l = {.v = &v, .status = TARN_ENOMEM};
+    if (round % 2 == 1) v.fail_at = (size_t)round * 97 % 4096;
+    run_lead(rt, &l);
+    assert_int_equal(v.result, TARN_ENOMEM); /* the lead's, before a body's */
+    assert_each_once(&v);
+    free(v.seen);
+    visits_init(&v, 4096, 16);
+    l = (struct lead){.v = &v};
+    v.fail_at = (size_t)round * 97 % 4096;
+    run_lead(rt, &l);
+    assert_int_equal(v.result, TARN_EIO);
+    assert_int_equal(atomic_load(&l.runs), 1);
+    assert_each_once(&v);
+    free(v.seen);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static int lead_never(void *arg) {
+  (void)arg;
+  fail_msg("a refused call ran its lead");
+  return 0;
+}
+
+struct lead_misuse {
+  int null_lead, null_body, zero_grain, null_task;
+};
+
+static int lead_misuse_task(tarn_task *task, void *arg) {
+  struct lead_misuse *m = arg;
+  m->null_lead =
+      tarn__task_parallel_for_lead(task, 10, 1, never, NULL, NULL, NULL);
+  m->null_body =
+      tarn__task_parallel_for_lead(task, 10, 1, NULL, NULL, lead_never, NULL);
+  m->zero_grain =
+      tarn__task_parallel_for_lead(task, 10, 0, never, NULL, lead_never, NULL);
+  m->null_task =
+      tarn__task_parallel_for_lead(NULL, 10, 1, never, NULL, lead_never, NULL);
+  return 0;
+}
+
+static void lead_bad_calls_refused(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  struct lead_misuse m;
+  tarn_region *region;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, lead_misuse_task, TARN_ARG(&m)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(m.null_lead, TARN_EINVAL);
+  assert_int_equal(m.null_body, TARN_EINVAL);
+  assert_int_equal(m.zero_grain, TARN_EINVAL);
+  assert_int_equal(m.null_task, TARN_EMISUSE);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_index_once),
@@ -190,6 +364,11 @@ int main(void) {
       cmocka_unit_test(failure_returned_others_run),
       cmocka_unit_test(many_tasks_share),
       cmocka_unit_test(bad_calls_refused),
+      cmocka_unit_test(lead_once_beside_every_index),
+      cmocka_unit_test(ranges_run_while_the_lead_runs),
+      cmocka_unit_test(unshared_the_lead_comes_first),
+      cmocka_unit_test(lead_failure_returned_ranges_run),
+      cmocka_unit_test(lead_bad_calls_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -123,11 +123,12 @@ TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
  * Right-looking tiled algorithm: for each tile column k, one task factors
  * the whole tile column from its diagonal tile down (copied into one
  * contiguous panel, or in place when it is one tile; blocked by 64
- * columns, LAPACKE_dgetrf_work on each block column), then for every other
- * tile column a task applies the panel's interchanges (to the left columns
- * too, as dgetrf does), trsm on the tiles right of the diagonal tile and
- * gemm on the trailing matrix; the panel has the highest priority, then the
- * work of the next tile columns. The panel holds (n - k nb) x nb doubles in
+ * columns, LAPACKE_dgetrf_work on each block column, the next block
+ * factored while idle workers update the columns beyond it), then for
+ * every other tile column a task applies the panel's interchanges (to the
+ * left columns too, as dgetrf does), trsm on the tiles right of the
+ * diagonal tile and gemm on the trailing matrix; the panel has the
+ * highest priority, then the work of the next tile columns. The panel holds (n - k nb) x nb doubles in
  * the task's scratch memory (or the heap when it does not fit). Like every
  * tile kernel here, the panel shares its trailing updates with idle workers
  * (tarn_task_parallel_for), so a split product may round differently in

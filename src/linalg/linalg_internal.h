@@ -44,8 +44,8 @@ int tarn__region_outcome(tarn_region *region, int submitted, atomic_int *failed,
  * call. The results may differ from the plain call's in the last bits.
  * Each returns 0 or the status of tarn_task_parallel_for. */
 
-/* C = alpha op(A) op(B) + beta C (C m x n, inner size k), split by columns
- * of C, or by rows when C has more rows than columns. */
+/* C = alpha op(A) op(B) + beta C (C m x n, inner size k), split by rows
+ * of C, or by columns when C has more columns than rows. */
 int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
                       double alpha, const double *a, int lda, const double *b,
                       int ldb, double beta, double *c, int ldc);

@@ -99,8 +99,8 @@ static int panel_out(void *arg, size_t begin, size_t end) {
 }
 
 /* The state of a blocked panel factorisation (panel_getrf): the block
- * [k, k + w) last factored, the width of the next one (0: none), and
- * where the columns that the step shares begin. */
+ * [k, k + w) last factored, the width of the next one, and where the
+ * columns that the step shares begin. */
 struct panel_lu {
   struct panel *q;
   int info;   /* the first exactly zero pivot (1-based), or 0 */

@@ -26,6 +26,7 @@
 
 #include "array/matrix_internal.h"
 #include "linalg/linalg_internal.h"
+#include "rt/rt_internal.h"
 #include "tarn/linalg.h"
 
 /* What one tile task needs; owned by the task. */
@@ -118,56 +119,114 @@ static int k_tpmqrt(tarn_task *t, void *arg) {
   return apply_shared(t, arg, true, tpmqrt_range);
 }
 
-/* A panel kernel, as LAPACK's dgeqrt and dtpqrt run: for each block of ib
- * columns, the block's QR alone (dgeqrt on it, which is dgeqrt3; or
- * dtpqrt, which is dtpqrt2), then its reflectors applied to the columns
- * right of it (dgemqrt or dtpmqrt with one block, which is the dlarfb or
- * dtprfb those call), shared by columns with idle workers: with no helper
- * the same calls as one dgeqrt or dtpqrt, so the same bits. T (slot tt,
- * ldt x n) is zeroed first so that the tile's bits do not depend on what
- * was there. Without `pair`: the QR of the m x n diagonal tile (slot a).
- * With it: the QR of [R; B], R the upper triangle of the diagonal tile
- * (slot a, n x n on top, lda), B the m x n tile below (slot b, ldb). */
-static int panel(tarn_task *t, const struct qr_job *j, bool pair) {
-  double *a = tarn_task_data(t, (size_t)j->a);
-  double *b = pair ? tarn_task_data(t, (size_t)j->b) : NULL;
-  double *tt = tarn_task_data(t, (size_t)j->tt);
-  memset(tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *tt);
-  bool heap;
-  double *work =
-      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
-  if (work == NULL) return TARN_ENOMEM;
+/* A panel's state (see panel): the tiles, T, the work array (ib x n), the
+ * block [i, i + w) just factored and the width of the next one. */
+struct panel_qr {
+  const struct qr_job *j;
+  bool pair;
+  double *a, *b, *tt, *work;
+  int i, w, next;
+};
+
+/* Block [i, i + w)'s QR alone, as dgeqrt and dtpqrt do it (dgeqrt on the
+ * block, which is dgeqrt3; or dtpqrt, which is dtpqrt2), its T into the
+ * block's columns of tt, with `work` (w x w). */
+static int block_qr(const struct panel_qr *p, int i, int w, double *work) {
+  const struct qr_job *j = p->j;
   size_t lda = (size_t)j->lda, ldb = (size_t)j->ldb, ldt = (size_t)j->ldt;
-  int rc = 0, cols = pair || j->m > j->n ? j->n : j->m;
-  for (int i = 0; rc == 0 && i < cols; i += j->ib) {
-    int w = j->ib < cols - i ? j->ib : cols - i, right = j->n - i - w;
-    double *r = a + (size_t)i + (size_t)i * lda, *ti = tt + (size_t)i * ldt;
-    double *v = pair ? b + (size_t)i * ldb : r;
-    lapack_int info =
-        pair ? LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, j->m, w, 0, w, r, j->lda,
-                                   v, j->ldb, ti, j->ldt, work)
-             : LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, j->m - i, w, w, r, j->lda,
-                                   ti, j->ldt, work);
-    if (info != 0) rc = TARN_EINVAL;
-    if (rc != 0 || right <= 0) continue;
-    struct qr_job sub = {.m = pair ? j->m : j->m - i,
-                         .n = right,
+  double *r = p->a + (size_t)i + (size_t)i * lda, *ti = p->tt + (size_t)i * ldt;
+  lapack_int info = p->pair
+                        ? LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, j->m, w, 0, w,
+                                              r, j->lda, p->b + (size_t)i * ldb,
+                                              j->ldb, ti, j->ldt, work)
+                        : LAPACKE_dgeqrt_work(LAPACK_COL_MAJOR, j->m - i, w, w,
+                                              r, j->lda, ti, j->ldt, work);
+  return info == 0 ? 0 : TARN_EINVAL;
+}
+
+/* *s (with its job *sub): block [i, i + w)'s reflectors applied to the
+ * `cols` columns from column c0 (dgemqrt or dtpmqrt with one block, which
+ * is the dlarfb or dtprfb that dgeqrt and dtpqrt call), with `work` (w x
+ * cols), for gemqrt_range or tpmqrt_range. */
+static void block_apply(const struct panel_qr *p, int i, int w, int c0,
+                        int cols, double *work, struct qr_job *sub,
+                        struct apply_share *s) {
+  const struct qr_job *j = p->j;
+  size_t lda = (size_t)j->lda, ldb = (size_t)j->ldb;
+  double *r = p->a + (size_t)i + (size_t)i * lda;
+  *sub = (struct qr_job){.m = p->pair ? j->m : j->m - i,
+                         .n = cols,
                          .k = w,
                          .ib = w,
                          .lda = j->lda,
                          .ldb = j->ldb,
                          .ldt = j->ldt,
                          .trans = 'T'};
-    struct apply_share sh = {.j = &sub,
-                             .v = v,
-                             .tt = ti,
-                             .a = r + (size_t)w * lda,
-                             .b = pair ? v + (size_t)w * ldb : NULL,
-                             .work = work};
-    rc = tarn_task_parallel_for(t, (size_t)right, APPLY_GRAIN,
-                                pair ? tpmqrt_range : gemqrt_range, &sh);
+  *s = (struct apply_share){.j = sub,
+                            .v = p->pair ? p->b + (size_t)i * ldb : r,
+                            .tt = p->tt + (size_t)i * (size_t)j->ldt,
+                            .a = p->a + (size_t)i + (size_t)c0 * lda,
+                            .b = p->pair ? p->b + (size_t)c0 * ldb : NULL,
+                            .work = work};
+}
+
+/* The step's lead, on the panel task's thread: the next block's columns
+ * transformed by the block just factored, then the next block's QR. Both
+ * use the first w x w of the work array. */
+static int panel_qr_lead(void *arg) {
+  const struct panel_qr *p = arg;
+  struct qr_job sub;
+  struct apply_share s;
+  int k1 = p->i + p->w;
+  block_apply(p, p->i, p->w, k1, p->next, p->work, &sub, &s);
+  int rc = (p->pair ? tpmqrt_range : gemqrt_range)(&s, 0, (size_t)p->next);
+  return rc != 0 ? rc : block_qr(p, k1, p->next, p->work);
+}
+
+/* A panel kernel, as LAPACK's dgeqrt and dtpqrt run: for each block of ib
+ * columns, the block's QR alone (block_qr), then its reflectors applied to
+ * the columns right of it (block_apply), with a lookahead of one block:
+ * idle workers transform the columns beyond the next block, by ranges of
+ * columns, while the panel's thread transforms the next block and factors
+ * it (tarn__task_parallel_for_lead). Every column gets the same
+ * transformations, in the same order, as in one dgeqrt or dtpqrt. T (slot
+ * tt, ldt x n) is zeroed first so that the tile's bits do not depend on
+ * what was there. Without `pair`: the QR of the m x n diagonal tile (slot
+ * a). With it: the QR of [R; B], R the upper triangle of the diagonal tile
+ * (slot a, n x n on top, lda), B the m x n tile below (slot b, ldb). */
+static int panel(tarn_task *t, const struct qr_job *j, bool pair) {
+  struct panel_qr p = {.j = j,
+                       .pair = pair,
+                       .a = tarn_task_data(t, (size_t)j->a),
+                       .b = pair ? tarn_task_data(t, (size_t)j->b) : NULL,
+                       .tt = tarn_task_data(t, (size_t)j->tt)};
+  memset(p.tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *p.tt);
+  bool heap;
+  p.work = tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *p.work,
+                             &heap);
+  if (p.work == NULL) return TARN_ENOMEM;
+  tarn_range_fn range = pair ? tpmqrt_range : gemqrt_range;
+  int cols = pair || j->m > j->n ? j->n : j->m;
+  int w = j->ib < cols ? j->ib : cols;
+  int rc = block_qr(&p, 0, w, p.work);
+  for (int i = 0; rc == 0 && i + w <= cols && j->n > i + w;
+       i += w, w = p.next) {
+    p.i = i;
+    p.w = w;
+    p.next = cols - i - w < j->ib ? cols - i - w : j->ib;
+    int far = i + w + p.next;
+    struct qr_job sub;
+    struct apply_share rest; /* the columns beyond the next block */
+    block_apply(&p, i, w, far, j->n - far, p.work + (size_t)w * (size_t)w, &sub,
+                &rest);
+    rc = p.next > 0 ? tarn__task_parallel_for_lead(t, (size_t)(j->n - far),
+                                                   APPLY_GRAIN, range, &rest,
+                                                   panel_qr_lead, &p)
+                    : tarn_task_parallel_for(t, (size_t)(j->n - far),
+                                             APPLY_GRAIN, range, &rest);
+    if (p.next == 0) break;
   }
-  if (heap) free(work);
+  if (heap) free(p.work);
   return rc;
 }
 

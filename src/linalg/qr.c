@@ -9,13 +9,14 @@
  * share their work with idle workers by ranges of the columns they update
  * (tarn_task_parallel_for); geqrt and tpqrt run by blocks of ib columns,
  * as LAPACK's do, and share each block's update of the columns right of
- * it the same way. The least-squares solve (tarn_matrix_qr_solve) applies
- * Q^T with the same gemqrt and tpmqrt tasks, then the backward solve of
- * solve.c. Each task owns a small job struct freed by the runtime when it
- * is done. Also here:
- * C = A^T A by syrk and gemm tiles (tarn_matrix_syrk_ata), whose kernels
- * and mirroring share their work with idle workers (tarn__syrk_shared,
- * tarn__gemm_shared, tarn_task_parallel_for). */
+ * it the same way, the next block factored meanwhile on the task's own
+ * thread (tarn__task_parallel_for_lead). The least-squares solve
+ * (tarn_matrix_qr_solve) applies Q^T with the same gemqrt and tpmqrt tasks,
+ * then the backward solve of solve.c. Each task owns a small job struct freed
+ * by the runtime when it is done. Also here: C = A^T A by syrk and gemm tiles
+ * (tarn_matrix_syrk_ata), whose kernels and mirroring share their work with
+ * idle workers (tarn__syrk_shared, tarn__gemm_shared, tarn_task_parallel_for).
+ */
 #include <cblas.h>
 #include <lapacke.h>
 #include <limits.h>

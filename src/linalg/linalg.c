@@ -20,6 +20,7 @@
 
 #include "array/matrix_internal.h"
 #include "linalg/linalg_internal.h"
+#include "rt/rt_internal.h"
 #include "tarn/linalg.h"
 
 /* In libopenblas (not every cblas.h declares it). */
@@ -481,29 +482,92 @@ int tarn__syrk_shared(tarn_task *t, CBLAS_TRANSPOSE trans, int n, int k,
 #define POTRF_BLOCKED 256
 #define POTRF_NB 64
 
+/* A blocked potrf's state (tarn__potrf_shared): the tile, the block
+ * [k, k + w) just factored (its column below solved too), the next
+ * block's width, where the columns the step shares begin, and LAPACK's
+ * info. */
+struct potrf_la {
+  double *a;
+  int n, lda;
+  int k, w, next, far;
+  int info;
+};
+
+/* Columns [c0, c1) of the trailing matrix, right of block [k, k + w):
+ * their lower part less L(c0.., k..k+w) L(c0..c1, k..k+w)^T, by a syrk on
+ * the diagonal block and a dgemm below it. */
+static void potrf_update(const struct potrf_la *p, int c0, int c1) {
+  size_t ld = (size_t)p->lda;
+  const double *l = p->a + (size_t)p->k * ld; /* column k, row 0 */
+  int cols = c1 - c0, below = p->n - c1;
+  syrk_lower(CblasNoTrans, cols, p->w, -1.0, l + c0, p->lda, 1.0,
+             p->a + c0 + (size_t)c0 * ld, p->lda);
+  if (below > 0)
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, below, cols, p->w,
+                -1.0, l + c1, p->lda, l + c0, p->lda, 1.0,
+                p->a + c1 + (size_t)c0 * ld, p->lda);
+}
+
+/* Factors block [k, k + w) (dpotrf, one plain call) and, when it is
+ * positive definite, solves the column below it, L21 = A21 L11^-T (shared
+ * when `t` is not NULL). Returns 0 with p->info set when the block is not
+ * positive definite, or TARN_EINVAL, or a status of the sharing. */
+static int potrf_block(tarn_task *t, struct potrf_la *p, int k, int w) {
+  size_t ld = (size_t)p->lda;
+  double *akk = p->a + k + (size_t)k * ld;
+  lapack_int i = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', w, akk, p->lda);
+  if (i < 0) return TARN_EINVAL;
+  if (i > 0) {
+    p->info = k + (int)i;
+    return 0;
+  }
+  int r = p->n - k - w;
+  if (r == 0) return 0;
+  if (t != NULL)
+    return tarn__trsm_shared(t, CblasRight, CblasLower, CblasTrans,
+                             CblasNonUnit, r, w, 1.0, akk, p->lda, akk + w,
+                             p->lda);
+  tarn__trsm(CblasRight, CblasLower, CblasTrans, CblasNonUnit, r, w, 1.0, akk,
+             p->lda, akk + w, p->lda);
+  return 0;
+}
+
+/* The step's lead, on the task's thread: the next block's columns updated
+ * by the block just factored, then the next block factored and its column
+ * solved. */
+static int potrf_lead(void *arg) {
+  struct potrf_la *p = arg;
+  int k1 = p->k + p->w;
+  potrf_update(p, k1, k1 + p->next);
+  return potrf_block(NULL, p, k1, p->next);
+}
+
+/* The step's shared part: columns [far + begin, far + end). */
+static int potrf_update_range(void *arg, size_t begin, size_t end) {
+  const struct potrf_la *p = arg;
+  potrf_update(p, p->far + (int)begin, p->far + (int)end);
+  return 0;
+}
+
 int tarn__potrf_shared(tarn_task *t, int n, double *a, int lda, int *info) {
   *info = 0;
   int nb = n < POTRF_BLOCKED ? n : POTRF_NB;
-  size_t ld = (size_t)lda;
-  for (int k = 0; k < n; k += nb) {
-    int w = n - k < nb ? n - k : nb, r = n - k - w;
-    double *akk = a + k + (size_t)k * ld;
-    lapack_int i = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', w, akk, lda);
-    if (i < 0) return TARN_EINVAL;
-    if (i > 0) {
-      *info = k + (int)i;
-      return 0;
-    }
-    if (r == 0) break;
-    /* L21 = A21 L11^-T, then A22 -= L21 L21^T. */
-    int rc = tarn__trsm_shared(t, CblasRight, CblasLower, CblasTrans,
-                               CblasNonUnit, r, w, 1.0, akk, lda, akk + w, lda);
-    if (rc == 0)
-      rc = tarn__syrk_shared(t, CblasNoTrans, r, w, -1.0, akk + w, lda, 1.0,
-                             akk + w + (size_t)w * ld, lda);
-    if (rc != 0) return rc;
+  struct potrf_la p = {.a = a, .n = n, .lda = lda};
+  /* Right-looking with a lookahead of one block: while idle workers update
+   * the columns beyond the next block, this thread updates the next block,
+   * factors it and solves the column below it. */
+  int rc = potrf_block(t, &p, 0, nb);
+  for (int k = 0, w = nb; rc == 0 && p.info == 0 && k + w < n;
+       k += w, w = p.next) {
+    p.k = k;
+    p.w = w;
+    p.next = n - k - w < nb ? n - k - w : nb;
+    p.far = k + w + p.next;
+    rc = tarn__task_parallel_for_lead(t, (size_t)(n - p.far), SHARE_GRAIN / 2,
+                                      potrf_update_range, &p, potrf_lead, &p);
   }
-  return 0;
+  *info = p.info;
+  return rc;
 }
 
 /* ---- gemm --------------------------------------------------------------- */

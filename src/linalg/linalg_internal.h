@@ -84,8 +84,10 @@ int tarn__syrk_shared(tarn_task *t, CBLAS_TRANSPOSE trans, int n, int k,
 /* Cholesky A = L L^T of the lower triangle of the n x n A in place, as
  * LAPACK's dpotrf('L'). A large tile (see POTRF_BLOCKED in linalg.c) is
  * factored right-looking by blocks of columns: dpotrf on the diagonal
- * block (one plain call), then the trsm below it and the syrk of the
- * trailing matrix, shared; a small one by one LAPACKE_dpotrf_work. *info gets
+ * block (one plain call) and the trsm below it, then the update of the
+ * trailing matrix, shared, the next block factored meanwhile on this
+ * thread (a lookahead of one block); a small one by one
+ * LAPACKE_dpotrf_work. *info gets
  * LAPACK's info (k > 0: the leading minor of order k is not positive definite;
  * the rest of A is then unspecified). Returns 0 (also when *info > 0),
  * TARN_EINVAL when LAPACK refuses its arguments, or a status of

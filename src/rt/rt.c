@@ -37,18 +37,8 @@
 #define CLOSED ((struct edge *)(uintptr_t)1)
 /* How long an idle worker looks for work before sleeping, in ns. */
 #define IDLE_SPIN_NS 1000000
-/* Looks a region's waiter takes before sleeping; between two looks it
- * yields the core once in WAIT_YIELD_EVERY (the worker pinned beside it may
- * need the core for a task of the region), else pauses WAIT_PAUSES times.
- * Yielding between every two looks handed the core to that worker's idle
- * loop and back, some microseconds each way in a virtual machine: a region
- * of 2, 4 or 8 empty tasks ended 3.3 to 4.4 us after its last task did
- * (under 1 now), and took 6.3-7.1, 8.5-8.9 and 10.6-11.2 us against
- * 3.0-4.1, 4.4-5.0 and 6.4-7.2 now (a program outside the repository,
- * three alternated runs, 2026-12-02). */
+/* Looks a region's waiter takes (yielding between them) before sleeping. */
 #define DRAIN_SPINS 200
-#define WAIT_YIELD_EVERY 4
-#define WAIT_PAUSES 64
 /* How long a worker sleeps before it gives its scratch pages back by
  * default, in ms (tarn_rt_options.idle_trim_ms; see give_back_at_rest). */
 #define IDLE_TRIM_MS_DEFAULT 20
@@ -2158,8 +2148,7 @@ static bool region_wait_for(tarn_region *r, uint64_t target, int spins,
   tarn_rt *rt = r->rt;
   struct worker *g = spins > 0 ? guest_enter(rt) : NULL;
   /* A short region ends sooner than a sleeping thread wakes: look for a
-   * while (DRAIN_SPINS looks, WAIT_YIELD_EVERY) before sleeping on the
-   * condition variable. */
+   * while (yielding) before sleeping on the condition variable. */
   bool late = false;
   for (int spin = 0; spin < spins; spin++) {
     if (region_reached(r, target)) break;
@@ -2173,10 +2162,7 @@ static bool region_wait_for(tarn_region *r, uint64_t target, int spins,
       spin = 0;
       continue;
     }
-    if (spin % WAIT_YIELD_EVERY == WAIT_YIELD_EVERY - 1)
-      sched_yield(); /* the workers get the core when they need it */
-    else
-      for (int i = 0; i < WAIT_PAUSES; i++) cpu_relax();
+    sched_yield(); /* the workers get the core when they need it */
   }
   guest_leave(g);
   struct timespec until = {(time_t)(deadline / 1000000000u),

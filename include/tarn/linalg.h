@@ -128,11 +128,12 @@ TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
  * every other tile column a task applies the panel's interchanges (to the
  * left columns too, as dgetrf does), trsm on the tiles right of the
  * diagonal tile and gemm on the trailing matrix; the panel has the
- * highest priority, then the work of the next tile columns. The panel holds (n - k nb) x nb doubles in
- * the task's scratch memory (or the heap when it does not fit). Like every
- * tile kernel here, the panel shares its trailing updates with idle workers
- * (tarn_task_parallel_for), so a split product may round differently in
- * the last bits from one run to the next, as multithreaded LAPACK does.
+ * highest priority, then the work of the next tile columns. The panel
+ * holds (n - k nb) x nb doubles in the task's scratch memory (or the heap
+ * when it does not fit). Like every tile kernel here, the panel shares its
+ * trailing updates with idle workers (tarn_task_parallel_for), so a split
+ * product may round differently in the last bits from one run to the
+ * next, as multithreaded LAPACK does.
  *
  * Waits for the factorisation (in a region of its own), so it must not be
  * called from a task (TARN_EDEADLK). *info (when `info` is not NULL) gets

@@ -105,7 +105,11 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
  * 256 x 256 product took 5.1 to 5.3 us per product in one call each, 3.0
  * to 3.1 in three calls of 128 x 112 or less each (one thread on the whole
  * product: 4.8 us in one call, 5.2 in six). So a small product is split
- * into calls that take no lock, when other workers may be in BLAS too. */
+ * into calls that take no lock when other workers may be in BLAS too: not
+ * when its task is alone (tarn__task_alone), as a region's only product is
+ * (`tarn bench linalg --sizes 256 --filter matvec`: N=256 matvec 6.08-6.28 ->
+ * 5.06-5.62 us against LAPACKE's 4.6-4.9, three alternated runs,
+ * 2026-12-02). */
 #define GEMV_STACK_SUM 240      /* rows + columns of a call without the lock */
 #define GEMV_PIECE_ROWS 128     /* rows of each such call */
 #define GEMV_PIECES_MAX 8       /* calls per product at most */
@@ -185,21 +189,22 @@ static int gemm_range(void *arg, size_t begin, size_t end) {
 int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
                       double alpha, const double *a, int lda, const double *b,
                       int ldb, double beta, double *c, int ldc) {
-  struct gemm_share g = {.ta = ta,
-                         .tb = tb,
-                         .by_rows = m >= n,
-                         .pieces = tarn_rt_workers(tarn_task_rt(t)) > 1,
-                         .m = m,
-                         .n = n,
-                         .k = k,
-                         .lda = lda,
-                         .ldb = ldb,
-                         .ldc = ldc,
-                         .alpha = alpha,
-                         .beta = beta,
-                         .a = a,
-                         .b = b,
-                         .c = c};
+  struct gemm_share g = {
+      .ta = ta,
+      .tb = tb,
+      .by_rows = m >= n,
+      .pieces = tarn_rt_workers(tarn_task_rt(t)) > 1 && !tarn__task_alone(t),
+      .m = m,
+      .n = n,
+      .k = k,
+      .lda = lda,
+      .ldb = ldb,
+      .ldc = ldc,
+      .alpha = alpha,
+      .beta = beta,
+      .a = a,
+      .b = b,
+      .c = c};
   size_t count = (size_t)(g.by_rows ? m : n);
   /* A matrix-vector product (n == 1) is bound by memory, not arithmetic:
    * halves of a tile's rows on two cores stream from memory no faster than

@@ -1595,6 +1595,18 @@ int tarn_task_parallel_for(tarn_task *t, size_t count, size_t grain,
   return share_work(t, count, grain, body, arg, NULL, NULL);
 }
 
+bool tarn__task_alone(tarn_task *t) {
+  if (t == NULL || t != current_task) return false;
+  const struct worker *self = current_worker;
+  const tarn_rt *rt = self->rt;
+  for (unsigned i = 0; i < rt->nworkers; i++)
+    if (&rt->workers[i] != self &&
+        !atomic_load_explicit(&rt->workers[i].idle, memory_order_relaxed))
+      return false;
+  return self->guest ||
+         !atomic_load_explicit(&rt->guest_busy, memory_order_relaxed);
+}
+
 int tarn__task_parallel_for_lead(tarn_task *t, size_t count, size_t grain,
                                  tarn_range_fn body, void *arg,
                                  int (*lead)(void *), void *lead_arg) {

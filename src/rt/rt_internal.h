@@ -3,6 +3,7 @@
 #ifndef TARN_RT_INTERNAL_H
 #define TARN_RT_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tarn/rt.h"
@@ -20,5 +21,12 @@
 int tarn__task_parallel_for_lead(tarn_task *task, size_t count, size_t grain,
                                  tarn_range_fn body, void *arg,
                                  int (*lead)(void *), void *lead_arg);
+
+/* Whether the running task `task` is alone: no other worker runs a task or
+ * helps with one (each looks for work or sleeps), and, for a task on a
+ * worker, no program thread waits as the guest. A hint, not a promise:
+ * another may start at once. False when `task` is not running on this
+ * thread. */
+bool tarn__task_alone(tarn_task *task);
 
 #endif

@@ -3,8 +3,10 @@
  * failures returned while the other ranges still run, one call for small
  * ranges, many tasks sharing their work at once, and bad calls refused;
  * and the same of the runtime's internal tarn__task_parallel_for_lead,
- * whose lead runs once, beside the ranges other workers take. */
+ * whose lead runs once, beside the ranges other workers take; and its
+ * tarn__task_alone. */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -330,6 +332,95 @@ static void lead_failure_returned_ranges_run(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* ---- tarn__task_alone --------------------------------------------------- */
+
+/* Two tasks that wait (5 s at most) until both run, then ask, then wait
+ * until both asked: both run while each asks. */
+struct pair_meet {
+  atomic_int arrived;
+  atomic_int met;
+  bool alone[2];
+};
+
+/* Waits (5 s at most) until *count reaches 2. */
+static bool both(atomic_int *count) {
+  for (int i = 0; i < 500000 && atomic_load(count) < 2; i++)
+    nanosleep(&(struct timespec){0, 10000}, NULL);
+  return atomic_load(count) >= 2;
+}
+
+struct pair_arg {
+  struct pair_meet *m;
+  int index;
+};
+
+static int meet_task(tarn_task *task, void *arg) {
+  const struct pair_arg *p = arg;
+  atomic_fetch_add(&p->m->arrived, 1);
+  if (both(&p->m->arrived)) {
+    p->m->alone[p->index] = tarn__task_alone(task);
+    atomic_fetch_add(&p->m->met, 1);
+    both(&p->m->met);
+  }
+  return 0;
+}
+
+/* Two tasks running at once are not alone. */
+static void tasks_side_by_side_are_not_alone(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  bool met = false;
+  for (int round = 0; round < 5 && !met; round++) {
+    struct pair_meet m = {0};
+    struct pair_arg args[2] = {{&m, 0}, {&m, 1}};
+    tarn_region *region;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    for (int k = 0; k < 2; k++)
+      assert_int_equal(tarn_submit(rt, meet_task, TARN_ARG(&args[k])), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    met = atomic_load(&m.met) == 2;
+    if (met) {
+      assert_false(m.alone[0]);
+      assert_false(m.alone[1]);
+    }
+  }
+  assert_true(met);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+struct lone_run {
+  pthread_t waiter;
+  bool on_waiter, alone;
+};
+
+static int lone_task(tarn_task *task, void *arg) {
+  struct lone_run *r = arg;
+  r->on_waiter = pthread_equal(pthread_self(), r->waiter);
+  r->alone = tarn__task_alone(task);
+  return 0;
+}
+
+/* A region's only task, run by the thread that waits for it while the
+ * workers have nothing to do, is alone (the waiter runs such a task
+ * itself when it can: one of 100 tries is enough). Outside a task, or
+ * for a task not running on this thread, the answer is false. */
+static void a_waiter_running_its_only_task_is_alone(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  bool seen = false;
+  for (int round = 0; round < 100 && !seen; round++) {
+    struct lone_run r = {.waiter = pthread_self()};
+    tarn_region *region;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(tarn_submit(rt, lone_task, TARN_ARG(&r)), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    seen = r.on_waiter && r.alone;
+  }
+  assert_true(seen);
+  assert_false(tarn__task_alone(NULL));
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_index_once),
@@ -341,6 +432,8 @@ int main(void) {
       cmocka_unit_test(ranges_run_while_the_lead_runs),
       cmocka_unit_test(unshared_the_lead_comes_first),
       cmocka_unit_test(lead_failure_returned_ranges_run),
+      cmocka_unit_test(tasks_side_by_side_are_not_alone),
+      cmocka_unit_test(a_waiter_running_its_only_task_is_alone),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -193,7 +193,9 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
       .ta = ta,
       .tb = tb,
       .by_rows = m >= n,
-      .pieces = tarn_rt_workers(tarn_task_rt(t)) > 1 && !tarn__task_alone(t),
+      /* only a matrix-vector product calls dgemv (gemm_range) */
+      .pieces = n == 1 && tarn_rt_workers(tarn_task_rt(t)) > 1 &&
+                !tarn__task_alone(t),
       .m = m,
       .n = n,
       .k = k,

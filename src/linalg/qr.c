@@ -210,8 +210,7 @@ static int panel(tarn_task *t, const struct qr_job *j, bool pair) {
   int cols = pair || j->m > j->n ? j->n : j->m;
   int w = j->ib < cols ? j->ib : cols;
   int rc = block_qr(&p, 0, w, p.work);
-  for (int i = 0; rc == 0 && i + w <= cols && j->n > i + w;
-       i += w, w = p.next) {
+  for (int i = 0; rc == 0 && j->n > i + w; i += w, w = p.next) {
     p.i = i;
     p.w = w;
     p.next = cols - i - w < j->ib ? cols - i - w : j->ib;

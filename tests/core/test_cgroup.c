@@ -181,6 +181,32 @@ static void an_escaped_mount_point_is_read(void **state) {
   assert_int_equal(tarn__cpu_quota(root), 2);
 }
 
+/* The files are read whole, however long (a host with many mounts), and
+ * a last line without its newline counts. */
+static void long_files_and_unended_lines_are_read(void **state) {
+  (void)state;
+  put("proc/self/cgroup", "0::/job");
+  size_t cap = 64 << 10, len = 0;
+  char *mounts = malloc(cap), line[512];
+  assert_non_null(mounts);
+  for (int i = 0; i < 400; i++) {
+    char at[64];
+    snprintf(at, sizeof at, "/mnt/volume-%d", i);
+    mount_line(line, sizeof line, 100 + i, "/", at, "ext4", "rw");
+    assert_true(len + strlen(line) < cap);
+    strcpy(mounts + len, line);
+    len += strlen(line);
+  }
+  mount_line(line, sizeof line, 31, "/", "/sys/fs/cgroup", "cgroup2", "rw");
+  line[strcspn(line, "\n")] = '\0';
+  strcpy(mounts + len, line);
+  assert_true(strlen(mounts) > 16384);
+  put("proc/self/mountinfo", mounts);
+  free(mounts);
+  put("sys/fs/cgroup/job/cpu.max", "300000 100000");
+  assert_int_equal(tarn__cpu_quota(root), 3);
+}
+
 /* ---- cgroup v1 ------------------------------------------------------------
  */
 
@@ -541,6 +567,8 @@ int main(int argc, char **argv) {
                                       make_root, remove_root),
       cmocka_unit_test_setup_teardown(
           a_container_sees_its_group_at_the_mount_top, make_root, remove_root),
+      cmocka_unit_test_setup_teardown(long_files_and_unended_lines_are_read,
+                                      make_root, remove_root),
       cmocka_unit_test_setup_teardown(an_escaped_mount_point_is_read, make_root,
                                       remove_root),
       cmocka_unit_test_setup_teardown(a_v1_quota_is_its_quota_over_its_period,

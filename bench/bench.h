@@ -208,10 +208,11 @@ int bench_spawn(const char *path, char *const argv[], pid_t *pid, FILE **out);
  * with status 0, else 1 after printing how it ended. */
 int bench_reap(pid_t pid, const char *path);
 
-/* Pauses for `seconds` before a variant's warm-up. The linalg suite
- * pauses BENCH_QUIESCE_BLAS_S before each variant, so that OpenBLAS's idle
- * threads (they spin about 2^28 cycles after a multithreaded call) do not
- * share the cores with the next party. */
+/* Pauses for `seconds`. `tarn bench` pauses BENCH_QUIESCE_BLAS_S before
+ * each suite, and the linalg suite before each variant, so that OpenBLAS's
+ * idle threads (they spin about 2^28 cycles when the library starts and
+ * after each multithreaded call) do not share the cores with what is
+ * measured next. */
 #define BENCH_QUIESCE_BLAS_S 0.2
 void bench_quiesce(double seconds);
 

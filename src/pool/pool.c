@@ -1243,6 +1243,104 @@ bool tarn__pool_reads_settle(tarn_pool *p, uint64_t since) {
   return waited || atomic_load(&p->reads_ended) != since;
 }
 
+/* A resident object no submitted task uses, whose source or spilled copy
+ * holds its bytes, claimed (dropping it costs no write); among the first
+ * IDLE_SCAN refs; or NULL. */
+static tarn_ref *unused_clean(tarn_pool *p) {
+  size_t n = 0;
+  for (tarn_ref *r = p->refs; r != NULL && n < IDLE_SCAN; r = r->next, n++)
+    if (r->kind == NULL && candidate(p, r) && idle_in_graph(r) && is_clean(r) &&
+        claim_idle(r))
+      return r;
+  return NULL;
+}
+
+/* Room for a fill of a buffer of `cap` bytes (lock held): a cached one
+ * (*buf), or free room under the limit, counted; made only by dropping
+ * the cache and clean objects no task uses, never by writing one out or
+ * dropping one a task will use. Returns whether there was room. */
+static bool fill_room(tarn_pool *p, size_t cap, void **buf) {
+  size_t limit = p->opt.mem_limit;
+  for (;;) {
+    if ((*buf = cache_take(p, cap)) != NULL) break;
+    if (limit == 0 || (cap <= limit && p->resident <= limit - cap)) {
+      p->resident += cap;
+      if (p->resident > p->peak) p->peak = p->resident;
+      if (p->resident > p->window_peak) p->window_peak = p->resident;
+      break;
+    }
+    if (cap > limit) return false;
+    if (p->cached > 0) {
+      cache_drop(p);
+      continue;
+    }
+    tarn_ref *v = unused_clean(p);
+    if (v == NULL) return false;
+    p->evictions++;
+    drop_to_disk(p, v);
+    pthread_cond_broadcast(&p->changed);
+  }
+  note_live(p);
+  return true;
+}
+
+void *tarn__ref_fill_begin(tarn_ref *r) {
+  if (r == NULL || r->kind != NULL ||
+      atomic_load_explicit(&r->demand, memory_order_relaxed) == 0)
+    return NULL;
+  tarn_pool *p = r->pool;
+  size_t cap = r->charge;
+  void *buf = NULL;
+  pthread_mutex_lock(&p->lock);
+  /* From its source only: a spilled copy would be newer than the source's
+   * bytes (has_source is false then anyway). */
+  bool room = !r->dead && !r->guarded && r->state == SPILLED && r->has_source &&
+              !r->has_block && fill_room(p, cap, &buf);
+  if (room) {
+    r->state = READING;
+    r->guarded = true; /* outlives a release until tarn__ref_fill_end */
+    p->reading++;
+  }
+  pthread_mutex_unlock(&p->lock);
+  if (room && buf == NULL && (buf = buffer_new(p, cap)) == NULL) {
+    pthread_mutex_lock(&p->lock);
+    p->resident -= cap;
+    r->state = SPILLED;
+    r->guarded = false;
+    p->reading--;
+    pthread_cond_broadcast(&p->changed);
+    if (r->dead && idle(r)) ref_destroy(p, r);
+    pthread_mutex_unlock(&p->lock);
+  }
+  return buf;
+}
+
+void tarn__ref_fill_end(tarn_ref *r, void *buf, bool filled) {
+  tarn_pool *p = r->pool;
+  pthread_mutex_lock(&p->lock);
+  p->reading--;
+  r->guarded = false;
+  if (filled) {
+    /* As restore leaves a read: resident, clean (the source still holds
+     * the bytes), idle. */
+    p->source_reads++;
+    p->source_bytes_read += r->size;
+    r->data = buf;
+    r->state = RESIDENT;
+    uint64_t w = atomic_load(&r->pinword) & (NOTIFY | PIN_MASK);
+    atomic_store(&r->pinword, w | CLEAN | (r->dead ? 0 : FAST));
+    atomic_store_explicit(&r->referenced, 1, memory_order_relaxed);
+    r->prefetching = false;
+    atomic_fetch_add(&p->reads_ended, 1);
+  } else {
+    buffer_retire(p, buf, r->charge);
+    r->state = SPILLED;
+  }
+  pthread_cond_broadcast(&p->changed);
+  if (r->dead && idle(r)) ref_destroy(p, r);
+  pthread_mutex_unlock(&p->lock);
+}
+
 int tarn_ref_retain(tarn_ref *r) {
   if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
   tarn__prefetch_write(&r->refs);

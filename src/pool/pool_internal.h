@@ -63,6 +63,22 @@ uint64_t tarn__pool_reads_ended(tarn_pool *pool);
  * called from the pool's own threads. Thread-safe. */
 bool tarn__pool_reads_settle(tarn_pool *pool, uint64_t since);
 
+/* Lets the caller give `ref` its bytes while it reads another ref's from
+ * the same place (a source that reads a band of a file's tiles at once):
+ * when `ref` came from a source that still holds its bytes, has none in
+ * RAM, is not being read, a submitted task will use it
+ * (tarn__ref_demand), and the pool has room for it without a write or
+ * dropping what a task will use (its cache, free room under its limit,
+ * or room of clean objects no task uses), returns a buffer of its size
+ * for the caller to fill, the ref being read meanwhile (a pin waits for
+ * it; it stays alive); else NULL. The caller then calls
+ * tarn__ref_fill_end(ref, buf, filled): with `filled`, the ref is in RAM
+ * and clean (dropped without a write when room is needed, read from its
+ * source again after); without, as it was before. Takes the pool's lock
+ * and never waits for I/O. Thread-safe. */
+void *tarn__ref_fill_begin(tarn_ref *ref);
+void tarn__ref_fill_end(tarn_ref *ref, void *buf, bool filled);
+
 /* The peaks of resident and of live bytes since the last reset by this
  * call (the runtime's regions' window: kept apart from the peaks that
  * tarn_pool_stats_get reports and tarn_pool_peak_reset resets, which it

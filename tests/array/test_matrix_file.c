@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -1155,6 +1156,102 @@ static void opened_files_fail_cleanly(void **state) {
   assert_int_equal(open_fds(), fds);
 }
 
+/* The sum of value_at over an m x n matrix, in the order tarn_matrix_sum
+ * would not use: compared within rounding. */
+static double values_sum(size_t m, size_t n) {
+  double sum = 0;
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++) sum += value_at(i, j);
+  return sum;
+}
+
+/* Under a memory limit, the read of an opened tile brings the tiles of its
+ * band (its tile column in a Fortran-order file, its tile row in a C-order
+ * one) that tasks will use, in the same calls, a line of the band a call:
+ * a sum makes far fewer read calls than a line of a tile a call, reads
+ * each tile from the file, stays under the limit and writes nothing to
+ * the spill file. A lone tile used (one element) brings no other. */
+static void an_opened_tile_read_brings_its_band(void **state) {
+  (void)state;
+  enum { mb = 50, nb = 40 }; /* 6 x 5 tiles, the last ones narrower */
+  size_t tiles = 6 * 5, limit = NM * NN * sizeof(double) / 2;
+  double want = values_sum(NM, NN);
+  for (int fortran = 0; fortran < 2; fortran++) {
+    char path[128];
+    in_dir(path, sizeof path, fortran ? "f.npy" : "c.npy");
+    values_file(path, NM, NN, fortran);
+    /* A line piece per call, tile by tile: each tile's columns (Fortran)
+     * or rows (C). */
+    size_t alone = fortran ? 6 * NN : 5 * NM;
+    tarn_rt *rt = test_rt(2, limit);
+    /* Which tiles the reads meet being read already depends on timing:
+     * the fewest calls of three sums. */
+    int fewest = INT_MAX;
+    for (int run = 0; run < 3; run++) {
+      tarn_matrix *a = NULL;
+      assert_int_equal(tarn_matrix_open_file(rt, path, mb, nb, &a), 0);
+      uint64_t read_before = pool_stats(rt).source_reads;
+      int before = atomic_load(&reads_seen);
+      double v = 0;
+      assert_int_equal(tarn_matrix_get(a, 60, 45, &v), 0);
+      assert_true(v == value_at(60, 45));
+      assert_int_equal(atomic_load(&reads_seen) - before, fortran ? nb : mb);
+      assert_int_equal(pool_stats(rt).source_reads - read_before, 1);
+
+      before = atomic_load(&reads_seen);
+      double sum = 0;
+      assert_int_equal(tarn_matrix_sum(a, &sum), 0);
+      assert_true(fabs(sum - want) <= 1e-12 * want);
+      int calls = atomic_load(&reads_seen) - before;
+      if (calls < fewest) fewest = calls;
+      assert_true(pool_stats(rt).source_reads - read_before >= tiles);
+      assert_holds_values(a, NM, NN, false);
+      tarn_matrix_destroy(a);
+    }
+    print_message(
+        "%s order: %d read calls for the sum at fewest (%zu tile "
+        "by tile)\n",
+        fortran ? "Fortran" : "C", fewest, alone);
+    assert_true((size_t)fewest < alone / 2);
+    tarn_pool_stats s = pool_stats(rt);
+    assert_true(s.resident_peak <= limit);
+    assert_int_equal(s.bytes_written, 0);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* A failed read of a band leaves every tile it was to fill unread: no
+ * task gets their bytes, and the next use reads them again. The sum during
+ * the failure gets TARN_EIO, or, when the read that failed was the pool's
+ * read ahead (the task's own pin then reads the tile again), the file's
+ * sum. */
+static void a_failed_band_read_leaves_its_tiles_unread(void **state) {
+  (void)state;
+  char path[128];
+  in_dir(path, sizeof path, "f.npy");
+  values_file(path, NM, NN, true);
+  tarn_rt *rt = test_rt(2, NM * NN * sizeof(double) / 2);
+  double want = values_sum(NM, NN);
+  static const int fail_at[] = {1, 2, 3, 5, 8, 13};
+  for (size_t f = 0; f < sizeof fail_at / sizeof *fail_at; f++) {
+    tarn_matrix *a = NULL;
+    assert_int_equal(tarn_matrix_open_file(rt, path, 50, 40, &a), 0);
+    atomic_store(&read_fails_at, fail_at[f]);
+    double sum = 0;
+    int rc = tarn_matrix_sum(a, &sum);
+    atomic_store(&read_fails_at, 0);
+    if (rc != TARN_EIO) {
+      assert_int_equal(rc, 0);
+      assert_true(fabs(sum - want) <= 1e-12 * want);
+    }
+    assert_int_equal(tarn_matrix_sum(a, &sum), 0);
+    assert_true(fabs(sum - want) <= 1e-12 * want);
+    assert_holds_values(a, NM, NN, false);
+    tarn_matrix_destroy(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* A Cholesky factorisation of an opened matrix reads only the tiles of
  * the lower triangle: the others are never read from the file. */
 static void a_factorisation_reads_only_the_tiles_it_uses(void **state) {
@@ -1358,6 +1455,10 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(a_file_changed_in_place_is_estale, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(an_opened_tile_read_brings_its_band,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          a_failed_band_read_leaves_its_tiles_unread, setup, teardown),
       cmocka_unit_test_setup_teardown(opened_files_fail_cleanly, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(

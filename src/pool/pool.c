@@ -70,6 +70,7 @@ struct tarn_ref {
   _Alignas(64) _Atomic uint32_t magic;
   size_t size;
   const tarn_kind *kind; /* NULL: bytes the pool allocated */
+  bool sourced;          /* made by tarn_ref_create_from */
   tarn_pool *pool;
   _Atomic(void *) owner; /* the layer above's state (pool_internal.h) */
   _Alignas(64) _Atomic uint32_t refs;
@@ -1153,6 +1154,7 @@ int tarn_ref_create_from(tarn_pool *p, size_t size, const tarn_source *source,
     r->state = SPILLED; /* its bytes are elsewhere: in the source */
     r->source = copy;
     r->has_source = true;
+    r->sourced = true; /* before the ref is published: read lock-free */
     atomic_store(&r->pinword, 0); /* no lock-free pin until it has bytes */
   }
   pthread_mutex_unlock(&p->lock);
@@ -1212,6 +1214,8 @@ tarn_pool *tarn__ref_pool(const tarn_ref *r) { return r->pool; }
 bool tarn__ref_resident_hint(const tarn_ref *r) {
   return (atomic_load_explicit(&r->pinword, memory_order_relaxed) & FAST) != 0;
 }
+
+bool tarn__ref_sourced(const tarn_ref *r) { return r->sourced; }
 
 void tarn__ref_demand(tarn_ref *r, int delta) {
   /* Unsigned: adding (uint32_t)-1 subtracts one. */

@@ -1236,26 +1236,31 @@ static void a_failed_band_read_leaves_its_tiles_unread(void **state) {
   char path[128];
   in_dir(path, sizeof path, "f.npy");
   values_file(path, NM, NN, true);
-  tarn_rt *rt = test_rt(2, NM * NN * sizeof(double) / 2);
   double want = values_sum(NM, NN);
-  static const int fail_at[] = {1, 2, 3, 5, 8, 13};
-  for (size_t f = 0; f < sizeof fail_at / sizeof *fail_at; f++) {
-    tarn_matrix *a = NULL;
-    assert_int_equal(tarn_matrix_open_file(rt, path, 50, 40, &a), 0);
-    atomic_store(&read_fails_at, fail_at[f]);
-    double sum = 0;
-    int rc = tarn_matrix_sum(a, &sum);
-    atomic_store(&read_fails_at, 0);
-    if (rc != TARN_EIO) {
-      assert_int_equal(rc, 0);
+  for (int limited = 0; limited < 2; limited++) {
+    tarn_rt *rt = test_rt(2, limited ? NM * NN * sizeof(double) / 2 : 0);
+    static const int fail_at[] = {1, 2, 3, 5, 8, 13};
+    for (size_t f = 0; f < sizeof fail_at / sizeof *fail_at; f++) {
+      tarn_matrix *a = NULL;
+      assert_int_equal(tarn_matrix_open_file(rt, path, 50, 40, &a), 0);
+      atomic_store(&read_fails_at, fail_at[f]);
+      double sum = 0;
+      int rc = tarn_matrix_sum(a, &sum);
+      bool failed = atomic_exchange(&read_fails_at, 0) == 0;
+      /* The read that failed was a task's (without a limit always: no
+       * read ahead), or there were fewer reads than that. */
+      if (rc != TARN_EIO) {
+        assert_true(limited || !failed);
+        assert_int_equal(rc, 0);
+        assert_true(fabs(sum - want) <= 1e-12 * want);
+      }
+      assert_int_equal(tarn_matrix_sum(a, &sum), 0);
       assert_true(fabs(sum - want) <= 1e-12 * want);
+      assert_holds_values(a, NM, NN, false);
+      tarn_matrix_destroy(a);
     }
-    assert_int_equal(tarn_matrix_sum(a, &sum), 0);
-    assert_true(fabs(sum - want) <= 1e-12 * want);
-    assert_holds_values(a, NM, NN, false);
-    tarn_matrix_destroy(a);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
   }
-  assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
 /* A Cholesky factorisation of an opened matrix reads only the tiles of

@@ -490,8 +490,9 @@ static size_t along_piece(const struct tile_source *t, size_t at) {
 
 /* Tiles [lo, hi) along the band direction of `t`, with `t` among them:
  * each of the others is a neighbour whose ref the pool let this read fill
- * (tarn__ref_fill_begin: a task will use it, nobody reads it, and the pool
- * has room for it), as far as such neighbours follow one another from
+ * (tarn__ref_fill_begin: a task will use it, under a limit the runtime
+ * asked for it to be read ahead, nobody reads it, and the pool has room
+ * for it), as far as such neighbours follow one another from
  * `t`, within BAND_MAX tiles and FILL_BYTES. fill[k] is tile lo + k's
  * buffer (NULL for t); ref[k] its ref. */
 static void fill_neighbours(const struct tile_source *t, size_t own, size_t *lo,

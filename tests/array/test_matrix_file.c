@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -40,6 +41,7 @@
 
 #include <cmocka.h>
 
+#include "array/matrix_internal.h"
 #include "array/npy.h"
 #include "prim/prim.h"
 #include "support.h"
@@ -1226,6 +1228,59 @@ static void an_opened_tile_read_brings_its_band(void **state) {
   }
 }
 
+static atomic_bool gate_open;
+
+/* Holds its worker until the test opens the gate. */
+static int wait_for_gate(tarn_task *task, void *arg) {
+  (void)task, (void)arg;
+  while (!atomic_load(&gate_open)) sched_yield();
+  return 0;
+}
+
+static int touch_nothing(tarn_task *task, void *arg) {
+  (void)task, (void)arg;
+  return 0;
+}
+
+/* Under a memory limit a read fills only the neighbours that the runtime
+ * asked the pool to read ahead (for ready tasks, and for those that wait
+ * only for a running one): tiles whose tasks still wait for two others
+ * stay unread (they would take room that the work in between needs), and
+ * each is read once its task is ready. */
+static void under_a_limit_only_wanted_neighbours_are_filled(void **state) {
+  (void)state;
+  char path[128];
+  in_dir(path, sizeof path, "f.npy");
+  values_file(path, NM, NN, true);
+  tarn_rt *rt = test_rt(3, NM * NN * sizeof(double) / 2);
+  tarn_matrix *a = NULL;
+  assert_int_equal(tarn_matrix_open_file(rt, path, 50, 40, &a), 0);
+  tarn_ref *gate[2] = {NULL, NULL};
+  for (int g = 0; g < 2; g++)
+    assert_int_equal(tarn_ref_alloc(tarn_rt_pool(rt), 8, 0, &gate[g]), 0);
+  atomic_store(&gate_open, false);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  for (int g = 0; g < 2; g++) /* two workers held */
+    assert_int_equal(tarn_submit(rt, wait_for_gate, TARN_RW(gate[g])), 0);
+  for (size_t k = 1; k < 6; k++) /* tiles (1..5, 0): after both gates */
+    assert_int_equal(tarn_submit(rt, touch_nothing, TARN_R(tarn__tile(a, k, 0)),
+                                 TARN_R(gate[0]), TARN_R(gate[1])),
+                     0);
+  assert_int_equal(tarn_submit(rt, touch_nothing, TARN_R(tarn__tile(a, 0, 0))),
+                   0);
+  for (int i = 0; i < 5000 && pool_stats(rt).source_reads < 1; i++)
+    usleep(1000);
+  usleep(50000); /* time for a fill, if one were to come */
+  assert_int_equal(pool_stats(rt).source_reads, 1);
+  atomic_store(&gate_open, true);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(pool_stats(rt).source_reads, 6);
+  for (int g = 0; g < 2; g++) assert_int_equal(tarn_ref_release(gate[g]), 0);
+  tarn_matrix_destroy(a);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* A failed read of a band leaves every tile it was to fill unread: no
  * task gets their bytes, and the next use reads them again. The sum during
  * the failure gets TARN_EIO, or, when the read that failed was the pool's
@@ -1470,6 +1525,8 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(
           a_failed_band_read_leaves_its_tiles_unread, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          under_a_limit_only_wanted_neighbours_are_filled, setup, teardown),
       cmocka_unit_test_setup_teardown(opened_files_fail_cleanly, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(

@@ -72,10 +72,9 @@ bool tarn__pool_reads_settle(tarn_pool *pool, uint64_t since);
 /* Lets the caller give `ref` its bytes while it reads another ref's from
  * the same place (a source that reads a band of a file's tiles at once):
  * when `ref` came from a source that still holds its bytes, has none in
- * RAM, is not being read, a submitted task will use it
- * (tarn__ref_demand; under a memory limit, a ready task's read ahead
- * asked for it: tarn_ref_prefetch), and the pool has room for it without
- * a write or
+ * RAM, is not being read, a submitted task will use it (tarn__ref_demand;
+ * under a memory limit, the runtime asked for it to be read ahead:
+ * tarn_ref_prefetch), and the pool has room for it without a write or
  * dropping what a task will use (its cache, free room under its limit,
  * or room of clean objects no task uses), returns a buffer of its size
  * for the caller to fill, the ref being read meanwhile (a pin waits for

@@ -70,7 +70,6 @@ struct tarn_ref {
   _Alignas(64) _Atomic uint32_t magic;
   size_t size;
   const tarn_kind *kind; /* NULL: bytes the pool allocated */
-  bool sourced;          /* made by tarn_ref_create_from */
   tarn_pool *pool;
   _Atomic(void *) owner; /* the layer above's state (pool_internal.h) */
   _Alignas(64) _Atomic uint32_t refs;
@@ -122,6 +121,7 @@ struct tarn_pool {
   tarn__store *store;
   tarn__runs *runs; /* small buffers; NULL: all from the heap */
   size_t page;
+  atomic_bool has_sources; /* a ref was made by tarn_ref_create_from */
   /* Guarded by lock. */
   size_t resident, peak, inflight;
   size_t reading; /* refs being read back or given bytes (READING) */
@@ -695,6 +695,30 @@ static void note_live(tarn_pool *p) {
   if (live > p->window_live_peak) p->window_live_peak = live;
 }
 
+/* Counts `need` more resident bytes and raises the peaks (the room was
+ * checked by the caller). */
+static void take_room(tarn_pool *p, size_t need) {
+  p->resident += need;
+  if (p->resident > p->peak) p->peak = p->resident;
+  if (p->resident > p->window_peak) p->window_peak = p->resident;
+  note_live(p);
+}
+
+/* Puts `obj` in `r` (READING until now, lock held): RESIDENT, clean when
+ * its spilled copy or source holds its bytes, with `pins` pins for the
+ * caller, pinnable without the lock unless it died meanwhile. */
+static void became_resident(tarn_ref *r, void *obj, bool clean, uint64_t pins) {
+  r->data = obj;
+  r->state = RESIDENT;
+  uint64_t w = atomic_load(&r->pinword) & (NOTIFY | PIN_MASK);
+  atomic_store(&r->pinword,
+               w | (clean ? CLEAN : 0) | (r->dead ? 0 : FAST) | pins);
+  atomic_store_explicit(&r->referenced, 1, memory_order_relaxed);
+  /* Back: a reader's job still queued for it is skipped when reached,
+   * instead of reading it again after its task let it go. */
+  r->prefetching = false;
+}
+
 /* Makes room for `need` more resident bytes and counts them. With `cap`
  * nonzero the room is for a bytes buffer of that capacity (== need): a
  * cached buffer of it is taken instead when there is one (*buf). A read
@@ -716,10 +740,7 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
     }
     size_t limit = p->opt.mem_limit;
     if (limit == 0 || (need <= limit && p->resident <= limit - need)) {
-      p->resident += need;
-      if (p->resident > p->peak) p->peak = p->resident;
-      if (p->resident > p->window_peak) p->window_peak = p->resident;
-      note_live(p);
+      take_room(p, need);
       if (p->jobs == NULL && !p->clean_dry && clean_wanted(p))
         pthread_cond_broadcast(&p->io_ready); /* the reader waits on it too */
       return 0;
@@ -1154,7 +1175,6 @@ int tarn_ref_create_from(tarn_pool *p, size_t size, const tarn_source *source,
     r->state = SPILLED; /* its bytes are elsewhere: in the source */
     r->source = copy;
     r->has_source = true;
-    r->sourced = true; /* before the ref is published: read lock-free */
     atomic_store(&r->pinword, 0); /* no lock-free pin until it has bytes */
   }
   pthread_mutex_unlock(&p->lock);
@@ -1162,6 +1182,7 @@ int tarn_ref_create_from(tarn_pool *p, size_t size, const tarn_source *source,
     free(copy);
     return TARN_ENOMEM;
   }
+  atomic_store_explicit(&p->has_sources, true, memory_order_relaxed);
   *out = r;
   return 0;
 }
@@ -1215,7 +1236,9 @@ bool tarn__ref_resident_hint(const tarn_ref *r) {
   return (atomic_load_explicit(&r->pinword, memory_order_relaxed) & FAST) != 0;
 }
 
-bool tarn__ref_sourced(const tarn_ref *r) { return r->sourced; }
+bool tarn__pool_has_sources(const tarn_pool *p) {
+  return atomic_load_explicit(&p->has_sources, memory_order_relaxed);
+}
 
 void tarn__ref_demand(tarn_ref *r, int delta) {
   /* Unsigned: adding (uint32_t)-1 subtracts one. */
@@ -1266,12 +1289,13 @@ static tarn_ref *unused_clean(tarn_pool *p) {
 static bool fill_room(tarn_pool *p, size_t cap, void **buf) {
   size_t limit = p->opt.mem_limit;
   for (;;) {
-    if ((*buf = cache_take(p, cap)) != NULL) break;
+    if ((*buf = cache_take(p, cap)) != NULL) {
+      note_live(p);
+      return true;
+    }
     if (limit == 0 || (cap <= limit && p->resident <= limit - cap)) {
-      p->resident += cap;
-      if (p->resident > p->peak) p->peak = p->resident;
-      if (p->resident > p->window_peak) p->window_peak = p->resident;
-      break;
+      take_room(p, cap);
+      return true;
     }
     if (cap > limit) return false;
     if (p->cached > 0) {
@@ -1284,8 +1308,6 @@ static bool fill_room(tarn_pool *p, size_t cap, void **buf) {
     drop_to_disk(p, v);
     pthread_cond_broadcast(&p->changed);
   }
-  note_live(p);
-  return true;
 }
 
 void *tarn__ref_fill_begin(tarn_ref *r) {
@@ -1330,17 +1352,10 @@ void tarn__ref_fill_end(tarn_ref *r, void *buf, bool filled) {
   pthread_mutex_lock(&p->lock);
   p->reading--;
   r->guarded = false;
-  if (filled) {
-    /* As restore leaves a read: resident, clean (the source still holds
-     * the bytes), idle. */
+  if (filled) { /* as restore leaves a read: clean (the source holds it) */
     p->source_reads++;
     p->source_bytes_read += r->size;
-    r->data = buf;
-    r->state = RESIDENT;
-    uint64_t w = atomic_load(&r->pinword) & (NOTIFY | PIN_MASK);
-    atomic_store(&r->pinword, w | CLEAN | (r->dead ? 0 : FAST));
-    atomic_store_explicit(&r->referenced, 1, memory_order_relaxed);
-    r->prefetching = false;
+    became_resident(r, buf, true, 0);
     atomic_fetch_add(&p->reads_ended, 1);
   } else {
     buffer_retire(p, buf, r->charge);
@@ -1447,21 +1462,15 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
   } else if (from == SPILLED && read) { /* a pin that only writes reads none */
     p->restores++;
   }
-  r->data = obj;
-  r->state = RESIDENT;
-  uint64_t w = atomic_load(&r->pinword) & (NOTIFY | PIN_MASK);
+  bool clean = false;
   if (!read || (mode & TARN_WRITE)) {
     if (r->has_block) tarn__store_free(p->store, &r->block);
     r->has_block = false;
     r->has_source = false;
-  } else if (r->has_block || r->has_source) {
-    w |= CLEAN;
+  } else {
+    clean = r->has_block || r->has_source;
   }
-  atomic_store(&r->pinword, w | (r->dead ? 0 : FAST) | pins);
-  atomic_store_explicit(&r->referenced, 1, memory_order_relaxed);
-  /* Back: a reader's job still queued for it is skipped when reached,
-   * instead of reading it again after its task let it go. */
-  r->prefetching = false;
+  became_resident(r, obj, clean, pins);
   pthread_cond_broadcast(&p->changed);
   return 0;
 }

@@ -31,16 +31,16 @@ tarn_pool *tarn__ref_pool(const tarn_ref *ref);
 
 /* Adds `delta` (+1 or -1) to the count of tasks submitted and not yet
  * ended that use `ref` (alive). The runtime counts while the pool has a
- * limit, and for refs made by tarn_ref_create_from always; eviction then
+ * limit or refs made by tarn_ref_create_from; eviction then
  * takes refs that no such task uses before the others, since those are
  * known to be needed again, and a source's read fills only neighbours a
  * task will use (tarn__ref_fill_begin). A hint: only which ref is evicted
  * or filled depends on it. Thread-safe, lock-free. */
 void tarn__ref_demand(tarn_ref *ref, int delta);
 
-/* Whether `ref` was made by tarn_ref_create_from (fixed for its life).
- * Thread-safe, lock-free. */
-bool tarn__ref_sourced(const tarn_ref *ref);
+/* Whether the pool has made a ref by tarn_ref_create_from (once true, it
+ * stays so). Thread-safe, lock-free. */
+bool tarn__pool_has_sources(const tarn_pool *pool);
 
 /* Takes back a TARN_WRITE pin whose holder wrote nothing and whose old
  * bytes nobody will read: the runtime's task that pinned its output but

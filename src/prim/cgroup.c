@@ -69,35 +69,6 @@ static bool parse_count(const char *text, uint64_t *out) {
   return true;
 }
 
-/* Up to size - 1 bytes of file `path` into buf, NUL-terminated; the count,
- * or -1 when it cannot be opened or read. */
-static ssize_t read_start(const char *path, char *buf, size_t size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  size_t len = 0;
-  while (len + 1 < size) {
-    ssize_t n = read(fd, buf + len, size - 1 - len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      close(fd);
-      return -1;
-    }
-    if (n == 0) break;
-    len += (size_t)n;
-  }
-  close(fd);
-  buf[len] = '\0';
-  return (ssize_t)len;
-}
-
-/* The first line of file `path` into buf (without its newline; what does
- * not fit is cut). */
-static bool read_line(const char *path, char *buf, size_t size) {
-  if (read_start(path, buf, size) <= 0) return false;
-  buf[strcspn(buf, "\n")] = '\0';
-  return true;
-}
-
 /* Files larger than this (a mountinfo of a host with a great many mounts
  * stays far below) are not read. */
 #define FILE_MAX ((size_t)64 << 20)
@@ -130,6 +101,21 @@ static char *read_whole(const char *path) {
   free(buf);
   close(fd);
   return NULL;
+}
+
+/* The first line of file `path` into buf (without its newline; what does
+ * not fit is cut); false when the file is empty or cannot be read. */
+static bool read_line(const char *path, char *buf, size_t size) {
+  char *text = read_whole(path);
+  bool ok = text != NULL && text[0] != '\0';
+  if (ok) {
+    size_t len = strcspn(text, "\n");
+    if (len >= size) len = size - 1;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+  }
+  free(text);
+  return ok;
 }
 
 /* The next line of the text at *rest, NUL-terminated in place (its

@@ -1957,15 +1957,16 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   }
   /* Counted before it can end: it waits for this submission's hold. Under
    * a memory limit, its refs count it as a future user too, so that
-   * eviction takes refs no task will use before these; refs read from a
-   * source (an opened file's tiles) always, so that a read fills the
-   * neighbours tasks will use (tarn__ref_fill_begin). */
-  for (size_t i = 0; i < t->n; i++)
-    if (t->slots[i].held && !t->slots[i].unpinned &&
-        (rt->may_spill || tarn__ref_sourced(t->slots[i].ref))) {
-      tarn__ref_demand(t->slots[i].ref, 1);
-      t->slots[i].counted = true;
-    }
+   * eviction takes refs no task will use before these; also once the pool
+   * reads refs from a source (an opened file's tiles), so that a read fills
+   * the neighbours tasks will use (tarn__ref_fill_begin). Work in memory
+   * alone pays nothing for it. */
+  if (rt->may_spill || tarn__pool_has_sources(rt->pool))
+    for (size_t i = 0; i < t->n; i++)
+      if (t->slots[i].held && !t->slots[i].unpinned) {
+        tarn__ref_demand(t->slots[i].ref, 1);
+        t->slots[i].counted = true;
+      }
   tarn_region *r = t->region;
   uint64_t submitted = atomic_fetch_add(&r->submitted, 1) + 1;
   atomic_fetch_add_explicit(&rt->submitted, 1, memory_order_relaxed);

@@ -81,8 +81,11 @@ TARN_API int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,
  * Waits for the factorisation (in a region of its own), so it must not be
  * called from a task (TARN_EDEADLK). *info (when `info` is not NULL) gets
  * 0, or LAPACK's info: k > 0 when the leading minor of order k is not
- * positive definite; then the call returns TARN_EINVAL, the tasks after
- * the failing one are cancelled, and the content of A is unspecified.
+ * positive definite (its pivot is <= 0, or a NaN: a NaN anywhere in the
+ * lower triangle reaches the pivot of its row, as in LAPACK's dpotrf,
+ * though OpenBLAS's own lets it through); then the call returns
+ * TARN_EINVAL, the tasks after the failing one are cancelled, and the
+ * content of A is unspecified.
  * Returns 0; TARN_EINVAL for a NULL or non-square matrix, non-square tiles
  * or tiles too large for LAPACK, and for a matrix that is not positive
  * definite (*info > 0); TARN_ECANCELED when a task submitted before to

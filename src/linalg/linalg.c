@@ -12,6 +12,7 @@
 #include <cblas.h>
 #include <lapacke.h>
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -515,15 +516,33 @@ static void potrf_update(const struct potrf_la *p, int c0, int c1) {
                 p->a + c1 + (size_t)c0 * ld, p->lda);
 }
 
+/* The order (from 1) of the first of the factored columns [0, w) of a
+ * block whose pivot, now on the diagonal, is a NaN; 0 when none is. */
+static int first_nan_pivot(const double *akk, int lda, int w) {
+  for (int j = 0; j < w; j++)
+    if (isnan(akk[j + (size_t)j * (size_t)lda])) return j + 1;
+  return 0;
+}
+
 /* Factors block [k, k + w) (dpotrf, one plain call) and, when it is
  * positive definite, solves the column below it, L21 = A21 L11^-T (shared
  * when `t` is not NULL). Returns 0 with p->info set when the block is not
- * positive definite, or TARN_EINVAL, or a status of the sharing. */
+ * positive definite, or TARN_EINVAL, or a status of the sharing.
+ *
+ * A NaN pivot counts as not positive definite, as in LAPACK's dpotrf
+ * (its DISNAN test): OpenBLAS's own dpotrf fails only on a pivot <= 0
+ * and factors on through a NaN, which then spreads to every later pivot,
+ * so the first NaN on the factored diagonal is the column that failed.
+ * (Without this check a NaN anywhere in A's lower triangle gave info 0
+ * and an L of NaNs.) */
 static int potrf_block(tarn_task *t, struct potrf_la *p, int k, int w) {
   size_t ld = (size_t)p->lda;
   double *akk = p->a + k + (size_t)k * ld;
   lapack_int i = LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', w, akk, p->lda);
   if (i < 0) return TARN_EINVAL;
+  /* Columns before i - 1 were factored; i - 1 failed (<= 0) when i > 0. */
+  int nan = first_nan_pivot(akk, p->lda, i > 0 ? (int)i - 1 : w);
+  if (nan > 0) i = nan;
   if (i > 0) {
     p->info = k + (int)i;
     return 0;

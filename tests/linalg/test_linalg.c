@@ -518,6 +518,39 @@ static void test_cholesky_not_spd_blocked(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* An SPD matrix with a NaN at (i, j) and (j, i), i >= j: LAPACK's
+ * dpotrf reports the first NaN pivot, here column i's (L(i, j) is NaN, so
+ * its pivot A(i, i) - sum L(i, k)^2 is), as not positive definite; the
+ * call fails instead of leaving an L of NaNs. One tile below and above
+ * the size factored by blocks, and several tiles. */
+static void test_cholesky_nan(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  static const size_t cases[][4] = {{20, 20, 0, 0},       {20, 20, 13, 4},
+                                    {20, 6, 13, 13},      {20, 6, 19, 2},
+                                    {300, 300, 0, 0},     {300, 300, 127, 5},
+                                    {300, 300, 200, 200}, {300, 300, 299, 130},
+                                    {700, 300, 450, 20},  {700, 300, 699, 699}};
+  for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+    size_t n = cases[s][0], nb = cases[s][1], i = cases[s][2], j = cases[s][3];
+    double *a = spd(n, 80 + s);
+    a[i + j * n] = NAN;
+    a[j + i * n] = NAN;
+    tarn_matrix *m = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
+    int info = 0;
+    int rc = tarn_matrix_cholesky(m, &info);
+    if (rc != TARN_EINVAL || info != (int)(i + 1))
+      print_error("nan n %zu nb %zu at (%zu, %zu): rc %d info %d\n", n, nb, i,
+                  j, rc, info);
+    assert_int_equal(rc, TARN_EINVAL);
+    assert_int_equal(info, (int)(i + 1));
+    tarn_matrix_destroy(m);
+    free(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 static void test_cholesky_bad(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(3, 0);
@@ -841,6 +874,7 @@ int main(void) {
       cmocka_unit_test(test_cholesky_not_spd),
       cmocka_unit_test(test_cholesky_large_tiles),
       cmocka_unit_test(test_cholesky_not_spd_blocked),
+      cmocka_unit_test(test_cholesky_nan),
       cmocka_unit_test(test_cholesky_bad),
       cmocka_unit_test(test_cholesky_mem_limit),
       cmocka_unit_test(test_cholesky_solve),

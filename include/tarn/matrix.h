@@ -279,8 +279,9 @@ TARN_API int tarn_matrix_sum(tarn_matrix *a, double *sum);
 /* The Frobenius norm sqrt(sum a_ij^2): per tile a sum of squares (scaled
  * by the tile's largest element when its squares could overflow or
  * underflow), combined as for tarn_matrix_sum with the scales reconciled.
- * Within about (log2(M N) + 21) eps of the exact norm. Waits, and returns,
- * as tarn_matrix_sum. */
+ * Within about (log2(M N) + 21) eps of the exact norm; a NaN when an
+ * element is a NaN, else +infinity when one is infinite (as LAPACK's
+ * dlange since 3.10). Waits, and returns, as tarn_matrix_sum. */
 TARN_API int tarn_matrix_norm(tarn_matrix *a, double *norm);
 
 #ifdef __cplusplus

@@ -703,7 +703,10 @@ static int k_tile_ssq(tarn_task *t, void *arg) {
   /* One unscaled pass; it is exact enough unless squares overflowed (inf)
    * or the sum is so small that squares may have underflowed. */
   double ssq = pairwise(a, n, true, 1);
-  if (isfinite(ssq) && ssq >= SAFE_LOW) {
+  if ((isfinite(ssq) && ssq >= SAFE_LOW) || isnan(ssq)) {
+    /* NaN: squares are never negative, so only a NaN element makes one
+     * (the largest magnitude below skips NaNs: the scaled pass could lose
+     * them, and an all-NaN tile counted as 0). */
     p->scale = 1;
     p->value = ssq;
     return 0;
@@ -713,8 +716,8 @@ static int k_tile_ssq(tarn_task *t, void *arg) {
   for (size_t k = 0; k < n; k++)
     scale = fabs(a[k]) > scale ? fabs(a[k]) : scale;
   p->scale = scale;
-  p->value = 0;
-  if (scale == 0) return 0;
+  p->value = isinf(scale) ? 1 : 0; /* an infinite element: the norm's */
+  if (scale == 0 || isinf(scale)) return 0;
   if (isfinite(1 / scale)) {
     p->value = pairwise(a, n, true, 1 / scale);
     return 0;
@@ -727,10 +730,13 @@ static int k_tile_ssq(tarn_task *t, void *arg) {
 }
 
 /* Two partials as one: sums add; sums of squares are brought to the
- * larger scale first. */
+ * larger scale first. A NaN (value) wins, then an infinite element (scale
+ * infinity, value 1: Inf / Inf would make a NaN of it). */
 static struct partial combine(struct partial x, struct partial y,
                               bool squares) {
   if (!squares) return (struct partial){1, x.value + y.value};
+  if (isnan(x.value) || isnan(y.value)) return (struct partial){1, NAN};
+  if (isinf(x.scale) || isinf(y.scale)) return (struct partial){INFINITY, 1};
   double s = x.scale > y.scale ? x.scale : y.scale;
   double v = 0;
   if (x.scale > 0) v += x.value * (x.scale / s) * (x.scale / s);

@@ -295,6 +295,42 @@ static void constants_and_zeros(void **state) {
                 1e-14 * extremes[e] * sqrt(35.0) + 8 * 0x1p-1074);
     tarn_matrix_destroy(x);
   }
+  /* A NaN makes the norm a NaN, an infinity (and no NaN) +infinity: in
+   * one tile of several, in several, or everywhere; in a one-tile matrix
+   * too. Until 2026-12-02 an infinity gave a NaN (Inf / Inf when the
+   * scales were reconciled) and an all-NaN tile counted as 0. */
+  static const struct {
+    size_t at[3]; /* elements set, column-major in 7 x 5 (35: none) */
+    double v[3];
+    int want; /* 1: +inf, 2: NaN */
+  } specials[] = {
+      {{4, 35, 35}, {INFINITY, 0, 0}, 1},
+      {{4, 33, 35}, {-INFINITY, INFINITY, 0}, 1},
+      {{0, 34, 35}, {NAN, 0, 0}, 2},
+      {{4, 20, 33}, {INFINITY, NAN, -INFINITY}, 2},
+  };
+  for (size_t e = 0; e < sizeof specials / sizeof specials[0]; e++)
+    for (int whole = 0; whole < 3; whole++) {
+      double x[35];
+      for (size_t i = 0; i < 35; i++) x[i] = 0.25 * (double)(i % 4);
+      for (int k = 0; k < 3; k++)
+        if (specials[e].at[k] < 35) x[specials[e].at[k]] = specials[e].v[k];
+      if (whole == 2) /* every element the first special */
+        for (size_t i = 0; i < 35; i++) x[i] = specials[e].v[0];
+      size_t tile = whole == 1 ? 7 : 3;
+      tarn_matrix *m = NULL;
+      assert_int_equal(tarn_matrix_from_buffer(rt, 7, 5, tile, tile, x, 7, &m),
+                       0);
+      double norm = 0;
+      assert_int_equal(tarn_matrix_norm(m, &norm), 0);
+      int nan_wanted =
+          whole == 2 ? isnan(specials[e].v[0]) : specials[e].want == 2;
+      if (nan_wanted)
+        assert_true(isnan(norm));
+      else
+        assert_true(isinf(norm) && norm > 0);
+      tarn_matrix_destroy(m);
+    }
   free(a);
   free(b);
   tarn_matrix_destroy(z);

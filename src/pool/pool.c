@@ -1310,6 +1310,15 @@ static bool fill_room(tarn_pool *p, size_t cap, void **buf) {
   }
 }
 
+/* Ends a fill begun by tarn__ref_fill_begin (lock held, `r` in its new
+ * state): no longer read nor kept alive by it, freed if it died meanwhile. */
+static void fill_over(tarn_pool *p, tarn_ref *r) {
+  p->reading--;
+  r->guarded = false;
+  pthread_cond_broadcast(&p->changed);
+  if (r->dead && idle(r)) ref_destroy(p, r);
+}
+
 void *tarn__ref_fill_begin(tarn_ref *r) {
   if (r == NULL || r->kind != NULL ||
       atomic_load_explicit(&r->demand, memory_order_relaxed) == 0)
@@ -1338,10 +1347,7 @@ void *tarn__ref_fill_begin(tarn_ref *r) {
     pthread_mutex_lock(&p->lock);
     p->resident -= cap;
     r->state = SPILLED;
-    r->guarded = false;
-    p->reading--;
-    pthread_cond_broadcast(&p->changed);
-    if (r->dead && idle(r)) ref_destroy(p, r);
+    fill_over(p, r);
     pthread_mutex_unlock(&p->lock);
   }
   return buf;
@@ -1350,8 +1356,6 @@ void *tarn__ref_fill_begin(tarn_ref *r) {
 void tarn__ref_fill_end(tarn_ref *r, void *buf, bool filled) {
   tarn_pool *p = r->pool;
   pthread_mutex_lock(&p->lock);
-  p->reading--;
-  r->guarded = false;
   if (filled) { /* as restore leaves a read: clean (the source holds it) */
     p->source_reads++;
     p->source_bytes_read += r->size;
@@ -1361,8 +1365,7 @@ void tarn__ref_fill_end(tarn_ref *r, void *buf, bool filled) {
     buffer_retire(p, buf, r->charge);
     r->state = SPILLED;
   }
-  pthread_cond_broadcast(&p->changed);
-  if (r->dead && idle(r)) ref_destroy(p, r);
+  fill_over(p, r);
   pthread_mutex_unlock(&p->lock);
 }
 

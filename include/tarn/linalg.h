@@ -26,6 +26,13 @@ extern "C" {
 /* Whether an operand is used as it is or transposed. */
 typedef enum { TARN_NO_TRANS, TARN_TRANS } tarn_trans;
 
+/* Which triangle of a matrix an operation reads. */
+typedef enum { TARN_LOWER, TARN_UPPER } tarn_uplo;
+
+/* Whether a triangle's diagonal is read (TARN_NON_UNIT) or taken as all
+ * ones and not read (TARN_UNIT: the L that tarn_matrix_lu leaves). */
+typedef enum { TARN_NON_UNIT, TARN_UNIT } tarn_diag;
+
 /* C = alpha op(A) op(B) + beta C, where op(X) is X or its transpose.
  *
  * op(A) is M x K and op(B) is K x N; their tilings must match: the tile
@@ -115,6 +122,40 @@ TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
  * tile holds anything else. */
 TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
                                         int *info);
+
+/* Solves op(T) X = B in place with a triangular T, as LAPACK's dtrtrs:
+ * B (n x nrhs) becomes X. T is the lower or upper triangle (`uplo`) of
+ * the n x n matrix `t`, with its diagonal or (TARN_UNIT) with ones there,
+ * and op(T) is T or its transpose (`trans`). Only that triangle of `t` is
+ * read (and its diagonal only with TARN_NON_UNIT), so what
+ * tarn_matrix_cholesky (L: TARN_LOWER), tarn_matrix_lu (L: TARN_LOWER
+ * with TARN_UNIT, U: TARN_UPPER) and tarn_matrix_qr of a square matrix
+ * (R: TARN_UPPER) leave serves as it is, and several solves with one `t`
+ * may run at once. `t` must be square with square tiles (mb == nb after
+ * clamping to the matrix); B must have its row tiling (B's mb equals
+ * its); B's column tiling is free.
+ *
+ * Tasks, in one region: with TARN_NON_UNIT, one task per diagonal tile
+ * first checks it for an exact zero; after them, a copy Y of B (a
+ * temporary of B's size, freed as its last task ends) gets the solve by
+ * trsm and gemm tiles: forward, down the tile rows, for L X = B and
+ * U^T X = B, each tile of X then copied into B once it is final;
+ * backward, up the tile rows, for U X = B and L^T X = B, each tile of X
+ * solved into B.
+ *
+ * Waits (a region of its own; from a task: TARN_EDEADLK). *info (when not
+ * NULL) gets 0, or k > 0 when T(k-1, k-1) is exactly zero, the first such
+ * (T is singular); the call then returns TARN_EINVAL with B unchanged.
+ * NaNs and infinities are not looked for: they spread into X, as in
+ * dtrtrs. Returns 0; TARN_EINVAL for NULL arguments, an unknown uplo,
+ * trans or diag value, a non-square `t` or tiles, shapes or tilings that
+ * do not match, `t` and B the same, different runtimes, a zero on T's
+ * diagonal; TARN_ECANCELED when a task submitted before to write `t` or B
+ * failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime, B's tiles
+ * then as for tarn_matrix_cholesky_solve. */
+TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
+                                          tarn_trans trans, tarn_diag diag,
+                                          tarn_matrix *b, int *info);
 
 /* LU factorisation with partial pivoting in place, as LAPACK's dgetrf:
  * P A = L U, where L (unit lower triangular, its diagonal not stored)

@@ -113,13 +113,14 @@ bool tarn__solve_shapes_ok(const tarn_matrix *a, const tarn_matrix *b);
 void tarn__diagonal_check(const double *t, int n, int ld, size_t offset,
                           atomic_int *first);
 
-/* The triangle a forward solve takes from T: its lower triangle, the
- * same with a unit diagonal (not stored), or the transpose of its upper
- * triangle. */
+/* The triangle a forward solve takes from T: its lower triangle, or the
+ * transpose of its upper triangle, each also with a unit diagonal (not
+ * stored). */
 typedef enum {
   TARN__LOWER,
   TARN__LOWER_UNIT,
-  TARN__UPPER_TRANS
+  TARN__UPPER_TRANS,
+  TARN__UPPER_TRANS_UNIT
 } tarn__forward_op;
 
 /* Submits step k of a forward solve L Y = Y on tile column j of `m`:
@@ -138,18 +139,19 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
                               int gemm_priority, int gemm_step);
 
 /* Submits the backward solve op(T) X = Y from Y into B, up T's tile
- * columns. op(T) is the upper triangle (non-unit) of T's first N rows, or
- * the transpose of the lower triangle of the square T when `lower`. T has
+ * columns. op(T) is the upper triangle of T's first N rows, or the
+ * transpose of the lower triangle of the square T when `lower`; with a
+ * unit diagonal (not stored, nor checked) when `unit`. T has
  * square tiles (or one tile column); Y has T's rows and row tiling, B
  * T's N rows in tiles of T's column width, and both the same columns
  * (only Y's first N rows are read). B's tiles are written by one trsm task
  * each, which does nothing once *dropped is not 0 (read when it starts); Y
  * is updated on the way. When `fresh`, B is a new matrix (its tiles are
  * written, not updated) and each trsm task first checks its diagonal tile
- * of T for an exact zero into *dropped (tarn__diagonal_check): no forward
- * pass did. Returns 0 or a status of tarn_task_submit (the tasks submitted
- * before it still run). */
-int tarn__submit_backward(tarn_matrix *t, bool lower, tarn_matrix *y,
+ * of T for an exact zero into *dropped (tarn__diagonal_check; not with a
+ * unit diagonal): no forward pass did. Returns 0 or a status of
+ * tarn_task_submit (the tasks submitted before it still run). */
+int tarn__submit_backward(tarn_matrix *t, bool lower, bool unit, tarn_matrix *y,
                           tarn_matrix *b, atomic_int *dropped, bool fresh);
 
 #endif

@@ -465,7 +465,7 @@ static int lu_region(tarn_matrix *a, size_t *factor_piv,
                     ? submit_lu(a, factor_piv, &failed, deps, y)
                     : submit_forward(a, y, given_piv, deps, &failed);
   if (submitted == 0 && b != NULL)
-    submitted = tarn__submit_backward(a, false, y, b, &failed, false);
+    submitted = tarn__submit_backward(a, false, false, y, b, &failed, false);
   /* A backward task that has not run yet leaves B alone; the ones that did
    * (none, unless the backward pass began) cannot be undone. */
   if (submitted != 0) atomic_store(&failed, -1);

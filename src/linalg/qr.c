@@ -484,7 +484,7 @@ static int submit_least_squares(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *b,
   tarn_matrix *y = NULL;
   int rc = tarn_matrix_copy(b, &y);
   if (rc == 0) rc = submit_apply(a, tm, y, 'T', false);
-  if (rc == 0) rc = tarn__submit_backward(a, false, y, x, failed, true);
+  if (rc == 0) rc = tarn__submit_backward(a, false, false, y, x, failed, true);
   tarn_matrix_destroy(y); /* its tiles go when their last task ends */
   return rc;
 }

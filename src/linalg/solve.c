@@ -87,9 +87,9 @@ static int k_forward(tarn_task *t, void *arg) {
                            j->ldb);
 }
 
-/* B_kj = op(T_kk)^-1 Y_kj, op(T) U or L^T (deps: T_kk, Y_kj, B_kj; ldc
- * is Y's); nothing once dropped, which a fresh solve's check of T_kk's
- * diagonal may do. */
+/* B_kj = op(T_kk)^-1 Y_kj, op(T) U or L^T (unit when j->unit) (deps:
+ * T_kk, Y_kj, B_kj; ldc is Y's); nothing once dropped, which a fresh
+ * solve's check of T_kk's diagonal may do. */
 static int k_backward(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
   const double *tkk = tarn_task_data(t, 0), *y = tarn_task_data(t, 1);
@@ -100,8 +100,9 @@ static int k_backward(tarn_task *t, void *arg) {
     memcpy(b + (size_t)c * (size_t)j->ldb, y + (size_t)c * (size_t)j->ldc,
            (size_t)j->m * sizeof *b);
   return tarn__trsm_shared(t, CblasLeft, j->ta ? CblasLower : CblasUpper,
-                           j->ta ? CblasTrans : CblasNoTrans, CblasNonUnit,
-                           j->m, j->n, 1.0, tkk, j->lda, b, j->ldb);
+                           j->ta ? CblasTrans : CblasNoTrans,
+                           j->unit ? CblasUnit : CblasNonUnit, j->m, j->n, 1.0,
+                           tkk, j->lda, b, j->ldb);
 }
 
 /* Y_ij -= op(T_x) X_kj (deps: Y_ij, the factor's tile, X_kj); in the
@@ -149,20 +150,21 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
                               tarn_matrix *m, size_t k, size_t j,
                               atomic_int *check, int trsm_priority,
                               int gemm_priority, int gemm_step) {
-  bool upper = op == TARN__UPPER_TRANS;
+  bool upper = op == TARN__UPPER_TRANS || op == TARN__UPPER_TRANS_UNIT;
   /* L_kk is nk x nk at the top of T's tile (k, k), of ldk rows */
   int nk = (int)tarn__tile_cols(t, k), ldk = (int)tarn__tile_rows(t, k);
   int nj = (int)tarn__tile_cols(m, j), ldm = (int)tarn__tile_rows(m, k);
   tarn_ref *mkj = tarn__tile(m, k, j);
   tarn_dep d2[2] = {{tarn__tile(t, k, k), TARN_READ}, {mkj, TARN_READ_WRITE}};
-  struct solve_job s = {.m = nk,
-                        .n = nj,
-                        .lda = ldk,
-                        .ldb = ldm,
-                        .ta = upper,
-                        .unit = op == TARN__LOWER_UNIT,
-                        .offset = k * t->nb,
-                        .flag = check};
+  struct solve_job s = {
+      .m = nk,
+      .n = nj,
+      .lda = ldk,
+      .ldb = ldm,
+      .ta = upper,
+      .unit = op == TARN__LOWER_UNIT || op == TARN__UPPER_TRANS_UNIT,
+      .offset = k * t->nb,
+      .flag = check};
   int rc = submit_job(t->rt, k_forward, &s, d2, 2, trsm_priority, "trsm");
   int priority = gemm_priority;
   for (size_t i = k + 1; rc == 0 && i < t->nt; i++) {
@@ -185,7 +187,7 @@ static int submit_forward(tarn_matrix *l, tarn_matrix *y, atomic_int *failed) {
   return 0;
 }
 
-int tarn__submit_backward(tarn_matrix *t, bool lower, tarn_matrix *y,
+int tarn__submit_backward(tarn_matrix *t, bool lower, bool unit, tarn_matrix *y,
                           tarn_matrix *b, atomic_int *dropped, bool fresh) {
   for (size_t step = 0; step < t->nt; step++) {
     size_t k = t->nt - 1 - step;
@@ -203,7 +205,8 @@ int tarn__submit_backward(tarn_matrix *t, bool lower, tarn_matrix *y,
                             .ldb = (int)tarn__tile_rows(b, k),
                             .ldc = (int)tarn__tile_rows(y, k),
                             .ta = lower,
-                            .check = fresh,
+                            .unit = unit,
+                            .check = fresh && !unit,
                             .offset = k * t->nb,
                             .flag = dropped};
       int rc = submit_job(t->rt, k_backward, &s, d3, 3, PRIO_TOP, "trsm");
@@ -229,8 +232,111 @@ int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b, int *info) {
   int submitted = tarn_matrix_copy(b, &y);
   if (submitted == 0) submitted = submit_forward(l, y, &failed);
   if (submitted == 0)
-    submitted = tarn__submit_backward(l, true, y, b, &failed, false);
+    submitted = tarn__submit_backward(l, true, false, y, b, &failed, false);
   if (submitted != 0) atomic_store(&failed, -1);
   tarn_matrix_destroy(y); /* its tiles go when their last task ends */
+  return tarn__region_outcome(region, submitted, &failed, info);
+}
+
+/* ---- the triangular solve ------------------------------------------------ */
+
+/* Checks the diagonal of T_kk (deps: T_kk, the gate) for an exact zero
+ * into j->flag. */
+static int k_check(tarn_task *t, void *arg) {
+  const struct solve_job *j = arg;
+  tarn__diagonal_check(tarn_task_data(t, 0), j->m, j->lda, j->offset, j->flag);
+  return 0;
+}
+
+/* Copies tile 0 into tile 1 (j->m x j->n, both of leading dimension
+ * j->m), unless *j->flag holds anything but 0 (a copy Y of B: only after
+ * the checks, as its gate orders; X into B: not once T was found singular
+ * or a submission failed). */
+static int k_copy(tarn_task *t, void *arg) {
+  const struct solve_job *j = arg;
+  if (atomic_load(j->flag) != 0) return 0;
+  memcpy(tarn_task_data(t, 1), tarn_task_data(t, 0),
+         (size_t)j->m * (size_t)j->n * sizeof(double));
+  return 0;
+}
+
+/* Submits k_copy of tile (i, j) from `from` into `to` (same tiling), as
+ * the task's `mode` of `to`, after the gate's writers. */
+static int submit_copy(tarn_matrix *from, tarn_matrix *to, size_t i, size_t j,
+                       tarn_access mode, tarn_ref *gate, atomic_int *flag) {
+  tarn_dep d3[3] = {{tarn__tile(from, i, j), TARN_READ},
+                    {tarn__tile(to, i, j), mode},
+                    {gate, TARN_AFTER}};
+  struct solve_job c = {.m = (int)tarn__tile_rows(from, i),
+                        .n = (int)tarn__tile_cols(from, j),
+                        .flag = flag};
+  return submit_job(from->rt, k_copy, &c, d3, 3, PRIO_TOP, "copy");
+}
+
+/* The solve's tasks: the checks of T's diagonal tiles (unless unit), then
+ * the copy Y of B, then the forward solve on Y with each tile of X copied
+ * into B as it is final, or the backward solve from Y into B. */
+static int submit_triangular(tarn_matrix *t, bool forward, bool lower,
+                             bool unit, tarn_matrix *b, tarn_matrix *y,
+                             tarn_ref *gate, atomic_int *failed) {
+  int rc = 0;
+  for (size_t k = 0; rc == 0 && !unit && k < t->nt; k++) {
+    tarn_dep d2[2] = {{tarn__tile(t, k, k), TARN_READ},
+                      {gate, TARN_READ_WRITE}};
+    struct solve_job c = {.m = (int)tarn__tile_cols(t, k),
+                          .lda = (int)tarn__tile_rows(t, k),
+                          .offset = k * t->nb,
+                          .flag = failed};
+    rc = submit_job(t->rt, k_check, &c, d2, 2, PRIO_TOP, "check");
+  }
+  for (size_t i = 0; rc == 0 && i < b->mt; i++)
+    for (size_t j = 0; rc == 0 && j < b->nt; j++)
+      rc = submit_copy(b, y, i, j, TARN_WRITE, gate, failed);
+  if (rc != 0 || !forward)
+    return rc != 0 ? rc
+                   : tarn__submit_backward(t, lower, unit, y, b, failed, false);
+  tarn__forward_op op =
+      lower ? (unit ? TARN__LOWER_UNIT : TARN__LOWER)
+            : (unit ? TARN__UPPER_TRANS_UNIT : TARN__UPPER_TRANS);
+  for (size_t k = 0; rc == 0 && k < t->nt; k++)
+    for (size_t j = 0; rc == 0 && j < b->nt; j++) {
+      rc = tarn__submit_forward_step(t, op, y, k, j, NULL, PRIO_TOP,
+                                     update_priority(1), 1);
+      if (rc == 0) rc = submit_copy(y, b, k, j, TARN_READ_WRITE, gate, failed);
+    }
+  return rc;
+}
+
+int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
+                                 tarn_trans trans, tarn_diag diag,
+                                 tarn_matrix *b, int *info) {
+  if (info != NULL) *info = 0;
+  if (!tarn__solve_shapes_ok(t, b) ||
+      (uplo != TARN_LOWER && uplo != TARN_UPPER) ||
+      (trans != TARN_NO_TRANS && trans != TARN_TRANS) ||
+      (diag != TARN_NON_UNIT && diag != TARN_UNIT))
+    return TARN_EINVAL;
+  tarn__blas_init();
+  bool lower = uplo == TARN_LOWER;
+  /* L X = B and U^T X = B go down T's tile rows, U X = B and L^T X = B up */
+  bool forward = lower == (trans == TARN_NO_TRANS);
+  tarn_ref *gate = NULL; /* orders the copy Y of B after every check */
+  int rc = tarn_ref_alloc(tarn_rt_pool(t->rt), sizeof(double), 0, &gate);
+  if (rc != 0) return rc;
+  tarn_region *region = NULL;
+  rc = tarn_region_begin(t->rt, &region);
+  if (rc != 0) {
+    tarn_ref_release(gate);
+    return rc;
+  }
+  atomic_int failed = 0;
+  tarn_matrix *y = NULL;
+  int submitted = tarn__matrix_new(t->rt, b->m, b->n, b->mb, b->nb, &y);
+  if (submitted == 0)
+    submitted = submit_triangular(t, forward, lower, diag == TARN_UNIT, b, y,
+                                  gate, &failed);
+  if (submitted != 0) atomic_store(&failed, -1);
+  tarn_matrix_destroy(y); /* its tiles go when their last task ends */
+  tarn_ref_release(gate);
   return tarn__region_outcome(region, submitted, &failed, info);
 }

@@ -769,7 +769,7 @@ static void test_cholesky_solve_after_failure(void **state) {
 struct in_task {
   tarn_matrix *a, *b, *f, *t;
   size_t piv[12];
-  int rc[9];
+  int rc[10];
 };
 
 /* Calls every linalg function that waits, from a task. */
@@ -786,6 +786,8 @@ static int call_waiting(tarn_task *task, void *arg) {
   s->rc[6] = tarn_matrix_qr_q(s->f, s->t, &q);
   s->rc[7] = tarn_matrix_qr_solve(s->f, s->t, TARN_NO_TRANS, s->b, &x, NULL);
   s->rc[8] = tarn_matrix_qr_solve(s->f, s->t, TARN_TRANS, s->b, &x, NULL);
+  s->rc[9] = tarn_matrix_triangular_solve(s->f, TARN_LOWER, TARN_NO_TRANS,
+                                          TARN_NON_UNIT, s->b, NULL);
   return t == NULL && q == NULL && x == NULL ? 0 : -1;
 }
 

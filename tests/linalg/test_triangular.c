@@ -1,0 +1,345 @@
+/* test_triangular.c: tarn_matrix_triangular_solve (op(T) X = B, T lower or
+ * upper, unit or not, op(T) T or its transpose) by its scaled residual
+ * against the dense op(T), for every combination, on sizes that are and
+ * are not multiples of the tile, one tile and many, one right-hand side
+ * and many, tiles large enough to be shared with idle workers (1 to 3
+ * workers); with NaNs in every element of `t` the solve must not read
+ * (the other triangle, and the diagonal when unit), so that reading one
+ * shows. The factors of tarn_matrix_cholesky (L, then L^T) and of
+ * tarn_matrix_qr of a square matrix (R after Q^T B) solve A X = B; several
+ * threads solve with one T at once; a zero on the diagonal is refused
+ * with info and B unchanged (but not with a unit diagonal, not read); bad
+ * arguments are refused and change nothing; a failed task on B before
+ * gives TARN_ECANCELED with T unchanged; under a memory limit that spills,
+ * the residuals are as small. */
+#include <cblas.h>
+#include <float.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "support.h"
+#include "tarn.h"
+
+static double rnd(uint64_t *x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 7;
+  *x ^= *x << 17;
+  return (double)(*x >> 11) * 0x1p-53 - 0.5;
+}
+
+/* An n x n `t` (column-major, ld n) whose triangle `uplo` is well
+ * conditioned (diagonal in [1.5, 2.5], small entries off it), NaN
+ * elsewhere and, when unit, on the diagonal; *dense gets op(T) in full
+ * (zeros outside the triangle, ones on the diagonal when unit). */
+static double *triangle(size_t n, tarn_uplo uplo, tarn_trans trans,
+                        tarn_diag diag, uint64_t seed, double **dense) {
+  double *t = malloc(n * n * sizeof *t), *d = calloc(n * n, sizeof *d);
+  assert_non_null(t);
+  assert_non_null(d);
+  uint64_t x = seed * 2654435761u + 1;
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++) {
+      bool in = uplo == TARN_LOWER ? i > j : i < j;
+      double v = i == j ? 2.0 + rnd(&x) : rnd(&x) / (double)n;
+      if (i == j && diag == TARN_UNIT) {
+        t[i + j * n] = NAN;
+        v = 1.0;
+      } else {
+        t[i + j * n] = in || i == j ? v : NAN;
+      }
+      if (in || i == j) {
+        if (trans == TARN_TRANS)
+          d[j + i * n] = v;
+        else
+          d[i + j * n] = v;
+      }
+    }
+  *dense = d;
+  return t;
+}
+
+/* Solves op(T) X = B for one shape and combination; checks the residual
+ * against the dense op(T), and that the solve read no NaN. */
+static void check_solve(tarn_rt *rt, size_t n, size_t nb, size_t nrhs,
+                        size_t cb, tarn_uplo uplo, tarn_trans trans,
+                        tarn_diag diag, uint64_t seed) {
+  double *dense = NULL, *t = triangle(n, uplo, trans, diag, seed, &dense);
+  tarn_matrix *tm = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, t, n, &tm), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, cb, seed + 1, &b), 0);
+  double *rhs = test_buffer_of(b);
+  int info = 5;
+  assert_int_equal(
+      tarn_matrix_triangular_solve(tm, uplo, trans, diag, b, &info), 0);
+  assert_int_equal(info, 0);
+  double *x = test_buffer_of(b);
+  double r = test_solve_residual(dense, x, rhs, n, nrhs);
+  if (!(r < 20))
+    print_error(
+        "triangular n %zu nb %zu nrhs %zu cb %zu uplo %d trans %d "
+        "diag %d: %g\n",
+        n, nb, nrhs, cb, uplo, trans, diag, r);
+  assert_true(r < 20);
+  double *t1 = test_buffer_of(tm); /* T is only read */
+  assert_memory_equal(t, t1, n * n * sizeof *t);
+  free(t);
+  free(t1);
+  free(dense);
+  free(rhs);
+  free(x);
+  tarn_matrix_destroy(tm);
+  tarn_matrix_destroy(b);
+}
+
+/* Every combination of uplo, trans and diag on one shape. */
+static void check_all(tarn_rt *rt, size_t n, size_t nb, size_t nrhs, size_t cb,
+                      uint64_t seed) {
+  for (int u = 0; u < 2; u++)
+    for (int tr = 0; tr < 2; tr++)
+      for (int d = 0; d < 2; d++)
+        check_solve(rt, n, nb, nrhs, cb, (tarn_uplo)u, (tarn_trans)tr,
+                    (tarn_diag)d, seed + (uint64_t)(4 * u + 2 * tr + d));
+}
+
+static void test_triangular_sizes(void **state) {
+  (void)state;
+  test_solve_sizes(check_all, 300);
+}
+
+/* The Cholesky factor L of A: L Y = B, then L^T X = Y, solves A X = B. */
+static void test_triangular_cholesky_factor(void **state) {
+  (void)state;
+  size_t n = 150, nb = 40, nrhs = 7;
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *a = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 5, &a), 0);
+  double *r = test_buffer_of(a), *spd = malloc(n * n * sizeof *spd);
+  assert_non_null(spd);
+  /* A = R^T R + n I: symmetric positive definite */
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)n,
+              1.0, r, (int)n, r, (int)n, 0.0, spd, (int)n);
+  for (size_t i = 0; i < n; i++) spd[i + i * n] += (double)n;
+  tarn_matrix_destroy(a);
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, spd, n, &a), 0);
+  assert_int_equal(tarn_matrix_cholesky(a, NULL), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, 3, 6, &b), 0);
+  double *rhs = test_buffer_of(b);
+  assert_int_equal(tarn_matrix_triangular_solve(a, TARN_LOWER, TARN_NO_TRANS,
+                                                TARN_NON_UNIT, b, NULL),
+                   0);
+  assert_int_equal(tarn_matrix_triangular_solve(a, TARN_LOWER, TARN_TRANS,
+                                                TARN_NON_UNIT, b, NULL),
+                   0);
+  double *x = test_buffer_of(b);
+  assert_true(test_solve_residual(spd, x, rhs, n, nrhs) < 20);
+  free(r);
+  free(spd);
+  free(rhs);
+  free(x);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* QR of a square A: R X = Q^T B solves A X = B; the reflectors below R's
+ * diagonal are not read. */
+static void test_triangular_qr_factor(void **state) {
+  (void)state;
+  size_t n = 120, nb = 32, nrhs = 4;
+  tarn_rt *rt = test_rt(3, 0);
+  tarn_matrix *a = NULL, *t = NULL, *q = NULL, *b = NULL, *y = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 7, &a), 0);
+  double *a0 = test_buffer_of(a);
+  assert_int_equal(tarn_matrix_qr(a, 0, &t), 0);
+  assert_int_equal(tarn_matrix_qr_q(a, t, &q), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, nrhs, 8, &b), 0);
+  double *rhs = test_buffer_of(b);
+  assert_int_equal(
+      tarn_matrix_gemm(q, TARN_TRANS, b, TARN_NO_TRANS, 1.0, 0.0, &y), 0);
+  int info = 5;
+  assert_int_equal(tarn_matrix_triangular_solve(a, TARN_UPPER, TARN_NO_TRANS,
+                                                TARN_NON_UNIT, y, &info),
+                   0);
+  assert_int_equal(info, 0);
+  double *x = test_buffer_of(y);
+  assert_true(test_solve_residual(a0, x, rhs, n, nrhs) < 50);
+  free(a0);
+  free(rhs);
+  free(x);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(t);
+  tarn_matrix_destroy(q);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(y);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static int lower_solve_fn(void *ctx, tarn_matrix *a, tarn_matrix *b,
+                          int *info) {
+  (void)ctx;
+  return tarn_matrix_triangular_solve(a, TARN_LOWER, TARN_NO_TRANS,
+                                      TARN_NON_UNIT, b, info);
+}
+
+/* Three threads solve with one T at once. */
+static void test_triangular_concurrent(void **state) {
+  (void)state;
+  size_t n = 160, nb = 40;
+  tarn_rt *rt = test_rt(2, 0);
+  double *dense = NULL,
+         *t = triangle(n, TARN_LOWER, TARN_NO_TRANS, TARN_NON_UNIT, 9, &dense);
+  tarn_matrix *tm = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, t, n, &tm), 0);
+  test_solves_at_once(rt, lower_solve_fn, NULL, tm, dense, n, nb);
+  free(t);
+  free(dense);
+  tarn_matrix_destroy(tm);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Zeros on the diagonal at p and at a row of a later tile: every
+ * combination with a non-unit diagonal refuses with info p + 1 (the first
+ * zero, whichever way the solve walks) and B unchanged; with a unit
+ * diagonal (not read) the same T solves. */
+static void test_triangular_singular(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  size_t n = 12, p = 5, later = 10;
+  tarn_matrix *b = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, n, 3, 4, 2, 2, &b), 0);
+  double *b0 = test_buffer_of(b);
+  for (int u = 0; u < 2; u++)
+    for (int tr = 0; tr < 2; tr++) {
+      double *dense = NULL, *t = triangle(n, (tarn_uplo)u, (tarn_trans)tr,
+                                          TARN_NON_UNIT, 11, &dense);
+      t[p + p * n] = 0.0;
+      t[later + later * n] = 0.0;
+      tarn_matrix *tm = NULL;
+      assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 4, 4, t, n, &tm), 0);
+      int info = 0;
+      assert_int_equal(
+          tarn_matrix_triangular_solve(tm, (tarn_uplo)u, (tarn_trans)tr,
+                                       TARN_NON_UNIT, b, &info),
+          TARN_EINVAL);
+      assert_int_equal(info, (int)(p + 1));
+      double *b1 = test_buffer_of(b);
+      assert_memory_equal(b0, b1, n * 3 * sizeof *b0);
+      free(b1);
+      /* a unit diagonal is not read: the zeros do not matter */
+      info = 5;
+      assert_int_equal(
+          tarn_matrix_triangular_solve(tm, (tarn_uplo)u, (tarn_trans)tr,
+                                       TARN_UNIT, b, &info),
+          0);
+      assert_int_equal(info, 0);
+      for (size_t i = 0; i < n; i++) dense[i + i * n] = 1.0;
+      double *x = test_buffer_of(b);
+      assert_true(test_solve_residual(dense, x, b0, n, 3) < 20);
+      /* back to B's values for the next combination */
+      tarn_matrix_destroy(b);
+      assert_int_equal(tarn_matrix_from_buffer(rt, n, 3, 4, 2, b0, n, &b), 0);
+      free(x);
+      free(t);
+      free(dense);
+      tarn_matrix_destroy(tm);
+    }
+  free(b0);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Bad shapes and unknown uplo, trans or diag values are refused with
+ * *info 0 and B unchanged; the good call then still works. */
+static void test_triangular_bad(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  size_t n = 12;
+  double *dense = NULL,
+         *t = triangle(n, TARN_LOWER, TARN_NO_TRANS, TARN_NON_UNIT, 13, &dense);
+  tarn_matrix *tm = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 4, 4, t, n, &tm), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, 2, 4, 1, 2, &b), 0);
+  test_solve_refuses_bad_shapes(rt, lower_solve_fn, NULL, tm, b);
+  double *b0 = test_buffer_of(b);
+  static const int bad[][3] = {{2, 0, 0},  {-1, 0, 0}, {0, 2, 0},
+                               {0, -1, 0}, {0, 0, 2},  {0, 0, -1}};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    int info = 5;
+    assert_int_equal(tarn_matrix_triangular_solve(
+                         tm, (tarn_uplo)bad[k][0], (tarn_trans)bad[k][1],
+                         (tarn_diag)bad[k][2], b, &info),
+                     TARN_EINVAL);
+    assert_int_equal(info, 0);
+  }
+  double *b1 = test_buffer_of(b);
+  assert_memory_equal(b0, b1, n * 2 * sizeof *b0);
+  assert_int_equal(lower_solve_fn(NULL, tm, b, NULL), 0);
+  double *x = test_buffer_of(b);
+  assert_true(test_solve_residual(dense, x, b0, n, 2) < 20);
+  free(t);
+  free(dense);
+  free(b0);
+  free(b1);
+  free(x);
+  tarn_matrix_destroy(tm);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A task that failed on a tile of B before: TARN_ECANCELED, T unchanged. */
+static void test_triangular_after_failure(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  size_t n = 12;
+  double *dense = NULL,
+         *t = triangle(n, TARN_UPPER, TARN_NO_TRANS, TARN_NON_UNIT, 15, &dense);
+  tarn_matrix *tm = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 4, 4, t, n, &tm), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, 3, 4, 3, 16, &b), 0);
+  test_fail_first_tile(rt, b);
+  int info = 5;
+  assert_int_equal(tarn_matrix_triangular_solve(tm, TARN_UPPER, TARN_NO_TRANS,
+                                                TARN_NON_UNIT, b, &info),
+                   TARN_ECANCELED);
+  assert_int_equal(info, 0);
+  double *t1 = test_buffer_of(tm);
+  assert_memory_equal(t, t1, n * n * sizeof *t);
+  free(t);
+  free(t1);
+  free(dense);
+  tarn_matrix_destroy(tm);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Under a memory limit of a quarter of T, so that tiles spill and come
+ * back: every combination still solves. */
+static void test_triangular_mem_limit(void **state) {
+  (void)state;
+  size_t n = 400, nb = 50, limit = n * n * sizeof(double) / 4;
+  tarn_rt *rt = test_rt(3, limit);
+  check_all(rt, n, nb, 60, 20, 17);
+  test_rt_destroy_spilled(rt, limit);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_triangular_sizes),
+      cmocka_unit_test(test_triangular_cholesky_factor),
+      cmocka_unit_test(test_triangular_qr_factor),
+      cmocka_unit_test(test_triangular_concurrent),
+      cmocka_unit_test(test_triangular_singular),
+      cmocka_unit_test(test_triangular_bad),
+      cmocka_unit_test(test_triangular_after_failure),
+      cmocka_unit_test(test_triangular_mem_limit),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,8 +1,9 @@
 /* linalg.c: the `linalg` suite of `tarn bench` (BENCH.md): cholesky, lu,
  * qr, matmul (A*A), matvec (A*x), solve (A\b via lu) and syrk (A'*A, the
  * full result) of an N x N tiled tarn matrix, and the solves with factors
- * made before (A\b with L of cholesky, with LU and pivots, with QR and its T;
- * against dpotrs, dgetrs and dormqr + dtrtrs), side by side with
+ * made before (A\b with L of cholesky, with LU and pivots, with QR and its T,
+ * and L\b alone; against dpotrs, dgetrs, dormqr + dtrtrs and dtrtrs), side
+ * by side with
  * LAPACKE/OpenBLAS on the whole matrix (1 thread and all cores), the same tiled
  * Cholesky as OpenMP tasks and the same tiled Cholesky and gemm on StarPU 1.3
  * (linalg_peers.h). Inputs are made in an untimed setup; factorizations work on
@@ -45,6 +46,7 @@ enum {
   OP_POTRS, /* solve with the Cholesky factor, made outside the clock */
   OP_GETRS, /* solve with the LU factors and pivots, made outside the clock */
   OP_GEQRS, /* solve with the QR factors, made outside the clock */
+  OP_TRTRS, /* L x = b with the Cholesky factor, made outside the clock */
   OPS
 };
 enum { V_TARN, V_LAPACKE1, V_LAPACKEN, V_OMP, V_STARPU, VARIANTS };
@@ -67,6 +69,8 @@ static const struct op ops[OPS] = {
     [OP_POTRS] = {"solve (A\\b with cholesky's L)", "potrs", 1, 0, 0},
     [OP_GETRS] = {"solve (A\\b with lu's factors)", "getrs", 1, 0, 0},
     [OP_GEQRS] = {"solve (A\\b with qr's factors)", "geqrs", 1, 0, 0},
+    [OP_TRTRS] = {"triangular solve (L\\b with cholesky's L)", "trtrs", 1, 0,
+                  0},
 };
 
 /* Dagger.jl's medians in milliseconds, published reference figures (not
@@ -80,9 +84,9 @@ static const size_t dagger_sizes[2] = {256, 1024};
 static const double dagger_median_ms[2][OPS] = {
     /* N=256: cholesky, lu, qr, matmul, matvec, solve, syrk; none for the
      * solves with factors (0) */
-    {3.23, 4.53, 5.62, 2.19, 1.66, 8.89, 3.84, 0, 0, 0},
+    {3.23, 4.53, 5.62, 2.19, 1.66, 8.89, 3.84, 0, 0, 0, 0},
     /* N=1024: cholesky, lu, qr, matmul, matvec, solve, syrk */
-    {19.5, 43.2, 118, 47.0, 3.02, 53.4, 35.7, 0, 0, 0},
+    {19.5, 43.2, 118, 47.0, 3.02, 53.4, 35.7, 0, 0, 0, 0},
 };
 
 /* One size's inputs, made and waited for before any clock starts. */
@@ -134,6 +138,8 @@ static double flops(int op, size_t n) {
     case OP_POTRS:
     case OP_GETRS:
       return 2 * x * x;
+    case OP_TRTRS:
+      return x * x;
     case OP_GEQRS: /* Q^T b (2 n^2) and the triangular solve (n^2) */
       return 3 * x * x;
     case OP_QR: /* 2 m n^2 - 2 n^3 / 3 with m = n */
@@ -219,7 +225,8 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
       return 1;
     }
   }
-  if ((op == OP_POTRS || op == OP_GETRS) && fresh_copy(c->rt, c->t_vec, &out))
+  if ((op == OP_POTRS || op == OP_GETRS || op == OP_TRTRS) &&
+      fresh_copy(c->rt, c->t_vec, &out))
     return 1;
   tarn_matrix *tq = NULL; /* qr's T factors, destroyed after the clock */
   uint64_t t0 = bench_now_ns();
@@ -233,6 +240,9 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
     rc = tarn_matrix_solve(work, out, &info);
   } else if (op == OP_POTRS) {
     rc = tarn_matrix_cholesky_solve(c->t_l, out, &info);
+  } else if (op == OP_TRTRS) {
+    rc = tarn_matrix_triangular_solve(c->t_l, TARN_LOWER, TARN_NO_TRANS,
+                                      TARN_NON_UNIT, out, &info);
   } else if (op == OP_GETRS) {
     rc = tarn_matrix_lu_solve(c->t_lu, c->t_lu_piv, out, &info);
   } else if (op == OP_GEQRS) {
@@ -280,7 +290,8 @@ static int lapacke_sample(struct ctx *c, int op, int threads, double *t) {
   size_t bytes = c->n * c->n * sizeof(double);
   if (op == OP_CHOL) memcpy(c->w, c->spd, bytes);
   if (op == OP_LU || op == OP_QR || op == OP_SOLVE) memcpy(c->w, c->rnd, bytes);
-  if (op == OP_SOLVE || op == OP_POTRS || op == OP_GETRS || op == OP_GEQRS)
+  if (op == OP_SOLVE || op == OP_POTRS || op == OP_GETRS || op == OP_GEQRS ||
+      op == OP_TRTRS)
     memcpy(c->wv, c->vec, c->n * sizeof(double));
   openblas_set_num_threads(threads);
   uint64_t t0 = bench_now_ns();
@@ -307,6 +318,10 @@ static int lapacke_sample(struct ctx *c, int op, int threads, double *t) {
       break;
     case OP_POTRS:
       info = LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'L', n, 1, c->l_fac, n, c->wv, n);
+      break;
+    case OP_TRTRS:
+      info = LAPACKE_dtrtrs(LAPACK_COL_MAJOR, 'L', 'N', 'N', n, 1, c->l_fac, n,
+                            c->wv, n);
       break;
     case OP_GETRS:
       info = LAPACKE_dgetrs(LAPACK_COL_MAJOR, 'N', n, 1, c->lu_fac, n,
@@ -402,7 +417,7 @@ static int check_buf(const struct ctx *c, int op, const char *who,
  * |diag R| (the signs of the reflectors may differ). */
 static int check_tarn(struct ctx *c, int op, tarn_matrix *out) {
   int vector = op == OP_MATVEC || op == OP_SOLVE || op == OP_POTRS ||
-               op == OP_GETRS || op == OP_GEQRS;
+               op == OP_GETRS || op == OP_GEQRS || op == OP_TRTRS;
   int rc = tarn_matrix_to_buffer(out, c->chk, c->n);
   if (rc != 0) return tarn_failed("tarn_matrix_to_buffer", rc);
   if (op == OP_QR) {
@@ -771,7 +786,8 @@ int bench_linalg(bench_run *run) {
       static const int solves[] = {V_TARN, V_LAPACKE1, V_LAPACKEN};
       if (op_wanted(run, &c, OP_POTRS, solves, 3) ||
           op_wanted(run, &c, OP_GETRS, solves, 3) ||
-          op_wanted(run, &c, OP_GEQRS, solves, 3))
+          op_wanted(run, &c, OP_GEQRS, solves, 3) ||
+          op_wanted(run, &c, OP_TRTRS, solves, 3))
         failed = factors_open(&c);
     }
     f.n[f.count] = sizes[s];

@@ -9,7 +9,8 @@
  *   once allocations work again every ref made reads back its own bytes;
  * - linear algebra's (on a runtime under a memory limit that spills, and
  *   on one without a limit: array and stencil operations, Cholesky, LU and
- *   QR with their solves, matrix-vector products, the sum and the norm):
+ *   QR with their solves, a triangular solve, matrix-vector products, the
+ *   sum and the norm):
  *   every call returns 0 or TARN_ENOMEM (TARN_ECANCELED for a call whose
  *   input a failed call was to write); when every call succeeded, the
  *   results are the bits of the run without faults; once allocations work
@@ -100,7 +101,7 @@ enum { M = 128, N = 96, NB = 32, NRHS = 8 };
 
 /* What a run leaves: its results when every call succeeded. */
 struct outcome {
-  double chol_x[N * NRHS], lu_x[N * NRHS], qr_x[N * NRHS];
+  double chol_x[N * NRHS], lu_x[N * NRHS], qr_x[N * NRHS], tri_x[N * NRHS];
   double at_v[N], a_w[M]; /* the matrix-vector products */
   double sum, norm;
   double a[M * N]; /* A as the run left it */
@@ -141,7 +142,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   tarn_matrix *a = NULL, *ata = NULL, *s = NULL, *b = NULL, *lu = NULL,
               *b2 = NULL, *f = NULL, *t = NULL, *bq = NULL, *x = NULL,
               *at = NULL, *nb = NULL, *xv = NULL, *atv = NULL, *w = NULL,
-              *aw = NULL;
+              *aw = NULL, *b3 = NULL;
   size_t piv[N];
   atomic_store(&armed, true);
   tarn_rt_options o;
@@ -160,6 +161,9 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   STEP(tarn_matrix_cholesky(s, &info));
   STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 2, &b));
   STEP(tarn_matrix_cholesky_solve(s, b, &info));
+  STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 6, &b3));
+  STEP(tarn_matrix_triangular_solve(s, TARN_LOWER, TARN_TRANS, TARN_NON_UNIT,
+                                    b3, &info));
   STEP(tarn_matrix_lu(lu, piv, &info));
   STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 2, &b2));
   STEP(tarn_matrix_lu_solve(lu, piv, b2, &info));
@@ -184,6 +188,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
     STEP(tarn_matrix_to_buffer(b, out->chol_x, N));
     STEP(tarn_matrix_to_buffer(b2, out->lu_x, N));
     STEP(tarn_matrix_to_buffer(x, out->qr_x, N));
+    STEP(tarn_matrix_to_buffer(b3, out->tri_x, N));
     STEP(tarn_matrix_to_buffer(atv, out->at_v, N));
     STEP(tarn_matrix_to_buffer(aw, out->a_w, M));
   }
@@ -201,8 +206,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
       v = INPUT_CHANGED;
     }
   }
-  tarn_matrix *all[] = {a,  ata, s,  b,  lu, b2,  f, t,
-                        bq, x,   at, nb, xv, atv, w, aw};
+  tarn_matrix *all[] = {a, ata, s,  b,  lu,  b2, f,  t, bq,
+                        x, at,  nb, xv, atv, w,  aw, b3};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     tarn_matrix_destroy(all[i]);
   tarn_pool_stats ps;
@@ -255,6 +260,7 @@ static enum verdict linalg_run(struct shared *sh, bool reference,
       (memcmp(got.chol_x, sh->want.chol_x, sizeof got.chol_x) != 0 ||
        memcmp(got.lu_x, sh->want.lu_x, sizeof got.lu_x) != 0 ||
        memcmp(got.qr_x, sh->want.qr_x, sizeof got.qr_x) != 0 ||
+       memcmp(got.tri_x, sh->want.tri_x, sizeof got.tri_x) != 0 ||
        memcmp(got.at_v, sh->want.at_v, sizeof got.at_v) != 0 ||
        memcmp(got.a_w, sh->want.a_w, sizeof got.a_w) != 0 ||
        got.sum != sh->want.sum || got.norm != sh->want.norm))

@@ -212,11 +212,12 @@ static void tiles_solved_or_kept(tarn_matrix *b, const double *x,
     }
 }
 
-/* Cholesky in place, then the solve with its factor, while the disk fails:
- * a factorisation that succeeds gives the sound disk's factor, one that
- * fails leaves A unspecified but every other matrix intact; the solve
- * leaves its factor intact, and B solved, or as it was where it can be
- * read (a tile whose writer failed reads as TARN_ECANCELED). */
+/* Cholesky in place, then the solve with its factor and the triangular
+ * solve L X = B, while the disk fails: a factorisation that succeeds gives
+ * the sound disk's factor, one that fails leaves A unspecified but every
+ * other matrix intact; each solve leaves the factor intact, and B solved,
+ * or as it was where it can be read (a tile whose writer failed reads as
+ * TARN_ECANCELED). */
 static void test_cholesky_on_a_failing_disk(void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
@@ -232,24 +233,38 @@ static void test_cholesky_on_a_failing_disk(void **state) {
          *b0 = test_buffer_of(b);
   assert_int_equal(tarn_matrix_cholesky_solve(l, b, NULL), 0);
   double *x0 = test_buffer_of(b);
+  tarn_matrix *bt = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, NRHS, NB, 8, b0, N, &bt), 0);
+  assert_int_equal(tarn_matrix_triangular_solve(l, TARN_LOWER, TARN_NO_TRANS,
+                                                TARN_NON_UNIT, bt, NULL),
+                   0);
+  double *xt0 = test_buffer_of(bt);
+  tarn_matrix_destroy(bt);
   int hits = 0;
   for (int fault = 0; fault < FAULTS; fault++)
     for (int k = 1; k <= (fault == DISK_FULL ? 1 : 6); k++) {
-      tarn_matrix *w = NULL, *y = NULL;
+      tarn_matrix *w = NULL, *y = NULL, *z = NULL;
       assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, a, N, &w), 0);
       assert_int_equal(tarn_matrix_from_buffer(rt, N, NRHS, NB, 8, b0, N, &y),
+                       0);
+      assert_int_equal(tarn_matrix_from_buffer(rt, N, NRHS, NB, 8, b0, N, &z),
                        0);
       inject(disk, (enum fault)fault, k);
       int rc = tarn_matrix_cholesky(w, NULL);
       int rs = tarn_matrix_cholesky_solve(l, y, NULL);
+      int rtri = tarn_matrix_triangular_solve(l, TARN_LOWER, TARN_NO_TRANS,
+                                              TARN_NON_UNIT, z, NULL);
       bool h = hit(disk, (enum fault)fault);
       hits += h;
       if (getenv("DISK_VERBOSE"))
-        print_message("cholesky fault %d at %d: %s, solve %s%s\n", fault, k,
-                      rc == 0 ? "ok" : tarn_strerror(rc),
-                      rs == 0 ? "ok" : tarn_strerror(rs), h ? "" : " (missed)");
+        print_message("cholesky fault %d at %d: %s, solve %s, L solve %s%s\n",
+                      fault, k, rc == 0 ? "ok" : tarn_strerror(rc),
+                      rs == 0 ? "ok" : tarn_strerror(rs),
+                      rtri == 0 ? "ok" : tarn_strerror(rtri),
+                      h ? "" : " (missed)");
       assert_true(rc == 0 || disk_status(rc));
       assert_true(rs == 0 || disk_status(rs));
+      assert_true(rtri == 0 || disk_status(rtri));
       heal(disk);
       if (rc == 0) same_bits(w, l0, N, N);
       if (rs == 0) {
@@ -257,10 +272,15 @@ static void test_cholesky_on_a_failing_disk(void **state) {
       } else {
         tiles_solved_or_kept(y, x0, b0);
       }
+      if (rtri == 0)
+        same_bits(z, xt0, N, NRHS);
+      else
+        tiles_solved_or_kept(z, xt0, b0);
       same_bits(l, l0, N, N);
       same_bits(other, o0, N, N);
       tarn_matrix_destroy(w);
       tarn_matrix_destroy(y);
+      tarn_matrix_destroy(z);
     }
   assert_true(hits > 0); /* the disk did fail under the calls */
   free(a);
@@ -268,6 +288,7 @@ static void test_cholesky_on_a_failing_disk(void **state) {
   free(o0);
   free(b0);
   free(x0);
+  free(xt0);
   tarn_matrix_destroy(l);
   tarn_matrix_destroy(other);
   tarn_matrix_destroy(b);

@@ -47,6 +47,7 @@ struct solve_job {
    * unless it holds 0 (see tarn__submit_backward), and the zero found by
    * the check */
   atomic_int *flag;
+  atomic_int *skip; /* forward: nothing to do unless it holds 0 (or NULL) */
 };
 
 static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct solve_job *p,
@@ -74,9 +75,10 @@ void tarn__diagonal_check(const double *t, int n, int ld, size_t offset,
 
 /* Y_kj = L_kk^-1 Y_kj, L_kk lower (unit when j->unit) or the transpose
  * of an upper triangle (j->ta) (deps: T_kk, Y_kj), after the diagonal
- * check of the tile when `flag` is set. */
+ * check of the tile when `flag` is set; nothing once skipped. */
 static int k_forward(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
+  if (j->skip != NULL && atomic_load(j->skip) != 0) return 0;
   if (j->flag != NULL)
     tarn__diagonal_check(tarn_task_data(t, 0), j->m, j->lda, j->offset,
                          j->flag);
@@ -148,8 +150,9 @@ static int submit_update(tarn_matrix *t, bool transposed, tarn_matrix *y,
 
 int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
                               tarn_matrix *m, size_t k, size_t j,
-                              atomic_int *check, int trsm_priority,
-                              int gemm_priority, int gemm_step) {
+                              atomic_int *check, atomic_int *skip,
+                              int trsm_priority, int gemm_priority,
+                              int gemm_step) {
   bool upper = op == TARN__UPPER_TRANS || op == TARN__UPPER_TRANS_UNIT;
   /* L_kk is nk x nk at the top of T's tile (k, k), of ldk rows */
   int nk = (int)tarn__tile_cols(t, k), ldk = (int)tarn__tile_rows(t, k);
@@ -164,12 +167,13 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
       .ta = upper,
       .unit = op == TARN__LOWER_UNIT || op == TARN__UPPER_TRANS_UNIT,
       .offset = k * t->nb,
-      .flag = check};
+      .flag = check,
+      .skip = skip};
   int rc = submit_job(t->rt, k_forward, &s, d2, 2, trsm_priority, "trsm");
   int priority = gemm_priority;
   for (size_t i = k + 1; rc == 0 && i < t->nt; i++) {
     /* Y_ij -= L_ik Y_kj: L_ik is T_ik, or T_ki^T */
-    rc = submit_update(t, upper, m, i, k, j, m, NULL, priority);
+    rc = submit_update(t, upper, m, i, k, j, m, skip, priority);
     priority = priority > gemm_step ? priority - gemm_step : 0;
   }
   return rc;
@@ -180,7 +184,7 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
 static int submit_forward(tarn_matrix *l, tarn_matrix *y, atomic_int *failed) {
   for (size_t k = 0; k < l->mt; k++)
     for (size_t j = 0; j < y->nt; j++) {
-      int rc = tarn__submit_forward_step(l, TARN__LOWER, y, k, j, failed,
+      int rc = tarn__submit_forward_step(l, TARN__LOWER, y, k, j, failed, NULL,
                                          PRIO_TOP, update_priority(1), 1);
       if (rc != 0) return rc;
     }
@@ -275,7 +279,9 @@ static int submit_copy(tarn_matrix *from, tarn_matrix *to, size_t i, size_t j,
 
 /* The solve's tasks: the checks of T's diagonal tiles (unless unit), then
  * the copy Y of B, then the forward solve on Y with each tile of X copied
- * into B as it is final, or the backward solve from Y into B. */
+ * into B as it is final, or the backward solve from Y into B; every task
+ * after the checks does nothing once *failed is not 0 (a zero found, or a
+ * submission failed), so a singular T costs the checks alone. */
 static int submit_triangular(tarn_matrix *t, bool forward, bool lower,
                              bool unit, tarn_matrix *b, tarn_matrix *y,
                              tarn_ref *gate, atomic_int *failed) {
@@ -300,7 +306,7 @@ static int submit_triangular(tarn_matrix *t, bool forward, bool lower,
             : (unit ? TARN__UPPER_TRANS_UNIT : TARN__UPPER_TRANS);
   for (size_t k = 0; rc == 0 && k < t->nt; k++)
     for (size_t j = 0; rc == 0 && j < b->nt; j++) {
-      rc = tarn__submit_forward_step(t, op, y, k, j, NULL, PRIO_TOP,
+      rc = tarn__submit_forward_step(t, op, y, k, j, NULL, failed, PRIO_TOP,
                                      update_priority(1), 1);
       if (rc == 0) rc = submit_copy(y, b, k, j, TARN_READ_WRITE, gate, failed);
     }

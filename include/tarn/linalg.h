@@ -138,10 +138,9 @@ TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
  * Tasks, in one region: with TARN_NON_UNIT, one task per diagonal tile
  * first checks it for an exact zero; after them, a copy Y of B (a
  * temporary of B's size, freed as its last task ends) gets the solve by
- * trsm and gemm tiles: forward, down the tile rows, for L X = B and
- * U^T X = B, each tile of X then copied into B once it is final;
- * backward, up the tile rows, for U X = B and L^T X = B, each tile of X
- * solved into B.
+ * tiles, down the tile rows for L X = B and U^T X = B, up them for U X =
+ * B and L^T X = B: a trsm solves each tile of X from Y's into B, and
+ * gemm tasks update Y's tiles still to come with it.
  *
  * Waits (a region of its own; from a task: TARN_EDEADLK). *info (when not
  * NULL) gets 0, or k > 0 when T(k-1, k-1) is exactly zero, the first such

@@ -113,14 +113,13 @@ bool tarn__solve_shapes_ok(const tarn_matrix *a, const tarn_matrix *b);
 void tarn__diagonal_check(const double *t, int n, int ld, size_t offset,
                           atomic_int *first);
 
-/* The triangle a forward solve takes from T: its lower triangle, or the
- * transpose of its upper triangle, each also with a unit diagonal (not
- * stored). */
+/* The triangle a forward solve takes from T: its lower triangle, the
+ * same with a unit diagonal (not stored), or the transpose of its upper
+ * triangle. */
 typedef enum {
   TARN__LOWER,
   TARN__LOWER_UNIT,
-  TARN__UPPER_TRANS,
-  TARN__UPPER_TRANS_UNIT
+  TARN__UPPER_TRANS
 } tarn__forward_op;
 
 /* Submits step k of a forward solve L Y = Y on tile column j of `m`:
@@ -130,15 +129,13 @@ typedef enum {
  * tile column k) at the top of tile (k, k); m has T's row tiling, and only
  * the first nk rows of its tile row k are solved. With `check`, the trsm
  * first checks T_kk's diagonal for an exact zero into it
- * (tarn__diagonal_check). With `skip`, the step's tasks do nothing once
- * it is not 0 (read when each starts). The trsm gets `trsm_priority`; the gemm
- * of the next tile row `gemm_priority`, each one further down `gemm_step` less.
+ * (tarn__diagonal_check). The trsm gets `trsm_priority`; the gemm of the
+ * next tile row `gemm_priority`, each one further down `gemm_step` less.
  * Returns 0 or a status of tarn_task_submit. */
 int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
                               tarn_matrix *m, size_t k, size_t j,
-                              atomic_int *check, atomic_int *skip,
-                              int trsm_priority, int gemm_priority,
-                              int gemm_step);
+                              atomic_int *check, int trsm_priority,
+                              int gemm_priority, int gemm_step);
 
 /* Submits the backward solve op(T) X = Y from Y into B, up T's tile
  * columns. op(T) is the upper triangle of T's first N rows, or the

@@ -371,7 +371,7 @@ static int submit_swap(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
  * tile A(k,k) into it. */
 static int submit_eliminate(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
                             size_t at, atomic_int *check) {
-  return tarn__submit_forward_step(a, TARN__LOWER_UNIT, m, k, j, check, NULL,
+  return tarn__submit_forward_step(a, TARN__LOWER_UNIT, m, k, j, check,
                                    column_priority(k, at, 1),
                                    column_priority(k, at, 2), 0);
 }

@@ -523,7 +523,7 @@ static int submit_min_norm(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *b,
   for (size_t k = 0; rc == 0 && k < a->nt; k++)
     for (size_t j = 0; rc == 0 && j < x->nt; j++)
       rc = tarn__submit_forward_step(a, TARN__UPPER_TRANS, x, k, j, failed,
-                                     NULL, PRIO_TOP, PRIO_TOP - 1, 1);
+                                     PRIO_TOP, PRIO_TOP - 1, 1);
   return rc != 0 ? rc : submit_apply(a, tm, x, 'N', false);
 }
 

@@ -40,14 +40,14 @@ struct solve_job {
   /* gemm: transpose the factor's tile; trsm: the tile's triangle
    * transposed (forward: upper, backward: lower) */
   bool ta;
-  bool unit;     /* forward: L has a unit diagonal (not stored) */
+  bool unit;     /* the triangle has a unit diagonal (not stored) */
   bool check;    /* backward: check the diagonal tile first */
+  bool forward;  /* k_solve_into: a forward step (L or U^T), not backward */
   size_t offset; /* the diagonal tile's first row in the matrix */
   /* forward: where a zero on the diagonal goes; backward: nothing to do
    * unless it holds 0 (see tarn__submit_backward), and the zero found by
    * the check */
   atomic_int *flag;
-  atomic_int *skip; /* forward: nothing to do unless it holds 0 (or NULL) */
 };
 
 static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct solve_job *p,
@@ -75,10 +75,9 @@ void tarn__diagonal_check(const double *t, int n, int ld, size_t offset,
 
 /* Y_kj = L_kk^-1 Y_kj, L_kk lower (unit when j->unit) or the transpose
  * of an upper triangle (j->ta) (deps: T_kk, Y_kj), after the diagonal
- * check of the tile when `flag` is set; nothing once skipped. */
+ * check of the tile when `flag` is set. */
 static int k_forward(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
-  if (j->skip != NULL && atomic_load(j->skip) != 0) return 0;
   if (j->flag != NULL)
     tarn__diagonal_check(tarn_task_data(t, 0), j->m, j->lda, j->offset,
                          j->flag);
@@ -89,10 +88,10 @@ static int k_forward(tarn_task *t, void *arg) {
                            j->ldb);
 }
 
-/* B_kj = op(T_kk)^-1 Y_kj, op(T) U or L^T (unit when j->unit) (deps:
- * T_kk, Y_kj, B_kj; ldc is Y's); nothing once dropped, which a fresh
- * solve's check of T_kk's diagonal may do. */
-static int k_backward(tarn_task *t, void *arg) {
+/* B_kj = op(T_kk)^-1 Y_kj (deps: T_kk, Y_kj, B_kj; ldc is Y's), op(T)
+ * U or L^T, or with j->forward L or U^T (unit when j->unit); nothing once
+ * dropped, which a fresh solve's check of T_kk's diagonal may do. */
+static int k_solve_into(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
   const double *tkk = tarn_task_data(t, 0), *y = tarn_task_data(t, 1);
   if (j->check) tarn__diagonal_check(tkk, j->m, j->lda, j->offset, j->flag);
@@ -101,7 +100,8 @@ static int k_backward(tarn_task *t, void *arg) {
   for (int c = 0; c < j->n; c++)
     memcpy(b + (size_t)c * (size_t)j->ldb, y + (size_t)c * (size_t)j->ldc,
            (size_t)j->m * sizeof *b);
-  return tarn__trsm_shared(t, CblasLeft, j->ta ? CblasLower : CblasUpper,
+  bool lower = j->ta != j->forward; /* backward: L^T; forward: L */
+  return tarn__trsm_shared(t, CblasLeft, lower ? CblasLower : CblasUpper,
                            j->ta ? CblasTrans : CblasNoTrans,
                            j->unit ? CblasUnit : CblasNonUnit, j->m, j->n, 1.0,
                            tkk, j->lda, b, j->ldb);
@@ -150,30 +150,27 @@ static int submit_update(tarn_matrix *t, bool transposed, tarn_matrix *y,
 
 int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
                               tarn_matrix *m, size_t k, size_t j,
-                              atomic_int *check, atomic_int *skip,
-                              int trsm_priority, int gemm_priority,
-                              int gemm_step) {
-  bool upper = op == TARN__UPPER_TRANS || op == TARN__UPPER_TRANS_UNIT;
+                              atomic_int *check, int trsm_priority,
+                              int gemm_priority, int gemm_step) {
+  bool upper = op == TARN__UPPER_TRANS;
   /* L_kk is nk x nk at the top of T's tile (k, k), of ldk rows */
   int nk = (int)tarn__tile_cols(t, k), ldk = (int)tarn__tile_rows(t, k);
   int nj = (int)tarn__tile_cols(m, j), ldm = (int)tarn__tile_rows(m, k);
   tarn_ref *mkj = tarn__tile(m, k, j);
   tarn_dep d2[2] = {{tarn__tile(t, k, k), TARN_READ}, {mkj, TARN_READ_WRITE}};
-  struct solve_job s = {
-      .m = nk,
-      .n = nj,
-      .lda = ldk,
-      .ldb = ldm,
-      .ta = upper,
-      .unit = op == TARN__LOWER_UNIT || op == TARN__UPPER_TRANS_UNIT,
-      .offset = k * t->nb,
-      .flag = check,
-      .skip = skip};
+  struct solve_job s = {.m = nk,
+                        .n = nj,
+                        .lda = ldk,
+                        .ldb = ldm,
+                        .ta = upper,
+                        .unit = op == TARN__LOWER_UNIT,
+                        .offset = k * t->nb,
+                        .flag = check};
   int rc = submit_job(t->rt, k_forward, &s, d2, 2, trsm_priority, "trsm");
   int priority = gemm_priority;
   for (size_t i = k + 1; rc == 0 && i < t->nt; i++) {
     /* Y_ij -= L_ik Y_kj: L_ik is T_ik, or T_ki^T */
-    rc = submit_update(t, upper, m, i, k, j, m, skip, priority);
+    rc = submit_update(t, upper, m, i, k, j, m, NULL, priority);
     priority = priority > gemm_step ? priority - gemm_step : 0;
   }
   return rc;
@@ -184,7 +181,7 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
 static int submit_forward(tarn_matrix *l, tarn_matrix *y, atomic_int *failed) {
   for (size_t k = 0; k < l->mt; k++)
     for (size_t j = 0; j < y->nt; j++) {
-      int rc = tarn__submit_forward_step(l, TARN__LOWER, y, k, j, failed, NULL,
+      int rc = tarn__submit_forward_step(l, TARN__LOWER, y, k, j, failed,
                                          PRIO_TOP, update_priority(1), 1);
       if (rc != 0) return rc;
     }
@@ -213,7 +210,7 @@ int tarn__submit_backward(tarn_matrix *t, bool lower, bool unit, tarn_matrix *y,
                             .check = fresh && !unit,
                             .offset = k * t->nb,
                             .flag = dropped};
-      int rc = submit_job(t->rt, k_backward, &s, d3, 3, PRIO_TOP, "trsm");
+      int rc = submit_job(t->rt, k_solve_into, &s, d3, 3, PRIO_TOP, "trsm");
       /* Y_ij -= U_ik X_kj, or L_ki^T X_kj, for the tile rows above */
       for (size_t i = 0; rc == 0 && i < k; i++)
         rc = submit_update(t, lower, y, i, k, j, b, dropped,
@@ -252,10 +249,10 @@ static int k_check(tarn_task *t, void *arg) {
   return 0;
 }
 
-/* Copies tile 0 into tile 1 (j->m x j->n, both of leading dimension
- * j->m), unless *j->flag holds anything but 0 (a copy Y of B: only after
- * the checks, as its gate orders; X into B: not once T was found singular
- * or a submission failed). */
+/* Copies tile 0 (of B) into tile 1 (of Y; j->m x j->n, both of leading
+ * dimension j->m), unless *j->flag holds anything but 0 (T was found
+ * singular, or a submission failed): after the checks, as the gate
+ * orders. */
 static int k_copy(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
   if (atomic_load(j->flag) != 0) return 0;
@@ -264,12 +261,12 @@ static int k_copy(tarn_task *t, void *arg) {
   return 0;
 }
 
-/* Submits k_copy of tile (i, j) from `from` into `to` (same tiling), as
- * the task's `mode` of `to`, after the gate's writers. */
+/* Submits k_copy of tile (i, j) from `from` into `to` (same tiling), after
+ * the gate's writers. */
 static int submit_copy(tarn_matrix *from, tarn_matrix *to, size_t i, size_t j,
-                       tarn_access mode, tarn_ref *gate, atomic_int *flag) {
+                       tarn_ref *gate, atomic_int *flag) {
   tarn_dep d3[3] = {{tarn__tile(from, i, j), TARN_READ},
-                    {tarn__tile(to, i, j), mode},
+                    {tarn__tile(to, i, j), TARN_WRITE},
                     {gate, TARN_AFTER}};
   struct solve_job c = {.m = (int)tarn__tile_rows(from, i),
                         .n = (int)tarn__tile_cols(from, j),
@@ -277,11 +274,36 @@ static int submit_copy(tarn_matrix *from, tarn_matrix *to, size_t i, size_t j,
   return submit_job(from->rt, k_copy, &c, d3, 3, PRIO_TOP, "copy");
 }
 
+/* Step k of the forward solve op(T) X = Y from Y into B on tile column j
+ * (op(T) L, or U^T when `upper`): X_kj = op(T)_kk^-1 Y_kj into B, then
+ * Y_ij -= op(T)_ik X_kj for the tile rows below; nothing once *dropped is
+ * not 0. */
+static int submit_forward_into(tarn_matrix *t, bool upper, bool unit,
+                               tarn_matrix *y, tarn_matrix *b, size_t k,
+                               size_t j, atomic_int *dropped) {
+  tarn_dep d3[3] = {{tarn__tile(t, k, k), TARN_READ},
+                    {tarn__tile(y, k, j), TARN_READ},
+                    {tarn__tile(b, k, j), TARN_READ_WRITE}};
+  struct solve_job s = {.m = (int)tarn__tile_cols(t, k),
+                        .n = (int)tarn__tile_cols(b, j),
+                        .lda = (int)tarn__tile_rows(t, k),
+                        .ldb = (int)tarn__tile_rows(b, k),
+                        .ldc = (int)tarn__tile_rows(y, k),
+                        .ta = upper,
+                        .unit = unit,
+                        .forward = true,
+                        .flag = dropped};
+  int rc = submit_job(t->rt, k_solve_into, &s, d3, 3, PRIO_TOP, "trsm");
+  for (size_t i = k + 1; rc == 0 && i < t->nt; i++)
+    rc =
+        submit_update(t, upper, y, i, k, j, b, dropped, update_priority(i - k));
+  return rc;
+}
+
 /* The solve's tasks: the checks of T's diagonal tiles (unless unit), then
- * the copy Y of B, then the forward solve on Y with each tile of X copied
- * into B as it is final, or the backward solve from Y into B; every task
- * after the checks does nothing once *failed is not 0 (a zero found, or a
- * submission failed), so a singular T costs the checks alone. */
+ * the copy Y of B, then the forward or backward solve from Y into B; every
+ * task after the checks does nothing once *failed is not 0 (a zero was
+ * found, or a submission failed), so a singular T costs its checks. */
 static int submit_triangular(tarn_matrix *t, bool forward, bool lower,
                              bool unit, tarn_matrix *b, tarn_matrix *y,
                              tarn_ref *gate, atomic_int *failed) {
@@ -297,19 +319,13 @@ static int submit_triangular(tarn_matrix *t, bool forward, bool lower,
   }
   for (size_t i = 0; rc == 0 && i < b->mt; i++)
     for (size_t j = 0; rc == 0 && j < b->nt; j++)
-      rc = submit_copy(b, y, i, j, TARN_WRITE, gate, failed);
+      rc = submit_copy(b, y, i, j, gate, failed);
   if (rc != 0 || !forward)
     return rc != 0 ? rc
                    : tarn__submit_backward(t, lower, unit, y, b, failed, false);
-  tarn__forward_op op =
-      lower ? (unit ? TARN__LOWER_UNIT : TARN__LOWER)
-            : (unit ? TARN__UPPER_TRANS_UNIT : TARN__UPPER_TRANS);
   for (size_t k = 0; rc == 0 && k < t->nt; k++)
-    for (size_t j = 0; rc == 0 && j < b->nt; j++) {
-      rc = tarn__submit_forward_step(t, op, y, k, j, NULL, failed, PRIO_TOP,
-                                     update_priority(1), 1);
-      if (rc == 0) rc = submit_copy(y, b, k, j, TARN_READ_WRITE, gate, failed);
-    }
+    for (size_t j = 0; rc == 0 && j < b->nt; j++)
+      rc = submit_forward_into(t, !lower, unit, y, b, k, j, failed);
   return rc;
 }
 

@@ -244,7 +244,7 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
     rc = tarn_matrix_triangular_solve(c->t_l, TARN_LOWER, TARN_NO_TRANS,
                                       TARN_NON_UNIT, out, &info);
   } else if (op == OP_GETRS) {
-    rc = tarn_matrix_lu_solve(c->t_lu, c->t_lu_piv, out, &info);
+    rc = tarn_matrix_lu_solve(c->t_lu, c->t_lu_piv, TARN_NO_TRANS, out, &info);
   } else if (op == OP_GEQRS) {
     rc = tarn_matrix_qr_solve(c->t_qr, c->t_qr_t, TARN_NO_TRANS, c->t_vec, &out,
                               &info);

@@ -189,13 +189,17 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * to write A failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime. */
 TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
 
-/* Solves A X = B in place with the factors of a tarn_matrix_lu (as
- * LAPACK's dgetrs): B (n x nrhs) becomes X. `lu` holds L and U as
+/* Solves op(A) X = B in place with the factors of a tarn_matrix_lu (as
+ * LAPACK's dgetrs): B (n x nrhs) becomes X, op(A) being A (ta
+ * TARN_NO_TRANS) or A^T (TARN_TRANS). `lu` holds L and U as
  * tarn_matrix_lu left them and piv (n entries, owned by the caller) its
  * interchanges; both are only read, so several solves with one
  * factorisation may run at once. A copy Y of B (a temporary of B's size,
  * freed as its last task ends) gets the interchanges and the forward
  * (unit L) solve by tiles; the backward (U) solve then writes X into B.
+ * For A^T X = B (A^T = U^T L^T P): the forward solve with U^T on Y, the
+ * backward solve with the unit L^T from Y into B, then the interchanges
+ * in reverse order on B.
  * B must have the factors' row tiling (B's mb equals theirs); its column
  * tiling is free.
  *
@@ -204,14 +208,14 @@ TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
  * tarn_matrix_lu reports a singular A; the forward solve checks U's
  * diagonal before the backward solve writes B); the call then returns
  * TARN_EINVAL with B unchanged. Returns 0; TARN_EINVAL for NULL
- * arguments, a non-square `lu` or tiles, shapes or tilings that do not
- * match, `lu` and B the same, different runtimes, a pivot piv[i] outside
+ * arguments, an unknown ta, a non-square `lu` or tiles, shapes or tilings that
+ * do not match, `lu` and B the same, different runtimes, a pivot piv[i] outside
  * [i, n) (checked before anything is submitted), a zero on U's diagonal;
  * TARN_ECANCELED when a task submitted before to write `lu` or B failed;
  * TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime, B's tiles then as
  * for tarn_matrix_cholesky_solve. */
 TARN_API int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv,
-                                  tarn_matrix *b, int *info);
+                                  tarn_trans ta, tarn_matrix *b, int *info);
 
 /* Solves A X = B in place: B (n x nrhs) becomes X. A is factored as by
  * tarn_matrix_lu, so A is overwritten by its factors L and U (the pivots

@@ -37,6 +37,8 @@ struct lu_job {
   size_t *piv_out;   /* panel: where its pivots go */
   const size_t *piv; /* swap: the pivots it applies */
   atomic_int *info;  /* panel: the first exactly zero pivot (1-based) */
+  bool reverse;      /* swap: the interchanges in reverse order (P^T) */
+  atomic_int *skip;  /* swap: nothing to do unless it holds 0 (or NULL) */
 };
 
 static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
@@ -285,17 +287,19 @@ struct swap_rows {
   size_t lda, ldb;
 };
 
-/* Applies interchanges first..first+count of piv to columns [begin, end)
- * of the rows row0.. of a tile column (deps from slot0: its tiles from
- * row0 down). The rows of each interchange are found once (a division per
- * row), then swapped SWAP_COLS columns at a time. */
+/* Applies interchanges first..first+count of piv (in reverse order with
+ * j->reverse) to columns [begin, end) of the rows row0.. of a tile column
+ * (deps from slot0: its tiles from row0 down). The rows of each
+ * interchange are found once (a division per row), then swapped SWAP_COLS
+ * columns at a time. */
 static int swap_range(void *arg, size_t begin, size_t end) {
   const struct panel *q = arg;
   const struct lu_job *j = q->j;
   size_t tb = j->tb, n = 0;
   struct swap_rows *rows = malloc(j->count * sizeof *rows);
   if (rows == NULL) return TARN_ENOMEM;
-  for (size_t s = j->first; s < j->first + j->count; s++) {
+  for (size_t at = 0; at < j->count; at++) {
+    size_t s = j->reverse ? j->first + j->count - 1 - at : j->first + at;
     size_t a = s - j->row0, b = j->piv[s] - j->row0;
     if (a == b) continue;
     size_t ta = a / tb, tbb = b / tb;
@@ -321,9 +325,11 @@ static int swap_range(void *arg, size_t begin, size_t end) {
   return 0;
 }
 
-/* The interchanges of k_swap's job on its tile column, shared by columns. */
+/* The interchanges of k_swap's job on its tile column, shared by columns;
+ * nothing once skipped. */
 static int k_swap(tarn_task *t, void *arg) {
   const struct lu_job *j = arg;
+  if (j->skip != NULL && atomic_load(j->skip) != 0) return 0;
   struct panel q = {.t = t, .j = j};
   return tarn_task_parallel_for(t, (size_t)j->n, COPY_GRAIN, swap_range, &q);
 }
@@ -435,6 +441,38 @@ static int submit_forward(tarn_matrix *a, tarn_matrix *y, const size_t *piv,
   return 0;
 }
 
+/* A^T X = B with the factors (P A = L U, so A^T = U^T L^T P): the forward
+ * solve U^T Z = Y on Y, whose trsm tasks check U's diagonal into *failed;
+ * the backward solve L^T W = Z (unit L) from Y into B; then P^T on B, the
+ * interchanges in reverse order on each tile column (after its backward
+ * tasks, which wrote all of it), doing nothing once *failed is not 0. */
+static int submit_trans(tarn_matrix *a, tarn_matrix *y, tarn_matrix *b,
+                        const size_t *piv, tarn_dep *deps, atomic_int *failed) {
+  int rc = 0;
+  for (size_t k = 0; rc == 0 && k < a->mt; k++)
+    for (size_t jb = 0; rc == 0 && jb < y->nt; jb++)
+      rc = tarn__submit_forward_step(a, TARN__UPPER_TRANS, y, k, jb, failed,
+                                     column_priority(k, k + 1 + jb, 1),
+                                     column_priority(k, k + 1 + jb, 2), 0);
+  if (rc == 0) rc = tarn__submit_backward(a, true, true, y, b, failed, false);
+  for (size_t jb = 0; rc == 0 && jb < b->nt; jb++) {
+    deps[0] = (tarn_dep){tarn__tile(a, 0, 0), TARN_READ};
+    for (size_t i = 0; i < a->mt; i++)
+      deps[1 + i] = (tarn_dep){tarn__tile(b, i, jb), TARN_READ_WRITE};
+    struct lu_job s = {.n = (int)tarn__tile_cols(b, jb),
+                       .tb = a->mb,
+                       .rows = a->m,
+                       .count = a->m,
+                       .ntiles = a->mt,
+                       .slot0 = 1,
+                       .piv = piv,
+                       .reverse = true,
+                       .skip = failed};
+    rc = submit_job(a->rt, k_swap, &s, deps, a->mt + 1, 0, "laswp");
+  }
+  return rc;
+}
+
 /* ---- waiting for LU and solve -------------------------------------------- */
 
 /* In a region of its own, waited for: the LU of A (pivots to factor_piv);
@@ -447,7 +485,8 @@ static int submit_forward(tarn_matrix *a, tarn_matrix *y, const size_t *piv,
  * backward task on a column of B waits for all of them on that column of
  * Y) and every task was submitted. */
 static int lu_region(tarn_matrix *a, size_t *factor_piv,
-                     const size_t *given_piv, tarn_matrix *b, int *info) {
+                     const size_t *given_piv, bool trans, tarn_matrix *b,
+                     int *info) {
   tarn__blas_init();
   tarn_dep *deps = malloc((a->mt + 1) * sizeof *deps);
   if (deps == NULL) return TARN_ENOMEM;
@@ -460,11 +499,13 @@ static int lu_region(tarn_matrix *a, size_t *factor_piv,
   atomic_int failed = 0;
   tarn_matrix *y = NULL;
   int submitted = b != NULL ? tarn_matrix_copy(b, &y) : 0;
-  if (submitted == 0)
+  if (submitted == 0 && trans)
+    submitted = submit_trans(a, y, b, given_piv, deps, &failed);
+  else if (submitted == 0)
     submitted = factor_piv != NULL
                     ? submit_lu(a, factor_piv, &failed, deps, y)
                     : submit_forward(a, y, given_piv, deps, &failed);
-  if (submitted == 0 && b != NULL)
+  if (submitted == 0 && b != NULL && !trans)
     submitted = tarn__submit_backward(a, false, false, y, b, &failed, false);
   /* A backward task that has not run yet leaves B alone; the ones that did
    * (none, unless the backward pass began) cannot be undone. */
@@ -479,7 +520,7 @@ static int lu_region(tarn_matrix *a, size_t *factor_piv,
 int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
   if (info != NULL) *info = 0;
   if (a == NULL || piv == NULL || !tarn__factor_shape_ok(a)) return TARN_EINVAL;
-  return lu_region(a, piv, NULL, NULL, info);
+  return lu_region(a, piv, NULL, false, NULL, info);
 }
 
 int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
@@ -487,16 +528,18 @@ int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
   if (!tarn__solve_shapes_ok(a, b)) return TARN_EINVAL;
   size_t *piv = malloc(a->m * sizeof *piv);
   if (piv == NULL) return TARN_ENOMEM;
-  int rc = lu_region(a, piv, NULL, b, info);
+  int rc = lu_region(a, piv, NULL, false, b, info);
   free(piv);
   return rc;
 }
 
-int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_matrix *b,
-                         int *info) {
+int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
+                         tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
-  if (piv == NULL || !tarn__solve_shapes_ok(lu, b)) return TARN_EINVAL;
+  if (piv == NULL || !tarn__solve_shapes_ok(lu, b) ||
+      (ta != TARN_NO_TRANS && ta != TARN_TRANS))
+    return TARN_EINVAL;
   for (size_t i = 0; i < lu->m; i++)
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
-  return lu_region(lu, NULL, piv, b, info);
+  return lu_region(lu, NULL, piv, ta == TARN_TRANS, b, info);
 }

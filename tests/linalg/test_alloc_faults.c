@@ -166,7 +166,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
                                     b3, &info));
   STEP(tarn_matrix_lu(lu, piv, &info));
   STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 2, &b2));
-  STEP(tarn_matrix_lu_solve(lu, piv, b2, &info));
+  STEP(tarn_matrix_lu_solve(lu, piv, TARN_NO_TRANS, b2, &info));
   STEP(tarn_matrix_copy(a, &f));
   STEP(tarn_matrix_qr(f, 8, &t));
   STEP(tarn_matrix_rand(rt, M, NRHS, NB, NRHS, 3, &bq));

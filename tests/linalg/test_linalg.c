@@ -780,7 +780,7 @@ static int call_waiting(tarn_task *task, void *arg) {
   s->rc[0] = tarn_matrix_cholesky(s->a, NULL);
   s->rc[1] = tarn_matrix_lu(s->a, s->piv, NULL);
   s->rc[2] = tarn_matrix_solve(s->a, s->b, NULL);
-  s->rc[3] = tarn_matrix_lu_solve(s->f, s->piv, s->b, NULL);
+  s->rc[3] = tarn_matrix_lu_solve(s->f, s->piv, TARN_NO_TRANS, s->b, NULL);
   s->rc[4] = tarn_matrix_cholesky_solve(s->f, s->b, NULL);
   s->rc[5] = tarn_matrix_qr(s->a, 0, &t);
   s->rc[6] = tarn_matrix_qr_q(s->f, s->t, &q);

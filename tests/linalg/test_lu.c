@@ -236,7 +236,8 @@ static void test_lu_mem_limit(void **state) {
     assert_int_equal(tarn_matrix_lu(m, piv[run], NULL), 0);
     f[run] = test_buffer_of(m);
     assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, 16, 45, &b), 0);
-    assert_int_equal(tarn_matrix_lu_solve(m, piv[run], b, NULL), 0);
+    assert_int_equal(tarn_matrix_lu_solve(m, piv[run], TARN_NO_TRANS, b, NULL),
+                     0);
     y[run] = test_buffer_of(b);
     tarn_matrix_destroy(b);
     b = NULL;
@@ -366,41 +367,50 @@ static void test_solve_bad(void **state) {
 /* ---- solve with the factors ---------------------------------------------- */
 
 /* A random n x n A factored by tarn_matrix_lu, then n x nrhs right-hand
- * sides (column tiles cb) solved with the factors: the residual against
- * A, and the factors and pivots unchanged by the solve. */
+ * sides (column tiles cb) solved with the factors, for A X = B and for
+ * A^T X = B: the residual against A or A^T, and the factors and pivots
+ * unchanged by the solves. */
 static void check_lu_solve(tarn_rt *rt, size_t n, size_t nb, size_t nrhs,
                            size_t cb, uint64_t seed) {
-  tarn_matrix *m = NULL, *b = NULL;
+  tarn_matrix *m = NULL;
   assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, seed, &m), 0);
-  double *a = test_buffer_of(m);
+  double *a = test_buffer_of(m), *at = malloc(n * n * sizeof *at);
   size_t *piv = malloc(n * sizeof *piv), *piv0 = malloc(n * sizeof *piv0);
+  assert_non_null(at);
   assert_non_null(piv);
   assert_non_null(piv0);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++) at[j + i * n] = a[i + j * n];
   assert_int_equal(tarn_matrix_lu(m, piv, NULL), 0);
   memcpy(piv0, piv, n * sizeof *piv);
   double *f = test_buffer_of(m);
-  assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, cb, seed + 1, &b), 0);
-  double *rhs = test_buffer_of(b);
-  int info = -1;
-  assert_int_equal(tarn_matrix_lu_solve(m, piv, b, &info), 0);
-  assert_int_equal(info, 0);
-  double *x = test_buffer_of(b), *f1 = test_buffer_of(m);
-  double r = test_solve_residual(a, x, rhs, n, nrhs);
-  if (!(r < 20))
-    print_error("lu_solve n %zu nb %zu nrhs %zu cb %zu: %g\n", n, nb, nrhs, cb,
-                r);
-  assert_true(r < 20);
-  assert_memory_equal(f, f1, n * n * sizeof *f);
-  assert_memory_equal(piv, piv0, n * sizeof *piv);
+  for (int ta = 0; ta < 2; ta++) {
+    tarn_matrix *b = NULL;
+    assert_int_equal(
+        tarn_matrix_rand(rt, n, nrhs, nb, cb, seed + 1 + (uint64_t)ta, &b), 0);
+    double *rhs = test_buffer_of(b);
+    int info = -1;
+    assert_int_equal(tarn_matrix_lu_solve(m, piv, (tarn_trans)ta, b, &info), 0);
+    assert_int_equal(info, 0);
+    double *x = test_buffer_of(b), *f1 = test_buffer_of(m);
+    double r = test_solve_residual(ta ? at : a, x, rhs, n, nrhs);
+    if (!(r < 20))
+      print_error("lu_solve n %zu nb %zu nrhs %zu cb %zu trans %d: %g\n", n, nb,
+                  nrhs, cb, ta, r);
+    assert_true(r < 20);
+    assert_memory_equal(f, f1, n * n * sizeof *f);
+    assert_memory_equal(piv, piv0, n * sizeof *piv);
+    free(f1);
+    free(rhs);
+    free(x);
+    tarn_matrix_destroy(b);
+  }
   free(a);
+  free(at);
   free(f);
-  free(f1);
-  free(rhs);
-  free(x);
   free(piv);
   free(piv0);
   tarn_matrix_destroy(m);
-  tarn_matrix_destroy(b);
 }
 
 static void test_lu_solve(void **state) {
@@ -409,7 +419,7 @@ static void test_lu_solve(void **state) {
 }
 
 static int lu_solve_fn(void *ctx, tarn_matrix *a, tarn_matrix *b, int *info) {
-  return tarn_matrix_lu_solve(a, ctx, b, info);
+  return tarn_matrix_lu_solve(a, ctx, TARN_NO_TRANS, b, info);
 }
 
 /* Solves with one factorisation from several threads at once. */
@@ -449,28 +459,42 @@ static void test_lu_solve_bad(void **state) {
   assert_int_equal(tarn_matrix_rand(rt, n, 2, 4, 1, 2, &b), 0);
   double *b0 = test_buffer_of(b);
   info = 0;
-  assert_int_equal(tarn_matrix_lu_solve(sing, piv, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(sing, piv, TARN_NO_TRANS, b, &info),
+                   TARN_EINVAL);
   assert_int_equal(info, (int)(p + 1));
   double *b1 = test_buffer_of(b);
+  assert_memory_equal(b0, b1, n * 2 * sizeof *b0);
+  info = 0; /* A^T X = B: the same zero, B unchanged */
+  assert_int_equal(tarn_matrix_lu_solve(sing, piv, TARN_TRANS, b, &info),
+                   TARN_EINVAL);
+  assert_int_equal(info, (int)(p + 1));
+  free(b1);
+  b1 = test_buffer_of(b);
   assert_memory_equal(b0, b1, n * 2 * sizeof *b0);
 
   assert_int_equal(tarn_matrix_copy(r, &a), 0);
   assert_int_equal(tarn_matrix_lu(a, good, NULL), 0);
   test_solve_refuses_bad_shapes(rt, lu_solve_fn, good, a, b);
   info = 5;
-  assert_int_equal(tarn_matrix_lu_solve(a, NULL, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(a, NULL, TARN_NO_TRANS, b, &info),
+                   TARN_EINVAL);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_lu_solve(a, good, (tarn_trans)2, b, &info),
+                   TARN_EINVAL);
   assert_int_equal(info, 0);
   size_t bad[12];
   memcpy(bad, good, sizeof bad);
   bad[5] = 4; /* before its own row */
-  assert_int_equal(tarn_matrix_lu_solve(a, bad, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(a, bad, TARN_TRANS, b, &info),
+                   TARN_EINVAL);
   bad[5] = n; /* past the last row */
-  assert_int_equal(tarn_matrix_lu_solve(a, bad, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(a, bad, TARN_NO_TRANS, b, &info),
+                   TARN_EINVAL);
   assert_int_equal(info, 0);
   double *b2 = test_buffer_of(b);
   assert_memory_equal(b0, b2, n * 2 * sizeof *b0);
   /* the good call still works */
-  assert_int_equal(tarn_matrix_lu_solve(a, good, b, &info), 0);
+  assert_int_equal(tarn_matrix_lu_solve(a, good, TARN_NO_TRANS, b, &info), 0);
   assert_int_equal(info, 0);
   double *x = test_buffer_of(b);
   assert_true(test_solve_residual(orig, x, b0, n, 2) < 20);

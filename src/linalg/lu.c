@@ -456,19 +456,19 @@ static int submit_trans(tarn_matrix *a, tarn_matrix *y, tarn_matrix *b,
                                      column_priority(k, k + 1 + jb, 2), 0);
   if (rc == 0) rc = tarn__submit_backward(a, true, true, y, b, failed, false);
   for (size_t jb = 0; rc == 0 && jb < b->nt; jb++) {
-    deps[0] = (tarn_dep){tarn__tile(a, 0, 0), TARN_READ};
+    /* B's tiles alone order it: none of A is pinned for it */
     for (size_t i = 0; i < a->mt; i++)
-      deps[1 + i] = (tarn_dep){tarn__tile(b, i, jb), TARN_READ_WRITE};
+      deps[i] = (tarn_dep){tarn__tile(b, i, jb), TARN_READ_WRITE};
     struct lu_job s = {.n = (int)tarn__tile_cols(b, jb),
                        .tb = a->mb,
                        .rows = a->m,
                        .count = a->m,
                        .ntiles = a->mt,
-                       .slot0 = 1,
+                       .slot0 = 0,
                        .piv = piv,
                        .reverse = true,
                        .skip = failed};
-    rc = submit_job(a->rt, k_swap, &s, deps, a->mt + 1, 0, "laswp");
+    rc = submit_job(a->rt, k_swap, &s, deps, a->mt, 0, "laswp");
   }
   return rc;
 }

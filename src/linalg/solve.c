@@ -188,36 +188,44 @@ static int submit_forward(tarn_matrix *l, tarn_matrix *y, atomic_int *failed) {
   return 0;
 }
 
+/* Step k on tile column j of a solve op(T) X = Y from Y into B: the trsm
+ * X_kj = op(T)_kk^-1 Y_kj into B (k_solve_into; `s` says which triangle,
+ * direction, check and flag; the sizes are filled here), then Y_ij -=
+ * op(T)_ik X_kj for Y's tile rows still to come: below k going forward,
+ * above it going backward. B's tile is written when `fresh`, else
+ * updated. */
+static int submit_step_into(tarn_matrix *t, tarn_matrix *y, tarn_matrix *b,
+                            size_t k, size_t j, struct solve_job s,
+                            bool fresh) {
+  tarn_dep d3[3] = {
+      {tarn__tile(t, k, k), TARN_READ},
+      {tarn__tile(y, k, j), TARN_READ},
+      {tarn__tile(b, k, j), fresh ? TARN_WRITE : TARN_READ_WRITE}};
+  /* T_kk's triangle is nk x nk, at the top of a tile of ldk rows */
+  s.m = (int)tarn__tile_cols(t, k);
+  s.n = (int)tarn__tile_cols(b, j);
+  s.lda = (int)tarn__tile_rows(t, k);
+  s.ldb = (int)tarn__tile_rows(b, k);
+  s.ldc = (int)tarn__tile_rows(y, k);
+  s.offset = k * t->nb;
+  int rc = submit_job(t->rt, k_solve_into, &s, d3, 3, PRIO_TOP, "trsm");
+  size_t from = s.forward ? k + 1 : 0, to = s.forward ? t->nt : k;
+  for (size_t i = from; rc == 0 && i < to; i++)
+    rc = submit_update(t, s.ta, y, i, k, j, b, s.flag,
+                       update_priority(s.forward ? i - k : k - i));
+  return rc;
+}
+
 int tarn__submit_backward(tarn_matrix *t, bool lower, bool unit, tarn_matrix *y,
                           tarn_matrix *b, atomic_int *dropped, bool fresh) {
-  for (size_t step = 0; step < t->nt; step++) {
-    size_t k = t->nt - 1 - step;
-    /* T_kk's triangle is nk x nk, at the top of a tile of ldk rows */
-    int nk = (int)tarn__tile_cols(t, k), ldk = (int)tarn__tile_rows(t, k);
+  struct solve_job s = {
+      .ta = lower, .unit = unit, .check = fresh && !unit, .flag = dropped};
+  for (size_t step = 0; step < t->nt; step++)
     for (size_t j = 0; j < b->nt; j++) {
-      int nj = (int)tarn__tile_cols(b, j);
-      tarn_ref *bkj = tarn__tile(b, k, j);
-      tarn_dep d3[3] = {{tarn__tile(t, k, k), TARN_READ},
-                        {tarn__tile(y, k, j), TARN_READ},
-                        {bkj, fresh ? TARN_WRITE : TARN_READ_WRITE}};
-      struct solve_job s = {.m = nk,
-                            .n = nj,
-                            .lda = ldk,
-                            .ldb = (int)tarn__tile_rows(b, k),
-                            .ldc = (int)tarn__tile_rows(y, k),
-                            .ta = lower,
-                            .unit = unit,
-                            .check = fresh && !unit,
-                            .offset = k * t->nb,
-                            .flag = dropped};
-      int rc = submit_job(t->rt, k_solve_into, &s, d3, 3, PRIO_TOP, "trsm");
-      /* Y_ij -= U_ik X_kj, or L_ki^T X_kj, for the tile rows above */
-      for (size_t i = 0; rc == 0 && i < k; i++)
-        rc = submit_update(t, lower, y, i, k, j, b, dropped,
-                           update_priority(k - i));
+      /* up T's tile rows: op(T) is U, or L^T */
+      int rc = submit_step_into(t, y, b, t->nt - 1 - step, j, s, fresh);
       if (rc != 0) return rc;
     }
-  }
   return 0;
 }
 
@@ -274,32 +282,6 @@ static int submit_copy(tarn_matrix *from, tarn_matrix *to, size_t i, size_t j,
   return submit_job(from->rt, k_copy, &c, d3, 3, PRIO_TOP, "copy");
 }
 
-/* Step k of the forward solve op(T) X = Y from Y into B on tile column j
- * (op(T) L, or U^T when `upper`): X_kj = op(T)_kk^-1 Y_kj into B, then
- * Y_ij -= op(T)_ik X_kj for the tile rows below; nothing once *dropped is
- * not 0. */
-static int submit_forward_into(tarn_matrix *t, bool upper, bool unit,
-                               tarn_matrix *y, tarn_matrix *b, size_t k,
-                               size_t j, atomic_int *dropped) {
-  tarn_dep d3[3] = {{tarn__tile(t, k, k), TARN_READ},
-                    {tarn__tile(y, k, j), TARN_READ},
-                    {tarn__tile(b, k, j), TARN_READ_WRITE}};
-  struct solve_job s = {.m = (int)tarn__tile_cols(t, k),
-                        .n = (int)tarn__tile_cols(b, j),
-                        .lda = (int)tarn__tile_rows(t, k),
-                        .ldb = (int)tarn__tile_rows(b, k),
-                        .ldc = (int)tarn__tile_rows(y, k),
-                        .ta = upper,
-                        .unit = unit,
-                        .forward = true,
-                        .flag = dropped};
-  int rc = submit_job(t->rt, k_solve_into, &s, d3, 3, PRIO_TOP, "trsm");
-  for (size_t i = k + 1; rc == 0 && i < t->nt; i++)
-    rc =
-        submit_update(t, upper, y, i, k, j, b, dropped, update_priority(i - k));
-  return rc;
-}
-
 /* The solve's tasks: the checks of T's diagonal tiles (unless unit), then
  * the copy Y of B, then the forward or backward solve from Y into B; every
  * task after the checks does nothing once *failed is not 0 (a zero was
@@ -323,9 +305,12 @@ static int submit_triangular(tarn_matrix *t, bool forward, bool lower,
   if (rc != 0 || !forward)
     return rc != 0 ? rc
                    : tarn__submit_backward(t, lower, unit, y, b, failed, false);
+  /* L or U^T, down the tile rows */
+  struct solve_job s = {
+      .ta = !lower, .unit = unit, .forward = true, .flag = failed};
   for (size_t k = 0; rc == 0 && k < t->nt; k++)
     for (size_t j = 0; rc == 0 && j < b->nt; j++)
-      rc = submit_forward_into(t, !lower, unit, y, b, k, j, failed);
+      rc = submit_step_into(t, y, b, k, j, s, false);
   return rc;
 }
 

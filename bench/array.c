@@ -93,7 +93,7 @@ static int tarn_sample(struct ctx *c, int op, loop_row *r, double *t,
   if (op == ARRAY_SUM) {
     rc = tarn_matrix_sum(c->x, &v);
   } else if (op == ARRAY_NORM) {
-    rc = tarn_matrix_norm(c->x, &v);
+    rc = tarn_matrix_norm(c->x, TARN_NORM_FRO, &v);
   } else {
     tarn_region *region;
     rc = tarn_region_begin(c->rt, &region);

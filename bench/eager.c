@@ -274,7 +274,7 @@ static int qr_run(struct state *s) {
 
 static int qr_check(const struct state *s) {
   double norm;
-  int rc = tarn_matrix_norm(s->result, &norm);
+  int rc = tarn_matrix_norm(s->result, TARN_NORM_FRO, &norm);
   if (rc != 0) return tarn_failed("tarn_matrix_norm", rc);
   return expect_close(s, "qr x3: ||Q||_F", norm, 1e-8);
 }

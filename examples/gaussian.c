@@ -122,7 +122,7 @@ int main(int argc, char **argv) {
   CHECK(tarn_matrix_triangular_solve(s, TARN_LOWER, TARN_NO_TRANS,
                                      TARN_NON_UNIT, d, &info)); /* D = Z */
   double norm_z;
-  CHECK(tarn_matrix_norm(d, &norm_z));
+  CHECK(tarn_matrix_norm(d, TARN_NORM_FRO, &norm_z));
   tarn_region *region = NULL; /* log L(j, j), waited for */
   CHECK(tarn_region_begin(rt, &region));
   tarn_matrix *const lm[] = {s};

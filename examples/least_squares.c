@@ -107,11 +107,11 @@ int main(int argc, char **argv) {
   CHECK(tarn_matrix_gemv(a, TARN_NO_TRANS, c, 1.0, -1.0, &r));
   CHECK(tarn_matrix_gemv(a, TARN_TRANS, r, 1.0, 0.0, &at_r));
   double norm_a, norm_c, norm_y, norm_r, norm_atr;
-  CHECK(tarn_matrix_norm(a, &norm_a));
-  CHECK(tarn_matrix_norm(c, &norm_c));
-  CHECK(tarn_matrix_norm(y, &norm_y));
-  CHECK(tarn_matrix_norm(r, &norm_r));
-  CHECK(tarn_matrix_norm(at_r, &norm_atr));
+  CHECK(tarn_matrix_norm(a, TARN_NORM_FRO, &norm_a));
+  CHECK(tarn_matrix_norm(c, TARN_NORM_FRO, &norm_c));
+  CHECK(tarn_matrix_norm(y, TARN_NORM_FRO, &norm_y));
+  CHECK(tarn_matrix_norm(r, TARN_NORM_FRO, &norm_r));
+  CHECK(tarn_matrix_norm(at_r, TARN_NORM_FRO, &norm_atr));
 
   printf("least_squares: %zu points, degree %zu, %u workers\n", m, degree,
          tarn_rt_workers(rt));

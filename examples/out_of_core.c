@@ -147,7 +147,8 @@ int main(int argc, char **argv) {
   CHECK(tarn_matrix_gemv(a, TARN_NO_TRANS, want, 1.0, 0.0, &b)); /* b = A 1 */
   CHECK(tarn_matrix_copy(b, &x));
   double norm_a;
-  CHECK(tarn_matrix_norm(a, &norm_a)); /* before A becomes its factor */
+  CHECK(tarn_matrix_norm(a, TARN_NORM_FRO,
+                         &norm_a)); /* before A becomes its factor */
 
   int info = 0;
   CHECK(tarn_matrix_cholesky(a, &info));          /* A = L L^T, in place */
@@ -162,10 +163,10 @@ int main(int argc, char **argv) {
   CHECK(tarn_matrix_apply(parts, modes, 4, ridge_residual, &lambda));
   CHECK(tarn_matrix_axpb(x, 1.0, -1.0, &err)); /* x - 1 */
   double norm_x, norm_r, norm_want, norm_err;
-  CHECK(tarn_matrix_norm(want, &norm_want));
-  CHECK(tarn_matrix_norm(x, &norm_x));
-  CHECK(tarn_matrix_norm(res, &norm_r));
-  CHECK(tarn_matrix_norm(err, &norm_err));
+  CHECK(tarn_matrix_norm(want, TARN_NORM_FRO, &norm_want));
+  CHECK(tarn_matrix_norm(x, TARN_NORM_FRO, &norm_x));
+  CHECK(tarn_matrix_norm(res, TARN_NORM_FRO, &norm_r));
+  CHECK(tarn_matrix_norm(err, TARN_NORM_FRO, &norm_err));
 
   /* x to a file and back: the same bits. */
   double x_diff;
@@ -173,7 +174,7 @@ int main(int argc, char **argv) {
   CHECK(tarn_matrix_from_file(rt, x_path, tile, 1, &x_back));
   CHECK(tarn_matrix_axpb(x_back, -1.0, 0.0, &diff));
   CHECK(tarn_matrix_add(diff, x, &diff)); /* x - x_back */
-  CHECK(tarn_matrix_norm(diff, &x_diff));
+  CHECK(tarn_matrix_norm(diff, TARN_NORM_FRO, &x_diff));
   printf("  x: saved to %s%s\n", x_path,
          temporary ? " (removed at the end)" : "");
 

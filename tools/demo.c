@@ -324,14 +324,14 @@ static void run(struct demo *d) {
   STEP(d, tarn_matrix_apply(&d->a2, write, 1, fill_covariance, NULL));
   STEP(d, tarn_matrix_copy(d->b, &d->r));
   STEP(d, tarn_matrix_gemv(d->a2, TARN_NO_TRANS, d->x, 1.0, -1.0, &d->r));
-  STEP(d, tarn_matrix_norm(d->a2, &d->norm_a));
-  STEP(d, tarn_matrix_norm(d->x, &d->norm_x));
-  STEP(d, tarn_matrix_norm(d->r, &d->norm_r));
-  STEP(d, tarn_matrix_norm(d->want, &d->norm_want));
+  STEP(d, tarn_matrix_norm(d->a2, TARN_NORM_FRO, &d->norm_a));
+  STEP(d, tarn_matrix_norm(d->x, TARN_NORM_FRO, &d->norm_x));
+  STEP(d, tarn_matrix_norm(d->r, TARN_NORM_FRO, &d->norm_r));
+  STEP(d, tarn_matrix_norm(d->want, TARN_NORM_FRO, &d->norm_want));
   tarn_matrix *const diff[] = {d->want, d->x};
   const tarn_access modes[] = {TARN_READ_WRITE, TARN_READ};
   STEP(d, tarn_matrix_apply(diff, modes, 2, subtract, NULL));
-  STEP(d, tarn_matrix_norm(d->want, &d->norm_err));
+  STEP(d, tarn_matrix_norm(d->want, TARN_NORM_FRO, &d->norm_err));
   phase_end(d, "check: A again, r = A x - b", t0, 0);
 }
 

@@ -235,6 +235,60 @@ TARN_API int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv,
  * TARN_ENOMEM, TARN_ENOSPC, TARN_EIO as tarn_matrix_lu. */
 TARN_API int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info);
 
+/* ---- condition estimates ---------------------------------------------
+ *
+ * How far a solve with factors made before can be trusted: an estimate
+ * of the reciprocal condition number rcond = 1 / (||A|| ||A^-1||) in the
+ * one-norm or the infinity-norm, as LAPACK's dgecon, dpocon and dtrcon. A
+ * solution's relative error is at most about eps / rcond; rcond near
+ * eps (2.2e-16) or below means A is singular to working precision.
+ * ||A^-1|| is estimated as LAPACK does (Hager's and Higham's method,
+ * through LAPACK's dlacn2): from at most eleven tiled solves of one
+ * column with the factors, O(n^2) work each, against the factorisation's
+ * O(n^3). The estimate is a lower bound of ||A^-1|| that is almost always
+ * within a factor of 3 of it, so rcond is rarely more than 3 times too
+ * large, never too small.
+ *
+ * The factors are only read (several estimates, and solves, with one
+ * factorisation may run at once). Each call waits (regions of its own;
+ * from a task: TARN_EDEADLK). *rcond is 0 when a factor has an exact zero
+ * on its diagonal, and when a product with A^-1 overflows or meets a NaN
+ * in the factors (LAPACK scales its solves against overflow; these do
+ * not, and report 0, "singular to working precision", instead). It is
+ * set only when the call returns 0. Each returns 0; TARN_EINVAL for NULL
+ * arguments, a factor that is not square or not in square tiles, and the
+ * other bad input named below; TARN_ECANCELED when a task submitted
+ * before to write the factor failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO
+ * from the runtime. */
+
+/* rcond of A from its LU factors and pivots (tarn_matrix_lu's), in the
+ * one-norm (kind TARN_NORM_ONE) or the infinity-norm (TARN_NORM_INF).
+ * anorm is that norm of A itself, taken before the factorisation
+ * overwrote it (tarn_matrix_norm). anorm 0 gives rcond 0. TARN_EINVAL
+ * also for another kind, an anorm that is negative, infinite or a NaN,
+ * and a pivot piv[i] outside [i, n). */
+TARN_API int tarn_matrix_lu_rcond(tarn_matrix *lu, const size_t *piv,
+                                  tarn_norm kind, double anorm, double *rcond);
+
+/* rcond of a symmetric positive definite A from its Cholesky factor
+ * (tarn_matrix_cholesky's lower triangle), in the one-norm, which is the
+ * infinity-norm of a symmetric matrix. anorm as for tarn_matrix_lu_rcond:
+ * ||A||_1 taken before the factorisation. */
+TARN_API int tarn_matrix_cholesky_rcond(tarn_matrix *l, double anorm,
+                                        double *rcond);
+
+/* rcond of the triangular matrix T: the lower or upper triangle of `t`,
+ * with its own diagonal or a unit one (as tarn_matrix_triangular_solve,
+ * which reads the same elements and no others), in the one-norm or the
+ * infinity-norm (kind). ||T|| is computed here (as dlantr), by tiles that
+ * hold a part of the triangle. A NaN or infinite element of T gives rcond
+ * 0. For the R of a QR (upper, non-unit), this is the condition of the
+ * least-squares problem's matrix. TARN_EINVAL also for an unknown uplo,
+ * diag or kind. */
+TARN_API int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo,
+                                          tarn_diag diag, tarn_norm kind,
+                                          double *rcond);
+
 /* Householder QR factorisation in place, in compact WY form (LAPACK's
  * dgeqrt): A = Q R with Q orthogonal, as the tile algorithm of PLASMA and
  * Chameleon (flat reduction tree). A is M x N with M >= N >= 1, and its

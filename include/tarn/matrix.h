@@ -276,13 +276,32 @@ TARN_API int tarn_matrix_apply(tarn_matrix *const *matrices,
  * failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime. */
 TARN_API int tarn_matrix_sum(tarn_matrix *a, double *sum);
 
-/* The Frobenius norm sqrt(sum a_ij^2): per tile a sum of squares (scaled
- * by the tile's largest element when its squares could overflow or
- * underflow), combined as for tarn_matrix_sum with the scales reconciled.
- * Within about (log2(M N) + 21) eps of the exact norm; a NaN when an
- * element is a NaN, else +infinity when one is infinite (as LAPACK's
- * dlange since 3.10). Waits, and returns, as tarn_matrix_sum. */
-TARN_API int tarn_matrix_norm(tarn_matrix *a, double *norm);
+/* Which norm tarn_matrix_norm computes (LAPACK's dlange: 'F', '1', 'I',
+ * 'M'). */
+typedef enum {
+  TARN_NORM_FRO, /* sqrt(sum a_ij^2), the Frobenius norm */
+  TARN_NORM_ONE, /* max_j sum_i |a_ij|, the largest column sum */
+  TARN_NORM_INF, /* max_i sum_j |a_ij|, the largest row sum */
+  TARN_NORM_MAX  /* max |a_ij| (not a matrix norm) */
+} tarn_norm;
+
+/* A norm of `a` into *norm.
+ *
+ * TARN_NORM_FRO: per tile a sum of squares (scaled by the tile's largest
+ * element when its squares could overflow or underflow), combined as for
+ * tarn_matrix_sum with the scales reconciled; within about
+ * (log2(M N) + 21) eps of the exact norm.
+ * TARN_NORM_ONE, TARN_NORM_INF: each tile adds |a_ij| to the sums of its
+ * columns (rows), the tiles of a tile column (row) in turn on one to
+ * tarn_rt_workers lanes; within about (M + 8) eps (N + 8 for rows) of the
+ * exact sum. They take that many lanes times N (M) doubles of the
+ * caller's memory while they run.
+ * TARN_NORM_MAX: exact.
+ *
+ * A NaN when an element is a NaN, else +infinity when one is infinite (as
+ * LAPACK's dlange since 3.10). Waits, and returns, as tarn_matrix_sum;
+ * TARN_EINVAL for an unknown kind. */
+TARN_API int tarn_matrix_norm(tarn_matrix *a, tarn_norm kind, double *norm);
 
 #ifdef __cplusplus
 }

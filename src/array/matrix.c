@@ -107,7 +107,9 @@ struct job {
   double *buf; /* the caller's buffer, for from/to_buffer */
   size_t ld;
   size_t i, j;   /* element, for get */
-  double *out;   /* where get writes */
+  double *out;   /* where get writes; the line sums a norm adds to */
+  char part;     /* what a norm reads: 'F' all, 'L' or 'U' a triangle */
+  bool unit;     /* ... and with its diagonal taken as ones */
   size_t ia, ib; /* task data slots of the operands (refs may repeat) */
   struct partial *partial; /* where a reduction's tile task writes */
 };
@@ -729,12 +731,42 @@ static int k_tile_ssq(tarn_task *t, void *arg) {
   return 0;
 }
 
+/* The largest magnitude of columns i..j of a tile; a NaN when one is a
+ * NaN (fmax would skip it). */
+static int k_tile_max(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  const double *a = (const double *)tarn_task_data(t, 0) + j->i * j->rows;
+  size_t n = j->rows * (j->j - j->i);
+  double best = 0;
+  bool nan = false;
+  for (size_t k = 0; k < n; k++) {
+    double v = fabs(a[k]);
+    best = v > best ? v : best;
+    nan |= v != v;
+  }
+  j->partial->scale = 1;
+  j->partial->value = nan ? NAN : best;
+  return 0;
+}
+
+/* What a reduction's partials are and how two of them combine. */
+enum reduction { REDUCE_SUM, REDUCE_SSQ, REDUCE_MAX };
+
+/* The larger of two magnitudes, a NaN when either is one. */
+static double max_or_nan(double x, double y) {
+  if (isnan(x) || isnan(y)) return NAN;
+  return x > y ? x : y;
+}
+
 /* Two partials as one: sums add; sums of squares are brought to the
- * larger scale first. A NaN (value) wins, then an infinite element (scale
- * infinity, value 1: Inf / Inf would make a NaN of it). */
+ * larger scale first; maxima take the larger. A NaN (value) wins, then an
+ * infinite element (scale infinity, value 1: Inf / Inf would make a NaN
+ * of it). */
 static struct partial combine(struct partial x, struct partial y,
-                              bool squares) {
-  if (!squares) return (struct partial){1, x.value + y.value};
+                              enum reduction kind) {
+  if (kind == REDUCE_SUM) return (struct partial){1, x.value + y.value};
+  if (kind == REDUCE_MAX)
+    return (struct partial){1, max_or_nan(x.value, y.value)};
   if (isnan(x.value) || isnan(y.value)) return (struct partial){1, NAN};
   if (isinf(x.scale) || isinf(y.scale)) return (struct partial){INFINITY, 1};
   double s = x.scale > y.scale ? x.scale : y.scale;
@@ -749,7 +781,7 @@ static struct partial combine(struct partial x, struct partial y,
  * write their partials into an array of the caller's; once they are done
  * the caller combines the partials pairwise, level by level (a binary
  * tree in a fixed order). */
-static int reduce(tarn_matrix *a, tarn_task_fn tile_fn, bool squares,
+static int reduce(tarn_matrix *a, tarn_task_fn tile_fn, enum reduction kind,
                   struct partial *result) {
   if (a == NULL || result == NULL) return TARN_EINVAL;
   size_t tiles = a->mt * a->nt, want = tarn_rt_workers(a->rt);
@@ -779,7 +811,7 @@ static int reduce(tarn_matrix *a, tarn_task_fn tile_fn, bool squares,
   while (rc == 0 && count > 1) {
     size_t next = 0;
     for (size_t k = 0; k + 1 < count; k += 2)
-      part[next++] = combine(part[k], part[k + 1], squares);
+      part[next++] = combine(part[k], part[k + 1], kind);
     if (count % 2 == 1) part[next++] = part[count - 1];
     count = next;
   }
@@ -788,18 +820,150 @@ static int reduce(tarn_matrix *a, tarn_task_fn tile_fn, bool squares,
   return rc;
 }
 
+/* The sum of |x_k| over n contiguous elements, 8 accumulators as
+ * block_sum (a NaN stays a NaN). */
+TARN_HOT_CLONES static double abs_sum(const double *x, size_t n) {
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t k = 0;
+  for (; n - k >= 8; k += 8)
+    for (int l = 0; l < 8; l++) acc[l] += fabs(x[k + l]);
+  for (; k < n; k++) acc[k % 8] += fabs(x[k]);
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+         ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+/* The rows [*r0, *r1) of column c of tile job j that lie in the part of
+ * the matrix a norm reads: all of them, or those of the lower (upper)
+ * triangle, the diagonal left out when it is taken as all ones. */
+static void rows_in_part(const struct job *j, size_t c, size_t *r0,
+                         size_t *r1) {
+  size_t col = j->col0 + c; /* the diagonal element's row in the matrix */
+  *r0 = 0;
+  *r1 = j->rows;
+  if (j->part == 'L') {
+    size_t from = col + (j->unit ? 1 : 0); /* first row read */
+    *r0 = from <= j->row0 ? 0 : from - j->row0;
+    if (*r0 > j->rows) *r0 = j->rows;
+  } else if (j->part == 'U') {
+    size_t to = col + (j->unit ? 0 : 1); /* past the last row read */
+    *r1 = to <= j->row0 ? 0 : to - j->row0;
+    if (*r1 > j->rows) *r1 = j->rows;
+  }
+  if (*r1 < *r0) *r1 = *r0;
+}
+
+/* Adds |a_ij| of one tile (the part a norm reads) to the sums of its
+ * columns, or of its rows, at j->out in the caller's array. Tasks adding
+ * to the same sums are ordered by a gate ref they all write (see
+ * tarn__matrix_line_norm). */
+static int k_tile_col_sums(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  const double *a = tarn_task_data(t, 0);
+  for (size_t c = 0; c < j->cols; c++) {
+    size_t r0, r1;
+    rows_in_part(j, c, &r0, &r1);
+    j->out[c] += abs_sum(a + c * j->rows + r0, r1 - r0);
+  }
+  return 0;
+}
+
+TARN_HOT_CLONES static int k_tile_row_sums(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  const double *a = tarn_task_data(t, 0);
+  double *restrict out = j->out;
+  for (size_t c = 0; c < j->cols; c++) {
+    size_t r0, r1;
+    rows_in_part(j, c, &r0, &r1);
+    for (size_t r = r0; r < r1; r++) out[r] += fabs(a[r + c * j->rows]);
+  }
+  return 0;
+}
+
+/* Whether tile (ti, tj) holds an element of the part a norm reads: its
+ * first column (lower) or its last (upper) reads the most rows. */
+static bool tile_in_part(const tarn_matrix *a, size_t ti, size_t tj, char part,
+                         bool unit) {
+  struct job j = job_for(a, ti, tj);
+  j.part = part;
+  j.unit = unit;
+  size_t r0, r1;
+  rows_in_part(&j, part == 'U' ? j.cols - 1 : 0, &r0, &r1);
+  return r1 > r0;
+}
+
+int tarn__matrix_line_norm(tarn_matrix *a, bool rows, char part, bool unit,
+                           double *norm) {
+  size_t lines = rows ? a->mt : a->nt; /* lines of tiles */
+  size_t along = rows ? a->nt : a->mt; /* tiles along each line */
+  size_t len = rows ? a->m : a->n;     /* the sums of all lines */
+  size_t lanes = tarn_rt_workers(a->rt);
+  if (lanes > along) lanes = along;
+  if (lanes == 0) lanes = 1;
+  double *sums = len > SIZE_MAX / sizeof(double) / lanes
+                     ? NULL
+                     : calloc(lanes * len, sizeof *sums);
+  tarn_ref **gates = calloc(lanes * lines, sizeof *gates);
+  tarn_region *region = NULL;
+  int rc = sums == NULL || gates == NULL ? TARN_ENOMEM : 0;
+  for (size_t g = 0; rc == 0 && g < lanes * lines; g++)
+    rc = tarn_ref_create(tarn_rt_pool(a->rt), sizeof(double), &gates[g]);
+  if (rc == 0) rc = tarn_region_begin(a->rt, &region);
+  for (size_t k = 0; region != NULL && rc == 0 && k < lines * along; k++) {
+    size_t line = k / along, at = k % along, lane = at % lanes;
+    size_t ti = rows ? line : at, tj = rows ? at : line;
+    if (!tile_in_part(a, ti, tj, part, unit)) continue;
+    struct job j = job_for(a, ti, tj);
+    j.part = part;
+    j.unit = unit;
+    j.out = sums + lane * len + (rows ? j.row0 : j.col0);
+    tarn_dep deps[2] = {{tarn__tile(a, ti, tj), TARN_READ},
+                        {gates[lane * lines + line], TARN_READ_WRITE}};
+    rc = submit_job(a->rt, rows ? k_tile_row_sums : k_tile_col_sums, &j, deps,
+                    2);
+  }
+  if (region != NULL) {
+    int wrc = tarn_region_wait(region, NULL);
+    if (rc == 0) rc = wrc;
+  }
+  double best = 0;
+  for (size_t i = 0; rc == 0 && i < len; i++) {
+    double line_sum = unit ? 1 : 0;
+    for (size_t l = 0; l < lanes; l++) line_sum += sums[l * len + i];
+    best = max_or_nan(best, line_sum);
+  }
+  if (rc == 0) *norm = best;
+  for (size_t g = 0; gates != NULL && g < lanes * lines; g++)
+    if (gates[g] != NULL) tarn_ref_release(gates[g]);
+  free(gates);
+  free(sums);
+  return rc;
+}
+
 int tarn_matrix_sum(tarn_matrix *a, double *sum) {
   if (sum == NULL) return TARN_EINVAL;
   struct partial p;
-  int rc = reduce(a, k_tile_sum, false, &p);
+  int rc = reduce(a, k_tile_sum, REDUCE_SUM, &p);
   if (rc == 0) *sum = p.value;
   return rc;
 }
 
-int tarn_matrix_norm(tarn_matrix *a, double *norm) {
-  if (norm == NULL) return TARN_EINVAL;
+int tarn_matrix_norm(tarn_matrix *a, tarn_norm kind, double *norm) {
+  if (a == NULL || norm == NULL) return TARN_EINVAL;
   struct partial p;
-  int rc = reduce(a, k_tile_ssq, true, &p);
-  if (rc == 0) *norm = p.scale * sqrt(p.value);
-  return rc;
+  int rc;
+  switch (kind) {
+    case TARN_NORM_FRO:
+      rc = reduce(a, k_tile_ssq, REDUCE_SSQ, &p);
+      if (rc == 0) *norm = p.scale * sqrt(p.value);
+      return rc;
+    case TARN_NORM_MAX:
+      rc = reduce(a, k_tile_max, REDUCE_MAX, &p);
+      if (rc == 0) *norm = p.value;
+      return rc;
+    case TARN_NORM_ONE:
+      return tarn__matrix_line_norm(a, false, 'F', false, norm);
+    case TARN_NORM_INF:
+      return tarn__matrix_line_norm(a, true, 'F', false, norm);
+  }
+  return TARN_EINVAL;
 }

@@ -64,6 +64,21 @@ int tarn__matrix_destination(tarn_rt *rt, size_t m, size_t n, size_t mb,
  * first appearance. */
 size_t tarn__dep_slot(const tarn_dep *deps, size_t k);
 
+/* *norm = the largest column sum (rows false: the one-norm) or row sum
+ * (rows true: the infinity-norm) of |a_ij| over a part of `a`: all of it
+ * (part 'F'), or its lower ('L') or upper ('U') triangle, whose diagonal
+ * counts as ones when `unit` (as LAPACK's dlantr). Tiles with nothing of
+ * the part are not read. The tiles of each line of tiles are dealt to
+ * lanes of sums (tile k of a line to lane k % lanes, up to
+ * tarn_rt_workers lanes, so that lines of few tiles still keep the
+ * workers busy); the tasks of one lane and line add to its sums in turn,
+ * ordered by a gate ref they all write, and the caller adds the lanes in
+ * a fixed order. The sums take lanes x (columns or rows) doubles of the
+ * caller's memory, not the pool's. A NaN element makes a NaN. Waits in a
+ * region of its own. Returns 0, TARN_ENOMEM, or the region's status. */
+int tarn__matrix_line_norm(tarn_matrix *a, bool rows, char part, bool unit,
+                           double *norm);
+
 /* Runs fn(arg, q0, q1) over disjoint ranges of columns covering [0, cols)
  * of the running task's tile of `rows` rows, on this thread and on idle
  * workers (tarn_task_parallel_for), each range at least 16384 elements, so

@@ -178,9 +178,36 @@ static void check_shape(tarn_rt *rt, const size_t *s) {
   assert_int_equal(tarn_matrix_sum(a, &sum), 0);
   double bound = (log2((double)(m * n)) + 19) * eps * (double)absum;
   assert_true(fabs(sum - (double)exact) <= bound);
-  assert_int_equal(tarn_matrix_norm(a, &norm), 0);
+  assert_int_equal(tarn_matrix_norm(a, TARN_NORM_FRO, &norm), 0);
   assert_true(fabs(norm - sqrt((double)sq)) <=
               (log2((double)(m * n)) + 21) * eps * sqrt((double)sq));
+  /* The one-, infinity- and max-norms of 2 A - 1 (both signs), against
+   * plain loops over its elements. */
+  tarn_matrix *d = NULL;
+  assert_int_equal(tarn_matrix_axpb(a, 2.0, -1.0, &d), 0);
+  double *e = test_buffer_of(d), largest = 0;
+  long double col_max = 0, row_max = 0;
+  for (size_t j = 0; j < n; j++) {
+    long double col = 0;
+    for (size_t i = 0; i < m; i++) col += fabs(e[i + j * m]);
+    col_max = col > col_max ? col : col_max;
+  }
+  for (size_t i = 0; i < m; i++) {
+    long double row = 0;
+    for (size_t j = 0; j < n; j++) row += fabs(e[i + j * m]);
+    row_max = row > row_max ? row : row_max;
+  }
+  for (size_t k = 0; k < m * n; k++)
+    largest = fabs(e[k]) > largest ? fabs(e[k]) : largest;
+  double one = -1, inf = -1, max = -1;
+  assert_int_equal(tarn_matrix_norm(d, TARN_NORM_ONE, &one), 0);
+  assert_int_equal(tarn_matrix_norm(d, TARN_NORM_INF, &inf), 0);
+  assert_int_equal(tarn_matrix_norm(d, TARN_NORM_MAX, &max), 0);
+  assert_true(fabs(one - (double)col_max) <= (m + 8) * eps * (double)col_max);
+  assert_true(fabs(inf - (double)row_max) <= (n + 8) * eps * (double)row_max);
+  assert_true(max == largest);
+  free(e);
+  tarn_matrix_destroy(d);
   free(x);
   free(y);
   free(z);
@@ -290,12 +317,12 @@ static void constants_and_zeros(void **state) {
     tarn_matrix *x = NULL;
     double norm = 0;
     assert_int_equal(tarn_matrix_fill(rt, 7, 5, 3, 3, extremes[e], &x), 0);
-    assert_int_equal(tarn_matrix_norm(x, &norm), 0);
+    assert_int_equal(tarn_matrix_norm(x, TARN_NORM_FRO, &norm), 0);
     assert_true(fabs(norm - extremes[e] * sqrt(35.0)) <=
                 1e-14 * extremes[e] * sqrt(35.0) + 8 * 0x1p-1074);
     tarn_matrix_destroy(x);
   }
-  /* A NaN makes the norm a NaN, an infinity (and no NaN) +infinity: in
+  /* A NaN makes each norm a NaN, an infinity (and no NaN) +infinity: in
    * one tile of several, in several, or everywhere; in a one-tile matrix
    * too. Until 2026-12-02 an infinity gave a NaN (Inf / Inf when the
    * scales were reconciled) and an all-NaN tile counted as 0. */
@@ -321,14 +348,16 @@ static void constants_and_zeros(void **state) {
       tarn_matrix *m = NULL;
       assert_int_equal(tarn_matrix_from_buffer(rt, 7, 5, tile, tile, x, 7, &m),
                        0);
-      double norm = 0;
-      assert_int_equal(tarn_matrix_norm(m, &norm), 0);
       int nan_wanted =
           whole == 2 ? isnan(specials[e].v[0]) : specials[e].want == 2;
-      if (nan_wanted)
-        assert_true(isnan(norm));
-      else
-        assert_true(isinf(norm) && norm > 0);
+      for (int kind = TARN_NORM_FRO; kind <= TARN_NORM_MAX; kind++) {
+        double norm = 0;
+        assert_int_equal(tarn_matrix_norm(m, (tarn_norm)kind, &norm), 0);
+        if (nan_wanted)
+          assert_true(isnan(norm));
+        else
+          assert_true(isinf(norm) && norm > 0);
+      }
       tarn_matrix_destroy(m);
     }
   free(a);
@@ -373,8 +402,10 @@ static void bad_input_is_refused(void **state) {
    * matrix: the refusal comes before any work). */
   assert_int_equal(tarn_matrix_sum(NULL, &v), TARN_EINVAL);
   assert_int_equal(tarn_matrix_sum(a, NULL), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_norm(NULL, &v), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_norm(a, NULL), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_norm(NULL, TARN_NORM_FRO, &v), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_norm(a, TARN_NORM_FRO, NULL), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_norm(a, (tarn_norm)4, &v), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_norm(a, (tarn_norm)-1, &v), TARN_EINVAL);
   double buf[24];
   assert_int_equal(tarn_matrix_to_buffer(a, buf, 5), TARN_EINVAL); /* ld */
   assert_int_equal(tarn_matrix_from_buffer(rt, 6, 4, 2, 2, buf, 5, &c),

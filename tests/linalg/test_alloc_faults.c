@@ -183,7 +183,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   STEP(tarn_stencil_init(&st, 1, TARN_BOUNDARY_WRAP, 0.0));
   STEP(tarn_stencil_sum(&st, at, &nb));
   STEP(tarn_matrix_sum(nb, &out->sum));
-  STEP(tarn_matrix_norm(a, &out->norm));
+  STEP(tarn_matrix_norm(a, TARN_NORM_FRO, &out->norm));
   if (rc == 0) {
     STEP(tarn_matrix_to_buffer(b, out->chol_x, N));
     STEP(tarn_matrix_to_buffer(b2, out->lu_x, N));

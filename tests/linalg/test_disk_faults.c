@@ -402,7 +402,8 @@ static void test_array_ops_on_a_failing_disk(void **state) {
     int rc = tarn_region_wait(region, NULL);
     if (submitted != 0) rc = submitted;
     double sum = 0, norm = 0;
-    int rs = tarn_matrix_sum(x, &sum), rn = tarn_matrix_norm(y, &norm);
+    int rs = tarn_matrix_sum(x, &sum),
+        rn = tarn_matrix_norm(y, TARN_NORM_FRO, &norm);
     bool h = round >= 0 && hit(disk, fault);
     hits += h;
     if (getenv("DISK_VERBOSE"))

@@ -769,7 +769,7 @@ static void test_cholesky_solve_after_failure(void **state) {
 struct in_task {
   tarn_matrix *a, *b, *f, *t;
   size_t piv[12];
-  int rc[10];
+  int rc[13];
 };
 
 /* Calls every linalg function that waits, from a task. */
@@ -788,6 +788,12 @@ static int call_waiting(tarn_task *task, void *arg) {
   s->rc[8] = tarn_matrix_qr_solve(s->f, s->t, TARN_TRANS, s->b, &x, NULL);
   s->rc[9] = tarn_matrix_triangular_solve(s->f, TARN_LOWER, TARN_NO_TRANS,
                                           TARN_NON_UNIT, s->b, NULL);
+  double rcond = -1;
+  s->rc[10] = tarn_matrix_lu_rcond(s->f, s->piv, TARN_NORM_ONE, 1.0, &rcond);
+  s->rc[11] = tarn_matrix_cholesky_rcond(s->f, 1.0, &rcond);
+  s->rc[12] = tarn_matrix_triangular_rcond(s->f, TARN_UPPER, TARN_NON_UNIT,
+                                           TARN_NORM_INF, &rcond);
+  if (rcond != -1) return -2;
   return t == NULL && q == NULL && x == NULL ? 0 : -1;
 }
 

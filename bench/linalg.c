@@ -2,7 +2,8 @@
  * qr, matmul (A*A), matvec (A*x), solve (A\b via lu) and syrk (A'*A, the
  * full result) of an N x N tiled tarn matrix, and the solves with factors
  * made before (A\b with L of cholesky, with LU and pivots, with QR and its T,
- * and L\b alone; against dpotrs, dgetrs, dormqr + dtrtrs and dtrtrs), side
+ * and L\b alone; against dpotrs, dgetrs, dormqr + dtrtrs and dtrtrs) and the
+ * condition estimate with the LU factors (against dgecon), side
  * by side with
  * LAPACKE/OpenBLAS on the whole matrix (1 thread and all cores), the same tiled
  * Cholesky as OpenMP tasks and the same tiled Cholesky and gemm on StarPU 1.3
@@ -47,6 +48,7 @@ enum {
   OP_GETRS, /* solve with the LU factors and pivots, made outside the clock */
   OP_GEQRS, /* solve with the QR factors, made outside the clock */
   OP_TRTRS, /* L x = b with the Cholesky factor, made outside the clock */
+  OP_GECON, /* rcond from the LU factors, made outside the clock */
   OPS
 };
 enum { V_TARN, V_LAPACKE1, V_LAPACKEN, V_OMP, V_STARPU, VARIANTS };
@@ -71,6 +73,8 @@ static const struct op ops[OPS] = {
     [OP_GEQRS] = {"solve (A\\b with qr's factors)", "geqrs", 1, 0, 0},
     [OP_TRTRS] = {"triangular solve (L\\b with cholesky's L)", "trtrs", 1, 0,
                   0},
+    [OP_GECON] = {"condition estimate (rcond with lu's factors)", "gecon", 1, 0,
+                  0},
 };
 
 /* Dagger.jl's medians in milliseconds, published reference figures (not
@@ -84,9 +88,9 @@ static const size_t dagger_sizes[2] = {256, 1024};
 static const double dagger_median_ms[2][OPS] = {
     /* N=256: cholesky, lu, qr, matmul, matvec, solve, syrk; none for the
      * solves with factors (0) */
-    {3.23, 4.53, 5.62, 2.19, 1.66, 8.89, 3.84, 0, 0, 0, 0},
+    {3.23, 4.53, 5.62, 2.19, 1.66, 8.89, 3.84, 0, 0, 0, 0, 0},
     /* N=1024: cholesky, lu, qr, matmul, matvec, solve, syrk */
-    {19.5, 43.2, 118, 47.0, 3.02, 53.4, 35.7, 0, 0, 0, 0},
+    {19.5, 43.2, 118, 47.0, 3.02, 53.4, 35.7, 0, 0, 0, 0, 0},
 };
 
 /* One size's inputs, made and waited for before any clock starts. */
@@ -106,6 +110,8 @@ struct ctx {
    * T), made once per size outside the clock. */
   double *l_fac, *lu_fac, *qr_fac, *qr_tau;
   int *lu_ipiv;
+  double rnd_norm1; /* ||rnd||_1, the condition estimates' anorm */
+  double rcond[2];  /* the estimates of tarn and LAPACKE */
   tarn_matrix *t_l, *t_lu, *t_qr, *t_qr_t;
   size_t *t_lu_piv;
   linalg_tiles ta, tc;
@@ -142,6 +148,8 @@ static double flops(int op, size_t n) {
       return x * x;
     case OP_GEQRS: /* Q^T b (2 n^2) and the triangular solve (n^2) */
       return 3 * x * x;
+    case OP_GECON: /* not counted: the solves it takes vary */
+      return 0;
     case OP_QR: /* 2 m n^2 - 2 n^3 / 3 with m = n */
       return 4 * x * x * x / 3;
     case OP_SYRK: /* the lower half's n^2 (n + 1), counted as n^3 */
@@ -245,6 +253,9 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
                                       TARN_NON_UNIT, out, &info);
   } else if (op == OP_GETRS) {
     rc = tarn_matrix_lu_solve(c->t_lu, c->t_lu_piv, TARN_NO_TRANS, out, &info);
+  } else if (op == OP_GECON) {
+    rc = tarn_matrix_lu_rcond(c->t_lu, c->t_lu_piv, TARN_NORM_ONE, c->rnd_norm1,
+                              &c->rcond[0]);
   } else if (op == OP_GEQRS) {
     rc = tarn_matrix_qr_solve(c->t_qr, c->t_qr_t, TARN_NO_TRANS, c->t_vec, &out,
                               &info);
@@ -326,6 +337,10 @@ static int lapacke_sample(struct ctx *c, int op, int threads, double *t) {
     case OP_GETRS:
       info = LAPACKE_dgetrs(LAPACK_COL_MAJOR, 'N', n, 1, c->lu_fac, n,
                             c->lu_ipiv, c->wv, n);
+      break;
+    case OP_GECON:
+      info = LAPACKE_dgecon(LAPACK_COL_MAJOR, '1', n, c->lu_fac, n,
+                            c->rnd_norm1, &c->rcond[1]);
       break;
     case OP_GEQRS: /* LAPACK's dgeqrs: Q^T b, then R x = Q^T b */
       info = LAPACKE_dormqr(LAPACK_COL_MAJOR, 'L', 'T', n, 1, n, c->qr_fac, n,
@@ -418,6 +433,13 @@ static int check_buf(const struct ctx *c, int op, const char *who,
 static int check_tarn(struct ctx *c, int op, tarn_matrix *out) {
   int vector = op == OP_MATVEC || op == OP_SOLVE || op == OP_POTRS ||
                op == OP_GETRS || op == OP_GEQRS || op == OP_TRTRS;
+  if (op == OP_GECON) {
+    if (bench_close(c->rcond[0], c->rcond[1], CHECK_TOL)) return 0;
+    fprintf(stderr,
+            "tarn bench: linalg: N=%zu %s: %.17g in tarn, %.17g in LAPACKE\n",
+            c->n, ops[op].name, c->rcond[0], c->rcond[1]);
+    return 1;
+  }
   int rc = tarn_matrix_to_buffer(out, c->chk, c->n);
   if (rc != 0) return tarn_failed("tarn_matrix_to_buffer", rc);
   if (op == OP_QR) {
@@ -504,7 +526,9 @@ static int measure(bench_run *run, struct ctx *c, int op, int v, double *med) {
     if (sample(c, op, v, &s[i]) != 0) return 1;
   double m = bench_median(s + 1, run->samples);
   bench_extra extra[1] = {{"GFLOP_per_s", flops(op, c->n) / m * 1e-9}};
-  if (bench_report(run, name, s + 1, run->samples, extra, 1) == NULL) return 1;
+  size_t extras = flops(op, c->n) > 0 ? 1 : 0;
+  if (bench_report(run, name, s + 1, run->samples, extra, extras) == NULL)
+    return 1;
   *med = m;
   return 0;
 }
@@ -672,6 +696,7 @@ static int factors_open(struct ctx *c) {
     fprintf(stderr, "tarn bench: linalg: out of memory for N=%zu\n", n);
     return 1;
   }
+  c->rnd_norm1 = LAPACKE_dlange(LAPACK_COL_MAJOR, '1', ni, ni, c->rnd, ni);
   memcpy(c->l_fac, c->spd, bytes);
   memcpy(c->lu_fac, c->rnd, bytes);
   memcpy(c->qr_fac, c->rnd, bytes);
@@ -787,7 +812,8 @@ int bench_linalg(bench_run *run) {
       if (op_wanted(run, &c, OP_POTRS, solves, 3) ||
           op_wanted(run, &c, OP_GETRS, solves, 3) ||
           op_wanted(run, &c, OP_GEQRS, solves, 3) ||
-          op_wanted(run, &c, OP_TRTRS, solves, 3))
+          op_wanted(run, &c, OP_TRTRS, solves, 3) ||
+          op_wanted(run, &c, OP_GECON, solves, 3))
         failed = factors_open(&c);
     }
     f.n[f.count] = sizes[s];

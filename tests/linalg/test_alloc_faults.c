@@ -9,8 +9,8 @@
  *   once allocations work again every ref made reads back its own bytes;
  * - linear algebra's (on a runtime under a memory limit that spills, and
  *   on one without a limit: array and stencil operations, Cholesky, LU and
- *   QR with their solves, a triangular solve, matrix-vector products, the
- *   sum and the norm):
+ *   QR with their solves, a triangular solve, condition estimates,
+ *   matrix-vector products, the sum and the norms):
  *   every call returns 0 or TARN_ENOMEM (TARN_ECANCELED for a call whose
  *   input a failed call was to write); when every call succeeded, the
  *   results are the bits of the run without faults; once allocations work
@@ -104,6 +104,8 @@ struct outcome {
   double chol_x[N * NRHS], lu_x[N * NRHS], qr_x[N * NRHS], tri_x[N * NRHS];
   double at_v[N], a_w[M]; /* the matrix-vector products */
   double sum, norm;
+  double norms[3]; /* S's one-norm, A's one- and infinity-norms */
+  double rcond[3]; /* from S's LU and Cholesky factors, and L alone */
   double a[M * N]; /* A as the run left it */
 };
 
@@ -164,7 +166,14 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 6, &b3));
   STEP(tarn_matrix_triangular_solve(s, TARN_LOWER, TARN_TRANS, TARN_NON_UNIT,
                                     b3, &info));
+  STEP(tarn_matrix_norm(lu, TARN_NORM_ONE, &out->norms[0]));
   STEP(tarn_matrix_lu(lu, piv, &info));
+  /* Condition estimates: each a dozen solves of one column. */
+  STEP(tarn_matrix_lu_rcond(lu, piv, TARN_NORM_ONE, out->norms[0],
+                            &out->rcond[0]));
+  STEP(tarn_matrix_cholesky_rcond(s, out->norms[0], &out->rcond[1]));
+  STEP(tarn_matrix_triangular_rcond(s, TARN_LOWER, TARN_NON_UNIT, TARN_NORM_INF,
+                                    &out->rcond[2]));
   STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 2, &b2));
   STEP(tarn_matrix_lu_solve(lu, piv, TARN_NO_TRANS, b2, &info));
   STEP(tarn_matrix_copy(a, &f));
@@ -184,6 +193,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   STEP(tarn_stencil_sum(&st, at, &nb));
   STEP(tarn_matrix_sum(nb, &out->sum));
   STEP(tarn_matrix_norm(a, TARN_NORM_FRO, &out->norm));
+  STEP(tarn_matrix_norm(a, TARN_NORM_ONE, &out->norms[1]));
+  STEP(tarn_matrix_norm(a, TARN_NORM_INF, &out->norms[2]));
   if (rc == 0) {
     STEP(tarn_matrix_to_buffer(b, out->chol_x, N));
     STEP(tarn_matrix_to_buffer(b2, out->lu_x, N));
@@ -263,6 +274,8 @@ static enum verdict linalg_run(struct shared *sh, bool reference,
        memcmp(got.tri_x, sh->want.tri_x, sizeof got.tri_x) != 0 ||
        memcmp(got.at_v, sh->want.at_v, sizeof got.at_v) != 0 ||
        memcmp(got.a_w, sh->want.a_w, sizeof got.a_w) != 0 ||
+       memcmp(got.norms, sh->want.norms, sizeof got.norms) != 0 ||
+       memcmp(got.rcond, sh->want.rcond, sizeof got.rcond) != 0 ||
        got.sum != sh->want.sum || got.norm != sh->want.norm))
     v = WRONG_RESULT;
   return v;

@@ -212,12 +212,13 @@ static void tiles_solved_or_kept(tarn_matrix *b, const double *x,
     }
 }
 
-/* Cholesky in place, then the solve with its factor and the triangular
- * solve L X = B, while the disk fails: a factorisation that succeeds gives
- * the sound disk's factor, one that fails leaves A unspecified but every
- * other matrix intact; each solve leaves the factor intact, and B solved,
- * or as it was where it can be read (a tile whose writer failed reads as
- * TARN_ECANCELED). */
+/* Cholesky in place, then the solve with its factor, the triangular
+ * solve L X = B and the condition estimates with L, while the disk fails:
+ * a factorisation that succeeds gives the sound disk's factor, one that
+ * fails leaves A unspecified but every other matrix intact; each solve
+ * leaves the factor intact, and B solved, or as it was where it can be
+ * read (a tile whose writer failed reads as TARN_ECANCELED); each
+ * estimate is the sound disk's, or the disk's error. */
 static void test_cholesky_on_a_failing_disk(void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
@@ -240,6 +241,11 @@ static void test_cholesky_on_a_failing_disk(void **state) {
                    0);
   double *xt0 = test_buffer_of(bt);
   tarn_matrix_destroy(bt);
+  double rcond0[2]; /* from L as a Cholesky factor, and as a triangle */
+  assert_int_equal(tarn_matrix_cholesky_rcond(l, 1.0, &rcond0[0]), 0);
+  assert_int_equal(tarn_matrix_triangular_rcond(l, TARN_LOWER, TARN_NON_UNIT,
+                                                TARN_NORM_ONE, &rcond0[1]),
+                   0);
   int hits = 0;
   for (int fault = 0; fault < FAULTS; fault++)
     for (int k = 1; k <= (fault == DISK_FULL ? 1 : 6); k++) {
@@ -254,8 +260,15 @@ static void test_cholesky_on_a_failing_disk(void **state) {
       int rs = tarn_matrix_cholesky_solve(l, y, NULL);
       int rtri = tarn_matrix_triangular_solve(l, TARN_LOWER, TARN_NO_TRANS,
                                               TARN_NON_UNIT, z, NULL);
+      double rcond[2] = {-1, -1};
+      int rr[2] = {tarn_matrix_cholesky_rcond(l, 1.0, &rcond[0]),
+                   tarn_matrix_triangular_rcond(l, TARN_LOWER, TARN_NON_UNIT,
+                                                TARN_NORM_ONE, &rcond[1])};
       bool h = hit(disk, (enum fault)fault);
       hits += h;
+      for (int e = 0; e < 2; e++) /* the sound disk's estimate, or none */
+        assert_true(rr[e] == 0 ? rcond[e] == rcond0[e]
+                               : disk_status(rr[e]) && rcond[e] == -1);
       if (getenv("DISK_VERBOSE"))
         print_message("cholesky fault %d at %d: %s, solve %s, L solve %s%s\n",
                       fault, k, rc == 0 ? "ok" : tarn_strerror(rc),
@@ -362,7 +375,8 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
 
 /* Array operations in a region of the caller's (sum of two matrices, a
  * neighbourhood sum, a transpose, matrix-vector products with each
- * orientation), then the waiting sum and norm, while the
+ * orientation), then the waiting sum and norms (Frobenius, one,
+ * infinity), while the
  * disk fails: a region that succeeds gives the sound disk's results bit for
  * bit, one that fails returns the disk's error; the sum and the norm return
  * the sound disk's value or the disk's error, never another value; the
@@ -383,7 +397,8 @@ static void test_array_ops_on_a_failing_disk(void **state) {
   tarn_stencil st;
   assert_int_equal(tarn_stencil_init(&st, 1, TARN_BOUNDARY_WRAP, 0.0), 0);
   enum { OUTS = 5 };
-  double *want[OUTS] = {NULL}, sum0 = 0, norm0 = 0;
+  double *want[OUTS] = {NULL}, sum0 = 0, norm0[3] = {0, 0, 0};
+  const tarn_norm kinds[3] = {TARN_NORM_FRO, TARN_NORM_ONE, TARN_NORM_INF};
   int hits = 0;
   for (int round = -1; round < FAULTS * 6; round++) {
     enum fault fault = round < 0 ? FAULTS : (enum fault)(round / 6);
@@ -401,9 +416,9 @@ static void test_array_ops_on_a_failing_disk(void **state) {
       submitted = tarn_matrix_gemv(y, TARN_TRANS, w, 1.0, 0.0, &out[4]);
     int rc = tarn_region_wait(region, NULL);
     if (submitted != 0) rc = submitted;
-    double sum = 0, norm = 0;
-    int rs = tarn_matrix_sum(x, &sum),
-        rn = tarn_matrix_norm(y, TARN_NORM_FRO, &norm);
+    double sum = 0, norm[3] = {0, 0, 0};
+    int rs = tarn_matrix_sum(x, &sum), rn[3];
+    for (int k = 0; k < 3; k++) rn[k] = tarn_matrix_norm(y, kinds[k], &norm[k]);
     bool h = round >= 0 && hit(disk, fault);
     hits += h;
     if (getenv("DISK_VERBOSE"))
@@ -411,7 +426,7 @@ static void test_array_ops_on_a_failing_disk(void **state) {
                     (int)fault, round % 6 + 1,
                     rc == 0 ? "ok" : tarn_strerror(rc),
                     rs == 0 ? "ok" : tarn_strerror(rs),
-                    rn == 0 ? "ok" : tarn_strerror(rn),
+                    rn[0] == 0 ? "ok" : tarn_strerror(rn[0]),
                     round < 0 ? " (sound disk)"
                     : h       ? ""
                               : " (missed)");
@@ -420,10 +435,10 @@ static void test_array_ops_on_a_failing_disk(void **state) {
     if (round < 0) { /* the sound disk */
       assert_int_equal(rc, 0);
       assert_int_equal(rs, 0);
-      assert_int_equal(rn, 0);
+      for (int k = 0; k < 3; k++) assert_int_equal(rn[k], 0);
       for (int k = 0; k < OUTS; k++) want[k] = test_buffer_of(out[k]);
       sum0 = sum;
-      norm0 = norm;
+      memcpy(norm0, norm, sizeof norm0);
     } else if (rc == 0) {
       for (int k = 0; k < OUTS; k++)
         same_bits(out[k], want[k], rows[k], cols[k]);
@@ -435,10 +450,8 @@ static void test_array_ops_on_a_failing_disk(void **state) {
         assert_true(sum == sum0);
       else
         assert_true(disk_status(rs));
-      if (rn == 0)
-        assert_true(norm == norm0);
-      else
-        assert_true(disk_status(rn));
+      for (int k = 0; k < 3; k++)
+        assert_true(rn[k] == 0 ? norm[k] == norm0[k] : disk_status(rn[k]));
     }
     for (int k = 0; k < OUTS; k++) tarn_matrix_destroy(out[k]);
     same_bits(x, x0, M, N);

@@ -8,7 +8,9 @@
  * sees the difference. b is made from x_true = (1, ..., 1); the check
  * computes r = R^T (R x) + lambda x - b from R itself (A's tiles hold the
  * factor by then) and asks for the scaled residual
- * ||r|| / (||A|| ||x|| eps N) and the error ||x - x_true|| / ||x_true||.
+ * ||r|| / (||A|| ||x|| eps N) and the error ||x - x_true|| / ||x_true||,
+ * which must also lie within N eps / rcond, rcond being A's reciprocal
+ * condition number as tarn_matrix_cholesky_rcond estimates it from L.
  * It prints what the pool did: its peak against the limit, what it wrote
  * and read back.
  *
@@ -146,12 +148,14 @@ int main(int argc, char **argv) {
   CHECK(tarn_matrix_fill(rt, n, 1, tile, 1, 1.0, &want));
   CHECK(tarn_matrix_gemv(a, TARN_NO_TRANS, want, 1.0, 0.0, &b)); /* b = A 1 */
   CHECK(tarn_matrix_copy(b, &x));
-  double norm_a;
-  CHECK(tarn_matrix_norm(a, TARN_NORM_FRO,
-                         &norm_a)); /* before A becomes its factor */
+  double norm_a, norm1_a, rcond; /* A's norms before A becomes its factor */
+  CHECK(tarn_matrix_norm(a, TARN_NORM_FRO, &norm_a));
+  CHECK(tarn_matrix_norm(a, TARN_NORM_ONE, &norm1_a));
 
   int info = 0;
-  CHECK(tarn_matrix_cholesky(a, &info));          /* A = L L^T, in place */
+  CHECK(tarn_matrix_cholesky(a, &info)); /* A = L L^T, in place */
+  /* How far x can be trusted: its relative error is about eps / rcond. */
+  CHECK(tarn_matrix_cholesky_rcond(a, norm1_a, &rcond));
   CHECK(tarn_matrix_cholesky_solve(a, x, &info)); /* x = A^-1 b */
 
   /* r = R^T (R x) + lambda x - b, from R; and x - x_true. */
@@ -192,10 +196,14 @@ int main(int argc, char **argv) {
       (double)st.source_bytes_read / MIB, (unsigned long long)st.source_reads);
   printf("  ||A x - b|| / (||A|| ||x|| eps N) = %.3g (must be < 1)\n",
          residual);
-  printf("  ||x - x_true|| / ||x_true|| = %.3g (must be < 1e-10)\n", error);
+  printf(
+      "  ||x - x_true|| / ||x_true|| = %.3g (must be < 1e-10, and below N "
+      "eps / rcond = %.3g, rcond(A) estimated from L: %.3g)\n",
+      error, (double)n * DBL_EPSILON / rcond, rcond);
   printf("  x read back from its file: ||x - x_file|| = %g (must be 0)\n",
          x_diff);
   int ok = st.resident_peak <= limit && residual < 1.0 && error < 1e-10 &&
+           rcond > 0 && error <= (double)n * DBL_EPSILON / rcond &&
            x_diff == 0.0;
   if ((double)limit < data) ok &= st.bytes_written > 0 && st.bytes_read > 0;
 

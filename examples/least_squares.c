@@ -8,7 +8,8 @@
  * must satisfy: the residual r = A c - y is orthogonal to A's columns
  * (||A^T r|| is at rounding level), the residual is no
  * larger than the noise, and the coefficients are the known ones to
- * within what the noise allows.
+ * within what the noise allows. It prints A's reciprocal condition
+ * number, which tarn_matrix_triangular_rcond estimates from R.
  *
  *   build/examples/least_squares [M DEGREE TILE_ROWS]   (default 200000 5 8192)
  *
@@ -101,6 +102,11 @@ int main(int argc, char **argv) {
   CHECK(tarn_matrix_qr(qr, 0, &t));
   int info = 0;
   CHECK(tarn_matrix_qr_solve(qr, t, TARN_NO_TRANS, y, &c, &info));
+  /* R's condition is A's: how much the noise can move the coefficients.
+   * R is the top of the factor; the reflectors below it are not read. */
+  double rcond = 0;
+  CHECK(tarn_matrix_triangular_rcond(qr, TARN_UPPER, TARN_NON_UNIT,
+                                     TARN_NORM_ONE, &rcond));
 
   /* r = A c - y, then A^T r. */
   CHECK(tarn_matrix_copy(y, &r));
@@ -131,13 +137,18 @@ int main(int argc, char **argv) {
    * factor that grows with the degree (the monomials' conditioning on
    * [-1, 1]): 4^D is a bound with room to spare. */
   double allowed = NOISE / sqrt((double)m) * pow(4.0, (double)degree);
-  int ok = orth < 1.0 && norm_r <= noise_norm && worst <= allowed;
+  int ok = orth < 1.0 && norm_r <= noise_norm && worst <= allowed &&
+           rcond > 0 && rcond <= 1;
   printf(
       "  ||A^T r|| / (||A|| (||A|| ||c|| + ||y||) eps M) = %.3g (must be "
       "< 1)\n",
       orth);
   printf("  ||r|| = %.4g, noise at most %.4g\n", norm_r, noise_norm);
   printf("  largest coefficient error %.3g (allowed %.3g)\n", worst, allowed);
+  printf(
+      "  rcond(A) = rcond(R) = %.3g, estimated from R (the monomials' "
+      "conditioning: it falls as the degree grows)\n",
+      rcond);
 
   tarn_matrix *const all[] = {a, y, qr, t, c, r, at_r};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

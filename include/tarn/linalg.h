@@ -125,15 +125,17 @@ TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
 
 /* Solves op(T) X = B in place with a triangular T, as LAPACK's dtrtrs:
  * B (n x nrhs) becomes X. T is the lower or upper triangle (`uplo`) of
- * the n x n matrix `t`, with its diagonal or (TARN_UNIT) with ones there,
- * and op(T) is T or its transpose (`trans`). Only that triangle of `t` is
- * read (and its diagonal only with TARN_NON_UNIT), so what
- * tarn_matrix_cholesky (L: TARN_LOWER), tarn_matrix_lu (L: TARN_LOWER
- * with TARN_UNIT, U: TARN_UPPER) and tarn_matrix_qr of a square matrix
- * (R: TARN_UPPER) leave serves as it is, and several solves with one `t`
- * may run at once. `t` must be square with square tiles (mb == nb after
- * clamping to the matrix); B must have its row tiling (B's mb equals
- * its); B's column tiling is free.
+ * the n x n matrix `t`, or of the leading n x n block of an m x n `t`
+ * with m > n, with its diagonal or (TARN_UNIT) with ones there, and op(T)
+ * is T or its transpose (`trans`). Only that triangle of `t` is read (and
+ * its diagonal only with TARN_NON_UNIT), so what tarn_matrix_cholesky (L:
+ * TARN_LOWER), tarn_matrix_lu (L: TARN_LOWER with TARN_UNIT, U:
+ * TARN_UPPER) and tarn_matrix_qr (R: TARN_UPPER, also of a tall matrix)
+ * leave serves as it is, and several solves with one `t` may run at
+ * once. `t` must have m >= n and square tiles (mb == nb after clamping to
+ * the matrix), or one tile column whose first tile holds the block (mb >=
+ * n: a tall matrix in row bands); B must have its row tiling (B's mb
+ * equals its, clamped to n); B's column tiling is free.
  *
  * Tasks, in one region: with TARN_NON_UNIT, one task per diagonal tile
  * first checks it for an exact zero; after them, a copy Y of B (a
@@ -147,11 +149,11 @@ TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
  * (T is singular); the call then returns TARN_EINVAL with B unchanged.
  * NaNs and infinities are not looked for: they spread into X, as in
  * dtrtrs. Returns 0; TARN_EINVAL for NULL arguments, an unknown uplo,
- * trans or diag value, a non-square `t` or tiles, shapes or tilings that
- * do not match, `t` and B the same, different runtimes, a zero on T's
- * diagonal; TARN_ECANCELED when a task submitted before to write `t` or B
- * failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime, B's tiles
- * then as for tarn_matrix_cholesky_solve. */
+ * trans or diag value, a `t` wider than tall or of other tiles, shapes
+ * or tilings that do not match, `t` and B the same, different runtimes,
+ * a zero on T's diagonal; TARN_ECANCELED when a task submitted before to write
+ * `t` or B failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime, B's
+ * tiles then as for tarn_matrix_cholesky_solve. */
 TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                           tarn_trans trans, tarn_diag diag,
                                           tarn_matrix *b, int *info);
@@ -277,13 +279,16 @@ TARN_API int tarn_matrix_lu_rcond(tarn_matrix *lu, const size_t *piv,
 TARN_API int tarn_matrix_cholesky_rcond(tarn_matrix *l, double anorm,
                                         double *rcond);
 
-/* rcond of the triangular matrix T: the lower or upper triangle of `t`,
- * with its own diagonal or a unit one (as tarn_matrix_triangular_solve,
- * which reads the same elements and no others), in the one-norm or the
- * infinity-norm (kind). ||T|| is computed here (as dlantr), by tiles that
- * hold a part of the triangle. A NaN or infinite element of T gives rcond
- * 0. For the R of a QR (upper, non-unit), this is the condition of the
- * least-squares problem's matrix. TARN_EINVAL also for an unknown uplo,
+/* rcond of the triangular matrix T: the lower or upper triangle of `t`
+ * (of its leading n x n block when `t` is m x n with m > n), with its own
+ * diagonal or a unit one (as tarn_matrix_triangular_solve, which reads
+ * the same elements and no others), in the one-norm or the infinity-norm
+ * (kind). ||T|| is computed here (as dlantr), by tiles that hold a part
+ * of the triangle. A NaN or infinite element of T gives rcond 0. On the
+ * factor of tarn_matrix_qr (TARN_UPPER, TARN_NON_UNIT), this is the
+ * condition of R, and so of the least-squares problem's A (R's singular
+ * values are A's). TARN_EINVAL also for a `t` wider than tall or of
+ * other tiles (as for tarn_matrix_triangular_solve), an unknown uplo,
  * diag or kind. */
 TARN_API int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo,
                                           tarn_diag diag, tarn_norm kind,

@@ -834,7 +834,8 @@ TARN_HOT_CLONES static double abs_sum(const double *x, size_t n) {
 
 /* The rows [*r0, *r1) of column c of tile job j that lie in the part of
  * the matrix a norm reads: all of them, or those of the lower (upper)
- * triangle, the diagonal left out when it is taken as all ones. */
+ * triangle of the leading N x N block, the diagonal left out when it is
+ * taken as all ones. */
 static void rows_in_part(const struct job *j, size_t c, size_t *r0,
                          size_t *r1) {
   size_t col = j->col0 + c; /* the diagonal element's row in the matrix */
@@ -844,6 +845,9 @@ static void rows_in_part(const struct job *j, size_t c, size_t *r0,
     size_t from = col + (j->unit ? 1 : 0); /* first row read */
     *r0 = from <= j->row0 ? 0 : from - j->row0;
     if (*r0 > j->rows) *r0 = j->rows;
+    /* a triangle is the leading N x N block: no row from N on */
+    size_t below = j->n <= j->row0 ? 0 : j->n - j->row0;
+    if (*r1 > below) *r1 = below;
   } else if (j->part == 'U') {
     size_t to = col + (j->unit ? 0 : 1); /* past the last row read */
     *r1 = to <= j->row0 ? 0 : to - j->row0;
@@ -895,7 +899,8 @@ int tarn__matrix_line_norm(tarn_matrix *a, bool rows, char part, bool unit,
                            double *norm) {
   size_t lines = rows ? a->mt : a->nt; /* lines of tiles */
   size_t along = rows ? a->nt : a->mt; /* tiles along each line */
-  size_t len = rows ? a->m : a->n;     /* the sums of all lines */
+  /* the sums of all lines (rows from N on hold no part of a triangle) */
+  size_t len = !rows ? a->n : part == 'F' ? a->m : a->n;
   size_t lanes = tarn_rt_workers(a->rt);
   if (lanes > along) lanes = along;
   if (lanes == 0) lanes = 1;

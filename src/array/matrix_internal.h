@@ -66,8 +66,9 @@ size_t tarn__dep_slot(const tarn_dep *deps, size_t k);
 
 /* *norm = the largest column sum (rows false: the one-norm) or row sum
  * (rows true: the infinity-norm) of |a_ij| over a part of `a`: all of it
- * (part 'F'), or its lower ('L') or upper ('U') triangle, whose diagonal
- * counts as ones when `unit` (as LAPACK's dlantr). Tiles with nothing of
+ * (part 'F'), or the lower ('L') or upper ('U') triangle of its leading
+ * N x N block (M >= N), whose diagonal counts as ones when `unit` (as
+ * LAPACK's dlantr). Tiles with nothing of
  * the part are not read. The tiles of each line of tiles are dealt to
  * lanes of sums (tile k of a line to lane k % lanes, up to
  * tarn_rt_workers lanes, so that lines of few tiles still keep the

@@ -100,6 +100,19 @@ int tarn__potrf_shared(tarn_task *t, int n, double *a, int lda, int *info);
  * sizes BLAS and LAPACK's int info take. */
 bool tarn__factor_shape_ok(const tarn_matrix *a);
 
+/* Whether `t` (may be NULL) holds a triangle T, its leading n x n block:
+ * M >= N (a QR's R is the top of an M x N factor), the block's diagonal
+ * in the diagonal tiles (square tiles, or one tile column whose first
+ * tile holds the block), sizes BLAS and LAPACK's int take. The solves'
+ * tile loops take the triangle's sizes from T's tile columns and the
+ * leading dimensions from its tile rows, so they work on that block as
+ * they are. */
+bool tarn__triangle_shape_ok(const tarn_matrix *t);
+
+/* The row tiling of an n-row B solved with such a T: its mb, clamped to
+ * n (one tile when the block lies in T's first tile). */
+size_t tarn__triangle_row_tile(const tarn_matrix *t);
+
 /* Whether A X = B can be solved with A or its factors: both given and
  * different, of one runtime, A as tarn__factor_shape_ok, B with A's rows
  * and row tiling and BLAS-sized tiles. */

@@ -65,14 +65,14 @@ static int triangular_inverse(void *factors, bool trans, tarn_matrix *x,
 static int apply_inverse(const tarn_matrix *a, inverse_fn inverse,
                          void *factors, bool trans, double *x, bool *finite) {
   tarn_matrix *xm = NULL;
-  int rc = tarn_matrix_from_buffer(a->rt, a->m, 1, a->mb, 1, x, a->m, &xm);
+  int rc = tarn_matrix_from_buffer(a->rt, a->n, 1, a->mb, 1, x, a->n, &xm);
   int info = 0;
   if (rc == 0) rc = inverse(factors, trans, xm, &info);
-  if (rc == 0) rc = tarn_matrix_to_buffer(xm, x, a->m);
+  if (rc == 0) rc = tarn_matrix_to_buffer(xm, x, a->n);
   tarn_matrix_destroy(xm);
   *finite = rc == 0;
   if (rc == TARN_EINVAL && info > 0) rc = 0; /* exactly singular */
-  for (size_t i = 0; *finite && i < a->m; i++) *finite = isfinite(x[i]);
+  for (size_t i = 0; *finite && i < a->n; i++) *finite = isfinite(x[i]);
   return rc;
 }
 
@@ -84,9 +84,9 @@ static int estimate(const tarn_matrix *a, inverse_fn inverse, void *factors,
     *rcond = 0; /* as dgecon: the zero matrix is singular */
     return 0;
   }
-  lapack_int n = (lapack_int)a->m, kase = 0, isave[3] = {0, 0, 0};
-  double *v = malloc(a->m * sizeof *v), *x = malloc(a->m * sizeof *x);
-  lapack_int *isgn = malloc(a->m * sizeof *isgn);
+  lapack_int n = (lapack_int)a->n, kase = 0, isave[3] = {0, 0, 0};
+  double *v = malloc(a->n * sizeof *v), *x = malloc(a->n * sizeof *x);
+  lapack_int *isgn = malloc(a->n * sizeof *isgn);
   double est = 0;
   bool finite = true;
   int rc = v == NULL || x == NULL || isgn == NULL ? TARN_ENOMEM : 0;
@@ -128,7 +128,7 @@ int tarn_matrix_cholesky_rcond(tarn_matrix *l, double anorm, double *rcond) {
 
 int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo, tarn_diag diag,
                                  tarn_norm kind, double *rcond) {
-  if (t == NULL || rcond == NULL || !tarn__factor_shape_ok(t) ||
+  if (rcond == NULL || !tarn__triangle_shape_ok(t) ||
       (uplo != TARN_LOWER && uplo != TARN_UPPER) ||
       (diag != TARN_NON_UNIT && diag != TARN_UNIT) ||
       (kind != TARN_NORM_ONE && kind != TARN_NORM_INF))

@@ -28,6 +28,16 @@ bool tarn__factor_shape_ok(const tarn_matrix *a) {
          a->m <= INT_MAX;
 }
 
+bool tarn__triangle_shape_ok(const tarn_matrix *t) {
+  return t != NULL && t->m >= t->n &&
+         (t->mb == t->nb || (t->nt == 1 && t->mb >= t->n)) &&
+         tarn__blas_sized(t) && t->n <= INT_MAX;
+}
+
+size_t tarn__triangle_row_tile(const tarn_matrix *t) {
+  return t->mb < t->n ? t->mb : t->n;
+}
+
 bool tarn__solve_shapes_ok(const tarn_matrix *a, const tarn_matrix *b) {
   return a != NULL && b != NULL && a != b && a->rt == b->rt && b->m == a->m &&
          b->mb == a->mb && tarn__blas_sized(b) && tarn__factor_shape_ok(a);
@@ -318,8 +328,9 @@ int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                  tarn_trans trans, tarn_diag diag,
                                  tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
-  if (!tarn__solve_shapes_ok(t, b) ||
-      (uplo != TARN_LOWER && uplo != TARN_UPPER) ||
+  if (!tarn__triangle_shape_ok(t) || b == NULL || b == t || b->rt != t->rt ||
+      b->m != t->n || b->mb != tarn__triangle_row_tile(t) ||
+      !tarn__blas_sized(b) || (uplo != TARN_LOWER && uplo != TARN_UPPER) ||
       (trans != TARN_NO_TRANS && trans != TARN_TRANS) ||
       (diag != TARN_NON_UNIT && diag != TARN_UNIT))
     return TARN_EINVAL;

@@ -7,7 +7,8 @@
  * conditioned (graded scalings up to 1e10), sizes that are and are not
  * multiples of the tile, one tile and many, 1 to 3 workers, in the
  * one-norm and the infinity-norm; triangles with NaNs in every element
- * the estimate must not read. Exactly singular factors, products that
+ * the estimate must not read, also as the leading block of a tall matrix
+ * (a tall QR's R). Exactly singular factors, products that
  * overflow and NaNs in a factor give 0; bad arguments are refused and
  * change nothing; a failed task on the factor before gives
  * TARN_ECANCELED; under a memory limit that spills, the estimates are the
@@ -268,6 +269,88 @@ static void test_triangular_rcond(void **state) {
       check_triangular(
           rt, sizes[s][0], sizes[s][1], c % 2 ? TARN_UPPER : TARN_LOWER,
           c / 2 ? TARN_UNIT : TARN_NON_UNIT, s % 2 ? 1e6 : 1.0, seed++);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* T as the leading n x n block of an m x n `t` (as a tall QR's R), NaN
+ * in the rows below it: the estimates of dtrcon on the same array (of
+ * leading dimension m), and the truth. */
+static void check_tall_triangular(tarn_rt *rt, size_t m, size_t n, size_t nb,
+                                  uint64_t seed) {
+  for (int c = 0; c < 4; c++) {
+    tarn_uplo uplo = c % 2 ? TARN_UPPER : TARN_LOWER;
+    tarn_diag diag = c / 2 ? TARN_UNIT : TARN_NON_UNIT;
+    double *t = triangle(n, uplo, diag, 1e4, seed + (uint64_t)c),
+           *tall = malloc(m * n * sizeof *tall);
+    assert_non_null(tall);
+    for (size_t j = 0; j < n; j++)
+      for (size_t i = 0; i < m; i++)
+        tall[i + j * m] = i < n ? t[i + j * n] : NAN;
+    tarn_matrix *tm = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt, m, n, nb, nb, tall, m, &tm),
+                     0);
+    char u = uplo == TARN_LOWER ? 'L' : 'U', d = diag == TARN_UNIT ? 'U' : 'N';
+    for (int k = 0; k < 2; k++) {
+      double got = -1, lapack = -1;
+      assert_int_equal(
+          tarn_matrix_triangular_rcond(tm, uplo, diag, kinds[k], &got), 0);
+      assert_int_equal(LAPACKE_dtrcon(LAPACK_COL_MAJOR, lapack_norm[k], u, d,
+                                      (int)n, tall, (int)m, &lapack),
+                       0);
+      check_estimate(got, lapack,
+                     true_triangular_rcond(t, n, u, d, lapack_norm[k]));
+    }
+    free(t);
+    free(tall);
+    tarn_matrix_destroy(tm);
+  }
+}
+
+static void test_triangular_rcond_of_a_tall_matrix(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  check_tall_triangular(rt, 150, 100, 32, 300);
+  check_tall_triangular(rt, 70, 50, 50, 310);
+  check_tall_triangular(rt, 45, 7, 3, 320);
+  /* The R of a tall QR, the reflectors below it not read: R's condition,
+   * which is A's (graded columns: about 1e8). */
+  size_t m = 200, n = 120;
+  double *a = malloc(m * n * sizeof *a);
+  assert_non_null(a);
+  uint64_t x = 99;
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++) a[i + j * m] = rnd(&x) * graded(1e8, j, n);
+  tarn_matrix *f = NULL, *tf = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, n, 40, 40, a, m, &f), 0);
+  assert_int_equal(tarn_matrix_qr(f, 0, &tf), 0);
+  double *r = test_buffer_of(f); /* R above the reflectors */
+  double got = -1, lapack = -1;
+  assert_int_equal(tarn_matrix_triangular_rcond(f, TARN_UPPER, TARN_NON_UNIT,
+                                                TARN_NORM_ONE, &got),
+                   0);
+  assert_int_equal(LAPACKE_dtrcon(LAPACK_COL_MAJOR, '1', 'U', 'N', (int)n, r,
+                                  (int)m, &lapack),
+                   0);
+  double *square = malloc(n * n * sizeof *square);
+  assert_non_null(square);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++) square[i + j * n] = r[i + j * m];
+  check_estimate(got, lapack, true_triangular_rcond(square, n, 'U', 'N', '1'));
+  assert_true(got < 1e-6 && got > 1e-11);
+  free(a);
+  free(r);
+  free(square);
+  tarn_matrix_destroy(f);
+  tarn_matrix_destroy(tf);
+  /* A t wider than tall is refused. */
+  tarn_matrix *wide = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 10, 12, 4, 4, 1, &wide), 0);
+  double rc = -1;
+  assert_int_equal(tarn_matrix_triangular_rcond(wide, TARN_UPPER, TARN_UNIT,
+                                                TARN_NORM_ONE, &rc),
+                   TARN_EINVAL);
+  assert_true(rc == -1);
+  tarn_matrix_destroy(wide);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -555,6 +638,7 @@ int main(void) {
       cmocka_unit_test(test_lu_rcond),
       cmocka_unit_test(test_cholesky_rcond),
       cmocka_unit_test(test_triangular_rcond),
+      cmocka_unit_test(test_triangular_rcond_of_a_tall_matrix),
       cmocka_unit_test(test_rcond_under_a_memory_limit),
       cmocka_unit_test(test_singular_gives_zero),
       cmocka_unit_test(test_bad_input_is_refused),

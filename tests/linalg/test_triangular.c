@@ -114,6 +114,87 @@ static void test_triangular_sizes(void **state) {
   test_solve_sizes(check_all, 300);
 }
 
+/* T as the leading n x n block of an m x n `t` (m > n, as the R of a tall
+ * QR), the rows below it all NaN: every combination solves as with a
+ * square `t`, and reads none of those rows. */
+static void check_tall(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
+                       size_t nrhs, uint64_t seed) {
+  for (int c = 0; c < 8; c++) {
+    tarn_uplo uplo = (tarn_uplo)(c & 1);
+    tarn_trans trans = (tarn_trans)((c >> 1) & 1);
+    tarn_diag diag = (tarn_diag)(c >> 2);
+    double *dense = NULL,
+           *t = triangle(n, uplo, trans, diag, seed + (uint64_t)c, &dense);
+    double *tall = malloc(m * n * sizeof *tall);
+    assert_non_null(tall);
+    for (size_t j = 0; j < n; j++)
+      for (size_t i = 0; i < m; i++)
+        tall[i + j * m] = i < n ? t[i + j * n] : NAN;
+    tarn_matrix *tm = NULL, *b = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt, m, n, mb, nb, tall, m, &tm),
+                     0);
+    assert_int_equal(tarn_matrix_rand(rt, n, nrhs, mb, 2, seed + 9, &b), 0);
+    double *rhs = test_buffer_of(b);
+    int info = 5;
+    assert_int_equal(
+        tarn_matrix_triangular_solve(tm, uplo, trans, diag, b, &info), 0);
+    assert_int_equal(info, 0);
+    double *x = test_buffer_of(b);
+    assert_true(test_solve_residual(dense, x, rhs, n, nrhs) < 20);
+    double *t1 = test_buffer_of(tm); /* only read */
+    assert_memory_equal(tall, t1, m * n * sizeof *tall);
+    free(t);
+    free(t1);
+    free(tall);
+    free(dense);
+    free(rhs);
+    free(x);
+    tarn_matrix_destroy(tm);
+    tarn_matrix_destroy(b);
+  }
+}
+
+static void test_triangular_tall(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  /* the block's last tile row shared with rows below it, or not; one tile
+   * column; tiles of 3 */
+  check_tall(rt, 150, 100, 32, 32, 5, 40);
+  check_tall(rt, 100, 64, 32, 32, 3, 50);
+  check_tall(rt, 70, 50, 50, 50, 2, 60);
+  check_tall(rt, 45, 7, 3, 3, 4, 70);
+  /* one tile column in row bands (tiles 64 x 7, 40 x 30): the block lies
+   * in the first tile */
+  check_tall(rt, 300, 7, 64, 7, 3, 80);
+  check_tall(rt, 100, 30, 40, 30, 2, 90);
+  /* Refused: a t wider than tall, with B of either side's rows; tiles of
+   * 8 x 4 on 20 x 8 (the block's diagonal crosses tiles); bands of 16
+   * rows of a 20 x 18 t, whose first tile does not hold the block; B in
+   * tiles of another size than t's first (clamped to 7 rows). */
+  tarn_matrix *t[5] = {NULL}, *b[5] = {NULL};
+  assert_int_equal(tarn_matrix_rand(rt, 10, 12, 4, 4, 1, &t[0]), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 2, 4, 1, 2, &b[0]), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 10, 12, 4, 4, 1, &t[1]), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 10, 2, 4, 1, 2, &b[1]), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 20, 8, 8, 4, 1, &t[2]), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 8, 2, 8, 1, 2, &b[2]), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 20, 18, 16, 18, 1, &t[3]), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 18, 2, 16, 1, 2, &b[3]), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 20, 7, 16, 7, 1, &t[4]), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 7, 2, 4, 1, 2, &b[4]), 0);
+  for (int k = 0; k < 5; k++) {
+    int info = 5;
+    assert_int_equal(
+        tarn_matrix_triangular_solve(t[k], TARN_UPPER, TARN_NO_TRANS, TARN_UNIT,
+                                     b[k], &info),
+        TARN_EINVAL);
+    assert_int_equal(info, 0);
+    tarn_matrix_destroy(t[k]);
+    tarn_matrix_destroy(b[k]);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* The Cholesky factor L of A: L Y = B, then L^T X = Y, solves A X = B. */
 static void test_triangular_cholesky_factor(void **state) {
   (void)state;
@@ -333,6 +414,7 @@ static void test_triangular_mem_limit(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_triangular_sizes),
+      cmocka_unit_test(test_triangular_tall),
       cmocka_unit_test(test_triangular_cholesky_factor),
       cmocka_unit_test(test_triangular_qr_factor),
       cmocka_unit_test(test_triangular_concurrent),

@@ -294,6 +294,37 @@ TARN_API int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo,
                                           tarn_diag diag, tarn_norm kind,
                                           double *rcond);
 
+/* ---- determinants ----------------------------------------------------
+ *
+ * det A from factors made before, as log|det A| and its sign (NumPy's
+ * slogdet): the product of a factor's diagonal over- or underflows a
+ * double long before its logarithm does (a 300 x 300 diagonal of 1e-10
+ * has det 1e-3000). One task per diagonal tile multiplies its elements as
+ * a mantissa and a binary exponent (exact scaling, one logarithm at the
+ * end); the result does not depend on the tiling's tasks' order or the
+ * number of workers. The factor is only read. Each call waits (a region
+ * of its own; from a task: TARN_EDEADLK) and sets its results only when it
+ * returns 0; TARN_EINVAL for NULL arguments and a factor that is not
+ * square or not in square tiles; TARN_ECANCELED when a task submitted
+ * before to write the factor failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO
+ * from the runtime. */
+
+/* log|det A| into *logabsdet and the sign of det A (1 or -1) into *sign,
+ * from the LU factors and pivots of tarn_matrix_lu (det A = (-1)^s
+ * prod u_ii, s the number of rows interchanged). An exact zero on U's
+ * diagonal (a singular A, as tarn_matrix_lu reports it) gives -infinity
+ * and sign 0; an infinite element +infinity (with a zero as well, a
+ * NaN); a NaN gives a NaN and sign 0. TARN_EINVAL also for a pivot
+ * piv[i] outside [i, n). */
+TARN_API int tarn_matrix_lu_logdet(tarn_matrix *lu, const size_t *piv,
+                                   double *logabsdet, int *sign);
+
+/* log det A = 2 sum log l_ii of a symmetric positive definite A into
+ * *logdet, from its Cholesky factor (tarn_matrix_cholesky's lower
+ * triangle; det A > 0). Zeros, infinities and NaNs on the diagonal as for
+ * tarn_matrix_lu_logdet (a factor's diagonal is positive). */
+TARN_API int tarn_matrix_cholesky_logdet(tarn_matrix *l, double *logdet);
+
 /* Householder QR factorisation in place, in compact WY form (LAPACK's
  * dgeqrt): A = Q R with Q orthogonal, as the tile algorithm of PLASMA and
  * Chameleon (flat reduction tree). A is M x N with M >= N >= 1, and its

@@ -10,6 +10,7 @@
  * - linear algebra's (on a runtime under a memory limit that spills, and
  *   on one without a limit: array and stencil operations, Cholesky, LU and
  *   QR with their solves, a triangular solve, condition estimates,
+ *   determinants,
  *   matrix-vector products, the sum and the norms):
  *   every call returns 0 or TARN_ENOMEM (TARN_ECANCELED for a call whose
  *   input a failed call was to write); when every call succeeded, the
@@ -104,9 +105,11 @@ struct outcome {
   double chol_x[N * NRHS], lu_x[N * NRHS], qr_x[N * NRHS], tri_x[N * NRHS];
   double at_v[N], a_w[M]; /* the matrix-vector products */
   double sum, norm;
-  double norms[3]; /* S's one-norm, A's one- and infinity-norms */
-  double rcond[3]; /* from S's LU and Cholesky factors, and L alone */
-  double a[M * N]; /* A as the run left it */
+  double norms[3];  /* S's one-norm, A's one- and infinity-norms */
+  double rcond[3];  /* from S's LU and Cholesky factors, and L alone */
+  double logdet[2]; /* of S, from its LU and Cholesky factors */
+  int sign;         /* of det S, from its LU factors */
+  double a[M * N];  /* A as the run left it */
 };
 
 /* The child's exit statuses. */
@@ -174,6 +177,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   STEP(tarn_matrix_cholesky_rcond(s, out->norms[0], &out->rcond[1]));
   STEP(tarn_matrix_triangular_rcond(s, TARN_LOWER, TARN_NON_UNIT, TARN_NORM_INF,
                                     &out->rcond[2]));
+  STEP(tarn_matrix_lu_logdet(lu, piv, &out->logdet[0], &out->sign));
+  STEP(tarn_matrix_cholesky_logdet(s, &out->logdet[1]));
   STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 2, &b2));
   STEP(tarn_matrix_lu_solve(lu, piv, TARN_NO_TRANS, b2, &info));
   STEP(tarn_matrix_copy(a, &f));
@@ -276,7 +281,9 @@ static enum verdict linalg_run(struct shared *sh, bool reference,
        memcmp(got.a_w, sh->want.a_w, sizeof got.a_w) != 0 ||
        memcmp(got.norms, sh->want.norms, sizeof got.norms) != 0 ||
        memcmp(got.rcond, sh->want.rcond, sizeof got.rcond) != 0 ||
-       got.sum != sh->want.sum || got.norm != sh->want.norm))
+       memcmp(got.logdet, sh->want.logdet, sizeof got.logdet) != 0 ||
+       got.sign != sh->want.sign || got.sum != sh->want.sum ||
+       got.norm != sh->want.norm))
     v = WRONG_RESULT;
   return v;
 }

@@ -218,7 +218,8 @@ static void tiles_solved_or_kept(tarn_matrix *b, const double *x,
  * fails leaves A unspecified but every other matrix intact; each solve
  * leaves the factor intact, and B solved, or as it was where it can be
  * read (a tile whose writer failed reads as TARN_ECANCELED); each
- * estimate is the sound disk's, or the disk's error. */
+ * estimate, and the determinant, is the sound disk's, or the disk's
+ * error. */
 static void test_cholesky_on_a_failing_disk(void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
@@ -246,6 +247,8 @@ static void test_cholesky_on_a_failing_disk(void **state) {
   assert_int_equal(tarn_matrix_triangular_rcond(l, TARN_LOWER, TARN_NON_UNIT,
                                                 TARN_NORM_ONE, &rcond0[1]),
                    0);
+  double logdet0 = 0;
+  assert_int_equal(tarn_matrix_cholesky_logdet(l, &logdet0), 0);
   int hits = 0;
   for (int fault = 0; fault < FAULTS; fault++)
     for (int k = 1; k <= (fault == DISK_FULL ? 1 : 6); k++) {
@@ -269,6 +272,9 @@ static void test_cholesky_on_a_failing_disk(void **state) {
       for (int e = 0; e < 2; e++) /* the sound disk's estimate, or none */
         assert_true(rr[e] == 0 ? rcond[e] == rcond0[e]
                                : disk_status(rr[e]) && rcond[e] == -1);
+      double logdet = 1;
+      int rl = tarn_matrix_cholesky_logdet(l, &logdet);
+      assert_true(rl == 0 ? logdet == logdet0 : disk_status(rl) && logdet == 1);
       if (getenv("DISK_VERBOSE"))
         print_message("cholesky fault %d at %d: %s, solve %s, L solve %s%s\n",
                       fault, k, rc == 0 ? "ok" : tarn_strerror(rc),

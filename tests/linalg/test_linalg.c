@@ -769,7 +769,7 @@ static void test_cholesky_solve_after_failure(void **state) {
 struct in_task {
   tarn_matrix *a, *b, *f, *t;
   size_t piv[12];
-  int rc[13];
+  int rc[15];
 };
 
 /* Calls every linalg function that waits, from a task. */
@@ -793,7 +793,10 @@ static int call_waiting(tarn_task *task, void *arg) {
   s->rc[11] = tarn_matrix_cholesky_rcond(s->f, 1.0, &rcond);
   s->rc[12] = tarn_matrix_triangular_rcond(s->f, TARN_UPPER, TARN_NON_UNIT,
                                            TARN_NORM_INF, &rcond);
-  if (rcond != -1) return -2;
+  int sign = 5;
+  s->rc[13] = tarn_matrix_lu_logdet(s->f, s->piv, &rcond, &sign);
+  s->rc[14] = tarn_matrix_cholesky_logdet(s->f, &rcond);
+  if (rcond != -1 || sign != 5) return -2;
   return t == NULL && q == NULL && x == NULL ? 0 : -1;
 }
 

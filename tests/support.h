@@ -168,6 +168,18 @@ static inline void test_solves_at_once(tarn_rt *rt, test_solve_fn solve,
   }
 }
 
+/* Operands for the refusals of the calls that read factors made before:
+ * a sound 12 x 12 *a in tiles of 4, a 12 x 13 *wide, a 12 x 12 *oblong in
+ * tiles of 4 x 3, and piv[0..12) the identity. */
+static inline void test_factor_operands(tarn_rt *rt, tarn_matrix **a,
+                                        tarn_matrix **wide,
+                                        tarn_matrix **oblong, size_t *piv) {
+  for (size_t i = 0; i < 12; i++) piv[i] = i;
+  assert_int_equal(tarn_matrix_rand(rt, 12, 12, 4, 4, 1, a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 13, 4, 4, 2, wide), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 12, 4, 3, 3, oblong), 0);
+}
+
 /* `solve` refuses, with TARN_EINVAL and *info 0, every bad operand next
  * to the good 12 x 12 `a` (tiles 4) and 12 x 2 `b` (tiles 4 x 1) of `rt`:
  * NULL, a as both, a rectangular or non-square-tiled A, a B of other rows,

@@ -242,11 +242,8 @@ static void test_bad_input_and_failures(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(2, 0);
   size_t n = 12, piv[12];
-  for (size_t i = 0; i < n; i++) piv[i] = i;
   tarn_matrix *a = NULL, *wide = NULL, *oblong = NULL;
-  assert_int_equal(tarn_matrix_rand(rt, n, n, 4, 4, 1, &a), 0);
-  assert_int_equal(tarn_matrix_rand(rt, n, n + 1, 4, 4, 2, &wide), 0);
-  assert_int_equal(tarn_matrix_rand(rt, n, n, 4, 3, 3, &oblong), 0);
+  test_factor_operands(rt, &a, &wide, &oblong, piv);
   double v = -7;
   int sign = 5;
   assert_int_equal(tarn_matrix_lu_logdet(NULL, piv, &v, &sign), TARN_EINVAL);

@@ -464,11 +464,8 @@ static void test_bad_input_is_refused(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(2, 0);
   size_t n = 12, piv[12];
-  for (size_t i = 0; i < n; i++) piv[i] = i;
   tarn_matrix *a = NULL, *wide = NULL, *oblong_tiles = NULL;
-  assert_int_equal(tarn_matrix_rand(rt, n, n, 4, 4, 1, &a), 0);
-  assert_int_equal(tarn_matrix_rand(rt, n, n + 1, 4, 4, 2, &wide), 0);
-  assert_int_equal(tarn_matrix_rand(rt, n, n, 4, 3, 3, &oblong_tiles), 0);
+  test_factor_operands(rt, &a, &wide, &oblong_tiles, piv);
   double *before = test_buffer_of(a);
   double r = -1;
   const double bad_norms[] = {-1.0, NAN, INFINITY};

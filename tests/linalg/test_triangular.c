@@ -66,31 +66,45 @@ static double *triangle(size_t n, tarn_uplo uplo, tarn_trans trans,
   return t;
 }
 
+/* The shape of one solve: T the leading n x n block of an m x n `t` (m
+ * == n: all of it) in mb x nb tiles, B n x nrhs in mb x cb tiles. */
+struct shape {
+  size_t m, n, mb, nb, nrhs, cb;
+};
+
 /* Solves op(T) X = B for one shape and combination; checks the residual
- * against the dense op(T), and that the solve read no NaN. */
-static void check_solve(tarn_rt *rt, size_t n, size_t nb, size_t nrhs,
-                        size_t cb, tarn_uplo uplo, tarn_trans trans,
-                        tarn_diag diag, uint64_t seed) {
+ * against the dense op(T), and that the solve read no NaN (below T's
+ * block, every row of `t` is NaN) and changed nothing of `t`. */
+static void check_solve(tarn_rt *rt, struct shape sh, tarn_uplo uplo,
+                        tarn_trans trans, tarn_diag diag, uint64_t seed) {
+  size_t m = sh.m, n = sh.n;
   double *dense = NULL, *t = triangle(n, uplo, trans, diag, seed, &dense);
+  double *tall = malloc(m * n * sizeof *tall);
+  assert_non_null(tall);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++) tall[i + j * m] = i < n ? t[i + j * n] : NAN;
   tarn_matrix *tm = NULL, *b = NULL;
-  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, t, n, &tm), 0);
-  assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, cb, seed + 1, &b), 0);
+  assert_int_equal(
+      tarn_matrix_from_buffer(rt, m, n, sh.mb, sh.nb, tall, m, &tm), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, sh.nrhs, sh.mb, sh.cb, seed + 1, &b),
+                   0);
   double *rhs = test_buffer_of(b);
   int info = 5;
   assert_int_equal(
       tarn_matrix_triangular_solve(tm, uplo, trans, diag, b, &info), 0);
   assert_int_equal(info, 0);
   double *x = test_buffer_of(b);
-  double r = test_solve_residual(dense, x, rhs, n, nrhs);
+  double r = test_solve_residual(dense, x, rhs, n, sh.nrhs);
   if (!(r < 20))
     print_error(
-        "triangular n %zu nb %zu nrhs %zu cb %zu uplo %d trans %d "
+        "triangular %zu x %zu in %zu x %zu, nrhs %zu cb %zu, uplo %d trans %d "
         "diag %d: %g\n",
-        n, nb, nrhs, cb, uplo, trans, diag, r);
+        m, n, sh.mb, sh.nb, sh.nrhs, sh.cb, uplo, trans, diag, r);
   assert_true(r < 20);
   double *t1 = test_buffer_of(tm); /* T is only read */
-  assert_memory_equal(t, t1, n * n * sizeof *t);
+  assert_memory_equal(tall, t1, m * n * sizeof *tall);
   free(t);
+  free(tall);
   free(t1);
   free(dense);
   free(rhs);
@@ -100,13 +114,18 @@ static void check_solve(tarn_rt *rt, size_t n, size_t nb, size_t nrhs,
 }
 
 /* Every combination of uplo, trans and diag on one shape. */
-static void check_all(tarn_rt *rt, size_t n, size_t nb, size_t nrhs, size_t cb,
-                      uint64_t seed) {
+static void check_combinations(tarn_rt *rt, struct shape sh, uint64_t seed) {
   for (int u = 0; u < 2; u++)
     for (int tr = 0; tr < 2; tr++)
       for (int d = 0; d < 2; d++)
-        check_solve(rt, n, nb, nrhs, cb, (tarn_uplo)u, (tarn_trans)tr,
-                    (tarn_diag)d, seed + (uint64_t)(4 * u + 2 * tr + d));
+        check_solve(rt, sh, (tarn_uplo)u, (tarn_trans)tr, (tarn_diag)d,
+                    seed + (uint64_t)(4 * u + 2 * tr + d));
+}
+
+/* A square `t`: the solve sizes' shape. */
+static void check_all(tarn_rt *rt, size_t n, size_t nb, size_t nrhs, size_t cb,
+                      uint64_t seed) {
+  check_combinations(rt, (struct shape){n, n, nb, nb, nrhs, cb}, seed);
 }
 
 static void test_triangular_sizes(void **state) {
@@ -119,39 +138,7 @@ static void test_triangular_sizes(void **state) {
  * square `t`, and reads none of those rows. */
 static void check_tall(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
                        size_t nrhs, uint64_t seed) {
-  for (int c = 0; c < 8; c++) {
-    tarn_uplo uplo = (tarn_uplo)(c & 1);
-    tarn_trans trans = (tarn_trans)((c >> 1) & 1);
-    tarn_diag diag = (tarn_diag)(c >> 2);
-    double *dense = NULL,
-           *t = triangle(n, uplo, trans, diag, seed + (uint64_t)c, &dense);
-    double *tall = malloc(m * n * sizeof *tall);
-    assert_non_null(tall);
-    for (size_t j = 0; j < n; j++)
-      for (size_t i = 0; i < m; i++)
-        tall[i + j * m] = i < n ? t[i + j * n] : NAN;
-    tarn_matrix *tm = NULL, *b = NULL;
-    assert_int_equal(tarn_matrix_from_buffer(rt, m, n, mb, nb, tall, m, &tm),
-                     0);
-    assert_int_equal(tarn_matrix_rand(rt, n, nrhs, mb, 2, seed + 9, &b), 0);
-    double *rhs = test_buffer_of(b);
-    int info = 5;
-    assert_int_equal(
-        tarn_matrix_triangular_solve(tm, uplo, trans, diag, b, &info), 0);
-    assert_int_equal(info, 0);
-    double *x = test_buffer_of(b);
-    assert_true(test_solve_residual(dense, x, rhs, n, nrhs) < 20);
-    double *t1 = test_buffer_of(tm); /* only read */
-    assert_memory_equal(tall, t1, m * n * sizeof *tall);
-    free(t);
-    free(t1);
-    free(tall);
-    free(dense);
-    free(rhs);
-    free(x);
-    tarn_matrix_destroy(tm);
-    tarn_matrix_destroy(b);
-  }
+  check_combinations(rt, (struct shape){m, n, mb, nb, nrhs, 2}, seed);
 }
 
 static void test_triangular_tall(void **state) {

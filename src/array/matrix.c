@@ -956,7 +956,7 @@ int tarn__matrix_line_norm(tarn_matrix *a, bool rows, char part, bool unit,
   size_t lines = rows ? a->mt : a->nt; /* lines of tiles */
   size_t along = rows ? a->nt : a->mt; /* tiles along each line */
   /* the sums of all lines (rows from N on hold no part of a triangle) */
-  size_t len = !rows ? a->n : part == 'F' ? a->m : a->n;
+  size_t len = rows && part == 'F' ? a->m : a->n;
   size_t lanes = tarn_rt_workers(a->rt);
   if (lanes > along) lanes = along;
   if (lanes == 0) lanes = 1;

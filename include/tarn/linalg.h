@@ -325,6 +325,57 @@ TARN_API int tarn_matrix_lu_logdet(tarn_matrix *lu, const size_t *piv,
  * tarn_matrix_lu_logdet (a factor's diagonal is positive). */
 TARN_API int tarn_matrix_cholesky_logdet(tarn_matrix *l, double *logdet);
 
+/* ---- inverses ------------------------------------------------------------
+ *
+ * Explicit inverses in place, as LAPACK's dtrtri, dpotri and dgetri, by
+ * PLASMA's tile algorithms (trsm, gemm, syrk, trmm and the LAPACK kernel
+ * on tiles, each task holding at most three tiles but for getri's last
+ * step, which holds one tile row). A solve with the factors
+ * (tarn_matrix_lu_solve, tarn_matrix_cholesky_solve) is cheaper and more
+ * accurate than multiplying by an inverse; take these when A^-1 itself is
+ * wanted, as the covariance of a least-squares fit is.
+ *
+ * Each call first checks the diagonal it divides by for an exact zero (in
+ * a region of its own): *info (when not NULL) then gets k > 0, the first
+ * zero being T(k-1, k-1), and the call returns TARN_EINVAL with the matrix
+ * unchanged. NaNs and infinities are not looked for; they spread, as in
+ * LAPACK. Then the inverse's tasks run in a second region. Each call
+ * waits (from a task: TARN_EDEADLK). Returns 0; TARN_EINVAL for NULL
+ * arguments, a matrix not square or not in square tiles (but see
+ * tarn_matrix_triangular_inverse), tiles too large for LAPACK, an unknown
+ * enum value, a zero on the diagonal; TARN_ECANCELED when a task
+ * submitted before to write the matrix failed; TARN_ENOMEM, TARN_ENOSPC,
+ * TARN_EIO from the runtime, and then the matrix's content is unspecified
+ * (a tile whose task failed reads as TARN_ECANCELED until written again,
+ * tarn/rt.h, rule 4). */
+
+/* T^-1 over T in place, as dtrtri: T is the lower or upper triangle
+ * (`uplo`) of `t`, with its diagonal or (TARN_UNIT) ones there (not read,
+ * not written, and nothing is singular). The other triangle is neither
+ * read nor written. `t` is square, or m x n with m > n and T in its
+ * leading n x n block, with the tilings tarn_matrix_triangular_solve
+ * takes, so the R of a tall tarn_matrix_qr is inverted in place (its
+ * reflectors below R not read). */
+TARN_API int tarn_matrix_triangular_inverse(tarn_matrix *t, tarn_uplo uplo,
+                                            tarn_diag diag, int *info);
+
+/* A^-1 in place from A's Cholesky factor L (the lower triangle of `l`,
+ * as tarn_matrix_cholesky leaves it), as dpotri followed by the mirror:
+ * L^-1 (trtri), A^-1 = L^-T L^-1 in the lower triangle (lauum), then the
+ * lower triangle copied into the upper, so all of `l` holds the symmetric
+ * A^-1. */
+TARN_API int tarn_matrix_cholesky_inverse(tarn_matrix *l, int *info);
+
+/* A^-1 in place from tarn_matrix_lu's factors and pivots, as dgetri:
+ * U^-1 (trtri), then X L = U^-1 solved by tile columns from the right
+ * (each tile column of L first goes to a temporary of the pool, freed as
+ * its last task ends), then the columns interchanged as piv says, in
+ * reverse order (one task per tile row). piv (n entries) stays the
+ * caller's and is only read. TARN_EINVAL also for a pivot piv[i] outside
+ * [i, n) (checked before anything is submitted). */
+TARN_API int tarn_matrix_lu_inverse(tarn_matrix *lu, const size_t *piv,
+                                    int *info);
+
 /* Householder QR factorisation in place, in compact WY form (LAPACK's
  * dgeqrt): A = Q R with Q orthogonal, as the tile algorithm of PLASMA and
  * Chameleon (flat reduction tree). A is M x N with M >= N >= 1, and its

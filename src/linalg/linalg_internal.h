@@ -1,8 +1,8 @@
 /* linalg_internal.h: what the linalg layer's modules (linalg.c, gemv.c,
- * lu.c, qr.c, solve.c) share: OpenBLAS set to one thread, BLAS-sized tiles,
- * submitting a tile task that owns a copy of its job, task working memory,
- * the tile kernels that share their work with idle workers (gemm, trsm,
- * syrk and a blocked Cholesky of one tile, split by
+ * inverse.c, logdet.c, lu.c, qr.c, rcond.c, solve.c) share: OpenBLAS set to one
+ * thread, BLAS-sized tiles, submitting a tile task that owns a copy of its job,
+ * task working memory, the tile kernels that share their work with idle workers
+ * (gemm, trsm, syrk and a blocked Cholesky of one tile, split by
  * tarn_task_parallel_for), and the parts of the linear solves. */
 #ifndef TARN_LINALG_INTERNAL_H
 #define TARN_LINALG_INTERNAL_H
@@ -93,6 +93,14 @@ int tarn__syrk_shared(tarn_task *t, CBLAS_TRANSPOSE trans, int n, int k,
  * TARN_EINVAL when LAPACK refuses its arguments, or a status of
  * tarn_task_parallel_for. */
 int tarn__potrf_shared(tarn_task *t, int n, double *a, int lda, int *info);
+
+/* Submits the tasks that copy the lower half of the square `c` (square
+ * tiles) into its upper half: tile (j, i) = tile (i, j)^T for i > j, and
+ * each diagonal tile's upper triangle from its lower (qr.c, as
+ * tarn_matrix_syrk_ata does). Each task shares its columns with idle
+ * workers. Returns 0 or the first submission's failure (tasks already
+ * submitted still run). */
+int tarn__submit_mirror(tarn_matrix *c);
 
 /* ---- linear solves (solve.c) ----------------------------------------- */
 

@@ -667,6 +667,22 @@ static int submit_ata_tile(tarn_matrix *a, tarn_matrix *c, size_t i, size_t j) {
   return 0;
 }
 
+int tarn__submit_mirror(tarn_matrix *c) {
+  for (size_t j = 0; j < c->nt; j++)
+    for (size_t i = j; i < c->nt; i++) {
+      tarn_dep d[2] = {
+          {tarn__tile(c, j, i), i == j ? TARN_READ_WRITE : TARN_WRITE},
+          {tarn__tile(c, i, j), TARN_READ}};
+      struct ata_job g = {.m = (int)tarn__tile_cols(c, i),
+                          .n = (int)tarn__tile_cols(c, j),
+                          .diagonal = i == j};
+      int rc =
+          submit_ata_job(c->rt, k_mirror, &g, d, i == j ? 1 : 2, 0, "mirror");
+      if (rc != 0) return rc;
+    }
+  return 0;
+}
+
 /* The tiles off the diagonal first (their chains are twice as long), then
  * the diagonal's, then the mirrors. */
 static int submit_ata(tarn_matrix *a, tarn_matrix *c) {
@@ -676,20 +692,7 @@ static int submit_ata(tarn_matrix *a, tarn_matrix *c) {
     for (size_t i = j + 1; rc == 0 && i < nt; i++)
       rc = submit_ata_tile(a, c, i, j);
   for (size_t j = 0; rc == 0 && j < nt; j++) rc = submit_ata_tile(a, c, j, j);
-  if (rc != 0) return rc;
-  for (size_t j = 0; j < nt; j++)
-    for (size_t i = j; i < nt; i++) {
-      tarn_dep d[2] = {
-          {tarn__tile(c, j, i), i == j ? TARN_READ_WRITE : TARN_WRITE},
-          {tarn__tile(c, i, j), TARN_READ}};
-      struct ata_job g = {.m = (int)tarn__tile_cols(a, i),
-                          .n = (int)tarn__tile_cols(a, j),
-                          .diagonal = i == j};
-      int rc =
-          submit_ata_job(a->rt, k_mirror, &g, d, i == j ? 1 : 2, 0, "mirror");
-      if (rc != 0) return rc;
-    }
-  return 0;
+  return rc == 0 ? tarn__submit_mirror(c) : rc;
 }
 
 int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c) {

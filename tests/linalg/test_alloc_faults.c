@@ -10,7 +10,7 @@
  * - linear algebra's (on a runtime under a memory limit that spills, and
  *   on one without a limit: array and stencil operations, Cholesky, LU and
  *   QR with their solves, a triangular solve, condition estimates,
- *   determinants,
+ *   determinants, inverses,
  *   matrix-vector products, the sum and the norms):
  *   every call returns 0 or TARN_ENOMEM (TARN_ECANCELED for a call whose
  *   input a failed call was to write); when every call succeeded, the
@@ -105,11 +105,12 @@ struct outcome {
   double chol_x[N * NRHS], lu_x[N * NRHS], qr_x[N * NRHS], tri_x[N * NRHS];
   double at_v[N], a_w[M]; /* the matrix-vector products */
   double sum, norm;
-  double norms[3];  /* S's one-norm, A's one- and infinity-norms */
-  double rcond[3];  /* from S's LU and Cholesky factors, and L alone */
-  double logdet[2]; /* of S, from its LU and Cholesky factors */
-  int sign;         /* of det S, from its LU factors */
-  double a[M * N];  /* A as the run left it */
+  double norms[3];      /* S's one-norm, A's one- and infinity-norms */
+  double rcond[3];      /* from S's LU and Cholesky factors, and L alone */
+  double logdet[2];     /* of S, from its LU and Cholesky factors */
+  int sign;             /* of det S, from its LU factors */
+  double inv[2][N * N]; /* S^-1 from its LU and Cholesky factors */
+  double a[M * N];      /* A as the run left it */
 };
 
 /* The child's exit statuses. */
@@ -147,7 +148,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   tarn_matrix *a = NULL, *ata = NULL, *s = NULL, *b = NULL, *lu = NULL,
               *b2 = NULL, *f = NULL, *t = NULL, *bq = NULL, *x = NULL,
               *at = NULL, *nb = NULL, *xv = NULL, *atv = NULL, *w = NULL,
-              *aw = NULL, *b3 = NULL;
+              *aw = NULL, *b3 = NULL, *lui = NULL, *si = NULL;
   size_t piv[N];
   atomic_store(&armed, true);
   tarn_rt_options o;
@@ -179,6 +180,10 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
                                     &out->rcond[2]));
   STEP(tarn_matrix_lu_logdet(lu, piv, &out->logdet[0], &out->sign));
   STEP(tarn_matrix_cholesky_logdet(s, &out->logdet[1]));
+  STEP(tarn_matrix_copy(lu, &lui));
+  STEP(tarn_matrix_lu_inverse(lui, piv, &info));
+  STEP(tarn_matrix_copy(s, &si));
+  STEP(tarn_matrix_cholesky_inverse(si, &info));
   STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 2, &b2));
   STEP(tarn_matrix_lu_solve(lu, piv, TARN_NO_TRANS, b2, &info));
   STEP(tarn_matrix_copy(a, &f));
@@ -207,6 +212,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
     STEP(tarn_matrix_to_buffer(b3, out->tri_x, N));
     STEP(tarn_matrix_to_buffer(atv, out->at_v, N));
     STEP(tarn_matrix_to_buffer(aw, out->a_w, M));
+    STEP(tarn_matrix_to_buffer(lui, out->inv[0], N));
+    STEP(tarn_matrix_to_buffer(si, out->inv[1], N));
   }
   atomic_store(&armed, false);
   *rc_out = rc;
@@ -222,8 +229,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
       v = INPUT_CHANGED;
     }
   }
-  tarn_matrix *all[] = {a, ata, s,  b,  lu,  b2, f,  t, bq,
-                        x, at,  nb, xv, atv, w,  aw, b3};
+  tarn_matrix *all[] = {a,  ata, s,  b,   lu, b2, f,  t,   bq, x,
+                        at, nb,  xv, atv, w,  aw, b3, lui, si};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     tarn_matrix_destroy(all[i]);
   tarn_pool_stats ps;
@@ -282,6 +289,7 @@ static enum verdict linalg_run(struct shared *sh, bool reference,
        memcmp(got.norms, sh->want.norms, sizeof got.norms) != 0 ||
        memcmp(got.rcond, sh->want.rcond, sizeof got.rcond) != 0 ||
        memcmp(got.logdet, sh->want.logdet, sizeof got.logdet) != 0 ||
+       memcmp(got.inv, sh->want.inv, sizeof got.inv) != 0 ||
        got.sign != sh->want.sign || got.sum != sh->want.sum ||
        got.norm != sh->want.norm))
     v = WRONG_RESULT;

@@ -213,13 +213,14 @@ static void tiles_solved_or_kept(tarn_matrix *b, const double *x,
 }
 
 /* Cholesky in place, then the solve with its factor, the triangular
- * solve L X = B and the condition estimates with L, while the disk fails:
+ * solve L X = B, the condition estimates with L and the inverse from a
+ * copy of L, while the disk fails:
  * a factorisation that succeeds gives the sound disk's factor, one that
  * fails leaves A unspecified but every other matrix intact; each solve
  * leaves the factor intact, and B solved, or as it was where it can be
  * read (a tile whose writer failed reads as TARN_ECANCELED); each
- * estimate, and the determinant, is the sound disk's, or the disk's
- * error. */
+ * estimate, the determinant and the inverse is the sound disk's, or the
+ * disk's error. */
 static void test_cholesky_on_a_failing_disk(void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
@@ -249,11 +250,17 @@ static void test_cholesky_on_a_failing_disk(void **state) {
                    0);
   double logdet0 = 0;
   assert_int_equal(tarn_matrix_cholesky_logdet(l, &logdet0), 0);
+  tarn_matrix *v0 = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, l0, N, &v0), 0);
+  assert_int_equal(tarn_matrix_cholesky_inverse(v0, NULL), 0);
+  double *inv0 = test_buffer_of(v0);
+  tarn_matrix_destroy(v0);
   int hits = 0;
   for (int fault = 0; fault < FAULTS; fault++)
     for (int k = 1; k <= (fault == DISK_FULL ? 1 : 6); k++) {
-      tarn_matrix *w = NULL, *y = NULL, *z = NULL;
+      tarn_matrix *w = NULL, *y = NULL, *z = NULL, *v = NULL;
       assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, a, N, &w), 0);
+      assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, l0, N, &v), 0);
       assert_int_equal(tarn_matrix_from_buffer(rt, N, NRHS, NB, 8, b0, N, &y),
                        0);
       assert_int_equal(tarn_matrix_from_buffer(rt, N, NRHS, NB, 8, b0, N, &z),
@@ -275,6 +282,8 @@ static void test_cholesky_on_a_failing_disk(void **state) {
       double logdet = 1;
       int rl = tarn_matrix_cholesky_logdet(l, &logdet);
       assert_true(rl == 0 ? logdet == logdet0 : disk_status(rl) && logdet == 1);
+      int rinv = tarn_matrix_cholesky_inverse(v, NULL);
+      assert_true(rinv == 0 || disk_status(rinv));
       if (getenv("DISK_VERBOSE"))
         print_message("cholesky fault %d at %d: %s, solve %s, L solve %s%s\n",
                       fault, k, rc == 0 ? "ok" : tarn_strerror(rc),
@@ -295,8 +304,10 @@ static void test_cholesky_on_a_failing_disk(void **state) {
         same_bits(z, xt0, N, NRHS);
       else
         tiles_solved_or_kept(z, xt0, b0);
+      if (rinv == 0) same_bits(v, inv0, N, N);
       same_bits(l, l0, N, N);
       same_bits(other, o0, N, N);
+      tarn_matrix_destroy(v);
       tarn_matrix_destroy(w);
       tarn_matrix_destroy(y);
       tarn_matrix_destroy(z);
@@ -308,6 +319,7 @@ static void test_cholesky_on_a_failing_disk(void **state) {
   free(b0);
   free(x0);
   free(xt0);
+  free(inv0);
   tarn_matrix_destroy(l);
   tarn_matrix_destroy(other);
   tarn_matrix_destroy(b);

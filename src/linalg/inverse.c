@@ -1,0 +1,485 @@
+/* inverse.c: explicit inverses in place, from a triangle or from factors
+ * made before (tarn_matrix_triangular_inverse, tarn_matrix_cholesky_inverse,
+ * tarn_matrix_lu_inverse; see tarn/linalg.h), as LAPACK's dtrtri, dpotri
+ * and dgetri, by the tile algorithms of PLASMA (Agullo, Bouwmeester,
+ * Dongarra, Kurzak, Langou, Rosenberg: "Towards an efficient tile matrix
+ * inversion of symmetric positive definite matrices on multicore
+ * architectures", 2010).
+ *
+ * Every call first checks the diagonal it will divide by for an exact
+ * zero, in a region of its own, so a singular input is refused before any
+ * tile is written. Then, in a second region:
+ *
+ * - trtri (T^-1 in T's triangle): for each tile column k of a lower T,
+ *   T_ik = -T_ik T_kk^-1 below the diagonal tile (trsm), T_ij += T_ik T_kj
+ *   left of column k below it (gemm), T_kj = T_kk^-1 T_kj left of the
+ *   diagonal tile (trsm), then T_kk = T_kk^-1 (dtrtri); an upper T the
+ *   same, transposed. The runtime orders each tile's readers and writers
+ *   as they were submitted, so the gemm of step k reads T_kj before that
+ *   step's trsm rewrites it.
+ * - lauum (L^T L in the lower triangle, L = the inverse of Cholesky's
+ *   factor): for each tile row k, A_jj += L_kj^T L_kj (syrk) and A_ij +=
+ *   L_ki^T L_kj (gemm) for j < i < k, L_kj = L_kk^T L_kj (trmm), then
+ *   dlauum on the diagonal tile; tarn__submit_mirror then fills the upper
+ *   half.
+ * - getri (A^-1 = U^-1 L^-1 P): trtri on U, then X L = U^-1 column by
+ *   column of tiles from the right: tile column k of L goes to a
+ *   temporary W (and zeros in A), X_rk -= X_ri W_ik for the columns i > k
+ *   done before (gemm), X_rk = X_rk W_kk^-1 (trsm with W's unit lower
+ *   triangle); last, one task per tile row interchanges its columns as
+ *   the pivots say, in reverse order.
+ *
+ * Each task owns a small job struct freed by the runtime when it is done;
+ * the trsm, gemm and syrk kernels share their work with idle workers. */
+#include <cblas.h>
+#include <lapacke.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array/matrix_internal.h"
+#include "linalg/linalg_internal.h"
+#include "tarn/linalg.h"
+
+/* What one tile task needs; owned by the task. Sizes and leading
+ * dimensions in BLAS's meaning; slots are tarn_task_data indices. */
+struct inv_job {
+  int m, n, k;
+  int lda, ldb, ldc;
+  CBLAS_SIDE side;
+  CBLAS_UPLO uplo;
+  CBLAS_TRANSPOSE ta, tb;
+  CBLAS_DIAG diag;
+  double alpha;
+  size_t sa, sb, sc;
+  size_t offset;       /* check: the diagonal tile's first row */
+  atomic_int *first;   /* check: where a zero's 1-based order goes */
+  const size_t *piv;   /* interchange: the pivots (the caller's, read) */
+  size_t count;        /* interchange: the pivots, and the tiles of the row */
+  size_t tile_columns; /* interchange: columns per tile (the last may be
+                          narrower) */
+};
+
+static int submit(tarn_matrix *a, tarn_task_fn fn, const struct inv_job *j,
+                  const tarn_dep *deps, size_t ndeps, int priority,
+                  const char *name) {
+  return tarn__submit_owned(a->rt, fn, j, sizeof *j, deps, ndeps, priority,
+                            name);
+}
+
+/* Priorities: the work of early steps first, and in a step the tile
+ * kernels the next ones wait for (the diagonal tile, the trsm) before the
+ * updates. */
+static int step_priority(const tarn_matrix *a, size_t k, int rank) {
+  size_t p = 4 * (a->nt - (k < a->nt ? k : a->nt)) + (size_t)rank;
+  return p > (1u << 24) ? 1 << 24 : (int)p;
+}
+
+/* The side of T's triangle's tile (i, i): T's tile columns give the
+ * triangle's sizes, its tile rows the leading dimensions (a tall T's
+ * block, see tarn__triangle_shape_ok). */
+static int side_of(const tarn_matrix *a, size_t i) {
+  return (int)tarn__tile_cols(a, i);
+}
+
+static int ld_of(const tarn_matrix *a, size_t i) {
+  return (int)tarn__tile_rows(a, i);
+}
+
+/* ---- the kernels -------------------------------------------------------- */
+
+static int k_check(tarn_task *t, void *arg) {
+  const struct inv_job *j = arg;
+  tarn__diagonal_check(tarn_task_data(t, 0), j->n, j->lda, j->offset, j->first);
+  return 0;
+}
+
+static int k_trsm(tarn_task *t, void *arg) {
+  const struct inv_job *j = arg;
+  return tarn__trsm_shared(t, j->side, j->uplo, j->ta, j->diag, j->m, j->n,
+                           j->alpha, tarn_task_data(t, j->sa), j->lda,
+                           tarn_task_data(t, j->sb), j->ldb);
+}
+
+static int k_gemm(tarn_task *t, void *arg) {
+  const struct inv_job *j = arg;
+  return tarn__gemm_shared(t, j->ta == CblasTrans, j->tb == CblasTrans, j->m,
+                           j->n, j->k, j->alpha, tarn_task_data(t, j->sa),
+                           j->lda, tarn_task_data(t, j->sb), j->ldb, 1.0,
+                           tarn_task_data(t, j->sc), j->ldc);
+}
+
+/* The lower triangle of C (dep 1) += A^T A (dep 0, k x n). */
+static int k_syrk(tarn_task *t, void *arg) {
+  const struct inv_job *j = arg;
+  return tarn__syrk_shared(t, CblasTrans, j->n, j->k, 1.0, tarn_task_data(t, 0),
+                           j->lda, 1.0, tarn_task_data(t, 1), j->ldc);
+}
+
+/* B (dep 1) = L^T B, L the lower triangle of dep 0. */
+static int k_trmm(tarn_task *t, void *arg) {
+  const struct inv_job *j = arg;
+  cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasNonUnit,
+              j->m, j->n, 1.0, tarn_task_data(t, 0), j->lda,
+              tarn_task_data(t, 1), j->ldb);
+  return 0;
+}
+
+/* The diagonal tile's triangle inverted in place; its diagonal was checked
+ * before, so LAPACK finds no zero there. */
+static int k_trtri(tarn_task *t, void *arg) {
+  const struct inv_job *j = arg;
+  lapack_int info = LAPACKE_dtrtri_work(
+      LAPACK_COL_MAJOR, j->uplo == CblasLower ? 'L' : 'U',
+      j->diag == CblasUnit ? 'U' : 'N', j->n, tarn_task_data(t, 0), j->lda);
+  return info == 0 ? 0 : TARN_EINVAL;
+}
+
+/* The lower triangle of the diagonal tile = L^T L, L its lower triangle. */
+static int k_lauum(tarn_task *t, void *arg) {
+  const struct inv_job *j = arg;
+  lapack_int info = LAPACKE_dlauum_work(LAPACK_COL_MAJOR, 'L', j->n,
+                                        tarn_task_data(t, 0), j->lda);
+  return info == 0 ? 0 : TARN_EINVAL;
+}
+
+/* getri: L's part of tile (i, k) (dep 0, m x n) into W (dep 1), zeros in
+ * its place: all of a tile below the diagonal, the strictly lower
+ * triangle of the diagonal tile (j->diag CblasUnit). */
+static int k_take(tarn_task *t, void *arg) {
+  const struct inv_job *j = arg;
+  double *a = tarn_task_data(t, 0), *w = tarn_task_data(t, 1);
+  size_t m = (size_t)j->m, n = (size_t)j->n;
+  memcpy(w, a, m * n * sizeof *a);
+  for (size_t c = 0; c < n; c++) {
+    size_t r0 = j->diag == CblasUnit ? c + 1 : 0;
+    if (r0 < m) memset(a + r0 + c * m, 0, (m - r0) * sizeof *a);
+  }
+  return 0;
+}
+
+/* getri: the column interchanges of the pivots, in reverse order, on one
+ * tile row of j->m rows (its tiles are deps 0 .. count - 1). */
+static int k_interchange(tarn_task *t, void *arg) {
+  const struct inv_job *j = arg;
+  size_t rows = (size_t)j->m, nb = j->tile_columns;
+  for (size_t c = j->count; c-- > 0;) {
+    size_t p = j->piv[c];
+    if (p == c) continue;
+    double *x = (double *)tarn_task_data(t, c / nb) + (c % nb) * rows;
+    double *y = (double *)tarn_task_data(t, p / nb) + (p % nb) * rows;
+    for (size_t r = 0; r < rows; r++) {
+      double v = x[r];
+      x[r] = y[r];
+      y[r] = v;
+    }
+  }
+  return 0;
+}
+
+/* ---- the steps ---------------------------------------------------------- */
+
+/* Checks the diagonal of T's triangle (its first N rows) for an exact zero,
+ * in a region of its own. Returns 0; TARN_EINVAL with *info (when not NULL)
+ * the 1-based order of the first zero; a status of the runtime. */
+static int check_diagonal(tarn_matrix *a, int *info) {
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(a->rt, &region);
+  if (rc != 0) return rc;
+  atomic_int first = 0;
+  int submitted = 0;
+  for (size_t k = 0; submitted == 0 && k < a->nt; k++) {
+    struct inv_job j = {.n = side_of(a, k),
+                        .lda = ld_of(a, k),
+                        .offset = k * a->nb,
+                        .first = &first};
+    tarn_dep dep = {tarn__tile(a, k, k), TARN_READ};
+    submitted = submit(a, k_check, &j, &dep, 1, 0, "check");
+  }
+  if (submitted != 0) atomic_store(&first, -1);
+  return tarn__region_outcome(region, submitted, &first, info);
+}
+
+/* The tile of T's triangle at (i, j) of its lower form: (i, j) of a lower
+ * T, (j, i) of an upper one. */
+static tarn_ref *tri_tile(tarn_matrix *a, bool lower, size_t i, size_t j) {
+  return lower ? tarn__tile(a, i, j) : tarn__tile(a, j, i);
+}
+
+/* Step k of trtri (see the file's comment), for a lower T or, transposed,
+ * an upper one. */
+static int submit_trtri_step(tarn_matrix *a, bool lower, bool unit, size_t k) {
+  CBLAS_UPLO uplo = lower ? CblasLower : CblasUpper;
+  CBLAS_DIAG diag = unit ? CblasUnit : CblasNonUnit;
+  int nk = side_of(a, k), ldk = ld_of(a, k);
+  tarn_ref *akk = tarn__tile(a, k, k);
+  int rc = 0;
+  /* T_ik = -T_ik T_kk^-1 below (lower), T_ki = -T_kk^-1 T_ki right (upper) */
+  for (size_t i = k + 1; rc == 0 && i < a->nt; i++) {
+    int ni = side_of(a, i), ldi = ld_of(a, i);
+    tarn_dep d[2] = {{akk, TARN_READ},
+                     {tri_tile(a, lower, i, k), TARN_READ_WRITE}};
+    struct inv_job j = {.side = lower ? CblasRight : CblasLeft,
+                        .uplo = uplo,
+                        .ta = CblasNoTrans,
+                        .diag = diag,
+                        .m = lower ? ni : nk,
+                        .n = lower ? nk : ni,
+                        .alpha = -1.0,
+                        .lda = ldk,
+                        .ldb = lower ? ldi : ldk,
+                        .sa = 0,
+                        .sb = 1};
+    rc = submit(a, k_trsm, &j, d, 2, step_priority(a, k, 2), "trsm");
+  }
+  /* T_ij += T_ik T_kj (lower; upper: T_ji += T_jk T_ki), i > k > j */
+  for (size_t i = k + 1; rc == 0 && i < a->nt; i++)
+    for (size_t jj = 0; rc == 0 && jj < k; jj++) {
+      int ni = side_of(a, i), nj = side_of(a, jj);
+      int ldi = ld_of(a, i), ldj = ld_of(a, jj);
+      tarn_dep d[3] = {
+          {tri_tile(a, lower, i, jj), TARN_READ_WRITE},
+          {lower ? tarn__tile(a, i, k) : tarn__tile(a, jj, k), TARN_READ},
+          {lower ? tarn__tile(a, k, jj) : tarn__tile(a, k, i), TARN_READ}};
+      struct inv_job j = {.ta = CblasNoTrans,
+                          .tb = CblasNoTrans,
+                          .m = lower ? ni : nj,
+                          .n = lower ? nj : ni,
+                          .k = nk,
+                          .alpha = 1.0,
+                          .lda = lower ? ldi : ldj,
+                          .ldb = ldk,
+                          .ldc = lower ? ldi : ldj,
+                          .sc = 0,
+                          .sa = 1,
+                          .sb = 2};
+      rc = submit(a, k_gemm, &j, d, 3, step_priority(a, k, 0), "gemm");
+    }
+  /* T_kj = T_kk^-1 T_kj left (lower), T_jk = T_jk T_kk^-1 above (upper) */
+  for (size_t jj = 0; rc == 0 && jj < k; jj++) {
+    int nj = side_of(a, jj), ldj = ld_of(a, jj);
+    tarn_dep d[2] = {{akk, TARN_READ},
+                     {tri_tile(a, lower, k, jj), TARN_READ_WRITE}};
+    struct inv_job j = {.side = lower ? CblasLeft : CblasRight,
+                        .uplo = uplo,
+                        .ta = CblasNoTrans,
+                        .diag = diag,
+                        .m = lower ? nk : nj,
+                        .n = lower ? nj : nk,
+                        .alpha = 1.0,
+                        .lda = ldk,
+                        .ldb = lower ? ldk : ldj,
+                        .sa = 0,
+                        .sb = 1};
+    rc = submit(a, k_trsm, &j, d, 2, step_priority(a, k, 1), "trsm");
+  }
+  if (rc != 0) return rc;
+  tarn_dep d[1] = {{akk, TARN_READ_WRITE}};
+  struct inv_job j = {.uplo = uplo, .diag = diag, .n = nk, .lda = ldk};
+  return submit(a, k_trtri, &j, d, 1, step_priority(a, k, 3), "trtri");
+}
+
+static int submit_trtri(tarn_matrix *a, bool lower, bool unit) {
+  int rc = 0;
+  for (size_t k = 0; rc == 0 && k < a->nt; k++)
+    rc = submit_trtri_step(a, lower, unit, k);
+  return rc;
+}
+
+/* lauum on the lower triangle of a (see the file's comment). */
+static int submit_lauum(tarn_matrix *a) {
+  int rc = 0;
+  for (size_t k = 0; rc == 0 && k < a->nt; k++) {
+    int nk = side_of(a, k);
+    for (size_t j = 0; rc == 0 && j < k; j++) {
+      int nj = side_of(a, j);
+      tarn_dep s[2] = {{tarn__tile(a, k, j), TARN_READ},
+                       {tarn__tile(a, j, j), TARN_READ_WRITE}};
+      struct inv_job y = {.n = nj, .k = nk, .lda = nk, .ldc = nj};
+      rc = submit(a, k_syrk, &y, s, 2, step_priority(a, k, 0), "syrk");
+      for (size_t i = j + 1; rc == 0 && i < k; i++) {
+        int ni = side_of(a, i);
+        tarn_dep g[3] = {{tarn__tile(a, i, j), TARN_READ_WRITE},
+                         {tarn__tile(a, k, i), TARN_READ},
+                         {tarn__tile(a, k, j), TARN_READ}};
+        struct inv_job x = {.ta = CblasTrans,
+                            .tb = CblasNoTrans,
+                            .m = ni,
+                            .n = nj,
+                            .k = nk,
+                            .alpha = 1.0,
+                            .lda = nk,
+                            .ldb = nk,
+                            .ldc = ni,
+                            .sc = 0,
+                            .sa = 1,
+                            .sb = 2};
+        rc = submit(a, k_gemm, &x, g, 3, step_priority(a, k, 0), "gemm");
+      }
+    }
+    for (size_t j = 0; rc == 0 && j < k; j++) {
+      tarn_dep d[2] = {{tarn__tile(a, k, k), TARN_READ},
+                       {tarn__tile(a, k, j), TARN_READ_WRITE}};
+      struct inv_job x = {.m = nk, .n = side_of(a, j), .lda = nk, .ldb = nk};
+      rc = submit(a, k_trmm, &x, d, 2, step_priority(a, k, 1), "trmm");
+    }
+    if (rc != 0) return rc;
+    tarn_dep d[1] = {{tarn__tile(a, k, k), TARN_READ_WRITE}};
+    struct inv_job x = {.n = nk, .lda = nk};
+    rc = submit(a, k_lauum, &x, d, 1, step_priority(a, k, 2), "lauum");
+  }
+  return rc;
+}
+
+/* Step k of getri's X L = U^-1 (see the file's comment); w holds the
+ * step's temporaries, tiles k .. nt - 1 of L's tile column k. */
+static int submit_getri_step(tarn_matrix *a, size_t k, tarn_ref **w) {
+  size_t nt = a->nt;
+  int nk = side_of(a, k);
+  int rc = 0;
+  for (size_t i = k; rc == 0 && i < nt; i++) {
+    int ni = side_of(a, i);
+    rc = tarn_ref_create(tarn_rt_pool(a->rt),
+                         (size_t)ni * (size_t)nk * sizeof(double), &w[i]);
+    if (rc != 0) break;
+    tarn_dep d[2] = {{tarn__tile(a, i, k), TARN_READ_WRITE},
+                     {w[i], TARN_WRITE}};
+    struct inv_job j = {
+        .m = ni, .n = nk, .diag = i == k ? CblasUnit : CblasNonUnit};
+    rc = submit(a, k_take, &j, d, 2, step_priority(a, nt - 1 - k, 3), "take");
+  }
+  for (size_t r = 0; rc == 0 && r < nt; r++) {
+    int nr = side_of(a, r);
+    for (size_t i = k + 1; rc == 0 && i < nt; i++) {
+      int ni = side_of(a, i);
+      tarn_dep d[3] = {{tarn__tile(a, r, k), TARN_READ_WRITE},
+                       {tarn__tile(a, r, i), TARN_READ},
+                       {w[i], TARN_READ}};
+      struct inv_job j = {.ta = CblasNoTrans,
+                          .tb = CblasNoTrans,
+                          .m = nr,
+                          .n = nk,
+                          .k = ni,
+                          .alpha = -1.0,
+                          .lda = nr,
+                          .ldb = ni,
+                          .ldc = nr,
+                          .sc = 0,
+                          .sa = 1,
+                          .sb = 2};
+      rc = submit(a, k_gemm, &j, d, 3, step_priority(a, nt - 1 - k, 0), "gemm");
+    }
+    if (rc != 0) break;
+    tarn_dep d[2] = {{w[k], TARN_READ}, {tarn__tile(a, r, k), TARN_READ_WRITE}};
+    struct inv_job j = {.side = CblasRight,
+                        .uplo = CblasLower,
+                        .ta = CblasNoTrans,
+                        .diag = CblasUnit,
+                        .m = nr,
+                        .n = nk,
+                        .alpha = 1.0,
+                        .lda = nk,
+                        .ldb = nr,
+                        .sa = 0,
+                        .sb = 1};
+    rc = submit(a, k_trsm, &j, d, 2, step_priority(a, nt - 1 - k, 2), "trsm");
+  }
+  return rc;
+}
+
+/* getri after the trtri of U: the steps from the last tile column to the
+ * first, then the interchanges. */
+static int submit_getri(tarn_matrix *a, const size_t *piv) {
+  size_t nt = a->nt;
+  tarn_ref **w = calloc(nt, sizeof *w);
+  tarn_dep *deps = malloc(nt * sizeof *deps);
+  int rc = w == NULL || deps == NULL ? TARN_ENOMEM : 0;
+  for (size_t k = nt; rc == 0 && k-- > 0;) {
+    rc = submit_getri_step(a, k, w);
+    for (size_t i = k; i < nt && w[i] != NULL; i++) {
+      tarn_ref_release(w[i]); /* the tasks hold their own references */
+      w[i] = NULL;
+    }
+  }
+  for (size_t r = 0; rc == 0 && r < nt; r++) {
+    for (size_t c = 0; c < nt; c++)
+      deps[c] = (tarn_dep){tarn__tile(a, r, c), TARN_READ_WRITE};
+    struct inv_job j = {
+        .m = ld_of(a, r), .piv = piv, .count = a->n, .tile_columns = a->nb};
+    rc = submit(a, k_interchange, &j, deps, nt, 0, "interchange");
+  }
+  free(deps);
+  free(w);
+  return rc;
+}
+
+/* ---- the calls ---------------------------------------------------------- */
+
+/* Runs `fn` (submitting an inverse's tasks into a region of their own) and
+ * waits for it. */
+static int run_region(tarn_matrix *a, int (*fn)(tarn_matrix *, const void *),
+                      const void *arg) {
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(a->rt, &region);
+  if (rc != 0) return rc;
+  atomic_int failed = 0;
+  int submitted = fn(a, arg);
+  return tarn__region_outcome(region, submitted, &failed, NULL);
+}
+
+struct triangle_args {
+  bool lower, unit;
+};
+
+static int triangle_tasks(tarn_matrix *a, const void *arg) {
+  const struct triangle_args *t = arg;
+  return submit_trtri(a, t->lower, t->unit);
+}
+
+static int cholesky_tasks(tarn_matrix *a, const void *arg) {
+  (void)arg;
+  int rc = submit_trtri(a, true, false);
+  if (rc == 0) rc = submit_lauum(a);
+  return rc == 0 ? tarn__submit_mirror(a) : rc;
+}
+
+static int lu_tasks(tarn_matrix *a, const void *arg) {
+  int rc = submit_trtri(a, false, false);
+  return rc == 0 ? submit_getri(a, arg) : rc;
+}
+
+int tarn_matrix_triangular_inverse(tarn_matrix *t, tarn_uplo uplo,
+                                   tarn_diag diag, int *info) {
+  if (info != NULL) *info = 0;
+  if (!tarn__triangle_shape_ok(t) ||
+      (uplo != TARN_LOWER && uplo != TARN_UPPER) ||
+      (diag != TARN_NON_UNIT && diag != TARN_UNIT))
+    return TARN_EINVAL;
+  tarn__blas_init();
+  struct triangle_args args = {uplo == TARN_LOWER, diag == TARN_UNIT};
+  if (!args.unit) {
+    int rc = check_diagonal(t, info);
+    if (rc != 0) return rc;
+  }
+  return run_region(t, triangle_tasks, &args);
+}
+
+int tarn_matrix_cholesky_inverse(tarn_matrix *l, int *info) {
+  if (info != NULL) *info = 0;
+  if (l == NULL || !tarn__factor_shape_ok(l)) return TARN_EINVAL;
+  tarn__blas_init();
+  int rc = check_diagonal(l, info);
+  return rc != 0 ? rc : run_region(l, cholesky_tasks, NULL);
+}
+
+int tarn_matrix_lu_inverse(tarn_matrix *lu, const size_t *piv, int *info) {
+  if (info != NULL) *info = 0;
+  if (lu == NULL || piv == NULL || !tarn__factor_shape_ok(lu))
+    return TARN_EINVAL;
+  for (size_t i = 0; i < lu->m; i++)
+    if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
+  tarn__blas_init();
+  int rc = check_diagonal(lu, info);
+  return rc != 0 ? rc : run_region(lu, lu_tasks, piv);
+}

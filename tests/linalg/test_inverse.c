@@ -1,0 +1,429 @@
+/* test_inverse.c: explicit inverses in place (tarn_matrix_triangular_inverse,
+ * tarn_matrix_cholesky_inverse, tarn_matrix_lu_inverse) against LAPACK's
+ * dtrtri, dpotri and dgetri on the same matrices, and against the
+ * definition: ||A X - I|| / (n ||A|| ||X|| eps) below a small bound. Both
+ * triangles, unit and non-unit diagonals, tall triangles (a QR's R); the
+ * elements an inverse must not touch hold NaN and stay as they were. Sizes
+ * that are and are not multiples of the tile, one tile and many, 1 to 3
+ * workers, under a memory limit that spills. The inverse of a permutation
+ * is its transpose, exactly. A zero on the diagonal is refused with its
+ * order in info and the matrix unchanged; bad arguments are refused and
+ * change nothing; a failed task on the matrix gives TARN_ECANCELED. */
+#include <lapacke.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "support.h"
+#include "tarn.h"
+
+/* A solution's bound: ||A X - I||_F / (n ||A||_F ||X||_F eps). */
+#define RESIDUAL_MAX 10.0
+
+static double rnd(uint64_t *x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 7;
+  *x ^= *x << 17;
+  return (double)(*x >> 11) * 0x1p-53 - 0.5;
+}
+
+/* A random m x n matrix (ld m) with `shift` added to its diagonal. */
+static double *random_matrix(size_t m, size_t n, double shift, uint64_t seed) {
+  double *a = malloc(m * n * sizeof *a);
+  assert_non_null(a);
+  uint64_t x = seed * 2654435761u + 3;
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++)
+      a[i + j * m] = rnd(&x) + (i == j ? shift : 0.0);
+  return a;
+}
+
+/* ||A X - I||_F / (n ||A||_F ||X||_F eps) for n x n A and X (ld n). */
+static double inverse_residual(const double *a, const double *x, size_t n) {
+  double *r = calloc(n * n, sizeof *r);
+  assert_non_null(r);
+  for (size_t i = 0; i < n; i++) r[i + i * n] = -1.0;
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
+              1.0, a, (int)n, x, (int)n, 1.0, r, (int)n);
+  double res = test_fro(r, n * n) / ((double)n * test_fro(a, n * n) *
+                                     test_fro(x, n * n) * DBL_EPSILON);
+  free(r);
+  return res;
+}
+
+/* max |x - y| / max |y| over n values. */
+static double relative_difference(const double *x, const double *y, size_t n) {
+  double d = 0, s = 0;
+  for (size_t k = 0; k < n; k++) {
+    d = fmax(d, fabs(x[k] - y[k]));
+    s = fmax(s, fabs(y[k]));
+  }
+  return d / s;
+}
+
+static const size_t sizes[][2] = {{1, 1},    {2, 1},    {7, 3},   {40, 40},
+                                  {100, 32}, {129, 16}, {200, 64}};
+
+/* ---- triangles ----------------------------------------------------------- */
+
+/* Whether (i, j) belongs to the triangle (uplo, diag) of the leading n x n
+ * block, the elements an inverse reads and writes. */
+static bool in_triangle(size_t i, size_t j, size_t n, tarn_uplo uplo,
+                        tarn_diag diag) {
+  if (i >= n || j >= n) return false;
+  if (i == j) return diag == TARN_NON_UNIT;
+  return uplo == TARN_LOWER ? i > j : i < j;
+}
+
+/* The triangle of an m x n matrix (m >= n) in tiles mb x nb (mb == nb, or
+ * one tile column) inverted by tarn and by dtrtri (lda m): the same
+ * within 1e-12, the residual below the bound, every other element (NaN
+ * here, the unit diagonal too) as it was, bit for bit. */
+static void check_triangle(tarn_rt *rt, size_t m, size_t n, size_t mb,
+                           size_t nb, tarn_uplo uplo, tarn_diag diag,
+                           uint64_t seed) {
+  /* off the diagonal scaled by 1 / sqrt(n), on it 2 to 4: T^-1 stays
+   * well-conditioned at every size */
+  double *t = random_matrix(m, n, 0.0, seed), scale = 1 / sqrt((double)n);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++)
+      if (!in_triangle(i, j, n, uplo, diag))
+        t[i + j * m] = i == j && i < n ? NAN : -NAN;
+      else
+        t[i + j * m] = i == j ? 2.0 + (double)(i % 3) : t[i + j * m] * scale;
+  tarn_matrix *tm = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, n, mb, nb, t, m, &tm), 0);
+  int info = 5;
+  assert_int_equal(tarn_matrix_triangular_inverse(tm, uplo, diag, &info), 0);
+  assert_int_equal(info, 0);
+  double *got = test_buffer_of(tm);
+  double *want = malloc(m * n * sizeof *want);
+  assert_non_null(want);
+  memcpy(want, t, m * n * sizeof *want);
+  assert_int_equal(
+      LAPACKE_dtrtri(LAPACK_COL_MAJOR, uplo == TARN_LOWER ? 'L' : 'U',
+                     diag == TARN_UNIT ? 'U' : 'N', (int)n, want, (int)m),
+      0);
+  /* The full n x n T and X, for the residual and the comparison. */
+  double *tt = calloc(n * n, sizeof *tt), *xg = calloc(n * n, sizeof *xg),
+         *xw = calloc(n * n, sizeof *xw);
+  assert_non_null(tt);
+  assert_non_null(xg);
+  assert_non_null(xw);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++) {
+      if (!in_triangle(i, j, n, uplo, diag)) {
+        /* not read, not written */
+        assert_memory_equal(&got[i + j * m], &t[i + j * m], sizeof *t);
+        if (i == j) tt[i + j * n] = xg[i + j * n] = xw[i + j * n] = 1.0;
+        continue;
+      }
+      tt[i + j * n] = t[i + j * m];
+      xg[i + j * n] = got[i + j * m];
+      xw[i + j * n] = want[i + j * m];
+    }
+  assert_true(relative_difference(xg, xw, n * n) <= 1e-12);
+  assert_true(inverse_residual(tt, xg, n) <= RESIDUAL_MAX);
+  free(t);
+  free(got);
+  free(want);
+  free(tt);
+  free(xg);
+  free(xw);
+  tarn_matrix_destroy(tm);
+}
+
+static void test_triangular_inverse(void **state) {
+  (void)state;
+  uint64_t seed = 1;
+  for (unsigned workers = 1; workers <= 3; workers++) {
+    tarn_rt *rt = test_rt(workers, 0);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+      for (int u = 0; u < 2; u++)
+        for (int d = 0; d < 2; d++) {
+          size_t n = sizes[s][0], nb = sizes[s][1];
+          check_triangle(rt, n, n, nb, nb, u ? TARN_UPPER : TARN_LOWER,
+                         d ? TARN_UNIT : TARN_NON_UNIT, seed++);
+        }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* Tall matrices: T is the leading block, the rows below it not touched. */
+static void test_tall_triangular_inverse(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  /* m, n, mb, nb: the block's last tile row shared with rows below it or
+   * not, tiles of 3, row bands holding the block */
+  static const size_t shapes[][4] = {{50, 37, 8, 8},
+                                     {48, 40, 8, 8},
+                                     {20, 10, 3, 3},
+                                     {64, 7, 64, 7},
+                                     {40, 30, 40, 30}};
+  uint64_t seed = 300;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int u = 0; u < 2; u++)
+      for (int d = 0; d < 2; d++)
+        check_triangle(rt, shapes[s][0], shapes[s][1], shapes[s][2],
+                       shapes[s][3], u ? TARN_UPPER : TARN_LOWER,
+                       d ? TARN_UNIT : TARN_NON_UNIT, seed++);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* ---- Cholesky and LU ----------------------------------------------------- */
+
+/* An SPD A = G G^T / n + s I, ld n. */
+static double *spd_matrix(size_t n, double s, uint64_t seed) {
+  double *g = random_matrix(n, n, 0.0, seed), *a = malloc(n * n * sizeof *a);
+  assert_non_null(a);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++) {
+      double v = 0;
+      for (size_t k = 0; k < n; k++) v += g[i + k * n] * g[j + k * n];
+      a[i + j * n] = v / (double)n + (i == j ? s : 0.0);
+    }
+  free(g);
+  return a;
+}
+
+/* A^-1 by tarn's Cholesky and inverse: symmetric bit for bit, within 1e-10
+ * of dpotri's lower triangle, the residual below the bound. */
+static void check_cholesky(tarn_rt *rt, size_t n, size_t nb, uint64_t seed) {
+  double *a = spd_matrix(n, 0.5, seed);
+  tarn_matrix *m = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
+  int info = 5;
+  assert_int_equal(tarn_matrix_cholesky(m, &info), 0);
+  assert_int_equal(tarn_matrix_cholesky_inverse(m, &info), 0);
+  assert_int_equal(info, 0);
+  double *x = test_buffer_of(m), *want = malloc(n * n * sizeof *want);
+  assert_non_null(want);
+  memcpy(want, a, n * n * sizeof *want);
+  assert_int_equal(LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (int)n, want, (int)n),
+                   0);
+  assert_int_equal(LAPACKE_dpotri(LAPACK_COL_MAJOR, 'L', (int)n, want, (int)n),
+                   0);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < j; i++) {
+      assert_memory_equal(&x[i + j * n], &x[j + i * n], sizeof *x);
+      want[i + j * n] = want[j + i * n];
+    }
+  assert_true(relative_difference(x, want, n * n) <= 1e-10);
+  assert_true(inverse_residual(a, x, n) <= RESIDUAL_MAX);
+  free(a);
+  free(x);
+  free(want);
+  tarn_matrix_destroy(m);
+}
+
+/* A^-1 by tarn's LU and inverse: within 1e-8 of dgetri's (A random, not
+ * shifted: many interchanges, a condition up to about 1e4), the residual
+ * below the bound. */
+static void check_lu(tarn_rt *rt, size_t n, size_t nb, uint64_t seed) {
+  double *a = random_matrix(n, n, 0.0, seed);
+  tarn_matrix *m = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
+  size_t *piv = malloc(n * sizeof *piv);
+  lapack_int *ipiv = malloc(n * sizeof *ipiv);
+  double *want = malloc(n * n * sizeof *want);
+  assert_non_null(piv);
+  assert_non_null(ipiv);
+  assert_non_null(want);
+  int info = 5;
+  assert_int_equal(tarn_matrix_lu(m, piv, &info), 0);
+  assert_int_equal(tarn_matrix_lu_inverse(m, piv, &info), 0);
+  assert_int_equal(info, 0);
+  double *x = test_buffer_of(m);
+  memcpy(want, a, n * n * sizeof *want);
+  assert_int_equal(
+      LAPACKE_dgetrf(LAPACK_COL_MAJOR, (int)n, (int)n, want, (int)n, ipiv), 0);
+  assert_int_equal(LAPACKE_dgetri(LAPACK_COL_MAJOR, (int)n, want, (int)n, ipiv),
+                   0);
+  assert_true(relative_difference(x, want, n * n) <= 1e-8);
+  assert_true(inverse_residual(a, x, n) <= RESIDUAL_MAX);
+  free(a);
+  free(x);
+  free(want);
+  free(piv);
+  free(ipiv);
+  tarn_matrix_destroy(m);
+}
+
+static void test_cholesky_inverse(void **state) {
+  (void)state;
+  uint64_t seed = 100;
+  for (unsigned workers = 1; workers <= 3; workers++) {
+    tarn_rt *rt = test_rt(workers, 0);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+      check_cholesky(rt, sizes[s][0], sizes[s][1], seed++);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+static void test_lu_inverse(void **state) {
+  (void)state;
+  uint64_t seed = 200;
+  for (unsigned workers = 1; workers <= 3; workers++) {
+    tarn_rt *rt = test_rt(workers, 0);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+      check_lu(rt, sizes[s][0], sizes[s][1], seed++);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* The inverse of a permutation (cyclic shifts, and the reversal) is its
+ * transpose, exactly: the interchanges come out right. */
+static void test_permutation_inverse(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  const size_t n = 11;
+  for (size_t shape = 0; shape < 3; shape++) {
+    double p[11 * 11] = {0};
+    for (size_t j = 0; j < n; j++) {
+      size_t i = shape == 2 ? n - 1 - j : (j + 1 + shape * 4) % n;
+      p[i + j * n] = 1;
+    }
+    tarn_matrix *m = NULL;
+    size_t piv[11];
+    assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 3, 3, p, n, &m), 0);
+    assert_int_equal(tarn_matrix_lu(m, piv, NULL), 0);
+    assert_int_equal(tarn_matrix_lu_inverse(m, piv, NULL), 0);
+    double *x = test_buffer_of(m);
+    for (size_t j = 0; j < n; j++)
+      for (size_t i = 0; i < n; i++) assert_true(x[i + j * n] == p[j + i * n]);
+    free(x);
+    tarn_matrix_destroy(m);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* ---- refusals ------------------------------------------------------------ */
+
+/* A zero on the diagonal at (17, 17) (of 20, tiles of 8): TARN_EINVAL,
+ * info 18, the matrix unchanged bit for bit; with a unit diagonal the
+ * zero is not read and the triangle is inverted. */
+static void test_singular(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  size_t n = 20, piv[20];
+  for (size_t i = 0; i < n; i++) piv[i] = i;
+  piv[3] = 9;
+  double *a = random_matrix(n, n, 3.0, 400);
+  a[17 + 17 * n] = 0.0;
+  tarn_matrix *m = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 8, 8, a, n, &m), 0);
+  for (int call = 0; call < 4; call++) {
+    int info = 0;
+    int rc = call == 0   ? tarn_matrix_lu_inverse(m, piv, &info)
+             : call == 1 ? tarn_matrix_cholesky_inverse(m, &info)
+                         : tarn_matrix_triangular_inverse(
+                               m, call == 2 ? TARN_LOWER : TARN_UPPER,
+                               TARN_NON_UNIT, &info);
+    assert_int_equal(rc, TARN_EINVAL);
+    assert_int_equal(info, 18);
+    double *after = test_buffer_of(m);
+    assert_memory_equal(after, a, n * n * sizeof *a);
+    free(after);
+  }
+  assert_int_equal(
+      tarn_matrix_triangular_inverse(m, TARN_LOWER, TARN_UNIT, NULL), 0);
+  double *after = test_buffer_of(m);
+  assert_true(after[17 + 17 * n] == 0.0);
+  assert_true(after[18 + 17 * n] == -a[18 + 17 * n]); /* the unit L's */
+  free(after);
+  free(a);
+  tarn_matrix_destroy(m);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Bad arguments: TARN_EINVAL, info 0, the matrix unchanged. A failed
+ * task on the matrix's first tile: TARN_ECANCELED. */
+static void test_bad_input_and_failures(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  size_t n = 12, piv[12];
+  tarn_matrix *a = NULL, *wide = NULL, *oblong = NULL;
+  test_factor_operands(rt, &a, &wide, &oblong, piv);
+  double *before = test_buffer_of(a);
+  int info = 5;
+  assert_int_equal(tarn_matrix_lu_inverse(NULL, piv, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  info = 5;
+  assert_int_equal(tarn_matrix_lu_inverse(a, NULL, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_lu_inverse(wide, piv, NULL), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_inverse(oblong, piv, NULL), TARN_EINVAL);
+  piv[4] = 3; /* below its row */
+  assert_int_equal(tarn_matrix_lu_inverse(a, piv, NULL), TARN_EINVAL);
+  piv[4] = n; /* past the end */
+  assert_int_equal(tarn_matrix_lu_inverse(a, piv, NULL), TARN_EINVAL);
+  piv[4] = 4;
+  info = 5;
+  assert_int_equal(tarn_matrix_cholesky_inverse(NULL, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_cholesky_inverse(wide, NULL), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_cholesky_inverse(oblong, NULL), TARN_EINVAL);
+  info = 5;
+  assert_int_equal(
+      tarn_matrix_triangular_inverse(NULL, TARN_LOWER, TARN_NON_UNIT, &info),
+      TARN_EINVAL);
+  assert_int_equal(info, 0);
+  assert_int_equal(
+      tarn_matrix_triangular_inverse(wide, TARN_LOWER, TARN_NON_UNIT, NULL),
+      TARN_EINVAL);
+  assert_int_equal(
+      tarn_matrix_triangular_inverse(oblong, TARN_LOWER, TARN_NON_UNIT, NULL),
+      TARN_EINVAL);
+  assert_int_equal(
+      tarn_matrix_triangular_inverse(a, (tarn_uplo)7, TARN_NON_UNIT, NULL),
+      TARN_EINVAL);
+  assert_int_equal(
+      tarn_matrix_triangular_inverse(a, TARN_UPPER, (tarn_diag)7, NULL),
+      TARN_EINVAL);
+  double *after = test_buffer_of(a);
+  assert_memory_equal(after, before, n * n * sizeof *after);
+  free(after);
+  free(before);
+  test_fail_first_tile(rt, a);
+  assert_int_equal(tarn_matrix_lu_inverse(a, piv, NULL), TARN_ECANCELED);
+  assert_int_equal(tarn_matrix_cholesky_inverse(a, NULL), TARN_ECANCELED);
+  assert_int_equal(
+      tarn_matrix_triangular_inverse(a, TARN_UPPER, TARN_UNIT, NULL),
+      TARN_ECANCELED);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(wide);
+  tarn_matrix_destroy(oblong);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Under a memory limit of half the matrix: the same results. */
+static void test_inverse_under_a_memory_limit(void **state) {
+  (void)state;
+  size_t limit = 160 << 10; /* the 200 x 200 matrix takes 320 KB */
+  tarn_rt *rt = test_rt(2, limit);
+  check_lu(rt, 200, 32, 500);
+  check_cholesky(rt, 200, 32, 501);
+  check_triangle(rt, 200, 200, 32, 32, TARN_UPPER, TARN_NON_UNIT, 502);
+  test_rt_destroy_spilled(rt, limit);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_triangular_inverse),
+      cmocka_unit_test(test_tall_triangular_inverse),
+      cmocka_unit_test(test_cholesky_inverse),
+      cmocka_unit_test(test_lu_inverse),
+      cmocka_unit_test(test_permutation_inverse),
+      cmocka_unit_test(test_singular),
+      cmocka_unit_test(test_bad_input_and_failures),
+      cmocka_unit_test(test_inverse_under_a_memory_limit),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

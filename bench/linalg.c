@@ -2,9 +2,10 @@
  * qr, matmul (A*A), matvec (A*x), solve (A\b via lu) and syrk (A'*A, the
  * full result) of an N x N tiled tarn matrix, and the solves with factors
  * made before (A\b with L of cholesky, with LU and pivots, with QR and its T,
- * and L\b alone; against dpotrs, dgetrs, dormqr + dtrtrs and dtrtrs) and the
- * condition estimate with the LU factors (against dgecon), side
- * by side with
+ * and L\b alone; against dpotrs, dgetrs, dormqr + dtrtrs and dtrtrs), the
+ * condition estimate with the LU factors (against dgecon) and the inverses
+ * from the Cholesky and LU factors (against dpotri, mirrored inside its
+ * clock as syrk's, and dgetri), side by side with
  * LAPACKE/OpenBLAS on the whole matrix (1 thread and all cores), the same tiled
  * Cholesky as OpenMP tasks and the same tiled Cholesky and gemm on StarPU 1.3
  * (linalg_peers.h). Inputs are made in an untimed setup; factorizations work on
@@ -49,6 +50,8 @@ enum {
   OP_GEQRS, /* solve with the QR factors, made outside the clock */
   OP_TRTRS, /* L x = b with the Cholesky factor, made outside the clock */
   OP_GECON, /* rcond from the LU factors, made outside the clock */
+  OP_POTRI, /* A^-1 from the Cholesky factor, made outside the clock */
+  OP_GETRI, /* A^-1 from the LU factors and pivots, made outside the clock */
   OPS
 };
 enum { V_TARN, V_LAPACKE1, V_LAPACKEN, V_OMP, V_STARPU, VARIANTS };
@@ -75,6 +78,8 @@ static const struct op ops[OPS] = {
                   0},
     [OP_GECON] = {"condition estimate (rcond with lu's factors)", "gecon", 1, 0,
                   0},
+    [OP_POTRI] = {"inverse (A^-1 with cholesky's L)", "potri", 1, 0, 0},
+    [OP_GETRI] = {"inverse (A^-1 with lu's factors)", "getri", 1, 0, 0},
 };
 
 /* Dagger.jl's medians in milliseconds, published reference figures (not
@@ -88,9 +93,9 @@ static const size_t dagger_sizes[2] = {256, 1024};
 static const double dagger_median_ms[2][OPS] = {
     /* N=256: cholesky, lu, qr, matmul, matvec, solve, syrk; none for the
      * solves with factors (0) */
-    {3.23, 4.53, 5.62, 2.19, 1.66, 8.89, 3.84, 0, 0, 0, 0, 0},
+    {3.23, 4.53, 5.62, 2.19, 1.66, 8.89, 3.84, 0, 0, 0, 0, 0, 0, 0},
     /* N=1024: cholesky, lu, qr, matmul, matvec, solve, syrk */
-    {19.5, 43.2, 118, 47.0, 3.02, 53.4, 35.7, 0, 0, 0, 0, 0},
+    {19.5, 43.2, 118, 47.0, 3.02, 53.4, 35.7, 0, 0, 0, 0, 0, 0, 0},
 };
 
 /* One size's inputs, made and waited for before any clock starts. */
@@ -150,6 +155,10 @@ static double flops(int op, size_t n) {
       return 3 * x * x;
     case OP_GECON: /* not counted: the solves it takes vary */
       return 0;
+    case OP_POTRI: /* L^-1 (n^3 / 3) and L^-T L^-1 (n^3 / 3) */
+      return 2 * x * x * x / 3;
+    case OP_GETRI: /* U^-1 (n^3 / 3) and X L = U^-1 (n^3) */
+      return 4 * x * x * x / 3;
     case OP_QR: /* 2 m n^2 - 2 n^3 / 3 with m = n */
       return 4 * x * x * x / 3;
     case OP_SYRK: /* the lower half's n^2 (n + 1), counted as n^3 */
@@ -236,6 +245,10 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
   if ((op == OP_POTRS || op == OP_GETRS || op == OP_TRTRS) &&
       fresh_copy(c->rt, c->t_vec, &out))
     return 1;
+  /* the inverses overwrite a copy of the factors */
+  if ((op == OP_POTRI || op == OP_GETRI) &&
+      fresh_copy(c->rt, op == OP_POTRI ? c->t_l : c->t_lu, &out))
+    return 1;
   tarn_matrix *tq = NULL; /* qr's T factors, destroyed after the clock */
   uint64_t t0 = bench_now_ns();
   if (op == OP_CHOL) {
@@ -256,6 +269,10 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
   } else if (op == OP_GECON) {
     rc = tarn_matrix_lu_rcond(c->t_lu, c->t_lu_piv, TARN_NORM_ONE, c->rnd_norm1,
                               &c->rcond[0]);
+  } else if (op == OP_POTRI) {
+    rc = tarn_matrix_cholesky_inverse(out, &info);
+  } else if (op == OP_GETRI) {
+    rc = tarn_matrix_lu_inverse(out, c->t_lu_piv, &info);
   } else if (op == OP_GEQRS) {
     rc = tarn_matrix_qr_solve(c->t_qr, c->t_qr_t, TARN_NO_TRANS, c->t_vec, &out,
                               &info);
@@ -293,6 +310,12 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
   return 0;
 }
 
+/* The lower triangle of the n x n w copied into its upper. */
+static void mirror_lower(double *w, size_t n) {
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = j + 1; i < n; i++) w[j + i * n] = w[i + j * n];
+}
+
 /* One LAPACKE sample with `threads` OpenBLAS threads (set to 1 again
  * afterwards, as tarn wants it); the result stays in c->w or c->wv (qr's
  * tau goes to c->wv). */
@@ -301,6 +324,8 @@ static int lapacke_sample(struct ctx *c, int op, int threads, double *t) {
   size_t bytes = c->n * c->n * sizeof(double);
   if (op == OP_CHOL) memcpy(c->w, c->spd, bytes);
   if (op == OP_LU || op == OP_QR || op == OP_SOLVE) memcpy(c->w, c->rnd, bytes);
+  if (op == OP_POTRI) memcpy(c->w, c->l_fac, bytes);
+  if (op == OP_GETRI) memcpy(c->w, c->lu_fac, bytes);
   if (op == OP_SOLVE || op == OP_POTRS || op == OP_GETRS || op == OP_GEQRS ||
       op == OP_TRTRS)
     memcpy(c->wv, c->vec, c->n * sizeof(double));
@@ -342,6 +367,13 @@ static int lapacke_sample(struct ctx *c, int op, int threads, double *t) {
       info = LAPACKE_dgecon(LAPACK_COL_MAJOR, '1', n, c->lu_fac, n,
                             c->rnd_norm1, &c->rcond[1]);
       break;
+    case OP_POTRI: /* then mirrored, as tarn's result is full */
+      info = LAPACKE_dpotri(LAPACK_COL_MAJOR, 'L', n, c->w, n);
+      mirror_lower(c->w, c->n);
+      break;
+    case OP_GETRI:
+      info = LAPACKE_dgetri(LAPACK_COL_MAJOR, n, c->w, n, c->lu_ipiv);
+      break;
     case OP_GEQRS: /* LAPACK's dgeqrs: Q^T b, then R x = Q^T b */
       info = LAPACKE_dormqr(LAPACK_COL_MAJOR, 'L', 'T', n, 1, n, c->qr_fac, n,
                             c->qr_tau, c->wv, n);
@@ -353,9 +385,7 @@ static int lapacke_sample(struct ctx *c, int op, int threads, double *t) {
       /* C = A^T A, lower half; then mirrored, as tarn's result is full. */
       cblas_dsyrk(CblasColMajor, CblasLower, CblasTrans, n, n, 1.0, c->rnd, n,
                   0.0, c->w, n);
-      for (size_t j = 0; j < c->n; j++)
-        for (size_t i = j + 1; i < c->n; i++)
-          c->w[j + i * c->n] = c->w[i + j * c->n];
+      mirror_lower(c->w, c->n);
       break;
     default:
       break;
@@ -813,7 +843,9 @@ int bench_linalg(bench_run *run) {
           op_wanted(run, &c, OP_GETRS, solves, 3) ||
           op_wanted(run, &c, OP_GEQRS, solves, 3) ||
           op_wanted(run, &c, OP_TRTRS, solves, 3) ||
-          op_wanted(run, &c, OP_GECON, solves, 3))
+          op_wanted(run, &c, OP_GECON, solves, 3) ||
+          op_wanted(run, &c, OP_POTRI, solves, 3) ||
+          op_wanted(run, &c, OP_GETRI, solves, 3))
         failed = factors_open(&c);
     }
     f.n[f.count] = sizes[s];

@@ -126,14 +126,78 @@ static int k_trmm(tarn_task *t, void *arg) {
   return 0;
 }
 
-/* The diagonal tile's triangle inverted in place; its diagonal was checked
- * before, so LAPACK finds no zero there. */
+/* A diagonal tile of this order or more is inverted in two halves whose
+ * work is shared with idle workers (trtri_shared). A matrix of one tile
+ * (`tarn bench linalg --sizes 256 --filter inverse --samples 21`, three
+ * alternated runs, 2026-12-02): from Cholesky's L 756-782 us against
+ * 815-902 with one dtrtri call, from LU's factors 1.02-1.08 ms against
+ * 1.07-1.17. */
+#define TRTRI_SPLIT_MIN 128
+
+/* The triangle of order n at a (leading dimension lda) and its halves:
+ * the first h rows and columns, and the rest. */
+struct trtri_halves {
+  CBLAS_UPLO uplo;
+  CBLAS_DIAG diag;
+  int n, h, lda;
+  double *a;
+};
+
+static lapack_int dtrtri(CBLAS_UPLO uplo, CBLAS_DIAG diag, int n, double *a,
+                         int lda) {
+  return LAPACKE_dtrtri_work(LAPACK_COL_MAJOR, uplo == CblasLower ? 'L' : 'U',
+                             diag == CblasUnit ? 'U' : 'N', n, a, lda);
+}
+
+/* Halves [begin, end) inverted, each by one dtrtri. */
+static int trtri_halves_range(void *arg, size_t begin, size_t end) {
+  const struct trtri_halves *s = arg;
+  for (size_t q = begin; q < end; q++) {
+    size_t at = q == 0 ? 0 : (size_t)s->h;
+    int n = q == 0 ? s->h : s->n - s->h;
+    if (dtrtri(s->uplo, s->diag, n, s->a + at + at * (size_t)s->lda, s->lda) !=
+        0)
+      return TARN_EINVAL;
+  }
+  return 0;
+}
+
+/* T^-1 in place, T (n x n at a) with no zero on its diagonal (checked
+ * before). A large T in halves: the block off the diagonal, B, becomes
+ * -T11^-1 B T22^-1 (upper) or -T22^-1 B T11^-1 (lower) by two shared
+ * trsm, then T11 and T22 are inverted, one on each of two threads when a
+ * worker is idle. */
+static int trtri_shared(tarn_task *t, CBLAS_UPLO uplo, CBLAS_DIAG diag, int n,
+                        double *a, int lda) {
+  if (n < TRTRI_SPLIT_MIN)
+    return dtrtri(uplo, diag, n, a, lda) == 0 ? 0 : TARN_EINVAL;
+  int h = n / 2, n2 = n - h;
+  double *a11 = a, *a22 = a + h + (size_t)h * (size_t)lda;
+  int rc;
+  if (uplo == CblasLower) {
+    double *a21 = a + h; /* n2 x h */
+    rc = tarn__trsm_shared(t, CblasRight, CblasLower, CblasNoTrans, diag, n2, h,
+                           -1.0, a11, lda, a21, lda);
+    if (rc == 0)
+      rc = tarn__trsm_shared(t, CblasLeft, CblasLower, CblasNoTrans, diag, n2,
+                             h, 1.0, a22, lda, a21, lda);
+  } else {
+    double *a12 = a + (size_t)h * (size_t)lda; /* h x n2 */
+    rc = tarn__trsm_shared(t, CblasLeft, CblasUpper, CblasNoTrans, diag, h, n2,
+                           -1.0, a11, lda, a12, lda);
+    if (rc == 0)
+      rc = tarn__trsm_shared(t, CblasRight, CblasUpper, CblasNoTrans, diag, h,
+                             n2, 1.0, a22, lda, a12, lda);
+  }
+  if (rc != 0) return rc;
+  struct trtri_halves s = {uplo, diag, n, h, lda, a};
+  return tarn_task_parallel_for(t, 2, 1, trtri_halves_range, &s);
+}
+
+/* The diagonal tile's triangle inverted in place. */
 static int k_trtri(tarn_task *t, void *arg) {
   const struct inv_job *j = arg;
-  lapack_int info = LAPACKE_dtrtri_work(
-      LAPACK_COL_MAJOR, j->uplo == CblasLower ? 'L' : 'U',
-      j->diag == CblasUnit ? 'U' : 'N', j->n, tarn_task_data(t, 0), j->lda);
-  return info == 0 ? 0 : TARN_EINVAL;
+  return trtri_shared(t, j->uplo, j->diag, j->n, tarn_task_data(t, 0), j->lda);
 }
 
 /* The lower triangle of the diagonal tile = L^T L, L its lower triangle. */
@@ -169,11 +233,7 @@ static int k_interchange(tarn_task *t, void *arg) {
     if (p == c) continue;
     double *x = (double *)tarn_task_data(t, c / nb) + (c % nb) * rows;
     double *y = (double *)tarn_task_data(t, p / nb) + (p % nb) * rows;
-    for (size_t r = 0; r < rows; r++) {
-      double v = x[r];
-      x[r] = y[r];
-      y[r] = v;
-    }
+    cblas_dswap((int)rows, x, 1, y, 1);
   }
   return 0;
 }

@@ -68,8 +68,10 @@ static double relative_difference(const double *x, const double *y, size_t n) {
   return d / s;
 }
 
-static const size_t sizes[][2] = {{1, 1},    {2, 1},    {7, 3},   {40, 40},
-                                  {100, 32}, {129, 16}, {200, 64}};
+/* n, nb: tiles of 131 and 301 are inverted in halves (trtri_shared) */
+static const size_t sizes[][2] = {{1, 1},    {2, 1},     {7, 3},
+                                  {40, 40},  {100, 32},  {129, 16},
+                                  {200, 64}, {262, 131}, {301, 301}};
 
 /* ---- triangles ----------------------------------------------------------- */
 

@@ -9,11 +9,19 @@
  * (||A^T r|| is at rounding level), the residual is no
  * larger than the noise, and the coefficients are the known ones to
  * within what the noise allows. It prints A's reciprocal condition
- * number, which tarn_matrix_triangular_rcond estimates from R.
+ * number, which tarn_matrix_triangular_rcond estimates from R, and each
+ * coefficient's standard error, sigma sqrt(((A^T A)^-1)_jj) with
+ * (A^T A)^-1 = R^-1 R^-T: R is inverted in place
+ * (tarn_matrix_triangular_inverse) once the solve no longer needs it. A
+ * fourth check: every coefficient lies within 6 standard errors of the
+ * known one, the noise's estimated sigma is within 6 of its own
+ * standard deviations (about 0.45 / sqrt(M - D - 1) of sigma for
+ * uniform noise) of the true NOISE / sqrt(3), and R^-1 R = I to
+ * rounding.
  *
  *   build/examples/least_squares [M DEGREE TILE_ROWS]   (default 200000 5 8192)
  *
- * Exits 0 when the three checks pass, 1 otherwise. */
+ * Exits 0 when the four checks pass, 1 otherwise. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -119,14 +127,45 @@ int main(int argc, char **argv) {
   CHECK(tarn_matrix_norm(r, TARN_NORM_FRO, &norm_r));
   CHECK(tarn_matrix_norm(at_r, TARN_NORM_FRO, &norm_atr));
 
+  /* The coefficients' covariance, sigma^2 (A^T A)^-1 = sigma^2 R^-1
+   * R^-T: R^-1 over R, in the factor's top n rows (the reflectors below
+   * it are not touched), then the squares of each row of R^-1 summed. */
+  double rr[11 * 11], ri[11 * 11]; /* R and R^-1, n x n, n <= 11 */
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i <= j; i++)
+      CHECK(tarn_matrix_get(qr, i, j, &rr[i + j * n]));
+  CHECK(tarn_matrix_triangular_inverse(qr, TARN_UPPER, TARN_NON_UNIT, &info));
+  /* R^-1 R = I to rounding, relative to ||R^-1|| ||R|| (max norms) */
+  double inv_err = 0, r_max = 0, ri_max = 0;
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i <= j; i++) {
+      CHECK(tarn_matrix_get(qr, i, j, &ri[i + j * n]));
+      r_max = fmax(r_max, fabs(rr[i + j * n]));
+      ri_max = fmax(ri_max, fabs(ri[i + j * n]));
+    }
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i <= j; i++) {
+      double v = 0;
+      for (size_t k = i; k <= j; k++) v += ri[i + k * n] * rr[k + j * n];
+      inv_err = fmax(inv_err, fabs(v - (i == j)));
+    }
+  inv_err /= (double)n * r_max * ri_max * DBL_EPSILON;
+  double sigma = norm_r / sqrt((double)(m - n)), true_sigma = NOISE / sqrt(3.0);
+  /* sigma^2's estimate has a relative deviation of sqrt(0.8 / (M - n))
+   * for uniform noise (E e^4 = NOISE^4 / 5), sigma's half that */
+  double sigma_allowed = 6 * 0.45 / sqrt((double)(m - n)) * true_sigma;
+
   printf("least_squares: %zu points, degree %zu, %u workers\n", m, degree,
          tarn_rt_workers(rt));
-  double worst = 0;
+  double worst = 0, worst_z = 0;
   for (size_t j = 0; j < n; j++) {
-    double got;
+    double got, sum = 0;
     CHECK(tarn_matrix_get(c, j, 0, &got));
+    for (size_t k = j; k < n; k++) sum += ri[j + k * n] * ri[j + k * n];
+    double se = sigma * sqrt(sum);
     worst = fmax(worst, fabs(got - known[j]));
-    printf("  c%zu = %+.6f (known %+.6f)\n", j, got, known[j]);
+    worst_z = fmax(worst_z, fabs(got - known[j]) / se);
+    printf("  c%zu = %+.6f +- %.2g (known %+.6f)\n", j, got, se, known[j]);
   }
   /* A^T r of a backward-stable solution is at rounding level against
    * ||A|| (||A|| ||c|| + ||y||), as LAPACK's tests of dgels measure it. */
@@ -138,13 +177,20 @@ int main(int argc, char **argv) {
    * [-1, 1]): 4^D is a bound with room to spare. */
   double allowed = NOISE / sqrt((double)m) * pow(4.0, (double)degree);
   int ok = orth < 1.0 && norm_r <= noise_norm && worst <= allowed &&
-           rcond > 0 && rcond <= 1;
+           rcond > 0 && rcond <= 1 && inv_err <= 10 && worst_z <= 6.0 &&
+           fabs(sigma - true_sigma) <= sigma_allowed;
   printf(
       "  ||A^T r|| / (||A|| (||A|| ||c|| + ||y||) eps M) = %.3g (must be "
       "< 1)\n",
       orth);
   printf("  ||r|| = %.4g, noise at most %.4g\n", norm_r, noise_norm);
   printf("  largest coefficient error %.3g (allowed %.3g)\n", worst, allowed);
+  printf(
+      "  largest error in standard errors %.2f (allowed 6); sigma %.4g "
+      "(true %.4g, allowed +- %.2g)\n",
+      worst_z, sigma, true_sigma, sigma_allowed);
+  printf("  |R^-1 R - I| / (n |R^-1| |R| eps) = %.2g (must be <= 10)\n",
+         inv_err);
   printf(
       "  rcond(A) = rcond(R) = %.3g, estimated from R (the monomials' "
       "conditioning: it falls as the degree grows)\n",

@@ -56,9 +56,9 @@ struct inv_job {
   size_t offset;       /* check: the diagonal tile's first row */
   atomic_int *first;   /* check: where a zero's 1-based order goes */
   const size_t *piv;   /* interchange: the pivots (the caller's, read) */
-  size_t count;        /* interchange: the pivots, and the tiles of the row */
-  size_t tile_columns; /* interchange: columns per tile (the last may be
-                          narrower) */
+  size_t count;        /* interchange: the pivots (the matrix's order) */
+  size_t tile_columns; /* interchange: columns per tile (the last tile's
+                          may be fewer) */
 };
 
 static int submit(tarn_matrix *a, tarn_task_fn fn, const struct inv_job *j,

@@ -376,6 +376,14 @@ TARN_API int tarn_matrix_cholesky_inverse(tarn_matrix *l, int *info);
 TARN_API int tarn_matrix_lu_inverse(tarn_matrix *lu, const size_t *piv,
                                     int *info);
 
+/* A^-1 in place of A, as NumPy's inv: tarn_matrix_lu (pivots kept
+ * internally), then tarn_matrix_lu_inverse. A singular A (an exact zero
+ * on U's diagonal) gives *info > 0, as tarn_matrix_lu reports it, and
+ * TARN_EINVAL with A holding its LU factors (as tarn_matrix_solve leaves
+ * it). Other failures as for tarn_matrix_lu and tarn_matrix_lu_inverse;
+ * TARN_ENOMEM also when the pivots' n entries cannot be allocated. */
+TARN_API int tarn_matrix_inverse(tarn_matrix *a, int *info);
+
 /* Householder QR factorisation in place, in compact WY form (LAPACK's
  * dgeqrt): A = Q R with Q orthogonal, as the tile algorithm of PLASMA and
  * Chameleon (flat reduction tree). A is M x N with M >= N >= 1, and its

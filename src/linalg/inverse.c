@@ -1,6 +1,7 @@
 /* inverse.c: explicit inverses in place, from a triangle or from factors
  * made before (tarn_matrix_triangular_inverse, tarn_matrix_cholesky_inverse,
- * tarn_matrix_lu_inverse; see tarn/linalg.h), as LAPACK's dtrtri, dpotri
+ * tarn_matrix_lu_inverse; and tarn_matrix_inverse, LU then its inverse;
+ * see tarn/linalg.h), as LAPACK's dtrtri, dpotri
  * and dgetri, by the tile algorithms of PLASMA (Agullo, Bouwmeester,
  * Dongarra, Kurzak, Langou, Rosenberg: "Towards an efficient tile matrix
  * inversion of symmetric positive definite matrices on multicore
@@ -531,6 +532,18 @@ int tarn_matrix_cholesky_inverse(tarn_matrix *l, int *info) {
   tarn__blas_init();
   int rc = check_diagonal(l, info);
   return rc != 0 ? rc : run_region(l, cholesky_tasks, NULL);
+}
+
+int tarn_matrix_inverse(tarn_matrix *a, int *info) {
+  if (info != NULL) *info = 0;
+  if (a == NULL || !tarn__factor_shape_ok(a)) return TARN_EINVAL;
+  size_t *piv = malloc(a->m * sizeof *piv);
+  if (piv == NULL) return TARN_ENOMEM;
+  /* LU reports an exact zero on U's diagonal itself: no check after it */
+  int rc = tarn_matrix_lu(a, piv, info);
+  if (rc == 0) rc = run_region(a, lu_tasks, piv);
+  free(piv);
+  return rc;
 }
 
 int tarn_matrix_lu_inverse(tarn_matrix *lu, const size_t *piv, int *info) {

@@ -1,5 +1,6 @@
 /* test_inverse.c: explicit inverses in place (tarn_matrix_triangular_inverse,
- * tarn_matrix_cholesky_inverse, tarn_matrix_lu_inverse) against LAPACK's
+ * tarn_matrix_cholesky_inverse, tarn_matrix_lu_inverse, and
+ * tarn_matrix_inverse of A itself) against LAPACK's
  * dtrtri, dpotri and dgetri on the same matrices, and against the
  * definition: ||A X - I|| / (n ||A|| ||X|| eps) below a small bound. Both
  * triangles, unit and non-unit diagonals, tall triangles (a QR's R); the
@@ -225,10 +226,11 @@ static void check_cholesky(tarn_rt *rt, size_t n, size_t nb, uint64_t seed) {
   tarn_matrix_destroy(m);
 }
 
-/* A^-1 by tarn's LU and inverse: within 1e-8 of dgetri's (A random, not
- * shifted: many interchanges, a condition up to about 1e4), the residual
- * below the bound. */
-static void check_lu(tarn_rt *rt, size_t n, size_t nb, uint64_t seed) {
+/* A^-1 by tarn's LU and inverse (or, `direct`, by tarn_matrix_inverse):
+ * within 1e-8 of dgetri's (A random, not shifted: many interchanges, a
+ * condition up to about 1e4), the residual below the bound. */
+static void check_lu(tarn_rt *rt, size_t n, size_t nb, uint64_t seed,
+                     bool direct) {
   double *a = random_matrix(n, n, 0.0, seed);
   tarn_matrix *m = NULL;
   assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
@@ -239,8 +241,12 @@ static void check_lu(tarn_rt *rt, size_t n, size_t nb, uint64_t seed) {
   assert_non_null(ipiv);
   assert_non_null(want);
   int info = 5;
-  assert_int_equal(tarn_matrix_lu(m, piv, &info), 0);
-  assert_int_equal(tarn_matrix_lu_inverse(m, piv, &info), 0);
+  if (direct) {
+    assert_int_equal(tarn_matrix_inverse(m, &info), 0);
+  } else {
+    assert_int_equal(tarn_matrix_lu(m, piv, &info), 0);
+    assert_int_equal(tarn_matrix_lu_inverse(m, piv, &info), 0);
+  }
   assert_int_equal(info, 0);
   double *x = test_buffer_of(m);
   memcpy(want, a, n * n * sizeof *want);
@@ -274,8 +280,10 @@ static void test_lu_inverse(void **state) {
   uint64_t seed = 200;
   for (unsigned workers = 1; workers <= 3; workers++) {
     tarn_rt *rt = test_rt(workers, 0);
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
-      check_lu(rt, sizes[s][0], sizes[s][1], seed++);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+      check_lu(rt, sizes[s][0], sizes[s][1], seed++, false);
+      check_lu(rt, sizes[s][0], sizes[s][1], seed++, true);
+    }
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
 }
@@ -340,8 +348,25 @@ static void test_singular(void **state) {
   assert_true(after[17 + 17 * n] == 0.0);
   assert_true(after[18 + 17 * n] == -a[18 + 17 * n]); /* the unit L's */
   free(after);
+  tarn_matrix_destroy(m);
+  /* tarn_matrix_inverse of an A whose column 12 is zero: LU's info 13,
+   * A left holding its factors, as tarn_matrix_lu leaves them */
+  for (size_t i = 0; i < n; i++) a[i + 12 * n] = 0.0;
+  tarn_matrix *f = NULL;
+  size_t fpiv[20];
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 8, 8, a, n, &m), 0);
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 8, 8, a, n, &f), 0);
+  int info = 0;
+  assert_int_equal(tarn_matrix_inverse(m, &info), TARN_EINVAL);
+  assert_int_equal(info, 13);
+  assert_int_equal(tarn_matrix_lu(f, fpiv, &info), TARN_EINVAL);
+  double *got = test_buffer_of(m), *factors = test_buffer_of(f);
+  assert_memory_equal(got, factors, n * n * sizeof *got);
+  free(got);
+  free(factors);
   free(a);
   tarn_matrix_destroy(m);
+  tarn_matrix_destroy(f);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -367,6 +392,11 @@ static void test_bad_input_and_failures(void **state) {
   piv[4] = n; /* past the end */
   assert_int_equal(tarn_matrix_lu_inverse(a, piv, NULL), TARN_EINVAL);
   piv[4] = 4;
+  info = 5;
+  assert_int_equal(tarn_matrix_inverse(NULL, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_inverse(wide, NULL), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_inverse(oblong, NULL), TARN_EINVAL);
   info = 5;
   assert_int_equal(tarn_matrix_cholesky_inverse(NULL, &info), TARN_EINVAL);
   assert_int_equal(info, 0);
@@ -395,6 +425,7 @@ static void test_bad_input_and_failures(void **state) {
   free(before);
   test_fail_first_tile(rt, a);
   assert_int_equal(tarn_matrix_lu_inverse(a, piv, NULL), TARN_ECANCELED);
+  assert_int_equal(tarn_matrix_inverse(a, NULL), TARN_ECANCELED);
   assert_int_equal(tarn_matrix_cholesky_inverse(a, NULL), TARN_ECANCELED);
   assert_int_equal(
       tarn_matrix_triangular_inverse(a, TARN_UPPER, TARN_UNIT, NULL),
@@ -410,7 +441,8 @@ static void test_inverse_under_a_memory_limit(void **state) {
   (void)state;
   size_t limit = 160 << 10; /* the 200 x 200 matrix takes 320 KB */
   tarn_rt *rt = test_rt(2, limit);
-  check_lu(rt, 200, 32, 500);
+  check_lu(rt, 200, 32, 500, false);
+  check_lu(rt, 200, 32, 503, true);
   check_cholesky(rt, 200, 32, 501);
   check_triangle(rt, 200, 200, 32, 32, TARN_UPPER, TARN_NON_UNIT, 502);
   test_rt_destroy_spilled(rt, limit);

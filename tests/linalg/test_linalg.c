@@ -769,7 +769,7 @@ static void test_cholesky_solve_after_failure(void **state) {
 struct in_task {
   tarn_matrix *a, *b, *f, *t;
   size_t piv[12];
-  int rc[18];
+  int rc[19];
 };
 
 /* Calls every linalg function that waits, from a task. */
@@ -799,6 +799,7 @@ static int call_waiting(tarn_task *task, void *arg) {
   s->rc[15] = tarn_matrix_lu_inverse(s->a, s->piv, NULL);
   s->rc[16] = tarn_matrix_cholesky_inverse(s->a, NULL);
   s->rc[17] = tarn_matrix_triangular_inverse(s->a, TARN_UPPER, TARN_UNIT, NULL);
+  s->rc[18] = tarn_matrix_inverse(s->a, NULL);
   if (rcond != -1 || sign != 5) return -2;
   return t == NULL && q == NULL && x == NULL ? 0 : -1;
 }

@@ -262,6 +262,28 @@ static int check_diagonal(tarn_matrix *a, int *info) {
   return tarn__region_outcome(region, submitted, &first, info);
 }
 
+/* Submits the trsm of job *j (side, triangle, sizes, alpha and leading
+ * dimensions set) on tile `b` with the triangle in tile `tri`. */
+static int submit_trsm(tarn_matrix *a, struct inv_job *j, tarn_ref *tri,
+                       tarn_ref *b, int priority) {
+  tarn_dep d[2] = {{tri, TARN_READ}, {b, TARN_READ_WRITE}};
+  j->ta = CblasNoTrans;
+  j->sa = 0;
+  j->sb = 1;
+  return submit(a, k_trsm, j, d, 2, priority, "trsm");
+}
+
+/* Submits the gemm of job *j (transposes, sizes, alpha and leading
+ * dimensions set): tile `c` += alpha op(tile a) op(tile b). */
+static int submit_gemm(tarn_matrix *a, struct inv_job *j, tarn_ref *c,
+                       tarn_ref *ta, tarn_ref *tb, int priority) {
+  tarn_dep d[3] = {{c, TARN_READ_WRITE}, {ta, TARN_READ}, {tb, TARN_READ}};
+  j->sc = 0;
+  j->sa = 1;
+  j->sb = 2;
+  return submit(a, k_gemm, j, d, 3, priority, "gemm");
+}
+
 /* The tile of T's triangle at (i, j) of its lower form: (i, j) of a lower
  * T, (j, i) of an upper one. */
 static tarn_ref *tri_tile(tarn_matrix *a, bool lower, size_t i, size_t j) {
@@ -279,30 +301,22 @@ static int submit_trtri_step(tarn_matrix *a, bool lower, bool unit, size_t k) {
   /* T_ik = -T_ik T_kk^-1 below (lower), T_ki = -T_kk^-1 T_ki right (upper) */
   for (size_t i = k + 1; rc == 0 && i < a->nt; i++) {
     int ni = side_of(a, i), ldi = ld_of(a, i);
-    tarn_dep d[2] = {{akk, TARN_READ},
-                     {tri_tile(a, lower, i, k), TARN_READ_WRITE}};
     struct inv_job j = {.side = lower ? CblasRight : CblasLeft,
                         .uplo = uplo,
-                        .ta = CblasNoTrans,
                         .diag = diag,
                         .m = lower ? ni : nk,
                         .n = lower ? nk : ni,
                         .alpha = -1.0,
                         .lda = ldk,
-                        .ldb = lower ? ldi : ldk,
-                        .sa = 0,
-                        .sb = 1};
-    rc = submit(a, k_trsm, &j, d, 2, step_priority(a, k, 2), "trsm");
+                        .ldb = lower ? ldi : ldk};
+    rc = submit_trsm(a, &j, akk, tri_tile(a, lower, i, k),
+                     step_priority(a, k, 2));
   }
   /* T_ij += T_ik T_kj (lower; upper: T_ji += T_jk T_ki), i > k > j */
   for (size_t i = k + 1; rc == 0 && i < a->nt; i++)
     for (size_t jj = 0; rc == 0 && jj < k; jj++) {
       int ni = side_of(a, i), nj = side_of(a, jj);
       int ldi = ld_of(a, i), ldj = ld_of(a, jj);
-      tarn_dep d[3] = {
-          {tri_tile(a, lower, i, jj), TARN_READ_WRITE},
-          {lower ? tarn__tile(a, i, k) : tarn__tile(a, jj, k), TARN_READ},
-          {lower ? tarn__tile(a, k, jj) : tarn__tile(a, k, i), TARN_READ}};
       struct inv_job j = {.ta = CblasNoTrans,
                           .tb = CblasNoTrans,
                           .m = lower ? ni : nj,
@@ -311,29 +325,25 @@ static int submit_trtri_step(tarn_matrix *a, bool lower, bool unit, size_t k) {
                           .alpha = 1.0,
                           .lda = lower ? ldi : ldj,
                           .ldb = ldk,
-                          .ldc = lower ? ldi : ldj,
-                          .sc = 0,
-                          .sa = 1,
-                          .sb = 2};
-      rc = submit(a, k_gemm, &j, d, 3, step_priority(a, k, 0), "gemm");
+                          .ldc = lower ? ldi : ldj};
+      rc = submit_gemm(a, &j, tri_tile(a, lower, i, jj),
+                       lower ? tarn__tile(a, i, k) : tarn__tile(a, jj, k),
+                       lower ? tarn__tile(a, k, jj) : tarn__tile(a, k, i),
+                       step_priority(a, k, 0));
     }
   /* T_kj = T_kk^-1 T_kj left (lower), T_jk = T_jk T_kk^-1 above (upper) */
   for (size_t jj = 0; rc == 0 && jj < k; jj++) {
     int nj = side_of(a, jj), ldj = ld_of(a, jj);
-    tarn_dep d[2] = {{akk, TARN_READ},
-                     {tri_tile(a, lower, k, jj), TARN_READ_WRITE}};
     struct inv_job j = {.side = lower ? CblasLeft : CblasRight,
                         .uplo = uplo,
-                        .ta = CblasNoTrans,
                         .diag = diag,
                         .m = lower ? nk : nj,
                         .n = lower ? nj : nk,
                         .alpha = 1.0,
                         .lda = ldk,
-                        .ldb = lower ? ldk : ldj,
-                        .sa = 0,
-                        .sb = 1};
-    rc = submit(a, k_trsm, &j, d, 2, step_priority(a, k, 1), "trsm");
+                        .ldb = lower ? ldk : ldj};
+    rc = submit_trsm(a, &j, akk, tri_tile(a, lower, k, jj),
+                     step_priority(a, k, 1));
   }
   if (rc != 0) return rc;
   tarn_dep d[1] = {{akk, TARN_READ_WRITE}};
@@ -361,9 +371,6 @@ static int submit_lauum(tarn_matrix *a) {
       rc = submit(a, k_syrk, &y, s, 2, step_priority(a, k, 0), "syrk");
       for (size_t i = j + 1; rc == 0 && i < k; i++) {
         int ni = side_of(a, i);
-        tarn_dep g[3] = {{tarn__tile(a, i, j), TARN_READ_WRITE},
-                         {tarn__tile(a, k, i), TARN_READ},
-                         {tarn__tile(a, k, j), TARN_READ}};
         struct inv_job x = {.ta = CblasTrans,
                             .tb = CblasNoTrans,
                             .m = ni,
@@ -372,11 +379,9 @@ static int submit_lauum(tarn_matrix *a) {
                             .alpha = 1.0,
                             .lda = nk,
                             .ldb = nk,
-                            .ldc = ni,
-                            .sc = 0,
-                            .sa = 1,
-                            .sb = 2};
-        rc = submit(a, k_gemm, &x, g, 3, step_priority(a, k, 0), "gemm");
+                            .ldc = ni};
+        rc = submit_gemm(a, &x, tarn__tile(a, i, j), tarn__tile(a, k, i),
+                         tarn__tile(a, k, j), step_priority(a, k, 0));
       }
     }
     for (size_t j = 0; rc == 0 && j < k; j++) {
@@ -414,9 +419,6 @@ static int submit_getri_step(tarn_matrix *a, size_t k, tarn_ref **w) {
     int nr = side_of(a, r);
     for (size_t i = k + 1; rc == 0 && i < nt; i++) {
       int ni = side_of(a, i);
-      tarn_dep d[3] = {{tarn__tile(a, r, k), TARN_READ_WRITE},
-                       {tarn__tile(a, r, i), TARN_READ},
-                       {w[i], TARN_READ}};
       struct inv_job j = {.ta = CblasNoTrans,
                           .tb = CblasNoTrans,
                           .m = nr,
@@ -425,26 +427,21 @@ static int submit_getri_step(tarn_matrix *a, size_t k, tarn_ref **w) {
                           .alpha = -1.0,
                           .lda = nr,
                           .ldb = ni,
-                          .ldc = nr,
-                          .sc = 0,
-                          .sa = 1,
-                          .sb = 2};
-      rc = submit(a, k_gemm, &j, d, 3, step_priority(a, nt - 1 - k, 0), "gemm");
+                          .ldc = nr};
+      rc = submit_gemm(a, &j, tarn__tile(a, r, k), tarn__tile(a, r, i), w[i],
+                       step_priority(a, nt - 1 - k, 0));
     }
     if (rc != 0) break;
-    tarn_dep d[2] = {{w[k], TARN_READ}, {tarn__tile(a, r, k), TARN_READ_WRITE}};
     struct inv_job j = {.side = CblasRight,
                         .uplo = CblasLower,
-                        .ta = CblasNoTrans,
                         .diag = CblasUnit,
                         .m = nr,
                         .n = nk,
                         .alpha = 1.0,
                         .lda = nk,
-                        .ldb = nr,
-                        .sa = 0,
-                        .sb = 1};
-    rc = submit(a, k_trsm, &j, d, 2, step_priority(a, nt - 1 - k, 2), "trsm");
+                        .ldb = nr};
+    rc = submit_trsm(a, &j, w[k], tarn__tile(a, r, k),
+                     step_priority(a, nt - 1 - k, 2));
   }
   return rc;
 }

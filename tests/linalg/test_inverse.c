@@ -164,12 +164,11 @@ static void test_tall_triangular_inverse(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(2, 0);
   /* m, n, mb, nb: the block's last tile row shared with rows below it or
-   * not, tiles of 3, row bands holding the block */
-  static const size_t shapes[][4] = {{50, 37, 8, 8},
-                                     {48, 40, 8, 8},
-                                     {20, 10, 3, 3},
-                                     {64, 7, 64, 7},
-                                     {40, 30, 40, 30}};
+   * not, tiles of 3, row bands holding the block (one band, and several
+   * of 16 or 300 rows, the block in the first; 300 are halved) */
+  static const size_t shapes[][4] = {
+      {50, 37, 8, 8},   {48, 40, 8, 8},  {20, 10, 3, 3},      {64, 7, 64, 7},
+      {40, 30, 40, 30}, {100, 7, 16, 7}, {700, 260, 300, 260}};
   uint64_t seed = 300;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int u = 0; u < 2; u++)

@@ -9,13 +9,15 @@
  *
  * Every call first checks the diagonal it will divide by for an exact
  * zero, in a region of its own, so a singular input is refused before any
- * tile is written. Then, in a second region:
+ * tile is written (tarn_matrix_inverse leaves that to its LU, which
+ * reports such a zero itself). Then, in a second region:
  *
  * - trtri (T^-1 in T's triangle): for each tile column k of a lower T,
  *   T_ik = -T_ik T_kk^-1 below the diagonal tile (trsm), T_ij += T_ik T_kj
  *   left of column k below it (gemm), T_kj = T_kk^-1 T_kj left of the
- *   diagonal tile (trsm), then T_kk = T_kk^-1 (dtrtri); an upper T the
- *   same, transposed. The runtime orders each tile's readers and writers
+ *   diagonal tile (trsm), then T_kk = T_kk^-1 (dtrtri, in two halves
+ *   shared with an idle worker on a large tile); an upper T the same,
+ *   transposed. The runtime orders each tile's readers and writers
  *   as they were submitted, so the gemm of step k reads T_kj before that
  *   step's trsm rewrites it.
  * - lauum (L^T L in the lower triangle, L = the inverse of Cholesky's

@@ -327,10 +327,11 @@ static void test_cholesky_on_a_failing_disk(void **state) {
   memdisk_free(disk);
 }
 
-/* LU and QR in place, from the same input each time, while the disk fails:
- * a factorisation that succeeds gives the sound disk's factors (and
- * pivots, and T) bit for bit; one that fails returns the disk's error (QR
- * then gives no T) and leaves every other matrix intact. */
+/* LU, QR and the inverse (LU, then getri with its temporaries) in place,
+ * from the same input each time, while the disk fails: a call that
+ * succeeds gives the sound disk's factors (and pivots, and T) or inverse
+ * bit for bit; one that fails returns the disk's error (QR then gives no
+ * T) and leaves every other matrix intact. */
 static void test_lu_and_qr_on_a_failing_disk(void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
@@ -346,6 +347,10 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
   assert_int_equal(tarn_matrix_lu(w, piv0, NULL), 0);
   double *lu0 = test_buffer_of(w);
   tarn_matrix_destroy(w);
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, a, M, &w), 0);
+  assert_int_equal(tarn_matrix_inverse(w, NULL), 0);
+  double *inv0 = test_buffer_of(w);
+  tarn_matrix_destroy(w);
   assert_int_equal(tarn_matrix_from_buffer(rt, M, N, NB, NB, a, M, &w), 0);
   assert_int_equal(tarn_matrix_qr(w, 8, &t), 0);
   double *qr0 = test_buffer_of(w), *t0 = test_buffer_of(t);
@@ -355,16 +360,21 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
   int hits = 0;
   for (int fault = 0; fault < FAULTS; fault++)
     for (int k = 1; k <= (fault == DISK_FULL ? 1 : 6); k++)
-      for (int op = 0; op < 2; op++) {
-        bool lu = op == 0;
-        assert_int_equal(
-            tarn_matrix_from_buffer(rt, lu ? N : M, N, NB, NB, a, M, &w), 0);
+      for (int op = 0; op < 3; op++) {
+        bool lu = op == 0, inverse = op == 2;
+        assert_int_equal(tarn_matrix_from_buffer(rt, lu || inverse ? N : M, N,
+                                                 NB, NB, a, M, &w),
+                         0);
         inject(disk, (enum fault)fault, k);
         t = (tarn_matrix *)1;
-        int rc = lu ? tarn_matrix_lu(w, piv, NULL) : tarn_matrix_qr(w, 8, &t);
+        int rc = lu        ? tarn_matrix_lu(w, piv, NULL)
+                 : inverse ? tarn_matrix_inverse(w, NULL)
+                           : tarn_matrix_qr(w, 8, &t);
         hits += hit(disk, (enum fault)fault);
         heal(disk);
-        if (rc == 0 && lu) {
+        if (rc == 0 && inverse) {
+          same_bits(w, inv0, N, N);
+        } else if (rc == 0 && lu) {
           same_bits(w, lu0, N, N);
           assert_memory_equal(piv, piv0, sizeof piv);
         } else if (rc == 0) {
@@ -373,7 +383,7 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
           tarn_matrix_destroy(t);
         } else {
           assert_true(disk_status(rc));
-          if (!lu) assert_null(t);
+          if (op == 1) assert_null(t);
         }
         same_bits(in, a, M, N);
         same_bits(other, o0, M, N);
@@ -383,6 +393,7 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
   free(a);
   free(o0);
   free(lu0);
+  free(inv0);
   free(qr0);
   free(t0);
   tarn_matrix_destroy(in);

@@ -10,14 +10,14 @@
  * larger than the noise, and the coefficients are the known ones to
  * within what the noise allows. It prints A's reciprocal condition
  * number, which tarn_matrix_triangular_rcond estimates from R, and each
- * coefficient's standard error, sigma sqrt(((A^T A)^-1)_jj) with
- * (A^T A)^-1 = R^-1 R^-T: R is inverted in place
- * (tarn_matrix_triangular_inverse) once the solve no longer needs it. A
- * fourth check: every coefficient lies within 6 standard errors of the
+ * coefficient's standard error, sigma sqrt(((A^T A)^-1)_jj), where
+ * tarn_matrix_qr_ata_inverse gives (A^T A)^-1 = R^-1 R^-T from the
+ * factor. A fourth check: every coefficient lies within 6 standard
+ * errors of the
  * known one, the noise's estimated sigma is within 6 of its own
  * standard deviations (about 0.45 / sqrt(M - D - 1) of sigma for
- * uniform noise) of the true NOISE / sqrt(3), and R^-1 R = I to
- * rounding.
+ * uniform noise) of the true NOISE / sqrt(3), and (A^T A) times its
+ * inverse is I to rounding.
  *
  *   build/examples/least_squares [M DEGREE TILE_ROWS]   (default 200000 5 8192)
  *
@@ -127,29 +127,24 @@ int main(int argc, char **argv) {
   CHECK(tarn_matrix_norm(r, TARN_NORM_FRO, &norm_r));
   CHECK(tarn_matrix_norm(at_r, TARN_NORM_FRO, &norm_atr));
 
-  /* The coefficients' covariance, sigma^2 (A^T A)^-1 = sigma^2 R^-1
-   * R^-T: R^-1 over R, in the factor's top n rows (the reflectors below
-   * it are not touched), then the squares of each row of R^-1 summed. */
-  double rr[11 * 11], ri[11 * 11]; /* R and R^-1, n x n, n <= 11 */
+  /* The coefficients' covariance is sigma^2 (A^T A)^-1, and (A^T A)^-1 =
+   * R^-1 R^-T comes from the factor (only read). Checked against A^T A
+   * itself: (A^T A) C = I to rounding, relative to ||A^T A|| ||C||. */
+  tarn_matrix *cov = NULL, *ata = NULL, *prod = NULL;
+  CHECK(tarn_matrix_qr_ata_inverse(qr, &cov, &info));
+  CHECK(tarn_matrix_syrk_ata(a, &ata));
+  CHECK(tarn_matrix_gemm(ata, TARN_NO_TRANS, cov, TARN_NO_TRANS, 1.0, 0.0,
+                         &prod));
+  double inv_err = 0, ata_max, cov_max;
+  CHECK(tarn_matrix_norm(ata, TARN_NORM_MAX, &ata_max));
+  CHECK(tarn_matrix_norm(cov, TARN_NORM_MAX, &cov_max));
   for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i <= j; i++)
-      CHECK(tarn_matrix_get(qr, i, j, &rr[i + j * n]));
-  CHECK(tarn_matrix_triangular_inverse(qr, TARN_UPPER, TARN_NON_UNIT, &info));
-  /* R^-1 R = I to rounding, relative to ||R^-1|| ||R|| (max norms) */
-  double inv_err = 0, r_max = 0, ri_max = 0;
-  for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i <= j; i++) {
-      CHECK(tarn_matrix_get(qr, i, j, &ri[i + j * n]));
-      r_max = fmax(r_max, fabs(rr[i + j * n]));
-      ri_max = fmax(ri_max, fabs(ri[i + j * n]));
-    }
-  for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i <= j; i++) {
-      double v = 0;
-      for (size_t k = i; k <= j; k++) v += ri[i + k * n] * rr[k + j * n];
+    for (size_t i = 0; i < n; i++) {
+      double v;
+      CHECK(tarn_matrix_get(prod, i, j, &v));
       inv_err = fmax(inv_err, fabs(v - (i == j)));
     }
-  inv_err /= (double)n * r_max * ri_max * DBL_EPSILON;
+  inv_err /= (double)n * ata_max * cov_max * DBL_EPSILON;
   double sigma = norm_r / sqrt((double)(m - n)), true_sigma = NOISE / sqrt(3.0);
   /* sigma^2's estimate has a relative deviation of sqrt(0.8 / (M - n))
    * for uniform noise (E e^4 = NOISE^4 / 5), sigma's half that */
@@ -161,7 +156,7 @@ int main(int argc, char **argv) {
   for (size_t j = 0; j < n; j++) {
     double got, sum = 0;
     CHECK(tarn_matrix_get(c, j, 0, &got));
-    for (size_t k = j; k < n; k++) sum += ri[j + k * n] * ri[j + k * n];
+    CHECK(tarn_matrix_get(cov, j, j, &sum));
     double se = sigma * sqrt(sum);
     worst = fmax(worst, fabs(got - known[j]));
     worst_z = fmax(worst_z, fabs(got - known[j]) / se);
@@ -189,14 +184,16 @@ int main(int argc, char **argv) {
       "  largest error in standard errors %.2f (allowed 6); sigma %.4g "
       "(true %.4g, allowed +- %.2g)\n",
       worst_z, sigma, true_sigma, sigma_allowed);
-  printf("  |R^-1 R - I| / (n |R^-1| |R| eps) = %.2g (must be <= 10)\n",
-         inv_err);
+  printf(
+      "  |A^T A (A^T A)^-1 - I| / (n |A^T A| |(A^T A)^-1| eps) = %.2g (must "
+      "be <= 10)\n",
+      inv_err);
   printf(
       "  rcond(A) = rcond(R) = %.3g, estimated from R (the monomials' "
       "conditioning: it falls as the degree grows)\n",
       rcond);
 
-  tarn_matrix *const all[] = {a, y, qr, t, c, r, at_r};
+  tarn_matrix *const all[] = {a, y, qr, t, c, r, at_r, cov, ata, prod};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     tarn_matrix_destroy(all[i]);
   return example_finish("least_squares", ok);

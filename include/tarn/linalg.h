@@ -384,6 +384,20 @@ TARN_API int tarn_matrix_lu_inverse(tarn_matrix *lu, const size_t *piv,
  * TARN_ENOMEM also when the pivots' n entries cannot be allocated. */
 TARN_API int tarn_matrix_inverse(tarn_matrix *a, int *info);
 
+/* (A^T A)^-1 from the factor `a` of tarn_matrix_qr (A M x N, M >= N, as
+ * that call left it): A^T A = R^T R, so R^T is its Cholesky factor, and
+ * (A^T A)^-1 = R^-1 R^-T; times the noise's variance, the covariance of
+ * least-squares coefficients. *c gets a new N x N matrix in tiles of a's
+ * column width (both triangles written), owned by the caller; `a` is only
+ * read (R, on and above the diagonal of its top N rows; the reflectors
+ * are not read). Tasks: R^T into c's lower triangle and the check of its
+ * diagonal, then tarn_matrix_cholesky_inverse's. A zero on R's diagonal
+ * (A rank deficient) gives TARN_EINVAL with *info its 1-based order and
+ * *c NULL. Returns as the inverses above; TARN_EINVAL also for a `a` QR
+ * does not take and a NULL c; on failure *c is NULL. */
+TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
+                                        int *info);
+
 /* Householder QR factorisation in place, in compact WY form (LAPACK's
  * dgeqrt): A = Q R with Q orthogonal, as the tile algorithm of PLASMA and
  * Chameleon (flat reduction tree). A is M x N with M >= N >= 1, and its

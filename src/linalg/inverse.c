@@ -226,6 +226,22 @@ static int k_take(tarn_task *t, void *arg) {
   return 0;
 }
 
+/* qr_ata_inverse: tile (i, j), i >= j, of the lower triangle of R^T (dep
+ * 0, m x n, ld m) from tile (j, i) of R (dep 1, n x m at the top of a
+ * tile of lda rows): its transpose, and on the diagonal (j->diag
+ * CblasUnit) the upper triangle's only, zeros above the diagonal. */
+static int k_transpose_r(tarn_task *t, void *arg) {
+  const struct inv_job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  const double *r = tarn_task_data(t, 1);
+  size_t m = (size_t)j->m, n = (size_t)j->n, lda = (size_t)j->lda;
+  bool diagonal = j->diag == CblasUnit;
+  for (size_t q = 0; q < n; q++)
+    for (size_t p = 0; p < m; p++)
+      c[p + q * m] = diagonal && p < q ? 0.0 : r[q + p * lda];
+  return 0;
+}
+
 /* getri: the column interchanges of the pivots, in reverse order, on one
  * tile row of j->m rows (its tiles are deps 0 .. count - 1). */
 static int k_interchange(tarn_task *t, void *arg) {
@@ -244,14 +260,17 @@ static int k_interchange(tarn_task *t, void *arg) {
 /* ---- the steps ---------------------------------------------------------- */
 
 /* Checks the diagonal of T's triangle (its first N rows) for an exact zero,
- * in a region of its own. Returns 0; TARN_EINVAL with *info (when not NULL)
- * the 1-based order of the first zero; a status of the runtime. */
-static int check_diagonal(tarn_matrix *a, int *info) {
+ * in a region of its own, after the tasks `before(a, arg)` submits there
+ * (when not NULL). Returns 0; TARN_EINVAL with *info (when not NULL) the
+ * 1-based order of the first zero; a status of the runtime. */
+static int check_diagonal_after(tarn_matrix *a,
+                                int (*before)(tarn_matrix *, const void *),
+                                const void *arg, int *info) {
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);
   if (rc != 0) return rc;
   atomic_int first = 0;
-  int submitted = 0;
+  int submitted = before != NULL ? before(a, arg) : 0;
   for (size_t k = 0; submitted == 0 && k < a->nt; k++) {
     struct inv_job j = {.n = side_of(a, k),
                         .lda = ld_of(a, k),
@@ -262,6 +281,10 @@ static int check_diagonal(tarn_matrix *a, int *info) {
   }
   if (submitted != 0) atomic_store(&first, -1);
   return tarn__region_outcome(region, submitted, &first, info);
+}
+
+static int check_diagonal(tarn_matrix *a, int *info) {
+  return check_diagonal_after(a, NULL, NULL, info);
 }
 
 /* Submits the trsm of job *j (side, triangle, sizes, alpha and leading
@@ -531,6 +554,42 @@ int tarn_matrix_cholesky_inverse(tarn_matrix *l, int *info) {
   tarn__blas_init();
   int rc = check_diagonal(l, info);
   return rc != 0 ? rc : run_region(l, cholesky_tasks, NULL);
+}
+
+/* qr_ata_inverse: the lower triangle of c = R^T, from R in the top of `r`
+ * (the factor of tarn_matrix_qr). */
+static int transpose_r_tasks(tarn_matrix *c, const void *arg) {
+  tarn_matrix *r = (tarn_matrix *)arg;
+  int rc = 0;
+  for (size_t j = 0; rc == 0 && j < c->nt; j++)
+    for (size_t i = j; rc == 0 && i < c->nt; i++) {
+      tarn_dep d[2] = {{tarn__tile(c, i, j), TARN_WRITE},
+                       {tarn__tile(r, j, i), TARN_READ}};
+      struct inv_job x = {.m = side_of(c, i),
+                          .n = side_of(c, j),
+                          .lda = ld_of(r, j),
+                          .diag = i == j ? CblasUnit : CblasNonUnit};
+      rc = submit(c, k_transpose_r, &x, d, 2, 0, "transpose");
+    }
+  return rc;
+}
+
+int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c, int *info) {
+  if (info != NULL) *info = 0;
+  if (c != NULL) *c = NULL;
+  if (c == NULL || !tarn__triangle_shape_ok(a)) return TARN_EINVAL;
+  tarn__blas_init();
+  tarn_matrix *out = NULL;
+  int rc = tarn__matrix_new(a->rt, a->n, a->n, a->nb, a->nb, &out);
+  /* R^T is the Cholesky factor of A^T A = R^T R */
+  if (rc == 0) rc = check_diagonal_after(out, transpose_r_tasks, a, info);
+  if (rc == 0) rc = run_region(out, cholesky_tasks, NULL);
+  if (rc != 0) {
+    tarn_matrix_destroy(out);
+    return rc;
+  }
+  *c = out;
+  return 0;
 }
 
 int tarn_matrix_inverse(tarn_matrix *a, int *info) {

@@ -1,6 +1,7 @@
 /* test_inverse.c: explicit inverses in place (tarn_matrix_triangular_inverse,
  * tarn_matrix_cholesky_inverse, tarn_matrix_lu_inverse, and
- * tarn_matrix_inverse of A itself) against LAPACK's
+ * tarn_matrix_inverse of A itself), and (A^T A)^-1 from QR's factor
+ * (tarn_matrix_qr_ata_inverse, against dpotri of A^T A), against LAPACK's
  * dtrtri, dpotri and dgetri on the same matrices, and against the
  * definition: ||A X - I|| / (n ||A|| ||X|| eps) below a small bound. Both
  * triangles, unit and non-unit diagonals, tall triangles (a QR's R); the
@@ -313,6 +314,68 @@ static void test_permutation_inverse(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* (A^T A)^-1 from QR's factor of an m x n A in tiles mb x nb: within
+ * 1e-8 of dpotri's of A^T A (mirrored), symmetric bit for bit, the
+ * residual against A^T A below the bound, the factor only read. */
+static void check_qr_ata(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
+                         uint64_t seed) {
+  double *a = random_matrix(m, n, 0.0, seed), *g = malloc(n * n * sizeof *g);
+  assert_non_null(g);
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)m,
+              1.0, a, (int)m, a, (int)m, 0.0, g, (int)n);
+  double *want = malloc(n * n * sizeof *want);
+  assert_non_null(want);
+  memcpy(want, g, n * n * sizeof *want);
+  assert_int_equal(LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (int)n, want, (int)n),
+                   0);
+  assert_int_equal(LAPACKE_dpotri(LAPACK_COL_MAJOR, 'L', (int)n, want, (int)n),
+                   0);
+  tarn_matrix *f = NULL, *t = NULL, *c = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, n, mb, nb, a, m, &f), 0);
+  assert_int_equal(tarn_matrix_qr(f, 0, &t), 0);
+  double *f0 = test_buffer_of(f);
+  int info = 5;
+  assert_int_equal(tarn_matrix_qr_ata_inverse(f, &c, &info), 0);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_rows(c), n);
+  assert_int_equal(tarn_matrix_cols(c), n);
+  double *x = test_buffer_of(c), *f1 = test_buffer_of(f);
+  assert_memory_equal(f0, f1, m * n * sizeof *f0);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < j; i++) {
+      assert_memory_equal(&x[i + j * n], &x[j + i * n], sizeof *x);
+      want[i + j * n] = want[j + i * n];
+    }
+  assert_true(relative_difference(x, want, n * n) <= 1e-8);
+  assert_true(inverse_residual(g, x, n) <= RESIDUAL_MAX);
+  free(a);
+  free(g);
+  free(want);
+  free(x);
+  free(f0);
+  free(f1);
+  tarn_matrix_destroy(f);
+  tarn_matrix_destroy(t);
+  tarn_matrix_destroy(c);
+}
+
+static void test_qr_ata_inverse(void **state) {
+  (void)state;
+  /* m, n, mb, nb: square tiles with and without rows below the block, a
+   * square A, one row band and several, a band of 140 columns (halved) */
+  static const size_t shapes[][4] = {
+      {1, 1, 1, 1},   {50, 37, 8, 8}, {48, 40, 8, 8},  {20, 10, 3, 3},
+      {30, 30, 7, 7}, {64, 7, 64, 7}, {100, 7, 16, 7}, {300, 140, 300, 140}};
+  uint64_t seed = 600;
+  for (unsigned workers = 1; workers <= 3; workers += 2) {
+    tarn_rt *rt = test_rt(workers, 0);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+      check_qr_ata(rt, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
+                   seed++);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
 /* ---- refusals ------------------------------------------------------------ */
 
 /* A zero on the diagonal at (17, 17) (of 20, tiles of 8): TARN_EINVAL,
@@ -363,9 +426,20 @@ static void test_singular(void **state) {
   assert_memory_equal(got, factors, n * n * sizeof *got);
   free(got);
   free(factors);
-  free(a);
   tarn_matrix_destroy(m);
   tarn_matrix_destroy(f);
+  /* (A^T A)^-1 of the same A (column 12 zero), by QR: R(12, 12) is zero,
+   * info 13, no matrix made */
+  tarn_matrix *t = NULL, *c = (tarn_matrix *)1;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 8, 8, a, n, &f), 0);
+  assert_int_equal(tarn_matrix_qr(f, 0, &t), 0);
+  info = 0;
+  assert_int_equal(tarn_matrix_qr_ata_inverse(f, &c, &info), TARN_EINVAL);
+  assert_int_equal(info, 13);
+  assert_null(c);
+  free(a);
+  tarn_matrix_destroy(f);
+  tarn_matrix_destroy(t);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -396,6 +470,16 @@ static void test_bad_input_and_failures(void **state) {
   assert_int_equal(info, 0);
   assert_int_equal(tarn_matrix_inverse(wide, NULL), TARN_EINVAL);
   assert_int_equal(tarn_matrix_inverse(oblong, NULL), TARN_EINVAL);
+  tarn_matrix *c = (tarn_matrix *)1;
+  info = 5;
+  assert_int_equal(tarn_matrix_qr_ata_inverse(NULL, &c, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  assert_null(c);
+  assert_int_equal(tarn_matrix_qr_ata_inverse(a, NULL, NULL), TARN_EINVAL);
+  c = (tarn_matrix *)1;
+  assert_int_equal(tarn_matrix_qr_ata_inverse(wide, &c, NULL), TARN_EINVAL);
+  assert_null(c);
+  assert_int_equal(tarn_matrix_qr_ata_inverse(oblong, &c, NULL), TARN_EINVAL);
   info = 5;
   assert_int_equal(tarn_matrix_cholesky_inverse(NULL, &info), TARN_EINVAL);
   assert_int_equal(info, 0);
@@ -425,6 +509,9 @@ static void test_bad_input_and_failures(void **state) {
   test_fail_first_tile(rt, a);
   assert_int_equal(tarn_matrix_lu_inverse(a, piv, NULL), TARN_ECANCELED);
   assert_int_equal(tarn_matrix_inverse(a, NULL), TARN_ECANCELED);
+  c = (tarn_matrix *)1;
+  assert_int_equal(tarn_matrix_qr_ata_inverse(a, &c, NULL), TARN_ECANCELED);
+  assert_null(c);
   assert_int_equal(tarn_matrix_cholesky_inverse(a, NULL), TARN_ECANCELED);
   assert_int_equal(
       tarn_matrix_triangular_inverse(a, TARN_UPPER, TARN_UNIT, NULL),
@@ -444,6 +531,7 @@ static void test_inverse_under_a_memory_limit(void **state) {
   check_lu(rt, 200, 32, 503, true);
   check_cholesky(rt, 200, 32, 501);
   check_triangle(rt, 200, 200, 32, 32, TARN_UPPER, TARN_NON_UNIT, 502);
+  check_qr_ata(rt, 260, 150, 32, 32, 504);
   test_rt_destroy_spilled(rt, limit);
 }
 
@@ -454,6 +542,7 @@ int main(void) {
       cmocka_unit_test(test_cholesky_inverse),
       cmocka_unit_test(test_lu_inverse),
       cmocka_unit_test(test_permutation_inverse),
+      cmocka_unit_test(test_qr_ata_inverse),
       cmocka_unit_test(test_singular),
       cmocka_unit_test(test_bad_input_and_failures),
       cmocka_unit_test(test_inverse_under_a_memory_limit),

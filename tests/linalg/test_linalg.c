@@ -769,7 +769,7 @@ static void test_cholesky_solve_after_failure(void **state) {
 struct in_task {
   tarn_matrix *a, *b, *f, *t;
   size_t piv[12];
-  int rc[19];
+  int rc[20];
 };
 
 /* Calls every linalg function that waits, from a task. */
@@ -800,6 +800,7 @@ static int call_waiting(tarn_task *task, void *arg) {
   s->rc[16] = tarn_matrix_cholesky_inverse(s->a, NULL);
   s->rc[17] = tarn_matrix_triangular_inverse(s->a, TARN_UPPER, TARN_UNIT, NULL);
   s->rc[18] = tarn_matrix_inverse(s->a, NULL);
+  s->rc[19] = tarn_matrix_qr_ata_inverse(s->f, &x, NULL);
   if (rcond != -1 || sign != 5) return -2;
   return t == NULL && q == NULL && x == NULL ? 0 : -1;
 }

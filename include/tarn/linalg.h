@@ -6,7 +6,8 @@
  * Results: tarn_matrix_gemm and tarn_matrix_gemv update a matrix given
  * in *c or *y in place (NULL there: a new one), as tarn/matrix.h's
  * operations do. tarn_matrix_qr (its T factors), tarn_matrix_qr_q,
- * tarn_matrix_qr_solve and tarn_matrix_syrk_ata always make a new matrix,
+ * tarn_matrix_qr_solve, tarn_matrix_qr_ata_inverse and
+ * tarn_matrix_syrk_ata always make a new matrix,
  * as the constructors do: they set the pointer without reading it, so a
  * matrix it held is not written, nor freed (destroy it first, or keep
  * another pointer to it).

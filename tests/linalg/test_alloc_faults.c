@@ -109,7 +109,8 @@ struct outcome {
   double rcond[3];      /* from S's LU and Cholesky factors, and L alone */
   double logdet[2];     /* of S, from its LU and Cholesky factors */
   int sign;             /* of det S, from its LU factors */
-  double inv[2][N * N]; /* S^-1 from its LU and Cholesky factors */
+  double inv[3][N * N]; /* S^-1 from its LU and Cholesky factors, and
+                           (A^T A)^-1 from A's QR factor */
   double a[M * N];      /* A as the run left it */
 };
 
@@ -148,7 +149,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   tarn_matrix *a = NULL, *ata = NULL, *s = NULL, *b = NULL, *lu = NULL,
               *b2 = NULL, *f = NULL, *t = NULL, *bq = NULL, *x = NULL,
               *at = NULL, *nb = NULL, *xv = NULL, *atv = NULL, *w = NULL,
-              *aw = NULL, *b3 = NULL, *lui = NULL, *si = NULL;
+              *aw = NULL, *b3 = NULL, *lui = NULL, *si = NULL, *cv = NULL;
   size_t piv[N];
   atomic_store(&armed, true);
   tarn_rt_options o;
@@ -188,6 +189,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   STEP(tarn_matrix_lu_solve(lu, piv, TARN_NO_TRANS, b2, &info));
   STEP(tarn_matrix_copy(a, &f));
   STEP(tarn_matrix_qr(f, 8, &t));
+  STEP(tarn_matrix_qr_ata_inverse(f, &cv, &info));
   STEP(tarn_matrix_rand(rt, M, NRHS, NB, NRHS, 3, &bq));
   STEP(tarn_matrix_qr_solve(f, t, TARN_NO_TRANS, bq, &x, &info));
   /* Matrix-vector products: A^T xv, a y of three tiles (a task per layer
@@ -214,6 +216,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
     STEP(tarn_matrix_to_buffer(aw, out->a_w, M));
     STEP(tarn_matrix_to_buffer(lui, out->inv[0], N));
     STEP(tarn_matrix_to_buffer(si, out->inv[1], N));
+    STEP(tarn_matrix_to_buffer(cv, out->inv[2], N));
   }
   atomic_store(&armed, false);
   *rc_out = rc;
@@ -230,7 +233,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
     }
   }
   tarn_matrix *all[] = {a,  ata, s,  b,   lu, b2, f,  t,   bq, x,
-                        at, nb,  xv, atv, w,  aw, b3, lui, si};
+                        at, nb,  xv, atv, w,  aw, b3, lui, si, cv};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     tarn_matrix_destroy(all[i]);
   tarn_pool_stats ps;

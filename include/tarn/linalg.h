@@ -220,6 +220,24 @@ TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
 TARN_API int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv,
                                   tarn_trans ta, tarn_matrix *b, int *info);
 
+/* B = P B (trans TARN_NO_TRANS) or P^T B (TARN_TRANS) in place, P being
+ * the permutation of the row interchanges piv in the form tarn_matrix_lu
+ * gives them (as LAPACK's dlaswp): row i with row piv[i] >= i, for i = 0,
+ * 1, ... in order, or in reverse order for P^T. piv has B's row count of
+ * entries and stays the caller's. With LU's factors (P A = L U), P B and
+ * triangular solves with L (TARN_UNIT) and U make the solve of
+ * tarn_matrix_lu_solve, and P^T (L U) gives A back. Any tiling of B; one
+ * task per tile column of B (all its tiles at once), its interchanges
+ * shared by columns with idle workers.
+ *
+ * Waits (a region of its own; from a task: TARN_EDEADLK). Returns 0;
+ * TARN_EINVAL for a NULL B or piv, an unknown trans, tiles too large for
+ * BLAS, a pivot piv[i] outside [i, m) (checked before anything is
+ * submitted, B unchanged); TARN_ECANCELED when a task submitted before to
+ * write B failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime. */
+TARN_API int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv,
+                                      tarn_trans trans);
+
 /* Solves A X = B in place: B (n x nrhs) becomes X. A is factored as by
  * tarn_matrix_lu, so A is overwritten by its factors L and U (the pivots
  * are kept internally and dropped). A copy Y of B (a temporary of B's

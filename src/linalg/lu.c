@@ -9,8 +9,10 @@
  * work with idle workers (tarn_task_parallel_for): the panel's copies by
  * columns and its factorisation by blocks of columns (dgetrf on the block, then
  * its interchanges and trsm shared by columns, and a shared trailing gemm); the
- * swaps by columns; trsm and gemm as linalg_internal.h says. Each task owns
- * a small job struct freed by the runtime when it is done. */
+ * swaps by columns; trsm and gemm as linalg_internal.h says. The same swap
+ * tasks apply a set of interchanges alone to any matrix
+ * (tarn_matrix_permute_rows). Each task owns a small job struct freed by
+ * the runtime when it is done. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <limits.h>
@@ -441,6 +443,30 @@ static int submit_forward(tarn_matrix *a, tarn_matrix *y, const size_t *piv,
   return 0;
 }
 
+/* All of piv's interchanges (b's rows of them), in order or in reverse
+ * order, on each tile column of b: a task per tile column, which B's
+ * tiles alone order (deps: b->mt entries of room), doing nothing once
+ * *skip (when not NULL) is not 0. */
+static int submit_row_swaps(tarn_matrix *b, const size_t *piv, bool reverse,
+                            atomic_int *skip, tarn_dep *deps) {
+  int rc = 0;
+  for (size_t jb = 0; rc == 0 && jb < b->nt; jb++) {
+    for (size_t i = 0; i < b->mt; i++)
+      deps[i] = (tarn_dep){tarn__tile(b, i, jb), TARN_READ_WRITE};
+    struct lu_job s = {.n = (int)tarn__tile_cols(b, jb),
+                       .tb = b->mb,
+                       .rows = b->m,
+                       .count = b->m,
+                       .ntiles = b->mt,
+                       .slot0 = 0,
+                       .piv = piv,
+                       .reverse = reverse,
+                       .skip = skip};
+    rc = submit_job(b->rt, k_swap, &s, deps, b->mt, 0, "laswp");
+  }
+  return rc;
+}
+
 /* A^T X = B with the factors (P A = L U, so A^T = U^T L^T P): the forward
  * solve U^T Z = Y on Y, whose trsm tasks check U's diagonal into *failed;
  * the backward solve L^T W = Z (unit L) from Y into B; then P^T on B, the
@@ -455,22 +481,7 @@ static int submit_trans(tarn_matrix *a, tarn_matrix *y, tarn_matrix *b,
                                      column_priority(k, k + 1 + jb, 1),
                                      column_priority(k, k + 1 + jb, 2), 0);
   if (rc == 0) rc = tarn__submit_backward(a, true, true, y, b, failed, false);
-  for (size_t jb = 0; rc == 0 && jb < b->nt; jb++) {
-    /* B's tiles alone order it: none of A is pinned for it */
-    for (size_t i = 0; i < a->mt; i++)
-      deps[i] = (tarn_dep){tarn__tile(b, i, jb), TARN_READ_WRITE};
-    struct lu_job s = {.n = (int)tarn__tile_cols(b, jb),
-                       .tb = a->mb,
-                       .rows = a->m,
-                       .count = a->m,
-                       .ntiles = a->mt,
-                       .slot0 = 0,
-                       .piv = piv,
-                       .reverse = true,
-                       .skip = failed};
-    rc = submit_job(a->rt, k_swap, &s, deps, a->mt, 0, "laswp");
-  }
-  return rc;
+  return rc == 0 ? submit_row_swaps(b, piv, true, failed, deps) : rc;
 }
 
 /* ---- waiting for LU and solve -------------------------------------------- */
@@ -542,4 +553,26 @@ int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
   for (size_t i = 0; i < lu->m; i++)
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
   return lu_region(lu, NULL, piv, ta == TARN_TRANS, b, info);
+}
+
+int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv,
+                             tarn_trans trans) {
+  if (b == NULL || piv == NULL || !tarn__blas_sized(b) ||
+      (trans != TARN_NO_TRANS && trans != TARN_TRANS))
+    return TARN_EINVAL;
+  for (size_t i = 0; i < b->m; i++)
+    if (piv[i] < i || piv[i] >= b->m) return TARN_EINVAL;
+  tarn_dep *deps = malloc(b->mt * sizeof *deps);
+  if (deps == NULL) return TARN_ENOMEM;
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(b->rt, &region);
+  if (rc != 0) {
+    free(deps);
+    return rc;
+  }
+  atomic_int failed = 0;
+  int submitted = submit_row_swaps(b, piv, trans == TARN_TRANS, NULL, deps);
+  rc = tarn__region_outcome(region, submitted, &failed, NULL);
+  free(deps);
+  return rc;
 }

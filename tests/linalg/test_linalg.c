@@ -769,7 +769,7 @@ static void test_cholesky_solve_after_failure(void **state) {
 struct in_task {
   tarn_matrix *a, *b, *f, *t;
   size_t piv[12];
-  int rc[20];
+  int rc[21];
 };
 
 /* Calls every linalg function that waits, from a task. */
@@ -801,6 +801,7 @@ static int call_waiting(tarn_task *task, void *arg) {
   s->rc[17] = tarn_matrix_triangular_inverse(s->a, TARN_UPPER, TARN_UNIT, NULL);
   s->rc[18] = tarn_matrix_inverse(s->a, NULL);
   s->rc[19] = tarn_matrix_qr_ata_inverse(s->f, &x, NULL);
+  s->rc[20] = tarn_matrix_permute_rows(s->b, s->piv, TARN_NO_TRANS);
   if (rcond != -1 || sign != 5) return -2;
   return t == NULL && q == NULL && x == NULL ? 0 : -1;
 }

@@ -7,7 +7,9 @@
  * info; solves with one and several right-hand sides by their residual,
  * factoring A or with factors given (also from several threads at once,
  * factors left unchanged); singular factors, bad shapes and bad pivots
- * refused with B unchanged; a run under a memory limit that spills. */
+ * refused with B unchanged; a run under a memory limit that spills; the
+ * row interchanges alone (tarn_matrix_permute_rows) against dlaswp, and
+ * P^T L U = A with LU's factors. */
 #include <cblas.h>
 #include <float.h>
 #include <lapacke.h>
@@ -511,6 +513,132 @@ static void test_lu_solve_bad(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* ---- row interchanges --------------------------------------------------- */
+
+/* P B and P^T B by tarn_matrix_permute_rows against LAPACKE_dlaswp on the
+ * same B, bit for bit: random pivots of LAPACK's form (many rows
+ * interchanged, some not), B of m x c in tiles mb x nb that do and do not
+ * divide it; P^T P B is B again. */
+static void test_permute_rows(void **state) {
+  (void)state;
+  static const size_t shapes[][4] = {/* m, c, mb, nb */
+                                     {1, 1, 1, 1},
+                                     {7, 3, 3, 2},
+                                     {40, 1, 8, 1},
+                                     {50, 9, 16, 4},
+                                     {129, 17, 32, 17}};
+  uint64_t x = 88172645463325252ull;
+  for (unsigned workers = 1; workers <= 3; workers += 2) {
+    tarn_rt *rt = test_rt(workers, 0);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+      size_t m = shapes[s][0], c = shapes[s][1];
+      size_t *piv = malloc(m * sizeof *piv);
+      lapack_int *ipiv = malloc(m * sizeof *ipiv);
+      assert_non_null(piv);
+      assert_non_null(ipiv);
+      for (size_t i = 0; i < m; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        piv[i] = x % 4 == 0 ? i : i + (size_t)(x >> 8) % (m - i);
+        ipiv[i] = (lapack_int)piv[i] + 1;
+      }
+      tarn_matrix *b = NULL;
+      assert_int_equal(
+          tarn_matrix_rand(rt, m, c, shapes[s][2], shapes[s][3], s, &b), 0);
+      double *b0 = test_buffer_of(b);
+      for (int t = 0; t < 2; t++) {
+        double *want = test_buffer_of(b);
+        assert_int_equal(LAPACKE_dlaswp(LAPACK_COL_MAJOR, (int)c, want, (int)m,
+                                        1, (int)m, ipiv, t ? -1 : 1),
+                         0);
+        assert_int_equal(
+            tarn_matrix_permute_rows(b, piv, t ? TARN_TRANS : TARN_NO_TRANS),
+            0);
+        double *got = test_buffer_of(b);
+        assert_memory_equal(got, want, m * c * sizeof *got);
+        free(got);
+        free(want);
+      }
+      /* P^T (P B) = B: the second round undid the first */
+      double *back = test_buffer_of(b);
+      assert_memory_equal(back, b0, m * c * sizeof *back);
+      free(back);
+      free(b0);
+      free(piv);
+      free(ipiv);
+      tarn_matrix_destroy(b);
+    }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* With LU's factors: P A = L U, so P^T (L U), formed from the factors, is
+ * A again to rounding; bad arguments are refused with B unchanged; a
+ * failed task on B gives TARN_ECANCELED. */
+static void test_permute_rows_with_factors(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  size_t n = 60, nb = 16;
+  tarn_matrix *a = NULL, *lu = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 9, &a), 0);
+  assert_int_equal(tarn_matrix_copy(a, &lu), 0);
+  size_t piv[60];
+  assert_int_equal(tarn_matrix_lu(lu, piv, NULL), 0);
+  double *f = test_buffer_of(lu), *want = test_buffer_of(a);
+  double *l = calloc(n * n, sizeof *l), *u = calloc(n * n, sizeof *u),
+         *p = malloc(n * n * sizeof *p);
+  assert_non_null(l);
+  assert_non_null(u);
+  assert_non_null(p);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++) {
+      if (i > j) l[i + j * n] = f[i + j * n];
+      if (i == j) l[i + j * n] = 1.0;
+      if (i <= j) u[i + j * n] = f[i + j * n];
+    }
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
+              1.0, l, (int)n, u, (int)n, 0.0, p, (int)n);
+  tarn_matrix *prod = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, p, n, &prod), 0);
+  assert_int_equal(tarn_matrix_permute_rows(prod, piv, TARN_TRANS), 0);
+  double *got = test_buffer_of(prod);
+  for (size_t k = 0; k < n * n; k++) p[k] = got[k] - want[k];
+  assert_true(test_fro(p, n * n) <=
+              10 * (double)n * test_fro(want, n * n) * DBL_EPSILON);
+  /* refusals: B unchanged */
+  size_t bad[60];
+  memcpy(bad, piv, sizeof bad);
+  bad[20] = 19; /* before its row */
+  assert_int_equal(tarn_matrix_permute_rows(prod, bad, TARN_NO_TRANS),
+                   TARN_EINVAL);
+  bad[20] = n; /* past the end */
+  assert_int_equal(tarn_matrix_permute_rows(prod, bad, TARN_NO_TRANS),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_permute_rows(NULL, piv, TARN_NO_TRANS),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_permute_rows(prod, NULL, TARN_NO_TRANS),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_permute_rows(prod, piv, (tarn_trans)2),
+                   TARN_EINVAL);
+  double *after = test_buffer_of(prod);
+  assert_memory_equal(after, got, n * n * sizeof *got);
+  test_fail_first_tile(rt, prod);
+  assert_int_equal(tarn_matrix_permute_rows(prod, piv, TARN_NO_TRANS),
+                   TARN_ECANCELED);
+  free(f);
+  free(want);
+  free(l);
+  free(u);
+  free(p);
+  free(got);
+  free(after);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(lu);
+  tarn_matrix_destroy(prod);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lu_sizes),
@@ -525,6 +653,8 @@ int main(void) {
       cmocka_unit_test(test_lu_solve),
       cmocka_unit_test(test_lu_solve_concurrent),
       cmocka_unit_test(test_lu_solve_bad),
+      cmocka_unit_test(test_permute_rows),
+      cmocka_unit_test(test_permute_rows_with_factors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,7 @@
  * - linear algebra's (on a runtime under a memory limit that spills, and
  *   on one without a limit: array and stencil operations, Cholesky, LU and
  *   QR with their solves, a triangular solve, condition estimates,
- *   determinants, inverses,
+ *   determinants, inverses, row interchanges,
  *   matrix-vector products, the sum and the norms):
  *   every call returns 0 or TARN_ENOMEM (TARN_ECANCELED for a call whose
  *   input a failed call was to write); when every call succeeded, the
@@ -103,6 +103,7 @@ enum { M = 128, N = 96, NB = 32, NRHS = 8 };
 /* What a run leaves: its results when every call succeeded. */
 struct outcome {
   double chol_x[N * NRHS], lu_x[N * NRHS], qr_x[N * NRHS], tri_x[N * NRHS];
+  double perm[N * NRHS];  /* P^T of a random B with LU's pivots */
   double at_v[N], a_w[M]; /* the matrix-vector products */
   double sum, norm;
   double norms[3];      /* S's one-norm, A's one- and infinity-norms */
@@ -149,7 +150,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   tarn_matrix *a = NULL, *ata = NULL, *s = NULL, *b = NULL, *lu = NULL,
               *b2 = NULL, *f = NULL, *t = NULL, *bq = NULL, *x = NULL,
               *at = NULL, *nb = NULL, *xv = NULL, *atv = NULL, *w = NULL,
-              *aw = NULL, *b3 = NULL, *lui = NULL, *si = NULL, *cv = NULL;
+              *aw = NULL, *b3 = NULL, *lui = NULL, *si = NULL, *cv = NULL,
+              *pb = NULL;
   size_t piv[N];
   atomic_store(&armed, true);
   tarn_rt_options o;
@@ -181,6 +183,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
                                     &out->rcond[2]));
   STEP(tarn_matrix_lu_logdet(lu, piv, &out->logdet[0], &out->sign));
   STEP(tarn_matrix_cholesky_logdet(s, &out->logdet[1]));
+  STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 7, &pb));
+  STEP(tarn_matrix_permute_rows(pb, piv, TARN_TRANS));
   STEP(tarn_matrix_copy(lu, &lui));
   STEP(tarn_matrix_lu_inverse(lui, piv, &info));
   STEP(tarn_matrix_copy(s, &si));
@@ -217,6 +221,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
     STEP(tarn_matrix_to_buffer(lui, out->inv[0], N));
     STEP(tarn_matrix_to_buffer(si, out->inv[1], N));
     STEP(tarn_matrix_to_buffer(cv, out->inv[2], N));
+    STEP(tarn_matrix_to_buffer(pb, out->perm, N));
   }
   atomic_store(&armed, false);
   *rc_out = rc;
@@ -232,8 +237,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
       v = INPUT_CHANGED;
     }
   }
-  tarn_matrix *all[] = {a,  ata, s,  b,   lu, b2, f,  t,   bq, x,
-                        at, nb,  xv, atv, w,  aw, b3, lui, si, cv};
+  tarn_matrix *all[] = {a,  ata, s,   b, lu, b2, f,   t,  bq, x, at,
+                        nb, xv,  atv, w, aw, b3, lui, si, cv, pb};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     tarn_matrix_destroy(all[i]);
   tarn_pool_stats ps;
@@ -293,6 +298,7 @@ static enum verdict linalg_run(struct shared *sh, bool reference,
        memcmp(got.rcond, sh->want.rcond, sizeof got.rcond) != 0 ||
        memcmp(got.logdet, sh->want.logdet, sizeof got.logdet) != 0 ||
        memcmp(got.inv, sh->want.inv, sizeof got.inv) != 0 ||
+       memcmp(got.perm, sh->want.perm, sizeof got.perm) != 0 ||
        got.sign != sh->want.sign || got.sum != sh->want.sum ||
        got.norm != sh->want.norm))
     v = WRONG_RESULT;

@@ -243,7 +243,7 @@ static int k_transpose_r(tarn_task *t, void *arg) {
 }
 
 /* getri: the column interchanges of the pivots, in reverse order, on one
- * tile row of j->m rows (its tiles are deps 0 .. count - 1). */
+ * tile row of j->m rows (its tiles, in order, are its deps). */
 static int k_interchange(tarn_task *t, void *arg) {
   const struct inv_job *j = arg;
   size_t rows = (size_t)j->m, nb = j->tile_columns;

@@ -13,9 +13,8 @@
  * coefficient's standard error, sigma sqrt(((A^T A)^-1)_jj), where
  * tarn_matrix_qr_ata_inverse gives (A^T A)^-1 = R^-1 R^-T from the
  * factor. A fourth check: every coefficient lies within 6 standard
- * errors of the
- * known one, the noise's estimated sigma is within 6 of its own
- * standard deviations (about 0.45 / sqrt(M - D - 1) of sigma for
+ * errors of the known one, the noise's estimated sigma is within 6 of its
+ * own standard deviations (about 0.45 / sqrt(M - D - 1) of sigma for
  * uniform noise) of the true NOISE / sqrt(3), and (A^T A) times its
  * inverse is I to rounding.
  *

@@ -27,21 +27,28 @@
 #include "support.h"
 #include "tarn.h"
 
+/* The unit lower L and upper U of the n x n factors f, in new zeroed
+ * buffers the caller frees. */
+static void split_lu(const double *f, size_t n, double **l, double **u) {
+  *l = calloc(n * n, sizeof **l);
+  *u = calloc(n * n, sizeof **u);
+  assert_non_null(*l);
+  assert_non_null(*u);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++) {
+      if (i > j) (*l)[i + j * n] = f[i + j * n];
+      if (i == j) (*l)[i + j * n] = 1.0;
+      if (i <= j) (*u)[i + j * n] = f[i + j * n];
+    }
+}
+
 /* ||P A - L U||_F / (n ||A||_F eps) for the factors f and pivots piv of
  * the n x n matrix a; also checks that piv[i] is in [i, n). */
 static double lu_residual(const double *a, const double *f, const size_t *piv,
                           size_t n) {
-  double *l = calloc(n * n, sizeof *l), *u = calloc(n * n, sizeof *u);
-  double *r = malloc(n * n * sizeof *r);
-  assert_non_null(l);
-  assert_non_null(u);
+  double *l, *u, *r = malloc(n * n * sizeof *r);
   assert_non_null(r);
-  for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i < n; i++) {
-      if (i > j) l[i + j * n] = f[i + j * n];
-      if (i == j) l[i + j * n] = 1.0;
-      if (i <= j) u[i + j * n] = f[i + j * n];
-    }
+  split_lu(f, n, &l, &u);
   memcpy(r, a, n * n * sizeof *r);
   for (size_t i = 0; i < n; i++) {
     assert_true(piv[i] >= i && piv[i] < n);
@@ -586,17 +593,9 @@ static void test_permute_rows_with_factors(void **state) {
   size_t piv[60];
   assert_int_equal(tarn_matrix_lu(lu, piv, NULL), 0);
   double *f = test_buffer_of(lu), *want = test_buffer_of(a);
-  double *l = calloc(n * n, sizeof *l), *u = calloc(n * n, sizeof *u),
-         *p = malloc(n * n * sizeof *p);
-  assert_non_null(l);
-  assert_non_null(u);
+  double *l, *u, *p = malloc(n * n * sizeof *p);
   assert_non_null(p);
-  for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i < n; i++) {
-      if (i > j) l[i + j * n] = f[i + j * n];
-      if (i == j) l[i + j * n] = 1.0;
-      if (i <= j) u[i + j * n] = f[i + j * n];
-    }
+  split_lu(f, n, &l, &u);
   cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
               1.0, l, (int)n, u, (int)n, 0.0, p, (int)n);
   tarn_matrix *prod = NULL;

@@ -32,6 +32,10 @@ static const size_t shapes[][4] = {
      * and one tile large enough to be shared by column ranges */
     {45, 70, 19, 13},
     {300, 301, 300, 301},
+    /* tiles wider than 512 columns: the row sums by column blocks (three
+     * of one tile, two and one of the other's tiles) */
+    {30, 1300, 30, 1300},
+    {70, 1100, 40, 600},
 };
 enum { nshapes = sizeof shapes / sizeof shapes[0] };
 

@@ -312,6 +312,8 @@ static void test_triangular_rcond_of_a_tall_matrix(void **state) {
   check_tall_triangular(rt, 150, 100, 32, 300);
   check_tall_triangular(rt, 70, 50, 50, 310);
   check_tall_triangular(rt, 45, 7, 3, 320);
+  /* a tile of 600 columns: the infinity-norm's row sums by column blocks */
+  check_tall_triangular(rt, 700, 600, 600, 330);
   /* The R of a tall QR, the reflectors below it not read: R's condition,
    * which is A's (graded columns: about 1e8). */
   size_t m = 200, n = 120;

@@ -964,12 +964,11 @@ static int row_blocks_range(void *arg, size_t b0, size_t b1) {
  * shared by ranges of rows. A wider one would read each column in short
  * strided pieces that way (ranges of 512 rows of a 4096 x 4096 tile: 7.1
  * to 7.3 ms for its 128 MiB, against 1.8 to 2.1 for its column sums, and
- * 2.5 to 2.6 by blocks); it is summed by
- * blocks of ROW_SUM_BLOCK columns instead, each column read whole into
- * its block's sums in the task's memory (blocks x rows doubles), the
- * blocks shared with idle workers, then added in block order. The blocks
- * depend on the tile's shape alone, so the sums do not depend on the
- * workers. */
+ * 2.5 to 2.6 by blocks), so it is summed by blocks of ROW_SUM_BLOCK
+ * columns: each column read whole into its block's sums in the task's
+ * memory (blocks x rows doubles), the blocks shared with idle workers,
+ * then added in block order. The blocks depend on the tile's shape
+ * alone, so the sums do not depend on the workers. */
 static int k_tile_row_sums(tarn_task *t, void *arg) {
   struct line_share s = {arg, tarn_task_data(t, 0)};
   const struct job *j = s.j;

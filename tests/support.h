@@ -2,7 +2,8 @@
  * after <cmocka.h>): a runtime with a given number of
  * workers and memory limit and the check that it spilled, a task that
  * fails on a matrix's first tile, a matrix copied out to a fresh buffer, the
- * Frobenius norm of a buffer, and for the linear solves: the scaled
+ * Frobenius norm of a buffer, random and SPD test matrices, and for the
+ * linear solves: the scaled
  * residual, the table of solve sizes, solves from several threads at once
  * and the bad shapes every solve refuses. Failures are cmocka
  * assertions. */
@@ -39,6 +40,43 @@ static inline double *test_buffer_of(tarn_matrix *a) {
   assert_non_null(b);
   assert_int_equal(tarn_matrix_to_buffer(a, b, m), 0);
   return b;
+}
+
+/* The next of a xorshift sequence in *x, as a double in [-0.5, 0.5). */
+static inline double test_rnd(uint64_t *x) {
+  *x ^= *x << 13;
+  *x ^= *x >> 7;
+  *x ^= *x << 17;
+  return (double)(*x >> 11) * 0x1p-53 - 0.5;
+}
+
+/* A malloc'ed m x n matrix (ld m) of test_rnd values from `seed`, with
+ * `shift` added to its diagonal; the caller frees it. */
+static inline double *test_random_matrix(size_t m, size_t n, double shift,
+                                         uint64_t seed) {
+  double *a = malloc(m * n * sizeof *a);
+  assert_non_null(a);
+  uint64_t x = seed * 2654435761u + 3;
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++)
+      a[i + j * m] = test_rnd(&x) + (i == j ? shift : 0.0);
+  return a;
+}
+
+/* A malloc'ed symmetric positive definite n x n A = G G^T / n + s I, G
+ * test_random_matrix(n, n, 0, seed); the caller frees it. */
+static inline double *test_spd_matrix(size_t n, double s, uint64_t seed) {
+  double *g = test_random_matrix(n, n, 0.0, seed),
+         *a = malloc(n * n * sizeof *a);
+  assert_non_null(a);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++) {
+      double v = 0;
+      for (size_t k = 0; k < n; k++) v += g[i + k * n] * g[j + k * n];
+      a[i + j * n] = v / (double)n + (i == j ? s : 0.0);
+    }
+  free(g);
+  return a;
 }
 
 /* Destroys `rt` after checking that its pool spilled and never held more

@@ -506,9 +506,9 @@ static int run_region(tarn_matrix *a, int (*fn)(tarn_matrix *, const void *),
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);
   if (rc != 0) return rc;
-  atomic_int failed = 0;
   int submitted = fn(a, arg);
-  return tarn__region_outcome(region, submitted, &failed, NULL);
+  rc = tarn_region_wait(region, NULL); /* always: tasks were submitted */
+  return submitted != 0 ? submitted : rc;
 }
 
 struct triangle_args {

@@ -570,9 +570,8 @@ int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv,
     free(deps);
     return rc;
   }
-  atomic_int failed = 0;
   int submitted = submit_row_swaps(b, piv, trans == TARN_TRANS, NULL, deps);
-  rc = tarn__region_outcome(region, submitted, &failed, NULL);
+  rc = tarn_region_wait(region, NULL); /* always: tasks were submitted */
   free(deps);
-  return rc;
+  return submitted != 0 ? submitted : rc;
 }

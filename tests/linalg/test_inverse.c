@@ -29,24 +29,6 @@
 /* A solution's bound: ||A X - I||_F / (n ||A||_F ||X||_F eps). */
 #define RESIDUAL_MAX 10.0
 
-static double rnd(uint64_t *x) {
-  *x ^= *x << 13;
-  *x ^= *x >> 7;
-  *x ^= *x << 17;
-  return (double)(*x >> 11) * 0x1p-53 - 0.5;
-}
-
-/* A random m x n matrix (ld m) with `shift` added to its diagonal. */
-static double *random_matrix(size_t m, size_t n, double shift, uint64_t seed) {
-  double *a = malloc(m * n * sizeof *a);
-  assert_non_null(a);
-  uint64_t x = seed * 2654435761u + 3;
-  for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i < m; i++)
-      a[i + j * m] = rnd(&x) + (i == j ? shift : 0.0);
-  return a;
-}
-
 /* ||A X - I||_F / (n ||A||_F ||X||_F eps) for n x n A and X (ld n). */
 static double inverse_residual(const double *a, const double *x, size_t n) {
   double *r = calloc(n * n, sizeof *r);
@@ -95,7 +77,7 @@ static void check_triangle(tarn_rt *rt, size_t m, size_t n, size_t mb,
                            uint64_t seed) {
   /* off the diagonal scaled by 1 / sqrt(n), on it 2 to 4: T^-1 stays
    * well-conditioned at every size */
-  double *t = random_matrix(m, n, 0.0, seed), scale = 1 / sqrt((double)n);
+  double *t = test_random_matrix(m, n, 0.0, seed), scale = 1 / sqrt((double)n);
   for (size_t j = 0; j < n; j++)
     for (size_t i = 0; i < m; i++)
       if (!in_triangle(i, j, n, uplo, diag))
@@ -182,24 +164,10 @@ static void test_tall_triangular_inverse(void **state) {
 
 /* ---- Cholesky and LU ----------------------------------------------------- */
 
-/* An SPD A = G G^T / n + s I, ld n. */
-static double *spd_matrix(size_t n, double s, uint64_t seed) {
-  double *g = random_matrix(n, n, 0.0, seed), *a = malloc(n * n * sizeof *a);
-  assert_non_null(a);
-  for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i < n; i++) {
-      double v = 0;
-      for (size_t k = 0; k < n; k++) v += g[i + k * n] * g[j + k * n];
-      a[i + j * n] = v / (double)n + (i == j ? s : 0.0);
-    }
-  free(g);
-  return a;
-}
-
 /* A^-1 by tarn's Cholesky and inverse: symmetric bit for bit, within 1e-10
  * of dpotri's lower triangle, the residual below the bound. */
 static void check_cholesky(tarn_rt *rt, size_t n, size_t nb, uint64_t seed) {
-  double *a = spd_matrix(n, 0.5, seed);
+  double *a = test_spd_matrix(n, 0.5, seed);
   tarn_matrix *m = NULL;
   assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
   int info = 5;
@@ -231,7 +199,7 @@ static void check_cholesky(tarn_rt *rt, size_t n, size_t nb, uint64_t seed) {
  * condition up to about 1e4), the residual below the bound. */
 static void check_lu(tarn_rt *rt, size_t n, size_t nb, uint64_t seed,
                      bool direct) {
-  double *a = random_matrix(n, n, 0.0, seed);
+  double *a = test_random_matrix(n, n, 0.0, seed);
   tarn_matrix *m = NULL;
   assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
   size_t *piv = malloc(n * sizeof *piv);
@@ -319,7 +287,8 @@ static void test_permutation_inverse(void **state) {
  * residual against A^T A below the bound, the factor only read. */
 static void check_qr_ata(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
                          uint64_t seed) {
-  double *a = random_matrix(m, n, 0.0, seed), *g = malloc(n * n * sizeof *g);
+  double *a = test_random_matrix(m, n, 0.0, seed),
+         *g = malloc(n * n * sizeof *g);
   assert_non_null(g);
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)m,
               1.0, a, (int)m, a, (int)m, 0.0, g, (int)n);
@@ -387,7 +356,7 @@ static void test_singular(void **state) {
   size_t n = 20, piv[20];
   for (size_t i = 0; i < n; i++) piv[i] = i;
   piv[3] = 9;
-  double *a = random_matrix(n, n, 3.0, 400);
+  double *a = test_random_matrix(n, n, 3.0, 400);
   a[17 + 17 * n] = 0.0;
   tarn_matrix *m = NULL;
   assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 8, 8, a, n, &m), 0);

@@ -25,24 +25,6 @@
 #include "support.h"
 #include "tarn.h"
 
-static double rnd(uint64_t *x) {
-  *x ^= *x << 13;
-  *x ^= *x >> 7;
-  *x ^= *x << 17;
-  return (double)(*x >> 11) * 0x1p-53 - 0.5;
-}
-
-/* A random n x n matrix with `scale` added to its diagonal. */
-static double *random_matrix(size_t n, double scale, uint64_t seed) {
-  double *a = malloc(n * n * sizeof *a);
-  assert_non_null(a);
-  uint64_t x = seed * 2654435761u + 3;
-  for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i < n; i++)
-      a[i + j * n] = rnd(&x) + (i == j ? scale : 0.0);
-  return a;
-}
-
 /* LU of `a` by tarn and by LAPACK: the logarithm within 1e-12 (relative,
  * or absolute near 0) of LAPACK's long-double sum of log|u_ii|, the sign
  * that of LAPACK's factors and pivots. */
@@ -80,14 +62,7 @@ static void check_lu(tarn_rt *rt, const double *a, size_t n, size_t nb) {
 /* A = G G^T / n + s I by Cholesky: 2 sum log l_ii against dpotrf's. */
 static void check_cholesky(tarn_rt *rt, size_t n, size_t nb, double s,
                            uint64_t seed) {
-  double *g = random_matrix(n, 0.0, seed), *a = malloc(n * n * sizeof *a);
-  assert_non_null(a);
-  for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i < n; i++) {
-      double v = 0;
-      for (size_t k = 0; k < n; k++) v += g[i + k * n] * g[j + k * n];
-      a[i + j * n] = v / (double)n + (i == j ? s : 0.0);
-    }
+  double *a = test_spd_matrix(n, s, seed);
   tarn_matrix *m = NULL;
   assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
   assert_int_equal(tarn_matrix_cholesky(m, NULL), 0);
@@ -97,7 +72,6 @@ static void check_cholesky(tarn_rt *rt, size_t n, size_t nb, double s,
   double got = 0;
   assert_int_equal(tarn_matrix_cholesky_logdet(m, &got), 0);
   assert_true(fabs(got - (double)want) <= 1e-12 * fmax(1.0, fabsl(want)));
-  free(g);
   free(a);
   tarn_matrix_destroy(m);
 }
@@ -113,7 +87,8 @@ static void test_lu_logdet(void **state) {
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
       for (int shifted = 0; shifted < 2; shifted++) {
         /* unshifted: random signs on U's diagonal, many interchanges */
-        double *a = random_matrix(sizes[s][0], shifted ? 2.0 : 0.0, seed++);
+        double *a = test_random_matrix(sizes[s][0], sizes[s][0],
+                                       shifted ? 2.0 : 0.0, seed++);
         check_lu(rt, a, sizes[s][0], sizes[s][1]);
         free(a);
       }
@@ -209,7 +184,7 @@ static void test_special_values(void **state) {
                {{INFINITY, 0.0}, 2}, {{NAN, 1.5}, 2},
                {{NAN, 0.0}, 2}};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    double *a = random_matrix(n, 3.0, 90 + c);
+    double *a = test_random_matrix(n, n, 3.0, 90 + c);
     a[17 + 17 * n] = cases[c].v[0];
     a[2 + 2 * n] = cases[c].v[1];
     tarn_matrix *m = NULL;
@@ -277,7 +252,7 @@ static void test_logdet_under_a_memory_limit(void **state) {
   (void)state;
   size_t limit = 160 << 10; /* the 200 x 200 matrix takes 320 KB */
   tarn_rt *rt = test_rt(2, limit);
-  double *a = random_matrix(200, 0.0, 77);
+  double *a = test_random_matrix(200, 200, 0.0, 77);
   check_lu(rt, a, 200, 32);
   check_cholesky(rt, 200, 32, 1.0, 78);
   free(a);

@@ -30,13 +30,6 @@
 #include "support.h"
 #include "tarn.h"
 
-static double rnd(uint64_t *x) {
-  *x ^= *x << 13;
-  *x ^= *x >> 7;
-  *x ^= *x << 17;
-  return (double)(*x >> 11) * 0x1p-53 - 0.5;
-}
-
 /* grade^(-k / (n - 1)), k in [0, n): scalings from 1 down to 1 / grade. */
 static double graded(double grade, size_t k, size_t n) {
   return n == 1 ? 1.0 : pow(grade, -(double)k / (double)(n - 1));
@@ -50,7 +43,8 @@ static double *general(size_t n, double grade, uint64_t seed) {
   uint64_t x = seed * 2654435761u + 1;
   for (size_t j = 0; j < n; j++)
     for (size_t i = 0; i < n; i++)
-      a[i + j * n] = (rnd(&x) + (i == j ? 1.0 : 0.0)) * graded(grade, j, n);
+      a[i + j * n] =
+          (test_rnd(&x) + (i == j ? 1.0 : 0.0)) * graded(grade, j, n);
   return a;
 }
 
@@ -183,7 +177,7 @@ static double *triangle(size_t n, tarn_uplo uplo, tarn_diag diag, double grade,
   for (size_t j = 0; j < n; j++)
     for (size_t i = 0; i < n; i++) {
       bool in = uplo == TARN_LOWER ? i > j : i < j;
-      double v = rnd(&x);
+      double v = test_rnd(&x);
       if (i == j)
         t[i + j * n] =
             diag == TARN_UNIT ? NAN : (1.5 + v) * graded(grade, i, n);
@@ -321,7 +315,8 @@ static void test_triangular_rcond_of_a_tall_matrix(void **state) {
   assert_non_null(a);
   uint64_t x = 99;
   for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i < m; i++) a[i + j * m] = rnd(&x) * graded(1e8, j, n);
+    for (size_t i = 0; i < m; i++)
+      a[i + j * m] = test_rnd(&x) * graded(1e8, j, n);
   tarn_matrix *f = NULL, *tf = NULL;
   assert_int_equal(tarn_matrix_from_buffer(rt, m, n, 40, 40, a, m, &f), 0);
   assert_int_equal(tarn_matrix_qr(f, 0, &tf), 0);

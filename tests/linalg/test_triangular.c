@@ -28,13 +28,6 @@
 #include "support.h"
 #include "tarn.h"
 
-static double rnd(uint64_t *x) {
-  *x ^= *x << 13;
-  *x ^= *x >> 7;
-  *x ^= *x << 17;
-  return (double)(*x >> 11) * 0x1p-53 - 0.5;
-}
-
 /* An n x n `t` (column-major, ld n) whose triangle `uplo` is well
  * conditioned (diagonal in [1.5, 2.5], small entries off it), NaN
  * elsewhere and, when unit, on the diagonal; *dense gets op(T) in full
@@ -48,7 +41,7 @@ static double *triangle(size_t n, tarn_uplo uplo, tarn_trans trans,
   for (size_t j = 0; j < n; j++)
     for (size_t i = 0; i < n; i++) {
       bool in = uplo == TARN_LOWER ? i > j : i < j;
-      double v = i == j ? 2.0 + rnd(&x) : rnd(&x) / (double)n;
+      double v = i == j ? 2.0 + test_rnd(&x) : test_rnd(&x) / (double)n;
       if (i == j && diag == TARN_UNIT) {
         t[i + j * n] = NAN;
         v = 1.0;

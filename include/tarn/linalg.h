@@ -501,6 +501,33 @@ TARN_API int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q);
 TARN_API int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
                                   tarn_matrix *b, tarn_matrix **x, int *info);
 
+/* C = Q C (trans TARN_NO_TRANS) or C = Q^T C (TARN_TRANS) in place, where
+ * Q is the whole M x M orthogonal factor of a factorisation by
+ * tarn_matrix_qr (LAPACK's dormqr from the left): `a` as that call left it
+ * and its T factors `t`, only read. C is M x ncols with A's row tiling
+ * (C's mb equals A's); its column tiling is free. Q^T applied to B gives
+ * [R X; 0] + Q^T r for the least-squares solution X and its residual r =
+ * B - A X, so the norm of its last M - N rows is the residual's; Q applied to
+ * [I; 0] (N columns) gives the thin Q of tarn_matrix_qr_q. To multiply from the
+ * right (C Q, C Q^T), apply to the transpose (tarn_matrix_transpose).
+ *
+ * Tasks: gemqrt and tpmqrt on C's tiles, the reflectors in the order
+ * tarn_matrix_qr made them for Q^T and in reverse for Q, each shared by
+ * columns with idle workers (so a split may round differently in the last
+ * bits from run to run, as in the factorisation); their work arrays come
+ * from the task's scratch memory.
+ *
+ * Submits and returns at once (results ordered as the runtime's rules
+ * say). Returns 0;
+ * TARN_EINVAL for NULL arguments, a and t that tarn_matrix_qr did not make
+ * so (as for tarn_matrix_qr_q), an unknown trans, a C of other rows or row
+ * tiles, C the same as a or t, different runtimes, tiles too large for
+ * BLAS; TARN_ENOMEM. On failure tasks already submitted on C still run.
+ * Thread-safe as any submission: several threads may apply one
+ * factorisation's Q to their own matrices at once. */
+TARN_API int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t,
+                                     tarn_trans trans, tarn_matrix *c);
+
 /* C = A^T A, full (both triangles), N x N for an M x N matrix A. *c gets
  * a new matrix, owned by the caller, with tiles nb x nb (A's column
  * tiling); any tiling of A is taken. Tasks: for each tile of the lower

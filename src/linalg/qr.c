@@ -12,10 +12,12 @@
  * it the same way, the next block factored meanwhile on the task's own
  * thread (tarn__task_parallel_for_lead). The least-squares solve
  * (tarn_matrix_qr_solve) applies Q^T with the same gemqrt and tpmqrt tasks,
- * then the backward solve of solve.c. Each task owns a small job struct freed
- * by the runtime when it is done. Also here: C = A^T A by syrk and gemm tiles
- * (tarn_matrix_syrk_ata), whose kernels and mirroring share their work with
- * idle workers (tarn__syrk_shared, tarn__gemm_shared, tarn_task_parallel_for).
+ * then the backward solve of solve.c; tarn_matrix_qr_multiply applies Q or
+ * Q^T alone, to a matrix of the caller's. Each task owns a small job struct
+ * freed by the runtime when it is done. Also here: C = A^T A by syrk and gemm
+ * tiles (tarn_matrix_syrk_ata), whose kernels and mirroring share their work
+ * with idle workers (tarn__syrk_shared, tarn__gemm_shared,
+ * tarn_task_parallel_for).
  */
 #include <cblas.h>
 #include <lapacke.h>
@@ -561,6 +563,17 @@ int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
   }
   *x = out;
   return 0;
+}
+
+int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t, tarn_trans trans,
+                            tarn_matrix *c) {
+  if (!qr_factors_ok(a, t) || c == NULL || c == a || c == t || c->rt != a->rt ||
+      !tarn__blas_sized(c) || (trans != TARN_NO_TRANS && trans != TARN_TRANS))
+    return TARN_EINVAL;
+  /* C has Q's rows in A's row tiling */
+  if (c->m != a->m || c->mb != a->mb) return TARN_EINVAL;
+  tarn__blas_init();
+  return submit_apply(a, t, c, trans == TARN_TRANS ? 'T' : 'N', false);
 }
 
 /* ---- A^T A ----------------------------------------------------------------

@@ -9,7 +9,7 @@
  *   once allocations work again every ref made reads back its own bytes;
  * - linear algebra's (on a runtime under a memory limit that spills, and
  *   on one without a limit: array and stencil operations, Cholesky, LU and
- *   QR with their solves, a triangular solve, condition estimates,
+ *   QR with their solves and Q^T B, a triangular solve, condition estimates,
  *   determinants, inverses, row interchanges,
  *   matrix-vector products, the sum and the norms):
  *   every call returns 0 or TARN_ENOMEM (TARN_ECANCELED for a call whose
@@ -104,6 +104,7 @@ enum { M = 128, N = 96, NB = 32, NRHS = 8 };
 struct outcome {
   double chol_x[N * NRHS], lu_x[N * NRHS], qr_x[N * NRHS], tri_x[N * NRHS];
   double perm[N * NRHS];  /* P^T of a random B with LU's pivots */
+  double qt_b[M * NRHS];  /* Q^T of a random B with A's QR factors */
   double at_v[N], a_w[M]; /* the matrix-vector products */
   double sum, norm;
   double norms[3];      /* S's one-norm, A's one- and infinity-norms */
@@ -151,7 +152,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
               *b2 = NULL, *f = NULL, *t = NULL, *bq = NULL, *x = NULL,
               *at = NULL, *nb = NULL, *xv = NULL, *atv = NULL, *w = NULL,
               *aw = NULL, *b3 = NULL, *lui = NULL, *si = NULL, *cv = NULL,
-              *pb = NULL;
+              *pb = NULL, *qb = NULL;
   size_t piv[N];
   atomic_store(&armed, true);
   tarn_rt_options o;
@@ -196,6 +197,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   STEP(tarn_matrix_qr_ata_inverse(f, &cv, &info));
   STEP(tarn_matrix_rand(rt, M, NRHS, NB, NRHS, 3, &bq));
   STEP(tarn_matrix_qr_solve(f, t, TARN_NO_TRANS, bq, &x, &info));
+  STEP(tarn_matrix_rand(rt, M, NRHS, NB, NRHS, 8, &qb));
+  STEP(tarn_matrix_qr_multiply(f, t, TARN_TRANS, qb));
   /* Matrix-vector products: A^T xv, a y of three tiles (a task per layer
    * without a limit), and A w, of four (a task per tile). */
   STEP(tarn_matrix_rand(rt, M, 1, NB, 1, 4, &xv));
@@ -222,6 +225,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
     STEP(tarn_matrix_to_buffer(si, out->inv[1], N));
     STEP(tarn_matrix_to_buffer(cv, out->inv[2], N));
     STEP(tarn_matrix_to_buffer(pb, out->perm, N));
+    STEP(tarn_matrix_to_buffer(qb, out->qt_b, M));
   }
   atomic_store(&armed, false);
   *rc_out = rc;
@@ -237,8 +241,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
       v = INPUT_CHANGED;
     }
   }
-  tarn_matrix *all[] = {a,  ata, s,   b, lu, b2, f,   t,  bq, x, at,
-                        nb, xv,  atv, w, aw, b3, lui, si, cv, pb};
+  tarn_matrix *all[] = {a,  ata, s,   b, lu, b2, f,   t,  bq, x,  at,
+                        nb, xv,  atv, w, aw, b3, lui, si, cv, pb, qb};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     tarn_matrix_destroy(all[i]);
   tarn_pool_stats ps;
@@ -299,6 +303,7 @@ static enum verdict linalg_run(struct shared *sh, bool reference,
        memcmp(got.logdet, sh->want.logdet, sizeof got.logdet) != 0 ||
        memcmp(got.inv, sh->want.inv, sizeof got.inv) != 0 ||
        memcmp(got.perm, sh->want.perm, sizeof got.perm) != 0 ||
+       memcmp(got.qt_b, sh->want.qt_b, sizeof got.qt_b) != 0 ||
        got.sign != sh->want.sign || got.sum != sh->want.sum ||
        got.norm != sh->want.norm))
     v = WRONG_RESULT;

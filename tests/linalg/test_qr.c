@@ -9,7 +9,10 @@
  * least squares by the orthogonality of its residual to A's columns,
  * minimum norm by its residual and against dgels, one and many right-hand
  * sides, from three threads at once, rank-deficient matrices reported,
- * bad operands refused, a failure before, a memory limit.
+ * bad operands refused, a failure before, a memory limit. Q or Q^T applied
+ * alone (tarn_matrix_qr_multiply): Q^T A = [R; 0], the whole Q orthogonal
+ * and its first columns the thin Q, products against that explicit Q and
+ * back, bad operands, a failure before, a memory limit.
  * Also C = A^T A against dgemm, with tiles small and large enough to be
  * shared with idle workers. */
 #include <cblas.h>
@@ -571,6 +574,219 @@ static void test_qr_solve_mem_limit(void **state) {
   }
 }
 
+/* ---- Q applied alone --------------------------------------------------
+ */
+
+/* ||X - Y||_F / (ref scale eps) over count values: the difference of two
+ * results scaled by the norm `ref` of what they came from. */
+static double scaled_diff(const double *x, const double *y, size_t count,
+                          double ref, double scale) {
+  double d = 0;
+  for (size_t k = 0; k < count; k++) d += (x[k] - y[k]) * (x[k] - y[k]);
+  return sqrt(d) / (ref * scale * DBL_EPSILON);
+}
+
+/* Factors an m x n random A in tb x tb tiles (inner block ib) and applies
+ * its Q with tarn_matrix_qr_multiply:
+ *   - Q^T A = [R; 0], R from the factors (Q is that factorisation's);
+ *   - Q applied to the M x M identity is orthogonal, and its first N
+ *     columns are tarn_matrix_qr_q's thin Q;
+ *   - Q^T C and Q C for an m x ncols C in column tiles of cb equal the
+ *     products with that explicit Q (cblas_dgemm), and Q (Q^T C) = C.
+ * C, A's copy and the identity are updated in place. */
+static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
+                              size_t ib, size_t ncols, size_t cb,
+                              uint64_t seed) {
+  tarn_matrix *f = NULL, *t = NULL, *q = NULL, *a = NULL, *e = NULL, *c = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, seed, &f), 0);
+  assert_int_equal(tarn_matrix_copy(f, &a), 0);
+  double *a0 = test_buffer_of(f);
+  assert_int_equal(tarn_matrix_qr(f, ib, &t), 0);
+  double *fb = test_buffer_of(f);
+  double scale = (double)(m > n ? m : n);
+
+  /* Q^T A = [R; 0] */
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, a), 0);
+  double *qa = test_buffer_of(a), *r = calloc(m * n, sizeof *r);
+  assert_non_null(r);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i <= j; i++) r[i + j * m] = fb[i + j * m];
+  /* res: Q^T A, Q^T Q, thin Q, Q C, back, Q^T C, back (scaled_diff) */
+  double res[7] = {scaled_diff(qa, r, m * n, test_fro(a0, m * n), scale)};
+
+  /* the whole Q: orthogonal, its first N columns the thin Q */
+  double *id = calloc(m * m, sizeof *id);
+  assert_non_null(id);
+  for (size_t i = 0; i < m; i++) id[i + i * m] = 1.0;
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, m, tb, cb, id, m, &e), 0);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_NO_TRANS, e), 0);
+  double *qf = test_buffer_of(e);
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)m, (int)m, (int)m,
+              1.0, qf, (int)m, qf, (int)m, -1.0, id, (int)m);
+  res[1] = test_fro(id, m * m) / ((double)m * DBL_EPSILON);
+  assert_int_equal(tarn_matrix_qr_q(f, t, &q), 0);
+  double *qt = test_buffer_of(q);
+  res[2] = scaled_diff(qf, qt, m * n, sqrt((double)n), scale);
+
+  /* Q^T C and Q C against the explicit Q; then back to C */
+  assert_int_equal(tarn_matrix_rand(rt, m, ncols, tb, cb, seed + 1, &c), 0);
+  double *c0 = test_buffer_of(c), *want = malloc(m * ncols * sizeof *want);
+  assert_non_null(want);
+  double cnorm = test_fro(c0, m * ncols);
+  for (int trans = 0; trans < 2; trans++) {
+    assert_int_equal(
+        tarn_matrix_qr_multiply(f, t, trans ? TARN_TRANS : TARN_NO_TRANS, c),
+        0);
+    double *got = test_buffer_of(c);
+    cblas_dgemm(CblasColMajor, trans ? CblasTrans : CblasNoTrans, CblasNoTrans,
+                (int)m, (int)ncols, (int)m, 1.0, qf, (int)m, c0, (int)m, 0.0,
+                want, (int)m);
+    res[3 + 2 * trans] = scaled_diff(got, want, m * ncols, cnorm, scale);
+    assert_int_equal(
+        tarn_matrix_qr_multiply(f, t, trans ? TARN_NO_TRANS : TARN_TRANS, c),
+        0);
+    free(got);
+    got = test_buffer_of(c);
+    res[4 + 2 * trans] = scaled_diff(got, c0, m * ncols, cnorm, scale);
+    free(got);
+  }
+  bool good = true;
+  for (int k = 0; k < 7; k++) good = good && res[k] < 20;
+  if (getenv("QR_VERBOSE") || !good)
+    print_error("qr_multiply m %zu n %zu tile %zu: %g %g %g %g %g %g %g\n", m,
+                n, tb, res[0], res[1], res[2], res[3], res[4], res[5], res[6]);
+  assert_true(good);
+  /* the factors only read */
+  double *fb1 = test_buffer_of(f);
+  assert_memory_equal(fb, fb1, m * n * sizeof *fb);
+  free(fb1);
+  free(a0);
+  free(fb);
+  free(qa);
+  free(r);
+  free(id);
+  free(qf);
+  free(qt);
+  free(c0);
+  free(want);
+  tarn_matrix_destroy(f);
+  tarn_matrix_destroy(t);
+  tarn_matrix_destroy(q);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(e);
+  tarn_matrix_destroy(c);
+}
+
+/* Square and tall, tiles that do and do not divide, one tile column
+ * narrower than its tiles, C of one column and many in any column tiling;
+ * 1 to 3 workers; tiles large enough to be shared. */
+static void test_qr_multiply(void **state) {
+  (void)state;
+  static const size_t cases[][6] = {
+      /* m, n, tile, ib, C's columns, C's column tile */
+      {1, 1, 1, 0, 1, 1},      {7, 7, 32, 0, 3, 2},     {50, 50, 16, 0, 50, 16},
+      {100, 100, 30, 7, 1, 1}, {200, 50, 16, 5, 9, 4},  {100, 7, 32, 3, 20, 32},
+      {33, 20, 8, 3, 40, 7},   {130, 97, 16, 16, 5, 5},
+  };
+  for (unsigned w = 1; w <= 3; w += 2) {
+    tarn_rt *rt = test_rt(w, 0);
+    for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
+      check_qr_multiply(rt, cases[s][0], cases[s][1], cases[s][2], cases[s][3],
+                        cases[s][4], cases[s][5], 700 + s);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  for (unsigned w = 1; w <= 3; w++) {
+    tarn_rt *rt = test_rt(w, 0);
+    check_qr_multiply(rt, 520, 400, 200, 24, 300, 300, 720 + w);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* Bad operands are refused with C unchanged (and nothing run); a task that
+ * failed on C before cancels the products' tasks that read it; under a
+ * memory limit of a quarter of the matrix, C gets the same bits. */
+static void test_qr_multiply_bad_and_limits(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0), *rt2 = test_rt(2, 0);
+  tarn_matrix *f = NULL, *t = NULL, *g = NULL, *tg = NULL, *c = NULL,
+              *rows = NULL, *tiles = NULL, *other = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 12, 8, 4, 4, 1, &f), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 16, 8, 4, 4, 2, &g), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 5, 4, 2, 3, &c), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 8, 5, 4, 2, 4, &rows), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 12, 5, 3, 2, 5, &tiles), 0);
+  assert_int_equal(tarn_matrix_rand(rt2, 12, 5, 4, 2, 6, &other), 0);
+  assert_int_equal(tarn_matrix_qr(f, 2, &t), 0);
+  assert_int_equal(tarn_matrix_qr(g, 2, &tg), 0);
+  double *f0 = test_buffer_of(f), *c0 = test_buffer_of(c);
+  assert_int_equal(tarn_matrix_qr_multiply(NULL, t, TARN_TRANS, c),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, NULL, TARN_TRANS, c),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, NULL),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, tg, TARN_TRANS, c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, (tarn_trans)7, c),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, f), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, t), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, rows),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, tiles),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, other),
+                   TARN_EINVAL);
+  double *c1 = test_buffer_of(c), *f1 = test_buffer_of(f);
+  assert_memory_equal(c0, c1, 12 * 5 * sizeof *c0);
+  assert_memory_equal(f0, f1, 12 * 8 * sizeof *f0);
+  free(c1);
+  free(f1);
+
+  /* a failure before: the region reports the cancelled tasks */
+  test_fail_first_tile(rt, c);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, c), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), TARN_ECANCELED);
+  f1 = test_buffer_of(f);
+  assert_memory_equal(f0, f1, 12 * 8 * sizeof *f0);
+  free(f0);
+  free(f1);
+  free(c0);
+  tarn_matrix_destroy(f);
+  tarn_matrix_destroy(t);
+  tarn_matrix_destroy(g);
+  tarn_matrix_destroy(tg);
+  tarn_matrix_destroy(c);
+  tarn_matrix_destroy(rows);
+  tarn_matrix_destroy(tiles);
+  tarn_matrix_destroy(other);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(tarn_rt_destroy(rt2), 0);
+
+  size_t m = 224, n = 192, nb = 32, ncols = 96;
+  size_t bytes = m * n * sizeof(double);
+  double *cb[2];
+  for (int run = 0; run < 2; run++) {
+    rt = test_rt(3, run == 0 ? 0 : bytes / 4);
+    assert_int_equal(tarn_matrix_rand(rt, m, n, nb, nb, 46, &f), 0);
+    assert_int_equal(tarn_matrix_rand(rt, m, ncols, nb, nb, 47, &c), 0);
+    assert_int_equal(tarn_matrix_qr(f, 8, &t), 0);
+    assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, c), 0);
+    cb[run] = test_buffer_of(c);
+    tarn_matrix_destroy(f);
+    tarn_matrix_destroy(t);
+    tarn_matrix_destroy(c);
+    if (run == 1)
+      test_rt_destroy_spilled(rt, bytes / 4);
+    else
+      assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  assert_memory_equal(cb[0], cb[1], m * ncols * sizeof(double));
+  free(cb[0]);
+  free(cb[1]);
+}
+
 /* ---- A^T A ----------------------------------------------------------------
  */
 
@@ -636,6 +852,8 @@ int main(void) {
       cmocka_unit_test(test_qr_solve_rank_deficient),
       cmocka_unit_test(test_qr_solve_after_failure),
       cmocka_unit_test(test_qr_solve_mem_limit),
+      cmocka_unit_test(test_qr_multiply),
+      cmocka_unit_test(test_qr_multiply_bad_and_limits),
       cmocka_unit_test(test_ata),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -64,9 +64,10 @@ TARN_API int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
  * column and is updated in place. tarn_matrix_gemm(a, ta, x,
  * TARN_NO_TRANS, ...) is the same product.
  *
- * One task per tile of x and, unless y has two or three tiles, per tile
- * of y. With two or three, when a layer's tiles of A take at most 8 MiB
- * and an eighth of the pool's memory limit, each task updates all of y,
+ * One task per tile of x and, unless y has two or three tiles but fewer
+ * than the runtime has workers, per tile of y. With such a y, when a
+ * layer's tiles of A take at most 8 MiB and an eighth of the pool's
+ * memory limit, each task updates all of y,
  * and its dgemv calls are split with idle workers in lanes of interleaved
  * columns, so that every core reads the same tile of A at a time. Each
  * tile of A is read once; a task pins at most three of them.

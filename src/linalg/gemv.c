@@ -3,9 +3,10 @@
  * column).
  *
  * One task per tile of x, a layer of the sum over K. When y has two or
- * three tiles (at most GROUP_MAX) and the layer's tiles of op(A) are small
- * (GROUP_BYTES_MAX), the layer's task updates all of y: it pins about what
- * a gemm task does. Otherwise there is one task per tile of y and layer,
+ * three tiles (at most GROUP_MAX) but fewer than the runtime has workers,
+ * and the layer's tiles of op(A) are small (GROUP_BYTES_MAX), the layer's
+ * task updates all of y: it pins about what a gemm task does. Otherwise
+ * there is one task per tile of y and layer,
  * whose kernel is gemm's (tarn__gemm_shared: one dgemv, shared only for
  * tiles of 2048 x 2048 or more). Layers follow one another on
  * each tile of y (their tasks write it); the tasks of one layer run side
@@ -22,6 +23,13 @@
  * (the benchmark at N=1024: 147 to 150 us against 143 to 152 with a task
  * per tile, docs/linalg.md); what lanes bring is every core on a short y,
  * where a task per tile of y had only two or three tasks to run at a time.
+ * Where those tasks fill the workers, lanes lose: on a 2-core machine of
+ * 2026-12-02, a 1024 x 1024 product in 512 tiles took 73 to 74 us with a
+ * task per tile against 88 to 96 in lanes (medians of 400 alternated
+ * products; transposed 79 against 102 to 106; 768 in 256 tiles, three
+ * tiles of y, 55 against 81), since the layers of a task per tile overlap
+ * and no helper is woken and waited for. So a y of as many tiles as there
+ * are workers, or more, keeps a task per tile.
  * On one tile, lanes lost to halves of the rows (N=256: 4.9 to 6.2 us
  * against 4.6 to 4.8), which now lose to one call (docs/linalg.md), hence
  * gemm's kernel there. Lanes write partial sums
@@ -204,10 +212,10 @@ int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
   size_t layer = y->m * (ta ? tarn__tile_rows(a, 0) : tarn__tile_cols(a, 0)) *
                  sizeof(double);
   size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
-  bool grouped = mt >= 2 && mt <= GROUP_MAX && layer <= GROUP_BYTES_MAX &&
-                 (limit == 0 || layer <= limit / 8);
-  size_t per = grouped ? mt : 1; /* tiles of y per task */
   unsigned workers = tarn_rt_workers(a->rt);
+  bool grouped = mt >= 2 && mt <= GROUP_MAX && mt < workers &&
+                 layer <= GROUP_BYTES_MAX && (limit == 0 || layer <= limit / 8);
+  size_t per = grouped ? mt : 1; /* tiles of y per task */
   int rc = 0;
   for (size_t k = 0; rc == 0 && k < kt; k++)
     for (size_t t0 = 0; rc == 0 && t0 < mt; t0 += per) {

@@ -92,10 +92,12 @@ static const size_t gemm_shapes[][6] = {
     {130, 400, 90, 130, 45, 400},
     /* matrix-vector products: one tile, shared in halves of its rows */
     {300, 1, 300, 300, 300, 1},
-    /* one task per layer of a y of two or three tiles, split in lanes of
-     * columns with idle workers */
+    /* one task per layer of a y of two tiles (fewer than the three
+     * workers), split in lanes of columns with idle workers */
     {200, 1, 500, 100, 500, 1},
-    {1000, 1, 900, 400, 300, 1}, /* three tiles of y, three layers */
+    /* three tiles of y, as many as the workers: a task per tile (test_gemv
+     * has them in lanes with four workers) */
+    {1000, 1, 900, 400, 300, 1},
     /* each in lanes one way, and with too few columns for three lanes
      * (8 each at least) the other: two dot products, and two columns */
     {2, 1, 40000, 1, 40000, 1},
@@ -263,6 +265,14 @@ static void test_gemv(void **state) {
       for (int given = 0; given < 2; given++)
         check_gemv(rt, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
                    (tarn_trans)ta, given);
+  /* a y of three tiles: with four workers a task per layer in lanes, with
+   * one a task per tile */
+  for (unsigned w = 1; w <= 4; w += 3) {
+    tarn_rt *rw = test_rt(w, 0);
+    for (int ta = 0; ta < 2; ta++)
+      check_gemv(rw, 1000, 900, 400, 300, (tarn_trans)ta, ta == 1);
+    assert_int_equal(tarn_rt_destroy(rw), 0);
+  }
   tarn_matrix *a = NULL, *x = NULL, *x2 = NULL, *y2 = NULL, *y = NULL;
   assert_int_equal(tarn_matrix_rand(rt, 8, 6, 4, 3, 1, &a), 0);
   assert_int_equal(tarn_matrix_rand(rt, 6, 1, 3, 1, 2, &x), 0);
@@ -637,14 +647,15 @@ static void test_cholesky_mem_limit(void **state) {
 }
 
 /* gemv under a memory limit of a quarter of A: tiles spill and come back,
- * the products still match dgemv on the whole matrix, for a y of three
- * tiles whose layers take under an eighth of the limit (a task per layer,
- * in lanes) or more (a task per tile), and of nine (a task per tile). */
+ * the products still match dgemv on the whole matrix, for a y of two
+ * tiles (fewer than the three workers) whose layers take under an eighth
+ * of the limit (a task per layer, in lanes) or more (a task per tile), and
+ * of nine (a task per tile). */
 static void test_gemv_mem_limit(void **state) {
   (void)state;
   size_t n = 900;
   tarn_rt *rt = test_rt(3, n * n * sizeof(double) / 4);
-  static const size_t tiles[][2] = {{300, 24}, {300, 100}, {100, 300}};
+  static const size_t tiles[][2] = {{450, 24}, {450, 100}, {100, 300}};
   for (size_t s = 0; s < 3; s++)
     for (int ta = 0; ta < 2; ta++)
       check_gemv(rt, n, n, tiles[s][0], tiles[s][1], (tarn_trans)ta, ta == 1);

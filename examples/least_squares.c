@@ -16,11 +16,14 @@
  * errors of the known one, the noise's estimated sigma is within 6 of its
  * own standard deviations (about 0.45 / sqrt(M - D - 1) of sigma for
  * uniform noise) of the true NOISE / sqrt(3), and (A^T A) times its
- * inverse is I to rounding.
+ * inverse is I to rounding. A fifth: the residual comes again from the
+ * factor alone, with Q applied and never formed (tarn_matrix_qr_multiply):
+ * Q^T y holds R c on top, and Q applied to it with those rows zeroed is
+ * y - A c, which must match -r to rounding.
  *
  *   build/examples/least_squares [M DEGREE TILE_ROWS]   (default 200000 5 8192)
  *
- * Exits 0 when the four checks pass, 1 otherwise. */
+ * Exits 0 when the five checks pass, 1 otherwise. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -62,6 +65,15 @@ static int fill_design(const tarn_block *b, void *arg) {
       for (size_t j = 0; j < b->col + q; j++) power *= t;
       b->data[0][r + q * b->ld] = power;
     }
+  return 0;
+}
+
+/* Zeroes the rows above *arg (a size_t) of a block of one matrix. */
+static int zero_top_rows(const tarn_block *b, void *arg) {
+  size_t top = *(const size_t *)arg;
+  for (size_t q = 0; q < b->cols; q++)
+    for (size_t p = 0; p < b->rows && b->row + p < top; p++)
+      b->data[0][p + q * b->ld] = 0.0;
   return 0;
 }
 
@@ -119,7 +131,19 @@ int main(int argc, char **argv) {
   CHECK(tarn_matrix_copy(y, &r));
   CHECK(tarn_matrix_gemv(a, TARN_NO_TRANS, c, 1.0, -1.0, &r));
   CHECK(tarn_matrix_gemv(a, TARN_TRANS, r, 1.0, 0.0, &at_r));
-  double norm_a, norm_c, norm_y, norm_r, norm_atr;
+  /* The residual again, from the factor alone (Q never formed): Q^T y =
+   * [R c; Q^T (y - A c)], so Q applied to it with its top n rows zeroed
+   * is y - A c = -r. */
+  tarn_matrix *qy = NULL, *twice = NULL;
+  CHECK(tarn_matrix_copy(y, &qy));
+  CHECK(tarn_matrix_qr_multiply(qr, t, TARN_TRANS, qy));
+  tarn_matrix *const rotated[] = {qy};
+  const tarn_access update[] = {TARN_READ_WRITE};
+  CHECK(tarn_matrix_apply(rotated, update, 1, zero_top_rows, &n));
+  CHECK(tarn_matrix_qr_multiply(qr, t, TARN_NO_TRANS, qy));
+  CHECK(tarn_matrix_add(qy, r, &twice));
+  double norm_a, norm_c, norm_y, norm_r, norm_atr, norm_twice;
+  CHECK(tarn_matrix_norm(twice, TARN_NORM_FRO, &norm_twice));
   CHECK(tarn_matrix_norm(a, TARN_NORM_FRO, &norm_a));
   CHECK(tarn_matrix_norm(c, TARN_NORM_FRO, &norm_c));
   CHECK(tarn_matrix_norm(y, TARN_NORM_FRO, &norm_y));
@@ -165,6 +189,10 @@ int main(int argc, char **argv) {
    * ||A|| (||A|| ||c|| + ||y||), as LAPACK's tests of dgels measure it. */
   double orth = norm_atr /
                 (norm_a * (norm_a * norm_c + norm_y) * DBL_EPSILON * (double)m);
+  /* Both residuals carry the rounding of A c - y, about eps (||A|| ||c|| +
+   * ||y||) per element at most. */
+  double agree =
+      norm_twice / ((norm_a * norm_c + norm_y) * DBL_EPSILON * sqrt((double)m));
   double noise_norm = NOISE * sqrt((double)m);
   /* The noise moves each coefficient by about NOISE / sqrt(M) times a
    * factor that grows with the degree (the monomials' conditioning on
@@ -172,12 +200,16 @@ int main(int argc, char **argv) {
   double allowed = NOISE / sqrt((double)m) * pow(4.0, (double)degree);
   int ok = orth < 1.0 && norm_r <= noise_norm && worst <= allowed &&
            rcond > 0 && rcond <= 1 && inv_err <= 10 && worst_z <= 6.0 &&
-           fabs(sigma - true_sigma) <= sigma_allowed;
+           fabs(sigma - true_sigma) <= sigma_allowed && agree < 1.0;
   printf(
       "  ||A^T r|| / (||A|| (||A|| ||c|| + ||y||) eps M) = %.3g (must be "
       "< 1)\n",
       orth);
   printf("  ||r|| = %.4g, noise at most %.4g\n", norm_r, noise_norm);
+  printf(
+      "  ||Q [0; (Q^T y)_bottom] + r|| / ((||A|| ||c|| + ||y||) eps sqrt(M)) = "
+      "%.3g (must be < 1)\n",
+      agree);
   printf("  largest coefficient error %.3g (allowed %.3g)\n", worst, allowed);
   printf(
       "  largest error in standard errors %.2f (allowed 6); sigma %.4g "
@@ -192,7 +224,8 @@ int main(int argc, char **argv) {
       "conditioning: it falls as the degree grows)\n",
       rcond);
 
-  tarn_matrix *const all[] = {a, y, qr, t, c, r, at_r, cov, ata, prod};
+  tarn_matrix *const all[] = {a,    y,   qr,  t,    c,  r,
+                              at_r, cov, ata, prod, qy, twice};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     tarn_matrix_destroy(all[i]);
   return example_finish("least_squares", ok);

@@ -1,7 +1,7 @@
 /* test_threads.c: the linear algebra from several program threads at once
  * on one runtime, as a server handling requests would call it. Each thread
  * factors matrices of its own (Cholesky of A^T A + n I built by syrk_ata,
- * LU with its pivots, QR with its T factors, a solve through LU), twice in
+ * LU with its pivots, QR applied as Q^T to a B, a solve through LU), twice in
  * a row, while the others do the same; under a memory limit far below the
  * data, so tiles spill and come back under every thread's tasks. Every
  * result must have the bits of the same call made alone on a runtime
@@ -59,9 +59,11 @@ static void job(tarn_rt *rt, int kind, size_t n, uint64_t seed,
     out->piv = malloc(n * sizeof *out->piv);
     rc = out->piv == NULL ? TARN_ENOMEM : tarn_matrix_lu(a, out->piv, &info);
     keep = a;
-  } else if (rc == 0 && kind == 2) { /* QR: R and the reflectors */
+  } else if (rc == 0 && kind == 2) { /* QR, then Q^T B with its factors */
     rc = tarn_matrix_qr(a, 8, &t);
-    keep = a;
+    if (rc == 0) rc = tarn_matrix_rand(rt, n, 3, tile, 3, seed + 1, &b);
+    if (rc == 0) rc = tarn_matrix_qr_multiply(a, t, TARN_TRANS, b);
+    keep = b;
   } else if (rc == 0) { /* A X = B for three right-hand sides */
     rc = tarn_matrix_rand(rt, n, 3, tile, 3, seed + 1, &b);
     if (rc == 0) rc = tarn_matrix_solve(a, b, &info);

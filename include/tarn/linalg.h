@@ -175,9 +175,11 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * every other tile column a task applies the panel's interchanges (to the
  * left columns too, as dgetrf does), trsm on the tiles right of the
  * diagonal tile and gemm on the trailing matrix; the panel has the
- * highest priority, then the work of the next tile columns. The panel
- * holds (n - k nb) x nb doubles in the task's scratch memory (or the heap
- * when it does not fit). Like every tile kernel here, the panel shares its
+ * highest priority, then the work of the next tile columns. The panel's
+ * copy, (n - k nb) x nb doubles, is a pool temporary, counted under the
+ * memory limit and freed as the panel task ends: under a limit, the first
+ * panel pins twice a tile column (a limit below that gives TARN_ENOMEM).
+ * Like every tile kernel here, the panel shares its
  * trailing updates with idle workers (tarn_task_parallel_for), so a split
  * product may round differently in the last bits from one run to the
  * next, as multithreaded LAPACK does.

@@ -1,8 +1,9 @@
 /* lu.c: tiled LU with partial pivoting and the linear solves built on it
  * (see tarn/linalg.h). Right-looking, one panel per tile column: the panel
- * task factors the whole tile column (copied into one contiguous buffer)
- * and records the pivots; swap tasks apply them to the other tile columns,
- * trsm and gemm tasks update the rest. A solve carries a copy of B along
+ * task factors the whole tile column (copied into one contiguous buffer,
+ * a pool temporary the task alone holds) and records the pivots; swap
+ * tasks apply them to the other tile columns, trsm and gemm tasks update
+ * the rest. A solve carries a copy of B along
  * as tile columns right of A's (the forward solve), then solves with U
  * into B (solve.c); a solve with factors given applies all interchanges to
  * the copy first, then the forward and backward solves. The kernels share their
@@ -236,17 +237,17 @@ static void panel_pivots(const struct lu_job *j, const lapack_int *ipiv,
 }
 
 /* Factors tile column k from its diagonal tile down (deps: tiles (k..,k),
- * slots 0..ntiles-1), in a contiguous copy (or in place when it is one
- * tile); pivots to piv[row0..row0+n). */
+ * slots 0..ntiles-1), in a contiguous copy (slot ntiles: a pool temporary
+ * of rows x n doubles) or in place when it is one tile; pivots to
+ * piv[row0..row0+n). */
 static int k_panel(tarn_task *t, void *arg) {
   const struct lu_job *j = arg;
   size_t rows = j->rows, cols = (size_t)j->n;
-  bool one = j->ntiles == 1, heap_a = false, heap_p;
-  double *p = one ? tarn_task_data(t, 0)
-                  : tarn__task_memory(t, rows * cols * sizeof *p, &heap_a);
+  bool one = j->ntiles == 1, heap_p;
+  double *p = tarn_task_data(t, one ? 0 : j->ntiles);
   lapack_int *ipiv = tarn__task_memory(t, cols * sizeof *ipiv, &heap_p);
   struct panel q = {.t = t, .j = j, .p = p, .rows = rows, .cols = cols};
-  int rc = p == NULL || ipiv == NULL ? TARN_ENOMEM : 0;
+  int rc = ipiv == NULL ? TARN_ENOMEM : 0;
   if (rc == 0 && !one)
     rc = tarn_task_parallel_for(t, cols, COPY_GRAIN, panel_in, &q);
   int info = 0;
@@ -254,7 +255,6 @@ static int k_panel(tarn_task *t, void *arg) {
   if (rc == 0) panel_pivots(j, ipiv, info);
   if (rc == 0 && !one)
     rc = tarn_task_parallel_for(t, cols, COPY_GRAIN, panel_out, &q);
-  if (heap_a) free(p);
   if (heap_p) free(ipiv);
   return rc;
 }
@@ -411,7 +411,18 @@ static int submit_lu(tarn_matrix *a, size_t *piv, atomic_int *info,
                        .ntiles = mt - k,
                        .piv_out = piv,
                        .info = info};
-    int rc = submit_job(a->rt, k_panel, &p, deps, mt - k, PRIO_TOP, "getrf");
+    /* The panel's copy: a pool temporary (memory from its pin, under the
+     * limit), freed as the panel task, its only holder, ends. */
+    tarn_ref *copy = NULL;
+    int rc = p.ntiles == 1
+                 ? 0
+                 : tarn_ref_create(tarn_rt_pool(a->rt),
+                                   p.rows * (size_t)nk * sizeof(double), &copy);
+    if (rc != 0) return rc;
+    deps[mt - k] = (tarn_dep){copy, TARN_WRITE};
+    rc = submit_job(a->rt, k_panel, &p, deps, mt - k + (copy != NULL), PRIO_TOP,
+                    "getrf");
+    if (copy != NULL) tarn_ref_release(copy); /* the task holds its own */
     for (size_t j = k + 1; rc == 0 && j < mt; j++)
       rc = submit_update(a, a, k, j, j, piv, deps);
     for (size_t jb = 0; rc == 0 && y != NULL && jb < y->nt; jb++)

@@ -659,22 +659,11 @@ static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
   /* the factors only read */
   double *fb1 = test_buffer_of(f);
   assert_memory_equal(fb, fb1, m * n * sizeof *fb);
-  free(fb1);
-  free(a0);
-  free(fb);
-  free(qa);
-  free(r);
-  free(id);
-  free(qf);
-  free(qt);
-  free(c0);
-  free(want);
-  tarn_matrix_destroy(f);
-  tarn_matrix_destroy(t);
-  tarn_matrix_destroy(q);
-  tarn_matrix_destroy(a);
-  tarn_matrix_destroy(e);
-  tarn_matrix_destroy(c);
+  double *bufs[] = {fb1, a0, fb, qa, r, id, qf, qt, c0, want};
+  for (size_t k = 0; k < sizeof bufs / sizeof *bufs; k++) free(bufs[k]);
+  tarn_matrix *all[] = {f, t, q, a, e, c};
+  for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+    tarn_matrix_destroy(all[k]);
 }
 
 /* Square and tall, tiles that do and do not divide, one tile column
@@ -753,14 +742,9 @@ static void test_qr_multiply_bad_and_limits(void **state) {
   free(f0);
   free(f1);
   free(c0);
-  tarn_matrix_destroy(f);
-  tarn_matrix_destroy(t);
-  tarn_matrix_destroy(g);
-  tarn_matrix_destroy(tg);
-  tarn_matrix_destroy(c);
-  tarn_matrix_destroy(rows);
-  tarn_matrix_destroy(tiles);
-  tarn_matrix_destroy(other);
+  tarn_matrix *all[] = {f, t, g, tg, c, rows, tiles, other};
+  for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+    tarn_matrix_destroy(all[k]);
   assert_int_equal(tarn_rt_destroy(rt), 0);
   assert_int_equal(tarn_rt_destroy(rt2), 0);
 

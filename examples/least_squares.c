@@ -136,11 +136,11 @@ int main(int argc, char **argv) {
    * is y - A c = -r. */
   tarn_matrix *qy = NULL, *twice = NULL;
   CHECK(tarn_matrix_copy(y, &qy));
-  CHECK(tarn_matrix_qr_multiply(qr, t, TARN_TRANS, qy));
+  CHECK(tarn_matrix_qr_multiply(qr, t, TARN_LEFT, TARN_TRANS, qy));
   tarn_matrix *const rotated[] = {qy};
   const tarn_access update[] = {TARN_READ_WRITE};
   CHECK(tarn_matrix_apply(rotated, update, 1, zero_top_rows, &n));
-  CHECK(tarn_matrix_qr_multiply(qr, t, TARN_NO_TRANS, qy));
+  CHECK(tarn_matrix_qr_multiply(qr, t, TARN_LEFT, TARN_NO_TRANS, qy));
   CHECK(tarn_matrix_add(qy, r, &twice));
   double norm_a, norm_c, norm_y, norm_r, norm_atr, norm_twice;
   CHECK(tarn_matrix_norm(twice, TARN_NORM_FRO, &norm_twice));

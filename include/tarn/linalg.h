@@ -30,6 +30,10 @@ typedef enum { TARN_NO_TRANS, TARN_TRANS } tarn_trans;
 /* Which triangle of a matrix an operation reads. */
 typedef enum { TARN_LOWER, TARN_UPPER } tarn_uplo;
 
+/* Which side of a matrix an operator multiplies it from: op(Q) C
+ * (TARN_LEFT) or C op(Q) (TARN_RIGHT). */
+typedef enum { TARN_LEFT, TARN_RIGHT } tarn_side;
+
 /* Whether a triangle's diagonal is read (TARN_NON_UNIT) or taken as all
  * ones and not read (TARN_UNIT: the L that tarn_matrix_lu leaves). */
 typedef enum { TARN_NON_UNIT, TARN_UNIT } tarn_diag;
@@ -504,32 +508,37 @@ TARN_API int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q);
 TARN_API int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
                                   tarn_matrix *b, tarn_matrix **x, int *info);
 
-/* C = Q C (trans TARN_NO_TRANS) or C = Q^T C (TARN_TRANS) in place, where
- * Q is the whole M x M orthogonal factor of a factorisation by
- * tarn_matrix_qr (LAPACK's dormqr from the left): `a` as that call left it
- * and its T factors `t`, only read. C is M x ncols with A's row tiling
- * (C's mb equals A's); its column tiling is free. Q^T applied to B gives
- * [R X; 0] + Q^T r for the least-squares solution X and its residual r =
- * B - A X, so the norm of its last M - N rows is the residual's; Q applied to
- * [I; 0] (N columns) gives the thin Q of tarn_matrix_qr_q. To multiply from the
- * right (C Q, C Q^T), apply to the transpose (tarn_matrix_transpose).
+/* C = op(Q) C (side TARN_LEFT) or C = C op(Q) (TARN_RIGHT) in place, where
+ * op(Q) is Q (trans TARN_NO_TRANS) or Q^T (TARN_TRANS) and Q is the whole
+ * M x M orthogonal factor of a factorisation by tarn_matrix_qr (LAPACK's
+ * dormqr): `a` as that call left it and its T factors `t`, only read.
+ * From the left C is M x ncols with A's row tiling (C's mb equals A's)
+ * and any column tiling; from the right C is nrows x M with A's row
+ * tiling as its column tiling (C's nb equals A's mb) and any row tiling.
+ * Q^T applied to B gives [R X; 0] + Q^T r for the least-squares solution X
+ * and its residual r = B - A X, so the norm of its last M - N rows is the
+ * residual's; Q applied to [I; 0] (N columns) gives the thin Q of
+ * tarn_matrix_qr_q. Q is never formed.
  *
- * Tasks: gemqrt and tpmqrt on C's tiles, the reflectors in the order
- * tarn_matrix_qr made them for Q^T and in reverse for Q, each shared by
- * columns with idle workers (so a split may round differently in the last
- * bits from run to run, as in the factorisation); their work arrays come
- * from the task's scratch memory.
+ * Tasks: gemqrt and tpmqrt on C's tiles (on its tile columns from the
+ * left, on its tile rows from the right), the reflectors in the order
+ * tarn_matrix_qr made them for Q^T from the left and Q from the right, in
+ * reverse for the others; each shared with idle workers by columns (from
+ * the left) or rows (from the right), so a split may round differently in
+ * the last bits from run to run, as in the factorisation. Their work
+ * arrays come from the task's scratch memory.
  *
  * Submits and returns at once (results ordered as the runtime's rules
- * say). Returns 0;
- * TARN_EINVAL for NULL arguments, a and t that tarn_matrix_qr did not make
- * so (as for tarn_matrix_qr_q), an unknown trans, a C of other rows or row
- * tiles, C the same as a or t, different runtimes, tiles too large for
- * BLAS; TARN_ENOMEM. On failure tasks already submitted on C still run.
- * Thread-safe as any submission: several threads may apply one
- * factorisation's Q to their own matrices at once. */
+ * say). Returns 0; TARN_EINVAL for NULL arguments, a and t that
+ * tarn_matrix_qr did not make so (as for tarn_matrix_qr_q), an unknown side
+ * or trans, a C whose size or tiling along Q does not match, C the same
+ * as a or t, different runtimes, tiles too large for BLAS; TARN_ENOMEM. On
+ * failure tasks already submitted on C still run. Thread-safe as any
+ * submission: several threads may apply one factorisation's Q to their
+ * own matrices at once. */
 TARN_API int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t,
-                                     tarn_trans trans, tarn_matrix *c);
+                                     tarn_side side, tarn_trans trans,
+                                     tarn_matrix *c);
 
 /* C = A^T A, full (both triangles), N x N for an M x N matrix A. *c gets
  * a new matrix, owned by the caller, with tiles nb x nb (A's column

@@ -37,8 +37,10 @@ struct qr_job {
   int m, n, k;     /* the LAPACK op's sizes */
   int ib;          /* inner block size for this tile column (<= k) */
   int lda, ldb;    /* leading dimensions: the top / the lower tile */
+  int ldv;         /* an update's: of the reflectors' tile */
   int ldt;         /* leading dimension of the T tile */
   char trans;      /* 'T' (factorising) or 'N' (forming Q) */
+  char side;       /* an update's: 'L' (Q from the left) or 'R' */
   int a, b, v, tt; /* data slots of the operands */
 };
 
@@ -52,8 +54,9 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct qr_job *proto,
 /* ---- kernels ------------------------------------------------------------ */
 
 /* A reflector update's operands, shared by ranges of the columns it
- * updates (each column is transformed alone): work is ib x n, and a range
- * of columns uses its own part of it. */
+ * updates from the left, of the rows from the right (each column, or row,
+ * is transformed alone): work is ib x that count, and a range uses its
+ * own part of it. */
 struct apply_share {
   const struct qr_job *j;
   const double *v, *tt;
@@ -64,13 +67,23 @@ struct apply_share {
 /* Columns below this many per range are not worth a helper. */
 #define APPLY_GRAIN 64
 
-/* Columns [begin, end) of gemqrt's C. */
+/* Where a range's part of a tile of C (leading dimension ld) begins:
+ * column `begin` from the left, row `begin` from the right. */
+static size_t range_offset(const struct qr_job *j, size_t begin, int ld) {
+  return j->side == 'R' ? begin : begin * (size_t)ld;
+}
+
+/* Columns (from the left; rows from the right) [begin, end) of gemqrt's
+ * C, m x n. */
 static int gemqrt_range(void *arg, size_t begin, size_t end) {
   const struct apply_share *s = arg;
   const struct qr_job *j = s->j;
+  bool right = j->side == 'R';
+  lapack_int count = (lapack_int)(end - begin);
   lapack_int info = LAPACKE_dgemqrt_work(
-      LAPACK_COL_MAJOR, 'L', j->trans, j->m, (lapack_int)(end - begin), j->k,
-      j->ib, s->v, j->lda, s->tt, j->ldt, s->a + begin * (size_t)j->lda, j->lda,
+      LAPACK_COL_MAJOR, j->side, j->trans, right ? count : j->m,
+      right ? j->n : count, j->k, j->ib, s->v, j->ldv, s->tt, j->ldt,
+      s->a + range_offset(j, begin, j->lda), j->lda,
       s->work + begin * (size_t)j->ib);
   return info == 0 ? 0 : TARN_EINVAL;
 }
@@ -82,42 +95,49 @@ static int gemqrt_range(void *arg, size_t begin, size_t end) {
 static int apply_shared(tarn_task *t, const struct qr_job *j, bool pair,
                         tarn_range_fn range) {
   bool heap;
+  size_t count = (size_t)(j->side == 'R' ? j->m : j->n);
   struct apply_share s = {
       .j = j,
       .v = tarn_task_data(t, (size_t)j->v),
       .tt = tarn_task_data(t, (size_t)j->tt),
       .a = tarn_task_data(t, (size_t)j->a),
       .b = pair ? tarn_task_data(t, (size_t)j->b) : NULL,
-      .work = tarn__task_memory(
-          t, (size_t)j->ib * (size_t)j->n * sizeof *s.work, &heap)};
+      .work =
+          tarn__task_memory(t, (size_t)j->ib * count * sizeof *s.work, &heap)};
   if (s.work == NULL) return TARN_ENOMEM;
-  int rc = tarn_task_parallel_for(t, (size_t)j->n, APPLY_GRAIN, range, &s);
+  int rc = tarn_task_parallel_for(t, count, APPLY_GRAIN, range, &s);
   if (heap) free(s.work);
   return rc;
 }
 
-/* C = Q^T C or Q C (j->trans) for the reflectors of a diagonal tile (slot
- * v, m x k, lda) and their T (slot tt); C is m x n (slot a, lda); shared
- * by columns of C. */
+/* C = op(Q) C, or C op(Q) (j->side), for the reflectors of a diagonal
+ * tile (slot v, k of them, ldv) and their T (slot tt); C is m x n (slot
+ * a, lda); shared by columns (rows from the right) of C. */
 static int k_gemqrt(tarn_task *t, void *arg) {
   return apply_shared(t, arg, false, gemqrt_range);
 }
 
-/* Columns [begin, end) of tpmqrt's A and B. */
+/* Columns (from the left; rows from the right) [begin, end) of tpmqrt's A
+ * and B. */
 static int tpmqrt_range(void *arg, size_t begin, size_t end) {
   const struct apply_share *s = arg;
   const struct qr_job *j = s->j;
+  bool right = j->side == 'R';
+  lapack_int count = (lapack_int)(end - begin);
   lapack_int info = LAPACKE_dtpmqrt_work(
-      LAPACK_COL_MAJOR, 'L', j->trans, j->m, (lapack_int)(end - begin), j->k, 0,
-      j->ib, s->v, j->ldb, s->tt, j->ldt, s->a + begin * (size_t)j->lda, j->lda,
-      s->b + begin * (size_t)j->ldb, j->ldb, s->work + begin * (size_t)j->ib);
+      LAPACK_COL_MAJOR, j->side, j->trans, right ? count : j->m,
+      right ? j->n : count, j->k, 0, j->ib, s->v, j->ldv, s->tt, j->ldt,
+      s->a + range_offset(j, begin, j->lda), j->lda,
+      s->b + range_offset(j, begin, j->ldb), j->ldb,
+      s->work + begin * (size_t)j->ib);
   return info == 0 ? 0 : TARN_EINVAL;
 }
 
-/* [A; B] = Q^T [A; B] or Q [A; B] for the reflectors of a tile below the
- * diagonal (slot v, m x k, ldb) and their T (slot tt); A is the top k rows
- * of a tile (slot a, lda), B an m x n tile (slot b, ldb); shared by
- * columns. */
+/* From the left, [A; B] = op(Q) [A; B], A the top k rows of a tile (slot
+ * a, lda) and B an m x n tile (slot b, ldb); from the right, [A B] = [A B]
+ * op(Q), A the first k columns of an m x ? tile and B an m x n tile. Q is
+ * the reflectors of a tile below the diagonal (slot v, k of them, ldv)
+ * with their T (slot tt). Shared by columns (rows from the right). */
 static int k_tpmqrt(tarn_task *t, void *arg) {
   return apply_shared(t, arg, true, tpmqrt_range);
 }
@@ -163,8 +183,10 @@ static void block_apply(const struct panel_qr *p, int i, int w, int c0,
                          .ib = w,
                          .lda = j->lda,
                          .ldb = j->ldb,
+                         .ldv = p->pair ? j->ldb : j->lda,
                          .ldt = j->ldt,
-                         .trans = 'T'};
+                         .trans = 'T',
+                         .side = 'L'};
   *s = (struct apply_share){.j = sub,
                             .v = p->pair ? p->b + (size_t)i * ldb : r,
                             .tt = p->tt + (size_t)i * (size_t)j->ldt,
@@ -273,23 +295,33 @@ static int inner(const tarn_matrix *a, size_t k, size_t ib) {
   return (int)(ib < w ? ib : w);
 }
 
+/* Tile x of c's tile line `n` (a tile column from the left, a row from
+ * the right): tile (x, n) from the left, (n, x) from the right. */
+static tarn_ref *line_tile(tarn_matrix *c, char side, size_t x, size_t n) {
+  return side == 'R' ? tarn__tile(c, n, x) : tarn__tile(c, x, n);
+}
+
 /* Applies the reflectors of diagonal tile k (geqrt's V in a, T in tm) to
- * tile (k, n) of c (a itself when factorising, Q when forming it):
- * gemqrt with `trans`, inner block size ibk. */
+ * tile k of line n of c (a itself when factorising, Q when forming it):
+ * gemqrt from `side` with `trans`, inner block size ibk. */
 static int submit_gemqrt(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
-                         size_t k, size_t n, char trans, int ibk,
+                         char side, size_t k, size_t n, char trans, int ibk,
                          int priority) {
   int rk = (int)tarn__tile_rows(a, k);
-  tarn_dep d3[3] = {{tarn__tile(c, k, n), TARN_READ_WRITE},
+  bool right = side == 'R';
+  tarn_dep d3[3] = {{line_tile(c, side, k, n), TARN_READ_WRITE},
                     {tarn__tile(a, k, k), TARN_READ},
                     {tarn__tile(tm, k, k), TARN_READ}};
-  struct qr_job u = {.m = rk,
-                     .n = (int)tarn__tile_cols(c, n),
+  int rows = right ? (int)tarn__tile_rows(c, n) : rk;
+  struct qr_job u = {.m = rows,
+                     .n = right ? rk : (int)tarn__tile_cols(c, n),
                      .k = (int)tarn__tile_cols(a, k),
                      .ib = ibk,
-                     .lda = rk,
+                     .lda = rows,
+                     .ldv = rk,
                      .ldt = (int)tm->mb,
                      .trans = trans,
+                     .side = side,
                      .a = 0,
                      .v = 1,
                      .tt = 2};
@@ -297,24 +329,28 @@ static int submit_gemqrt(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
 }
 
 /* Applies the reflectors of tile (m, k) (tpqrt's V in a, T in tm) to
- * tiles (k, n) and (m, n) of c: tpmqrt with `trans`, inner block size
- * ibk. */
+ * tiles k and m of line n of c: tpmqrt from `side` with `trans`, inner
+ * block size ibk. */
 static int submit_tpmqrt(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
-                         size_t k, size_t m, size_t n, char trans, int ibk,
-                         int priority) {
+                         char side, size_t k, size_t m, size_t n, char trans,
+                         int ibk, int priority) {
   int rk = (int)tarn__tile_rows(a, k), rm = (int)tarn__tile_rows(a, m);
-  tarn_dep d4[4] = {{tarn__tile(c, k, n), TARN_READ_WRITE},
-                    {tarn__tile(c, m, n), TARN_READ_WRITE},
+  bool right = side == 'R';
+  tarn_dep d4[4] = {{line_tile(c, side, k, n), TARN_READ_WRITE},
+                    {line_tile(c, side, m, n), TARN_READ_WRITE},
                     {tarn__tile(a, m, k), TARN_READ},
                     {tarn__tile(tm, m, k), TARN_READ}};
-  struct qr_job u = {.m = rm,
-                     .n = (int)tarn__tile_cols(c, n),
+  int rows = right ? (int)tarn__tile_rows(c, n) : rm;
+  struct qr_job u = {.m = rows,
+                     .n = right ? rm : (int)tarn__tile_cols(c, n),
                      .k = (int)tarn__tile_cols(a, k),
                      .ib = ibk,
-                     .lda = rk,
-                     .ldb = rm,
+                     .lda = right ? rows : rk,
+                     .ldb = rows,
+                     .ldv = rm,
                      .ldt = (int)tm->mb,
                      .trans = trans,
+                     .side = side,
                      .a = 0,
                      .b = 1,
                      .v = 2,
@@ -336,7 +372,7 @@ static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib) {
     int rc = submit_job(a->rt, k_geqrt, &g, d2, 2, PRIO_TOP, "geqrt");
     if (rc != 0) return rc;
     for (size_t n = k + 1; n < nt; n++) {
-      rc = submit_gemqrt(a, tm, a, k, n, 'T', ibk, column_priority(k, n));
+      rc = submit_gemqrt(a, tm, a, 'L', k, n, 'T', ibk, column_priority(k, n));
       if (rc != 0) return rc;
     }
     for (size_t m = k + 1; m < mt; m++) {
@@ -356,7 +392,8 @@ static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib) {
       rc = submit_job(a->rt, k_tpqrt, &p, d3, 3, PRIO_TOP, "tpqrt");
       if (rc != 0) return rc;
       for (size_t n = k + 1; n < nt; n++) {
-        rc = submit_tpmqrt(a, tm, a, k, m, n, 'T', ibk, column_priority(k, n));
+        rc = submit_tpmqrt(a, tm, a, 'L', k, m, n, 'T', ibk,
+                           column_priority(k, n));
         if (rc != 0) return rc;
       }
     }
@@ -364,26 +401,32 @@ static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib) {
   return 0;
 }
 
-/* Applies to the tile columns of c (A's row tiling) Q^T (trans 'T': the
- * reflectors in the order the factorisation made them) or Q ('N': in
- * reverse order). For tile column k of A the reflectors come in blocks:
- * geqrt's (gemqrt on tile row k), then each tpqrt's below it (tpmqrt on
- * tile rows k and m). With `from_k`, only c's tile columns from k on
- * (forming Q, whose columns left of k those reflectors leave as they
- * are); else all. */
+/* Applies Q^T or Q (trans 'T' or 'N') to c: from the left (side 'L') to
+ * its tile columns (c has A's row tiling), from the right ('R') to its
+ * tile rows (c's column tiling is A's row tiling). Q^T from the left and
+ * Q from the right take the reflectors in the order the factorisation
+ * made them, the others in reverse order. For tile column k of A the
+ * reflectors come in blocks: geqrt's (gemqrt on c's tile k of each line),
+ * then each tpqrt's below it (tpmqrt on c's tiles k and m). With
+ * `from_k`, only c's tile columns from k on (forming Q, whose columns left
+ * of k those reflectors leave as they are; from the left only); else
+ * all. */
 static int submit_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
-                        char trans, bool from_k) {
+                        char side, char trans, bool from_k) {
+  bool in_order = (side == 'R') == (trans == 'N');
+  size_t lines = side == 'R' ? c->mt : c->nt;
   int rc = 0;
   for (size_t step = 0; rc == 0 && step < a->nt; step++) {
-    size_t k = trans == 'T' ? step : a->nt - 1 - step;
+    size_t k = in_order ? step : a->nt - 1 - step;
     size_t blocks = a->mt - k; /* geqrt's, then the tpqrts' */
     int ibk = inner(a, k, (size_t)tm->mb);
     for (size_t b = 0; rc == 0 && b < blocks; b++) {
-      size_t r = trans == 'T' ? b : blocks - 1 - b;
-      for (size_t j = from_k ? k : 0; rc == 0 && j < c->nt; j++)
-        rc = r == 0 ? submit_gemqrt(a, tm, c, k, j, trans, ibk, PRIO_TOP - 1)
-                    : submit_tpmqrt(a, tm, c, k, k + r, j, trans, ibk,
-                                    PRIO_TOP - 1);
+      size_t r = in_order ? b : blocks - 1 - b;
+      for (size_t j = from_k ? k : 0; rc == 0 && j < lines; j++)
+        rc = r == 0
+                 ? submit_gemqrt(a, tm, c, side, k, j, trans, ibk, PRIO_TOP - 1)
+                 : submit_tpmqrt(a, tm, c, side, k, k + r, j, trans, ibk,
+                                 PRIO_TOP - 1);
     }
   }
   return rc;
@@ -402,7 +445,7 @@ static int submit_q(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *q) {
       int rc = submit_job(a->rt, k_eye, &e, &d, 1, PRIO_TOP, "eye");
       if (rc != 0) return rc;
     }
-  return submit_apply(a, tm, q, 'N', true);
+  return submit_apply(a, tm, q, 'L', 'N', true);
 }
 
 /* ---- public -------------------------------------------------------------- */
@@ -485,7 +528,7 @@ static int submit_least_squares(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *b,
                                 tarn_matrix *x, atomic_int *failed) {
   tarn_matrix *y = NULL;
   int rc = tarn_matrix_copy(b, &y);
-  if (rc == 0) rc = submit_apply(a, tm, y, 'T', false);
+  if (rc == 0) rc = submit_apply(a, tm, y, 'L', 'T', false);
   if (rc == 0) rc = tarn__submit_backward(a, false, false, y, x, failed, true);
   tarn_matrix_destroy(y); /* its tiles go when their last task ends */
   return rc;
@@ -526,7 +569,7 @@ static int submit_min_norm(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *b,
     for (size_t j = 0; rc == 0 && j < x->nt; j++)
       rc = tarn__submit_forward_step(a, TARN__UPPER_TRANS, x, k, j, failed,
                                      PRIO_TOP, PRIO_TOP - 1, 1);
-  return rc != 0 ? rc : submit_apply(a, tm, x, 'N', false);
+  return rc != 0 ? rc : submit_apply(a, tm, x, 'L', 'N', false);
 }
 
 int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
@@ -565,15 +608,20 @@ int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
   return 0;
 }
 
-int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t, tarn_trans trans,
-                            tarn_matrix *c) {
+int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t, tarn_side side,
+                            tarn_trans trans, tarn_matrix *c) {
   if (!qr_factors_ok(a, t) || c == NULL || c == a || c == t || c->rt != a->rt ||
-      !tarn__blas_sized(c) || (trans != TARN_NO_TRANS && trans != TARN_TRANS))
+      !tarn__blas_sized(c) || (side != TARN_LEFT && side != TARN_RIGHT) ||
+      (trans != TARN_NO_TRANS && trans != TARN_TRANS))
     return TARN_EINVAL;
-  /* C has Q's rows in A's row tiling */
-  if (c->m != a->m || c->mb != a->mb) return TARN_EINVAL;
+  /* From the left C has Q's rows in A's row tiling; from the right, Q's
+   * rows as its columns, in that tiling */
+  bool right = side == TARN_RIGHT;
+  if ((right ? c->n : c->m) != a->m || (right ? c->nb : c->mb) != a->mb)
+    return TARN_EINVAL;
   tarn__blas_init();
-  return submit_apply(a, t, c, trans == TARN_TRANS ? 'T' : 'N', false);
+  return submit_apply(a, t, c, right ? 'R' : 'L',
+                      trans == TARN_TRANS ? 'T' : 'N', false);
 }
 
 /* ---- A^T A ----------------------------------------------------------------

@@ -198,7 +198,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   STEP(tarn_matrix_rand(rt, M, NRHS, NB, NRHS, 3, &bq));
   STEP(tarn_matrix_qr_solve(f, t, TARN_NO_TRANS, bq, &x, &info));
   STEP(tarn_matrix_rand(rt, M, NRHS, NB, NRHS, 8, &qb));
-  STEP(tarn_matrix_qr_multiply(f, t, TARN_TRANS, qb));
+  STEP(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_TRANS, qb));
   /* Matrix-vector products: A^T xv, a y of three tiles, and A w, of four
    * (a task per tile: not fewer than the workers). */
   STEP(tarn_matrix_rand(rt, M, 1, NB, 1, 4, &xv));

@@ -10,9 +10,10 @@
  * minimum norm by its residual and against dgels, one and many right-hand
  * sides, from three threads at once, rank-deficient matrices reported,
  * bad operands refused, a failure before, a memory limit. Q or Q^T applied
- * alone (tarn_matrix_qr_multiply): Q^T A = [R; 0], the whole Q orthogonal
- * and its first columns the thin Q, products against that explicit Q and
- * back, bad operands, a failure before, a memory limit.
+ * alone, from either side (tarn_matrix_qr_multiply): Q^T A = [R; 0], the
+ * whole Q orthogonal and its first columns the thin Q, products against
+ * that explicit Q and back, bad operands, a failure before, a memory
+ * limit.
  * Also C = A^T A against dgemm, with tiles small and large enough to be
  * shared with idle workers. */
 #include <cblas.h>
@@ -592,12 +593,15 @@ static double scaled_diff(const double *x, const double *y, size_t count,
  *   - Q applied to the M x M identity is orthogonal, and its first N
  *     columns are tarn_matrix_qr_q's thin Q;
  *   - Q^T C and Q C for an m x ncols C in column tiles of cb equal the
- *     products with that explicit Q (cblas_dgemm), and Q (Q^T C) = C.
- * C, A's copy and the identity are updated in place. */
+ *     products with that explicit Q (cblas_dgemm), and Q (Q^T C) = C;
+ *   - from the right, D Q and D Q^T for an ncols x m D in row tiles of cb
+ *     the same way, and (D Q) Q^T = D.
+ * C, D, A's copy and the identity are updated in place. */
 static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
                               size_t ib, size_t ncols, size_t cb,
                               uint64_t seed) {
-  tarn_matrix *f = NULL, *t = NULL, *q = NULL, *a = NULL, *e = NULL, *c = NULL;
+  tarn_matrix *f = NULL, *t = NULL, *q = NULL, *a = NULL, *e = NULL, *c = NULL,
+              *d = NULL;
   assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, seed, &f), 0);
   assert_int_equal(tarn_matrix_copy(f, &a), 0);
   double *a0 = test_buffer_of(f);
@@ -606,20 +610,22 @@ static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
   double scale = (double)(m > n ? m : n);
 
   /* Q^T A = [R; 0] */
-  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, a), 0);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_TRANS, a), 0);
   double *qa = test_buffer_of(a), *r = calloc(m * n, sizeof *r);
   assert_non_null(r);
   for (size_t j = 0; j < n; j++)
     for (size_t i = 0; i <= j; i++) r[i + j * m] = fb[i + j * m];
-  /* res: Q^T A, Q^T Q, thin Q, Q C, back, Q^T C, back (scaled_diff) */
-  double res[7] = {scaled_diff(qa, r, m * n, test_fro(a0, m * n), scale)};
+  /* res: Q^T A, Q^T Q, thin Q, Q C, back, Q^T C, back, D Q, back, D Q^T,
+   * back (scaled_diff) */
+  double res[11] = {scaled_diff(qa, r, m * n, test_fro(a0, m * n), scale)};
 
   /* the whole Q: orthogonal, its first N columns the thin Q */
   double *id = calloc(m * m, sizeof *id);
   assert_non_null(id);
   for (size_t i = 0; i < m; i++) id[i + i * m] = 1.0;
   assert_int_equal(tarn_matrix_from_buffer(rt, m, m, tb, cb, id, m, &e), 0);
-  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_NO_TRANS, e), 0);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_NO_TRANS, e),
+                   0);
   double *qf = test_buffer_of(e);
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)m, (int)m, (int)m,
               1.0, qf, (int)m, qf, (int)m, -1.0, id, (int)m);
@@ -635,7 +641,8 @@ static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
   double cnorm = test_fro(c0, m * ncols);
   for (int trans = 0; trans < 2; trans++) {
     assert_int_equal(
-        tarn_matrix_qr_multiply(f, t, trans ? TARN_TRANS : TARN_NO_TRANS, c),
+        tarn_matrix_qr_multiply(f, t, TARN_LEFT,
+                                trans ? TARN_TRANS : TARN_NO_TRANS, c),
         0);
     double *got = test_buffer_of(c);
     cblas_dgemm(CblasColMajor, trans ? CblasTrans : CblasNoTrans, CblasNoTrans,
@@ -643,25 +650,53 @@ static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
                 want, (int)m);
     res[3 + 2 * trans] = scaled_diff(got, want, m * ncols, cnorm, scale);
     assert_int_equal(
-        tarn_matrix_qr_multiply(f, t, trans ? TARN_NO_TRANS : TARN_TRANS, c),
+        tarn_matrix_qr_multiply(f, t, TARN_LEFT,
+                                trans ? TARN_NO_TRANS : TARN_TRANS, c),
         0);
     free(got);
     got = test_buffer_of(c);
     res[4 + 2 * trans] = scaled_diff(got, c0, m * ncols, cnorm, scale);
     free(got);
   }
+  /* D Q and D Q^T against the explicit Q; then back to D */
+  assert_int_equal(tarn_matrix_rand(rt, ncols, m, cb, tb, seed + 2, &d), 0);
+  double *d0 = test_buffer_of(d), *dwant = malloc(m * ncols * sizeof *dwant);
+  assert_non_null(dwant);
+  double dnorm = test_fro(d0, m * ncols);
+  for (int trans = 0; trans < 2; trans++) {
+    assert_int_equal(
+        tarn_matrix_qr_multiply(f, t, TARN_RIGHT,
+                                trans ? TARN_TRANS : TARN_NO_TRANS, d),
+        0);
+    double *got = test_buffer_of(d);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, trans ? CblasTrans : CblasNoTrans,
+                (int)ncols, (int)m, (int)m, 1.0, d0, (int)ncols, qf, (int)m,
+                0.0, dwant, (int)ncols);
+    res[7 + 2 * trans] = scaled_diff(got, dwant, m * ncols, dnorm, scale);
+    assert_int_equal(
+        tarn_matrix_qr_multiply(f, t, TARN_RIGHT,
+                                trans ? TARN_NO_TRANS : TARN_TRANS, d),
+        0);
+    free(got);
+    got = test_buffer_of(d);
+    res[8 + 2 * trans] = scaled_diff(got, d0, m * ncols, dnorm, scale);
+    free(got);
+  }
   bool good = true;
-  for (int k = 0; k < 7; k++) good = good && res[k] < 20;
+  for (int k = 0; k < 11; k++) good = good && res[k] < 20;
   if (getenv("QR_VERBOSE") || !good)
-    print_error("qr_multiply m %zu n %zu tile %zu: %g %g %g %g %g %g %g\n", m,
-                n, tb, res[0], res[1], res[2], res[3], res[4], res[5], res[6]);
+    print_error(
+        "qr_multiply m %zu n %zu tile %zu: %g %g %g, left %g %g %g %g, "
+        "right %g %g %g %g\n",
+        m, n, tb, res[0], res[1], res[2], res[3], res[4], res[5], res[6],
+        res[7], res[8], res[9], res[10]);
   assert_true(good);
   /* the factors only read */
   double *fb1 = test_buffer_of(f);
   assert_memory_equal(fb, fb1, m * n * sizeof *fb);
-  double *bufs[] = {fb1, a0, fb, qa, r, id, qf, qt, c0, want};
+  double *bufs[] = {fb1, a0, fb, qa, r, id, qf, qt, c0, want, d0, dwant};
   for (size_t k = 0; k < sizeof bufs / sizeof *bufs; k++) free(bufs[k]);
-  tarn_matrix *all[] = {f, t, q, a, e, c};
+  tarn_matrix *all[] = {f, t, q, a, e, c, d};
   for (size_t k = 0; k < sizeof all / sizeof *all; k++)
     tarn_matrix_destroy(all[k]);
 }
@@ -708,23 +743,37 @@ static void test_qr_multiply_bad_and_limits(void **state) {
   assert_int_equal(tarn_matrix_qr(f, 2, &t), 0);
   assert_int_equal(tarn_matrix_qr(g, 2, &tg), 0);
   double *f0 = test_buffer_of(f), *c0 = test_buffer_of(c);
-  assert_int_equal(tarn_matrix_qr_multiply(NULL, t, TARN_TRANS, c),
+  assert_int_equal(tarn_matrix_qr_multiply(NULL, t, TARN_LEFT, TARN_TRANS, c),
                    TARN_EINVAL);
-  assert_int_equal(tarn_matrix_qr_multiply(f, NULL, TARN_TRANS, c),
+  assert_int_equal(tarn_matrix_qr_multiply(f, NULL, TARN_LEFT, TARN_TRANS, c),
                    TARN_EINVAL);
-  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, NULL),
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_TRANS, NULL),
                    TARN_EINVAL);
-  assert_int_equal(tarn_matrix_qr_multiply(f, tg, TARN_TRANS, c), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_qr_multiply(f, t, (tarn_trans)7, c),
+  assert_int_equal(tarn_matrix_qr_multiply(f, tg, TARN_LEFT, TARN_TRANS, c),
                    TARN_EINVAL);
-  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, f), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, t), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, rows),
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, (tarn_trans)7, c),
                    TARN_EINVAL);
-  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, tiles),
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_TRANS, f),
                    TARN_EINVAL);
-  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, other),
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_TRANS, t),
                    TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_TRANS, rows),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_TRANS, tiles),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_TRANS, other),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, (tarn_side)5, TARN_TRANS, c),
+                   TARN_EINVAL);
+  /* from the right C has 12 columns in tiles of 4: c's 5 are refused, and
+   * so are 12 in tiles of 3 */
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_RIGHT, TARN_TRANS, c),
+                   TARN_EINVAL);
+  tarn_matrix *wide = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 5, 12, 2, 3, 7, &wide), 0);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_RIGHT, TARN_TRANS, wide),
+                   TARN_EINVAL);
+  tarn_matrix_destroy(wide);
   double *c1 = test_buffer_of(c), *f1 = test_buffer_of(f);
   assert_memory_equal(c0, c1, 12 * 5 * sizeof *c0);
   assert_memory_equal(f0, f1, 12 * 8 * sizeof *f0);
@@ -735,7 +784,7 @@ static void test_qr_multiply_bad_and_limits(void **state) {
   test_fail_first_tile(rt, c);
   tarn_region *region = NULL;
   assert_int_equal(tarn_region_begin(rt, &region), 0);
-  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, c), 0);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_TRANS, c), 0);
   assert_int_equal(tarn_region_wait(region, NULL), TARN_ECANCELED);
   f1 = test_buffer_of(f);
   assert_memory_equal(f0, f1, 12 * 8 * sizeof *f0);
@@ -750,14 +799,21 @@ static void test_qr_multiply_bad_and_limits(void **state) {
 
   size_t m = 224, n = 192, nb = 32, ncols = 96;
   size_t bytes = m * n * sizeof(double);
-  double *cb[2];
+  double *cb[2], *db[2];
   for (int run = 0; run < 2; run++) {
     rt = test_rt(3, run == 0 ? 0 : bytes / 4);
     assert_int_equal(tarn_matrix_rand(rt, m, n, nb, nb, 46, &f), 0);
     assert_int_equal(tarn_matrix_rand(rt, m, ncols, nb, nb, 47, &c), 0);
     assert_int_equal(tarn_matrix_qr(f, 8, &t), 0);
-    assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_TRANS, c), 0);
+    assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_TRANS, c),
+                     0);
     cb[run] = test_buffer_of(c);
+    tarn_matrix_destroy(c);
+    c = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, ncols, m, nb, nb, 48, &c), 0);
+    assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_RIGHT, TARN_TRANS, c),
+                     0);
+    db[run] = test_buffer_of(c);
     tarn_matrix_destroy(f);
     tarn_matrix_destroy(t);
     tarn_matrix_destroy(c);
@@ -767,8 +823,11 @@ static void test_qr_multiply_bad_and_limits(void **state) {
       assert_int_equal(tarn_rt_destroy(rt), 0);
   }
   assert_memory_equal(cb[0], cb[1], m * ncols * sizeof(double));
-  free(cb[0]);
-  free(cb[1]);
+  assert_memory_equal(db[0], db[1], m * ncols * sizeof(double));
+  for (int run = 0; run < 2; run++) {
+    free(cb[run]);
+    free(db[run]);
+  }
 }
 
 /* ---- A^T A ----------------------------------------------------------------

@@ -62,7 +62,7 @@ static void job(tarn_rt *rt, int kind, size_t n, uint64_t seed,
   } else if (rc == 0 && kind == 2) { /* QR, then Q^T B with its factors */
     rc = tarn_matrix_qr(a, 8, &t);
     if (rc == 0) rc = tarn_matrix_rand(rt, n, 3, tile, 3, seed + 1, &b);
-    if (rc == 0) rc = tarn_matrix_qr_multiply(a, t, TARN_TRANS, b);
+    if (rc == 0) rc = tarn_matrix_qr_multiply(a, t, TARN_LEFT, TARN_TRANS, b);
     keep = b;
   } else if (rc == 0) { /* A X = B for three right-hand sides */
     rc = tarn_matrix_rand(rt, n, 3, tile, 3, seed + 1, &b);

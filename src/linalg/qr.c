@@ -13,10 +13,10 @@
  * thread (tarn__task_parallel_for_lead). The least-squares solve
  * (tarn_matrix_qr_solve) applies Q^T with the same gemqrt and tpmqrt tasks,
  * then the backward solve of solve.c; tarn_matrix_qr_multiply applies Q or
- * Q^T alone, to a matrix of the caller's. Each task owns a small job struct
- * freed by the runtime when it is done. Also here: C = A^T A by syrk and gemm
- * tiles (tarn_matrix_syrk_ata), whose kernels and mirroring share their work
- * with idle workers (tarn__syrk_shared, tarn__gemm_shared,
+ * Q^T alone, to a matrix of the caller's, from either side. Each task owns a
+ * small job struct freed by the runtime when it is done. Also here: C = A^T A
+ * by syrk and gemm tiles (tarn_matrix_syrk_ata), whose kernels and mirroring
+ * share their work with idle workers (tarn__syrk_shared, tarn__gemm_shared,
  * tarn_task_parallel_for).
  */
 #include <cblas.h>
@@ -135,7 +135,7 @@ static int tpmqrt_range(void *arg, size_t begin, size_t end) {
 
 /* From the left, [A; B] = op(Q) [A; B], A the top k rows of a tile (slot
  * a, lda) and B an m x n tile (slot b, ldb); from the right, [A B] = [A B]
- * op(Q), A the first k columns of an m x ? tile and B an m x n tile. Q is
+ * op(Q), A the first k columns of a tile of m rows and B an m x n tile. Q is
  * the reflectors of a tile below the diagonal (slot v, k of them, ldv)
  * with their T (slot tt). Shared by columns (rows from the right). */
 static int k_tpmqrt(tarn_task *t, void *arg) {

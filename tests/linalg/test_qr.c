@@ -587,6 +587,41 @@ static double scaled_diff(const double *x, const double *y, size_t count,
   return sqrt(d) / (ref * scale * DBL_EPSILON);
 }
 
+/* x op(Q) (side TARN_RIGHT) or op(Q) x, for both ops, against cblas_dgemm
+ * with the explicit m x m Q `qf`, each then undone by the other op:
+ * res[2 trans] the product's scaled_diff, res[2 trans + 1] the way back's.
+ * x is updated in place. */
+static void products_against_q(tarn_matrix *f, tarn_matrix *t, tarn_side side,
+                               tarn_matrix *x, const double *qf, size_t m,
+                               double scale, double res[4]) {
+  bool right = side == TARN_RIGHT;
+  size_t rows = tarn_matrix_rows(x), count = rows * tarn_matrix_cols(x);
+  double *x0 = test_buffer_of(x), *want = malloc(count * sizeof *want);
+  assert_non_null(want);
+  double norm = test_fro(x0, count);
+  for (int trans = 0; trans < 2; trans++) {
+    tarn_trans op = trans ? TARN_TRANS : TARN_NO_TRANS,
+               undo = trans ? TARN_NO_TRANS : TARN_TRANS;
+    CBLAS_TRANSPOSE q_op = trans ? CblasTrans : CblasNoTrans;
+    assert_int_equal(tarn_matrix_qr_multiply(f, t, side, op, x), 0);
+    double *got = test_buffer_of(x);
+    if (right)
+      cblas_dgemm(CblasColMajor, CblasNoTrans, q_op, (int)rows, (int)m, (int)m,
+                  1.0, x0, (int)rows, qf, (int)m, 0.0, want, (int)rows);
+    else
+      cblas_dgemm(CblasColMajor, q_op, CblasNoTrans, (int)m, (int)(count / m),
+                  (int)m, 1.0, qf, (int)m, x0, (int)m, 0.0, want, (int)m);
+    res[2 * trans] = scaled_diff(got, want, count, norm, scale);
+    assert_int_equal(tarn_matrix_qr_multiply(f, t, side, undo, x), 0);
+    free(got);
+    got = test_buffer_of(x);
+    res[2 * trans + 1] = scaled_diff(got, x0, count, norm, scale);
+    free(got);
+  }
+  free(x0);
+  free(want);
+}
+
 /* Factors an m x n random A in tb x tb tiles (inner block ib) and applies
  * its Q with tarn_matrix_qr_multiply:
  *   - Q^T A = [R; 0], R from the factors (Q is that factorisation's);
@@ -634,54 +669,11 @@ static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
   double *qt = test_buffer_of(q);
   res[2] = scaled_diff(qf, qt, m * n, sqrt((double)n), scale);
 
-  /* Q^T C and Q C against the explicit Q; then back to C */
+  /* Q C, Q^T C, D Q and D Q^T against the explicit Q, and back */
   assert_int_equal(tarn_matrix_rand(rt, m, ncols, tb, cb, seed + 1, &c), 0);
-  double *c0 = test_buffer_of(c), *want = malloc(m * ncols * sizeof *want);
-  assert_non_null(want);
-  double cnorm = test_fro(c0, m * ncols);
-  for (int trans = 0; trans < 2; trans++) {
-    assert_int_equal(
-        tarn_matrix_qr_multiply(f, t, TARN_LEFT,
-                                trans ? TARN_TRANS : TARN_NO_TRANS, c),
-        0);
-    double *got = test_buffer_of(c);
-    cblas_dgemm(CblasColMajor, trans ? CblasTrans : CblasNoTrans, CblasNoTrans,
-                (int)m, (int)ncols, (int)m, 1.0, qf, (int)m, c0, (int)m, 0.0,
-                want, (int)m);
-    res[3 + 2 * trans] = scaled_diff(got, want, m * ncols, cnorm, scale);
-    assert_int_equal(
-        tarn_matrix_qr_multiply(f, t, TARN_LEFT,
-                                trans ? TARN_NO_TRANS : TARN_TRANS, c),
-        0);
-    free(got);
-    got = test_buffer_of(c);
-    res[4 + 2 * trans] = scaled_diff(got, c0, m * ncols, cnorm, scale);
-    free(got);
-  }
-  /* D Q and D Q^T against the explicit Q; then back to D */
+  products_against_q(f, t, TARN_LEFT, c, qf, m, scale, res + 3);
   assert_int_equal(tarn_matrix_rand(rt, ncols, m, cb, tb, seed + 2, &d), 0);
-  double *d0 = test_buffer_of(d), *dwant = malloc(m * ncols * sizeof *dwant);
-  assert_non_null(dwant);
-  double dnorm = test_fro(d0, m * ncols);
-  for (int trans = 0; trans < 2; trans++) {
-    assert_int_equal(
-        tarn_matrix_qr_multiply(f, t, TARN_RIGHT,
-                                trans ? TARN_TRANS : TARN_NO_TRANS, d),
-        0);
-    double *got = test_buffer_of(d);
-    cblas_dgemm(CblasColMajor, CblasNoTrans, trans ? CblasTrans : CblasNoTrans,
-                (int)ncols, (int)m, (int)m, 1.0, d0, (int)ncols, qf, (int)m,
-                0.0, dwant, (int)ncols);
-    res[7 + 2 * trans] = scaled_diff(got, dwant, m * ncols, dnorm, scale);
-    assert_int_equal(
-        tarn_matrix_qr_multiply(f, t, TARN_RIGHT,
-                                trans ? TARN_NO_TRANS : TARN_TRANS, d),
-        0);
-    free(got);
-    got = test_buffer_of(d);
-    res[8 + 2 * trans] = scaled_diff(got, d0, m * ncols, dnorm, scale);
-    free(got);
-  }
+  products_against_q(f, t, TARN_RIGHT, d, qf, m, scale, res + 7);
   bool good = true;
   for (int k = 0; k < 11; k++) good = good && res[k] < 20;
   if (getenv("QR_VERBOSE") || !good)
@@ -694,7 +686,7 @@ static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
   /* the factors only read */
   double *fb1 = test_buffer_of(f);
   assert_memory_equal(fb, fb1, m * n * sizeof *fb);
-  double *bufs[] = {fb1, a0, fb, qa, r, id, qf, qt, c0, want, d0, dwant};
+  double *bufs[] = {fb1, a0, fb, qa, r, id, qf, qt};
   for (size_t k = 0; k < sizeof bufs / sizeof *bufs; k++) free(bufs[k]);
   tarn_matrix *all[] = {f, t, q, a, e, c, d};
   for (size_t k = 0; k < sizeof all / sizeof *all; k++)

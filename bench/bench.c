@@ -413,6 +413,64 @@ static int settings_json(json_t *m, const bench_run *run) {
   return 0;
 }
 
+void bench_cpu_times_read(bench_cpu_times *t) {
+  memset(t, 0, sizeof *t);
+  FILE *f = fopen("/proc/stat", "r");
+  if (f == NULL) return;
+  unsigned long long user, nice, system, idle, iowait, irq, softirq, steal;
+  /* "cpu  user nice system idle iowait irq softirq steal guest ...": guest
+   * time is counted in user already. */
+  if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &user, &nice,
+             &system, &idle, &iowait, &irq, &softirq, &steal) == 8) {
+    t->busy = user + nice + system + irq + softirq;
+    t->steal = steal;
+    t->ok = 1;
+  }
+  fclose(f);
+}
+
+void bench_steal_end(bench_run *run, const char *suite,
+                     const bench_cpu_times *before) {
+  bench_cpu_times after;
+  bench_cpu_times_read(&after);
+  double share = -1;
+  if (before->ok && after.ok && after.busy >= before->busy &&
+      after.steal >= before->steal) {
+    unsigned long long busy = after.busy - before->busy,
+                       steal = after.steal - before->steal;
+    share = busy + steal > 0 ? (double)steal / (double)(busy + steal) : 0;
+  }
+  if (run->nsteal < BENCH_SUITES_MAX) {
+    run->steal[run->nsteal].suite = suite;
+    run->steal[run->nsteal].share = share;
+    run->nsteal++;
+  }
+  if (share < 0) return;
+  bench_progress_clear(run);
+  bench_printf(
+      "steal: the hypervisor took %.1f %% of the CPU time %s wanted "
+      "(/proc/stat)%s\n",
+      share * 100, suite,
+      share >= BENCH_STEAL_NOTABLE
+          ? "; its rows ran on a machine shared with others"
+          : "");
+}
+
+/* Adds machine.steal to `m`: each suite's share (bench_steal_end), where
+ * known; nothing when none is. Returns -1 when jansson fails. */
+static int add_steal(json_t *m, const bench_run *run) {
+  json_t *o = NULL;
+  for (size_t i = 0; i < run->nsteal; i++) {
+    if (run->steal[i].share < 0) continue;
+    if (o == NULL && (o = json_object()) == NULL) return -1;
+    if (set_new(o, run->steal[i].suite, json_real(run->steal[i].share)) != 0) {
+      json_decref(o);
+      return -1;
+    }
+  }
+  return o == NULL ? 0 : set_new(m, "steal", o);
+}
+
 static json_t *machine_json(const bench_run *run) {
   char cpu[256], os[400], date[32], thp[32];
   cpu_model(cpu, sizeof cpu);
@@ -442,7 +500,7 @@ static json_t *machine_json(const bench_run *run) {
       set_new(m, "huge_pages", json_integer(pool.huge_pages)) != 0 ||
       set_new(m, "blas_core", json_string(blas_core_name())) != 0 ||
       set_new(m, "blas_core_forced", json_integer(blas_core_forced())) != 0 ||
-      settings_json(m, run) != 0) {
+      settings_json(m, run) != 0 || add_steal(m, run) != 0) {
     json_decref(m);
     return NULL;
   }

@@ -37,6 +37,9 @@ typedef struct bench_result {
 } bench_result;
 
 /* A whole `tarn bench` invocation: its settings and the results so far. */
+/* At most this many suites in a run (tarn bench runs ten). */
+#define BENCH_SUITES_MAX 16
+
 typedef struct bench_run {
   size_t samples;      /* samples per benchmark, at least BENCH_SAMPLES_MIN */
   const size_t *sizes; /* N of the array and stencil suites; NULL: default */
@@ -51,7 +54,41 @@ typedef struct bench_run {
   bench_result *results;
   size_t count, cap;
   int header_printed;
+  /* The share of the CPU time each suite wanted that the hypervisor took
+   * (bench_steal_end), in the order they ran; -1 where /proc/stat could
+   * not be read. */
+  struct {
+    const char *suite;
+    double share;
+  } steal[BENCH_SUITES_MAX];
+  size_t nsteal;
 } bench_run;
+
+/* The processors' time so far, from the first line of /proc/stat, in
+ * clock ticks: `busy` the time they ran anything (user, nice, system, irq,
+ * softirq), `steal` the time a hypervisor gave them to other machines
+ * while they had work. `ok` is 0 when it could not be read. */
+typedef struct bench_cpu_times {
+  unsigned long long busy, steal;
+  int ok;
+} bench_cpu_times;
+
+/* The share of the CPU time taken by a hypervisor from which a suite's
+ * rows are said to have run on a machine shared with others (the steal
+ * line, and a note of tarn bench compare). */
+#define BENCH_STEAL_NOTABLE 0.05
+
+/* Reads *t now (t->ok says whether it could). */
+void bench_cpu_times_read(bench_cpu_times *t);
+
+/* After a suite that began at `before`: the share of the CPU time the
+ * suite's threads wanted that the hypervisor took (steal over steal plus
+ * busy), printed as a line "steal: ..." and kept in run->steal for the
+ * JSON file (machine.steal). A virtual machine whose host is busy runs
+ * some rows at a fraction of their speed; this says how much of that the
+ * run met. Nothing is printed when /proc/stat cannot be read. */
+void bench_steal_end(bench_run *run, const char *suite,
+                     const bench_cpu_times *before);
 
 /* A measured operation: performs `reps` repetitions of the work and stores
  * the time they took in *seconds (the function times only the work, not its

@@ -106,6 +106,7 @@ typedef struct result_file {
   int huge_pages;                /* tarn's huge_pages: 0, 1, or -1: unknown */
   const char *blas_core;         /* OpenBLAS's kernels; NULL: unknown */
   json_int_t settings[SETTINGS]; /* of setting_keys; -1: unknown */
+  json_t *steal; /* machine.steal: suite -> share taken (bench.c); or NULL */
 } result_file;
 
 enum verdict {
@@ -386,6 +387,8 @@ static int read_file(result_file *f) {
   json_t *huge = json_object_get(machine, "huge_pages");
   f->huge_pages = json_is_integer(huge) ? (json_integer_value(huge) != 0) : -1;
   f->blas_core = json_string_value(json_object_get(machine, "blas_core"));
+  f->steal = json_object_get(machine, "steal");
+  if (!json_is_object(f->steal)) f->steal = NULL;
   for (size_t k = 0; k < SETTINGS; k++) {
     json_t *v = json_object_get(machine, setting_keys[k]);
     f->settings[k] = json_is_integer(v) && json_integer_value(v) >= 0
@@ -648,6 +651,38 @@ static void print_settings_note(const result_file *base,
         changed);
 }
 
+/* Into buf: "SUITE N %" for each suite of `f` whose share of CPU time the
+ * hypervisor took (machine.steal) is at least BENCH_STEAL_NOTABLE, ", "
+ * between; "" when none. */
+static void notable_steal(const result_file *f, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  const char *suite;
+  json_t *share;
+  if (f->steal == NULL) return;
+  json_object_foreach(f->steal, suite, share) {
+    double v = json_number_value(share);
+    if (!json_is_number(share) || v < BENCH_STEAL_NOTABLE || used >= size)
+      continue;
+    int wrote = snprintf(buf + used, size - used, "%s%s %.0f %%",
+                         used > 0 ? ", " : "", suite, v * 100);
+    if (wrote > 0) used += (size_t)wrote;
+  }
+}
+
+/* A note naming the suites during which a hypervisor took a notable share
+ * of the CPU time, in either file. */
+static void print_steal_note(const result_file *base, const result_file *new) {
+  char b[512], n[512];
+  notable_steal(base, b, sizeof b);
+  notable_steal(new, n, sizeof n);
+  if (b[0] == '\0' && n[0] == '\0') return;
+  printf(
+      "note: a hypervisor took CPU time while suites ran (base: %s; new: %s): "
+      "their rows ran slower for that alone, by as much as it took\n",
+      b[0] != '\0' ? b : "none notable", n[0] != '\0' ? n : "none notable");
+}
+
 /* The two files' machines, and a note when they differ. */
 static void print_header(const result_file *base, const result_file *new) {
   print_machine("base:", base);
@@ -676,6 +711,7 @@ static void print_header(const result_file *base, const result_file *new) {
         "kernels as well as the code\n",
         base->blas_core, new->blas_core);
   print_settings_note(base, new);
+  print_steal_note(base, new);
   putchar('\n');
 }
 

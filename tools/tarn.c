@@ -257,7 +257,10 @@ static int cmd_bench(int argc, char **argv) {
        * multithreaded call (bench.h); a suite that shares the cores with
        * them measured time_to_load at 6.5-8.9 ms instead of 3.8-3.9. */
       bench_quiesce(BENCH_QUIESCE_BLAS_S);
+      bench_cpu_times before;
+      bench_cpu_times_read(&before);
       failed |= suites[i].run(&run) != 0;
+      bench_steal_end(&run, suites[i].name, &before);
       run.suite_index++;
     }
   failed |= finish_json(&run, json, a.json);

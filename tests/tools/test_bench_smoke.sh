@@ -31,6 +31,13 @@ out=$(TARN_MAX_UNFINISHED=100 "$tarn" bench array --sizes 64 --samples 3 \
 grep -Eq '^settings: 1 worker, (not )?pinned, memory limit 64 MiB, at most 100 unfinished tasks, idle trim [0-9]+ ms, huge pages (on|off) \(THP [a-z]+\)$' \
   <<<"$out" || fail "settings: no settings line in:"$'\n'"$out"
 
+# After each suite, the share of the CPU time it wanted that a hypervisor
+# took (where /proc/stat is there).
+if [ -r /proc/stat ]; then
+  grep -Eq '^steal: the hypervisor took [0-9]+\.[0-9] % of the CPU time array wanted \(/proc/stat\)' \
+    <<<"$out" || fail "steal: no steal line in:"$'\n'"$out"
+fi
+
 # And which OpenBLAS kernels ran, chosen by OpenBLAS or by the variable;
 # `tarn version` says so too.
 out=$(env -u OPENBLAS_CORETYPE "$tarn" bench array --sizes 64 --samples 3 \

@@ -176,6 +176,23 @@ expect_no_line "settings differ" "same settings: no note"
 run settings2.json pages1.json --svg x.svg
 expect_no_line "settings differ" "settings in one file only: no note"
 
+# Files that record the CPU time a hypervisor took during each suite
+# (machine.steal): suites at 5 % or more are noted, from either file.
+machine_file steal-busy.json '"steal": {"alloc": 0.012, "linalg": 0.314, "rt": 0.05}'
+machine_file steal-quiet.json '"steal": {"alloc": 0.0, "linalg": 0.049}'
+run steal-quiet.json steal-busy.json --svg x.svg
+expect_status 0 "steal recorded"
+expect_line '^note: a hypervisor took CPU time while suites ran \(base: none notable; new: linalg 31 %, rt 5 %\): ' \
+  "steal noted for the new file's suites"
+run steal-busy.json steal-quiet.json --svg x.svg
+expect_line '\(base: linalg 31 %, rt 5 %; new: none notable\)' \
+  "steal noted for the base file's suites"
+run steal-quiet.json steal-quiet.json --svg x.svg
+expect_no_line 'hypervisor' "little steal: no note"
+run steal-busy.json pages1.json --svg x.svg
+expect_line '\(base: linalg 31 %, rt 5 %; new: none notable\)' \
+  "steal in one file only: noted"
+
 # A calibrated benchmark (extra "ops": the operations of a sample, chosen
 # anew in each run) compares per operation: 2 us/op before, 1 us/op after.
 cat >calibrated-base.json <<'JSON'
@@ -277,5 +294,13 @@ expect_status 0 "written files"
 expect_line "^note: tarn's settings differ \\(workers 1 -> 2, mem_limit 67108864 -> 0, max_unfinished 7 -> 0\\)" \
   "written files: settings differ flagged"
 expect_line '^array/tarn/N=64 \(block 64\)/add \(X \+ X\) ' "written files: the row"
+# Where /proc/stat is there, they record the share of CPU time a hypervisor
+# took while the suite ran, between 0 and 1.
+if [ -r /proc/stat ]; then
+  tr -d ' \n' <one-worker.json |
+    grep -Eq '"steal":\{"array":(0\.[0-9]+|1\.0|[0-9]\.[0-9]+e-[0-9]+)\}' ||
+    fail "written files: no machine.steal.array between 0 and 1 in:
+$(cat one-worker.json)"
+fi
 
 finish "ok: tarn bench compare"

@@ -140,6 +140,7 @@ struct tarn_pool {
   size_t cached;
   struct io_job *jobs, *jobs_tail;
   struct io_job *reads, *reads_tail; /* prefetches, for the reader */
+  tarn_ref *reader_ref; /* the ref the reader is reading back, or NULL */
   pthread_t reader;
   bool has_reader;
   void (*owner_free)(void *ctx, void *owner);
@@ -500,6 +501,25 @@ static void ref_destroy(tarn_pool *p, tarn_ref *r) {
   pthread_cond_broadcast(&p->changed);
 }
 
+/* Frees a dead ref that nothing pins (lock held): at once when no I/O
+ * uses it; when the reader holds it (a read ahead begun before a pin read
+ * it back, waiting in make_room for room), its RAM now and the handle
+ * when the reader lets go. Kept resident, bytes no one can use held room
+ * that a pin then found nowhere (a task failed with TARN_ENOMEM under a
+ * limit that held all its data). */
+static void dead_unpinned(tarn_pool *p, tarn_ref *r) {
+  if (idle(r)) {
+    ref_destroy(p, r);
+    return;
+  }
+  if (r != p->reader_ref || r->state != RESIDENT || r->data == NULL) return;
+  void *obj = r->data;
+  r->data = NULL;
+  r->state = EMPTY; /* the reader leaves it be, then frees it */
+  object_free(p, r, obj);
+  pthread_cond_broadcast(&p->changed);
+}
+
 /* ---- eviction (lock held) ----------------------------------------------- */
 
 /* Whether eviction may drop `r` without writing it: its spilled copy, or
@@ -851,12 +871,13 @@ static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
   }
   uint64_t w = atomic_load(&r->pinword);
   r->state = RESIDENT;
-  /* A guarded ref is the reader's: it may wait in make_room for a
-   * prefetch of `r` begun before `r` was read back, evicted and released.
-   * It frees the ref when it is done (freeing it here too freed it twice,
-   * and the reader then used it). */
-  if (r->dead && (w & PIN_MASK) == 0 && !r->guarded) {
-    ref_destroy(p, r);
+  /* Released meanwhile: freed, or its RAM only when the reader holds it
+   * (it may wait in make_room for a prefetch of `r` begun before `r` was
+   * read back, evicted and released; freeing the handle here too freed it
+   * twice, and the reader then used it). */
+  if (r->dead && (w & PIN_MASK) == 0) {
+    dead_unpinned(p, r);
+    pthread_cond_broadcast(&p->changed);
     return;
   }
   if (rc == 0) w = atomic_fetch_or(&r->pinword, CLEAN) | CLEAN;
@@ -919,8 +940,10 @@ static void *reader_main(void *arg) {
     r->prefetching = false;
     /* Guarded, the ref outlives a release while the lock is dropped. */
     r->guarded = true;
+    p->reader_ref = r;
     while (r->state == SPILLED && restore(p, r, TARN_READ, 0, 0) == 1) {
     }
+    p->reader_ref = NULL;
     r->guarded = false;
     if (r->dead && idle(r)) ref_destroy(p, r);
   }
@@ -1394,7 +1417,7 @@ int tarn_ref_release(tarn_ref *r) {
   uint64_t w = atomic_load(&r->pinword);
   while (!atomic_compare_exchange_weak(&r->pinword, &w, (w | NOTIFY) & ~FAST))
     ;
-  if (idle(r)) ref_destroy(p, r);
+  if ((w & PIN_MASK) == 0) dead_unpinned(p, r);
   pthread_mutex_unlock(&p->lock);
   return 0;
 }
@@ -1560,10 +1583,9 @@ int tarn_ref_unpin(tarn_ref *r) {
   tarn_pool *p = r->pool;
   pthread_mutex_lock(&p->lock);
   atomic_fetch_sub(&r->pinword, 1);
-  if (r->dead && idle(r))
-    ref_destroy(p, r);
-  else
-    pthread_cond_broadcast(&p->changed);
+  if (r->dead && (atomic_load(&r->pinword) & PIN_MASK) == 0)
+    dead_unpinned(p, r);
+  pthread_cond_broadcast(&p->changed);
   pthread_mutex_unlock(&p->lock);
   return 0;
 }

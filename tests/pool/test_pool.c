@@ -1457,6 +1457,81 @@ static void sourced_refs_with_a_home_go_back_to_it(void **state) {
   free(h.bytes);
 }
 
+/* A home whose write waits until `open` is set (counted on entry): it
+ * holds an I/O thread mid-write while the test arranges the rest. */
+struct gated_home {
+  struct home h; /* first: home_read takes the same context */
+  atomic_int entered, open;
+};
+
+static int gated_home_write(void *ctx, const void *src, size_t size) {
+  struct gated_home *g = ctx;
+  atomic_fetch_add(&g->entered, 1);
+  while (!atomic_load(&g->open)) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return home_write(&g->h, src, size);
+}
+
+/* An object released while a read ahead of it waits for room (a pin read
+ * it back first) gives its RAM back at once, not when that wait ends: a
+ * write in flight may hold the wait, and meanwhile the next pin finds the
+ * room. (Kept in RAM, its bytes made a task that fit under the limit
+ * fail with TARN_ENOMEM.) */
+static void a_released_object_frees_its_ram_while_a_read_ahead_waits(
+    void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(128 * KiB, disk);
+  struct gated_home gb = {.h = {.size = 64 * KiB}};
+  gb.h.bytes = malloc(gb.h.size);
+  assert_non_null(gb.h.bytes);
+  tarn_source bsrc = {.read = home_read, .write = gated_home_write, .ctx = &gb};
+  tarn_ref *b = NULL;
+  assert_int_equal(tarn_ref_create_from(p, 64 * KiB, &bsrc, &b), 0);
+  fill(b, 5); /* dirty: evicting b writes it home, held at the gate */
+  struct pattern_source sd = {.seed = 6}, sa = {.seed = 7};
+  tarn_ref *d = sourced(p, 64 * KiB, &sd), *a = sourced(p, 64 * KiB, &sa);
+  void *bytes = NULL;
+  assert_int_equal(tarn_ref_pin(d, TARN_READ, 0, &bytes), 0); /* full */
+  /* The reader makes room for a: d is pinned, so it evicts b and waits
+   * for the write (the I/O thread takes it once the reader waits). */
+  assert_int_equal(tarn_ref_prefetch(a), 1);
+  for (int i = 0; i < 5000 && atomic_load(&gb.entered) == 0; i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  assert_int_equal(atomic_load(&gb.entered), 1);
+  assert_int_equal(tarn_ref_unpin(d), 0);
+  assert_int_equal(check(a, 7), 0); /* the pin drops d and reads a itself */
+  assert_int_equal(tarn_ref_release(a), 0);
+  /* a's RAM is free while b's write is still held. */
+  tarn_pool_stats s = stats(p);
+  for (int i = 0; i < 5000 && (s.live_bytes != 64 * KiB || s.live_refs != 2);
+       i++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+    s = stats(p);
+  }
+  assert_int_equal(s.live_bytes, 64 * KiB); /* b's, being written */
+  assert_int_equal(s.live_refs, 2);         /* a is freed too */
+  assert_int_equal(atomic_load(&gb.h.writes), 0);
+  tarn_ref *e = alloc(p, 64 * KiB);
+  fill(e, 8); /* the room is there: no wait for the write */
+  atomic_store(&gb.open, 1);
+  assert_int_equal(check(b, 5), 0);
+  assert_int_equal(check(e, 8), 0);
+  assert_int_equal(atomic_load(&sa.reads), 1);
+  tarn_ref_release(e);
+  tarn_ref_release(d);
+  tarn_ref_release(b);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  assert_true(home_holds(&gb.h, 5));
+  free(gb.h.bytes);
+  memdisk_free(disk);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(options_come_from_the_environment),
@@ -1493,6 +1568,8 @@ int main(void) {
       cmocka_unit_test(sourced_refs_are_prefetched),
       cmocka_unit_test(an_overtaken_prefetch_is_not_read_again),
       cmocka_unit_test(sourced_refs_with_a_home_go_back_to_it),
+      cmocka_unit_test(
+          a_released_object_frees_its_ram_while_a_read_ahead_waits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -133,6 +133,7 @@ struct tarn_pool {
   tarn_ref *refs; /* list of live refs; the clock hand walks it */
   tarn_ref *hand;
   size_t live;
+  size_t charge_max; /* no live ref has a larger charge (LARGEST's bound) */
   struct {
     size_t cap, count;
     struct cached *head;
@@ -372,6 +373,7 @@ static void buffer_retire(tarn_pool *p, void *buf, size_t cap) {
 /* ---- lists -------------------------------------------------------------- */
 
 static void list_add(tarn_pool *p, tarn_ref *r) {
+  if (r->charge > p->charge_max) p->charge_max = r->charge;
   r->prev = NULL;
   r->next = p->refs;
   if (p->refs != NULL) p->refs->prev = r;
@@ -591,27 +593,44 @@ static tarn_ref *clock_pass(tarn_pool *p, size_t steps, bool idle_only) {
                                                                    : NULL;
 }
 
+/* LARGEST's victim, claimed, or NULL: an unused candidate (no submitted
+ * task uses it) before any other, the largest among them; with
+ * `unused_only`, only an unused one. The walk starts at the hand (past
+ * the last victim) and stops at the first unused candidate as large as
+ * any live ref (charge_max), so with refs of one size it costs what it
+ * steps over since the last victim, not the whole list (from a buffer of
+ * 20,000 small tiles under a limit it took 12.6 s against CLOCK's 2.8).
+ * A full walk makes charge_max exact again. */
+static tarn_ref *largest_victim(tarn_pool *p, bool unused_only) {
+  tarn_ref *best = NULL;
+  bool best_idle = false;
+  size_t largest = 0, n = 0;
+  tarn_ref *r = p->hand != NULL ? p->hand : p->refs;
+  for (; n < p->live; n++, r = r->next != NULL ? r->next : p->refs) {
+    if (r->charge > largest) largest = r->charge;
+    if (!candidate(p, r)) continue;
+    bool idle = idle_in_graph(r);
+    if (unused_only && !idle) continue;
+    if (best == NULL || idle > best_idle ||
+        (idle == best_idle && r->charge > best->charge)) {
+      best = r;
+      best_idle = idle;
+      if (idle && r->charge >= p->charge_max) break;
+    }
+  }
+  if (n == p->live) p->charge_max = largest;
+  if (best == NULL || !claim_idle(best)) return NULL;
+  p->hand = best->next;
+  return best;
+}
+
 /* Picks the next victim by the pool's policy and claims it, or NULL;
  * with `unused_only`, only among the refs no submitted task uses. The
  * hand clears bits as it goes: cleaning may find candidates again. */
 static tarn_ref *pick_victim(tarn_pool *p, bool unused_only) {
   p->clean_dry = false;
-  if (p->opt.policy == TARN_EVICT_LARGEST) {
-    /* Unused refs first, the largest among them. */
-    tarn_ref *best = NULL;
-    bool best_idle = false;
-    for (tarn_ref *r = p->refs; r != NULL; r = r->next) {
-      if (!candidate(p, r)) continue;
-      bool idle = idle_in_graph(r);
-      if (unused_only && !idle) continue;
-      if (best == NULL || idle > best_idle ||
-          (idle == best_idle && r->charge > best->charge)) {
-        best = r;
-        best_idle = idle;
-      }
-    }
-    return best != NULL && claim_idle(best) ? best : NULL;
-  }
+  if (p->opt.policy == TARN_EVICT_LARGEST)
+    return largest_victim(p, unused_only);
   /* CLOCK, first among the refs no submitted task uses (a finished tile
    * column of a factorisation, the other triangle, inputs whose products
    * are done), then among all; two sweeps at most each (the first may

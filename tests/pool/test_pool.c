@@ -972,6 +972,38 @@ static void largest_policy_evicts_the_largest(void **state) {
   memdisk_free(disk);
 }
 
+/* LARGEST's walk stops early at a ref as large as any live one; once the
+ * largest has died, it still takes the largest left, not the first. */
+static void largest_policy_finds_the_largest_after_larger_ones_die(
+    void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool_options o;
+  tarn_pool_options_init(&o);
+  o.mem_limit = 256 * KiB;
+  o.policy = TARN_EVICT_LARGEST;
+  tarn_storage st = memdisk_storage(disk);
+  o.storage = &st;
+  tarn_pool *p = NULL;
+  assert_int_equal(tarn_pool_create(&o, &p), 0);
+  tarn_ref *mid = alloc(p, 64 * KiB), *big = alloc(p, 128 * KiB);
+  fill(mid, 1);
+  tarn_ref_release(big);
+  tarn_ref *small = alloc(p, 32 * KiB); /* the newest: walked first */
+  fill(small, 2);
+  tarn_ref *more = alloc(p, 192 * KiB); /* room for it: one eviction */
+  assert_true(tarn_ref_is_resident(small));
+  assert_false(tarn_ref_is_resident(mid));
+  assert_int_equal(stats(p).evictions, 1);
+  tarn_ref_release(more);
+  assert_int_equal(check(mid, 1), 0);
+  assert_int_equal(check(small, 2), 0);
+  tarn_ref_release(small);
+  tarn_ref_release(mid);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
 static void created_refs_get_memory_at_their_first_pin(void **state) {
   (void)state;
   tarn_pool *p = pool_with(0, NULL);
@@ -1558,6 +1590,7 @@ int main(void) {
       cmocka_unit_test(small_buffers_of_every_size_keep_their_bytes),
       cmocka_unit_test(destroy_reports_leaks),
       cmocka_unit_test(largest_policy_evicts_the_largest),
+      cmocka_unit_test(largest_policy_finds_the_largest_after_larger_ones_die),
       cmocka_unit_test(created_refs_get_memory_at_their_first_pin),
       cmocka_unit_test(prefetch_reads_back_off_the_caller),
       cmocka_unit_test(peak_can_be_reset),

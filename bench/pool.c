@@ -3,7 +3,10 @@
  * 64 objects of 2 MiB through a pool whose limit forces them all out, side
  * by side with plain write/read of the same bytes in the same directory
  * (O_DIRECT where allowed, else fsync + fadvise DONTNEED); random pins over
- * a working set four times the limit; then the goals checked against the
+ * a working set four times the limit; a pass of read pins over 16,384
+ * small objects made from a source (dropped without a write, read back
+ * by a memset: the cost is the pool's own) through a limit of a quarter
+ * of them, under each eviction policy; then the goals checked against the
  * medians of the run. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +29,9 @@
 #define CHURN_LIMIT ((size_t)32 << 20)
 #define CHURN_PINS 48
 #define WAIT_NS ((uint64_t)10 * 1000000000u)
+#define SMALL_SIZE ((size_t)4 << 10)
+#define SMALL_COUNT 16384
+#define SMALL_LIMIT (SMALL_COUNT / 4 * SMALL_SIZE)
 
 static int tarn_failed(const char *what, int status) {
   return bench_tarn_failed("pool", what, status);
@@ -353,9 +359,88 @@ static int run_churn(bench_run *run, double *pins_per_s) {
   return drop_pool(pool) | failed;
 }
 
+/* ---- many small objects through a limit, by policy -------------------- */
+
+/* The source of the small objects: bytes of one value. */
+static int small_read(void *ctx, void *dst, size_t size) {
+  (void)ctx;
+  memset(dst, 7, size);
+  return 0;
+}
+
+/* One pass of TARN_READ pins over every object in order, each reading
+ * its bytes: under the limit each pin past the first quarter reads its
+ * object back and evicts another. */
+static int small_pass(tarn_ref **refs, size_t count, unsigned *sum) {
+  for (size_t i = 0; i < count; i++) {
+    void *data;
+    int rc = tarn_ref_pin(refs[i], TARN_READ, WAIT_NS, &data);
+    if (rc != 0) return tarn_failed("tarn_ref_pin(TARN_READ)", rc);
+    *sum += ((const unsigned char *)data)[i % SMALL_SIZE];
+    rc = tarn_ref_unpin(refs[i]);
+    if (rc != 0) return tarn_failed("tarn_ref_unpin", rc);
+  }
+  return 0;
+}
+
+/* The median time of a pass per eviction, in ns, for `policy`: the rows
+ * "pool/tarn/evict small (clock)" and "(largest)". */
+static int run_small(bench_run *run, tarn_evict_policy policy,
+                     double *ns_per_eviction) {
+  tarn_pool_options o;
+  int rc = tarn_pool_options_init(&o);
+  if (rc != 0) return tarn_failed("tarn_pool_options_init", rc);
+  o.mem_limit = SMALL_LIMIT;
+  o.policy = policy;
+  tarn_pool *pool;
+  rc = tarn_pool_create(&o, &pool);
+  if (rc != 0) return tarn_failed("tarn_pool_create", rc);
+  tarn_ref **refs = calloc(SMALL_COUNT, sizeof *refs);
+  int failed = refs == NULL;
+  tarn_source source = {.read = small_read};
+  for (size_t i = 0; !failed && i < SMALL_COUNT; i++) {
+    rc = tarn_ref_create_from(pool, SMALL_SIZE, &source, &refs[i]);
+    if (rc != 0) failed = tarn_failed("tarn_ref_create_from", rc);
+  }
+  unsigned sum = 0;
+  double s[BENCH_SAMPLES_MAX + 1];
+  uint64_t evictions = 0;
+  for (size_t i = 0; !failed && i <= run->samples; i++) {
+    tarn_pool_stats a, b;
+    failed = pool_stats(pool, &a);
+    uint64_t t0 = bench_now_ns();
+    if (!failed) failed = small_pass(refs, SMALL_COUNT, &sum);
+    s[i] = (double)(bench_now_ns() - t0) * 1e-9;
+    if (!failed) failed = pool_stats(pool, &b);
+    if (!failed && i > 0) evictions += b.evictions - a.evictions;
+  }
+  if (!failed && sum != 7u * SMALL_COUNT * (run->samples + 1)) {
+    fprintf(stderr, "tarn bench: pool: small objects read back wrong\n");
+    failed = 1;
+  }
+  if (!failed) {
+    double per_pass = (double)evictions / (double)run->samples;
+    double median = bench_median(s + 1, run->samples);
+    *ns_per_eviction = per_pass > 0 ? median * 1e9 / per_pass : -1;
+    bench_extra extra[] = {{"ns_per_eviction", *ns_per_eviction},
+                           {"evictions_per_pass", per_pass},
+                           {"objects", SMALL_COUNT}};
+    const char *name = policy == TARN_EVICT_LARGEST
+                           ? "pool/tarn/evict small (largest)"
+                           : "pool/tarn/evict small (clock)";
+    if (bench_report(run, name, s + 1, run->samples, extra, 3) == NULL)
+      failed = 1;
+  }
+  for (size_t i = 0; refs != NULL && i < SMALL_COUNT; i++)
+    if (refs[i] != NULL) tarn_ref_release(refs[i]);
+  free(refs);
+  return drop_pool(pool) | failed;
+}
+
 /* ---- goals ------------------------------------------------------------- */
 
-static void print_goals(double alone, double duo, const struct io_figures *f) {
+static void print_goals(double alone, double duo, const struct io_figures *f,
+                        double clock_ns, double largest_ns) {
   bench_goal_heading("Goals (from the medians above):");
   bench_goal("pin+unpin, one thread", alone, " ns", 1, 25);
   bench_goal("pin+unpin, 2 threads / one thread", bench_ratio(duo, alone), "x",
@@ -364,15 +449,19 @@ static void print_goals(double alone, double duo, const struct io_figures *f) {
              "x", 0, 0.8);
   bench_goal("tarn restore / plain read (MB/s)",
              bench_ratio(f->restore, f->read), "x", 0, 0.8);
+  bench_goal("evict small: largest / clock (per eviction)",
+             bench_ratio(largest_ns, clock_ns), "x", 1, 1.5);
   fflush(stdout);
 }
 
 int bench_pool(bench_run *run) {
-  double alone = -1, duo = -1, churn = -1;
+  double alone = -1, duo = -1, churn = -1, clock_ns = -1, largest_ns = -1;
   struct io_figures f = {-1, -1, -1, -1};
   int failed = run_pins(run, &alone, &duo);
   failed |= run_io(run, &f);
   failed |= run_churn(run, &churn);
-  print_goals(alone, duo, &f);
+  failed |= run_small(run, TARN_EVICT_CLOCK, &clock_ns);
+  failed |= run_small(run, TARN_EVICT_LARGEST, &largest_ns);
+  print_goals(alone, duo, &f, clock_ns, largest_ns);
   return failed;
 }

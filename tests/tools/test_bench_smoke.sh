@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The benchmark suites of array, stencil, linalg and files at small sizes,
+# The benchmark suites of array, stencil, linalg and files at small sizes
+# (and the pool suite's eviction rows),
 # run as README's first command runs them: each suite checks tarn's results
 # against its C loop or LAPACKE (files: the matrices loaded against the
 # one saved, the sums of the loaded and opened ones against its sum, the
@@ -75,4 +76,13 @@ suite files "files/tarn/N=100 (block 100)/save (.npy)" \
   "files/tarn/N=600 (block 300)/2A+1 to a file under a limit (compute + save)" \
   "files/tarn/N=600 (block 300)/2A+1 to a file under a limit (create + commit)"
 
-finish "array, stencil, linalg and files suites ran and checked their results"
+# The pool suite's eviction rows, one per policy, check the bytes each pin
+# read back and end with their goal line.
+out=$("$tarn" bench pool --filter 'evict small' --samples 3 2>&1) ||
+  fail "pool: exit status $?"$'\n'"$out"
+for row in "pool/tarn/evict small (clock)" "pool/tarn/evict small (largest)" \
+  "evict small: largest / clock (per eviction)"; do
+  grep -qF -- "$row" <<<"$out" || fail "pool: no row '$row' in:"$'\n'"$out"
+done
+
+finish "array, stencil, linalg, files and pool's eviction rows ran and checked their results"

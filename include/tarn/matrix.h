@@ -190,7 +190,9 @@ TARN_API int tarn_matrix_get(tarn_matrix *a, size_t i, size_t j, double *v);
  * NULL is a no-op. */
 TARN_API void tarn_matrix_destroy(tarn_matrix *a);
 
-/* Rows, columns, tile rows, tile columns. */
+/* The matrix's rows and columns, and its tiles' rows (mb) and columns
+ * (nb): the size of a full tile, not the number of tiles (the last tile
+ * row or column may be smaller). 0 for a NULL matrix. Thread-safe. */
 TARN_API size_t tarn_matrix_rows(const tarn_matrix *a);
 TARN_API size_t tarn_matrix_cols(const tarn_matrix *a);
 TARN_API size_t tarn_matrix_tile_rows(const tarn_matrix *a);

@@ -31,16 +31,22 @@
 
 /* ---- an in-memory storage with injectable faults: memdisk.h ----------- */
 
-static tarn_pool *pool_with(size_t limit, struct memdisk *disk) {
+static tarn_pool *pool_with_policy(size_t limit, struct memdisk *disk,
+                                   tarn_evict_policy policy) {
   tarn_pool_options o;
   tarn_pool_options_init(&o);
   o.mem_limit = limit;
+  o.policy = policy;
   static tarn_storage storage;
   storage = memdisk_storage(disk);
   if (disk != NULL) o.storage = &storage;
   tarn_pool *p = NULL;
   assert_int_equal(tarn_pool_create(&o, &p), 0);
   return p;
+}
+
+static tarn_pool *pool_with(size_t limit, struct memdisk *disk) {
+  return pool_with_policy(limit, disk, TARN_EVICT_CLOCK);
 }
 
 static tarn_pool_stats stats(tarn_pool *p) {
@@ -951,14 +957,7 @@ static void destroy_reports_leaks(void **state) {
 static void largest_policy_evicts_the_largest(void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
-  tarn_pool_options o;
-  tarn_pool_options_init(&o);
-  o.mem_limit = 256 * KiB;
-  o.policy = TARN_EVICT_LARGEST;
-  tarn_storage st = memdisk_storage(disk);
-  o.storage = &st;
-  tarn_pool *p = NULL;
-  assert_int_equal(tarn_pool_create(&o, &p), 0);
+  tarn_pool *p = pool_with_policy(256 * KiB, disk, TARN_EVICT_LARGEST);
   tarn_ref *small = alloc(p, 32 * KiB), *big = alloc(p, 128 * KiB);
   tarn_ref *mid = alloc(p, 64 * KiB), *more = alloc(p, 64 * KiB);
   assert_false(tarn_ref_is_resident(big));
@@ -978,14 +977,7 @@ static void largest_policy_finds_the_largest_after_larger_ones_die(
     void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
-  tarn_pool_options o;
-  tarn_pool_options_init(&o);
-  o.mem_limit = 256 * KiB;
-  o.policy = TARN_EVICT_LARGEST;
-  tarn_storage st = memdisk_storage(disk);
-  o.storage = &st;
-  tarn_pool *p = NULL;
-  assert_int_equal(tarn_pool_create(&o, &p), 0);
+  tarn_pool *p = pool_with_policy(256 * KiB, disk, TARN_EVICT_LARGEST);
   tarn_ref *mid = alloc(p, 64 * KiB), *big = alloc(p, 128 * KiB);
   fill(mid, 1);
   tarn_ref_release(big);

@@ -42,11 +42,12 @@ static int sys_failed(const char *what, const char *path) {
   return 1;
 }
 
-static int make_pool(size_t limit, tarn_pool **pool) {
+static int make_pool(size_t limit, tarn_evict_policy policy, tarn_pool **pool) {
   tarn_pool_options o;
   int rc = tarn_pool_options_init(&o);
   if (rc != 0) return tarn_failed("tarn_pool_options_init", rc);
   o.mem_limit = limit;
+  o.policy = policy;
   rc = tarn_pool_create(&o, pool);
   return rc == 0 ? 0 : tarn_failed("tarn_pool_create", rc);
 }
@@ -92,7 +93,7 @@ static int run_duo(bench_run *run, tarn_ref *a, tarn_ref *b, double *ns) {
 /* Median ns per pair, one thread and two, on refs of a pool without limit. */
 static int run_pins(bench_run *run, double *alone_ns, double *duo_ns) {
   tarn_pool *pool;
-  if (make_pool(0, &pool) != 0) return 1;
+  if (make_pool(0, TARN_EVICT_CLOCK, &pool) != 0) return 1;
   tarn_ref *a = NULL, *b = NULL;
   int rc = tarn_ref_alloc(pool, 4096, 0, &a);
   if (rc == 0) rc = tarn_ref_alloc(pool, 4096, 0, &b);
@@ -157,7 +158,7 @@ static int read_refs(tarn_ref **refs, size_t count) {
 /* Times fill_refs then read_refs on a fresh pool; *mode gets io_mode. */
 static int tarn_io(struct io_sample *s, const char **mode) {
   tarn_pool *pool;
-  if (make_pool(IO_LIMIT, &pool) != 0) return 1;
+  if (make_pool(IO_LIMIT, TARN_EVICT_CLOCK, &pool) != 0) return 1;
   tarn_ref *refs[IO_COUNT] = {0};
   tarn_pool_stats a, b, c;
   int failed = pool_stats(pool, &a);
@@ -344,7 +345,7 @@ static int report_churn(bench_run *run, const double *s, uint64_t moved,
 
 static int run_churn(bench_run *run, double *pins_per_s) {
   tarn_pool *pool;
-  if (make_pool(CHURN_LIMIT, &pool) != 0) return 1;
+  if (make_pool(CHURN_LIMIT, TARN_EVICT_CLOCK, &pool) != 0) return 1;
   tarn_ref *refs[CHURN_COUNT] = {0};
   uint64_t rng = 0x9e3779b97f4a7c15u, moved = 0, total = 0;
   double s[BENCH_SAMPLES_MAX + 1];
@@ -387,19 +388,13 @@ static int small_pass(tarn_ref **refs, size_t count, unsigned *sum) {
  * "pool/tarn/evict small (clock)" and "(largest)". */
 static int run_small(bench_run *run, tarn_evict_policy policy,
                      double *ns_per_eviction) {
-  tarn_pool_options o;
-  int rc = tarn_pool_options_init(&o);
-  if (rc != 0) return tarn_failed("tarn_pool_options_init", rc);
-  o.mem_limit = SMALL_LIMIT;
-  o.policy = policy;
   tarn_pool *pool;
-  rc = tarn_pool_create(&o, &pool);
-  if (rc != 0) return tarn_failed("tarn_pool_create", rc);
+  if (make_pool(SMALL_LIMIT, policy, &pool) != 0) return 1;
   tarn_ref **refs = calloc(SMALL_COUNT, sizeof *refs);
   int failed = refs == NULL;
   tarn_source source = {.read = small_read};
   for (size_t i = 0; !failed && i < SMALL_COUNT; i++) {
-    rc = tarn_ref_create_from(pool, SMALL_SIZE, &source, &refs[i]);
+    int rc = tarn_ref_create_from(pool, SMALL_SIZE, &source, &refs[i]);
     if (rc != 0) failed = tarn_failed("tarn_ref_create_from", rc);
   }
   unsigned sum = 0;

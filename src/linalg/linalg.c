@@ -143,13 +143,19 @@ static void dgemv_call(bool pieces, bool trans, int m, int n, double alpha,
     }
 }
 
-/* A gemm's operands, shared by ranges of C's rows, or of its columns
- * when C is wider than tall. By rows, the ranges cost less: one core ran
- * a 512 x 512 x 512 dgemm (NN and NT) in 5.7 ms as one call, 5.75 as four
- * calls on quarters of the rows and 6.35 on quarters of the columns (with
- * A transposed 5.75 and 5.85); in tarn, N=1024 Cholesky went from
- * 6.3-7.1 to 5.96-6.07 ms and N=256 from 197-232 to 180-184 us (two
- * alternated runs, 2026-12-02). */
+/* A gemm's operands, shared by ranges of C's columns, or of its rows when
+ * C is at least twice as tall as wide, in one range per worker. Columns
+ * cost less when the ranges run side by side: halves of a 512 x 512 x 512
+ * dgemm on the two cores took 3.66 to 3.97 ms by columns against 3.85 to
+ * 4.24 by rows (NN, NT, TN, TT), of 256 x 256 x 256 0.49 to 0.55 against
+ * 0.61 to 0.68 (medians of 60; a program outside the repository,
+ * 2026-12-03). Four ranges instead of two cost more calls for no gain: a
+ * helper that is idle joins within a microsecond. One region of
+ * `tarn_matrix_gemm` on one 256 tile, side by side with OpenBLAS's two
+ * threads in one process, went from 1.08 to 1.13x of its time (four
+ * ranges by rows) to 0.88 to 0.91x (three alternated runs of 400). (Run
+ * one after another on one core, quarters by rows had cost less than by
+ * columns: 5.75 against 6.35 ms at 512, 2026-12-02.) */
 struct gemm_share {
   bool ta, tb, by_rows;
   bool pieces; /* dgemv in calls without OpenBLAS's lock (dgemv_call) */
@@ -193,7 +199,7 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
   struct gemm_share g = {
       .ta = ta,
       .tb = tb,
-      .by_rows = m >= n,
+      .by_rows = n == 1 || m >= 2 * n,
       /* only a matrix-vector product calls dgemv (gemm_range) */
       .pieces = n == 1 && tarn_rt_workers(tarn_task_rt(t)) > 1 &&
                 !tarn__task_alone(t),
@@ -221,7 +227,14 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
    * (the helper starts 1.5 to 3 us after the owner). */
   double share_min = n == 1 ? GEMV_SHARE_MIN : SHARE_MIN_MADDS;
   if ((double)m * n * k < share_min) return gemm_range(&g, 0, count);
-  return tarn_task_parallel_for(t, count, SHARE_GRAIN, gemm_range, &g);
+  size_t grain = SHARE_GRAIN;
+  if (n > 1) { /* one range per worker (see struct gemm_share) */
+    size_t workers = tarn_rt_workers(tarn_task_rt(t));
+    if (workers < 2) workers = 2; /* the waiting thread and its worker */
+    size_t per = (count + workers - 1) / workers;
+    if (per > grain) grain = per;
+  }
+  return tarn_task_parallel_for(t, count, grain, gemm_range, &g);
 }
 
 /* A trsm's operands, shared by ranges of B's columns (left side: each

@@ -87,9 +87,11 @@ static const size_t gemm_shapes[][6] = {
     {50, 3, 70, 7, 9, 2},
     {3, 50, 20, 2, 20, 11},
     {33, 33, 33, 32, 32, 32},
-    /* tiles large enough to be shared by columns or by rows */
+    /* tiles large enough to be shared: by columns, and by rows (C at
+     * least twice as tall as wide) */
     {300, 200, 150, 300, 150, 200},
     {130, 400, 90, 130, 45, 400},
+    {420, 150, 100, 420, 100, 150},
     /* matrix-vector products: one tile, shared in halves of its rows */
     {300, 1, 300, 300, 300, 1},
     /* one task per layer of a y of two tiles (fewer than the three

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "array/matrix_internal.h"
+#include "array/vmath.h"
 #include "tarn/stencil.h"
 
 /* At most 2 tiles on each side plus the own tile (the radius is at most the
@@ -296,16 +297,6 @@ static int halo_tile(tarn_task *t, const struct sources *m) {
 
 /* ---- the sum of radius 1: the sources read in place --------------------- */
 
-/* Output rows 1 .. n of a column: element p of o from rows p .. p + 2 of
- * the three source columns c0, c1, c2 (each from the tile's row 0), its 9
- * terms in the documented order. */
-TARN_HOT_CLONES static void sum3(const double *c0, const double *c1,
-                                 const double *c2, double *o, size_t n) {
-  for (size_t p = 0; p < n; p++)
-    o[p] = 0.0 + c0[p] + c0[p + 1] + c0[p + 2] + c1[p] + c1[p + 1] + c1[p + 2] +
-           c2[p] + c2[p + 1] + c2[p + 2];
-}
-
 /* The first and last row of an output column, from its three source
  * columns (l, c, r: rows 0 .. rows - 1) and the elements of the halo rows
  * above (t) and below (b) in those columns; in the documented order. */
@@ -361,7 +352,8 @@ static int sum1_range(void *arg, size_t q0, size_t q1) {
     for (size_t q = c0; q < c1; q++) {
       const double *const *col = s->col + q;
       double *o = s->out + q * rows;
-      if (rows > 2) sum3(col[0], col[1], col[2], o + 1, rows - 2);
+      /* rows 1 .. rows - 2: element p - 1 from rows p - 1 .. p + 1 */
+      if (rows > 2) tarn__vsum3(col[0], col[1], col[2], o + 1, rows - 2);
       edges1(col[0], col[1], col[2], t + (q - c0), b + (q - c0), o, rows);
     }
   }

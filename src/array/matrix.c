@@ -499,13 +499,20 @@ int tarn_matrix_add(tarn_matrix *a, tarn_matrix *b, tarn_matrix **out) {
 
 /* ---- transpose and retile ----------------------------------------------- */
 
-/* The transpose goes by blocks of this many rows and columns: a cache
- * line read from the tile (8 doubles of one of its columns) is used whole
- * before it leaves L1. Element by element, each line was read again for
- * each output column, and the lines of a row of the tile, a leading
- * dimension apart, all fall in one L1 set: 3.4 GB/s against 8.7 on a 512
- * tile, one core. */
-#define TRANSPOSE_BLOCK 8
+/* The transpose goes by blocks of this many rows and columns, so that the
+ * lines read from the tile (a few doubles of each of its columns) are used
+ * whole while they are in cache. Element by element, each line was read
+ * again for each output column: 3.4 GB/s against 8.7 with blocks of 8 on a
+ * 512 tile, one core. Blocks of 32 write a longer run of each output
+ * column: a 4096 x 4096 transpose (tarn_matrix_transpose, two workers,
+ * medians of 15) took 24.6 ms in tiles of 512 against 48.4 with blocks of
+ * 8, 21.4 against 41.5 in tiles of 256, 29.5 against 45.9 in tiles of
+ * 1024; about 3000 x 3000 in tiles of 100 to 1000, 0.57 to 1.04x the time
+ * of blocks of 8 (tiles of 128, 200, 768: 0.29 to 0.57x; of 384, 500,
+ * 640: 1.03 to 1.04x; a program outside the repository, 2026-12-03). The
+ * array suite's N=4096 transpose went from 1.69 to 1.73x the time of the
+ * OpenMP loop into touched memory to 0.84 to 1.10x. */
+#define TRANSPOSE_BLOCK 32
 
 /* Columns [q0, q1) of the tile written (rows x cols) from the tile read
  * (cols x rows). */

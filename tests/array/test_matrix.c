@@ -28,7 +28,7 @@ static const size_t shapes[][4] = {
     {64, 48, 16, 16},
     {33, 65, 8, 8},
     {12, 12, 1, 1},
-    /* tiles whose sides are not multiples of the transpose's 8 x 8 blocks,
+    /* tiles whose sides are not multiples of the transpose's 32 x 32 blocks,
      * and one tile large enough to be shared by column ranges */
     {45, 70, 19, 13},
     {300, 301, 300, 301},

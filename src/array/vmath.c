@@ -64,8 +64,9 @@ static inline double sum3_at(const double *c0, const double *c1,
  * tiles of 2 MiB on huge pages, so o[p] and c1[p + 1] lie at the same
  * offset in their pages: stored right away, a vector is still in the
  * store buffer when the next rows load its twin, and the processor makes
- * that load wait as if it read the stored bytes (the loads and stores of
- * small pages differ in their physical bits above 12 and do not wait).
+ * that load wait as if it read the stored bytes (it seems to compare more
+ * of the physical address than the page offset: on small pages, whose
+ * physical addresses are unrelated, the same loads do not wait).
  * On this machine a 512 x 512 tile took 1.10 to 1.24 ms that way against
  * 0.25 to 0.29 on small pages; one vector later, 0.25 on either (a
  * program outside the repository, 2026-12-03). */

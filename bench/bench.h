@@ -16,6 +16,11 @@
 #define BENCH_SAMPLES_MIN 3
 #define BENCH_SAMPLES_DEFAULT 5
 #define BENCH_SAMPLES_MAX 1000
+
+/* Without --samples, a linalg row samples for at least this long: a
+ * median of 5 samples of a row of a millisecond or less is at the mercy
+ * of one burst of the hypervisor's steal. */
+#define BENCH_ROW_MIN_S 0.1
 #define BENCH_EXTRA_MAX 8
 #define BENCH_SIZES_MAX 16 /* matrix sizes of a run (--sizes) */
 #define BENCH_KEY_MAX 32
@@ -41,7 +46,10 @@ typedef struct bench_result {
 #define BENCH_SUITES_MAX 16
 
 typedef struct bench_run {
-  size_t samples;      /* samples per benchmark, at least BENCH_SAMPLES_MIN */
+  size_t samples; /* samples per benchmark, at least BENCH_SAMPLES_MIN */
+  /* The linalg suite's rows take samples, beyond `samples`, until they
+   * have run this long (up to BENCH_SAMPLES_MAX); 0: exactly `samples`. */
+  double row_min_s;
   const size_t *sizes; /* N of the array and stencil suites; NULL: default */
   size_t nsizes;
   unsigned workers;  /* tarn's workers and peers' threads; 0: all cores */

@@ -541,8 +541,9 @@ static void row_name(char *buf, size_t size, const struct ctx *c, int op,
   }
 }
 
-/* Warm-up (see below) then run->samples samples of variant v; reports the row
- * and stores its median in *med. */
+/* Warm-up (see below) then the samples of variant v (run->samples, more
+ * for a short row: bench_run.row_min_s); reports the row and stores its
+ * median in *med. */
 static int measure(bench_run *run, struct ctx *c, int op, int v, double *med) {
   double s[BENCH_SAMPLES_MAX + 1];
   char name[160];
@@ -557,13 +558,17 @@ static int measure(bench_run *run, struct ctx *c, int op, int v, double *med) {
   do
     if (sample(c, op, v, &s[0]) != 0) return 1;
   while (bench_now_ns() < warm_until);
-  for (size_t i = 1; i <= run->samples; i++)
-    if (sample(c, op, v, &s[i]) != 0) return 1;
-  double m = bench_median(s + 1, run->samples);
+  /* run->samples, and more while the row has run under run->row_min_s */
+  uint64_t t0 = bench_now_ns();
+  size_t n = 0;
+  while (n < run->samples ||
+         (n < BENCH_SAMPLES_MAX &&
+          (double)(bench_now_ns() - t0) * 1e-9 < run->row_min_s))
+    if (sample(c, op, v, &s[++n]) != 0) return 1;
+  double m = bench_median(s + 1, n);
   bench_extra extra[1] = {{"GFLOP_per_s", flops(op, c->n) / m * 1e-9}};
   size_t extras = flops(op, c->n) > 0 ? 1 : 0;
-  if (bench_report(run, name, s + 1, run->samples, extra, extras) == NULL)
-    return 1;
+  if (bench_report(run, name, s + 1, n, extra, extras) == NULL) return 1;
   *med = m;
   return 0;
 }

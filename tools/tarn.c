@@ -37,7 +37,8 @@ static const char usage_text[] =
     "                    ooc (larger than memory), eager (eager freeing),\n"
     "                    files (.npy save and load), time_to_load; a table\n"
     "                    is printed as results come\n"
-    "    --samples N     samples per benchmark, at least 3 (default 5)\n"
+    "    --samples N     samples per benchmark, at least 3 (default 5;\n"
+    "                    without it, linalg rows sample for 0.1 s at least)\n"
     "    --sizes LIST    matrix sizes N, comma-separated (default: array and\n"
     "                    stencil 256,1024,4096; linalg 256,1024; files\n"
     "                    1024,4096; ooc and eager their own small sizes)\n"
@@ -97,6 +98,7 @@ static const struct suite *find_suite(const char *name) {
 struct bench_args {
   const struct suite *suite; /* NULL: every suite */
   size_t samples;
+  int samples_given; /* --samples was on the command line */
   const char *json;
   size_t
       sizes[BENCH_SIZES_MAX]; /* array and stencil sizes; nsizes 0: default */
@@ -183,8 +185,10 @@ static int parse_bench(int argc, char **argv, struct bench_args *a) {
         bad = parse_workers(value, &a->workers);
       else if (strcmp(arg, "--mem-limit") == 0)
         bad = parse_mem_limit(value, &a->mem_limit);
-      else
+      else {
         bad = parse_samples(value, &a->samples);
+        a->samples_given = 1;
+      }
       if (bad) return 2;
     } else if (arg[0] == '-') {
       return usage_error("unknown option '%s' for bench", arg);
@@ -232,6 +236,7 @@ static int cmd_bench(int argc, char **argv) {
   if (!tarn_args_environment("bench")) return 2;
   bench_run run;
   bench_run_init(&run, a.samples);
+  if (!a.samples_given) run.row_min_s = BENCH_ROW_MIN_S;
   if (a.filter != NULL && bench_set_filter(&run, a.filter) != 0) {
     bench_run_free(&run);
     return 2;

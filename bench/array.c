@@ -160,7 +160,7 @@ static int check_round(void *ctx, int op) {
   struct ctx *c = ctx;
   static const int peers[] = {V_OMP_FRESH, V_C_FRESH, V_OMP_TOUCHED,
                               V_C_TOUCHED};
-  loop_row scratch = {{0}, 0};
+  loop_row scratch = {{0}, 0, 0};
   double t;
   tarn_matrix *out = NULL;
   if (tarn_sample(c, op, &scratch, &t, &out) != 0) return 1;

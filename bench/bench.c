@@ -837,6 +837,12 @@ uint64_t bench_warmup_until(void) {
   return bench_now_ns() + (uint64_t)(BENCH_WARMUP_S * 1e9);
 }
 
+int bench_sample_more(const bench_run *run, size_t taken, uint64_t since_ns) {
+  if (taken < run->samples) return 1;
+  return taken < BENCH_SAMPLES_MAX &&
+         (double)(bench_now_ns() - since_ns) * 1e-9 < run->row_min_s;
+}
+
 void bench_quiesce(double seconds) {
   struct timespec ts = {(time_t)seconds,
                         (long)((seconds - (double)(time_t)seconds) * 1e9)};

@@ -17,7 +17,8 @@
 #define BENCH_SAMPLES_DEFAULT 5
 #define BENCH_SAMPLES_MAX 1000
 
-/* Without --samples, a linalg row samples for at least this long: a
+/* Without --samples, an array, stencil or linalg row samples for at least
+ * this long: a
  * median of 5 samples of a row of a millisecond or less is at the mercy
  * of one burst of the hypervisor's steal. */
 #define BENCH_ROW_MIN_S 0.1
@@ -47,8 +48,9 @@ typedef struct bench_result {
 
 typedef struct bench_run {
   size_t samples; /* samples per benchmark, at least BENCH_SAMPLES_MIN */
-  /* The linalg suite's rows take samples, beyond `samples`, until they
-   * have run this long (up to BENCH_SAMPLES_MAX); 0: exactly `samples`. */
+  /* The array, stencil and linalg suites' rows take samples, beyond
+   * `samples`, until they have run this long (up to BENCH_SAMPLES_MAX;
+   * bench_sample_more); 0: exactly `samples`. */
   double row_min_s;
   const size_t *sizes; /* N of the array and stencil suites; NULL: default */
   size_t nsizes;
@@ -270,6 +272,11 @@ void bench_quiesce(double seconds);
 
 /* When a warm-up begun now ends: bench_now_ns() + BENCH_WARMUP_S. */
 uint64_t bench_warmup_until(void);
+
+/* Whether a row that has taken `taken` samples since `since_ns`
+ * (bench_now_ns) takes another: up to run->samples, then while it has
+ * sampled for under run->row_min_s, up to BENCH_SAMPLES_MAX. */
+int bench_sample_more(const bench_run *run, size_t taken, uint64_t since_ns);
 
 /* The median of n values, 0 < n <= BENCH_SAMPLES_MAX. */
 double bench_median(const double *values, size_t n);

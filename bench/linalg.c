@@ -558,12 +558,9 @@ static int measure(bench_run *run, struct ctx *c, int op, int v, double *med) {
   do
     if (sample(c, op, v, &s[0]) != 0) return 1;
   while (bench_now_ns() < warm_until);
-  /* run->samples, and more while the row has run under run->row_min_s */
   uint64_t t0 = bench_now_ns();
   size_t n = 0;
-  while (n < run->samples ||
-         (n < BENCH_SAMPLES_MAX &&
-          (double)(bench_now_ns() - t0) * 1e-9 < run->row_min_s))
+  while (bench_sample_more(run, n, t0))
     if (sample(c, op, v, &s[++n]) != 0) return 1;
   double m = bench_median(s + 1, n);
   bench_extra extra[1] = {{"GFLOP_per_s", flops(op, c->n) / m * 1e-9}};

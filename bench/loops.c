@@ -65,7 +65,7 @@ static double report(bench_run *run, const loop_suite *s, size_t n, int op,
                      int v, const loop_row *r) {
   char name[160];
   row_name(name, sizeof name, s, n, op, v);
-  size_t ns = run->samples;
+  size_t ns = r->n;
   double med = bench_median(r->s, ns);
   double moved = s->ops[op].touches * (double)(n * n) * sizeof(double);
   bench_extra extra[2] = {{"GB_per_s", moved / med * 1e-9},
@@ -100,8 +100,10 @@ static int measure_op(bench_run *run, const loop_suite *s, size_t n, int op,
       if (s->sample(s->ctx, op, v, &rows[v], &rows[v].s[0]) != 0) return 1;
     while (bench_now_ns() < warm_until);
     rows[v].faults = 0;
-    for (size_t i = 0; i < run->samples; i++)
-      if (s->sample(s->ctx, op, v, &rows[v], &rows[v].s[i]) != 0) return 1;
+    uint64_t t0 = bench_now_ns();
+    for (rows[v].n = 0; bench_sample_more(run, rows[v].n, t0); rows[v].n++)
+      if (s->sample(s->ctx, op, v, &rows[v], &rows[v].s[rows[v].n]) != 0)
+        return 1;
   }
   for (int k = 0; k < V_COUNT; k++) {
     int v = print[k];

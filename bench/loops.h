@@ -40,6 +40,7 @@ typedef struct loop_op {
 /* The samples of one row and what was counted around them. */
 typedef struct loop_row {
   double s[BENCH_SAMPLES_MAX];
+  size_t n;      /* samples taken (bench_sample_more) */
   double faults; /* minor page faults, summed over samples */
 } loop_row;
 

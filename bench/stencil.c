@@ -188,7 +188,7 @@ static int reset_update(struct ctx *c) {
  * first sets both outputs to the same values). */
 static int check_round(void *ctx, int op) {
   struct ctx *c = ctx;
-  loop_row scratch = {{0}, 0};
+  loop_row scratch = {{0}, 0, 0};
   double t;
   tarn_matrix *fresh = NULL;
   if (op == STENCIL_UPDATE && reset_update(c) != 0) return 1;

@@ -50,22 +50,26 @@ out=$(OPENBLAS_CORETYPE=Haswell "$tarn" version 2>&1) ||
 grep -Eq '^blas: OpenBLAS [0-9.]+, Haswell kernels \(set by OPENBLAS_CORETYPE\)$' \
   <<<"$out" || fail "version: no line of the variable's kernels in:"$'\n'"$out"
 
-# A linalg row samples for 0.1 s at least unless --samples says how many:
-# a matrix-vector product of 64 takes microseconds, so far more than 5.
+# A row of the linalg, array or stencil suite samples for 0.1 s at least
+# unless --samples says how many: a matrix-vector product or a sum of 64
+# takes microseconds, so far more than 5.
 samples_of() { # JSON FILE -> the first row's sample count
   grep -o '"samples": *[0-9]*' "$1" | head -n 1 | grep -o '[0-9]*$'
 }
 json=$(mktemp)
 trap 'rm -f "$json"' EXIT
-"$tarn" bench linalg --sizes 64 --filter 'tarn/.*matvec' --json "$json" \
-  >/dev/null 2>&1 || fail "row time: exit status $?"
-n=$(samples_of "$json")
-[ -n "$n" ] && [ "$n" -gt 5 ] ||
-  fail "row time: $n samples without --samples, expected more than 5"
-"$tarn" bench linalg --sizes 64 --filter 'tarn/.*matvec' --samples 3 \
-  --json "$json" >/dev/null 2>&1 || fail "row time: exit status $?"
-n=$(samples_of "$json")
-[ "$n" = 3 ] || fail "row time: $n samples with --samples 3"
+for run in "linalg tarn/.*matvec" "array tarn/.*add"; do
+  name=${run%% *} filter=${run#* }
+  "$tarn" bench "$name" --sizes 64 --filter "$filter" --json "$json" \
+    >/dev/null 2>&1 || fail "row time: $name: exit status $?"
+  n=$(samples_of "$json")
+  [ -n "$n" ] && [ "$n" -gt 5 ] ||
+    fail "row time: $name: $n samples without --samples, expected more than 5"
+  "$tarn" bench "$name" --sizes 64 --filter "$filter" --samples 3 \
+    --json "$json" >/dev/null 2>&1 || fail "row time: $name: exit status $?"
+  n=$(samples_of "$json")
+  [ "$n" = 3 ] || fail "row time: $name: $n samples with --samples 3"
+done
 
 suite array "array/tarn/N=100 (block 100)/add (X + X)" \
   "array/tarn/N=600 (block 300)/transpose (permutedims)" \

@@ -18,9 +18,8 @@
 #define BENCH_SAMPLES_MAX 1000
 
 /* Without --samples, an array, stencil or linalg row samples for at least
- * this long: a
- * median of 5 samples of a row of a millisecond or less is at the mercy
- * of one burst of the hypervisor's steal. */
+ * this long: a median of 5 samples of a row of a millisecond or less is at
+ * the mercy of one burst of the hypervisor's steal. */
 #define BENCH_ROW_MIN_S 0.1
 #define BENCH_EXTRA_MAX 8
 #define BENCH_SIZES_MAX 16 /* matrix sizes of a run (--sizes) */

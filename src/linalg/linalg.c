@@ -619,6 +619,112 @@ static int k_gemm(tarn_task *t, void *arg) {
                            tarn_task_data(t, j->sc), j->ldc);
 }
 
+/* A product's operands (tarn_matrix_gemm): op(A) is M x K, op(B) K x N,
+ * C M x N, in tiles. */
+struct gemm_plan {
+  tarn_matrix *a, *b, *c;
+  bool ta, tb;
+  double alpha, beta;
+  size_t kt;     /* tiles along K */
+  size_t bm, bn; /* C's tiles per block (gemm_blocks) */
+  bool ordered;  /* layers by priority, in the order submitted */
+};
+
+/* The blocks of C: all of C, unless the pool has a memory limit and all
+ * of C and one layer of the product (a tile column of op(A) and a tile
+ * row of op(B), what the products of one k read) take more than seven
+ * eighths of it. Then C goes by blocks, each the largest of about as many
+ * rows as columns of tiles that fits in half the limit with its layer
+ * (one tile at least), and the layers go by priority, one after another.
+ *
+ * A block's tiles stay resident while the tiles of A and B it reads
+ * stream through, once per block, instead of all of C being written and
+ * read back for every k. With the priorities, a worker takes the rest of
+ * a layer before the next layer of a tile it has just updated, so the
+ * layers run in the order submitted, the order by which the pool's
+ * eviction ranks the tiles in use (their next use, docs/pool.md). A
+ * product of 2048 x 2048 in tiles of 64 under a limit of 16 MB (C is 32
+ * MiB, blocks of 15 x 14 tiles) read 4,600 to 5,900 tiles back instead
+ * of 18,000 to 22,000, in 0.8 to 1.4 s instead of 2.0 to 4.0 (0.37 s in
+ * core; docs/linalg.md). When C fits, a tile's products follow one
+ * another on a worker (the runtime runs a task's successor next): C's
+ * tiles are made and finished a few at a time, and under the ooc suite's
+ * limit (2/3 of A, B and C) that read back 80 MiB where layer by layer
+ * read 180. */
+static void gemm_blocks(struct gemm_plan *g) {
+  tarn_matrix *c = g->c;
+  g->bm = c->mt;
+  g->bn = c->nt;
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(c->rt));
+  if (limit == 0) return;
+  double word = sizeof(double);
+  double ctile = (double)c->mb * (double)c->nb * word;
+  double atile = (double)g->a->mb * (double)g->a->nb * word;
+  double btile = (double)g->b->mb * (double)g->b->nb * word;
+  double whole = (double)c->m * (double)c->n * word + (double)c->mt * atile +
+                 (double)c->nt * btile;
+  if (whole <= (double)limit / 8 * 7) return;
+  double budget = (double)limit / 2;
+  size_t bm = 1, bn = 1;
+  /* Grown by a row or a column of tiles at a time, the shorter side
+   * first, while the block and its layer fit in the budget. */
+  for (;;) {
+    bool rows = bm <= bn ? bm < c->mt : bn >= c->nt;
+    size_t m2 = bm + (rows ? 1 : 0), n2 = bn + (rows ? 0 : 1);
+    if (m2 > c->mt || n2 > c->nt) break;
+    double need = (double)m2 * (double)n2 * ctile + (double)m2 * atile +
+                  (double)n2 * btile;
+    if (need > budget) break;
+    bm = m2;
+    bn = n2;
+  }
+  g->bm = bm;
+  g->bn = bn;
+  g->ordered = true;
+}
+
+/* The priority of the products of layer `layer` (counted over the
+ * blocks): each layer before the next. */
+static int layer_priority(size_t layer) {
+  return layer < (size_t)INT_MAX ? -(int)layer : -INT_MAX;
+}
+
+/* The products of C's tiles [i0, i1) x [j0, j1), k outermost; `layer`
+ * counts the layers submitted before this block's. */
+static int gemm_submit_block(const struct gemm_plan *g, size_t i0, size_t i1,
+                             size_t j0, size_t j1, size_t layer) {
+  tarn_matrix *a = g->a, *b = g->b, *cm = g->c;
+  bool tra = g->ta, trb = g->tb;
+  int rc = 0;
+  for (size_t k = 0; rc == 0 && k < g->kt; k++)
+    for (size_t tj = j0; rc == 0 && tj < j1; tj++)
+      for (size_t ti = i0; rc == 0 && ti < i1; ti++) {
+        bool first = k == 0;
+        tarn_dep deps[3] = {
+            {tarn__tile(cm, ti, tj),
+             first && g->beta == 0 ? TARN_WRITE : TARN_READ_WRITE},
+            {tra ? tarn__tile(a, k, ti) : tarn__tile(a, ti, k), TARN_READ},
+            {trb ? tarn__tile(b, tj, k) : tarn__tile(b, k, tj), TARN_READ}};
+        struct job j = {
+            .m = (int)tarn__tile_rows(cm, ti),
+            .n = (int)tarn__tile_cols(cm, tj),
+            .k = (int)(tra ? tarn__tile_rows(a, k) : tarn__tile_cols(a, k)),
+            .lda = (int)(tra ? tarn__tile_rows(a, k) : tarn__tile_rows(a, ti)),
+            .ldb = (int)(trb ? tarn__tile_rows(b, tj) : tarn__tile_rows(b, k)),
+            .ldc = (int)tarn__tile_rows(cm, ti),
+            .ta = tra,
+            .tb = trb,
+            .alpha = g->alpha,
+            .beta = first ? g->beta : 1.0,
+            .sc = tarn__dep_slot(deps, 0),
+            .sa = tarn__dep_slot(deps, 1),
+            .sb = tarn__dep_slot(deps, 2)};
+        rc = submit_job(a->rt, k_gemm, &j, deps, 3,
+                        g->ordered ? layer_priority(layer + k) : 0, "gemm");
+      }
+  return rc;
+}
+
 int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
                      tarn_trans tb, double alpha, double beta,
                      tarn_matrix **c) {
@@ -634,7 +740,6 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
   size_t am = tra ? a->nb : a->mb, ak = tra ? a->mb : a->nb;
   size_t kb = trb ? b->n : b->m, n = trb ? b->m : b->n;
   size_t bk = trb ? b->nb : b->mb, bn = trb ? b->mb : b->nb;
-  size_t kt = tra ? a->mt : a->nt;
   if (ka != kb || ak != bk) return TARN_EINVAL;
   tarn__blas_init();
   bool made = false;
@@ -642,37 +747,30 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
   int rc = tarn__matrix_destination(a->rt, m, n, am, bn, c, &made);
   if (rc != 0) return rc;
   tarn_matrix *cm = *c;
-  if (n == 1) rc = tarn__gemv_submit(a, tra, b, trb, alpha, beta, cm);
-  /* k outermost: the first layer of every C tile is ready at once, and
-   * under a memory limit C stays resident while A and B stream through
-   * once (docs/bench.md, "ooc"). Submitting each C tile's products in a
-   * row ran one worker at 77 GFLOP/s instead of 68 at N=4096, two workers
-   * no faster, and read A once per tile column of C when it did not fit. */
-  for (size_t k = 0; n > 1 && rc == 0 && k < kt; k++)
-    for (size_t tj = 0; rc == 0 && tj < cm->nt; tj++)
-      for (size_t ti = 0; rc == 0 && ti < cm->mt; ti++) {
-        bool first = k == 0;
-        tarn_dep deps[3] = {
-            {tarn__tile(cm, ti, tj),
-             first && beta == 0 ? TARN_WRITE : TARN_READ_WRITE},
-            {tra ? tarn__tile(a, k, ti) : tarn__tile(a, ti, k), TARN_READ},
-            {trb ? tarn__tile(b, tj, k) : tarn__tile(b, k, tj), TARN_READ}};
-        struct job j = {
-            .m = (int)tarn__tile_rows(cm, ti),
-            .n = (int)tarn__tile_cols(cm, tj),
-            .k = (int)(tra ? tarn__tile_rows(a, k) : tarn__tile_cols(a, k)),
-            .lda = (int)(tra ? tarn__tile_rows(a, k) : tarn__tile_rows(a, ti)),
-            .ldb = (int)(trb ? tarn__tile_rows(b, tj) : tarn__tile_rows(b, k)),
-            .ldc = (int)tarn__tile_rows(cm, ti),
-            .ta = tra,
-            .tb = trb,
-            .alpha = alpha,
-            .beta = first ? beta : 1.0,
-            .sc = tarn__dep_slot(deps, 0),
-            .sa = tarn__dep_slot(deps, 1),
-            .sb = tarn__dep_slot(deps, 2)};
-        rc = submit_job(a->rt, k_gemm, &j, deps, 3, 0, "gemm");
-      }
+  if (n == 1) {
+    rc = tarn__gemv_submit(a, tra, b, trb, alpha, beta, cm);
+  } else {
+    /* k outermost in each block of C (gemm_blocks; all of C in core):
+     * the first layer of every C tile is ready at once. Submitting each
+     * C tile's products in a row ran one worker at 77 GFLOP/s instead of
+     * 68 at N=4096, two workers no faster, and read A once per tile
+     * column of C when it did not fit. */
+    struct gemm_plan g = {.a = a,
+                          .b = b,
+                          .c = cm,
+                          .ta = tra,
+                          .tb = trb,
+                          .alpha = alpha,
+                          .beta = beta,
+                          .kt = tra ? a->mt : a->nt};
+    gemm_blocks(&g);
+    size_t layer = 0;
+    for (size_t j0 = 0; rc == 0 && j0 < cm->nt; j0 += g.bn)
+      for (size_t i0 = 0; rc == 0 && i0 < cm->mt; i0 += g.bm, layer += g.kt)
+        rc = gemm_submit_block(&g, i0, i0 + g.bm < cm->mt ? i0 + g.bm : cm->mt,
+                               j0, j0 + g.bn < cm->nt ? j0 + g.bn : cm->nt,
+                               layer);
+  }
   if (rc != 0 && made) {
     tarn_matrix_destroy(*c);
     *c = NULL;

@@ -58,6 +58,9 @@
 enum ref_state { RESIDENT, WRITING, SPILLED, READING, EMPTY };
 
 #define CACHE_LINE 64
+/* Refs in use that one walk of farthest_pass picks as the next victims,
+ * at most. */
+#define FAR_MAX 128
 
 /* Three cache lines keep the lock-free paths apart: the pin word (pins,
  * the evictor), the fields read by everyone and written once, and the
@@ -77,6 +80,8 @@ struct tarn_ref {
    * runtime while the pool has a limit (tarn__ref_demand): eviction takes
    * refs no such task uses before the others. */
   _Atomic uint32_t demand;
+  /* The first of those tasks in submission order (tarn__ref_next_use). */
+  _Atomic uint64_t next_use;
   /* Guarded by the pool lock. */
   enum ref_state state;
   bool dead;    /* the last reference is gone */
@@ -88,6 +93,7 @@ struct tarn_ref {
   bool guarded;     /* the reader works on it, or it is being freed (ref_destroy
                      * drops the lock): not freed (again) meanwhile */
   bool cleaning;    /* WRITING ahead of eviction: stays resident after */
+  bool in_far;      /* in the pool's far[] (farthest_pass) */
   uint64_t failed_epoch; /* room_epoch in which writing it failed, or 0 */
   size_t charge;         /* bytes it counts against the limit */
   tarn__block block;
@@ -121,7 +127,8 @@ struct tarn_pool {
   tarn__store *store;
   tarn__runs *runs; /* small buffers; NULL: all from the heap */
   size_t page;
-  atomic_bool has_sources; /* a ref was made by tarn_ref_create_from */
+  atomic_bool has_sources;  /* a ref was made by tarn_ref_create_from */
+  atomic_bool has_next_use; /* tarn__ref_next_use was called */
   /* Guarded by lock. */
   size_t resident, peak, inflight;
   size_t reading; /* refs being read back or given bytes (READING) */
@@ -132,6 +139,10 @@ struct tarn_pool {
   uint64_t room_epoch;
   tarn_ref *refs; /* list of live refs; the clock hand walks it */
   tarn_ref *hand;
+  /* The refs in use that eviction takes next (farthest_pass): far[0,
+   * far_count), the farthest next use last; each has in_far set. */
+  tarn_ref *far[FAR_MAX];
+  size_t far_count;
   size_t live;
   size_t charge_max; /* no live ref has a larger charge (LARGEST's bound) */
   struct {
@@ -381,7 +392,20 @@ static void list_add(tarn_pool *p, tarn_ref *r) {
   p->live++;
 }
 
+/* Takes `r` (in_far) out of p->far. */
+static void far_forget(tarn_pool *p, tarn_ref *r) {
+  size_t i = 0;
+  while (i < p->far_count && p->far[i] != r) i++;
+  if (i < p->far_count) {
+    memmove(&p->far[i], &p->far[i + 1],
+            (p->far_count - i - 1) * sizeof *p->far);
+    p->far_count--;
+  }
+  r->in_far = false;
+}
+
 static void list_remove(tarn_pool *p, tarn_ref *r) {
+  if (r->in_far) far_forget(p, r);
   if (p->hand == r) p->hand = r->next;
   if (r->prev != NULL)
     r->prev->next = r->next;
@@ -593,6 +617,114 @@ static tarn_ref *clock_pass(tarn_pool *p, size_t steps, bool idle_only) {
                                                                    : NULL;
 }
 
+/* A candidate in use as farthest_pass ranks it: a later next use first,
+ * then a clean one (dropped without a write). */
+struct far_key {
+  tarn_ref *ref;
+  uint64_t use;
+  bool clean;
+};
+
+static bool far_before(const struct far_key *a, const struct far_key *b) {
+  return a->use != b->use ? a->use < b->use : !a->clean && b->clean;
+}
+
+static int far_compare(const void *x, const void *y) {
+  const struct far_key *a = x, *b = y;
+  return far_before(a, b) ? -1 : far_before(b, a) ? 1 : 0;
+}
+
+/* Offers `k` to the min-heap h[0, *n), which keeps the FAR_MAX latest. */
+static void far_heap_offer(struct far_key *h, size_t *n, struct far_key k) {
+  size_t i;
+  if (*n < FAR_MAX) {
+    i = (*n)++;
+    while (i > 0 && far_before(&k, &h[(i - 1) / 2])) {
+      h[i] = h[(i - 1) / 2];
+      i = (i - 1) / 2;
+    }
+    h[i] = k;
+    return;
+  }
+  if (!far_before(&h[0], &k)) return;
+  i = 0; /* replace the root, sift down */
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && far_before(&h[c + 1], &h[c])) c++;
+    if (!far_before(&h[c], &k)) break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = k;
+}
+
+/* One victim in this many candidates in use is kept by far_fill. */
+#define FAR_SHARE 8
+
+/* Refills p->far (empty): false when no candidate is in use. Among the
+ * candidates that a submitted task uses and that were not used since the
+ * last walk (a walk takes the mark of the others: CLOCK's second chance;
+ * when every one was used since, a second walk takes them all), it keeps
+ * the ones with the latest next uses, one in FAR_SHARE of the candidates
+ * (FAR_MAX at most, one at least), in order. Between walks the next uses
+ * only move later, so the kept stay among the farthest. A walk for every
+ * victim cost a product of 64 x 64 tiles a fifth of its time; one per
+ * eighth of the candidates read back about as many tiles. The mark keeps
+ * what the order submitted cannot tell: a task that runs early by its
+ * priority (a factorisation's next panel) makes tiles whose next use in
+ * that order is far, yet comes soon. */
+static bool far_fill(tarn_pool *p) {
+  struct far_key heap[FAR_MAX];
+  size_t n = 0, candidates = 0;
+  for (int walk = 0; walk < 2 && n == 0; walk++) {
+    candidates = 0;
+    for (tarn_ref *r = p->refs; r != NULL; r = r->next) {
+      if (!candidate(p, r) || idle_in_graph(r)) continue;
+      candidates++;
+      if (atomic_exchange_explicit(&r->referenced, 0, memory_order_relaxed) &&
+          walk == 0)
+        continue;
+      struct far_key k = {
+          r, atomic_load_explicit(&r->next_use, memory_order_relaxed),
+          is_clean(r)};
+      far_heap_offer(heap, &n, k);
+    }
+    if (candidates == 0) return false;
+  }
+  qsort(heap, n, sizeof *heap, far_compare);
+  size_t keep = candidates / FAR_SHARE > 0 ? candidates / FAR_SHARE : 1;
+  if (keep > n) keep = n;
+  for (size_t i = 0; i < keep; i++) {
+    p->far[i] = heap[n - keep + i].ref;
+    p->far[i]->in_far = true;
+  }
+  p->far_count = keep;
+  return true;
+}
+
+/* The candidate in use whose next use (tarn__ref_next_use) comes last
+ * among those of the last walk (far_fill), claimed; or NULL: before the
+ * runtime keeps next uses (has_next_use), or when no candidate is in use.
+ * Belady's choice from the submitted graph, between CLOCK's pass over the
+ * refs no task uses and its pass over all: a tiled product whose output
+ * does not fit keeps a block of it resident while the tiles of the inputs
+ * it has read, needed again only for the next block, go, where CLOCK took
+ * any tile (every one is in use, and was recently used). */
+static tarn_ref *farthest_pass(tarn_pool *p) {
+  if (!atomic_load_explicit(&p->has_next_use, memory_order_relaxed))
+    return NULL;
+  for (int walk = 0; walk < 2; walk++) {
+    while (p->far_count > 0) {
+      tarn_ref *r = p->far[--p->far_count];
+      r->in_far = false;
+      if (candidate(p, r) && claim_idle(r)) return r;
+    }
+    if (walk == 0 && !far_fill(p)) return NULL;
+  }
+  return NULL;
+}
+
 /* LARGEST's victim, claimed, or NULL: an unused candidate (no submitted
  * task uses it) before any other, the largest among them; with
  * `unused_only`, only an unused one. The walk starts at the hand (past
@@ -639,7 +771,9 @@ static tarn_ref *pick_victim(tarn_pool *p, bool unused_only) {
    * without a write) is preferred to a dirty one. */
   size_t sweeps = 2 * p->live + 1;
   tarn_ref *v = clock_pass(p, sweeps < IDLE_SCAN ? sweeps : IDLE_SCAN, true);
-  return v != NULL || unused_only ? v : clock_pass(p, sweeps, false);
+  if (v != NULL || unused_only) return v;
+  v = farthest_pass(p);
+  return v != NULL ? v : clock_pass(p, sweeps, false);
 }
 
 /* Evicts `r` (claimed, RESIDENT): drops it when its spilled copy is current,
@@ -1134,6 +1268,7 @@ static tarn_ref *ref_new(tarn_pool *p, void *data, size_t size, size_t charge,
   atomic_init(&r->pinword, FAST);
   atomic_init(&r->refs, 1);
   atomic_init(&r->demand, 0);
+  atomic_init(&r->next_use, UINT64_MAX);
   atomic_init(&r->magic, MAGIC_LIVE);
   atomic_init(&r->referenced, 1);
   r->state = RESIDENT;
@@ -1286,6 +1421,13 @@ bool tarn__pool_has_sources(const tarn_pool *p) {
 void tarn__ref_demand(tarn_ref *r, int delta) {
   /* Unsigned: adding (uint32_t)-1 subtracts one. */
   atomic_fetch_add_explicit(&r->demand, (uint32_t)delta, memory_order_relaxed);
+}
+
+void tarn__ref_next_use(tarn_ref *r, uint64_t seq) {
+  atomic_store_explicit(&r->next_use, seq, memory_order_relaxed);
+  tarn_pool *p = r->pool;
+  if (!atomic_load_explicit(&p->has_next_use, memory_order_relaxed))
+    atomic_store_explicit(&p->has_next_use, true, memory_order_relaxed);
 }
 
 void tarn__pool_trim(tarn_pool *p) {

@@ -38,6 +38,14 @@ tarn_pool *tarn__ref_pool(const tarn_ref *ref);
  * or filled depends on it. Thread-safe, lock-free. */
 void tarn__ref_demand(tarn_ref *ref, int delta);
 
+/* Sets the submission order (the runtime's task sequence number) of the
+ * first task not yet ended that uses `ref` (alive), UINT64_MAX when none
+ * does, which the runtime keeps alongside tarn__ref_demand. Among refs
+ * that tasks will use, eviction takes those whose next use comes last
+ * (Belady's choice, from the submitted graph). A hint, as the demand is.
+ * Thread-safe, lock-free. */
+void tarn__ref_next_use(tarn_ref *ref, uint64_t seq);
+
 /* Whether the pool has made a ref by tarn_ref_create_from (once true, it
  * stays so). Thread-safe, lock-free. */
 bool tarn__pool_has_sources(const tarn_pool *pool);

@@ -127,7 +127,11 @@ struct slot {
   bool pinned;
   bool unpinned; /* every access to it was TARN_AFTER: ordered, never pinned */
   bool held;     /* the task holds a reference to `ref` (released at its end) */
-  bool counted;  /* in the ref's demand (tarn__ref_demand) until the end */
+  /* In the ref's demand (tarn__ref_demand) and its state's uses
+   * (uses_add) until the end. */
+  bool counted;
+  uint64_t use_seq;                 /* the task's seq, while counted */
+  struct slot *use_prev, *use_next; /* in ref_state.uses */
 };
 
 enum { inline_slots = 4 };
@@ -170,9 +174,10 @@ _Static_assert(offsetof(struct tarn_task, in_edges) + sizeof(struct edge) <=
                    128,
                "a task's first edge is in its second cache line");
 _Static_assert(offsetof(struct tarn_task, inline_slots_) +
-                       sizeof(struct slot) <=
+                       offsetof(struct slot, use_seq) <=
                    192,
-               "a task's first slot is in its third cache line");
+               "what every task uses of its first slot is in its third "
+               "cache line (the uses' links only under a memory limit)");
 
 static tarn_task *edge_task(const struct edge *e) {
   return (tarn_task *)(e->to & ~(uintptr_t)lend_bits);
@@ -210,6 +215,9 @@ struct ref_state {
   tarn_task *writer;
   tarn_task **readers;
   size_t nreaders, cap;
+  /* The slots of the tasks not yet ended that use the ref and count in
+   * its demand, by seq: the first is its next use (tarn__ref_next_use). */
+  struct slot *uses, *uses_tail;
 };
 
 struct tarn_region {
@@ -625,6 +633,50 @@ static struct ref_state *state_of(tarn_ref *ref) {
   st = tarn__ref_owner(ref, mine);
   if (st != mine) free(mine); /* another submitter installed one first */
   return st;
+}
+
+/* Puts slot `s` of `t` (counted in its ref's demand) in the ref's uses,
+ * in seq order (a later submitter's task may have been put there first),
+ * and tells the pool when it is now the first. */
+static void uses_add(tarn_task *t, struct slot *s) {
+  /* Counted only when tracked: its state exists. */
+  struct ref_state *st = tarn__ref_owner(s->ref, NULL);
+  spin_lock(&st->lock);
+  s->use_seq = t->seq;
+  struct slot *after = st->uses_tail;
+  while (after != NULL && after->use_seq > s->use_seq) after = after->use_prev;
+  s->use_prev = after;
+  s->use_next = after != NULL ? after->use_next : st->uses;
+  if (s->use_next != NULL)
+    s->use_next->use_prev = s;
+  else
+    st->uses_tail = s;
+  if (after != NULL) {
+    after->use_next = s;
+  } else {
+    st->uses = s;
+    tarn__ref_next_use(s->ref, s->use_seq);
+  }
+  spin_unlock(&st->lock);
+}
+
+/* Takes slot `s` (counted) out of its ref's uses: the next one becomes the
+ * ref's next use when `s` was first. The ref is alive. */
+static void uses_remove(struct slot *s) {
+  struct ref_state *st = tarn__ref_owner(s->ref, NULL);
+  spin_lock(&st->lock);
+  if (s->use_prev != NULL) {
+    s->use_prev->use_next = s->use_next;
+  } else {
+    st->uses = s->use_next;
+    tarn__ref_next_use(s->ref,
+                       st->uses != NULL ? st->uses->use_seq : UINT64_MAX);
+  }
+  if (s->use_next != NULL)
+    s->use_next->use_prev = s->use_prev;
+  else
+    st->uses_tail = s->use_prev;
+  spin_unlock(&st->lock);
 }
 
 /* Whether `t`'s access in `mode` to the ref of state `st` (locked) takes
@@ -1078,7 +1130,9 @@ static void finish(struct worker *w, tarn_task *t, int status, bool ran,
   for (size_t i = 0; i < t->n; i++) {
     /* Alive: held, or lent to a successor, which cannot end before t. */
     if (t->slots[i].pinned) tarn_ref_unpin(t->slots[i].ref);
-    if (t->slots[i].counted) tarn__ref_demand(t->slots[i].ref, -1);
+    if (!t->slots[i].counted) continue;
+    uses_remove(&t->slots[i]);
+    tarn__ref_demand(t->slots[i].ref, -1);
   }
   t->failed = status != 0;
   if (status == TARN_ECANCELED)
@@ -1966,6 +2020,7 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
       if (t->slots[i].held && !t->slots[i].unpinned) {
         tarn__ref_demand(t->slots[i].ref, 1);
         t->slots[i].counted = true;
+        uses_add(t, &t->slots[i]);
       }
   tarn_region *r = t->region;
   uint64_t submitted = atomic_fetch_add(&r->submitted, 1) + 1;

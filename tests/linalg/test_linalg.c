@@ -668,6 +668,51 @@ static void test_gemv_mem_limit(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* gemm under a memory limit that C does not fit in: the products are
+ * right for every transpose, with tiles that do and do not divide the
+ * sizes, resident bytes never pass the limit, and C goes by blocks that
+ * stay resident while A's and B's tiles stream through (docs/linalg.md):
+ * 384 x 384 x 384 in tiles of 32 under 512 KiB (64 tiles; C has 144) is
+ * blocks of 5 x 4 tiles (20 with their layer of 9 in half the limit), 3
+ * block rows by 3 block columns, so each tile of A is read back at most
+ * once per block column and each tile of B once per block row: 864
+ * tiles, where a C read back for every k (as before the blocks) read
+ * 2,200 to 2,300. Half as much again is allowed for the runtime's order. */
+static void test_gemm_mem_limit(void **state) {
+  (void)state;
+  size_t limit = 512 * 1024;
+  tarn_rt *rt = test_rt(3, limit);
+  for (int ta = 0; ta < 2; ta++)
+    for (int tb = 0; tb < 2; tb++) {
+      check_gemm(rt, 384, 384, 384, 32, 32, 32, (tarn_trans)ta, (tarn_trans)tb,
+                 ta == tb);
+      check_gemm(rt, 250, 270, 230, 24, 40, 32, (tarn_trans)ta, (tarn_trans)tb,
+                 ta != tb);
+    }
+  tarn_pool *pool = tarn_rt_pool(rt);
+  tarn_matrix *a = NULL, *b = NULL, *c = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 384, 384, 32, 32, 21, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 384, 384, 32, 32, 22, &b), 0);
+  tarn_pool_stats before, after;
+  assert_int_equal(tarn_pool_stats_get(pool, &before), 0);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(
+      tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS, 1.0, 0.0, &c), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(tarn_pool_stats_get(pool, &after), 0);
+  uint64_t reads = after.restores - before.restores;
+  if (!(reads <= 864 * 3 / 2))
+    print_error("gemm under the limit read back %llu tiles\n",
+                (unsigned long long)reads);
+  assert_true(reads <= 864 * 3 / 2);
+  assert_true(after.resident_peak <= limit);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(c);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- solve with the Cholesky factor ----------------------------------------
  */
 
@@ -914,6 +959,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_bad),
       cmocka_unit_test(test_gemv),
       cmocka_unit_test(test_gemv_mem_limit),
+      cmocka_unit_test(test_gemm_mem_limit),
       cmocka_unit_test(test_cholesky_sizes),
       cmocka_unit_test(test_cholesky_after_gemm),
       cmocka_unit_test(test_cholesky_not_spd),

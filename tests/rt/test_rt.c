@@ -2042,6 +2042,57 @@ static void a_read_ahead_leaves_data_tasks_wait_for(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A ref of `size` bytes of `value`, unpinned. */
+static tarn_ref *bytes_of(tarn_pool *pool, size_t size, unsigned char value) {
+  tarn_ref *r = NULL;
+  unsigned char *bytes = NULL;
+  assert_int_equal(tarn_ref_alloc(pool, size, 0, &r), 0);
+  assert_int_equal(tarn_ref_pin(r, TARN_WRITE, 0, (void **)&bytes), 0);
+  memset(bytes, value, size);
+  assert_int_equal(tarn_ref_unpin(r), 0);
+  return r;
+}
+
+/* Among data that tasks will use, eviction takes what is used last in the
+ * order submitted (Belady's choice from the graph): with the memory held
+ * by two refs of a MiB that gated tasks will read, a first by the task
+ * submitted first, room for 1.5 MiB more (over half the limit: no room is
+ * made ahead for a second such request) pushes b out, though a was made
+ * after b (CLOCK's hand, which starts from the newest, takes a); b comes
+ * back for its task. */
+static void eviction_takes_the_data_used_last(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 5 * MiB / 2 + 64 * 1024, 1);
+  tarn_pool *pool = tarn_rt_pool(rt);
+  tarn_ref *b = bytes_of(pool, MiB, 21), *a = bytes_of(pool, MiB, 20);
+  tarn_ref *c = NULL;
+  assert_int_equal(tarn_ref_create(pool, 8, &c), 0);
+  atomic_int open = 0;
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, wait_open_task, TARN_ARG(&open), TARN_RW(c)),
+                   0);
+  assert_int_equal(tarn_submit(rt, byte_to_word_task, TARN_R(a), TARN_RW(c)),
+                   0);
+  assert_int_equal(tarn_submit(rt, byte_to_word_task, TARN_R(b), TARN_RW(c)),
+                   0);
+  tarn_ref *d = bytes_of(pool, 3 * MiB / 2, 22);
+  for (int i = 0; i < 2000 && tarn_ref_is_resident(b); i++) {
+    struct timespec ms = {0, 1000000}; /* its write may still be going */
+    nanosleep(&ms, NULL);
+  }
+  assert_true(tarn_ref_is_resident(a));
+  assert_false(tarn_ref_is_resident(b));
+  atomic_store(&open, 1);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(word_of(c), 21);
+  tarn_ref_release(a);
+  tarn_ref_release(b);
+  tarn_ref_release(c);
+  tarn_ref_release(d);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* Tasks waiting in line for memory when their region is cancelled end
  * cancelled as their turns come, without pinning anything, and leave the
  * line as it was: the next tasks take their turns and all run. */
@@ -2832,6 +2883,7 @@ int main(void) {
       cmocka_unit_test(tasks_waiting_for_memory_read_their_inputs_about_once),
       cmocka_unit_test(an_output_pinned_by_a_waiting_task_holds_nothing),
       cmocka_unit_test(a_read_ahead_leaves_data_tasks_wait_for),
+      cmocka_unit_test(eviction_takes_the_data_used_last),
       cmocka_unit_test(tasks_waiting_for_memory_can_be_cancelled),
       cmocka_unit_test(an_after_access_orders_without_pinning),
       cmocka_unit_test(a_task_that_never_fits_fails_with_enomem),

@@ -630,6 +630,36 @@ struct gemm_plan {
   bool ordered;  /* layers by priority, in the order submitted */
 };
 
+bool tarn__limit_blocks(tarn_rt *rt, double whole, double ctile, double atile,
+                        double btile, size_t mt, size_t nt, size_t *bm,
+                        size_t *bn) {
+  *bm = mt;
+  *bn = nt;
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(rt));
+  if (limit == 0 || whole <= (double)limit / 8 * 7) return false;
+  double budget = (double)limit / 2;
+  size_t m = 1, n = 1;
+  /* Grown by a row or a column of tiles at a time, the shorter side
+   * first, while the block and its layer fit in the budget. */
+  for (;;) {
+    bool rows = m <= n ? m < mt : n >= nt;
+    size_t m2 = m + (rows ? 1 : 0), n2 = n + (rows ? 0 : 1);
+    if (m2 > mt || n2 > nt) break;
+    double need = (double)m2 * (double)n2 * ctile + (double)m2 * atile +
+                  (double)n2 * btile;
+    if (need > budget) break;
+    m = m2;
+    n = n2;
+  }
+  *bm = m;
+  *bn = n;
+  return true;
+}
+
+int tarn__layer_priority(size_t layer) {
+  return layer < (size_t)INT_MAX ? -(int)layer : -INT_MAX;
+}
+
 /* The blocks of C: all of C, unless the pool has a memory limit and all
  * of C and one layer of the product (a tile column of op(A) and a tile
  * row of op(B), what the products of one k read) take more than seven
@@ -653,40 +683,14 @@ struct gemm_plan {
  * read 180. */
 static void gemm_blocks(struct gemm_plan *g) {
   tarn_matrix *c = g->c;
-  g->bm = c->mt;
-  g->bn = c->nt;
-  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(c->rt));
-  if (limit == 0) return;
   double word = sizeof(double);
   double ctile = (double)c->mb * (double)c->nb * word;
   double atile = (double)g->a->mb * (double)g->a->nb * word;
   double btile = (double)g->b->mb * (double)g->b->nb * word;
   double whole = (double)c->m * (double)c->n * word + (double)c->mt * atile +
                  (double)c->nt * btile;
-  if (whole <= (double)limit / 8 * 7) return;
-  double budget = (double)limit / 2;
-  size_t bm = 1, bn = 1;
-  /* Grown by a row or a column of tiles at a time, the shorter side
-   * first, while the block and its layer fit in the budget. */
-  for (;;) {
-    bool rows = bm <= bn ? bm < c->mt : bn >= c->nt;
-    size_t m2 = bm + (rows ? 1 : 0), n2 = bn + (rows ? 0 : 1);
-    if (m2 > c->mt || n2 > c->nt) break;
-    double need = (double)m2 * (double)n2 * ctile + (double)m2 * atile +
-                  (double)n2 * btile;
-    if (need > budget) break;
-    bm = m2;
-    bn = n2;
-  }
-  g->bm = bm;
-  g->bn = bn;
-  g->ordered = true;
-}
-
-/* The priority of the products of layer `layer` (counted over the
- * blocks): each layer before the next. */
-static int layer_priority(size_t layer) {
-  return layer < (size_t)INT_MAX ? -(int)layer : -INT_MAX;
+  g->ordered = tarn__limit_blocks(c->rt, whole, ctile, atile, btile, c->mt,
+                                  c->nt, &g->bm, &g->bn);
 }
 
 /* The products of C's tiles [i0, i1) x [j0, j1), k outermost; `layer`
@@ -720,7 +724,8 @@ static int gemm_submit_block(const struct gemm_plan *g, size_t i0, size_t i1,
             .sa = tarn__dep_slot(deps, 1),
             .sb = tarn__dep_slot(deps, 2)};
         rc = submit_job(a->rt, k_gemm, &j, deps, 3,
-                        g->ordered ? layer_priority(layer + k) : 0, "gemm");
+                        g->ordered ? tarn__layer_priority(layer + k) : 0,
+                        "gemm");
       }
   return rc;
 }

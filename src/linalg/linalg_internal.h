@@ -50,6 +50,22 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
                       double alpha, const double *a, int lda, const double *b,
                       int ldb, double beta, double *c, int ldc);
 
+/* A product that updates a grid of mt x nt output tiles (ctile bytes each)
+ * layer by layer, a layer reading atile bytes per tile row and btile per
+ * tile column of its outputs, and `whole` bytes for all its outputs and
+ * one layer: under a memory limit of `rt`'s pool that `whole` takes more
+ * than seven eighths of, the block of *bm x *bn output tiles (about as
+ * many rows as columns, one tile at least) that fits in half the limit
+ * with its layer, and true: the caller then goes block by block, layer by
+ * layer (see tarn_matrix_gemm). Else all of the grid, and false. */
+bool tarn__limit_blocks(tarn_rt *rt, double whole, double ctile, double atile,
+                        double btile, size_t mt, size_t nt, size_t *bm,
+                        size_t *bn);
+
+/* The priority of a blocked product's layer `layer` (counted over its
+ * blocks, tarn__limit_blocks): each layer before the next. */
+int tarn__layer_priority(size_t layer);
+
 /* Submits y = alpha op(A) op(x) + beta y (gemv.c): x is one column (or,
  * with tx, one row), y one column with op(A)'s tiling along M, all checked
  * by the caller (tarn_matrix_gemm), beta 0 when y is new. Returns 0 or

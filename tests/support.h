@@ -89,6 +89,30 @@ static inline void test_rt_destroy_spilled(tarn_rt *rt, size_t limit) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* The objects the pool of `rt` has read back so far (for
+ * test_reads_within). */
+static inline uint64_t test_restores(tarn_rt *rt) {
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+  return ps.restores;
+}
+
+/* Checks that the pool of `rt` read back at most `bound` objects since its
+ * count was `since` (test_restores) for `what`, and never held more than
+ * `limit` bytes resident. */
+static inline void test_reads_within(tarn_rt *rt, uint64_t since,
+                                     uint64_t bound, size_t limit,
+                                     const char *what) {
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+  uint64_t reads = ps.restores - since;
+  if (!(reads <= bound))
+    print_error("%s under the limit read back %llu objects, more than %llu\n",
+                what, (unsigned long long)reads, (unsigned long long)bound);
+  assert_true(reads <= bound);
+  assert_true(ps.resident_peak <= limit);
+}
+
 /* Fails on the block that holds element (0, 0) of the matrix. */
 static inline int test_fail_at_the_origin(const tarn_block *blk, void *arg) {
   (void)arg;

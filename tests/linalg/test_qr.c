@@ -893,22 +893,14 @@ static void test_ata_mem_limit(void **state) {
   tarn_rt *rt = test_rt(3, limit);
   check_ata(rt, 250, 230, 24, 24, 61);
   check_ata(rt, 300, 300, 40, 30, 62);
-  tarn_pool *pool = tarn_rt_pool(rt);
   tarn_matrix *x = NULL, *c = NULL;
   assert_int_equal(tarn_matrix_rand(rt, 384, 384, 32, 32, 63, &x), 0);
-  tarn_pool_stats before, after;
-  assert_int_equal(tarn_pool_stats_get(pool, &before), 0);
+  uint64_t since = test_restores(rt);
   tarn_region *region = NULL;
   assert_int_equal(tarn_region_begin(rt, &region), 0);
   assert_int_equal(tarn_matrix_syrk_ata(x, &c), 0);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
-  assert_int_equal(tarn_pool_stats_get(pool, &after), 0);
-  uint64_t reads = after.restores - before.restores;
-  if (!(reads <= 650 * 3 / 2))
-    print_error("A^T A under the limit read back %llu tiles\n",
-                (unsigned long long)reads);
-  assert_true(reads <= 650 * 3 / 2);
-  assert_true(after.resident_peak <= limit);
+  test_reads_within(rt, since, 650 * 3 / 2, limit, "A^T A");
   tarn_matrix_destroy(x);
   tarn_matrix_destroy(c);
   assert_int_equal(tarn_rt_destroy(rt), 0);

@@ -128,7 +128,7 @@ struct slot {
   bool unpinned; /* every access to it was TARN_AFTER: ordered, never pinned */
   bool held;     /* the task holds a reference to `ref` (released at its end) */
   /* In the ref's demand (tarn__ref_demand) and its state's uses
-   * (uses_add) until the end. */
+   * (count_use) until the end. */
   bool counted;
   uint64_t use_seq;                 /* the task's seq, while counted */
   struct slot *use_prev, *use_next; /* in ref_state.uses */
@@ -635,13 +635,13 @@ static struct ref_state *state_of(tarn_ref *ref) {
   return st;
 }
 
-/* Puts slot `s` of `t` (counted in its ref's demand) in the ref's uses,
- * in seq order (a later submitter's task may have been put there first),
- * and tells the pool when it is now the first. */
-static void uses_add(tarn_task *t, struct slot *s) {
-  /* Counted only when tracked: its state exists. */
-  struct ref_state *st = tarn__ref_owner(s->ref, NULL);
-  spin_lock(&st->lock);
+/* Counts slot `s` of `t` in its ref's demand (tarn__ref_demand) and puts
+ * it in the ref's uses (its state `st`, locked), in seq order (a later
+ * submitter's task may have been put there first), telling the pool when
+ * it is now the first. */
+static void count_use(tarn_task *t, struct ref_state *st, struct slot *s) {
+  tarn__ref_demand(s->ref, 1);
+  s->counted = true;
   s->use_seq = t->seq;
   struct slot *after = st->uses_tail;
   while (after != NULL && after->use_seq > s->use_seq) after = after->use_prev;
@@ -657,7 +657,6 @@ static void uses_add(tarn_task *t, struct slot *s) {
     st->uses = s;
     tarn__ref_next_use(s->ref, s->use_seq);
   }
-  spin_unlock(&st->lock);
 }
 
 /* Takes slot `s` (counted) out of its ref's uses: the next one becomes the
@@ -1922,7 +1921,9 @@ static int retain_own(tarn_task *t, struct ref_state **states) {
  * locked in address order: concurrent submitters on shared refs are then
  * ordered the same way on every ref (no cycle), and submitters on
  * different refs never wait for each other. Each slot ends up holding a
- * reference to its ref, its own or its writer's (track). Returns 0; or
+ * reference to its ref, its own or its writer's (track), and, when the
+ * runtime counts uses, counted in the ref's demand and uses (count_use),
+ * under the same locks. Returns 0; or
  * TARN_EINVAL (a dead ref) or TARN_ENOMEM with `t` in no ref's graph and
  * holding nothing (*tracked false); or TARN_ENOMEM half-way (*tracked
  * true: the slots that hold a reference say so). */
@@ -1967,6 +1968,18 @@ static int track_all(tarn_task *t, bool *tracked) {
       else if (states[i]->writer == t)
         states[i]->writer_lent = true; /* it has no reference to lend */
     }
+    /* Counted before it can end: it waits for its submission's hold. Under
+     * a memory limit, its refs count it as a future user too, so that
+     * eviction takes refs no task will use before these, and those used
+     * last before the others; also once the pool reads refs from a source
+     * (an opened file's tiles), so that a read fills the neighbours tasks
+     * will use (tarn__ref_fill_begin). Work in memory alone pays nothing
+     * for it. */
+    tarn_rt *rt = t->rt;
+    if (rt->may_spill || tarn__pool_has_sources(rt->pool))
+      for (size_t i = 0; i < t->n; i++)
+        if (t->slots[i].held && !t->slots[i].unpinned)
+          count_use(t, states[i], &t->slots[i]);
     for (size_t k = t->n; k-- > 0;) spin_unlock(&states[order[k]]->lock);
   }
   if (states != st) free(states);
@@ -2009,19 +2022,6 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
     task_free(t);
     return submit_failed(d, rc);
   }
-  /* Counted before it can end: it waits for this submission's hold. Under
-   * a memory limit, its refs count it as a future user too, so that
-   * eviction takes refs no task will use before these; also once the pool
-   * reads refs from a source (an opened file's tiles), so that a read fills
-   * the neighbours tasks will use (tarn__ref_fill_begin). Work in memory
-   * alone pays nothing for it. */
-  if (rt->may_spill || tarn__pool_has_sources(rt->pool))
-    for (size_t i = 0; i < t->n; i++)
-      if (t->slots[i].held && !t->slots[i].unpinned) {
-        tarn__ref_demand(t->slots[i].ref, 1);
-        t->slots[i].counted = true;
-        uses_add(t, &t->slots[i]);
-      }
   tarn_region *r = t->region;
   uint64_t submitted = atomic_fetch_add(&r->submitted, 1) + 1;
   atomic_fetch_add_explicit(&rt->submitted, 1, memory_order_relaxed);

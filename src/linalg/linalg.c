@@ -416,33 +416,21 @@ static const double *syrk_rows(const struct syrk_share *s, int r) {
   return s->trans == CblasNoTrans ? s->a + r : s->a + (size_t)r * s->lda;
 }
 
-/* Orders up to this are one dsyrk in syrk_lower. */
-#define SYRK_LEAF 128
-
-/* The lower triangle of C (n x n) = alpha op(A) op(A)^T + beta C, as
- * dsyrk, split recursively: C11 and C22 (orders n1 and n - n1) the same
- * way, C21 by one dgemm, down to SYRK_LEAF. OpenBLAS 0.3.21's dsyrk runs
- * below its dgemm's rate: on one core here, order 512 with k 512 took
- * 3.25 ms as one dsyrk (41 GFLOP/s, where a dgemm of twice the work ran
- * at 48) and 3.05 split (44); order 448 with k 64 (a Cholesky tile's
- * update) 0.318 against 0.299 ms. */
+/* The lower triangle of C (n x n) = alpha op(A) op(A)^T + beta C: one
+ * dsyrk. Splitting it recursively (C11 and C22 the same way, C21 by one
+ * dgemm, down to order 128), as tarn did before, ran slower on every shape
+ * tarn asks for, on one core of the Intel VM of 2026-12-03 (GFLOP/s, one
+ * dsyrk against split): order 512 with k 512 47.5 against 38.1, its
+ * transpose 39.4 against 33.4, 1024 40.2 against 32.7, 448 with k 64 (a
+ * potrf's update) 38.3 against 33.3, 256 with k 256 32.7 against 28.5
+ * (/tmp programs alternating the two, docs/linalg.md). An earlier VM of
+ * this project had run the split 7 % faster at 512; one dsyrk keeps
+ * OpenBLAS's own blocking, without the split's narrow dgemms. */
 static void syrk_lower(CBLAS_TRANSPOSE trans, int n, int k, double alpha,
                        const double *a, int lda, double beta, double *c,
                        int ldc) {
-  if (n <= SYRK_LEAF) {
-    cblas_dsyrk(CblasColMajor, CblasLower, trans, n, k, alpha, a, lda, beta, c,
-                ldc);
-    return;
-  }
-  int n1 = (n / 2 + 7) / 8 * 8, n2 = n - n1;
-  bool plain = trans == CblasNoTrans;
-  const double *a2 = plain ? a + n1 : a + (size_t)n1 * (size_t)lda;
-  syrk_lower(trans, n1, k, alpha, a, lda, beta, c, ldc);
-  cblas_dgemm(CblasColMajor, plain ? CblasNoTrans : CblasTrans,
-              plain ? CblasTrans : CblasNoTrans, n2, n1, k, alpha, a2, lda, a,
-              lda, beta, c + n1, ldc);
-  syrk_lower(trans, n2, k, alpha, a2, lda, beta,
-             c + n1 + (size_t)n1 * (size_t)ldc, ldc);
+  cblas_dsyrk(CblasColMajor, CblasLower, trans, n, k, alpha, a, lda, beta, c,
+              ldc);
 }
 
 /* The lower triangle of the diagonal block of C at [r0, r1). */

@@ -1445,8 +1445,34 @@ void tarn__pool_trim(tarn_pool *p) {
   tarn__store_trim(p->store); /* set once, at creation */
 }
 
+/* The reads back that ended on this thread, in the pool it last read
+ * for (read_ended). */
+static _Thread_local struct {
+  const tarn_pool *pool;
+  uint64_t count;
+} own_reads;
+
+/* Counts a read back that ended (lock held), as this thread's own too. */
+static void read_ended(tarn_pool *p) {
+  atomic_fetch_add(&p->reads_ended, 1);
+  if (own_reads.pool != p) {
+    own_reads.pool = p;
+    own_reads.count = 0;
+  }
+  own_reads.count++;
+}
+
+/* Leaves out the calling thread's own reads: a task's own tries read (or
+ * give room to) its refs and, when one does not fit, let them go; counted
+ * as progress, they made a task that can never fit try again for ever,
+ * alone (three new refs it writes under a limit that holds two: each try
+ * gave the first two their room). Only another thread's read frees room
+ * the caller could not take. The count is only compared with an earlier
+ * one of the same thread, so a pool freed and another made at its
+ * address costs at most one more try. */
 uint64_t tarn__pool_reads_ended(tarn_pool *p) {
-  return atomic_load(&p->reads_ended);
+  uint64_t own = own_reads.pool == p ? own_reads.count : 0;
+  return atomic_load(&p->reads_ended) - own;
 }
 
 bool tarn__pool_reads_settle(tarn_pool *p, uint64_t since) {
@@ -1454,7 +1480,7 @@ bool tarn__pool_reads_settle(tarn_pool *p, uint64_t since) {
   bool waited = p->reading > 0;
   while (p->reading > 0) pthread_cond_wait(&p->changed, &p->lock);
   pthread_mutex_unlock(&p->lock);
-  return waited || atomic_load(&p->reads_ended) != since;
+  return waited || tarn__pool_reads_ended(p) != since;
 }
 
 /* A resident object no submitted task uses, whose source or spilled copy
@@ -1547,7 +1573,7 @@ void tarn__ref_fill_end(tarn_ref *r, void *buf, bool filled) {
     p->source_reads++;
     p->source_bytes_read += r->size;
     became_resident(r, buf, true, 0);
-    atomic_fetch_add(&p->reads_ended, 1);
+    read_ended(p);
   } else {
     buffer_retire(p, buf, r->charge);
     r->state = SPILLED;
@@ -1635,7 +1661,7 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
    * room back: what a caller that found no room may now find. (A pin's
    * own failed read does not count: out of heap, a task that counted its
    * own failures retried for ever.) */
-  if (rc == 0 || pins == 0) atomic_fetch_add(&p->reads_ended, 1);
+  if (rc == 0 || pins == 0) read_ended(p);
   if (rc != 0) {
     if (r->kind == NULL && obj != NULL)
       buffer_retire(p, obj, cap);

@@ -64,17 +64,20 @@ void tarn__ref_unpin_unwritten(tarn_ref *ref);
  * a hint for the runtime (it may change at once). Thread-safe, lock-free. */
 bool tarn__ref_resident_hint(const tarn_ref *ref);
 
-/* How many reads back have ended so far, counting those that brought an
- * object in and a read ahead's that failed (it gave its room back): the
- * mark for tarn__pool_reads_settle. Thread-safe, lock-free. */
+/* How many reads back have ended so far on threads other than the
+ * caller, counting those that brought an object in and a read ahead's
+ * that failed (it gave its room back): the mark for
+ * tarn__pool_reads_settle. The caller's own reads are left out: they are
+ * its own tries, not room another thread gave back. Thread-safe,
+ * lock-free. */
 uint64_t tarn__pool_reads_ended(tarn_pool *pool);
 
 /* Waits until no object is being read back (a prefetch, another thread's
  * pin): each leaves an object that can then be evicted. Returns whether
- * there was one to wait for, or one ended since `since` (a value of
- * tarn__pool_reads_ended taken before the caller found no room). For the
- * runtime's last try at a task's data when nothing else runs; never
- * called from the pool's own threads. Thread-safe. */
+ * there was one to wait for, or another thread's ended since `since` (a
+ * value of tarn__pool_reads_ended taken before the caller found no room). For
+ * the runtime's last try at a task's data when nothing else runs; never called
+ * from the pool's own threads. Thread-safe. */
 bool tarn__pool_reads_settle(tarn_pool *pool, uint64_t since);
 
 /* Lets the caller give `ref` its bytes while it reads another ref's from

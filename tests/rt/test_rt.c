@@ -2291,6 +2291,54 @@ static void a_task_that_never_fits_fails_with_enomem(void **state) {
   }
 }
 
+static int fill_outputs_task(tarn_task *t, void *arg) {
+  (void)arg;
+  for (size_t i = 0; i < 3; i++) memset(tarn_task_data(t, i), 1, 2 * MiB);
+  return 0;
+}
+
+/* A task whose outputs alone never fit (three new 2 MiB refs it only
+ * writes, under 5 MiB) fails with TARN_ENOMEM, on the workers or on the
+ * waiting thread. Each try gives the first two their room (an empty
+ * ref's "read back") and gives it back when the third does not fit:
+ * counted as reads that ended, those tries once looked like progress to
+ * the runtime, which tried again for ever (found by a random test of
+ * tarn_matrix_gemv under a limit of under five pages). Its refs stay
+ * empty, and a later task that fits writes them. */
+static void a_task_whose_outputs_never_fit_fails_with_enomem(void **state) {
+  (void)state;
+  for (unsigned workers = 1; workers <= 3; workers++) {
+    tarn_rt *rt = make_rt(workers, 5 * MiB, 1);
+    tarn_pool *pool = tarn_rt_pool(rt);
+    tarn_ref *out[3];
+    for (int i = 0; i < 3; i++)
+      assert_int_equal(tarn_ref_create(pool, 2 * MiB, &out[i]), 0);
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(tarn_submit(rt, fill_outputs_task, TARN_W(out[0]),
+                                 TARN_W(out[1]), TARN_W(out[2])),
+                     0);
+    tarn_region_stats st;
+    assert_int_equal(tarn_region_wait(region, &st), TARN_ENOMEM);
+    assert_int_equal(st.failed, 1);
+    assert_int_equal(st.run, 0);
+    for (int i = 0; i < 3; i++) {
+      assert_int_equal(tarn_region_begin(rt, &region), 0);
+      assert_int_equal(
+          tarn_submit(rt, fill_task, TARN_ARG((intptr_t)i + 4), TARN_W(out[i])),
+          0);
+      assert_int_equal(tarn_region_wait(region, NULL), 0);
+      unsigned char *p = NULL;
+      assert_int_equal(tarn_ref_pin(out[i], TARN_READ, 0, (void **)&p), 0);
+      assert_int_equal(p[0], i + 4);
+      assert_int_equal(p[2 * MiB - 1], i + 4);
+      assert_int_equal(tarn_ref_unpin(out[i]), 0);
+      tarn_ref_release(out[i]);
+    }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
 static int first_byte_task(tarn_task *t, void *arg) {
   (void)arg;
   const unsigned char *in = tarn_task_data(t, 1);
@@ -2887,6 +2935,7 @@ int main(void) {
       cmocka_unit_test(tasks_waiting_for_memory_can_be_cancelled),
       cmocka_unit_test(an_after_access_orders_without_pinning),
       cmocka_unit_test(a_task_that_never_fits_fails_with_enomem),
+      cmocka_unit_test(a_task_whose_outputs_never_fit_fails_with_enomem),
       cmocka_unit_test(data_tasks_wait_for_is_evicted_last),
       cmocka_unit_test(temporaries_are_freed_when_their_last_task_ends),
       cmocka_unit_test(an_inner_region_keeps_the_outer_peak),

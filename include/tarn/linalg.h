@@ -70,8 +70,9 @@ TARN_API int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
  *
  * One task per tile of x and, unless y has two or three tiles but fewer
  * than the runtime has workers, per tile of y. With such a y, when a
- * layer's tiles of A take at most 8 MiB and an eighth of the pool's
- * memory limit, each task updates all of y,
+ * layer's tiles of A take at most 8 MiB and, under a memory limit, such a
+ * task's tiles (a layer of A, y and a tile of x, in the whole pages the
+ * pool charges) at most an eighth of it, each task updates all of y,
  * and its dgemv calls are split with idle workers in lanes of interleaved
  * columns, so that every core reads the same tile of A at a time. Each
  * tile of A is read once; a task pins at most three of them.

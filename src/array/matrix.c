@@ -12,6 +12,7 @@
 
 #include "array/matrix_internal.h"
 #include "array/vmath.h"
+#include "prim/prim.h"
 #include "tarn/matrix.h"
 
 size_t tarn__tile_rows(const tarn_matrix *a, size_t ti) {
@@ -22,6 +23,12 @@ size_t tarn__tile_rows(const tarn_matrix *a, size_t ti) {
 size_t tarn__tile_cols(const tarn_matrix *a, size_t tj) {
   size_t left = a->n - tj * a->nb;
   return left < a->nb ? left : a->nb;
+}
+
+size_t tarn__tile_charge(const tarn_matrix *a) {
+  size_t page = tarn__page_size();
+  size_t bytes = a->mb * a->nb * sizeof(double);
+  return (bytes + page - 1) / page * page;
 }
 
 tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj) {

@@ -260,13 +260,14 @@ static int k_write_band(tarn_task *t, void *arg) {
   return rc;
 }
 
-/* Tiles a band may hold: BAND_BYTES, an eighth of the memory limit, at
- * least one tile and at most BAND_MAX. */
+/* Tiles a band may hold: BAND_BYTES, an eighth of the memory limit (in
+ * what the pool charges, whole pages a tile), at least one tile and at
+ * most BAND_MAX. */
 static size_t band_tiles(const tarn_matrix *a) {
   size_t budget = BAND_BYTES;
   size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
   if (limit > 0 && limit / 8 < budget) budget = limit / 8;
-  size_t k = budget / (a->mb * a->nb * sizeof(double));
+  size_t k = budget / tarn__tile_charge(a);
   return k < 1 ? 1 : k > BAND_MAX ? BAND_MAX : k;
 }
 

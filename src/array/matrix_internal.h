@@ -36,6 +36,12 @@ struct tarn_matrix {
 size_t tarn__tile_rows(const tarn_matrix *a, size_t ti);
 size_t tarn__tile_cols(const tarn_matrix *a, size_t tj);
 
+/* The bytes the pool charges for a whole tile of `a` (mb x nb doubles,
+ * rounded up to whole pages, as tarn_ref_create counts them under a
+ * memory limit): what budgets against the limit count per tile. A 5 x 5
+ * tile holds 200 bytes and takes a page. */
+size_t tarn__tile_charge(const tarn_matrix *a);
+
 /* The ref of tile (ti, tj). */
 tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj);
 

@@ -211,10 +211,17 @@ int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
   /* The first layer's tiles of A are the largest. */
   size_t layer = y->m * (ta ? tarn__tile_rows(a, 0) : tarn__tile_cols(a, 0)) *
                  sizeof(double);
+  /* Under a limit, what a task of all of y pins as the pool charges it
+   * (whole pages a tile): a layer of A, y and a tile of x. Counted in
+   * bytes, a 4 x 27 product in 2 x 2 tiles took one task of five pages
+   * under a limit of under five, which could never run. */
+  size_t pinned =
+      mt * (tarn__tile_charge(a) + tarn__tile_charge(y)) + tarn__tile_charge(x);
   size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
   unsigned workers = tarn_rt_workers(a->rt);
   bool grouped = mt >= 2 && mt <= GROUP_MAX && mt < workers &&
-                 layer <= GROUP_BYTES_MAX && (limit == 0 || layer <= limit / 8);
+                 layer <= GROUP_BYTES_MAX &&
+                 (limit == 0 || pinned <= limit / 8);
   size_t per = grouped ? mt : 1; /* tiles of y per task */
   int rc = 0;
   for (size_t k = 0; rc == 0 && k < kt; k++)

@@ -671,11 +671,11 @@ int tarn__layer_priority(size_t layer) {
  * read 180. */
 static void gemm_blocks(struct gemm_plan *g) {
   tarn_matrix *c = g->c;
-  double word = sizeof(double);
-  double ctile = (double)c->mb * (double)c->nb * word;
-  double atile = (double)g->a->mb * (double)g->a->nb * word;
-  double btile = (double)g->b->mb * (double)g->b->nb * word;
-  double whole = (double)c->m * (double)c->n * word + (double)c->mt * atile +
+  /* What the pool charges: whole pages a tile (tarn__tile_charge). */
+  double ctile = (double)tarn__tile_charge(c);
+  double atile = (double)tarn__tile_charge(g->a);
+  double btile = (double)tarn__tile_charge(g->b);
+  double whole = (double)c->mt * (double)c->nt * ctile + (double)c->mt * atile +
                  (double)c->nt * btile;
   g->ordered = tarn__limit_blocks(c->rt, whole, ctile, atile, btile, c->mt,
                                   c->nt, &g->bm, &g->bn);

@@ -776,9 +776,9 @@ int tarn__submit_mirror(tarn_matrix *c) {
  * fit in, by blocks (submit_ata_blocks). */
 static int submit_ata(tarn_matrix *a, tarn_matrix *c) {
   size_t nt = a->nt;
-  double word = sizeof(double), nd = (double)nt;
-  double ctile = (double)a->nb * (double)a->nb * word;
-  double atile = (double)a->mb * (double)a->nb * word;
+  double nd = (double)nt;
+  double ctile = (double)tarn__tile_charge(c);
+  double atile = (double)tarn__tile_charge(a);
   double whole = nd * (nd + 1) / 2 * ctile + nd * atile;
   size_t bm, bn;
   if (tarn__limit_blocks(a->rt, whole, ctile, atile, atile, nt, nt, &bm, &bn)) {

@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -668,6 +669,24 @@ static void test_gemv_mem_limit(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* gemv of tiny tiles under a limit of just under five pages, with three
+ * workers: y = A x of 4 x 27 in 2 x 2 tiles (y has two tiles) is right.
+ * A task of all of y pins five tiles of a page each (what the pool
+ * charges, however few bytes they hold); counted in bytes, gemv chose it,
+ * and the task, which could never fit, was tried again for ever. */
+static void test_gemv_tiny_tiles_tight_limit(void **state) {
+  (void)state;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  tarn_rt *rt = test_rt(3, 5 * page - 1);
+  for (int ta = 0; ta < 2; ta++)
+    for (int given = 0; given < 2; given++)
+      check_gemv(rt, 4, 27, 2, 2, (tarn_trans)ta, given == 1);
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+  assert_true(ps.spills > 0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* gemm under a memory limit that C does not fit in: the products are
  * right for every transpose, with tiles that do and do not divide the
  * sizes, resident bytes never pass the limit, and C goes by blocks that
@@ -951,6 +970,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_bad),
       cmocka_unit_test(test_gemv),
       cmocka_unit_test(test_gemv_mem_limit),
+      cmocka_unit_test(test_gemv_tiny_tiles_tight_limit),
       cmocka_unit_test(test_gemm_mem_limit),
       cmocka_unit_test(test_cholesky_sizes),
       cmocka_unit_test(test_cholesky_after_gemm),

@@ -12,6 +12,13 @@
  * matrix it held is not written, nor freed (destroy it first, or keep
  * another pointer to it).
  *
+ * Errors: a call that finds LAPACK's info (a matrix that is not positive
+ * definite, an exactly singular one) sets *info and returns TARN_EINVAL,
+ * with its outputs as each call says; when a task of the same call failed
+ * for the runtime (TARN_ENOMEM, TARN_ENOSPC, TARN_EIO: memory or the
+ * spill disk), that status is returned instead, *info still set, and the
+ * outputs are as that status leaves them.
+ *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */
 #ifndef TARN_LINALG_H

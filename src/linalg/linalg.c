@@ -45,6 +45,11 @@ int tarn__region_outcome(tarn_region *region, int submitted, atomic_int *failed,
   if (submitted != 0) return submitted;
   if (order > 0) {
     if (info != NULL) *info = order;
+    /* A singular matrix's TARN_EINVAL leaves the right-hand sides as they
+     * were; a task that failed for want of memory or disk may not have
+     * (one that was to skip its tile still pinned it: rule 4 of rt.h
+     * leaves the tile cancelled), and says so. */
+    if (rc != 0 && rc != TARN_EINVAL && rc != TARN_ECANCELED) return rc;
     return TARN_EINVAL;
   }
   return rc;

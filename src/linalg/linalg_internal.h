@@ -30,9 +30,10 @@ int tarn__submit_owned(tarn_rt *rt, tarn_task_fn fn, const void *proto,
 
 /* Waits for `region`, into which a factorisation or solve submitted its
  * tasks (`submitted`: the status of that submission), and gives the call's
- * status: the submission's failure; else TARN_EINVAL with *info (when
- * `info` is not NULL) set to *failed, LAPACK's info, when that is
- * positive; else the region's status. */
+ * status: the submission's failure; else, when *failed (LAPACK's info) is
+ * positive, *info (when `info` is not NULL) set to it and TARN_EINVAL,
+ * unless a task failed for the runtime (TARN_ENOMEM, TARN_ENOSPC,
+ * TARN_EIO: its status then); else the region's status. */
 int tarn__region_outcome(tarn_region *region, int submitted, atomic_int *failed,
                          int *info);
 

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -359,6 +360,45 @@ static void test_solve_singular(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A singular A under a limit that holds A or B but not both: the solve's
+ * tasks cannot fit, and the call says TARN_ENOMEM (with info), not the
+ * TARN_EINVAL that promises B unchanged: a task that was to skip B once
+ * the zero was found still pinned it, and left it cancelled. (It said
+ * TARN_EINVAL, and B then read as TARN_ECANCELED; found by a random
+ * test.) Without the limit, the same call leaves B as it was. */
+static void test_solve_singular_short_of_memory(void **state) {
+  (void)state;
+  size_t n = 42, nrhs = 44, p = 3, page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t a_bytes = (n * n * sizeof(double) + page - 1) / page * page;
+  size_t b_bytes = (n * nrhs * sizeof(double) + page - 1) / page * page;
+  size_t limit = (a_bytes > b_bytes ? a_bytes : b_bytes) + page / 2;
+  for (int limited = 0; limited < 2; limited++) {
+    tarn_rt *rt = test_rt(2, limited ? limit : 0);
+    tarn_matrix *r = NULL, *m = NULL, *b = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, n, n, n, n, 5, &r), 0);
+    double *a = test_buffer_of(r);
+    for (size_t i = 0; i < n; i++) a[i + p * n] = 0.0;
+    assert_int_equal(tarn_matrix_from_buffer(rt, n, n, n, n, a, n, &m), 0);
+    assert_int_equal(tarn_matrix_rand(rt, n, nrhs, n, n, 6, &b), 0);
+    double *b0 = test_buffer_of(b);
+    int info = 0;
+    assert_int_equal(tarn_matrix_solve(m, b, &info),
+                     limited ? TARN_ENOMEM : TARN_EINVAL);
+    assert_int_equal(info, (int)(p + 1));
+    if (!limited) {
+      double *b1 = test_buffer_of(b);
+      assert_memory_equal(b0, b1, n * nrhs * sizeof *b0);
+      free(b1);
+    }
+    free(a);
+    free(b0);
+    tarn_matrix_destroy(r);
+    tarn_matrix_destroy(m);
+    tarn_matrix_destroy(b);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
 static int solve_fn(void *ctx, tarn_matrix *a, tarn_matrix *b, int *info) {
   (void)ctx;
   return tarn_matrix_solve(a, b, info);
@@ -651,6 +691,7 @@ int main(void) {
       cmocka_unit_test(test_lu_large_tiles),
       cmocka_unit_test(test_lu_zero_diagonal),
       cmocka_unit_test(test_lu_singular),
+      cmocka_unit_test(test_solve_singular_short_of_memory),
       cmocka_unit_test(test_lu_bad),
       cmocka_unit_test(test_lu_mem_limit),
       cmocka_unit_test(test_solve),

@@ -2303,8 +2303,8 @@ static int fill_outputs_task(tarn_task *t, void *arg) {
  * ref's "read back") and gives it back when the third does not fit:
  * counted as reads that ended, those tries once looked like progress to
  * the runtime, which tried again for ever (found by a random test of
- * tarn_matrix_gemv under a limit of under five pages). Its refs stay
- * empty, and a later task that fits writes them. */
+ * tarn_matrix_gemv under a limit of under five pages). Later tasks that
+ * fit write its refs, each alone. */
 static void a_task_whose_outputs_never_fit_fails_with_enomem(void **state) {
   (void)state;
   for (unsigned workers = 1; workers <= 3; workers++) {

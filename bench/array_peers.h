@@ -43,11 +43,12 @@ static inline double array_cols(int op, uint64_t seed, const double *x,
   switch (op) {
     case ARRAY_RAND: {
       uint64_t key = array_mix(seed);
-      for (size_t j = j0; j < j1; j++)
+      for (size_t j = j0; j < j1; j++) {
+        uint64_t column = array_mix(key ^ (uint64_t)j);
         for (size_t i = 0; i < n; i++)
           out[i + j * n] =
-              (double)(array_mix(key ^ ((uint64_t)i * n + j)) >> 11) *
-              0x1.0p-53;
+              (double)(array_mix(column ^ (uint64_t)i) >> 11) * 0x1.0p-53;
+      }
       return 0;
     }
     case ARRAY_ADD:

@@ -218,7 +218,8 @@ TARN_API int tarn_matrix_map(tarn_matrix *a, double (*f)(double),
  * times faster); elsewhere libm's sin. */
 TARN_API int tarn_matrix_sin(tarn_matrix *a, tarn_matrix **out);
 
-/* *out = a (a copy with a's tiling). */
+/* *out = a (a copy with a's tiling, bit for bit: -0 and NaN payloads
+ * included). */
 TARN_API int tarn_matrix_copy(tarn_matrix *a, tarn_matrix **out);
 
 /* *out = the transpose of a (N x M, tiles nb x mb). */

@@ -242,11 +242,16 @@ static int rand_range(void *arg, size_t q0, size_t q1) {
   const struct job *j = s->j;
   double *c = s->c;
   uint64_t key = mix(j->seed);
-  for (size_t q = q0; q < q1; q++)
-    for (size_t p = 0; p < j->rows; p++) {
-      uint64_t index = (uint64_t)(j->row0 + p) * j->n + (j->col0 + q);
-      c[p + q * j->rows] = (double)(mix(key ^ index) >> 11) * 0x1.0p-53;
-    }
+  /* Element (i, j) is mix(mix(key ^ j) ^ i): a hash of (seed, i, j)
+   * alone, as tarn/matrix.h says. Until 2026-12-03 it hashed the index i n
+   * + j, so the values moved with the matrix's width n (a random test
+   * found it); one more hash per column costs nothing per element. */
+  for (size_t q = q0; q < q1; q++) {
+    uint64_t column = mix(key ^ (uint64_t)(j->col0 + q));
+    for (size_t p = 0; p < j->rows; p++)
+      c[p + q * j->rows] =
+          (double)(mix(column ^ (uint64_t)(j->row0 + p)) >> 11) * 0x1.0p-53;
+  }
   return 0;
 }
 
@@ -466,8 +471,24 @@ int tarn_matrix_axpb(tarn_matrix *a, double alpha, double beta,
   return unary(a, k_axpb, &extra, out);
 }
 
+/* The bytes of a's columns [q0, q1) into c's: a copy keeps every bit
+ * (1 * x + 0, as tarn_matrix_copy was until 2026-12-03, made -0 into +0
+ * and quieted signalling NaNs). */
+static int copy_range(void *arg, size_t q0, size_t q1) {
+  const struct tile_share *s = arg;
+  size_t rows = s->j->rows;
+  if (s->c != s->a)
+    memcpy(s->c + q0 * rows, s->a + q0 * rows, (q1 - q0) * rows * sizeof *s->c);
+  return 0;
+}
+
+static int k_copy(tarn_task *t, void *arg) {
+  return split_columns(t, arg, copy_range);
+}
+
 int tarn_matrix_copy(tarn_matrix *a, tarn_matrix **out) {
-  return tarn_matrix_axpb(a, 1.0, 0.0, out);
+  struct job extra = {0};
+  return unary(a, k_copy, &extra, out);
 }
 
 int tarn_matrix_map(tarn_matrix *a, double (*f)(double), tarn_matrix **out) {

@@ -288,6 +288,64 @@ static void zeros_cost_nothing_until_used(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Element (i, j) of tarn_matrix_rand depends on (seed, i, j) alone: a 4
+ * x 3 matrix is the first columns of a 4 x 5 and the first rows of a 9 x
+ * 3 of the same seed, whatever the tiles (the values once moved with the
+ * width: found by a random test). Another seed gives other values. */
+static void random_values_depend_on_the_element_alone(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *small = NULL, *wide = NULL, *tall = NULL, *other = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 4, 3, 4, 3, 42, &small), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 4, 5, 3, 2, 42, &wide), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 9, 3, 2, 1, 42, &tall), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 4, 3, 4, 3, 43, &other), 0);
+  double *s = test_buffer_of(small), *w = test_buffer_of(wide);
+  double *t = test_buffer_of(tall), *o = test_buffer_of(other);
+  size_t same_as_other = 0;
+  for (size_t j = 0; j < 3; j++)
+    for (size_t i = 0; i < 4; i++) {
+      assert_true(s[i + j * 4] == w[i + j * 4]);
+      assert_true(s[i + j * 4] == t[i + j * 9]);
+      same_as_other += s[i + j * 4] == o[i + j * 4];
+    }
+  assert_int_equal(same_as_other, 0);
+  free(s);
+  free(w);
+  free(t);
+  free(o);
+  tarn_matrix_destroy(small);
+  tarn_matrix_destroy(wide);
+  tarn_matrix_destroy(tall);
+  tarn_matrix_destroy(other);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A copy keeps every bit: -0 stays -0 and a NaN keeps its payload (1 * x
+ * + 0, as tarn_matrix_copy once was, made -0 into +0: found by a random
+ * test), into a new matrix and into a given one. */
+static void a_copy_keeps_every_bit(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  double in[6] = {-0.0, 1.5, -2.0, 0.0, -0.0, 3.0};
+  uint64_t payload = 0x7ff4000000000123u; /* a signalling NaN */
+  memcpy(&in[3], &payload, sizeof payload);
+  tarn_matrix *a = NULL, *c = NULL, *d = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, 3, 2, 2, 1, in, 3, &a), 0);
+  assert_int_equal(tarn_matrix_copy(a, &c), 0);
+  assert_int_equal(tarn_matrix_fill(rt, 3, 2, 2, 1, 7.0, &d), 0);
+  assert_int_equal(tarn_matrix_copy(a, &d), 0);
+  double *x = test_buffer_of(c), *y = test_buffer_of(d);
+  assert_memory_equal(x, in, sizeof in);
+  assert_memory_equal(y, in, sizeof in);
+  free(x);
+  free(y);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(c);
+  tarn_matrix_destroy(d);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 static void constants_and_zeros(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(2, 0);
@@ -531,6 +589,8 @@ int main(void) {
       cmocka_unit_test(every_operation_matches_a_serial_loop),
       cmocka_unit_test(spilled_tiles_give_the_same_results),
       cmocka_unit_test(constants_and_zeros),
+      cmocka_unit_test(random_values_depend_on_the_element_alone),
+      cmocka_unit_test(a_copy_keeps_every_bit),
       cmocka_unit_test(zeros_cost_nothing_until_used),
       cmocka_unit_test(bad_input_is_refused),
       cmocka_unit_test(an_apply_kernel_failure_reaches_the_region),

@@ -696,7 +696,10 @@ static void test_gemv_tiny_tiles_tight_limit(void **state) {
  * block rows by 3 block columns, so each tile of A is read back at most
  * once per block column and each tile of B once per block row: 864
  * tiles, where a C read back for every k (as before the blocks) read
- * 2,200 to 2,300. Half as much again is allowed for the runtime's order. */
+ * 2,200 to 2,300. Twice as much is allowed for the runtime's order:
+ * under ThreadSanitizer, whose slow workers run the layers further out of
+ * order, it once read 1,422 (release runs read 779 to 921); without the
+ * blocks, or without eviction by next use, it read 1,855 to 2,000. */
 static void test_gemm_mem_limit(void **state) {
   (void)state;
   size_t limit = 512 * 1024;
@@ -717,7 +720,7 @@ static void test_gemm_mem_limit(void **state) {
   assert_int_equal(
       tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS, 1.0, 0.0, &c), 0);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
-  test_reads_within(rt, since, 864 * 3 / 2, limit, "gemm");
+  test_reads_within(rt, since, 864 * 2, limit, "gemm");
   tarn_matrix_destroy(a);
   tarn_matrix_destroy(b);
   tarn_matrix_destroy(c);

@@ -984,12 +984,18 @@ static int write_victim(tarn_pool *p, tarn_ref *r, tarn__block *block,
                         uint64_t *ns) {
   *ns = 0;
   if (backed(r)) return store_in_source(r, ns);
-  if (r->kind == NULL)
-    return tarn__store_write(p->store, r->data, r->size, block);
   size_t cap = page_round(p, r->size);
+  if (r->kind == NULL) {
+    /* The store writes whole units past the page cache: the rest of the
+     * last page goes too. It is the pool's, never a caller's, and may hold
+     * a freed object's bytes: zeros go to the file instead. */
+    memset((char *)r->data + r->size, 0, cap - r->size);
+    return tarn__store_write(p->store, r->data, r->size, block);
+  }
   void *staging = aligned_alloc(p->page, cap);
   if (staging == NULL) return TARN_ENOMEM;
   int rc = r->kind->save(r->kind->ctx, r->data, r->size, staging);
+  memset((char *)staging + r->size, 0, cap - r->size);
   if (rc == 0) rc = tarn__store_write(p->store, staging, r->size, block);
   free(staging);
   return rc;

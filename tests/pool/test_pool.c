@@ -761,6 +761,90 @@ static void the_spill_file_leaves_nothing_behind(void **state) {
   assert_int_equal(rmdir(dir), 0); /* empty */
 }
 
+/* The bytes of the process's one open, deleted spill file into a new
+ * buffer (its length in *len); NULL when there is none. */
+static unsigned char *spill_file_bytes(size_t *len) {
+  unsigned char *bytes = NULL;
+  *len = 0;
+  DIR *d = opendir("/proc/self/fd");
+  assert_non_null(d);
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    char path[300], target[512];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (strstr(target, "tarn-spill") == NULL ||
+        strstr(target, "(deleted)") == NULL)
+      continue;
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long size = ftell(f);
+    assert_true(size >= 0);
+    rewind(f);
+    bytes = malloc((size_t)size + 1);
+    assert_non_null(bytes);
+    assert_int_equal(fread(bytes, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    *len = (size_t)size;
+  }
+  closedir(d);
+  return bytes;
+}
+
+/* Objects that are not whole pages are spilled with the rest of their last
+ * page, whole units, where the file is written past the page cache: that
+ * rest is written as zeros, never as what the memory held before (here the
+ * bytes of freed objects whose buffers the new ones reuse). */
+static void a_spill_writes_no_bytes_the_caller_did_not_give(void **state) {
+  (void)state;
+  char dir[] = "/tmp/tarn-test-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  tarn_pool_options o;
+  tarn_pool_options_init(&o);
+  o.mem_limit = 64 * KiB;
+  o.spill_dir = dir;
+  tarn_pool *p = NULL;
+  assert_int_equal(tarn_pool_create(&o, &p), 0);
+  enum { OLD = 12, NEW = 40, SIZE = 100, STALE = 0xEE };
+  tarn_ref *r[NEW];
+  for (int i = 0; i < OLD; i++) { /* buffers the pool keeps for reuse */
+    r[i] = alloc(p, 4 * KiB);
+    void *w = NULL;
+    assert_int_equal(tarn_ref_pin(r[i], TARN_WRITE, 0, &w), 0);
+    memset(w, STALE, 4 * KiB);
+    assert_int_equal(tarn_ref_unpin(r[i]), 0);
+  }
+  for (int i = 0; i < OLD; i++) tarn_ref_release(r[i]);
+  for (int i = 0; i < NEW; i++) { /* 40 pages under a limit of 16 */
+    r[i] = alloc(p, SIZE);
+    void *w = NULL;
+    assert_int_equal(tarn_ref_pin(r[i], TARN_WRITE, 0, &w), 0);
+    memset(w, 'a' + i % 26, SIZE);
+    assert_int_equal(tarn_ref_unpin(r[i]), 0);
+  }
+  tarn_pool_stats s = stats(p);
+  assert_true(s.spills >= NEW - 16);
+  size_t len = 0;
+  unsigned char *file = spill_file_bytes(&len);
+  assert_non_null(file);
+  assert_true(len >= SIZE);
+  size_t stale = 0;
+  for (size_t i = 0; i < len; i++) stale += file[i] == STALE;
+  assert_int_equal(stale, 0);
+  free(file);
+  for (int i = 0; i < NEW; i++) { /* read back as they were */
+    const unsigned char *c = NULL;
+    assert_int_equal(tarn_ref_pin(r[i], TARN_READ, 0, (void **)&c), 0);
+    for (size_t j = 0; j < SIZE; j++) assert_int_equal(c[j], 'a' + i % 26);
+    assert_int_equal(tarn_ref_unpin(r[i]), 0);
+    tarn_ref_release(r[i]);
+  }
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  assert_int_equal(rmdir(dir), 0);
+}
+
 /* A pool without a limit never spills, so it needs no spill directory: it
  * works where the directory does not exist (a read-only or missing /tmp, a
  * TMPDIR gone stale) and says "none"; with a limit, the same directory is
@@ -1574,6 +1658,7 @@ int main(void) {
       cmocka_unit_test(bad_reads_never_return_wrong_bytes),
       cmocka_unit_test(user_kinds_spill_through_save_and_load),
       cmocka_unit_test(the_spill_file_leaves_nothing_behind),
+      cmocka_unit_test(a_spill_writes_no_bytes_the_caller_did_not_give),
       cmocka_unit_test(only_a_limit_needs_the_spill_directory),
       cmocka_unit_test(
           a_spill_file_in_memory_says_so_and_the_default_avoids_it),

@@ -552,8 +552,10 @@ TARN_API int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t,
  * a new matrix, owned by the caller, with tiles nb x nb (A's column
  * tiling); any tiling of A is taken. Tasks: for each tile of the lower
  * half, syrk (diagonal tiles, lower triangle) or gemm over A's tile rows
- * in order, then one task per tile that mirrors the lower half into the
- * upper (the upper triangle of diagonal tiles too).
+ * in order, the last of which also mirrors its tile into the upper half
+ * (a diagonal tile's upper triangle, or tile (j, i) from (i, j)); under a
+ * memory limit that the lower half does not fit in, by blocks of it, then
+ * one task per tile that mirrors it.
  *
  * Submits and returns at once (results ordered as the runtime's rules
  * say). Returns 0; TARN_EINVAL for NULL arguments or tiles too large for

@@ -1,0 +1,804 @@
+/* test_random.c: a seeded random differential test of the linear algebra
+ * against CBLAS and LAPACKE on whole column-major matrices. Each case runs
+ * one operation on a runtime of its own: gemm (four transposes, beta 0
+ * over a C of NaNs), gemv (both transposes, y in lanes or by tiles), A^T A,
+ * Cholesky and its solve, LU (pivots and factors against dgetrf), the LU
+ * solves and tarn_matrix_solve, QR with its Q and both least-squares
+ * solves, and the triangular solve; now and then on a singular, indefinite
+ * or rank-deficient input, whose error is checked instead: TARN_EINVAL,
+ * LAPACK's info, B bit for bit unchanged. Sizes go up to 70, in tiles of
+ * 1 to 32 that do and do not divide them (or one tile), on 1 to 3 workers;
+ * some cases run under a memory limit a few pages above what the case's
+ * largest task pins, so tiles spill and are read back (the run checks that
+ * some did, and that no pool passed its limit). Results are held to scaled
+ * errors and residuals, each bound stated where it is checked.
+ *
+ * Everything a case draws comes from a splitmix64 generator seeded by
+ * (seed, case) alone, so a case runs the same alone as in the batch. A
+ * failure prints the seed, the case and all its parameters; rerun it with
+ *   TARN_RANDOM_SEED=S TARN_RANDOM_CASE=C build/tests/test_random
+ * and run more cases per seed with TARN_RANDOM_COUNT=N (default 240). */
+#include <cblas.h>
+#include <float.h>
+#include <inttypes.h>
+#include <lapacke.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "support.h"
+#include "tarn.h"
+
+#define EPS DBL_EPSILON
+
+/* ---- a case: its generator, parameters, runtime and failures ------------ */
+
+struct tcase {
+  uint64_t seed, rng;
+  unsigned index, workers;
+  bool limited;
+  size_t max_tile, max_col; /* the pool's charge of the largest tile, and
+                               of a tile column with a contiguous copy */
+  size_t limit;
+  char desc[480];
+  tarn_rt *rt;
+};
+
+static uint64_t next64(struct tcase *c) {
+  uint64_t z = (c->rng += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+static double unit(struct tcase *c) { return (next64(c) >> 11) * 0x1p-53; }
+static double real(struct tcase *c) { return 2 * unit(c) - 1; } /* [-1, 1) */
+static bool chance(struct tcase *c, double p) { return unit(c) < p; }
+static size_t range(struct tcase *c, size_t lo, size_t hi) {
+  return lo + (size_t)(next64(c) % (hi - lo + 1));
+}
+static size_t min_z(size_t a, size_t b) { return a < b ? a : b; }
+static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
+static size_t cdiv(size_t a, size_t b) { return (a + b - 1) / b; }
+
+static void describe(struct tcase *c, const char *fmt, ...) {
+  size_t len = strlen(c->desc);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->desc + len, sizeof c->desc - len, fmt, ap);
+  va_end(ap);
+}
+
+static void case_failed(const struct tcase *c, int line, const char *fmt, ...) {
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  fail_msg("test_random.c:%d: %s\n  seed %" PRIu64
+           " case %u: %s\n  rerun: "
+           "TARN_RANDOM_SEED=%" PRIu64 " TARN_RANDOM_CASE=%u test_random",
+           line, what, c->seed, c->index, c->desc, c->seed, c->index);
+}
+
+#define CHECK(c, cond, ...)                               \
+  do {                                                    \
+    if (!(cond)) case_failed((c), __LINE__, __VA_ARGS__); \
+  } while (0)
+
+static const char *sname(int status) {
+  const char *s = tarn_status_name(status);
+  return s != NULL ? s : "an unknown status";
+}
+
+#define CALL(c, want, call)                                                \
+  do {                                                                     \
+    int rc_ = (call);                                                      \
+    CHECK((c), rc_ == (want), "%s returned %s, not %s", #call, sname(rc_), \
+          sname(want));                                                    \
+  } while (0)
+
+/* A dimension of 1 to `max` into *d and a tile size for it into *t: one
+ * tile (a size at or past the dimension, which tarn clamps), or at most
+ * 12 tiles along it that divide it or not. */
+static void draw_dim(struct tcase *c, size_t max, size_t *d, size_t *t) {
+  *d = chance(c, 0.2) ? range(c, 1, min_z(8, max)) : range(c, 1, max);
+  double u = unit(c);
+  if (u < 0.15) {
+    *t = *d + range(c, 0, 8);
+    return;
+  }
+  *t = range(c, cdiv(*d, 12), 32);
+  if (u < 0.45 && *d >= *t) *d -= *d % *t; /* a multiple of the tile */
+}
+
+/* Counts an m x n matrix in mb x nb tiles into the case's largest task:
+ * the pool charges whole pages per tile, and an LU panel pins a tile
+ * column and its contiguous copy. */
+static void footprint(struct tcase *c, size_t m, size_t n, size_t mb,
+                      size_t nb) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t mbe = min_z(mb, m), nbe = min_z(nb, n);
+  size_t tile = cdiv(mbe * nbe * sizeof(double), page) * page;
+  size_t col =
+      cdiv(m, mbe) * tile + cdiv(m * nbe * sizeof(double), page) * page;
+  c->max_tile = max_z(c->max_tile, tile);
+  c->max_col = max_z(c->max_col, max_z(col, cdiv(n, nbe) * tile));
+}
+
+/* The case's runtime, once the operation has counted its matrices: under
+ * a limit, the largest task's pins (a tile column with its copy and four
+ * tiles) and 0 to 4 pages more, so every task fits and the rest spills. */
+static void start(struct tcase *c) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (c->limited)
+    c->limit = c->max_col + 4 * c->max_tile + range(c, 0, 4) * page;
+  describe(c, "; %u workers, limit %zu", c->workers, c->limit);
+  c->rt = test_rt(c->workers, c->limit);
+}
+
+static struct {
+  unsigned cases, limited, spilled;
+  uint64_t spills, restores;
+} totals;
+
+static void finish(struct tcase *c) {
+  tarn_pool_stats ps;
+  CALL(c, 0, tarn_pool_stats_get(tarn_rt_pool(c->rt), &ps));
+  CHECK(c, c->limit == 0 || ps.resident_peak <= c->limit,
+        "resident peak %zu over the limit", ps.resident_peak);
+  totals.cases++;
+  totals.limited += c->limit != 0;
+  totals.spilled += ps.spills != 0;
+  totals.spills += ps.spills;
+  totals.restores += ps.restores;
+  CALL(c, 0, tarn_rt_destroy(c->rt));
+}
+
+/* ---- host matrices ------------------------------------------------------ */
+
+static double *alloc_buf(size_t count) {
+  double *p = calloc(count, sizeof *p);
+  assert_non_null(p);
+  return p;
+}
+static double *random_buf(struct tcase *c, size_t count) {
+  double *p = alloc_buf(count);
+  for (size_t i = 0; i < count; i++) p[i] = real(c);
+  return p;
+}
+static double *copy_buf(const double *a, size_t count) {
+  double *p = alloc_buf(count);
+  memcpy(p, a, count * sizeof *p);
+  return p;
+}
+static double fro_diff(const double *a, const double *b, size_t count) {
+  double s = 0;
+  for (size_t i = 0; i < count; i++) s += (a[i] - b[i]) * (a[i] - b[i]);
+  return sqrt(s);
+}
+
+static tarn_matrix *upload(struct tcase *c, size_t m, size_t n, size_t mb,
+                           size_t nb, const double *buf) {
+  tarn_matrix *a = NULL;
+  CALL(c, 0, tarn_matrix_from_buffer(c->rt, m, n, mb, nb, buf, m, &a));
+  return a;
+}
+static double *download(struct tcase *c, tarn_matrix *a) {
+  double *p = alloc_buf(tarn_matrix_rows(a) * tarn_matrix_cols(a));
+  CALL(c, 0, tarn_matrix_to_buffer(a, p, tarn_matrix_rows(a)));
+  return p;
+}
+/* a still holds the m x n values want, bit for bit. */
+static void check_unchanged(struct tcase *c, tarn_matrix *a, const double *want,
+                            const char *name) {
+  size_t count = tarn_matrix_rows(a) * tarn_matrix_cols(a);
+  double *got = download(c, a);
+  CHECK(c, memcmp(got, want, count * sizeof *got) == 0,
+        "%s changed by a call that only reads it or failed", name);
+  free(got);
+}
+
+static enum CBLAS_TRANSPOSE cblas_trans(tarn_trans t) {
+  return t == TARN_TRANS ? CblasTrans : CblasNoTrans;
+}
+
+/* ||op(A) X - B||_F / (n ||A||_F ||X||_F eps) for the n x n A. */
+static double solve_residual(tarn_trans ta, size_t n, size_t nrhs,
+                             const double *a, const double *x,
+                             const double *b) {
+  double *r = copy_buf(b, n * nrhs);
+  cblas_dgemm(CblasColMajor, cblas_trans(ta), CblasNoTrans, (int)n, (int)nrhs,
+              (int)n, 1.0, a, (int)n, x, (int)n, -1.0, r, (int)n);
+  double res = test_fro(r, n * nrhs) /
+               ((double)n * test_fro(a, n * n) * test_fro(x, n * nrhs) * EPS);
+  free(r);
+  return res;
+}
+
+/* A scalar for alpha and beta: 0, 1, -1 or any in [-2, 2). */
+static double scalar(struct tcase *c) {
+  static const double special[] = {0.0, 1.0, -1.0};
+  size_t k = range(c, 0, 4);
+  return k < 3 ? special[k] : 2 * real(c);
+}
+
+/* A region of the caller's around a call that submits and returns, when
+ * `use`: its wait then reports no failure. */
+static tarn_region *begin_region(struct tcase *c, bool use) {
+  tarn_region *r = NULL;
+  if (use) CALL(c, 0, tarn_region_begin(c->rt, &r));
+  return r;
+}
+static void end_region(struct tcase *c, tarn_region *r) {
+  if (r != NULL) CALL(c, 0, tarn_region_wait(r, NULL));
+}
+
+/* ---- products ----------------------------------------------------------- */
+
+/* C = alpha op(A) op(B) + beta C by gemm, or with B one column x by gemv
+ * (y then in two or three tiles now and then: lanes of columns when
+ * fewer than the workers); C given, or new (and beta unused). Its error
+ * against dgemm or dgemv within 10 (|alpha| ||A|| ||B|| + |beta| ||C0||)
+ * (k + 2) eps; a C of NaNs with beta 0 is not read. Products and A^T A
+ * run now and then in a region of the caller's. */
+static void product(struct tcase *c, bool gemv) {
+  size_t m, n = 1, k, tm, tn = 1, tk;
+  draw_dim(c, 70, &m, &tm);
+  if (!gemv) draw_dim(c, 70, &n, &tn);
+  draw_dim(c, 70, &k, &tk);
+  if (gemv && m >= 2 && chance(c, 0.3)) tm = cdiv(m, range(c, 2, 3));
+  tarn_trans ta = (tarn_trans)range(c, 0, 1);
+  tarn_trans tb = gemv ? TARN_NO_TRANS : (tarn_trans)range(c, 0, 1);
+  double alpha = scalar(c), beta = scalar(c);
+  bool given = chance(c, 0.6), nans = given && chance(c, 0.3);
+  bool region = chance(c, 0.3);
+  if (nans) beta = 0.0;
+  size_t ar = ta ? k : m, ac = ta ? m : k, amb = ta ? tk : tm,
+         anb = ta ? tm : tk;
+  size_t br = tb ? n : k, bc = tb ? k : n, bmb = tb ? tn : tk,
+         bnb = gemv ? range(c, 1, 3)
+               : tb ? tk
+                    : tn;
+  describe(c,
+           "%s m %zu n %zu k %zu, tiles m %zu n %zu k %zu, B tile cols %zu, "
+           "ta %d tb %d, alpha %g beta %g, C %s%s",
+           gemv ? "gemv" : "gemm", m, n, k, tm, tn, tk, bnb, ta, tb, alpha,
+           beta,
+           nans    ? "of NaNs"
+           : given ? "given"
+                   : "new",
+           region ? ", in a region" : "");
+  footprint(c, ar, ac, amb, anb);
+  footprint(c, br, bc, bmb, bnb);
+  footprint(c, m, n, tm, tn);
+  start(c);
+  double *a = random_buf(c, ar * ac), *b = random_buf(c, br * bc);
+  double *c0 = random_buf(c, m * n), *want = alloc_buf(m * n);
+  if (nans)
+    for (size_t i = 0; i < m * n; i++) c0[i] = NAN;
+  tarn_matrix *A = upload(c, ar, ac, amb, anb, a);
+  tarn_matrix *B = upload(c, br, bc, bmb, bnb, b);
+  tarn_matrix *C = given ? upload(c, m, n, tm, tn, c0) : NULL;
+  tarn_region *r = begin_region(c, region);
+  if (gemv)
+    CALL(c, 0, tarn_matrix_gemv(A, ta, B, alpha, beta, &C));
+  else
+    CALL(c, 0, tarn_matrix_gemm(A, ta, B, tb, alpha, beta, &C));
+  end_region(c, r);
+  double *got = download(c, C);
+  CHECK(c,
+        tarn_matrix_tile_rows(C) == min_z(tm, m) &&
+            tarn_matrix_tile_cols(C) == min_z(tn, n),
+        "C in tiles of %zu x %zu", tarn_matrix_tile_rows(C),
+        tarn_matrix_tile_cols(C));
+  double beta_used = given ? beta : 0.0;
+  if (given && !nans) memcpy(want, c0, m * n * sizeof *want);
+  if (gemv)
+    cblas_dgemv(CblasColMajor, cblas_trans(ta), (int)ar, (int)ac, alpha, a,
+                (int)ar, b, 1, beta_used, want, 1);
+  else
+    cblas_dgemm(CblasColMajor, cblas_trans(ta), cblas_trans(tb), (int)m, (int)n,
+                (int)k, alpha, a, (int)ar, b, (int)br, beta_used, want, (int)m);
+  double scale = fabs(alpha) * test_fro(a, ar * ac) * test_fro(b, br * bc) +
+                 (nans ? 0.0 : fabs(beta_used) * test_fro(c0, m * n));
+  double err =
+      fro_diff(got, want, m * n) / ((scale + DBL_MIN) * (double)(k + 2) * EPS);
+  CHECK(c, err < 10, "||C - %s|| / bound = %g", gemv ? "dgemv" : "dgemm", err);
+  free(a), free(b), free(c0), free(want), free(got);
+  tarn_matrix_destroy(A), tarn_matrix_destroy(B), tarn_matrix_destroy(C);
+}
+static void op_gemm(struct tcase *c) { product(c, false); }
+static void op_gemv(struct tcase *c) { product(c, true); }
+
+/* C = A^T A against dgemm, within 10 ||A||^2 (m + 2) eps, and exactly
+ * symmetric (the upper half is the lower's mirror). */
+static void op_ata(struct tcase *c) {
+  size_t m, n, mb, nb;
+  draw_dim(c, 70, &m, &mb);
+  draw_dim(c, 70, &n, &nb);
+  bool region = chance(c, 0.3);
+  describe(c, "syrk_ata m %zu n %zu, tiles %zu x %zu%s", m, n, mb, nb,
+           region ? ", in a region" : "");
+  footprint(c, m, n, mb, nb);
+  footprint(c, n, n, nb, nb);
+  start(c);
+  double *a = random_buf(c, m * n), *want = alloc_buf(n * n);
+  tarn_matrix *A = upload(c, m, n, mb, nb, a), *C = NULL;
+  tarn_region *r = begin_region(c, region);
+  CALL(c, 0, tarn_matrix_syrk_ata(A, &C));
+  end_region(c, r);
+  double *got = download(c, C);
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)m,
+              1.0, a, (int)m, a, (int)m, 0.0, want, (int)n);
+  double fa = test_fro(a, m * n);
+  double err = fro_diff(got, want, n * n) / (fa * fa * (double)(m + 2) * EPS);
+  CHECK(c, err < 10, "||A^T A - dgemm|| / bound = %g", err);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = j + 1; i < n; i++)
+      CHECK(c, memcmp(&got[i + j * n], &got[j + i * n], sizeof *got) == 0,
+            "C(%zu, %zu) = %.17g but C(%zu, %zu) = %.17g", i, j, got[i + j * n],
+            j, i, got[j + i * n]);
+  free(a), free(want), free(got);
+  tarn_matrix_destroy(A), tarn_matrix_destroy(C);
+}
+
+/* ---- Cholesky ----------------------------------------------------------- */
+
+/* Square tiles for an n x n factor: t, and a tile past n (clamped to the
+ * same) now and then for the columns. */
+static size_t other_clamped(struct tcase *c, size_t n, size_t t) {
+  return t >= n ? n + range(c, 0, 5) : t;
+}
+
+/* A = G G^T / n + I (G's elements in [-1, 1)): condition below 2. */
+static double *spd_buf(struct tcase *c, size_t n) {
+  double *g = random_buf(c, n * n), *a = alloc_buf(n * n);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)n,
+              1.0 / (double)n, g, (int)n, g, (int)n, 0.0, a, (int)n);
+  for (size_t i = 0; i < n; i++) a[i + i * n] += 1.0;
+  free(g);
+  return a;
+}
+
+/* Cholesky of an SPD A whose strict upper triangle holds NaNs (not read,
+ * left as it was): ||A - L L^T|| / (n ||A|| eps) < 30 and L within 30 n
+ * eps of dpotrf's (A's condition is below 2); then the solve with nrhs
+ * right-hand sides, its residual below 30. Variants: A(k, k) < 0 gives
+ * TARN_EINVAL with dpotrf's info; a zero at L(k, k) makes the solve give
+ * TARN_EINVAL, info k + 1 and B unchanged. */
+static void op_cholesky(struct tcase *c) {
+  size_t n, t, nrhs, bnb;
+  draw_dim(c, 70, &n, &t);
+  draw_dim(c, 40, &nrhs, &bnb);
+  size_t nb = other_clamped(c, n, t), bmb = other_clamped(c, n, t);
+  int variant = chance(c, 0.7) ? 0 : (int)range(c, 1, 2);
+  size_t k = range(c, 0, n - 1);
+  static const char *const variants[] = {"SPD", "A(k, k) < 0",
+                                         "L(k, k) = 0 in the solve"};
+  describe(c,
+           "cholesky n %zu, tiles %zu x %zu, nrhs %zu in %zu x %zu, %s, k %zu",
+           n, t, nb, nrhs, bmb, bnb, variants[variant], k);
+  footprint(c, n, n, t, nb);
+  footprint(c, n, nrhs, bmb, bnb);
+  start(c);
+  double *a = spd_buf(c, n), *h = copy_buf(a, n * n);
+  double *b = random_buf(c, n * nrhs);
+  if (variant == 1) a[k + k * n] = h[k + k * n] = -1.0 - unit(c);
+  for (size_t j = 1; j < n; j++)
+    for (size_t i = 0; i < j; i++) h[i + j * n] = NAN;
+  tarn_matrix *L = upload(c, n, n, t, nb, h);
+  int info = -1;
+  int rc = tarn_matrix_cholesky(L, &info);
+  double *ref = copy_buf(a, n * n);
+  int ref_info = LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (int)n, ref, (int)n);
+  if (variant == 1) {
+    CHECK(c, rc == TARN_EINVAL && info == ref_info && info > 0,
+          "cholesky of an indefinite A returned %s, info %d (dpotrf: %d)",
+          sname(rc), info, ref_info);
+  } else {
+    CHECK(c, rc == 0 && info == 0, "cholesky returned %s, info %d", sname(rc),
+          info);
+    double *f = download(c, L), *l = alloc_buf(n * n), *r = copy_buf(a, n * n);
+    for (size_t j = 0; j < n; j++)
+      for (size_t i = 0; i < n; i++) {
+        CHECK(c, i >= j || memcmp(&f[i + j * n], &h[i + j * n], sizeof *f) == 0,
+              "the strict upper triangle changed at (%zu, %zu)", i, j);
+        if (i >= j) l[i + j * n] = f[i + j * n];
+        if (i < j) ref[i + j * n] = 0.0;
+      }
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)n,
+                -1.0, l, (int)n, l, (int)n, 1.0, r, (int)n);
+    double res = test_fro(r, n * n) / ((double)n * test_fro(a, n * n) * EPS);
+    CHECK(c, res < 30, "||A - L L^T|| / (n ||A|| eps) = %g", res);
+    double dif =
+        fro_diff(l, ref, n * n) / ((double)n * test_fro(ref, n * n) * EPS);
+    CHECK(c, dif < 30, "||L - dpotrf's|| / (n ||L|| eps) = %g", dif);
+    tarn_matrix *B = upload(c, n, nrhs, bmb, bnb, b);
+    if (variant == 2) { /* a factor with a zero on its diagonal */
+      f[k + k * n] = 0.0;
+      tarn_matrix_destroy(L);
+      L = upload(c, n, n, t, nb, f);
+      CALL(c, TARN_EINVAL, tarn_matrix_cholesky_solve(L, B, &info));
+      CHECK(c, info == (int)k + 1, "info %d", info);
+      check_unchanged(c, B, b, "B");
+    } else {
+      CALL(c, 0, tarn_matrix_cholesky_solve(L, B, &info));
+      check_unchanged(c, L, f, "the factor");
+      double *x = download(c, B);
+      res = solve_residual(TARN_NO_TRANS, n, nrhs, a, x, b);
+      CHECK(c, res < 30, "||A X - B|| / (n ||A|| ||X|| eps) = %g", res);
+      free(x);
+    }
+    tarn_matrix_destroy(B);
+    free(f), free(l), free(r);
+  }
+  free(a), free(h), free(b), free(ref);
+  tarn_matrix_destroy(L);
+}
+
+/* ---- LU ----------------------------------------------------------------- */
+
+/* ||P A - L U||_F / (n ||A||_F eps) for the factors f and pivots piv. */
+static double lu_residual(const double *a, const double *f, const size_t *piv,
+                          size_t n) {
+  double *r = copy_buf(a, n * n), *l = alloc_buf(n * n), *u = alloc_buf(n * n);
+  for (size_t i = 0; i < n; i++)
+    if (piv[i] != i) cblas_dswap((int)n, r + i, (int)n, r + piv[i], (int)n);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < n; i++) {
+      l[i + j * n] = i > j ? f[i + j * n] : i == j;
+      u[i + j * n] = i <= j ? f[i + j * n] : 0.0;
+    }
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
+              -1.0, l, (int)n, u, (int)n, 1.0, r, (int)n);
+  double res =
+      test_fro(r, n * n) / ((double)n * test_fro(a, n * n) * EPS + DBL_MIN);
+  free(r), free(l), free(u);
+  return res;
+}
+
+/* LU of a random A: the residual below 30, the pivots dgetrf's, and the
+ * factors within 30 n eps / rcond of dgetrf's (their perturbation is
+ * bounded by A's condition). Variant: a zero column p gives TARN_EINVAL
+ * with dgetrf's info (p + 1) and factors still complete. */
+static void op_lu(struct tcase *c) {
+  size_t n, t;
+  draw_dim(c, 70, &n, &t);
+  size_t nb = other_clamped(c, n, t);
+  bool singular = chance(c, 0.25);
+  size_t p = range(c, 0, n - 1);
+  describe(c, "lu n %zu, tiles %zu x %zu, %s %zu", n, t, nb,
+           singular ? "zero column" : "regular, p", p);
+  footprint(c, n, n, t, nb);
+  start(c);
+  double *a = random_buf(c, n * n);
+  if (singular)
+    for (size_t i = 0; i < n; i++) a[i + p * n] = 0.0;
+  tarn_matrix *A = upload(c, n, n, t, nb, a);
+  size_t *piv = calloc(n, sizeof *piv);
+  lapack_int *ipiv = calloc(n, sizeof *ipiv);
+  assert_true(piv != NULL && ipiv != NULL);
+  int info = -1;
+  int rc = tarn_matrix_lu(A, piv, &info);
+  double *f = download(c, A), *ref = copy_buf(a, n * n);
+  int ref_info =
+      LAPACKE_dgetrf(LAPACK_COL_MAJOR, (int)n, (int)n, ref, (int)n, ipiv);
+  CHECK(c, rc == (singular ? TARN_EINVAL : 0) && info == ref_info,
+        "lu returned %s, info %d (dgetrf: %d)", sname(rc), info, ref_info);
+  for (size_t i = 0; i < n; i++)
+    CHECK(c, piv[i] >= i && piv[i] < n, "piv[%zu] = %zu", i, piv[i]);
+  double res = lu_residual(a, f, piv, n);
+  CHECK(c, res < 30, "||P A - L U|| / (n ||A|| eps) = %g", res);
+  if (!singular) {
+    for (size_t i = 0; i < n; i++)
+      CHECK(c, piv[i] == (size_t)ipiv[i] - 1, "piv[%zu] = %zu, dgetrf's %d", i,
+            piv[i], (int)ipiv[i] - 1);
+    double rcond = 0, anorm = LAPACKE_dlange(LAPACK_COL_MAJOR, '1', (int)n,
+                                             (int)n, a, (int)n);
+    LAPACKE_dgecon(LAPACK_COL_MAJOR, '1', (int)n, ref, (int)n, anorm, &rcond);
+    double dif = fro_diff(f, ref, n * n) * rcond /
+                 ((double)n * test_fro(ref, n * n) * EPS);
+    CHECK(c, dif < 30,
+          "||LU - dgetrf's|| rcond / (n ||LU|| eps) = %g (rcond %g)", dif,
+          rcond);
+  }
+  free(a), free(f), free(ref), free(piv), free(ipiv);
+  tarn_matrix_destroy(A);
+}
+
+/* op(A) X = B by tarn_matrix_lu and tarn_matrix_lu_solve (either
+ * transpose; the factors and pivots only read) or tarn_matrix_solve: the
+ * residual below 30. Variant: a zero column p of A gives TARN_EINVAL,
+ * info p + 1 and B unchanged. */
+static void op_solve(struct tcase *c) {
+  size_t n, t, nrhs, bnb;
+  draw_dim(c, 70, &n, &t);
+  draw_dim(c, 40, &nrhs, &bnb);
+  size_t nb = other_clamped(c, n, t), bmb = other_clamped(c, n, t);
+  int how = (int)range(c, 0, 2); /* lu_solve N, lu_solve T, solve */
+  bool singular = chance(c, 0.25);
+  size_t p = range(c, 0, n - 1);
+  tarn_trans ta = how == 1 ? TARN_TRANS : TARN_NO_TRANS;
+  static const char *const hows[] = {"lu_solve N", "lu_solve T", "solve"};
+  describe(c, "%s n %zu, tiles %zu x %zu, nrhs %zu in %zu x %zu, %s %zu",
+           hows[how], n, t, nb, nrhs, bmb, bnb,
+           singular ? "zero column" : "regular, p", p);
+  footprint(c, n, n, t, nb);
+  footprint(c, n, nrhs, bmb, bnb);
+  start(c);
+  double *a = random_buf(c, n * n), *b = random_buf(c, n * nrhs);
+  if (singular)
+    for (size_t i = 0; i < n; i++) a[i + p * n] = 0.0;
+  tarn_matrix *A = upload(c, n, n, t, nb, a);
+  tarn_matrix *B = upload(c, n, nrhs, bmb, bnb, b);
+  int want = singular ? TARN_EINVAL : 0, info = -1;
+  if (how == 2) {
+    CALL(c, want, tarn_matrix_solve(A, B, &info));
+  } else {
+    size_t *piv = calloc(2 * n, sizeof *piv), *piv0 = piv + n;
+    assert_non_null(piv);
+    CALL(c, want, tarn_matrix_lu(A, piv, NULL));
+    memcpy(piv0, piv, n * sizeof *piv);
+    double *f = download(c, A);
+    CALL(c, want, tarn_matrix_lu_solve(A, piv, ta, B, &info));
+    check_unchanged(c, A, f, "the factors");
+    CHECK(c, memcmp(piv, piv0, n * sizeof *piv) == 0, "the pivots changed");
+    free(f), free(piv);
+  }
+  CHECK(c, info == (singular ? (int)p + 1 : 0), "info %d", info);
+  if (singular) {
+    check_unchanged(c, B, b, "B");
+  } else {
+    double *x = download(c, B);
+    double res = solve_residual(ta, n, nrhs, a, x, b);
+    CHECK(c, res < 30, "||op(A) X - B|| / (n ||A|| ||X|| eps) = %g", res);
+    free(x);
+  }
+  free(a), free(b);
+  tarn_matrix_destroy(A), tarn_matrix_destroy(B);
+}
+
+/* ---- QR ----------------------------------------------------------------- */
+
+/* QR of an m x n A (m >= n; square tiles, or one tile column): ||A - Q
+ * R|| / (m ||A|| eps) and ||Q^T Q - I|| / (m eps) below 30 with the thin Q
+ * of tarn_matrix_qr_q. Then least squares (ta N: ||A^T r|| / (||A|| (||A||
+ * ||X|| + ||r||) m eps) < 30, r = B - A X) or the minimum-norm solution of
+ * A^T X = B (ta T: the residual below 30, and X in the range of A: ||X -
+ * Q Q^T X|| / (||X|| m eps) < 30). Variant: a zero column p (rank
+ * deficient) makes the solve give TARN_EINVAL, info p + 1, no X, and B
+ * unchanged. */
+static void op_qr(struct tcase *c) {
+  size_t n, t, nrhs, bnb;
+  draw_dim(c, 50, &n, &t);
+  size_t m = n + (chance(c, 0.3) ? 0 : range(c, 1, 70 - n));
+  size_t mb = t, nb = other_clamped(c, n, t);
+  if (t < n && chance(c, 0.2)) mb = range(c, n, m), nb = n; /* one column */
+  size_t ib = range(c, 0, min_z(nb, n));
+  draw_dim(c, 20, &nrhs, &bnb);
+  tarn_trans ta = (tarn_trans)range(c, 0, 1);
+  bool deficient = chance(c, 0.2);
+  size_t p = range(c, 0, n - 1);
+  describe(c,
+           "qr m %zu n %zu, tiles %zu x %zu, ib %zu, solve ta %d nrhs %zu "
+           "tile cols %zu, %s %zu",
+           m, n, mb, nb, ib, ta, nrhs, bnb,
+           deficient ? "zero column" : "full rank, p", p);
+  size_t nbe = min_z(nb, n), ibe = ib != 0 ? ib : min_z(32, nbe);
+  size_t brows = ta ? n : m, bmb = ta ? nbe : mb, xrows = ta ? m : n;
+  footprint(c, m, n, mb, nb);
+  footprint(c, cdiv(m, min_z(mb, m)) * ibe, n, ibe, nbe); /* T */
+  footprint(c, brows, nrhs, bmb, bnb);
+  footprint(c, xrows, nrhs, ta ? mb : nbe, bnb);
+  start(c);
+  double *a = random_buf(c, m * n), *b = random_buf(c, brows * nrhs);
+  if (deficient)
+    for (size_t i = 0; i < m; i++) a[i + p * m] = 0.0;
+  tarn_matrix *A = upload(c, m, n, mb, nb, a), *T = NULL, *Q = NULL;
+  tarn_matrix *B = upload(c, brows, nrhs, bmb, bnb, b), *X = NULL;
+  CALL(c, 0, tarn_matrix_qr(A, ib, &T));
+  CALL(c, 0, tarn_matrix_qr_q(A, T, &Q));
+  double *f = download(c, A), *q = download(c, Q);
+  double *r = alloc_buf(n * n), *d = copy_buf(a, m * n), *g = alloc_buf(n * n);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i <= j; i++) r[i + j * n] = f[i + j * m];
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)n,
+              -1.0, q, (int)m, r, (int)n, 1.0, d, (int)m);
+  double res =
+      test_fro(d, m * n) / ((double)m * test_fro(a, m * n) * EPS + DBL_MIN);
+  CHECK(c, res < 30, "||A - Q R|| / (m ||A|| eps) = %g", res);
+  for (size_t i = 0; i < n; i++) g[i + i * n] = -1.0;
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)m,
+              1.0, q, (int)m, q, (int)m, 1.0, g, (int)n);
+  res = test_fro(g, n * n) / ((double)m * EPS);
+  CHECK(c, res < 30, "||Q^T Q - I|| / (m eps) = %g", res);
+  int info = -1;
+  if (deficient) {
+    CALL(c, TARN_EINVAL, tarn_matrix_qr_solve(A, T, ta, B, &X, &info));
+    CHECK(c, info == (int)p + 1 && X == NULL, "info %d, X %p", info, (void *)X);
+    check_unchanged(c, B, b, "B");
+  } else {
+    CALL(c, 0, tarn_matrix_qr_solve(A, T, ta, B, &X, &info));
+    check_unchanged(c, B, b, "B");
+    double *x = download(c, X);
+    double fa = test_fro(a, m * n), fx = test_fro(x, xrows * nrhs);
+    if (ta == TARN_NO_TRANS) { /* r = B - A X, then A^T r */
+      double *rr = copy_buf(b, m * nrhs), *atr = alloc_buf(n * nrhs);
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)nrhs,
+                  (int)n, -1.0, a, (int)m, x, (int)n, 1.0, rr, (int)m);
+      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)nrhs,
+                  (int)m, 1.0, a, (int)m, rr, (int)m, 0.0, atr, (int)n);
+      res = test_fro(atr, n * nrhs) /
+            (fa * (fa * fx + test_fro(rr, m * nrhs)) * (double)m * EPS);
+      CHECK(c, res < 30, "||A^T r|| / (||A|| (||A|| ||X|| + ||r||) m eps) = %g",
+            res);
+      free(rr), free(atr);
+    } else { /* A^T X = B, and X = Q Q^T X (Q checked above) */
+      double *rr = copy_buf(b, n * nrhs), *w = alloc_buf(n * nrhs),
+             *z = copy_buf(x, m * nrhs);
+      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)nrhs,
+                  (int)m, 1.0, a, (int)m, x, (int)m, -1.0, rr, (int)n);
+      res = test_fro(rr, n * nrhs) / (fa * fx * (double)m * EPS);
+      CHECK(c, res < 30, "||A^T X - B|| / (||A|| ||X|| m eps) = %g", res);
+      cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)nrhs,
+                  (int)m, 1.0, q, (int)m, x, (int)m, 0.0, w, (int)n);
+      cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)nrhs,
+                  (int)n, -1.0, q, (int)m, w, (int)n, 1.0, z, (int)m);
+      res = test_fro(z, m * nrhs) / (fx * (double)m * EPS);
+      CHECK(c, res < 30, "||X - Q Q^T X|| / (||X|| m eps) = %g", res);
+      free(rr), free(w), free(z);
+    }
+    free(x);
+  }
+  free(a), free(b), free(f), free(q), free(r), free(d), free(g);
+  tarn_matrix_destroy(A), tarn_matrix_destroy(T), tarn_matrix_destroy(Q);
+  tarn_matrix_destroy(B), tarn_matrix_destroy(X);
+}
+
+/* ---- triangular solve --------------------------------------------------- */
+
+/* op(T) X = B, T a triangle of the leading n x n block of an m x n t
+ * (square tiles, or one tile column whose first tile holds the block),
+ * with NaNs in every element the solve must not read: within 30 n eps of
+ * dtrsm's X (T has a diagonal of 1.5 to 2.5 in magnitude, or a unit one,
+ * and off-diagonal elements below 1 / n: a condition below 5). Variant:
+ * zeros at T(k, k) and later give TARN_EINVAL, info k + 1, B unchanged. */
+static void op_triangular(struct tcase *c) {
+  size_t n, t, nrhs, bnb;
+  draw_dim(c, 60, &n, &t);
+  size_t m = n + (chance(c, 0.6) ? 0 : range(c, 1, 10));
+  size_t mb = t, nb = other_clamped(c, n, t);
+  if (t >= n) mb = range(c, n, m + 4); /* one tile column */
+  draw_dim(c, 40, &nrhs, &bnb);
+  tarn_uplo uplo = (tarn_uplo)range(c, 0, 1);
+  tarn_trans trans = (tarn_trans)range(c, 0, 1);
+  tarn_diag diag = (tarn_diag)range(c, 0, 1);
+  bool singular = diag == TARN_NON_UNIT && chance(c, 0.25);
+  size_t k = range(c, 0, n - 1);
+  describe(c,
+           "triangular_solve m %zu n %zu, tiles %zu x %zu, %s %s %s, nrhs "
+           "%zu tile cols %zu, %s %zu",
+           m, n, mb, nb, uplo ? "upper" : "lower", trans ? "T" : "N",
+           diag ? "unit" : "non-unit", nrhs, bnb,
+           singular ? "zero diagonal from" : "regular, k", k);
+  footprint(c, m, n, mb, nb);
+  footprint(c, n, nrhs, min_z(mb, n), bnb);
+  start(c);
+  double *tt = alloc_buf(m * n), *clean = alloc_buf(n * n);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++) {
+      bool on = i == j, read = i < n && (on ? diag == TARN_NON_UNIT
+                                            : (uplo == TARN_LOWER) == (i > j));
+      double v = on ? (1.5 + unit(c)) * (chance(c, 0.5) ? -1 : 1)
+                    : real(c) / (double)n;
+      tt[i + j * m] = read ? v : NAN;
+      if (i < n) clean[i + j * n] = read ? v : on ? 1.0 : 0.0;
+    }
+  if (singular) {
+    tt[k + k * m] = 0.0;
+    if (k + 1 < n) tt[n - 1 + (n - 1) * m] = 0.0;
+  }
+  double *b = random_buf(c, n * nrhs), *want = copy_buf(b, n * nrhs);
+  tarn_matrix *T = upload(c, m, n, mb, nb, tt);
+  tarn_matrix *B = upload(c, n, nrhs, min_z(mb, n), bnb, b);
+  int info = -1;
+  if (singular) {
+    CALL(c, TARN_EINVAL,
+         tarn_matrix_triangular_solve(T, uplo, trans, diag, B, &info));
+    CHECK(c, info == (int)k + 1, "info %d", info);
+    check_unchanged(c, B, b, "B");
+  } else {
+    CALL(c, 0, tarn_matrix_triangular_solve(T, uplo, trans, diag, B, &info));
+    CHECK(c, info == 0, "info %d", info);
+    double *x = download(c, B);
+    cblas_dtrsm(CblasColMajor, CblasLeft, uplo ? CblasUpper : CblasLower,
+                cblas_trans(trans), diag ? CblasUnit : CblasNonUnit, (int)n,
+                (int)nrhs, 1.0, clean, (int)n, want, (int)n);
+    double dif = fro_diff(x, want, n * nrhs) /
+                 ((double)n * test_fro(want, n * nrhs) * EPS);
+    CHECK(c, dif < 30, "||X - dtrsm's|| / (n ||X|| eps) = %g", dif);
+    free(x);
+  }
+  free(tt), free(clean), free(b), free(want);
+  tarn_matrix_destroy(T), tarn_matrix_destroy(B);
+}
+
+/* ---- the run ------------------------------------------------------------ */
+
+static void (*const ops[])(struct tcase *c) = {
+    op_gemm, op_gemv,  op_ata, op_cholesky,
+    op_lu,   op_solve, op_qr,  op_triangular};
+enum { NOPS = sizeof ops / sizeof ops[0] };
+
+/* Case `index` of `seed`: operation index mod NOPS, everything else from
+ * the generator. */
+static void run_case(uint64_t seed, unsigned index) {
+  struct tcase c = {.seed = seed, .index = index};
+  c.rng = seed * 0x9e3779b97f4a7c15u;
+  c.rng = next64(&c) ^ ((uint64_t)index * 0xd1b54a32d192ed03u);
+  c.workers = (unsigned)range(&c, 1, 3);
+  c.limited = chance(&c, 0.4);
+  ops[index % NOPS](&c);
+  finish(&c);
+}
+
+static const uint64_t seeds[] = {1, 2, 3, 4};
+enum { NSEEDS = sizeof seeds / sizeof seeds[0], DEFAULT_COUNT = 240 };
+static long env_or(const char *name, long otherwise) {
+  const char *v = getenv(name);
+  return v != NULL && *v != '\0' ? strtol(v, NULL, 10) : otherwise;
+}
+
+static void test_seed(void **state) {
+  uint64_t seed = *(const uint64_t *)*state;
+  long one = env_or("TARN_RANDOM_CASE", -1);
+  if (one >= 0) {
+    run_case(seed, (unsigned)one);
+    return;
+  }
+  long count = env_or("TARN_RANDOM_COUNT", DEFAULT_COUNT); /* 30 per op */
+  for (long i = 0; i < count; i++) run_case(seed, (unsigned)i);
+}
+
+/* Over the whole run (of 100 cases or more: fewer may not spill) some
+ * limited cases spilled and read tiles back. */
+static void test_spilled(void **state) {
+  (void)state;
+  print_message("%u cases, %u under a limit, %u spilled: %" PRIu64
+                " spills, %" PRIu64 " restores\n",
+                totals.cases, totals.limited, totals.spilled, totals.spills,
+                totals.restores);
+  if (totals.cases < 100) skip();
+  assert_true(totals.spills > 0);
+  assert_true(totals.restores > 0);
+}
+
+/* A test per seed (only TARN_RANDOM_SEED's when it is set), then the
+ * spill check. */
+int main(void) {
+  static uint64_t chosen;
+  static char names[NSEEDS][32];
+  struct CMUnitTest tests[NSEEDS + 1];
+  const uint64_t *list = seeds;
+  size_t count = 0, nseeds = NSEEDS;
+  if (env_or("TARN_RANDOM_SEED", -1) >= 0) {
+    chosen = (uint64_t)env_or("TARN_RANDOM_SEED", -1);
+    list = &chosen, nseeds = 1;
+  }
+  for (size_t s = 0; s < nseeds; s++) {
+    snprintf(names[s], sizeof names[s], "seed %" PRIu64, list[s]);
+    tests[count++] =
+        (struct CMUnitTest){names[s], test_seed, NULL, NULL, (void *)&list[s]};
+  }
+  tests[count++] = (struct CMUnitTest)cmocka_unit_test(test_spilled);
+  return _cmocka_run_group_tests("test_random", tests, count, NULL, NULL);
+}

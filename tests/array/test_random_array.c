@@ -39,7 +39,7 @@
 
 #define EPS DBL_EPSILON
 
-/* ---- a case: its generator, parameters, runtime and failures ------------ */
+/* ---- a case (its generator, failures and run: random_case.h) ----------- */
 
 struct tcase {
   uint64_t seed, rng;
@@ -52,58 +52,7 @@ struct tcase {
   tarn_rt *rt;
 };
 
-static uint64_t next64(struct tcase *c) {
-  uint64_t z = (c->rng += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-static double unit(struct tcase *c) { return (next64(c) >> 11) * 0x1p-53; }
-static double real(struct tcase *c) { return 2 * unit(c) - 1; } /* [-1, 1) */
-static bool chance(struct tcase *c, double p) { return unit(c) < p; }
-static size_t range(struct tcase *c, size_t lo, size_t hi) {
-  return lo + (size_t)(next64(c) % (hi - lo + 1));
-}
-static size_t min_z(size_t a, size_t b) { return a < b ? a : b; }
-static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
-static size_t cdiv(size_t a, size_t b) { return (a + b - 1) / b; }
-
-static void describe(struct tcase *c, const char *fmt, ...) {
-  size_t len = strlen(c->desc);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(c->desc + len, sizeof c->desc - len, fmt, ap);
-  va_end(ap);
-}
-
-static void case_failed(const struct tcase *c, int line, const char *fmt, ...) {
-  char what[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof what, fmt, ap);
-  va_end(ap);
-  fail_msg("test_random_array.c:%d: %s\n  seed %" PRIu64
-           " case %u: %s\n  rerun: TARN_RANDOM_SEED=%" PRIu64
-           " TARN_RANDOM_CASE=%u test_random_array",
-           line, what, c->seed, c->index, c->desc, c->seed, c->index);
-}
-
-#define CHECK(c, cond, ...)                               \
-  do {                                                    \
-    if (!(cond)) case_failed((c), __LINE__, __VA_ARGS__); \
-  } while (0)
-
-static const char *sname(int status) {
-  const char *s = tarn_status_name(status);
-  return s != NULL ? s : "an unknown status";
-}
-
-#define CALL(c, want, call)                                                \
-  do {                                                                     \
-    int rc_ = (call);                                                      \
-    CHECK((c), rc_ == (want), "%s returned %s, not %s", #call, sname(rc_), \
-          sname(want));                                                    \
-  } while (0)
+#include "random_case.h"
 
 /* `call` is refused with TARN_EINVAL and leaves its destination `out` as
  * it was, `was`. */
@@ -163,24 +112,6 @@ static void start(struct tcase *c) {
   if (c->limited) c->limit = c->need + range(c, 1, 4) * page_size();
   describe(c, "; %u workers, limit %zu", c->workers, c->limit);
   c->rt = test_rt(c->workers, c->limit);
-}
-
-static struct {
-  unsigned cases, limited, spilled;
-  uint64_t spills, restores;
-} totals;
-
-static void finish(struct tcase *c) {
-  tarn_pool_stats ps;
-  CALL(c, 0, tarn_pool_stats_get(tarn_rt_pool(c->rt), &ps));
-  CHECK(c, c->limit == 0 || ps.resident_peak <= c->limit,
-        "resident peak %zu over the limit", ps.resident_peak);
-  totals.cases++;
-  totals.limited += c->limit != 0;
-  totals.spilled += ps.spills != 0;
-  totals.spills += ps.spills;
-  totals.restores += ps.restores;
-  CALL(c, 0, tarn_rt_destroy(c->rt));
 }
 
 /* ---- host arrays -------------------------------------------------------- */
@@ -822,68 +753,11 @@ enum { NOPS = sizeof ops / sizeof ops[0] };
 /* Case `index` of `seed`: operation index mod NOPS, everything else from
  * the generator. */
 static void run_case(uint64_t seed, unsigned index) {
-  struct tcase c = {.seed = seed, .index = index};
-  c.rng = seed * 0x9e3779b97f4a7c15u;
-  c.rng = next64(&c) ^ ((uint64_t)index * 0xd1b54a32d192ed03u);
-  c.workers = (unsigned)range(&c, 1, 3);
-  c.limited = chance(&c, 0.4);
+  struct tcase c = {0};
+  case_begin(&c, seed, index);
   draw_dim(&c, &c.m, &c.mb);
   draw_dim(&c, &c.n, &c.nb);
   describe(&c, "%zu x %zu in tiles of %zu x %zu; ", c.m, c.n, c.mb, c.nb);
   ops[index % NOPS](&c);
-  finish(&c);
-}
-
-static const uint64_t seeds[] = {1, 2, 3, 4};
-enum { NSEEDS = sizeof seeds / sizeof seeds[0], DEFAULT_COUNT = 240 };
-
-static long env_or(const char *name, long otherwise) {
-  const char *v = getenv(name);
-  return v != NULL && *v != '\0' ? strtol(v, NULL, 10) : otherwise;
-}
-
-static void test_seed(void **state) {
-  uint64_t seed = *(const uint64_t *)*state;
-  long one = env_or("TARN_RANDOM_CASE", -1);
-  if (one >= 0) {
-    run_case(seed, (unsigned)one);
-    return;
-  }
-  long count =
-      env_or("TARN_RANDOM_COUNT", DEFAULT_COUNT); /* 20 rounds of ops */
-  for (long i = 0; i < count; i++) run_case(seed, (unsigned)i);
-}
-
-/* Over the whole run (of 100 cases or more: fewer may not spill) some
- * limited cases spilled and read tiles back. */
-static void test_spilled(void **state) {
-  (void)state;
-  print_message("%u cases, %u under a limit, %u spilled: %" PRIu64
-                " spills, %" PRIu64 " restores\n",
-                totals.cases, totals.limited, totals.spilled, totals.spills,
-                totals.restores);
-  if (totals.cases < 100) skip();
-  assert_true(totals.spills > 0);
-  assert_true(totals.restores > 0);
-}
-
-/* A test per seed (only TARN_RANDOM_SEED's when it is set), then the
- * spill check. */
-int main(void) {
-  static uint64_t chosen;
-  static char names[NSEEDS][32];
-  struct CMUnitTest tests[NSEEDS + 1];
-  const uint64_t *list = seeds;
-  size_t count = 0, nseeds = NSEEDS;
-  if (env_or("TARN_RANDOM_SEED", -1) >= 0) {
-    chosen = (uint64_t)env_or("TARN_RANDOM_SEED", -1);
-    list = &chosen, nseeds = 1;
-  }
-  for (size_t s = 0; s < nseeds; s++) {
-    snprintf(names[s], sizeof names[s], "seed %" PRIu64, list[s]);
-    tests[count++] =
-        (struct CMUnitTest){names[s], test_seed, NULL, NULL, (void *)&list[s]};
-  }
-  tests[count++] = (struct CMUnitTest)cmocka_unit_test(test_spilled);
-  return _cmocka_run_group_tests("test_random_array", tests, count, NULL, NULL);
+  case_finish(&c);
 }

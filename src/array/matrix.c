@@ -26,9 +26,7 @@ size_t tarn__tile_cols(const tarn_matrix *a, size_t tj) {
 }
 
 size_t tarn__tile_charge(const tarn_matrix *a) {
-  size_t page = tarn__page_size();
-  size_t bytes = a->mb * a->nb * sizeof(double);
-  return (bytes + page - 1) / page * page;
+  return tarn__page_round(a->mb * a->nb * sizeof(double));
 }
 
 tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj) {

@@ -636,31 +636,6 @@ struct ata_job {
   bool mirror;   /* the tile's last update: it mirrors the tile too */
 };
 
-static int mirror_tile(tarn_task *t, const struct ata_job *j, double *c,
-                       const double *s);
-
-/* C(i, j) = A(k, i)^T A(k, j) + beta C(i, j) (deps: C, A(k, i), A(k, j));
- * on a diagonal tile syrk of its lower triangle (deps: C, A(k, i)); both
- * shared with idle workers. The last update of a tile then fills its
- * upper mirror while the tile is still in cache: a diagonal tile's upper
- * triangle, or tile (j, i) (dep 3, written). */
-static int k_ata(tarn_task *t, void *arg) {
-  const struct ata_job *j = arg;
-  double *c = tarn_task_data(t, 0);
-  const double *ai = tarn_task_data(t, 1);
-  double beta = j->first ? 0.0 : 1.0;
-  int rc;
-  if (j->diagonal)
-    rc = tarn__syrk_shared(t, CblasTrans, j->n, j->k, 1.0, ai, j->k, beta, c,
-                           j->n);
-  else
-    rc = tarn__gemm_shared(t, true, false, j->m, j->n, j->k, 1.0, ai, j->k,
-                           tarn_task_data(t, 2), j->k, beta, c, j->m);
-  if (rc != 0 || !j->mirror) return rc;
-  return j->diagonal ? mirror_tile(t, j, c, NULL)
-                     : mirror_tile(t, j, tarn_task_data(t, 3), c);
-}
-
 /* A mirror task's tiles, shared by ranges of the written tile's columns. */
 struct mirror_share {
   const struct ata_job *j;
@@ -703,6 +678,28 @@ static int k_mirror(tarn_task *t, void *arg) {
   const struct ata_job *j = arg;
   return mirror_tile(t, j, tarn_task_data(t, 0),
                      j->diagonal ? NULL : tarn_task_data(t, 1));
+}
+
+/* C(i, j) = A(k, i)^T A(k, j) + beta C(i, j) (deps: C, A(k, i), A(k, j));
+ * on a diagonal tile syrk of its lower triangle (deps: C, A(k, i)); both
+ * shared with idle workers. The last update of a tile then fills its
+ * upper mirror while the tile is still in cache: a diagonal tile's upper
+ * triangle, or tile (j, i) (dep 3, written). */
+static int k_ata(tarn_task *t, void *arg) {
+  const struct ata_job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  const double *ai = tarn_task_data(t, 1);
+  double beta = j->first ? 0.0 : 1.0;
+  int rc;
+  if (j->diagonal)
+    rc = tarn__syrk_shared(t, CblasTrans, j->n, j->k, 1.0, ai, j->k, beta, c,
+                           j->n);
+  else
+    rc = tarn__gemm_shared(t, true, false, j->m, j->n, j->k, 1.0, ai, j->k,
+                           tarn_task_data(t, 2), j->k, beta, c, j->m);
+  if (rc != 0 || !j->mirror) return rc;
+  return j->diagonal ? mirror_tile(t, j, c, NULL)
+                     : mirror_tile(t, j, tarn_task_data(t, 3), c);
 }
 
 static int submit_ata_job(tarn_rt *rt, tarn_task_fn fn,

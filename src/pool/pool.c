@@ -173,10 +173,6 @@ struct tarn_pool {
   tarn_ref *quarantine;
 };
 
-static size_t page_round(const tarn_pool *p, size_t n) {
-  return (n + p->page - 1) & ~(p->page - 1);
-}
-
 /* ---- options ------------------------------------------------------------ */
 
 /* Bytes, or with a K, M, G or T suffix (powers of 1024; "Ki", "KB" and
@@ -984,7 +980,7 @@ static int write_victim(tarn_pool *p, tarn_ref *r, tarn__block *block,
                         uint64_t *ns) {
   *ns = 0;
   if (backed(r)) return store_in_source(r, ns);
-  size_t cap = page_round(p, r->size);
+  size_t cap = tarn__page_round(r->size);
   if (r->kind == NULL) {
     /* The store writes whole units past the page cache: the rest of the
      * last page goes too. It is the pool's, never a caller's, and may hold
@@ -1293,7 +1289,7 @@ int tarn_ref_alloc(tarn_pool *p, size_t size, uint64_t timeout_ns,
                    tarn_ref **out) {
   if (p == NULL || out == NULL || size == 0 || size > SIZE_MAX - p->page)
     return TARN_EINVAL;
-  size_t cap = page_round(p, size);
+  size_t cap = tarn__page_round(size);
   void *buf = NULL;
   pthread_mutex_lock(&p->lock);
   int rc = make_room(p, cap, cap, &buf, timeout_ns, false);
@@ -1336,7 +1332,7 @@ int tarn_ref_create(tarn_pool *p, size_t size, tarn_ref **out) {
   if (p == NULL || out == NULL || size == 0 || size > SIZE_MAX - p->page)
     return TARN_EINVAL;
   pthread_mutex_lock(&p->lock);
-  tarn_ref *r = ref_new(p, NULL, size, page_round(p, size), NULL);
+  tarn_ref *r = ref_new(p, NULL, size, tarn__page_round(size), NULL);
   if (r != NULL) {
     r->state = EMPTY;
     atomic_store(&r->pinword, 0); /* no lock-free pin until it has bytes */
@@ -1356,7 +1352,7 @@ int tarn_ref_create_from(tarn_pool *p, size_t size, const tarn_source *source,
   if (copy == NULL) return TARN_ENOMEM;
   *copy = *source;
   pthread_mutex_lock(&p->lock);
-  tarn_ref *r = ref_new(p, NULL, size, page_round(p, size), NULL);
+  tarn_ref *r = ref_new(p, NULL, size, tarn__page_round(size), NULL);
   if (r != NULL) {
     r->state = SPILLED; /* its bytes are elsewhere: in the source */
     r->source = copy;
@@ -1655,7 +1651,7 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
     rc = tarn__store_read(p->store, &r->block, obj);
   }
   if (rc == 0 && r->kind != NULL) {
-    void *staging = aligned_alloc(p->page, page_round(p, r->size));
+    void *staging = aligned_alloc(p->page, tarn__page_round(r->size));
     rc = staging == NULL ? TARN_ENOMEM
                          : tarn__store_read(p->store, &r->block, staging);
     if (rc == 0) rc = r->kind->load(r->kind->ctx, staging, r->size, &obj);

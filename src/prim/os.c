@@ -43,7 +43,7 @@ void tarn__vm_unreserve(void *base, size_t bytes) {
   if (base != NULL) munmap(base, bytes);
 }
 
-static size_t page_round(size_t bytes) {
+size_t tarn__page_round(size_t bytes) {
   size_t page = tarn__page_size();
   return (bytes + page - 1) & ~(page - 1);
 }
@@ -53,7 +53,7 @@ static size_t page_round(size_t bytes) {
 static int map_on_boundary(size_t bytes, size_t align, void **out) {
   if (bytes == 0 || bytes > SIZE_MAX - align - tarn__page_size())
     return TARN_ENOMEM;
-  bytes = page_round(bytes);
+  bytes = tarn__page_round(bytes);
   size_t span = bytes + align;
   void *m = mmap(NULL, span, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -71,7 +71,7 @@ int tarn__vm_map_huge(size_t bytes, void **out) {
   void *start = NULL;
   int rc = map_on_boundary(bytes, TARN_HUGE_PAGE, &start);
   if (rc != 0) return rc;
-  size_t whole = page_round(bytes) & ~(TARN_HUGE_PAGE - 1);
+  size_t whole = tarn__page_round(bytes) & ~(TARN_HUGE_PAGE - 1);
   if (whole != 0) (void)madvise(start, whole, MADV_HUGEPAGE);
   *out = start;
   return 0;

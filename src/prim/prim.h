@@ -13,6 +13,10 @@
 /* The system page size in bytes (a power of two), read once. Thread-safe. */
 size_t tarn__page_size(void);
 
+/* `bytes` rounded up to whole pages (the caller sees that it does not
+ * overflow). Thread-safe. */
+size_t tarn__page_round(size_t bytes);
+
 /* Reserves `bytes` of readable, writable address space that is backed by
  * memory only when touched (MAP_NORESERVE). Returns 0 and *out, or
  * TARN_ENOMEM when the system refuses. Thread-safe. */

@@ -94,7 +94,7 @@ struct tarn_ref {
                      * drops the lock): not freed (again) meanwhile */
   bool cleaning;    /* WRITING ahead of eviction: stays resident after */
   bool in_far;      /* in the pool's far[] (farthest_pass) */
-  uint64_t failed_epoch; /* room_epoch in which writing it failed, or 0 */
+  uint64_t failed_epoch; /* retry_epoch in which writing it failed, or 0 */
   size_t charge;         /* bytes it counts against the limit */
   tarn__block block;
   tarn_source *source;          /* tarn_ref_create_from's, until death */
@@ -136,7 +136,11 @@ struct tarn_pool {
   size_t live_peak;             /* highest resident - cached */
   /* The same two highs for the runtime's regions (tarn__pool_peaks). */
   size_t window_peak, window_live_peak;
-  uint64_t room_epoch;
+  /* Eviction skips a ref whose write failed (failed_epoch) until the
+   * epoch moves on: when a write succeeds, or when a call that saw no
+   * failure finds nothing else to evict (failed_in_epoch of them). */
+  uint64_t retry_epoch;
+  size_t failed_in_epoch;
   tarn_ref *refs; /* list of live refs; the clock hand walks it */
   tarn_ref *hand;
   /* The refs in use that eviction takes next (farthest_pass): far[0,
@@ -570,7 +574,7 @@ static bool claim_idle(tarn_ref *r) {
 
 static bool candidate(const tarn_pool *p, const tarn_ref *r) {
   return r->state == RESIDENT && !r->escaped && !r->dead && spillable(r) &&
-         r->failed_epoch != p->room_epoch &&
+         r->failed_epoch != p->retry_epoch &&
          (atomic_load(&r->pinword) & PIN_MASK) == 0;
 }
 
@@ -774,6 +778,19 @@ static tarn_ref *pick_victim(tarn_pool *p, bool unused_only) {
   return v != NULL ? v : clock_pass(p, sweeps, false);
 }
 
+/* Leaves `r`, whose write failed, out of eviction until the retry epoch
+ * moves on. */
+static void skip_failed(tarn_pool *p, tarn_ref *r) {
+  r->failed_epoch = p->retry_epoch;
+  p->failed_in_epoch++;
+}
+
+/* Lets eviction try again the refs whose writes failed. */
+static void retry_failed(tarn_pool *p) {
+  p->retry_epoch++;
+  p->failed_in_epoch = 0;
+}
+
 /* Evicts `r` (claimed, RESIDENT): drops it when its spilled copy is current,
  * else queues it for an I/O thread. */
 static void evict(tarn_pool *p, tarn_ref *r) {
@@ -785,7 +802,7 @@ static void evict(tarn_pool *p, tarn_ref *r) {
   }
   if (job_append(p, &p->jobs, &p->jobs_tail, r) != 0) {
     atomic_fetch_or(&r->pinword, FAST); /* cannot queue: leave it resident */
-    r->failed_epoch = p->room_epoch;
+    skip_failed(p, r);
     return;
   }
   r->state = WRITING;
@@ -891,6 +908,10 @@ static void became_resident(tarn_ref *r, void *obj, bool clean, uint64_t pins) {
   r->prefetching = false;
 }
 
+/* Dirty victims a call passes over, once a write failed during it, while
+ * it looks for clean copies to drop. */
+#define FAILING_PASS_OVER 8
+
 /* Makes room for `need` more resident bytes and counts them. With `cap`
  * nonzero the room is for a bytes buffer of that capacity (== need): a
  * cached buffer of it is taken instead when there is one (*buf). A read
@@ -902,8 +923,7 @@ static void became_resident(tarn_ref *r, void *obj, bool clean, uint64_t pins) {
 static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
                      uint64_t timeout_ns, bool ahead_read) {
   uint64_t deadline = 0;
-  bool waited = false;
-  uint64_t epoch = ++p->room_epoch;
+  bool waited = false, retried = false;
   uint64_t failures = p->write_failures;
   for (;;) {
     if (cap != 0 && (*buf = cache_take(p, cap)) != NULL) {
@@ -924,11 +944,30 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
     }
     /* Cached bytes count as free: they are taken or dropped next round.
      * Write-behind: evict room for one more request of this size too, so
-     * its write overlaps the caller's work and the next call finds room. */
+     * its write overlaps the caller's work and the next call finds room.
+     * Once a write has failed during this call the disk is failing: the
+     * call writes no more (calls that went on took turns trying each
+     * other's failed victims again for as long as any write was in
+     * flight: tens of thousands of writes on a full disk), it only drops
+     * clean copies, passing over a few dirty victims, then waits for the
+     * writes in flight and returns their error. */
     size_t ahead = need <= limit - need ? need : 0;
+    bool failing = p->write_failures != failures;
+    int passed = 0;
     while (p->resident + need + ahead > limit + p->inflight + p->cached) {
       tarn_ref *v = pick_victim(p, ahead_read);
+      if (v == NULL && !retried && !failing && p->failed_in_epoch > 0) {
+        retried = true; /* once a call: the fault may have passed */
+        retry_failed(p);
+        continue;
+      }
       if (v == NULL) break;
+      if (failing && !is_clean(v)) {
+        atomic_fetch_or(&v->pinword, FAST); /* back, unwritten */
+        skip_failed(p, v);
+        if (++passed == FAILING_PASS_OVER) break;
+        continue;
+      }
       evict(p, v);
     }
     if (p->resident + need <= limit || p->cached > 0) continue;
@@ -936,7 +975,6 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
      * that is dropped without a write: wait for it. */
     if (p->inflight > 0 || p->cleaning) {
       pthread_cond_wait(&p->changed, &p->lock);
-      p->room_epoch = epoch; /* objects that failed here stay skipped */
       continue;
     }
     if (p->write_failures != failures) return p->last_error;
@@ -948,7 +986,6 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
     atomic_fetch_add(&p->waiters, 1);
     bool more = wait_changed(p, deadline);
     atomic_fetch_sub(&p->waiters, 1);
-    p->room_epoch = epoch;
     if (!more) return TARN_ENOMEM;
   }
 }
@@ -1012,7 +1049,7 @@ static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
   } else if (rc != 0) {
     p->write_failures++;
     p->last_error = rc;
-    r->failed_epoch = p->room_epoch;
+    skip_failed(p, r);
   } else if (backed(r)) {
     stored_in_source(p, r, ns);
     if (!cleaning) p->clean_off = false;
@@ -1027,6 +1064,8 @@ static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
     else
       p->clean_off = false;
   }
+  if (rc == 0 && p->failed_in_epoch > 0)
+    retry_failed(p); /* the disk works again: what failed may be written */
   uint64_t w = atomic_load(&r->pinword);
   r->state = RESIDENT;
   /* Released meanwhile: freed, or its RAM only when the reader holds it
@@ -1149,6 +1188,7 @@ int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
   if (p == NULL) return TARN_ENOMEM;
   p->opt = o;
   p->page = tarn__page_size();
+  p->retry_epoch = 1; /* a ref's failed_epoch 0: none failed */
   rc = TARN_ENOMEM;
   if (o.spill_dir != NULL && (p->spill_dir = strdup(o.spill_dir)) == NULL)
     goto fail;

@@ -453,14 +453,15 @@ static void test_array_ops_on_a_failing_disk(void **state) {
     bool h = round >= 0 && hit(disk, fault);
     hits += h;
     if (getenv("DISK_VERBOSE"))
-      print_message("array ops fault %d at %d: %s, sum %s, norm %s%s\n",
-                    (int)fault, round % 6 + 1,
-                    rc == 0 ? "ok" : tarn_strerror(rc),
-                    rs == 0 ? "ok" : tarn_strerror(rs),
-                    rn[0] == 0 ? "ok" : tarn_strerror(rn[0]),
-                    round < 0 ? " (sound disk)"
-                    : h       ? ""
-                              : " (missed)");
+      print_message(
+          "array ops fault %d at %d (%d writes): %s, sum %s, norm %s%s\n",
+          (int)fault, round % 6 + 1, disk->writes,
+          rc == 0 ? "ok" : tarn_strerror(rc),
+          rs == 0 ? "ok" : tarn_strerror(rs),
+          rn[0] == 0 ? "ok" : tarn_strerror(rn[0]),
+          round < 0 ? " (sound disk)"
+          : h       ? ""
+                    : " (missed)");
     heal(disk);
     const size_t rows[OUTS] = {M, M, N, M, N}, cols[OUTS] = {N, N, M, 1, 1};
     if (round < 0) { /* the sound disk */

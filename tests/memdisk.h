@@ -1,7 +1,8 @@
 /* memdisk.h: an in-memory spill storage (tarn_storage) with injectable
  * faults, for the tests of what a failing disk does (include after
  * <cmocka.h>): writes past an offset fail with ENOSPC, the Nth write or
- * read fails with EIO, the Nth write is short then ENOSPC; every stored
+ * read fails with EIO, every write fails with EIO, the Nth write is short
+ * then ENOSPC; every stored
  * byte can be flipped. Thread-safe: one lock around each call. */
 #ifndef TARN_TESTS_MEMDISK_H
 #define TARN_TESTS_MEMDISK_H
@@ -20,6 +21,7 @@ struct memdisk {
   size_t cap;      /* bytes allocated */
   size_t full_at;  /* writes past this offset fail with ENOSPC; 0 = never */
   int fail_write;  /* the Nth write call from now fails with EIO (1 = next) */
+  int write_eio;   /* while nonzero, every write fails with EIO */
   int short_write; /* the Nth write writes half, then ENOSPC */
   int fail_read;   /* the Nth read fails with EIO */
   int writes, reads;
@@ -35,7 +37,7 @@ static inline long memdisk_write(void *ctx, const void *buf, size_t len,
   if (d->in_short) {
     d->in_short = 0;
     rc = -ENOSPC;
-  } else if (d->fail_write > 0 && --d->fail_write == 0) {
+  } else if (d->write_eio || (d->fail_write > 0 && --d->fail_write == 0)) {
     rc = -EIO;
   } else if (d->full_at != 0 && off + len > d->full_at) {
     rc = -ENOSPC;

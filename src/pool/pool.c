@@ -908,8 +908,10 @@ static void became_resident(tarn_ref *r, void *obj, bool clean, uint64_t pins) {
   r->prefetching = false;
 }
 
-/* Dirty victims a call passes over, once a write failed during it, while
- * it looks for clean copies to drop. */
+/* Failed writes during a call after which it writes no more (one may be
+ * a passing fault: the call writes another victim instead), and the dirty
+ * victims it then passes over while it looks for clean copies to drop. */
+#define FAILED_WRITES_A_CALL 2
 #define FAILING_PASS_OVER 8
 
 /* Makes room for `need` more resident bytes and counts them. With `cap`
@@ -945,14 +947,14 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
     /* Cached bytes count as free: they are taken or dropped next round.
      * Write-behind: evict room for one more request of this size too, so
      * its write overlaps the caller's work and the next call finds room.
-     * Once a write has failed during this call the disk is failing: the
-     * call writes no more (calls that went on took turns trying each
-     * other's failed victims again for as long as any write was in
-     * flight: tens of thousands of writes on a full disk), it only drops
-     * clean copies, passing over a few dirty victims, then waits for the
-     * writes in flight and returns their error. */
+     * Once FAILED_WRITES_A_CALL writes have failed during this call the
+     * disk is failing: the call writes no more (calls that went on took
+     * turns trying each other's failed victims again for as long as any
+     * write was in flight: tens of thousands of writes on a full disk),
+     * it only drops clean copies, passing over a few dirty victims, then
+     * waits for the writes in flight and returns their error. */
     size_t ahead = need <= limit - need ? need : 0;
-    bool failing = p->write_failures != failures;
+    bool failing = p->write_failures - failures >= FAILED_WRITES_A_CALL;
     int passed = 0;
     while (p->resident + need + ahead > limit + p->inflight + p->cached) {
       tarn_ref *v = pick_victim(p, ahead_read);

@@ -581,13 +581,23 @@ static void failed_writes_lose_nothing(void **state) {
   struct memdisk *disk = memdisk_new();
   tarn_pool *p = pool_with(64 * KiB, disk);
   tarn_ref *a = alloc(p, 64 * KiB), *b = NULL;
-  fill(a, 9);
-  disk->fail_write = 1;
-  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), TARN_EIO);
-  assert_true(tarn_ref_is_resident(a));
-  assert_int_equal(check(a, 9), 0);
+  fill(a, 8);
+  disk->fail_write = 1; /* a passing fault: the call writes `a` again */
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), 0);
   tarn_pool_stats s = stats(p);
   assert_int_equal(s.write_failures, 1);
+  assert_int_equal(s.last_error, TARN_EIO);
+  assert_false(tarn_ref_is_resident(a));
+  tarn_ref_release(b);
+  assert_int_equal(check(a, 8), 0);
+  fill(a, 9);          /* dirty again */
+  disk->write_eio = 1; /* a lasting fault: the call tries twice, then fails */
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), TARN_EIO);
+  disk->write_eio = 0;
+  assert_true(tarn_ref_is_resident(a));
+  assert_int_equal(check(a, 9), 0);
+  s = stats(p);
+  assert_int_equal(s.write_failures, 3);
   assert_int_equal(s.last_error, TARN_EIO);
   disk->short_write = 1; /* half, then the disk is full */
   assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), TARN_ENOSPC);

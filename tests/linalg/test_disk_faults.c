@@ -7,7 +7,7 @@
  * left once nothing can be written); it never hangs. Once the disk is
  * sound again, every matrix the call only read, and every matrix it did
  * not touch, reads back bit for bit as it was, and the same call gives
- * the same result. */
+ * the same result. The products (A B, A^T A and the others) likewise. */
 #include <cblas.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -189,15 +189,18 @@ static double *spd(tarn_rt *rt, uint64_t seed) {
   return a;
 }
 
-/* Each NB x 8 tile of the N x NRHS matrix b holds x's values, or was's,
- * or reads as TARN_ECANCELED (its writer failed), element by element. */
-static void tiles_solved_or_kept(tarn_matrix *b, const double *x,
-                                 const double *was) {
-  for (size_t tj = 0; tj < NRHS; tj += 8)
-    for (size_t ti = 0; ti < N; ti += NB) {
+/* Each mb x nb tile of the m x n matrix b holds done's values, or was's,
+ * or reads as TARN_ECANCELED (its writer failed), element by element (m
+ * and n multiples of the tile sides; done and was with leading dimension
+ * m). */
+static void tiles_done_or_kept(tarn_matrix *b, const double *done,
+                               const double *was, size_t m, size_t n, size_t mb,
+                               size_t nb) {
+  for (size_t tj = 0; tj < n; tj += nb)
+    for (size_t ti = 0; ti < m; ti += mb) {
       int solved = 0, kept = 0, cancelled = 0, cells = 0;
-      for (size_t j = tj; j < tj + 8; j++)
-        for (size_t i = ti; i < ti + NB; i++, cells++) {
+      for (size_t j = tj; j < tj + nb; j++)
+        for (size_t i = ti; i < ti + mb; i++, cells++) {
           double v = 0;
           int rc = tarn_matrix_get(b, i, j, &v);
           if (rc == TARN_ECANCELED) {
@@ -205,11 +208,18 @@ static void tiles_solved_or_kept(tarn_matrix *b, const double *x,
             continue;
           }
           assert_int_equal(rc, 0);
-          solved += v == x[i + j * N];
-          kept += v == was[i + j * N];
+          solved += v == done[i + j * m];
+          kept += v == was[i + j * m];
         }
       assert_true(solved == cells || kept == cells || cancelled == cells);
     }
+}
+
+/* Each NB x 8 tile of the N x NRHS matrix b holds x's values, or was's,
+ * or reads as TARN_ECANCELED. */
+static void tiles_solved_or_kept(tarn_matrix *b, const double *x,
+                                 const double *was) {
+  tiles_done_or_kept(b, x, was, N, NRHS, NB, 8);
 }
 
 /* Cholesky in place, then the solve with its factor, the triangular
@@ -404,6 +414,96 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
   memdisk_free(disk);
 }
 
+/* The products, each in a region of its own, from the same inputs each
+ * time, while the disk fails: A B, A^T A' and A B^T into new matrices,
+ * A^T A (tarn_matrix_syrk_ata), and C - A B into a given C. One that
+ * succeeds gives the sound disk's result bit for bit; one that fails
+ * returns the disk's error, and each tile of the given C then holds the
+ * sound disk's result, its old values, or reads as TARN_ECANCELED. The
+ * inputs stay intact. */
+enum { PRODUCTS = 5 };
+
+static int product(tarn_rt *rt, int op, tarn_matrix *a, tarn_matrix *a2,
+                   tarn_matrix *b, tarn_matrix **out) {
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  int submitted =
+      op == 0
+          ? tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS, 1.0, 0.0, out)
+      : op == 1
+          ? tarn_matrix_gemm(a, TARN_TRANS, a2, TARN_NO_TRANS, 0.5, 0.0, out)
+      : op == 2
+          ? tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_TRANS, 1.0, 0.0, out)
+      : op == 3 ? tarn_matrix_syrk_ata(a, out)
+                : tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS, -1.0,
+                                   1.0, out);
+  int rc = tarn_region_wait(region, NULL);
+  return submitted != 0 ? submitted : rc;
+}
+
+static void test_products_on_a_failing_disk(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_storage storage;
+  tarn_rt *rt = rt_on(disk, M * N * sizeof(double) / 4, &storage);
+  tarn_matrix *a = NULL, *a2 = NULL, *b = NULL, *c = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 51, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 52, &a2), 0);
+  assert_int_equal(tarn_matrix_rand(rt, N, N, NB, NB, 53, &b), 0);
+  assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 54, &c), 0);
+  double *a0 = test_buffer_of(a), *a20 = test_buffer_of(a2),
+         *b0 = test_buffer_of(b), *c0 = test_buffer_of(c);
+  tarn_matrix_destroy(c); /* its values are C's each time */
+  const size_t rows[PRODUCTS] = {M, N, M, N, M};
+  double *want[PRODUCTS];
+  for (int op = 0; op < PRODUCTS; op++) { /* the sound disk's results */
+    tarn_matrix *out = NULL;
+    if (op == 4)
+      assert_int_equal(tarn_matrix_from_buffer(rt, M, N, NB, NB, c0, M, &out),
+                       0);
+    assert_int_equal(product(rt, op, a, a2, b, &out), 0);
+    want[op] = test_buffer_of(out);
+    tarn_matrix_destroy(out);
+  }
+  int hits = 0;
+  for (int fault = 0; fault < FAULTS; fault++)
+    for (int k = 1; k <= (fault == DISK_FULL ? 1 : 6); k++)
+      for (int op = 0; op < PRODUCTS; op++) {
+        tarn_matrix *out = NULL;
+        if (op == 4)
+          assert_int_equal(
+              tarn_matrix_from_buffer(rt, M, N, NB, NB, c0, M, &out), 0);
+        inject(disk, (enum fault)fault, k);
+        int rc = product(rt, op, a, a2, b, &out);
+        hits += hit(disk, (enum fault)fault);
+        if (getenv("DISK_VERBOSE"))
+          print_message("product %d fault %d at %d: %s\n", op, fault, k,
+                        rc == 0 ? "ok" : tarn_strerror(rc));
+        heal(disk);
+        if (rc == 0) {
+          same_bits(out, want[op], rows[op], N);
+        } else {
+          assert_true(disk_status(rc));
+          if (op == 4) tiles_done_or_kept(out, want[op], c0, M, N, NB, NB);
+        }
+        tarn_matrix_destroy(out);
+        same_bits(a, a0, M, N);
+        same_bits(a2, a20, M, N);
+        same_bits(b, b0, N, N);
+      }
+  assert_true(hits > 0); /* the disk did fail under the calls */
+  for (int op = 0; op < PRODUCTS; op++) free(want[op]);
+  free(a0);
+  free(a20);
+  free(b0);
+  free(c0);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(a2);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  memdisk_free(disk);
+}
+
 /* Array operations in a region of the caller's (sum of two matrices, a
  * neighbourhood sum, a transpose, matrix-vector products with each
  * orientation), then the waiting sum and norms (Frobenius, one,
@@ -510,6 +610,7 @@ int main(void) {
       cmocka_unit_test(test_qr_solve_on_a_failing_disk),
       cmocka_unit_test(test_cholesky_on_a_failing_disk),
       cmocka_unit_test(test_lu_and_qr_on_a_failing_disk),
+      cmocka_unit_test(test_products_on_a_failing_disk),
       cmocka_unit_test(test_array_ops_on_a_failing_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

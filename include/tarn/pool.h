@@ -179,7 +179,9 @@ TARN_API int tarn_pool_destroy(tarn_pool *pool);
  * up to `timeout_ns` for an unpin when nothing can be evicted (0: fail at
  * once). Returns 0 and *ref; TARN_EINVAL for size 0; TARN_ENOMEM when no
  * room could be made; TARN_EIO or TARN_ENOSPC when evicting to make room
- * failed to write. */
+ * failed to write (two writes failed during the call: one failed write is
+ * made up for by writing another object, or the same one again; the
+ * objects stay resident and intact). */
 TARN_API int tarn_ref_alloc(tarn_pool *pool, size_t size, uint64_t timeout_ns,
                             tarn_ref **ref);
 
@@ -278,9 +280,10 @@ TARN_API int tarn_ref_release(tarn_ref *ref);
  * tarn_access). Waits up to `timeout_ns` for room when nothing can be
  * evicted. Returns 0; TARN_ENOMEM; TARN_EIO when the spilled copy cannot
  * be read or fails its checksum (the ref keeps its spilled copy and a
- * later pin may try again); the status of a failed source->read (the ref
- * keeps its source; a later pin tries again); TARN_EMISUSE on a dead ref;
- * TARN_EINVAL. */
+ * later pin may try again); TARN_EIO or TARN_ENOSPC when evicting to make
+ * room failed to write, as for tarn_ref_alloc; the status of a failed
+ * source->read (the ref keeps its source; a later pin tries again);
+ * TARN_EMISUSE on a dead ref; TARN_EINVAL. */
 TARN_API int tarn_ref_pin(tarn_ref *ref, tarn_access mode, uint64_t timeout_ns,
                           void **data);
 

@@ -2,7 +2,8 @@
  * faults, for the tests of what a failing disk does (include after
  * <cmocka.h>): writes past an offset fail with ENOSPC, the Nth write or
  * read fails with EIO, every write fails with EIO, the Nth write is short
- * then ENOSPC; every stored
+ * then ENOSPC, one read or write in N fails at random (a write with EIO
+ * or ENOSPC, a read with EIO); every stored
  * byte can be flipped. Thread-safe: one lock around each call. */
 #ifndef TARN_TESTS_MEMDISK_H
 #define TARN_TESTS_MEMDISK_H
@@ -18,15 +19,26 @@
 struct memdisk {
   pthread_mutex_t lock;
   unsigned char *bytes;
-  size_t cap;      /* bytes allocated */
-  size_t full_at;  /* writes past this offset fail with ENOSPC; 0 = never */
-  int fail_write;  /* the Nth write call from now fails with EIO (1 = next) */
-  int write_eio;   /* while nonzero, every write fails with EIO */
-  int short_write; /* the Nth write writes half, then ENOSPC */
-  int fail_read;   /* the Nth read fails with EIO */
+  size_t cap;     /* bytes allocated */
+  size_t full_at; /* writes past this offset fail with ENOSPC; 0 = never */
+  int fail_write; /* the Nth write call from now fails with EIO (1 = next) */
+  int write_eio;  /* while nonzero, every write fails with EIO */
+  unsigned fail_one_in; /* one call in this many fails at random; 0 = none */
+  uint64_t rng;         /* its generator's state (nonzero) */
+  int short_write;      /* the Nth write writes half, then ENOSPC */
+  int fail_read;        /* the Nth read fails with EIO */
   int writes, reads;
   int in_short;
 };
+
+/* Whether this call fails at random (lock held). */
+static inline int memdisk_chance(struct memdisk *d) {
+  if (d->fail_one_in == 0) return 0;
+  d->rng ^= d->rng << 13;
+  d->rng ^= d->rng >> 7;
+  d->rng ^= d->rng << 17;
+  return d->rng % d->fail_one_in == 0;
+}
 
 static inline long memdisk_write(void *ctx, const void *buf, size_t len,
                                  uint64_t off) {
@@ -37,6 +49,8 @@ static inline long memdisk_write(void *ctx, const void *buf, size_t len,
   if (d->in_short) {
     d->in_short = 0;
     rc = -ENOSPC;
+  } else if (memdisk_chance(d)) {
+    rc = d->rng & 256 ? -EIO : -ENOSPC;
   } else if (d->write_eio || (d->fail_write > 0 && --d->fail_write == 0)) {
     rc = -EIO;
   } else if (d->full_at != 0 && off + len > d->full_at) {
@@ -64,7 +78,7 @@ static inline long memdisk_read(void *ctx, void *buf, size_t len,
   pthread_mutex_lock(&d->lock);
   long rc = (long)len;
   d->reads++;
-  if (d->fail_read > 0 && --d->fail_read == 0)
+  if ((d->fail_read > 0 && --d->fail_read == 0) || memdisk_chance(d))
     rc = -EIO;
   else if (off + len > d->cap)
     rc = -EIO;

@@ -94,7 +94,7 @@ struct tarn_ref {
                      * drops the lock): not freed (again) meanwhile */
   bool cleaning;    /* WRITING ahead of eviction: stays resident after */
   bool in_far;      /* in the pool's far[] (farthest_pass) */
-  uint64_t failed_epoch; /* retry_epoch in which writing it failed, or 0 */
+  uint64_t failed_epoch; /* retry_epoch in which it was left out, or 0 */
   size_t charge;         /* bytes it counts against the limit */
   tarn__block block;
   tarn_source *source;          /* tarn_ref_create_from's, until death */
@@ -137,8 +137,9 @@ struct tarn_pool {
   /* The same two highs for the runtime's regions (tarn__pool_peaks). */
   size_t window_peak, window_live_peak;
   /* Eviction skips a ref whose write failed (failed_epoch) until the
-   * epoch moves on: when a write succeeds, or when a call that saw no
-   * failure finds nothing else to evict (failed_in_epoch of them). */
+   * epoch moves on: when a write succeeds, or when a call with fewer than
+   * FAILED_WRITES_A_CALL failures finds nothing else to evict
+   * (failed_in_epoch: how many are skipped). */
   uint64_t retry_epoch;
   size_t failed_in_epoch;
   tarn_ref *refs; /* list of live refs; the clock hand walks it */
@@ -778,8 +779,9 @@ static tarn_ref *pick_victim(tarn_pool *p, bool unused_only) {
   return v != NULL ? v : clock_pass(p, sweeps, false);
 }
 
-/* Leaves `r`, whose write failed, out of eviction until the retry epoch
- * moves on. */
+/* Leaves `r` out of eviction until the retry epoch moves on: its write
+ * failed, could not be queued, or a call on a failing disk passed it
+ * over. */
 static void skip_failed(tarn_pool *p, tarn_ref *r) {
   r->failed_epoch = p->retry_epoch;
   p->failed_in_epoch++;

@@ -18,6 +18,7 @@
  * medians. */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -541,37 +542,95 @@ static void row_name(char *buf, size_t size, const struct ctx *c, int op,
   }
 }
 
-/* Warm-up (see below) then the samples of variant v (run->samples, more
- * for a short row: bench_run.row_min_s); reports the row and stores its
- * median in *med. */
-static int measure(bench_run *run, struct ctx *c, int op, int v, double *med) {
-  double s[BENCH_SAMPLES_MAX + 1];
+/* The rounds an operation's variants are measured in: each takes its
+ * share of every variant's samples, the variants in turn, the second
+ * round in the reverse order, so that a machine whose speed drifts from
+ * minute to minute (2026-12-03: one-thread dgemm at 43 to 59 GFLOP/s,
+ * tarn's N=4096 Cholesky at 274 ms in one run and 329 in the next) slows
+ * them alike and their ratios hold. */
+#define LINALG_ROUNDS 2
+
+/* A sample at least this long needs no warm-up after the first round:
+ * what a pause costs the first operation (cores slow to come back) is
+ * microseconds. */
+#define LINALG_LONG_SAMPLE_S 0.05
+
+/* A row measured over rounds. */
+struct row {
+  int v;
   char name[160];
-  row_name(name, sizeof name, c, op, v);
-  if (!bench_wanted(run, name)) return 0;
+  size_t n;      /* samples so far */
+  double wall_s; /* time spent sampling so far (bench_sample_more's) */
+  double s[BENCH_SAMPLES_MAX];
+};
+
+/* Round `round` of `rounds` of row r: after a pause (BENCH_QUIESCE_BLAS_S:
+ * OpenBLAS's threads spin after a multithreaded call; every variant gets
+ * one, so that none finds the cores more rested than another), a warm-up
+ * (see below), then samples up to the round's share of run->samples and
+ * of run->row_min_s (bench_sample_more's budgets, spread evenly). */
+static int measure_round(const bench_run *run, struct ctx *c, int op,
+                         struct row *r, int round, int rounds) {
   bench_quiesce(BENCH_QUIESCE_BLAS_S);
   /* Warm-up samples for BENCH_WARMUP_S at least (one at least), as in
    * the array and stencil suites: after the pause, the first few small
    * operations find idle cores slow to come back (N=256 matvec: 13 to
    * 30 us for the first five or ten, then 6.6). */
-  uint64_t warm_until = bench_warmup_until();
-  do
-    if (sample(c, op, v, &s[0]) != 0) return 1;
-  while (bench_now_ns() < warm_until);
-  uint64_t t0 = bench_now_ns();
-  size_t n = 0;
-  while (bench_sample_more(run, n, t0))
-    if (sample(c, op, v, &s[++n]) != 0) return 1;
-  double m = bench_median(s + 1, n);
+  if (round == 0 || r->wall_s / (double)r->n < LINALG_LONG_SAMPLE_S) {
+    double t;
+    uint64_t warm_until = bench_warmup_until();
+    do
+      if (sample(c, op, r->v, &t) != 0) return 1;
+    while (bench_now_ns() < warm_until);
+  }
+  size_t want = (run->samples * (size_t)(round + 1) + (size_t)rounds - 1) /
+                (size_t)rounds;
+  double want_s = run->row_min_s * (round + 1) / rounds;
+  while (r->n < BENCH_SAMPLES_MAX && (r->n < want || r->wall_s < want_s)) {
+    uint64_t t0 = bench_now_ns();
+    if (sample(c, op, r->v, &r->s[r->n]) != 0) return 1;
+    r->n++;
+    r->wall_s += (double)(bench_now_ns() - t0) * 1e-9;
+  }
+  return 0;
+}
+
+/* Reports row r and stores its median in *med. */
+static int report_row(bench_run *run, const struct ctx *c, int op,
+                      const struct row *r, double *med) {
+  double m = bench_median(r->s, r->n);
   bench_extra extra[1] = {{"GFLOP_per_s", flops(op, c->n) / m * 1e-9}};
   size_t extras = flops(op, c->n) > 0 ? 1 : 0;
-  if (bench_report(run, name, s + 1, n, extra, extras) == NULL) return 1;
+  if (bench_report(run, r->name, r->s, r->n, extra, extras) == NULL) return 1;
   *med = m;
   return 0;
 }
 
-/* One operation at one size, without StarPU: a checked round, then each
- * variant's samples. */
+/* Measures the wanted ones of `count` variants of `op` in `rounds` rounds
+ * (above) and reports each row with its median in med[variant]. */
+static int measure_rows(bench_run *run, struct ctx *c, int op,
+                        const int *variants, size_t count, int rounds,
+                        double *med) {
+  static struct row rows[VARIANTS];
+  size_t n = 0;
+  for (size_t k = 0; k < count; k++) {
+    struct row *r = &rows[n];
+    r->v = variants[k];
+    r->n = 0;
+    r->wall_s = 0;
+    row_name(r->name, sizeof r->name, c, op, r->v);
+    if (bench_wanted(run, r->name)) n++;
+  }
+  for (int round = 0; round < rounds; round++)
+    for (size_t k = 0; k < n; k++) {
+      struct row *r = &rows[round % 2 == 0 ? k : n - 1 - k];
+      if (measure_round(run, c, op, r, round, rounds) != 0) return 1;
+    }
+  for (size_t k = 0; k < n; k++)
+    if (report_row(run, c, op, &rows[k], &med[rows[k].v]) != 0) return 1;
+  return 0;
+}
+
 /* Whether any of the variants of `op` is wanted (--filter). */
 static int op_wanted(bench_run *run, const struct ctx *c, int op,
                      const int *variants, size_t count) {
@@ -583,6 +642,8 @@ static int op_wanted(bench_run *run, const struct ctx *c, int op,
   return 0;
 }
 
+/* One operation at one size, without StarPU: a checked round, then the
+ * variants' samples in rounds. */
 static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
   static const int order[] = {V_TARN, V_LAPACKE1, V_LAPACKEN, V_OMP};
   if (!op_wanted(run, c, op, order, ops[op].omp ? 4 : 3)) return 0;
@@ -601,12 +662,8 @@ static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
   if (ops[op].omp &&
       (tiled_sample(c, op, V_OMP, &t) != 0 || check_tiled(c, op, V_OMP) != 0))
     return 1;
-  for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
-    int v = order[k];
-    if (v == V_OMP && !ops[op].omp) continue;
-    if (measure(run, c, op, v, &med[v]) != 0) return 1;
-  }
-  return 0;
+  return measure_rows(run, c, op, order, ops[op].omp ? 4 : 3, LINALG_ROUNDS,
+                      med);
 }
 
 #ifdef TARN_BENCH_STARPU
@@ -627,7 +684,7 @@ static int measure_starpu(bench_run *run, struct ctx *c,
     failed = lapacke_sample(c, op, 1, &t) != 0 ||
              tiled_sample(c, op, V_STARPU, &t) != 0 ||
              check_tiled(c, op, V_STARPU) != 0 ||
-             measure(run, c, op, V_STARPU, &med[op][V_STARPU]) != 0;
+             measure_rows(run, c, op, starpu_only, 1, 1, med[op]) != 0;
   }
   linalg_starpu_close();
   return failed;

@@ -10,12 +10,13 @@
  * Cholesky as OpenMP tasks and the same tiled Cholesky and gemm on StarPU 1.3
  * (linalg_peers.h). Inputs are made in an untimed setup; factorizations work on
  * a fresh copy made before each sample, outside the clock. One round checks
- * tarn and the tiled peers against LAPACKE, then each variant runs its samples
- * after a warm-up of its own (qr: |diag R| against LAPACKE_dgeqrf's; syrk: a
- * few elements of both triangles against cblas_dsyrk's, whose lower half the
- * LAPACKE row mirrors to the upper inside its clock, as tarn's result is full).
- * Ends with the goals, from the medians of the run and Dagger's published
- * medians. */
+ * tarn and the tiled peers against LAPACKE (qr: |diag R| against
+ * LAPACKE_dgeqrf's; syrk: a few elements of both triangles against
+ * cblas_dsyrk's, whose lower half the LAPACKE row mirrors to the upper inside
+ * its clock, as tarn's result is full), then the variants run their samples
+ * in two rounds, the second in the reverse order, each variant after a pause
+ * and a warm-up of its own (StarPU started for its rounds alone). Ends with the
+ * goals, from the medians of the run and Dagger's published medians. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdbool.h>
@@ -569,8 +570,8 @@ struct row {
  * one, so that none finds the cores more rested than another), a warm-up
  * (see below), then samples up to the round's share of run->samples and
  * of run->row_min_s (bench_sample_more's budgets, spread evenly). */
-static int measure_round(const bench_run *run, struct ctx *c, int op,
-                         struct row *r, int round, int rounds) {
+static int sample_round(const bench_run *run, struct ctx *c, int op,
+                        struct row *r, int round, int rounds) {
   bench_quiesce(BENCH_QUIESCE_BLAS_S);
   /* Warm-up samples for BENCH_WARMUP_S at least (one at least), as in
    * the array and stencil suites: after the pause, the first few small
@@ -593,6 +594,21 @@ static int measure_round(const bench_run *run, struct ctx *c, int op,
     r->wall_s += (double)(bench_now_ns() - t0) * 1e-9;
   }
   return 0;
+}
+
+/* sample_round, with StarPU started for a StarPU row's round alone: its
+ * workers would otherwise compete with the other variants. */
+static int measure_round(const bench_run *run, struct ctx *c, int op,
+                         struct row *r, int round, int rounds) {
+#ifdef TARN_BENCH_STARPU
+  if (r->v == V_STARPU) {
+    if (linalg_starpu_open() != 0) return 1;
+    int rc = sample_round(run, c, op, r, round, rounds);
+    linalg_starpu_close();
+    return rc;
+  }
+#endif
+  return sample_round(run, c, op, r, round, rounds);
 }
 
 /* Reports row r and stores its median in *med. */
@@ -642,11 +658,30 @@ static int op_wanted(bench_run *run, const struct ctx *c, int op,
   return 0;
 }
 
-/* One operation at one size, without StarPU: a checked round, then the
- * variants' samples in rounds. */
+/* The tiled peer `v`'s checked sample (StarPU started for it alone). */
+static int check_peer(struct ctx *c, int op, int v) {
+  double t;
+#ifdef TARN_BENCH_STARPU
+  if (v == V_STARPU) {
+    if (linalg_starpu_open() != 0) return 1;
+    int bad = tiled_sample(c, op, v, &t) != 0 || check_tiled(c, op, v) != 0;
+    linalg_starpu_close();
+    return bad;
+  }
+#endif
+  return tiled_sample(c, op, v, &t) != 0 || check_tiled(c, op, v) != 0;
+}
+
+/* One operation at one size: a checked round, then the variants' samples
+ * in rounds. */
 static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
-  static const int order[] = {V_TARN, V_LAPACKE1, V_LAPACKEN, V_OMP};
-  if (!op_wanted(run, c, op, order, ops[op].omp ? 4 : 3)) return 0;
+  int order[VARIANTS] = {V_TARN, V_LAPACKE1, V_LAPACKEN};
+  size_t count = 3;
+  if (ops[op].omp) order[count++] = V_OMP;
+#ifdef TARN_BENCH_STARPU
+  if (ops[op].starpu) order[count++] = V_STARPU;
+#endif
+  if (!op_wanted(run, c, op, order, count)) return 0;
   if (!ops[op].available) {
     char name[160];
     row_name(name, sizeof name, c, op, V_TARN);
@@ -659,37 +694,14 @@ static int measure_op(bench_run *run, struct ctx *c, int op, double *med) {
   int bad = lapacke_sample(c, op, 1, &t) != 0 || check_tarn(c, op, out) != 0;
   tarn_matrix_destroy(out);
   if (bad) return 1;
-  if (ops[op].omp &&
-      (tiled_sample(c, op, V_OMP, &t) != 0 || check_tiled(c, op, V_OMP) != 0))
-    return 1;
-  return measure_rows(run, c, op, order, ops[op].omp ? 4 : 3, LINALG_ROUNDS,
-                      med);
-}
-
-#ifdef TARN_BENCH_STARPU
-/* The StarPU rows of one size, StarPU started for them alone (its workers
- * would otherwise compete with tarn's). */
-static int measure_starpu(bench_run *run, struct ctx *c,
-                          double med[][VARIANTS]) {
-  static const int starpu_only[] = {V_STARPU};
-  int wanted = 0;
-  for (int op = 0; op < OPS; op++)
-    wanted |= ops[op].starpu && op_wanted(run, c, op, starpu_only, 1);
-  if (!wanted) return 0;
-  if (linalg_starpu_open() != 0) return 1;
-  int failed = 0;
-  for (int op = 0; op < OPS && !failed; op++) {
-    if (!ops[op].starpu || !op_wanted(run, c, op, starpu_only, 1)) continue;
-    double t;
-    failed = lapacke_sample(c, op, 1, &t) != 0 ||
-             tiled_sample(c, op, V_STARPU, &t) != 0 ||
-             check_tiled(c, op, V_STARPU) != 0 ||
-             measure_rows(run, c, op, starpu_only, 1, 1, med[op]) != 0;
+  /* The tiled peers against the same LAPACKE result (c->w). */
+  for (size_t k = 3; k < count; k++) {
+    char name[160];
+    row_name(name, sizeof name, c, op, order[k]);
+    if (bench_wanted(run, name) && check_peer(c, op, order[k]) != 0) return 1;
   }
-  linalg_starpu_close();
-  return failed;
+  return measure_rows(run, c, op, order, count, LINALG_ROUNDS, med);
 }
-#endif
 
 static void ctx_free(struct ctx *c) {
   tarn_matrix_destroy(c->t_spd);
@@ -915,9 +927,6 @@ int bench_linalg(bench_run *run) {
     f.n[f.count] = sizes[s];
     for (int op = 0; op < OPS && !failed; op++)
       failed = measure_op(run, &c, op, f.med[f.count][op]);
-#ifdef TARN_BENCH_STARPU
-    if (!failed) failed = measure_starpu(run, &c, f.med[f.count]);
-#endif
     f.count++;
     ctx_free(&c);
   }

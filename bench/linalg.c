@@ -576,8 +576,10 @@ static int sample_round(const bench_run *run, struct ctx *c, int op,
   /* Warm-up samples for BENCH_WARMUP_S at least (one at least), as in
    * the array and stencil suites: after the pause, the first few small
    * operations find idle cores slow to come back (N=256 matvec: 13 to
-   * 30 us for the first five or ten, then 6.6). */
-  if (round == 0 || r->wall_s / (double)r->n < LINALG_LONG_SAMPLE_S) {
+   * 30 us for the first five or ten, then 6.6). StarPU, started anew for
+   * each of its rounds (measure_round), warms up in every round. */
+  if (round == 0 || r->v == V_STARPU ||
+      r->wall_s / (double)r->n < LINALG_LONG_SAMPLE_S) {
     double t;
     uint64_t warm_until = bench_warmup_until();
     do

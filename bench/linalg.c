@@ -598,19 +598,30 @@ static int sample_round(const bench_run *run, struct ctx *c, int op,
   return 0;
 }
 
-/* sample_round, with StarPU started for a StarPU row's round alone: its
- * workers would otherwise compete with the other variants. */
+/* Starts StarPU for the work of variant v when v is StarPU (its workers
+ * would otherwise compete with the other variants), and stops it after. */
+static int peer_start(int v) {
+#ifdef TARN_BENCH_STARPU
+  if (v == V_STARPU) return linalg_starpu_open();
+#endif
+  (void)v;
+  return 0;
+}
+
+static void peer_stop(int v) {
+#ifdef TARN_BENCH_STARPU
+  if (v == V_STARPU) linalg_starpu_close();
+#endif
+  (void)v;
+}
+
+/* sample_round, StarPU started for a StarPU row's round alone. */
 static int measure_round(const bench_run *run, struct ctx *c, int op,
                          struct row *r, int round, int rounds) {
-#ifdef TARN_BENCH_STARPU
-  if (r->v == V_STARPU) {
-    if (linalg_starpu_open() != 0) return 1;
-    int rc = sample_round(run, c, op, r, round, rounds);
-    linalg_starpu_close();
-    return rc;
-  }
-#endif
-  return sample_round(run, c, op, r, round, rounds);
+  if (peer_start(r->v) != 0) return 1;
+  int rc = sample_round(run, c, op, r, round, rounds);
+  peer_stop(r->v);
+  return rc;
 }
 
 /* Reports row r and stores its median in *med. */
@@ -663,15 +674,10 @@ static int op_wanted(bench_run *run, const struct ctx *c, int op,
 /* The tiled peer `v`'s checked sample (StarPU started for it alone). */
 static int check_peer(struct ctx *c, int op, int v) {
   double t;
-#ifdef TARN_BENCH_STARPU
-  if (v == V_STARPU) {
-    if (linalg_starpu_open() != 0) return 1;
-    int bad = tiled_sample(c, op, v, &t) != 0 || check_tiled(c, op, v) != 0;
-    linalg_starpu_close();
-    return bad;
-  }
-#endif
-  return tiled_sample(c, op, v, &t) != 0 || check_tiled(c, op, v) != 0;
+  if (peer_start(v) != 0) return 1;
+  int bad = tiled_sample(c, op, v, &t) != 0 || check_tiled(c, op, v) != 0;
+  peer_stop(v);
+  return bad;
 }
 
 /* One operation at one size: a checked round, then the variants' samples

@@ -2290,10 +2290,12 @@ static void throttle(tarn_region *r, uint64_t submitted) {
 static bool region_drain(tarn_region *r, uint64_t deadline) {
   tarn_rt *rt = r->rt;
   atomic_store(&r->waiting, true);
-  tarn_region *outer = draining;
+  /* Not saved and restored: a drain nested in this one (a task the guest
+   * runs destroying another runtime) leaves NULL, which only costs the
+   * outer region's last finisher a broadcast. */
   draining = r;
   bool done = region_wait_for(r, ALL_FINISHED, DRAIN_SPINS, deadline);
-  draining = outer;
+  draining = NULL;
   atomic_store(&r->waiting, false); /* a finisher may still wake it: no harm */
   if (!done) return false;
   bool lone = atomic_load(&r->submitted) == 1;

@@ -26,6 +26,10 @@ struct result {
   size_t count;
   size_t *piv;
   int rc;
+  /* The argument of the job's tarn_matrix_apply. Its tasks may run after
+   * the call that waits for the factorisation (Cholesky does not wait for
+   * the tiles above the diagonal), so it lives as long as the runtime. */
+  double shift;
 };
 
 /* Adds *arg to the diagonal of a block. */
@@ -49,10 +53,10 @@ static void job(tarn_rt *rt, int kind, size_t n, uint64_t seed,
   int rc = tarn_matrix_rand(rt, n, n, tile, tile, seed, &a);
   if (rc == 0 && kind == 0) { /* Cholesky of A^T A + n I */
     rc = tarn_matrix_syrk_ata(a, &spd);
-    double shift = (double)n;
+    out->shift = (double)n;
     tarn_matrix *const m[] = {spd};
     const tarn_access rw[] = {TARN_READ_WRITE};
-    if (rc == 0) rc = tarn_matrix_apply(m, rw, 1, add_diagonal, &shift);
+    if (rc == 0) rc = tarn_matrix_apply(m, rw, 1, add_diagonal, &out->shift);
     if (rc == 0) rc = tarn_matrix_cholesky(spd, &info);
     keep = spd;
   } else if (rc == 0 && kind == 1) { /* LU */

@@ -260,7 +260,12 @@ typedef int (*tarn_block_fn)(const tarn_block *block, void *arg);
  * matrix i accessed with modes[i]. fn is called once or more per tile, on
  * column blocks that together cover the tile once. A matrix given twice
  * is one access (its modes combined), its block the same memory. `arg` is
- * passed to fn as is and must stay valid until the tasks are done.
+ * passed to fn as is and must stay valid until the tasks are done: until
+ * the wait of a region begun before the call, or a call that waits for
+ * every tile of a matrix written (tarn_matrix_to_buffer, tarn_matrix_norm,
+ * ...). A call that waits for part of a matrix does not wait for them
+ * all: tarn_matrix_cholesky, for one, touches only the lower triangle's
+ * tiles, so the tasks on the tiles above it may still run after it.
  * Returns 0; TARN_EINVAL for a NULL argument or matrix, a count of 0 or
  * above TARN_MATRIX_APPLY_MAX, an unknown mode, or matrices of different
  * runtimes, shapes or tilings (nothing is submitted then); TARN_ENOMEM.

@@ -25,10 +25,16 @@ static void sleep_ns(long ns) {
 }
 
 /* A 3 ms sleep measures at least 3 ms less the rate's error (calibrated
- * over 50 us, to a few tenths of a percent), and at most a minute. */
+ * over 50 us, to a few tenths of a percent), and at most a minute. Against
+ * the clock read around it, within 10 % and 0.1 ms: never above it (the
+ * ticks are read inside the clock's span), and not below it in at least
+ * three rounds of five (a thread descheduled between a clock read and its
+ * tick read makes the clock's span longer; a wrong rate, or ticks that
+ * differ between processors, is off in every round). */
 static void ticks_advance_with_the_clock(void **state) {
   (void)state;
   tarn__ticks_init();
+  int agreed = 0;
   for (int round = 0; round < 5; round++) {
     uint64_t n0 = tarn__clock_ns(), t0 = tarn__ticks();
     sleep_ns(3000000L);
@@ -37,11 +43,11 @@ static void ticks_advance_with_the_clock(void **state) {
     uint64_t measured = tarn__ticks_to_ns(t1 - t0);
     assert_true(measured >= 2700000u);
     assert_true(measured <= 60000000000u);
-    /* Against the clock read around it: within 10 % and 0.1 ms. */
     uint64_t clock = n1 - n0;
     assert_true(measured <= clock + clock / 10 + 100000u);
-    assert_true(measured + measured / 10 + 100000u >= clock);
+    if (measured + measured / 10 + 100000u >= clock) agreed++;
   }
+  assert_true(agreed >= 3);
 }
 
 /* The rate is right, not only its order: over 20 ms of the clock, the

@@ -267,8 +267,10 @@ static void *run(void *arg) {
 }
 
 /* Runs the threads of `seed` on a pool under LIMIT; with `fail_one_in`,
- * on a memdisk that fails one call in that many until they are done. */
-static void run_model(uint64_t seed, int compress, unsigned fail_one_in) {
+ * on a memdisk that fails one call in that many until they are done.
+ * Adds the run's failed reads and writes to *failures (when not NULL). */
+static void run_model(uint64_t seed, int compress, unsigned fail_one_in,
+                      uint64_t failures[2]) {
   tarn_pool_options o;
   tarn_pool_options_init(&o);
   o.mem_limit = LIMIT;
@@ -339,9 +341,10 @@ static void run_model(uint64_t seed, int compress, unsigned fail_one_in) {
   if (disk == NULL) {
     assert_int_equal(st.read_failures, 0);
     assert_int_equal(st.write_failures, 0);
-  } else { /* the disk did fail, under reads and writes */
-    assert_true(st.read_failures > 0);
-    assert_true(st.write_failures > 0);
+  }
+  if (failures != NULL) {
+    failures[0] += st.read_failures;
+    failures[1] += st.write_failures;
   }
   for (int k = 0; k < shared; k++) { /* pushed out above, read back now */
     void *p = NULL;
@@ -356,18 +359,30 @@ static void run_model(uint64_t seed, int compress, unsigned fail_one_in) {
 
 static void random_sequences_match_the_model(void **state) {
   (void)state;
-  for (uint64_t seed = 1; seed <= 4; seed++) run_model(seed, 0, 0);
+  for (uint64_t seed = 1; seed <= 4; seed++) run_model(seed, 0, 0, NULL);
 }
 
 static void random_sequences_with_compression(void **state) {
   (void)state;
-  run_model(99, 1, 0);
+  run_model(99, 1, 0, NULL);
 }
 
+/* The disk must have failed under reads and under writes in these runs
+ * together: how much a run spills depends on how its threads interleave.
+ * Alone a run saw 20 to 50 of each; with two processes spinning beside
+ * the test, one saw a single read failure in 10 read backs (seed 24),
+ * while the four runs together saw 60 or more read failures and 50 or
+ * more write failures in each of six tries. */
 static void random_sequences_on_a_failing_disk(void **state) {
   (void)state;
-  for (uint64_t seed = 21; seed <= 23; seed++) run_model(seed, 0, 10);
-  run_model(24, 1, 10);
+  uint64_t failures[2] = {0, 0};
+  for (uint64_t seed = 21; seed <= 23; seed++) run_model(seed, 0, 10, failures);
+  run_model(24, 1, 10, failures);
+  print_message("the disk failed %llu reads and %llu writes\n",
+                (unsigned long long)failures[0],
+                (unsigned long long)failures[1]);
+  assert_true(failures[0] > 0);
+  assert_true(failures[1] > 0);
 }
 
 int main(void) {

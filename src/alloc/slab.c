@@ -177,7 +177,7 @@ void tarn_slab_set_destroy(tarn_slab_set *set) {
  * acquire, so that concurrent threads spread over the words. */
 static size_t start_word(const tarn_slab_set *set) {
   static atomic_uint next_thread;
-  static _Thread_local unsigned thread_number;
+  static TARN_THREAD_LOCAL unsigned thread_number;
   if (thread_number == 0)
     thread_number =
         atomic_fetch_add_explicit(&next_thread, 1, memory_order_relaxed) + 1;

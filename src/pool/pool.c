@@ -1493,7 +1493,7 @@ void tarn__pool_trim(tarn_pool *p) {
 
 /* The reads back that ended on this thread, in the pool it last read
  * for (read_ended). */
-static _Thread_local struct {
+static TARN_THREAD_LOCAL struct {
   const tarn_pool *pool;
   uint64_t count;
 } own_reads;

@@ -101,7 +101,7 @@ void tarn__heap_freed(size_t bytes) {
    * every temporary, and one shared counter would move between the cores
    * for each. What a thread holds back (under 64 KiB) waits for its next
    * frees. */
-  static _Thread_local size_t pending;
+  static TARN_THREAD_LOCAL size_t pending;
   pending += bytes;
   if (pending < ((size_t)64 << 10)) return;
   atomic_fetch_add_explicit(&heap_freed, pending, memory_order_relaxed);

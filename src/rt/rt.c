@@ -396,11 +396,11 @@ struct tarn_rt {
   unsigned char cpu_side[CPU_TABLE];
 };
 
-static _Thread_local tarn_task *current_task;
-static _Thread_local struct worker *current_worker;
-static _Thread_local tarn_region *current_region;
+static TARN_THREAD_LOCAL tarn_task *current_task;
+static TARN_THREAD_LOCAL struct worker *current_worker;
+static TARN_THREAD_LOCAL tarn_region *current_region;
 /* The region whose end this thread waits for (region_drain), or NULL. */
-static _Thread_local tarn_region *draining;
+static TARN_THREAD_LOCAL tarn_region *draining;
 
 /* ---- options ------------------------------------------------------------ */
 

@@ -19,7 +19,8 @@
  * 200,000; a program linked with libtarn.a had the fast access already).
  * The model takes the variables from the static TLS block, which a
  * library loaded by dlopen may use only while glibc's reserve for that
- * lasts: tarn's come to 64 bytes, and test_dlopen loads libtarn.so so. */
+ * lasts: tarn's come to 64 bytes, and test_dlopen loads libtarn.so that
+ * way. */
 #if defined(__GNUC__)
 #define TARN_THREAD_LOCAL \
   _Thread_local __attribute__((tls_model("initial-exec")))

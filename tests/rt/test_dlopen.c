@@ -1,9 +1,11 @@
 /* test_dlopen.c: libtarn.so loaded with dlopen, as a plugin or a Python
  * extension loads it, runs tasks on every thread of the program: the one
- * that loaded it, one started before (its thread-local variables come from
- * glibc's reserve for libraries loaded late, which tarn's initial-exec
- * model needs: prim.h) and the runtime's workers. The test is not linked
- * with tarn; its one argument is the library's path. */
+ * that loaded it, one started before, and the runtime's workers. A library
+ * loaded late whose thread-local variables use the initial-exec model (as
+ * tarn's do: prim.h) takes them from glibc's reserve in each thread's
+ * static TLS, set up by dlopen for the threads already running; the load
+ * fails when the reserve is too small. The test is not linked with tarn;
+ * its one argument is the library's path. */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <pthread.h>

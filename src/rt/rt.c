@@ -947,11 +947,25 @@ static tarn_task *lone_take(tarn_rt *rt, bool patient) {
   return atomic_exchange(&rt->lone, NULL);
 }
 
+/* Whether `r` or a region of its runtime it was begun in was cancelled. */
+static bool region_stopped(const tarn_region *r) {
+  for (; r != NULL; r = r->cancel_parent)
+    if (atomic_load_explicit(&r->stop, memory_order_relaxed)) return true;
+  return false;
+}
+
 /* Starts reading back, off the workers, the spilled data that `t` reads
  * (data it only writes, or only orders itself after, is not read back at
- * all), unless it was cancelled. */
+ * all), unless it was cancelled or its region was. A task held back for
+ * memory is pushed again at its turn (retry_held), maybe after its region
+ * was cancelled: its read ahead would then read data that no task uses,
+ * pushing out other data to make room (the reader thread got to it before
+ * the cancelled task ended, which test_rt's
+ * tasks_waiting_for_memory_can_be_cancelled once saw under load). */
 static void prefetch_reads(tarn_rt *rt, const tarn_task *t) {
-  if (atomic_load_explicit(&t->cancel, memory_order_relaxed)) return;
+  if (atomic_load_explicit(&t->cancel, memory_order_relaxed) ||
+      region_stopped(t->region))
+    return;
   for (size_t i = 0; i < t->n; i++)
     if (t->slots[i].mode != TARN_WRITE && !t->slots[i].unpinned &&
         tarn_ref_prefetch(t->slots[i].ref) == 1)
@@ -1416,13 +1430,6 @@ static void prefetch_ahead(tarn_rt *rt, tarn_task *t) {
 static bool recent_sample(uint64_t ran) {
   return ran * UINT64_C(0x9E3779B97F4A7C15) <
          UINT64_MAX / RECENT_SAMPLE_EVERY + 1;
-}
-
-/* Whether `r` or a region of its runtime it was begun in was cancelled. */
-static bool region_stopped(const tarn_region *r) {
-  for (; r != NULL; r = r->cancel_parent)
-    if (atomic_load_explicit(&r->stop, memory_order_relaxed)) return true;
-  return false;
 }
 
 /* Runs `t` on `w`; returns the successor to run next, or NULL (see

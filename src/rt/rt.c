@@ -954,6 +954,13 @@ static bool region_stopped(const tarn_region *r) {
   return false;
 }
 
+/* Whether `t` will end cancelled instead of running: it was cancelled (by
+ * a failed predecessor) or its region was. run() and prefetch_reads() ask
+ * the same question, so a task that will not run reads nothing ahead. */
+static bool task_stopped(const tarn_task *t) {
+  return atomic_load(&t->cancel) || region_stopped(t->region);
+}
+
 /* Starts reading back, off the workers, the spilled data that `t` reads
  * (data it only writes, or only orders itself after, is not read back at
  * all), unless it was cancelled or its region was. A task held back for
@@ -963,9 +970,7 @@ static bool region_stopped(const tarn_region *r) {
  * the cancelled task ended, which test_rt's
  * tasks_waiting_for_memory_can_be_cancelled once saw under load). */
 static void prefetch_reads(tarn_rt *rt, const tarn_task *t) {
-  if (atomic_load_explicit(&t->cancel, memory_order_relaxed) ||
-      region_stopped(t->region))
-    return;
+  if (task_stopped(t)) return;
   for (size_t i = 0; i < t->n; i++)
     if (t->slots[i].mode != TARN_WRITE && !t->slots[i].unpinned &&
         tarn_ref_prefetch(t->slots[i].ref) == 1)
@@ -1437,7 +1442,7 @@ static bool recent_sample(uint64_t ran) {
  * failed predecessor does (rule 4 of rt.h). */
 static tarn_task *run(struct worker *w, tarn_task *t) {
   tarn_task *next = NULL;
-  if (atomic_load(&t->cancel) || region_stopped(t->region)) {
+  if (task_stopped(t)) {
     if (t->turn) { /* its turn, now over: the next one's */
       end_turn(t->rt, t);
       retry_held(t->rt);

@@ -182,11 +182,8 @@ static void read_both(uint64_t *tsc, uint64_t *ns, uint64_t *spread) {
   }
 }
 
-/* The counter's ticks per nanosecond over about 50 us of CLOCK_MONOTONIC
- * (within about 0.1 %); 0 when, three times, an end could not be read
- * within 2000 ticks (the thread lost its processor) or the rate is not
- * that of a processor (0.05 to 20 GHz). */
-static double tsc_rate(void) {
+/* Two readings of both, 50 us of the clock apart, three tries (prim.h). */
+double tarn__tsc_rate(void) {
   for (int attempt = 0; attempt < 3; attempt++) {
     uint64_t t0, n0, s0, t1, n1, s1;
     read_both(&t0, &n0, &s0);
@@ -202,7 +199,7 @@ static double tsc_rate(void) {
 
 static void ticks_choose(void) {
 #if defined(__x86_64__)
-  double measured = kernel_uses_tsc() ? tsc_rate() : 0;
+  double measured = kernel_uses_tsc() ? tarn__tsc_rate() : 0;
   if (measured > 0) {
     ticks_per_ns = measured;
     atomic_store_explicit(&tarn__ticks_tsc, true, memory_order_relaxed);

@@ -267,11 +267,3 @@ int tarn__fs_in_memory(const char *path, int fd) {
   return st.f_type == FS_TMPFS_MAGIC || st.f_type == FS_RAMFS_MAGIC;
 }
 
-size_t tarn__rss_bytes(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  if (f == NULL) return 0;
-  unsigned long size = 0, resident = 0;
-  int n = fscanf(f, "%lu %lu", &size, &resident);
-  fclose(f);
-  return n == 2 ? (size_t)resident * tarn__page_size() : 0;
-}

@@ -204,10 +204,6 @@ unsigned tarn__cpu_count(void);
  * the process's own pages do, so spilling to it frees none. Thread-safe. */
 int tarn__fs_in_memory(const char *path, int fd);
 
-/* The process's resident set size in bytes, 0 when it cannot be read.
- * Thread-safe. */
-size_t tarn__rss_bytes(void);
-
 /* ---- files the user names (src/prim/file.c) ---------------------------- */
 
 /* The tarn status for the errno of a failed file call: TARN_ENOENT (no

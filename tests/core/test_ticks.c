@@ -2,8 +2,10 @@
  * (src/prim/prim.h): it advances with CLOCK_MONOTONIC at the rate it
  * reports, converts both ways, never runs backwards from one thread to
  * another (read in order), and every thread that initialises it concurrently
- * gets the same choice. The bounds are loose (a sleep lasts at least what was
- * asked, and anything under a minute passes above), so a slow machine passes.
+ * gets the same choice; the time-stamp counter's calibration is checked
+ * wherever the counter is invariant, used for the ticks or not. The bounds are
+ * loose (a sleep lasts at least what was asked, and anything under a minute
+ * passes above), so a slow machine passes.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>

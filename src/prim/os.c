@@ -266,4 +266,3 @@ int tarn__fs_in_memory(const char *path, int fd) {
   if ((path != NULL ? statfs(path, &st) : fstatfs(fd, &st)) != 0) return -1;
   return st.f_type == FS_TMPFS_MAGIC || st.f_type == FS_RAMFS_MAGIC;
 }
-

@@ -55,27 +55,41 @@ static void ticks_advance_with_the_clock(void **state) {
   assert_true(agreed >= 3);
 }
 
+/* How far a counter (read by `read`, its spans in ns by `to_ns`) is from
+ * 20 ms of the clock, as a share of it, in the best of five tries (a try
+ * the scheduler interrupts between a clock read and the counter's read is
+ * off; a rate measured wrong, as by a cold first clock read, is off in
+ * every try). */
+static double best_of_five_off(uint64_t (*read)(void),
+                               double (*to_ns)(uint64_t)) {
+  double best = 1;
+  for (int attempt = 0; attempt < 5; attempt++) {
+    uint64_t n0 = tarn__clock_ns(), t0 = read();
+    sleep_ns(20000000L);
+    uint64_t n1 = tarn__clock_ns(), t1 = read();
+    double clock = (double)(n1 - n0), counted = to_ns(t1 - t0);
+    double off =
+        counted > clock ? (counted - clock) / clock : (clock - counted) / clock;
+    if (off < best) best = off;
+  }
+  return best;
+}
+
+static uint64_t read_ticks(void) { return tarn__ticks(); }
+
+static double ticks_in_ns(uint64_t span) {
+  return (double)tarn__ticks_to_ns(span);
+}
+
 /* The rate is right, not only its order: over 20 ms of the clock, the
- * ticks agree to 1 % in the best of five tries (a try the scheduler
- * interrupts between a clock read and its tick read is off; a rate
- * measured wrong, as by a cold first clock read, is off in every try). */
+ * ticks agree to 1 % (best_of_five_off). */
 static void the_tick_rate_matches_the_clock(void **state) {
   (void)state;
   tarn__ticks_init();
-  double best = 1;
-  for (int attempt = 0; attempt < 5; attempt++) {
-    uint64_t n0 = tarn__clock_ns(), t0 = tarn__ticks();
-    sleep_ns(20000000L);
-    uint64_t n1 = tarn__clock_ns(), t1 = tarn__ticks();
-    double clock = (double)(n1 - n0);
-    double ticks = (double)tarn__ticks_to_ns(t1 - t0);
-    double off =
-        ticks > clock ? (ticks - clock) / clock : (clock - ticks) / clock;
-    if (off < best) best = off;
-  }
-  assert_true(best < 0.01);
+  assert_true(best_of_five_off(read_ticks, ticks_in_ns) < 0.01);
 }
 
+#if defined(__x86_64__)
 /* Whether /proc/cpuinfo gives the processor both flags of an invariant
  * time-stamp counter: a constant rate, and counting in every power state. */
 static bool counter_invariant(void) {
@@ -93,13 +107,23 @@ static bool counter_invariant(void) {
   return constant && nonstop;
 }
 
+/* The rate the_counter_calibrates_to_the_clock measured, for
+ * counter_in_ns. */
+static double measured_rate;
+
+static uint64_t read_counter(void) { return tarn__tsc(); }
+
+static double counter_in_ns(uint64_t span) {
+  return (double)span / measured_rate;
+}
+#endif
+
 /* The time-stamp counter's calibration, which the ticks use wherever the
  * kernel keeps time by the counter, also where it does not (a hypervisor's
  * clock, as on this project's machines, whose ticks are the clock's):
  * on an invariant counter, the rate it measures over 50 us gives 20 ms of
- * the clock to 1 % (best of five tries; one the scheduler interrupts is
- * off), and 0 comes back at most once in three calls (0: the thread lost
- * its processor in every one of a call's tries). */
+ * the clock to 1 % (best_of_five_off), and 0 comes back at most once in three
+ * calls (0: the thread lost its processor in every one of a call's tries). */
 static void the_counter_calibrates_to_the_clock(void **state) {
   (void)state;
 #if defined(__x86_64__)
@@ -112,18 +136,8 @@ static void the_counter_calibrates_to_the_clock(void **state) {
   }
   assert_true(zeros <= 1);
   assert_true(rate > 0.05 && rate < 20);
-  double best = 1;
-  for (int attempt = 0; attempt < 5; attempt++) {
-    uint64_t n0 = tarn__clock_ns(), t0 = tarn__tsc();
-    sleep_ns(20000000L);
-    uint64_t n1 = tarn__clock_ns(), t1 = tarn__tsc();
-    double clock = (double)(n1 - n0);
-    double counted = (double)(t1 - t0) / rate;
-    double off =
-        counted > clock ? (counted - clock) / clock : (clock - counted) / clock;
-    if (off < best) best = off;
-  }
-  assert_true(best < 0.01);
+  measured_rate = rate;
+  assert_true(best_of_five_off(read_counter, counter_in_ns) < 0.01);
 #else
   skip();
 #endif

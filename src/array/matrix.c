@@ -40,7 +40,7 @@ void tarn_matrix_destroy(tarn_matrix *a) {
   if (a->file != NULL) tarn__matrix_file_forget(a);
   for (size_t k = 0; k < a->mt * a->nt; k++)
     if (a->tiles[k] != NULL) tarn_ref_release(a->tiles[k]);
-  free(a); /* the table of tiles with it */
+  free(a);
 }
 
 /* A matrix whose tiles have no memory yet: the struct and its table of
@@ -67,7 +67,6 @@ int tarn__matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
   a->nb = nb;
   a->mt = mt;
   a->nt = nt;
-  a->tiles = (tarn_ref **)(a + 1);
   tarn_pool *pool = tarn_rt_pool(rt);
   for (size_t tj = 0; tj < a->nt; tj++)
     for (size_t ti = 0; ti < a->mt; ti++) {

@@ -23,13 +23,13 @@
 
 struct tarn_matrix {
   tarn_rt *rt;
-  size_t m, n;      /* elements */
-  size_t mb, nb;    /* tile size, clamped to the matrix */
-  size_t mt, nt;    /* tiles down and across */
-  tarn_ref **tiles; /* mt * nt, by columns; in the struct's allocation */
+  size_t m, n;   /* elements */
+  size_t mb, nb; /* tile size, clamped to the matrix */
+  size_t mt, nt; /* tiles down and across */
   /* The file a matrix made by tarn_matrix_create_file lives in (its
    * tiles' sources hold it; matrix_file.c's), else NULL. */
   void *file;
+  tarn_ref *tiles[]; /* mt * nt, by columns */
 };
 
 /* Rows of tile row ti, columns of tile column tj. */

@@ -15,7 +15,9 @@
  * TARN_EINVAL), else makes a new matrix there.
  *
  * Bad input gets a status and changes nothing: sizes of 0, a matrix of
- * another runtime, shapes or tilings that do not match. A tile size larger
+ * another runtime, shapes or tilings that do not match, and, as far as
+ * can be seen, a matrix already destroyed (reported on stderr while its
+ * memory is not reused: docs/array.md, "Errors"). A tile size larger
  * than the matrix is clamped to the matrix.
  *
  * Thread-safety: calls on different matrices may run from any threads;
@@ -187,7 +189,8 @@ TARN_API int tarn_matrix_to_file(tarn_matrix *a, const char *path);
 TARN_API int tarn_matrix_get(tarn_matrix *a, size_t i, size_t j, double *v);
 
 /* Frees the matrix: its tiles go as soon as the tasks using them end.
- * NULL is a no-op. */
+ * NULL is a no-op; a matrix destroyed already is reported on stderr and
+ * not freed again, as long as its memory was not reused. */
 TARN_API void tarn_matrix_destroy(tarn_matrix *a);
 
 /* The matrix's rows and columns, and its tiles' rows (mb) and columns

@@ -7,6 +7,8 @@
  * workers (tarn__share_columns, which stencil.c uses too). */
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,11 +37,31 @@ tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj) {
 
 /* ---- making and freeing ------------------------------------------------- */
 
+/* glibc's free writes up to four pointers at a chunk's start (fd, bk and,
+ * in its large bins, fd_nextsize and bk_nextsize): the dead word lies
+ * past them, so it outlives the free. */
+_Static_assert(offsetof(struct tarn_matrix, magic) >= 4 * sizeof(void *),
+               "the magic word must lie past what free writes");
+
+bool tarn__matrix_ok(const tarn_matrix *a) {
+  if (a == NULL) return false;
+  if (a->magic == TARN__MATRIX_LIVE) return true;
+  if (a->magic == TARN__MATRIX_DEAD)
+    fprintf(stderr, "tarn: matrix %p used after tarn_matrix_destroy\n",
+            (const void *)a);
+  return false;
+}
+
 void tarn_matrix_destroy(tarn_matrix *a) {
-  if (a == NULL) return;
+  /* a second destroy, or a pointer that never held a matrix, frees
+   * nothing (tarn__matrix_ok reports the first) */
+  if (!tarn__matrix_ok(a)) return;
   if (a->file != NULL) tarn__matrix_file_forget(a);
   for (size_t k = 0; k < a->mt * a->nt; k++)
     if (a->tiles[k] != NULL) tarn_ref_release(a->tiles[k]);
+  /* volatile: a plain store right before free is a dead store the
+   * compiler removes (it did: the word stayed live) */
+  *(volatile uint32_t *)&a->magic = TARN__MATRIX_DEAD;
   free(a);
 }
 
@@ -67,6 +89,7 @@ int tarn__matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
   a->nb = nb;
   a->mt = mt;
   a->nt = nt;
+  a->magic = TARN__MATRIX_LIVE;
   tarn_pool *pool = tarn_rt_pool(rt);
   for (size_t tj = 0; tj < a->nt; tj++)
     for (size_t ti = 0; ti < a->mt; ti++) {
@@ -82,8 +105,8 @@ int tarn__matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
 }
 
 bool tarn__matrix_same_layout(const tarn_matrix *a, const tarn_matrix *b) {
-  return a->rt == b->rt && a->m == b->m && a->n == b->n && a->mb == b->mb &&
-         a->nb == b->nb;
+  return tarn__matrix_ok(a) && tarn__matrix_ok(b) && a->rt == b->rt &&
+         a->m == b->m && a->n == b->n && a->mb == b->mb && a->nb == b->nb;
 }
 
 /* The destination of an operation: *out when given (checked against the
@@ -93,8 +116,12 @@ int tarn__matrix_destination(tarn_rt *rt, size_t m, size_t n, size_t mb,
   if (out == NULL) return TARN_EINVAL;
   *made = *out == NULL;
   if (*made) return tarn__matrix_new(rt, m, n, mb, nb, out);
-  tarn_matrix want = {
-      .rt = rt, .m = m, .n = n, .mb = mb < m ? mb : m, .nb = nb < n ? nb : n};
+  tarn_matrix want = {.rt = rt,
+                      .m = m,
+                      .n = n,
+                      .mb = mb < m ? mb : m,
+                      .nb = nb < n ? nb : n,
+                      .magic = TARN__MATRIX_LIVE};
   return tarn__matrix_same_layout(*out, &want) ? 0 : TARN_EINVAL;
 }
 
@@ -415,7 +442,7 @@ int tarn_matrix_from_buffer(tarn_rt *rt, size_t m, size_t n, size_t mb,
 }
 
 int tarn_matrix_to_buffer(tarn_matrix *a, double *buf, size_t ld) {
-  if (a == NULL || buf == NULL || ld < a->m) return TARN_EINVAL;
+  if (!tarn__matrix_ok(a) || buf == NULL || ld < a->m) return TARN_EINVAL;
   return each_tile_and_wait(a, k_to_buffer, TARN_READ, buf, ld);
 }
 
@@ -427,7 +454,8 @@ static int k_get(tarn_task *t, void *arg) {
 }
 
 int tarn_matrix_get(tarn_matrix *a, size_t i, size_t j, double *v) {
-  if (a == NULL || v == NULL || i >= a->m || j >= a->n) return TARN_EINVAL;
+  if (!tarn__matrix_ok(a) || v == NULL || i >= a->m || j >= a->n)
+    return TARN_EINVAL;
   size_t ti = i / a->mb, tj = j / a->nb;
   struct job job = job_for(a, ti, tj);
   job.i = i - ti * a->mb;
@@ -442,17 +470,25 @@ int tarn_matrix_get(tarn_matrix *a, size_t i, size_t j, double *v) {
   return rc != 0 ? rc : wrc;
 }
 
-size_t tarn_matrix_rows(const tarn_matrix *a) { return a ? a->m : 0; }
-size_t tarn_matrix_cols(const tarn_matrix *a) { return a ? a->n : 0; }
-size_t tarn_matrix_tile_rows(const tarn_matrix *a) { return a ? a->mb : 0; }
-size_t tarn_matrix_tile_cols(const tarn_matrix *a) { return a ? a->nb : 0; }
+size_t tarn_matrix_rows(const tarn_matrix *a) {
+  return tarn__matrix_ok(a) ? a->m : 0;
+}
+size_t tarn_matrix_cols(const tarn_matrix *a) {
+  return tarn__matrix_ok(a) ? a->n : 0;
+}
+size_t tarn_matrix_tile_rows(const tarn_matrix *a) {
+  return tarn__matrix_ok(a) ? a->mb : 0;
+}
+size_t tarn_matrix_tile_cols(const tarn_matrix *a) {
+  return tarn__matrix_ok(a) ? a->nb : 0;
+}
 
 /* ---- elementwise operations --------------------------------------------- */
 
 /* out = op(a) tile by tile, into *out or a new matrix with a's layout. */
 static int unary(tarn_matrix *a, tarn_task_fn fn, const struct job *extra,
                  tarn_matrix **out) {
-  if (a == NULL || out == NULL) return TARN_EINVAL;
+  if (!tarn__matrix_ok(a) || out == NULL) return TARN_EINVAL;
   bool made = false;
   int rc =
       tarn__matrix_destination(a->rt, a->m, a->n, a->mb, a->nb, out, &made);
@@ -503,8 +539,7 @@ int tarn_matrix_sin(tarn_matrix *a, tarn_matrix **out) {
 }
 
 int tarn_matrix_add(tarn_matrix *a, tarn_matrix *b, tarn_matrix **out) {
-  if (a == NULL || b == NULL || out == NULL || !tarn__matrix_same_layout(a, b))
-    return TARN_EINVAL;
+  if (out == NULL || !tarn__matrix_same_layout(a, b)) return TARN_EINVAL;
   bool made = false;
   int rc =
       tarn__matrix_destination(a->rt, a->m, a->n, a->mb, a->nb, out, &made);
@@ -565,7 +600,7 @@ static int k_transpose(tarn_task *t, void *arg) {
 }
 
 int tarn_matrix_transpose(tarn_matrix *a, tarn_matrix **out) {
-  if (a == NULL || out == NULL || *out == a) return TARN_EINVAL;
+  if (!tarn__matrix_ok(a) || out == NULL || *out == a) return TARN_EINVAL;
   bool made = false;
   int rc =
       tarn__matrix_destination(a->rt, a->n, a->m, a->nb, a->mb, out, &made);
@@ -655,7 +690,7 @@ static int submit_retile(tarn_matrix *a, tarn_matrix *c, size_t ti, size_t tj) {
 
 int tarn_matrix_retile(tarn_matrix *a, size_t mb, size_t nb,
                        tarn_matrix **out) {
-  if (a == NULL || out == NULL || *out == a) return TARN_EINVAL;
+  if (!tarn__matrix_ok(a) || out == NULL || *out == a) return TARN_EINVAL;
   bool made = false;
   int rc = tarn__matrix_destination(a->rt, a->m, a->n, mb, nb, out, &made);
   for (size_t tj = 0; rc == 0 && tj < (*out)->nt; tj++)
@@ -841,7 +876,7 @@ static struct partial combine(struct partial x, struct partial y,
  * tree in a fixed order). */
 static int reduce(tarn_matrix *a, tarn_task_fn tile_fn, enum reduction kind,
                   struct partial *result) {
-  if (a == NULL || result == NULL) return TARN_EINVAL;
+  if (!tarn__matrix_ok(a) || result == NULL) return TARN_EINVAL;
   size_t tiles = a->mt * a->nt, want = tarn_rt_workers(a->rt);
   size_t parts = tiles >= want ? 1 : (want + tiles - 1) / tiles;
   if (parts > a->nb) parts = a->nb;
@@ -1098,7 +1133,7 @@ int tarn_matrix_sum(tarn_matrix *a, double *sum) {
 }
 
 int tarn_matrix_norm(tarn_matrix *a, tarn_norm kind, double *norm) {
-  if (a == NULL || norm == NULL) return TARN_EINVAL;
+  if (!tarn__matrix_ok(a) || norm == NULL) return TARN_EINVAL;
   struct partial p;
   int rc;
   switch (kind) {

@@ -840,7 +840,7 @@ static int k_commit_band(tarn_task *t, void *arg) {
 }
 
 int tarn_matrix_commit_file(tarn_matrix *a) {
-  if (a == NULL || a->file == NULL) return TARN_EINVAL;
+  if (!tarn__matrix_ok(a) || a->file == NULL) return TARN_EINVAL;
   struct backing_file *f = a->file;
   /* Every tile the file does not hold yet, stored once its writers are
    * done: a task per band, ordered after them without reading a tile. */
@@ -852,7 +852,8 @@ int tarn_matrix_commit_file(tarn_matrix *a) {
 }
 
 int tarn_matrix_to_file(tarn_matrix *a, const char *path) {
-  if (a == NULL || path == NULL || path[0] == '\0') return TARN_EINVAL;
+  if (!tarn__matrix_ok(a) || path == NULL || path[0] == '\0')
+    return TARN_EINVAL;
   if (a->m > UINT64_MAX / 8 / a->n) return TARN_EINVAL; /* no file holds it */
   unsigned char header[128];
   size_t hl =

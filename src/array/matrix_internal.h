@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tarn/matrix.h"
 
@@ -29,8 +30,27 @@ struct tarn_matrix {
   /* The file a matrix made by tarn_matrix_create_file lives in (its
    * tiles' sources hold it; matrix_file.c's), else NULL. */
   void *file;
+  /* TARN__MATRIX_LIVE from tarn__matrix_new until tarn_matrix_destroy,
+   * which writes TARN__MATRIX_DEAD before it frees the struct. After
+   * `file`, 64 bytes in: glibc's free writes its own pointers over the
+   * first 16 to 32 bytes of a chunk, so the dead word outlives the free
+   * until the memory is reused. */
+  uint32_t magic;
   tarn_ref *tiles[]; /* mt * nt, by columns */
 };
+
+#define TARN__MATRIX_LIVE 0x6d617478u /* "matx" */
+#define TARN__MATRIX_DEAD 0xdeadbeefu
+
+/* Whether `a` is a live matrix: not NULL and holding the live word. Every
+ * entry point takes its matrices through this (directly or through the
+ * shape checks built on it), so a matrix already destroyed, whose memory
+ * was not reused yet, or a pointer to memory that never held one, gets
+ * TARN_EINVAL instead of tasks on whatever it points to; a destroyed one
+ * is also reported on stderr, as the pool reports a released ref. Best
+ * effort: a pointer to freed memory is still undefined behaviour, which
+ * AddressSanitizer reports as such. */
+bool tarn__matrix_ok(const tarn_matrix *a);
 
 /* Rows of tile row ti, columns of tile column tj. */
 size_t tarn__tile_rows(const tarn_matrix *a, size_t ti);
@@ -56,11 +76,12 @@ int tarn__matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
  * its descriptor, not its name. */
 void tarn__matrix_file_forget(tarn_matrix *a);
 
-/* Whether two matrices share runtime, shape and tiling. */
+/* Whether two matrices are live (tarn__matrix_ok) and share runtime, shape
+ * and tiling. */
 bool tarn__matrix_same_layout(const tarn_matrix *a, const tarn_matrix *b);
 
-/* The destination of an operation: *out when given (checked against the
- * layout it must have: TARN_EINVAL otherwise), else a new matrix. *made
+/* The destination of an operation: *out when given (a live matrix with
+ * the layout it must have: TARN_EINVAL otherwise), else a new matrix. *made
  * says which. */
 int tarn__matrix_destination(tarn_rt *rt, size_t m, size_t n, size_t mb,
                              size_t nb, tarn_matrix **out, bool *made);

@@ -471,7 +471,8 @@ static int submit_tile(const tarn_stencil *s, tarn_matrix *a, tarn_matrix *o,
  * built-in sum when fn is NULL. */
 static int submit_all(const tarn_stencil *s, tarn_matrix *a, tarn_stencil_fn fn,
                       void *arg, tarn_matrix **out) {
-  if (s == NULL || a == NULL || out == NULL || *out == a || !stencil_ok(s, a))
+  if (s == NULL || !tarn__matrix_ok(a) || out == NULL || *out == a ||
+      !stencil_ok(s, a))
     return TARN_EINVAL;
   bool made = false;
   int rc =
@@ -527,7 +528,7 @@ static int k_assign(tarn_task *t, void *arg) {
 }
 
 int tarn_stencil_assign(tarn_matrix *b, double value) {
-  if (b == NULL) return TARN_EINVAL;
+  if (!tarn__matrix_ok(b)) return TARN_EINVAL;
   for (size_t tj = 0; tj < b->nt; tj++)
     for (size_t ti = 0; ti < b->mt; ti++) {
       struct fjob *j = malloc(sizeof *j);
@@ -547,6 +548,6 @@ int tarn_stencil_assign(tarn_matrix *b, double value) {
 }
 
 int tarn_stencil_update_add(tarn_matrix *b, tarn_matrix *a) {
-  if (b == NULL || a == NULL) return TARN_EINVAL;
+  if (!tarn__matrix_ok(b) || !tarn__matrix_ok(a)) return TARN_EINVAL;
   return tarn_matrix_add(b, a, &b);
 }

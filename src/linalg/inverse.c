@@ -550,7 +550,7 @@ int tarn_matrix_triangular_inverse(tarn_matrix *t, tarn_uplo uplo,
 
 int tarn_matrix_cholesky_inverse(tarn_matrix *l, int *info) {
   if (info != NULL) *info = 0;
-  if (l == NULL || !tarn__factor_shape_ok(l)) return TARN_EINVAL;
+  if (!tarn__factor_shape_ok(l)) return TARN_EINVAL;
   tarn__blas_init();
   int rc = check_diagonal(l, info);
   return rc != 0 ? rc : run_region(l, cholesky_tasks, NULL);
@@ -594,7 +594,7 @@ int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c, int *info) {
 
 int tarn_matrix_inverse(tarn_matrix *a, int *info) {
   if (info != NULL) *info = 0;
-  if (a == NULL || !tarn__factor_shape_ok(a)) return TARN_EINVAL;
+  if (!tarn__factor_shape_ok(a)) return TARN_EINVAL;
   size_t *piv = malloc(a->m * sizeof *piv);
   if (piv == NULL) return TARN_ENOMEM;
   /* LU reports an exact zero on U's diagonal itself: no check after it */
@@ -606,8 +606,7 @@ int tarn_matrix_inverse(tarn_matrix *a, int *info) {
 
 int tarn_matrix_lu_inverse(tarn_matrix *lu, const size_t *piv, int *info) {
   if (info != NULL) *info = 0;
-  if (lu == NULL || piv == NULL || !tarn__factor_shape_ok(lu))
-    return TARN_EINVAL;
+  if (piv == NULL || !tarn__factor_shape_ok(lu)) return TARN_EINVAL;
   for (size_t i = 0; i < lu->m; i++)
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
   tarn__blas_init();

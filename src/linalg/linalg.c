@@ -34,7 +34,7 @@ static void blas_single_thread(void) { openblas_set_num_threads(1); }
 void tarn__blas_init(void) { pthread_once(&blas_once, blas_single_thread); }
 
 bool tarn__blas_sized(const tarn_matrix *a) {
-  return a->mb <= INT_MAX && a->nb <= INT_MAX;
+  return tarn__matrix_ok(a) && a->mb <= INT_MAX && a->nb <= INT_MAX;
 }
 
 int tarn__region_outcome(tarn_region *region, int submitted, atomic_int *failed,
@@ -726,7 +726,8 @@ static int gemm_submit_block(const struct gemm_plan *g, size_t i0, size_t i1,
 int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
                      tarn_trans tb, double alpha, double beta,
                      tarn_matrix **c) {
-  if (a == NULL || b == NULL || c == NULL || a->rt != b->rt) return TARN_EINVAL;
+  if (!tarn__matrix_ok(a) || !tarn__matrix_ok(b) || c == NULL || a->rt != b->rt)
+    return TARN_EINVAL;
   if ((ta != TARN_NO_TRANS && ta != TARN_TRANS) ||
       (tb != TARN_NO_TRANS && tb != TARN_TRANS))
     return TARN_EINVAL;
@@ -778,7 +779,8 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
 
 int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,
                      double alpha, double beta, tarn_matrix **y) {
-  if (x == NULL || y == NULL || x->n != 1 || (*y != NULL && (*y)->n != 1))
+  if (!tarn__matrix_ok(x) || y == NULL || x->n != 1 ||
+      (*y != NULL && (!tarn__matrix_ok(*y) || (*y)->n != 1)))
     return TARN_EINVAL;
   return tarn_matrix_gemm(a, ta, x, TARN_NO_TRANS, alpha, beta, y);
 }
@@ -881,7 +883,7 @@ static int submit_cholesky(tarn_matrix *a, atomic_int *info) {
 
 int tarn_matrix_cholesky(tarn_matrix *a, int *info) {
   if (info != NULL) *info = 0;
-  if (a == NULL || !tarn__factor_shape_ok(a)) return TARN_EINVAL;
+  if (!tarn__factor_shape_ok(a)) return TARN_EINVAL;
   tarn__blas_init();
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);

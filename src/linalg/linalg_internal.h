@@ -18,7 +18,9 @@
 /* Sets OpenBLAS to one thread for the process, once. Thread-safe. */
 void tarn__blas_init(void);
 
-/* Whether every tile side of `a` fits a BLAS int. */
+/* Whether `a` is a live matrix (tarn__matrix_ok: not NULL, not destroyed)
+ * whose every tile side fits a BLAS int. The shape checks below start
+ * with it. */
 bool tarn__blas_sized(const tarn_matrix *a);
 
 /* Submits `fn` with a malloc'ed copy of the `size` bytes at `proto` as its
@@ -121,12 +123,12 @@ int tarn__submit_mirror(tarn_matrix *c);
 
 /* ---- linear solves (solve.c) ----------------------------------------- */
 
-/* Whether `a` (not NULL) can be factored: square, with square tiles, of
- * sizes BLAS and LAPACK's int info take. */
+/* Whether `a` is a live matrix that can be factored: square, with square tiles,
+ * of sizes BLAS and LAPACK's int info take. */
 bool tarn__factor_shape_ok(const tarn_matrix *a);
 
-/* Whether `t` (may be NULL) holds a triangle T, its leading n x n block:
- * M >= N (a QR's R is the top of an M x N factor), the block's diagonal
+/* Whether `t` is a live matrix that holds a triangle T, its leading n x n
+ * block: M >= N (a QR's R is the top of an M x N factor), the block's diagonal
  * in the diagonal tiles (square tiles, or one tile column whose first
  * tile holds the block), sizes BLAS and LAPACK's int take. The solves'
  * tile loops take the triangle's sizes from T's tile columns and the
@@ -138,7 +140,7 @@ bool tarn__triangle_shape_ok(const tarn_matrix *t);
  * n (one tile when the block lies in T's first tile). */
 size_t tarn__triangle_row_tile(const tarn_matrix *t);
 
-/* Whether A X = B can be solved with A or its factors: both given and
+/* Whether A X = B can be solved with A or its factors: both live and
  * different, of one runtime, A as tarn__factor_shape_ok, B with A's rows
  * and row tiling and BLAS-sized tiles. */
 bool tarn__solve_shapes_ok(const tarn_matrix *a, const tarn_matrix *b);

@@ -115,7 +115,7 @@ static int diagonal_product(tarn_matrix *a, struct product *out) {
 
 int tarn_matrix_lu_logdet(tarn_matrix *lu, const size_t *piv, double *logabsdet,
                           int *sign) {
-  if (lu == NULL || piv == NULL || logabsdet == NULL || sign == NULL ||
+  if (piv == NULL || logabsdet == NULL || sign == NULL ||
       !tarn__factor_shape_ok(lu))
     return TARN_EINVAL;
   size_t swaps = 0;
@@ -132,8 +132,7 @@ int tarn_matrix_lu_logdet(tarn_matrix *lu, const size_t *piv, double *logabsdet,
 }
 
 int tarn_matrix_cholesky_logdet(tarn_matrix *l, double *logdet) {
-  if (l == NULL || logdet == NULL || !tarn__factor_shape_ok(l))
-    return TARN_EINVAL;
+  if (logdet == NULL || !tarn__factor_shape_ok(l)) return TARN_EINVAL;
   struct product p;
   int rc = diagonal_product(l, &p);
   if (rc == 0) *logdet = 2 * log_of(&p);

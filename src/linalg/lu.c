@@ -541,7 +541,7 @@ static int lu_region(tarn_matrix *a, size_t *factor_piv,
 
 int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
   if (info != NULL) *info = 0;
-  if (a == NULL || piv == NULL || !tarn__factor_shape_ok(a)) return TARN_EINVAL;
+  if (piv == NULL || !tarn__factor_shape_ok(a)) return TARN_EINVAL;
   return lu_region(a, piv, NULL, false, NULL, info);
 }
 
@@ -568,7 +568,7 @@ int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
 
 int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv,
                              tarn_trans trans) {
-  if (b == NULL || piv == NULL || !tarn__blas_sized(b) ||
+  if (piv == NULL || !tarn__blas_sized(b) ||
       (trans != TARN_NO_TRANS && trans != TARN_TRANS))
     return TARN_EINVAL;
   for (size_t i = 0; i < b->m; i++)

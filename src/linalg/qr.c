@@ -453,9 +453,9 @@ static int submit_q(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *q) {
 /* Whether `a` is a matrix QR takes: M >= N, square tiles or one tile
  * column no wider than a tile is tall, sizes LAPACK can take. */
 static bool qr_shape(const tarn_matrix *a) {
-  return a->m >= a->n && a->n > 0 &&
+  return tarn__blas_sized(a) && a->m >= a->n && a->n > 0 &&
          (a->mb == a->nb || (a->nt == 1 && a->mb >= a->nb)) &&
-         tarn__blas_sized(a) && a->m <= INT_MAX && a->n <= INT_MAX;
+         a->m <= INT_MAX && a->n <= INT_MAX;
 }
 
 /* Submits the tasks of `submit` in a region of its own and waits for them
@@ -474,7 +474,7 @@ static int run_waiting(tarn_rt *rt,
 
 int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t) {
   if (t != NULL) *t = NULL;
-  if (a == NULL || t == NULL || !qr_shape(a) || ib > a->nb) return TARN_EINVAL;
+  if (t == NULL || !qr_shape(a) || ib > a->nb) return TARN_EINVAL;
   if (ib == 0) ib = a->nb < 32 ? a->nb : 32;
   tarn__blas_init();
   tarn_region *region = NULL;
@@ -499,7 +499,7 @@ int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t) {
  * tarn_matrix_qr makes: two matrices of one runtime, a of a shape QR
  * takes, t of the shape and tiling made for it. */
 static bool qr_factors_ok(const tarn_matrix *a, const tarn_matrix *t) {
-  return a != NULL && t != NULL && a != t && a->rt == t->rt && qr_shape(a) &&
+  return qr_shape(a) && tarn__matrix_ok(t) && a != t && a->rt == t->rt &&
          t->n == a->n && t->nb == a->nb && t->mb != 0 && t->mb <= a->nb &&
          t->mt == a->mt && t->m == a->mt * t->mb;
 }
@@ -576,9 +576,8 @@ int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
                          tarn_matrix *b, tarn_matrix **x, int *info) {
   if (x != NULL) *x = NULL;
   if (info != NULL) *info = 0;
-  if (x == NULL || !qr_factors_ok(a, t) || b == NULL || b == a || b == t ||
-      b->rt != a->rt || !tarn__blas_sized(b) ||
-      (ta != TARN_NO_TRANS && ta != TARN_TRANS))
+  if (x == NULL || !qr_factors_ok(a, t) || !tarn__blas_sized(b) || b == a ||
+      b == t || b->rt != a->rt || (ta != TARN_NO_TRANS && ta != TARN_TRANS))
     return TARN_EINVAL;
   bool trans = ta == TARN_TRANS;
   /* B has op(A)'s rows in op(A)'s row tiling */
@@ -610,8 +609,8 @@ int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
 
 int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t, tarn_side side,
                             tarn_trans trans, tarn_matrix *c) {
-  if (!qr_factors_ok(a, t) || c == NULL || c == a || c == t || c->rt != a->rt ||
-      !tarn__blas_sized(c) || (side != TARN_LEFT && side != TARN_RIGHT) ||
+  if (!qr_factors_ok(a, t) || !tarn__blas_sized(c) || c == a || c == t ||
+      c->rt != a->rt || (side != TARN_LEFT && side != TARN_RIGHT) ||
       (trans != TARN_NO_TRANS && trans != TARN_TRANS))
     return TARN_EINVAL;
   /* From the left C has Q's rows in A's row tiling; from the right, Q's
@@ -820,7 +819,7 @@ static int submit_ata(tarn_matrix *a, tarn_matrix *c) {
 
 int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c) {
   if (c != NULL) *c = NULL;
-  if (a == NULL || c == NULL || !tarn__blas_sized(a)) return TARN_EINVAL;
+  if (c == NULL || !tarn__blas_sized(a)) return TARN_EINVAL;
   tarn__blas_init();
   tarn_matrix *out = NULL;
   int rc = tarn__matrix_new(a->rt, a->n, a->n, a->nb, a->nb, &out);

@@ -109,9 +109,8 @@ static bool norm_ok(double anorm) { return anorm >= 0 && isfinite(anorm); }
 
 int tarn_matrix_lu_rcond(tarn_matrix *lu, const size_t *piv, tarn_norm kind,
                          double anorm, double *rcond) {
-  if (lu == NULL || piv == NULL || rcond == NULL ||
-      !tarn__factor_shape_ok(lu) || !norm_ok(anorm) ||
-      (kind != TARN_NORM_ONE && kind != TARN_NORM_INF))
+  if (piv == NULL || rcond == NULL || !tarn__factor_shape_ok(lu) ||
+      !norm_ok(anorm) || (kind != TARN_NORM_ONE && kind != TARN_NORM_INF))
     return TARN_EINVAL;
   for (size_t i = 0; i < lu->m; i++)
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
@@ -120,8 +119,7 @@ int tarn_matrix_lu_rcond(tarn_matrix *lu, const size_t *piv, tarn_norm kind,
 }
 
 int tarn_matrix_cholesky_rcond(tarn_matrix *l, double anorm, double *rcond) {
-  if (l == NULL || rcond == NULL || !tarn__factor_shape_ok(l) ||
-      !norm_ok(anorm))
+  if (rcond == NULL || !tarn__factor_shape_ok(l) || !norm_ok(anorm))
     return TARN_EINVAL;
   return estimate(l, cholesky_inverse, l, false, anorm, rcond);
 }

@@ -24,12 +24,12 @@
 #include "tarn/linalg.h"
 
 bool tarn__factor_shape_ok(const tarn_matrix *a) {
-  return a->m == a->n && a->mb == a->nb && tarn__blas_sized(a) &&
-         a->m <= INT_MAX;
+  return tarn__matrix_ok(a) && a->m == a->n && a->mb == a->nb &&
+         tarn__blas_sized(a) && a->m <= INT_MAX;
 }
 
 bool tarn__triangle_shape_ok(const tarn_matrix *t) {
-  return t != NULL && t->m >= t->n &&
+  return tarn__matrix_ok(t) && t->m >= t->n &&
          (t->mb == t->nb || (t->nt == 1 && t->mb >= t->n)) &&
          tarn__blas_sized(t) && t->n <= INT_MAX;
 }
@@ -39,8 +39,8 @@ size_t tarn__triangle_row_tile(const tarn_matrix *t) {
 }
 
 bool tarn__solve_shapes_ok(const tarn_matrix *a, const tarn_matrix *b) {
-  return a != NULL && b != NULL && a != b && a->rt == b->rt && b->m == a->m &&
-         b->mb == a->mb && tarn__blas_sized(b) && tarn__factor_shape_ok(a);
+  return tarn__factor_shape_ok(a) && tarn__blas_sized(b) && a != b &&
+         a->rt == b->rt && b->m == a->m && b->mb == a->mb;
 }
 
 /* What one tile task needs; owned by the task. */
@@ -328,8 +328,8 @@ int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                  tarn_trans trans, tarn_diag diag,
                                  tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
-  if (!tarn__triangle_shape_ok(t) || b == NULL || b == t || b->rt != t->rt ||
-      b->m != t->n || b->mb != tarn__triangle_row_tile(t) ||
+  if (!tarn__triangle_shape_ok(t) || !tarn__matrix_ok(b) || b == t ||
+      b->rt != t->rt || b->m != t->n || b->mb != tarn__triangle_row_tile(t) ||
       !tarn__blas_sized(b) || (uplo != TARN_LOWER && uplo != TARN_UPPER) ||
       (trans != TARN_NO_TRANS && trans != TARN_TRANS) ||
       (diag != TARN_NON_UNIT && diag != TARN_UNIT))

@@ -3,18 +3,26 @@
  * tall, wide, tiles larger than the matrix), in place and into given
  * matrices, under a memory limit that forces spilling, and every bad input
  * refused; user kernels over several matrices (tarn_matrix_apply) with
- * every access mode, a matrix given twice and a failing kernel. Elementwise
- * results are compared exactly; reductions within their stated bound. */
+ * every access mode, a matrix given twice and a failing kernel; a
+ * destroyed matrix and memory that never held one refused by every call,
+ * and the dead word a destroy leaves in the memory it frees (free wrapped
+ * at link time).
+ * Elementwise results are compared exactly; reductions within their stated
+ * bound. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "destroyed.h"
 #include "support.h"
 #include "tarn.h"
 
@@ -584,6 +592,137 @@ static void bad_apply_input_is_refused(void **state) {
   assert_int_equal(tarn_rt_destroy(other_rt), 0);
 }
 
+static int copy_centre(const double *in, size_t ld_in, double *out,
+                       size_t ld_out, size_t rows, size_t cols, size_t radius,
+                       void *arg) {
+  (void)arg;
+  for (size_t q = 0; q < cols; q++)
+    for (size_t p = 0; p < rows; p++)
+      out[p + q * ld_out] = in[(p + radius) + (q + radius) * ld_in];
+  return 0;
+}
+
+/* free, wrapped at link time (tests/CMakeLists.txt): the magic word of the
+ * block at `watched_free` as it was freed. */
+void __real_free(void *p);
+void __wrap_free(void *p);
+static _Atomic(void *) watched_free; /* workers free too */
+static uint32_t watched_magic;
+void __wrap_free(void *p) {
+  if (p != NULL && p == atomic_load(&watched_free)) {
+    watched_magic = ((const struct tarn_matrix *)p)->magic;
+    atomic_store(&watched_free, NULL);
+  }
+  __real_free(p);
+}
+
+/* tarn_matrix_destroy leaves the dead word in the memory it frees, which
+ * the refusals of a destroyed matrix rely on (a plain store of it right
+ * before free was removed by the compiler as a dead store, and the word
+ * stayed live). Seen through the wrapped free, without reading freed
+ * memory. */
+static void destroy_marks_the_freed_matrix_dead(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(1, 0);
+  tarn_matrix *a = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 6, 4, 2, 2, 3, &a), 0);
+  watched_magic = 0;
+  atomic_store(&watched_free, a);
+  tarn_matrix_destroy(a);
+  assert_null(atomic_load(&watched_free)); /* freed */
+  assert_int_equal(watched_magic, TARN__MATRIX_DEAD);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Calls of matrix.h and stencil.h given `bad` where a matrix goes, beside
+ * the sound 6 x 4 matrix `a` (tiles 2 x 2, the layout of `bad` when it is
+ * a destroyed matrix): each is refused with TARN_EINVAL, makes no matrix
+ * and leaves `bad` as the destination it was given. */
+static void matrix_calls_refuse(tarn_matrix *a, tarn_matrix *bad) {
+  tarn_matrix *c = NULL, *out = bad;
+  double v = -1, buf[24];
+  assert_int_equal(tarn_matrix_rows(bad), 0);
+  assert_int_equal(tarn_matrix_cols(bad), 0);
+  assert_int_equal(tarn_matrix_tile_rows(bad), 0);
+  assert_int_equal(tarn_matrix_tile_cols(bad), 0);
+  assert_int_equal(tarn_matrix_to_buffer(bad, buf, 6), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_get(bad, 0, 0, &v), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_sum(bad, &v), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_norm(bad, TARN_NORM_ONE, &v), TARN_EINVAL);
+  assert_true(v == -1);
+  assert_int_equal(tarn_matrix_commit_file(bad), TARN_EINVAL);
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/tarn-test-refused-%ld.npy", (long)getpid());
+  assert_int_equal(tarn_matrix_to_file(bad, path), TARN_EINVAL);
+  assert_int_equal(access(path, F_OK), -1); /* no file made */
+  /* as the operand */
+  assert_int_equal(tarn_matrix_axpb(bad, 2, 1, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_copy(bad, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_map(bad, fabs, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_sin(bad, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_transpose(bad, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_retile(bad, 3, 3, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_add(bad, a, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_add(a, bad, &c), TARN_EINVAL);
+  tarn_stencil s;
+  assert_int_equal(tarn_stencil_init(&s, 1, TARN_BOUNDARY_WRAP, 0), 0);
+  assert_int_equal(tarn_stencil_sum(&s, bad, &c), TARN_EINVAL);
+  assert_int_equal(tarn_stencil_apply(&s, bad, copy_centre, NULL, &c),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_stencil_assign(bad, 1), TARN_EINVAL);
+  assert_int_equal(tarn_stencil_update_add(bad, a), TARN_EINVAL);
+  assert_int_equal(tarn_stencil_update_add(a, bad), TARN_EINVAL);
+  tarn_matrix *const ms[] = {a, bad}, *const alone[] = {bad};
+  const tarn_access modes[] = {TARN_READ_WRITE, TARN_READ};
+  assert_int_equal(tarn_matrix_apply(ms, modes, 2, write_ones, NULL),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_apply(alone, modes, 1, write_ones, NULL),
+                   TARN_EINVAL);
+  assert_null(c);
+  /* as the destination given */
+  assert_int_equal(tarn_matrix_axpb(a, 2, 1, &out), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_copy(a, &out), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_add(a, a, &out), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_retile(a, 2, 2, &out), TARN_EINVAL);
+  assert_int_equal(tarn_stencil_sum(&s, a, &out), TARN_EINVAL);
+  assert_ptr_equal(out, bad);
+  tarn_matrix_destroy(bad); /* frees nothing */
+}
+
+/* A matrix already destroyed (its memory not reused yet) and memory that
+ * never held a matrix are refused by every call of matrix.h and
+ * stencil.h, change nothing, and are not freed by tarn_matrix_destroy.
+ * The destroyed one keeps its runtime, layout and tiles (white box,
+ * destroyed.h), so only the word tarn_matrix_destroy leaves can refuse
+ * it. */
+static void destroyed_matrices_and_junk_are_refused(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *a = NULL, *dead = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 6, 4, 2, 2, 3, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 6, 4, 2, 2, 4, &dead), 0);
+  double *a_before = test_buffer_of(a), *dead_before = test_buffer_of(dead);
+  test_mark_destroyed(dead, true);
+  matrix_calls_refuse(a, dead);
+  test_mark_destroyed(dead, false);
+  static const unsigned char fills[] = {0x00, 0x5a, 0xff};
+  for (size_t f = 0; f < sizeof fills; f++) {
+    struct test_junk junk;
+    matrix_calls_refuse(a, test_junk_matrix(&junk, fills[f]));
+    assert_true(test_junk_untouched(&junk, fills[f]));
+  }
+  double *a_after = test_buffer_of(a), *dead_after = test_buffer_of(dead);
+  assert_memory_equal(a_after, a_before, 24 * sizeof(double));
+  assert_memory_equal(dead_after, dead_before, 24 * sizeof(double));
+  free(a_before);
+  free(a_after);
+  free(dead_before);
+  free(dead_after);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(dead);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_operation_matches_a_serial_loop),
@@ -595,6 +734,8 @@ int main(void) {
       cmocka_unit_test(bad_input_is_refused),
       cmocka_unit_test(an_apply_kernel_failure_reaches_the_region),
       cmocka_unit_test(bad_apply_input_is_refused),
+      cmocka_unit_test(destroyed_matrices_and_junk_are_refused),
+      cmocka_unit_test(destroy_marks_the_freed_matrix_dead),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,8 @@
  * with a Cholesky factor by its residual (the factor unchanged, also from
  * several threads at once), a zero on the factor's diagonal and bad
  * shapes refused with B unchanged, and the same bits under the limit.
- * Every linalg call that waits refuses to run in a task (TARN_EDEADLK). */
+ * Every linalg call that waits refuses to run in a task (TARN_EDEADLK),
+ * and every one refuses a destroyed matrix. */
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
@@ -27,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "destroyed.h"
 #include "support.h"
 #include "tarn.h"
 
@@ -965,6 +967,146 @@ static void test_waiting_calls_in_a_task(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* ---- destroyed matrices ------------------------------------------------ */
+
+enum { LIVE_A, LIVE_CHOL, LIVE_LU, LIVE_QR, LIVE_T, LIVE_B, LIVE_X, NLIVE };
+
+/* Every call of linalg.h given m[k + NLIVE], the destroyed twin of the
+ * sound operand m[k] (same runtime, layout and values), and sound
+ * operands elsewhere, as each call takes them: A SPD, its Cholesky
+ * factor, its LU factors (pivots piv), its QR factors and T factors, B
+ * of two columns, x of one. Each is refused with TARN_EINVAL and makes no
+ * matrix; with the twins live, each call would run. */
+static void linalg_calls_refuse(tarn_matrix **m, const size_t *piv) {
+  tarn_matrix *a = m[LIVE_A], *l = m[LIVE_CHOL], *lu = m[LIVE_LU],
+              *qa = m[LIVE_QR], *t = m[LIVE_T], *b = m[LIVE_B], *x = m[LIVE_X];
+  tarn_matrix *da = m[NLIVE + LIVE_A], *dl = m[NLIVE + LIVE_CHOL],
+              *dlu = m[NLIVE + LIVE_LU], *dqa = m[NLIVE + LIVE_QR],
+              *dt = m[NLIVE + LIVE_T], *db = m[NLIVE + LIVE_B],
+              *dx = m[NLIVE + LIVE_X];
+  tarn_trans no = TARN_NO_TRANS, tr = TARN_TRANS;
+  tarn_matrix *c = NULL, *out = db, *outx = dx;
+  size_t piv2[6];
+  int info = 0, sign = 0;
+  double v = -1;
+  /* multiply: a destroyed operand, a destroyed C given */
+  assert_int_equal(tarn_matrix_gemm(da, no, b, no, 1, 0, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_gemm(a, no, db, no, 1, 0, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_gemm(a, no, b, no, 1, 0, &out), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_gemv(da, no, x, 1, 0, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_gemv(a, no, dx, 1, 0, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_gemv(a, no, x, 1, 0, &outx), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_syrk_ata(da, &c), TARN_EINVAL);
+  assert_ptr_equal(out, db);
+  assert_ptr_equal(outx, dx);
+  /* factorisations and solves */
+  assert_int_equal(tarn_matrix_cholesky(da, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_cholesky_solve(dl, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_cholesky_solve(l, db, &info), TARN_EINVAL);
+  assert_int_equal(
+      tarn_matrix_triangular_solve(dl, TARN_LOWER, no, TARN_NON_UNIT, b, &info),
+      TARN_EINVAL);
+  assert_int_equal(
+      tarn_matrix_triangular_solve(l, TARN_LOWER, no, TARN_NON_UNIT, db, &info),
+      TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu(da, piv2, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(dlu, piv, no, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_solve(lu, piv, tr, db, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_permute_rows(db, piv, no), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_solve(da, b, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_solve(a, db, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  /* QR */
+  assert_int_equal(tarn_matrix_qr(da, 0, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_q(dqa, t, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_q(qa, dt, &c), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(dqa, t, no, b, &c, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(qa, dt, no, b, &c, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_solve(qa, t, no, db, &c, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(dqa, t, TARN_LEFT, tr, b),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(qa, dt, TARN_LEFT, tr, b),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_multiply(qa, t, TARN_LEFT, tr, db),
+                   TARN_EINVAL);
+  /* estimates, determinants, inverses */
+  assert_int_equal(tarn_matrix_lu_rcond(dlu, piv, TARN_NORM_ONE, 1, &v),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_cholesky_rcond(dl, 1, &v), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_triangular_rcond(dl, TARN_LOWER, TARN_NON_UNIT,
+                                                TARN_NORM_ONE, &v),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_logdet(dlu, piv, &v, &sign), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_cholesky_logdet(dl, &v), TARN_EINVAL);
+  assert_true(v == -1);
+  assert_int_equal(
+      tarn_matrix_triangular_inverse(dl, TARN_LOWER, TARN_NON_UNIT, &info),
+      TARN_EINVAL);
+  assert_int_equal(tarn_matrix_cholesky_inverse(dl, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_lu_inverse(dlu, piv, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_inverse(da, &info), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_qr_ata_inverse(dqa, &c, &info), TARN_EINVAL);
+  assert_int_equal(info, 0);
+  assert_null(c);
+}
+
+/* A matrix already destroyed, whose memory the heap has not reused, is
+ * refused by every call of linalg.h, as operand or as the destination
+ * given, and neither it nor the sound operands beside it change. White
+ * box (destroyed.h): each destroyed operand is a live twin marked as
+ * tarn_matrix_destroy marks it, so only that mark can refuse it. Memory
+ * that never held a matrix is refused too. */
+static void test_destroyed_matrices_refused(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *m[2 * NLIVE] = {NULL};
+  double *spd = test_spd_matrix(6, 1, 5);
+  size_t piv[6];
+  int info = -1;
+  assert_int_equal(tarn_matrix_from_buffer(rt, 6, 6, 2, 2, spd, 6, &m[LIVE_A]),
+                   0);
+  assert_int_equal(tarn_matrix_copy(m[LIVE_A], &m[LIVE_CHOL]), 0);
+  assert_int_equal(tarn_matrix_cholesky(m[LIVE_CHOL], &info), 0);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_copy(m[LIVE_A], &m[LIVE_LU]), 0);
+  assert_int_equal(tarn_matrix_lu(m[LIVE_LU], piv, &info), 0);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_matrix_copy(m[LIVE_A], &m[LIVE_QR]), 0);
+  assert_int_equal(tarn_matrix_qr(m[LIVE_QR], 0, &m[LIVE_T]), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 6, 2, 2, 2, 6, &m[LIVE_B]), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 6, 1, 2, 1, 7, &m[LIVE_X]), 0);
+  double *before[2 * NLIVE];
+  for (size_t k = 0; k < NLIVE; k++) {
+    assert_int_equal(tarn_matrix_copy(m[k], &m[NLIVE + k]), 0);
+    before[k] = test_buffer_of(m[k]);
+    before[NLIVE + k] = test_buffer_of(m[NLIVE + k]);
+    test_mark_destroyed(m[NLIVE + k], true);
+  }
+  linalg_calls_refuse(m, piv);
+  /* junk in the slot of each destroyed twin in turn */
+  struct test_junk junk;
+  tarn_matrix *j = test_junk_matrix(&junk, 0x5a);
+  for (size_t k = 0; k < NLIVE; k++) {
+    tarn_matrix *twin = m[NLIVE + k];
+    m[NLIVE + k] = j;
+    linalg_calls_refuse(m, piv);
+    m[NLIVE + k] = twin;
+  }
+  assert_true(test_junk_untouched(&junk, 0x5a));
+  for (size_t k = 0; k < NLIVE; k++) test_mark_destroyed(m[NLIVE + k], false);
+  for (size_t k = 0; k < 2 * NLIVE; k++) {
+    double *after = test_buffer_of(m[k]);
+    size_t bytes =
+        tarn_matrix_rows(m[k]) * tarn_matrix_cols(m[k]) * sizeof(double);
+    assert_memory_equal(after, before[k], bytes);
+    free(after);
+    free(before[k]);
+  }
+  for (size_t k = 0; k < 2 * NLIVE; k++) tarn_matrix_destroy(m[k]);
+  free(spd);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gemm_transposes),
@@ -989,6 +1131,7 @@ int main(void) {
       cmocka_unit_test(test_cholesky_solve_after_failure),
       cmocka_unit_test(test_waiting_calls_in_a_task),
       cmocka_unit_test(test_workspace_larger_than_the_scratch),
+      cmocka_unit_test(test_destroyed_matrices_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -94,6 +94,10 @@ struct tarn_ref {
                      * drops the lock): not freed (again) meanwhile */
   bool cleaning;    /* WRITING ahead of eviction: stays resident after */
   bool in_far;      /* in the pool's far[] (farthest_pass) */
+  /* Times it became resident: a restore that waited for room tells by it
+   * that someone else brought it in meanwhile, even when it was evicted
+   * again since (its state alone looks unchanged then). */
+  uint32_t arrivals;
   uint64_t failed_epoch; /* retry_epoch in which it was left out, or 0 */
   size_t charge;         /* bytes it counts against the limit */
   tarn__block block;
@@ -932,6 +936,7 @@ static void take_room(tarn_pool *p, size_t need) {
 static void became_resident(tarn_ref *r, void *obj, bool clean, uint64_t pins) {
   r->data = obj;
   r->state = RESIDENT;
+  r->arrivals++;
   uint64_t w = atomic_load(&r->pinword) & (NOTIFY | PIN_MASK);
   atomic_store(&r->pinword,
                w | (clean ? CLEAN : 0) | (r->dead ? 0 : FAST) | pins);
@@ -1170,10 +1175,13 @@ static void *reader_main(void *arg) {
     /* Read back by a pin meanwhile (which took the wish back), or gone. */
     if (!r->prefetching || r->state != SPILLED || r->dead) continue;
     r->prefetching = false;
-    /* Guarded, the ref outlives a release while the lock is dropped. */
+    /* Guarded, the ref outlives a release while the lock is dropped.
+     * Done once it arrives, by this read or another's. */
     r->guarded = true;
     p->reader_ref = r;
-    while (r->state == SPILLED && restore(p, r, TARN_READ, 0, 0) == 1) {
+    uint32_t arrivals = r->arrivals;
+    while (r->state == SPILLED && r->arrivals == arrivals &&
+           restore(p, r, TARN_READ, 0, 0) == 1) {
     }
     p->reader_ref = NULL;
     r->guarded = false;
@@ -1704,11 +1712,16 @@ int tarn_ref_release(tarn_ref *r) {
 static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
                    uint64_t timeout_ns, uint64_t pins) {
   enum ref_state from = r->state;
+  uint32_t arrivals = r->arrivals;
   void *buf = NULL;
   size_t cap = r->kind == NULL ? r->charge : 0;
   int rc = make_room(p, r->charge, cap, &buf, timeout_ns, pins == 0);
   if (rc != 0) return rc;
-  if (r->state != from) { /* changed while make_room waited */
+  /* Changed while make_room waited, or brought in by another and evicted
+   * again: a read ahead that waited for room once saw a pin read its
+   * object back, then evicted that copy to make room for it and read it
+   * a second time. */
+  if (r->state != from || r->arrivals != arrivals) {
     if (buf != NULL)
       buffer_retire(p, buf, cap);
     else

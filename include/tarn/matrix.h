@@ -190,7 +190,9 @@ TARN_API int tarn_matrix_get(tarn_matrix *a, size_t i, size_t j, double *v);
 
 /* Frees the matrix: its tiles go as soon as the tasks using them end.
  * NULL is a no-op; a matrix destroyed already is reported on stderr and
- * not freed again, as long as its memory was not reused. */
+ * not freed again, as long as its memory was not reused. Destroy a
+ * matrix before its runtime: tarn_rt_destroy frees the tiles' refs with
+ * its pool, and a matrix destroyed after it would release freed refs. */
 TARN_API void tarn_matrix_destroy(tarn_matrix *a);
 
 /* The matrix's rows and columns, and its tiles' rows (mb) and columns

@@ -60,8 +60,7 @@ int tarn_matrix_apply(tarn_matrix *const *matrices, const tarn_access *modes,
     return TARN_EINVAL;
   const tarn_matrix *first = matrices[0];
   for (size_t i = 0; i < count; i++)
-    if (!tarn__matrix_ok(matrices[i]) || !mode_valid(modes[i]) ||
-        !tarn__matrix_same_layout(matrices[i], first))
+    if (!mode_valid(modes[i]) || !tarn__matrix_same_layout(matrices[i], first))
       return TARN_EINVAL;
   for (size_t tj = 0; tj < first->nt; tj++)
     for (size_t ti = 0; ti < first->mt; ti++) {

@@ -104,9 +104,14 @@ int tarn__matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
   return 0;
 }
 
+/* Whether a's runtime, shape and tiling are b's (neither checked live). */
+static bool layout_equal(const tarn_matrix *a, const tarn_matrix *b) {
+  return a->rt == b->rt && a->m == b->m && a->n == b->n && a->mb == b->mb &&
+         a->nb == b->nb;
+}
+
 bool tarn__matrix_same_layout(const tarn_matrix *a, const tarn_matrix *b) {
-  return tarn__matrix_ok(a) && tarn__matrix_ok(b) && a->rt == b->rt &&
-         a->m == b->m && a->n == b->n && a->mb == b->mb && a->nb == b->nb;
+  return tarn__matrix_ok(a) && tarn__matrix_ok(b) && layout_equal(a, b);
 }
 
 /* The destination of an operation: *out when given (checked against the
@@ -116,13 +121,9 @@ int tarn__matrix_destination(tarn_rt *rt, size_t m, size_t n, size_t mb,
   if (out == NULL) return TARN_EINVAL;
   *made = *out == NULL;
   if (*made) return tarn__matrix_new(rt, m, n, mb, nb, out);
-  tarn_matrix want = {.rt = rt,
-                      .m = m,
-                      .n = n,
-                      .mb = mb < m ? mb : m,
-                      .nb = nb < n ? nb : n,
-                      .magic = TARN__MATRIX_LIVE};
-  return tarn__matrix_same_layout(*out, &want) ? 0 : TARN_EINVAL;
+  tarn_matrix want = {
+      .rt = rt, .m = m, .n = n, .mb = mb < m ? mb : m, .nb = nb < n ? nb : n};
+  return tarn__matrix_ok(*out) && layout_equal(*out, &want) ? 0 : TARN_EINVAL;
 }
 
 /* ---- tile jobs ------------------------------------------------------------

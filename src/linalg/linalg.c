@@ -726,12 +726,11 @@ static int gemm_submit_block(const struct gemm_plan *g, size_t i0, size_t i1,
 int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
                      tarn_trans tb, double alpha, double beta,
                      tarn_matrix **c) {
-  if (!tarn__matrix_ok(a) || !tarn__matrix_ok(b) || c == NULL || a->rt != b->rt)
+  if (!tarn__blas_sized(a) || !tarn__blas_sized(b) || c == NULL ||
+      a->rt != b->rt || *c == a || *c == b)
     return TARN_EINVAL;
   if ((ta != TARN_NO_TRANS && ta != TARN_TRANS) ||
       (tb != TARN_NO_TRANS && tb != TARN_TRANS))
-    return TARN_EINVAL;
-  if (*c == a || *c == b || !tarn__blas_sized(a) || !tarn__blas_sized(b))
     return TARN_EINVAL;
   bool tra = ta == TARN_TRANS, trb = tb == TARN_TRANS;
   /* op(A) is M x K in tiles am x ak; op(B) is K x N in tiles bk x bn. */

@@ -24,14 +24,13 @@
 #include "tarn/linalg.h"
 
 bool tarn__factor_shape_ok(const tarn_matrix *a) {
-  return tarn__matrix_ok(a) && a->m == a->n && a->mb == a->nb &&
-         tarn__blas_sized(a) && a->m <= INT_MAX;
+  return tarn__blas_sized(a) && a->m == a->n && a->mb == a->nb &&
+         a->m <= INT_MAX;
 }
 
 bool tarn__triangle_shape_ok(const tarn_matrix *t) {
-  return tarn__matrix_ok(t) && t->m >= t->n &&
-         (t->mb == t->nb || (t->nt == 1 && t->mb >= t->n)) &&
-         tarn__blas_sized(t) && t->n <= INT_MAX;
+  return tarn__blas_sized(t) && t->m >= t->n &&
+         (t->mb == t->nb || (t->nt == 1 && t->mb >= t->n)) && t->n <= INT_MAX;
 }
 
 size_t tarn__triangle_row_tile(const tarn_matrix *t) {
@@ -328,9 +327,9 @@ int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                  tarn_trans trans, tarn_diag diag,
                                  tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
-  if (!tarn__triangle_shape_ok(t) || !tarn__matrix_ok(b) || b == t ||
+  if (!tarn__triangle_shape_ok(t) || !tarn__blas_sized(b) || b == t ||
       b->rt != t->rt || b->m != t->n || b->mb != tarn__triangle_row_tile(t) ||
-      !tarn__blas_sized(b) || (uplo != TARN_LOWER && uplo != TARN_UPPER) ||
+      (uplo != TARN_LOWER && uplo != TARN_UPPER) ||
       (trans != TARN_NO_TRANS && trans != TARN_TRANS) ||
       (diag != TARN_NON_UNIT && diag != TARN_UNIT))
     return TARN_EINVAL;

@@ -1975,12 +1975,16 @@ static void tasks_waiting_for_memory_read_their_inputs_about_once(
     tarn_region_stats st;
     assert_int_equal(tarn_region_wait(region, &st), 0);
     assert_true(st.peak_bytes <= 2 * MiB);
-    /* Each once; a read ahead for the second task may be pushed out by
-     * the first one's output before it is used (13 here). When every
+    /* Each once, but for the start: the read aheads queued as the tasks
+     * are submitted race the first two tasks' pins, which may push out an
+     * input read ahead before its task runs, and it is read again. Of
+     * 1,000 rounds beside three busy loops (2026-12-04), 174 read 12, 751
+     * read 13, 73 read 14 and 2 read 15 (an input read three times), and
+     * a bound of n + 3 failed once in a suite run under load. When every
      * waiting task tried at once, 39 to 64. */
     int got = atomic_load(&reads);
     assert_true(got >= n);
-    assert_true(got <= n + 3);
+    assert_true(got <= n + n / 2);
     check_plus_one_and_release(n, 10, in, out);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }

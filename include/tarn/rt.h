@@ -35,7 +35,12 @@
  *    rule 4 cancels a failed task's readers; tarn_region_wait_timed waits
  *    with a limit.
  *
- * Every function is thread-safe unless it says otherwise. */
+ * Every function is thread-safe unless it says otherwise.
+ *
+ * A runtime already destroyed is refused by every call that takes one
+ * (TARN_EINVAL, or NULL or 0, and a line on stderr) so long as its memory
+ * is not reused: a safety net, not a contract; using a freed runtime is
+ * still undefined. */
 #ifndef TARN_RT_H
 #define TARN_RT_H
 
@@ -144,19 +149,22 @@ TARN_API int tarn_rt_create(const tarn_rt_options *options, tarn_rt **rt);
  * are drained and freed: their handles are invalid afterwards, and the
  * calling thread's regions of other runtimes enclose its tasks again (an
  * error path may destroy a runtime without waiting). Their errors are not
- * reported. Returns the first error of a task outside any region, or 0.
- * NULL is a no-op. Must not be called from a task, nor while another
- * thread uses the runtime: a region another thread began must be waited
- * for, or that thread ended, first. A program destroys its runtimes
- * before it returns from main or calls exit(), also on its error paths:
- * exit() runs the libraries' destructors (OpenBLAS's among them) while
- * tasks submitted before may still run on the workers. */
+ * reported. Returns the first error of a task outside any region, or 0;
+ * TARN_EDEADLK, changing nothing, from a task (it would wait for itself),
+ * and TARN_EINVAL for a runtime already destroyed. NULL is a no-op. Must
+ * not be called while another thread uses the runtime: a region another
+ * thread began must be waited for, or that thread ended, first. A program
+ * destroys its runtimes before it returns from main or calls exit(), also
+ * on its error paths: exit() runs the libraries' destructors (OpenBLAS's
+ * among them) while tasks submitted before may still run on the workers.
+ */
 TARN_API int tarn_rt_destroy(tarn_rt *rt);
 
-/* The runtime's pool: make refs here. Owned by the runtime. */
+/* The runtime's pool: make refs here. Owned by the runtime. NULL for a
+ * NULL or destroyed runtime. */
 TARN_API tarn_pool *tarn_rt_pool(tarn_rt *rt);
 
-/* Number of workers. */
+/* Number of workers; 0 for a NULL or destroyed runtime. */
 TARN_API unsigned tarn_rt_workers(const tarn_rt *rt);
 
 /* ---- submitting --------------------------------------------------------- */
@@ -194,12 +202,12 @@ typedef struct tarn_task_desc {
 } tarn_task_desc;
 
 /* Submits a task. The runtime retains each ref until the task ends (the
- * caller keeps its own references). Returns 0; TARN_EINVAL for a NULL fn,
- * a NULL ref, a bad mode, or a ref of another pool; TARN_ENOMEM. A task
- * submitted from a task belongs to that task's region. Thread-safe. With
- * tarn_rt_options.max_unfinished set, a program thread (not a task) may
- * run queued tasks or wait here first, until its region holds fewer
- * unfinished tasks. */
+ * caller keeps its own references). Returns 0; TARN_EINVAL for a NULL or
+ * destroyed runtime, a NULL fn, a NULL ref, a bad mode, or a ref of
+ * another pool; TARN_ENOMEM. A task submitted from a task belongs to that
+ * task's region. Thread-safe. With tarn_rt_options.max_unfinished set, a
+ * program thread (not a task) may run queued tasks or wait here first,
+ * until its region holds fewer unfinished tasks. */
 TARN_API int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *desc);
 
 /* Items of tarn_submit, a compact form of tarn_task_submit:

@@ -15,6 +15,7 @@
 #include "array/matrix_internal.h"
 #include "array/vmath.h"
 #include "prim/prim.h"
+#include "rt/rt_internal.h"
 #include "tarn/matrix.h"
 
 size_t tarn__tile_rows(const tarn_matrix *a, size_t ti) {
@@ -70,7 +71,7 @@ void tarn_matrix_destroy(tarn_matrix *a) {
  * ns with two, 154 with one; see SPARE_REFS in src/pool/pool.c). */
 int tarn__matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
                      tarn_matrix **out) {
-  if (rt == NULL || out == NULL || m == 0 || n == 0 || mb == 0 || nb == 0)
+  if (out == NULL || m == 0 || n == 0 || mb == 0 || nb == 0 || !tarn__rt_ok(rt))
     return TARN_EINVAL;
   mb = mb < m ? mb : m;
   nb = nb < n ? nb : n;

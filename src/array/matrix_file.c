@@ -23,6 +23,7 @@
 #include "pool/checksum.h"
 #include "pool/pool_internal.h"
 #include "prim/prim.h"
+#include "rt/rt_internal.h"
 #include "tarn/status.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -354,7 +355,7 @@ static int read_header(int fd, uint64_t size, tarn__npy *h) {
 
 int tarn_matrix_from_file(tarn_rt *rt, const char *path, size_t mb, size_t nb,
                           tarn_matrix **out) {
-  if (rt == NULL || path == NULL || out == NULL || mb == 0 || nb == 0)
+  if (path == NULL || out == NULL || mb == 0 || nb == 0 || !tarn__rt_ok(rt))
     return TARN_EINVAL;
   int fd;
   uint64_t size;
@@ -715,7 +716,7 @@ static int file_matrix(tarn_rt *rt, struct backing_file *f, size_t mb,
 
 int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb, size_t nb,
                           tarn_matrix **out) {
-  if (rt == NULL || path == NULL || out == NULL || mb == 0 || nb == 0)
+  if (path == NULL || out == NULL || mb == 0 || nb == 0 || !tarn__rt_ok(rt))
     return TARN_EINVAL;
   struct backing_file *f = calloc(1, sizeof *f);
   if (f == NULL) return TARN_ENOMEM;
@@ -737,8 +738,8 @@ int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb, size_t nb,
 
 int tarn_matrix_create_file(tarn_rt *rt, const char *path, size_t m, size_t n,
                             size_t mb, size_t nb, tarn_matrix **out) {
-  if (rt == NULL || path == NULL || path[0] == '\0' || out == NULL || m == 0 ||
-      n == 0 || mb == 0 || nb == 0 || m > UINT64_MAX / 8 / n)
+  if (path == NULL || path[0] == '\0' || out == NULL || m == 0 || n == 0 ||
+      mb == 0 || nb == 0 || m > UINT64_MAX / 8 / n || !tarn__rt_ok(rt))
     return TARN_EINVAL;
   struct backing_file *f = calloc(1, sizeof *f);
   if (f == NULL) return TARN_ENOMEM;

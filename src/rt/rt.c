@@ -25,6 +25,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -327,6 +328,11 @@ struct tarn_rt {
   bool workers_fill_cores; /* nworkers >= the processors allowed */
   bool pinned;             /* the workers are pinned (cpu_side is set) */
   bool may_spill;          /* the pool has a limit: data may be on disk */
+  /* RT_LIVE from tarn_rt_create, RT_DEAD once tarn_rt_destroy is about to
+   * free the struct (rt_ok). Past the words glibc's free writes at the
+   * start of a block (_Static_assert below), so a runtime destroyed is
+   * refused until its memory is reused. */
+  uint32_t magic;
   /* GUEST_TASK_MAX_NS, WORKERS_BUSY_MAX_NS, HELP_SPIN_MAX_NS,
    * LONE_TASK_MAX_NS and LONE_HOLD_NS in ticks (tarn__ticks). */
   uint64_t guest_max_ticks, busy_max_ticks, help_spin_max_ticks;
@@ -395,6 +401,27 @@ struct tarn_rt {
    * there claims shared ranges from the back (help_claim). */
   unsigned char cpu_side[CPU_TABLE];
 };
+
+#define RT_LIVE 0x72756e74u /* "runt" */
+#define RT_DEAD 0xdeadbeefu
+/* glibc's free writes up to four pointers at the start of a block. */
+_Static_assert(offsetof(struct tarn_rt, magic) >= 4 * sizeof(void *),
+               "the runtime's magic word lies past what free overwrites");
+
+/* Whether `rt` is a live runtime: false for NULL, and false with a line
+ * on stderr (as the pool reports a released ref) for one already
+ * destroyed, while its memory is not reused. Anything else is refused
+ * too, so far as its word at `magic` differs from RT_LIVE. */
+static bool rt_ok(const tarn_rt *rt) {
+  if (rt == NULL) return false;
+  if (rt->magic == RT_LIVE) return true;
+  if (rt->magic == RT_DEAD)
+    fprintf(stderr, "tarn: runtime %p used after tarn_rt_destroy\n",
+            (const void *)rt);
+  return false;
+}
+
+bool tarn__rt_ok(const tarn_rt *rt) { return rt_ok(rt); }
 
 static TARN_THREAD_LOCAL tarn_task *current_task;
 static TARN_THREAD_LOCAL struct worker *current_worker;
@@ -2015,7 +2042,7 @@ static int submit_failed(const tarn_task_desc *d, int rc) {
 }
 
 int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
-  if (rt == NULL || d == NULL || d->fn == NULL ||
+  if (d == NULL || d->fn == NULL || !rt_ok(rt) ||
       (d->ndeps > 0 && d->deps == NULL) || d->ndeps > UINT32_MAX)
     return submit_failed(d, TARN_EINVAL);
   if (atomic_load_explicit(&rt->lone, memory_order_relaxed) != NULL)
@@ -2368,7 +2395,7 @@ static void region_fold_peaks(tarn_region *r, size_t peak, size_t live) {
 }
 
 int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
-  if (rt == NULL || out == NULL) return TARN_EINVAL;
+  if (out == NULL || !rt_ok(rt)) return TARN_EINVAL;
   if (current_task != NULL) return TARN_EDEADLK;
   /* A spare region is reset and moved to the live list under one lock.
    * Plain stores suffice: the region reaches other threads only through
@@ -2494,6 +2521,9 @@ static void rt_free(tarn_rt *rt) {
   chunks_free(rt);
   regions_free(rt->spare_regions);
   free(rt->workers);
+  /* volatile: a plain store right before free is a dead store the
+   * compiler may remove (it did in tarn_matrix_destroy) */
+  *(volatile uint32_t *)&rt->magic = RT_DEAD;
   free(rt);
 }
 
@@ -2527,6 +2557,7 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   tarn_rt *rt = aligned_alloc(64, sizeof *rt);
   if (rt == NULL) return TARN_ENOMEM;
   memset(rt, 0, sizeof *rt);
+  rt->magic = RT_LIVE; /* the program sees it only once it is whole */
   rt->nworkers = o.workers;
   /* The processors, not a CPU quota (tarn__cpu_count): a thread more than
    * the quota shares its time with the others, where a thread more than
@@ -2600,6 +2631,8 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
 
 int tarn_rt_destroy(tarn_rt *rt) {
   if (rt == NULL) return 0;
+  if (!rt_ok(rt)) return TARN_EINVAL;
+  if (current_task != NULL) return TARN_EDEADLK;
   /* Regions never waited: their tasks run to the end, then they go. */
   for (;;) {
     pthread_mutex_lock(&rt->done_lock);
@@ -2625,14 +2658,14 @@ int tarn_rt_destroy(tarn_rt *rt) {
   return rc;
 }
 
-tarn_pool *tarn_rt_pool(tarn_rt *rt) { return rt != NULL ? rt->pool : NULL; }
+tarn_pool *tarn_rt_pool(tarn_rt *rt) { return rt_ok(rt) ? rt->pool : NULL; }
 
 unsigned tarn_rt_workers(const tarn_rt *rt) {
-  return rt != NULL ? rt->nworkers : 0;
+  return rt_ok(rt) ? rt->nworkers : 0;
 }
 
 int tarn_rt_stats_get(tarn_rt *rt, tarn_rt_stats *s) {
-  if (rt == NULL || s == NULL) return TARN_EINVAL;
+  if (s == NULL || !rt_ok(rt)) return TARN_EINVAL;
   memset(s, 0, sizeof *s);
   s->submitted = atomic_load(&rt->submitted);
   s->cancelled = atomic_load(&rt->cancelled);

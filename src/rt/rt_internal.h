@@ -29,4 +29,9 @@ int tarn__task_parallel_for_lead(tarn_task *task, size_t count, size_t grain,
  * thread. */
 bool tarn__task_alone(tarn_task *task);
 
+/* Whether `rt` is a live runtime, as the public calls taking one check it:
+ * false for NULL, and false with a line on stderr for a runtime already
+ * destroyed (while its memory is not reused). Thread-safe. */
+bool tarn__rt_ok(const tarn_rt *rt);
+
 #endif

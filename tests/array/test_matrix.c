@@ -723,6 +723,55 @@ static void destroyed_matrices_and_junk_are_refused(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* The constructors given memory that never held a runtime (a destroyed
+ * runtime is refused by the same check, test_rt): TARN_EINVAL, no matrix,
+ * no file made, and the memory left as it was. from_file and open_file
+ * get a sound .npy, so only the runtime can refuse them. */
+static void constructors_refuse_a_runtime_that_is_not_live(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(1, 0);
+  tarn_matrix *a = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 6, 4, 2, 2, 3, &a), 0);
+  char saved[64], made[64];
+  snprintf(saved, sizeof saved, "/tmp/tarn-test-saved-%ld.npy", (long)getpid());
+  snprintf(made, sizeof made, "/tmp/tarn-test-made-%ld.npy", (long)getpid());
+  assert_int_equal(tarn_matrix_to_file(a, saved), 0);
+  tarn_matrix_destroy(a);
+  enum { junk_bytes = 1 << 16 };
+  unsigned char *junk = aligned_alloc(64, junk_bytes);
+  assert_non_null(junk);
+  const double buf[24] = {1};
+  static const unsigned char fills[] = {0x00, 0x5a, 0xff};
+  for (size_t f = 0; f < sizeof fills; f++) {
+    memset(junk, fills[f], junk_bytes);
+    tarn_rt *bad = (tarn_rt *)junk;
+    tarn_matrix *out = NULL;
+    assert_int_equal(tarn_matrix_zeros(bad, 6, 4, 2, 2, &out), TARN_EINVAL);
+    assert_int_equal(tarn_matrix_fill(bad, 6, 4, 2, 2, 0.0, &out), TARN_EINVAL);
+    assert_int_equal(tarn_matrix_fill(bad, 6, 4, 2, 2, 1.5, &out), TARN_EINVAL);
+    assert_int_equal(tarn_matrix_rand(bad, 6, 4, 2, 2, 3, &out), TARN_EINVAL);
+    assert_int_equal(tarn_matrix_from_buffer(bad, 6, 4, 2, 2, buf, 6, &out),
+                     TARN_EINVAL);
+    assert_int_equal(tarn_matrix_from_file(bad, saved, 2, 2, &out),
+                     TARN_EINVAL);
+    assert_int_equal(tarn_matrix_open_file(bad, saved, 2, 2, &out),
+                     TARN_EINVAL);
+    assert_int_equal(tarn_matrix_create_file(bad, made, 6, 4, 2, 2, &out),
+                     TARN_EINVAL);
+    /* refused before the disk is asked for the space (8 TiB: TARN_ENOSPC
+     * where the file system claims space up front) */
+    assert_int_equal(tarn_matrix_create_file(bad, made, (size_t)1 << 20,
+                                             (size_t)1 << 20, 1024, 1024, &out),
+                     TARN_EINVAL);
+    assert_int_equal(access(made, F_OK), -1); /* no file made */
+    assert_null(out);
+    for (size_t k = 0; k < junk_bytes; k++) assert_int_equal(junk[k], fills[f]);
+  }
+  free(junk);
+  assert_int_equal(unlink(saved), 0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_operation_matches_a_serial_loop),
@@ -736,6 +785,7 @@ int main(void) {
       cmocka_unit_test(bad_apply_input_is_refused),
       cmocka_unit_test(destroyed_matrices_and_junk_are_refused),
       cmocka_unit_test(destroy_marks_the_freed_matrix_dead),
+      cmocka_unit_test(constructors_refuse_a_runtime_that_is_not_live),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

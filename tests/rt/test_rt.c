@@ -1190,6 +1190,98 @@ static void destroy_drains_regions_never_waited(void **state) {
   assert_int_equal(tarn_rt_destroy(other), 0);
 }
 
+/* free, wrapped at link time (tests/CMakeLists.txt): the block at
+ * `kept_block` is not freed but kept (and `kept` set), so that a test can
+ * hand the library a destroyed runtime without reading freed memory; the
+ * test frees it with __real_free. */
+void __real_free(void *p);
+void __wrap_free(void *p);
+static _Atomic(void *) kept_block;
+static atomic_bool kept;
+void __wrap_free(void *p) {
+  if (p != NULL && p == atomic_load(&kept_block)) {
+    atomic_store(&kept, true);
+    return;
+  }
+  __real_free(p);
+}
+
+/* Calls of rt.h given `bad` where the runtime goes: each is refused
+ * (TARN_EINVAL, NULL or 0), runs nothing, and still frees a task's
+ * argument (arg_free) as a refused submission does. */
+static void runtime_calls_refuse(tarn_rt *bad) {
+  atomic_store(&ran_count, 0);
+  atomic_store(&freed_args, 0);
+  assert_null(tarn_rt_pool(bad));
+  assert_int_equal(tarn_rt_workers(bad), 0);
+  tarn_rt_stats st;
+  assert_int_equal(tarn_rt_stats_get(bad, &st), TARN_EINVAL);
+  tarn_region *region = (tarn_region *)&st; /* any non-NULL value */
+  assert_int_equal(tarn_region_begin(bad, &region), TARN_EINVAL);
+  assert_ptr_equal(region, (tarn_region *)&st);
+  tarn_task_desc d = {.fn = count_task, .arg_free = count_free};
+  assert_int_equal(tarn_task_submit(bad, &d), TARN_EINVAL);
+  assert_int_equal(atomic_load(&freed_args), 1);
+  assert_int_equal(tarn_submit(bad, count_task, TARN_NAME("refused")),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_rt_destroy(bad), TARN_EINVAL);
+  assert_int_equal(atomic_load(&ran_count), 0);
+}
+
+/* A runtime already destroyed is refused by every call of rt.h, a second
+ * tarn_rt_destroy included (it freed the pool twice, and the struct),
+ * while its memory is not reused; so is memory that never was a
+ * runtime, and its bytes are left as they were. */
+static void a_destroyed_runtime_is_refused(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_ref *x = word_ref(rt, 7);
+  tarn_ref_release(x);
+  atomic_store(&kept, false);
+  atomic_store(&kept_block, rt);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_true(atomic_load(&kept)); /* tarn_rt_destroy freed it */
+  runtime_calls_refuse(rt);
+  atomic_store(&kept_block, NULL);
+  __real_free(rt);
+  enum { junk_bytes = 1 << 16 };
+  unsigned char *junk = aligned_alloc(64, junk_bytes);
+  assert_non_null(junk);
+  static const unsigned char fills[] = {0x00, 0x5a, 0xff};
+  for (size_t f = 0; f < sizeof fills; f++) {
+    memset(junk, fills[f], junk_bytes);
+    runtime_calls_refuse((tarn_rt *)junk);
+    for (size_t k = 0; k < junk_bytes; k++) assert_int_equal(junk[k], fills[f]);
+  }
+  free(junk);
+}
+
+static int destroy_own_runtime(tarn_task *t, void *arg) {
+  int *rc = arg;
+  *rc = tarn_rt_destroy(tarn_task_rt(t));
+  return 0;
+}
+
+/* A task that destroys its own runtime would wait for itself: refused
+ * with TARN_EDEADLK, and the runtime goes on. */
+static void destroying_from_a_task_is_refused(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_ref *x = word_ref(rt, 0);
+  int rc = 0;
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, destroy_own_runtime, TARN_ARG(&rc)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(rc, TARN_EDEADLK);
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, child_task, TARN_RW(x)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(word_of(x), 1);
+  tarn_ref_release(x);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 struct submitter {
   tarn_rt *rt;
   tarn_ref *a, *b;
@@ -2917,6 +3009,8 @@ int main(void) {
       cmocka_unit_test(waiting_from_a_task_is_refused),
       cmocka_unit_test(destroy_waits_for_work_in_flight),
       cmocka_unit_test(destroy_drains_regions_never_waited),
+      cmocka_unit_test(a_destroyed_runtime_is_refused),
+      cmocka_unit_test(destroying_from_a_task_is_refused),
       cmocka_unit_test(submitters_on_shared_refs_agree_on_an_order),
       cmocka_unit_test(higher_priorities_run_first),
       cmocka_unit_test(queued_tasks_run_by_priority_then_submission),

@@ -150,14 +150,14 @@ TARN_API int tarn_rt_create(const tarn_rt_options *options, tarn_rt **rt);
  * calling thread's regions of other runtimes enclose its tasks again (an
  * error path may destroy a runtime without waiting). Their errors are not
  * reported. Returns the first error of a task outside any region, or 0;
- * TARN_EDEADLK, changing nothing, from a task (it would wait for itself),
- * and TARN_EINVAL for a runtime already destroyed. NULL is a no-op. Must
- * not be called while another thread uses the runtime: a region another
- * thread began must be waited for, or that thread ended, first. A program
- * destroys its runtimes before it returns from main or calls exit(), also
- * on its error paths: exit() runs the libraries' destructors (OpenBLAS's
- * among them) while tasks submitted before may still run on the workers.
- */
+ * TARN_EDEADLK, changing nothing, from a task (a task of the runtime
+ * would wait for itself), and TARN_EINVAL for a runtime already
+ * destroyed. NULL is a no-op. Must not be called while another thread
+ * uses the runtime: a region another thread began must be waited for, or
+ * that thread ended, first. A program destroys its runtimes before it
+ * returns from main or calls exit(), also on its error paths: exit() runs
+ * the libraries' destructors (OpenBLAS's among them) while tasks
+ * submitted before may still run on the workers. */
 TARN_API int tarn_rt_destroy(tarn_rt *rt);
 
 /* The runtime's pool: make refs here. Owned by the runtime. NULL for a

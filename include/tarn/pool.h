@@ -170,8 +170,14 @@ TARN_API int tarn_pool_create(const tarn_pool_options *options,
 
 /* Frees every object still in the pool (a leak the caller made: reported in
  * the return value) and the spill store, leaving nothing on disk. Returns
- * 0, or the number of refs that were still alive as a positive count. NULL
- * is a no-op. No other call on the pool may run concurrently or after. */
+ * 0, or the number of refs that were still alive as a positive count;
+ * TARN_EMISUSE, changing nothing, for a runtime's pool (tarn_rt_pool: the
+ * runtime destroys it); TARN_EINVAL for a pool already destroyed. NULL is
+ * a no-op. No other call on the pool may run concurrently or after.
+ *
+ * A pool already destroyed is refused by every call of this header that
+ * takes one (TARN_EINVAL, or 0, and a line on stderr) so long as its
+ * memory is not reused: a safety net, not a contract. */
 TARN_API int tarn_pool_destroy(tarn_pool *pool);
 
 /* Allocates `size` bytes (page-aligned, contents undefined) as a new ref

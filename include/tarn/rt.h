@@ -160,8 +160,9 @@ TARN_API int tarn_rt_create(const tarn_rt_options *options, tarn_rt **rt);
  * submitted before may still run on the workers. */
 TARN_API int tarn_rt_destroy(tarn_rt *rt);
 
-/* The runtime's pool: make refs here. Owned by the runtime. NULL for a
- * NULL or destroyed runtime. */
+/* The runtime's pool: make refs here. Owned by the runtime, which destroys
+ * it (tarn_pool_destroy refuses it with TARN_EMISUSE). NULL for a NULL or
+ * destroyed runtime. */
 TARN_API tarn_pool *tarn_rt_pool(tarn_rt *rt);
 
 /* Number of workers; 0 for a NULL or destroyed runtime. */

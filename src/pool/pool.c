@@ -136,6 +136,10 @@ struct tarn_pool {
   pthread_cond_t changed; /* a state change: I/O done, unpin, free */
   pthread_cond_t io_ready;
   atomic_int waiters; /* threads waiting for an unpin */
+  /* POOL_LIVE from tarn_pool_create, POOL_DEAD once the pool is about to
+   * be freed (pool_ok); past the words glibc's free writes at the start of
+   * a block (_Static_assert below). */
+  uint32_t magic;
   tarn_pool_options opt;
   char *spill_dir;
   tarn__store *store;
@@ -195,6 +199,31 @@ struct tarn_pool {
   tarn_ref *spare_refs;
   size_t nspare_refs;
 };
+
+#define POOL_LIVE 0x706f6f6cu /* "pool" */
+#define POOL_DEAD 0xdeadbeefu
+_Static_assert(offsetof(struct tarn_pool, magic) >= 4 * sizeof(void *),
+               "the pool's magic word lies past what free overwrites");
+
+/* Whether `p` is a live pool: false for NULL, and false with a line on
+ * stderr (as for a ref) for one already destroyed, while its memory is not
+ * reused; anything else whose word at `magic` is not POOL_LIVE is refused
+ * too. */
+static bool pool_ok(const tarn_pool *p) {
+  if (p == NULL) return false;
+  if (p->magic == POOL_LIVE) return true;
+  if (p->magic == POOL_DEAD)
+    fprintf(stderr, "tarn: pool %p used after tarn_pool_destroy\n",
+            (const void *)p);
+  return false;
+}
+
+/* Frees the pool's struct, leaving the dead word in it (a volatile store:
+ * a plain one right before free is a dead store the compiler removes). */
+static void pool_free(tarn_pool *p) {
+  *(volatile uint32_t *)&p->magic = POOL_DEAD;
+  free(p);
+}
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -1229,6 +1258,7 @@ int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
     return TARN_EINVAL;
   tarn_pool *p = calloc(1, sizeof *p);
   if (p == NULL) return TARN_ENOMEM;
+  p->magic = POOL_LIVE; /* the program sees it only once it is whole */
   p->opt = o;
   p->page = tarn__page_size();
   p->retry_epoch = 1; /* a ref's failed_epoch 0: none failed */
@@ -1261,7 +1291,7 @@ int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
       if (pthread_create(&p->io[p->nio], NULL, io_main, p) != 0) break;
     p->has_reader = pthread_create(&p->reader, NULL, reader_main, p) == 0;
     if (p->nio == 0 || !p->has_reader) {
-      tarn_pool_destroy(p);
+      tarn__pool_destroy(p);
       return TARN_ENOMEM;
     }
   }
@@ -1271,11 +1301,20 @@ fail:
   tarn__runs_destroy(p->runs);
   tarn__store_close(p->store);
   free(p->spill_dir);
-  free(p);
+  pool_free(p);
   return rc;
 }
 
 int tarn_pool_destroy(tarn_pool *p) {
+  if (p == NULL) return 0;
+  if (!pool_ok(p)) return TARN_EINVAL;
+  /* A runtime's pool (tarn_rt_pool): the runtime destroys it, and would
+   * again. */
+  if (p->owner_free != NULL) return TARN_EMISUSE;
+  return tarn__pool_destroy(p);
+}
+
+int tarn__pool_destroy(tarn_pool *p) {
   if (p == NULL) return 0;
   pthread_mutex_lock(&p->lock);
   p->stopping = true;
@@ -1305,7 +1344,7 @@ int tarn_pool_destroy(tarn_pool *p) {
   pthread_mutex_destroy(&p->lock);
   free(p->io);
   free(p->spill_dir);
-  free(p);
+  pool_free(p);
   return leaked;
 }
 
@@ -1376,7 +1415,7 @@ static tarn_ref *ref_new(tarn_pool *p, void *data, size_t size, size_t charge,
 
 int tarn_ref_alloc(tarn_pool *p, size_t size, uint64_t timeout_ns,
                    tarn_ref **out) {
-  if (p == NULL || out == NULL || size == 0 || size > SIZE_MAX - p->page)
+  if (out == NULL || size == 0 || !pool_ok(p) || size > SIZE_MAX - p->page)
     return TARN_EINVAL;
   size_t cap = tarn__page_round(size);
   void *buf = NULL;
@@ -1402,8 +1441,9 @@ int tarn_ref_alloc(tarn_pool *p, size_t size, uint64_t timeout_ns,
 
 int tarn_ref_adopt(tarn_pool *p, void *object, size_t size,
                    const tarn_kind *kind, uint64_t timeout_ns, tarn_ref **out) {
-  if (p == NULL || out == NULL || object == NULL || size == 0 || kind == NULL ||
-      kind->free == NULL || (kind->save == NULL) != (kind->load == NULL))
+  if (out == NULL || object == NULL || size == 0 || kind == NULL ||
+      kind->free == NULL || (kind->save == NULL) != (kind->load == NULL) ||
+      !pool_ok(p))
     return TARN_EINVAL;
   pthread_mutex_lock(&p->lock);
   int rc = make_room(p, size, 0, NULL, timeout_ns, false);
@@ -1418,7 +1458,7 @@ int tarn_ref_adopt(tarn_pool *p, void *object, size_t size,
 }
 
 int tarn_ref_create(tarn_pool *p, size_t size, tarn_ref **out) {
-  if (p == NULL || out == NULL || size == 0 || size > SIZE_MAX - p->page)
+  if (out == NULL || size == 0 || !pool_ok(p) || size > SIZE_MAX - p->page)
     return TARN_EINVAL;
   pthread_mutex_lock(&p->lock);
   tarn_ref *r = ref_new(p, NULL, size, tarn__page_round(size), NULL);
@@ -1434,7 +1474,7 @@ int tarn_ref_create(tarn_pool *p, size_t size, tarn_ref **out) {
 
 int tarn_ref_create_from(tarn_pool *p, size_t size, const tarn_source *source,
                          tarn_ref **out) {
-  if (p == NULL || out == NULL || size == 0 || size > SIZE_MAX - p->page ||
+  if (out == NULL || size == 0 || !pool_ok(p) || size > SIZE_MAX - p->page ||
       source == NULL || source->read == NULL)
     return TARN_EINVAL;
   tarn_source *copy = malloc(sizeof *copy);
@@ -1459,11 +1499,11 @@ int tarn_ref_create_from(tarn_pool *p, size_t size, const tarn_source *source,
 }
 
 size_t tarn_pool_mem_limit(const tarn_pool *p) {
-  return p != NULL ? p->opt.mem_limit : 0;
+  return pool_ok(p) ? p->opt.mem_limit : 0;
 }
 
 int tarn_pool_peak_reset(tarn_pool *p) {
-  if (p == NULL) return TARN_EINVAL;
+  if (!pool_ok(p)) return TARN_EINVAL;
   pthread_mutex_lock(&p->lock);
   p->peak = p->resident;
   p->live_peak = p->resident - p->cached;
@@ -1987,7 +2027,7 @@ int tarn_ref_is_resident(const tarn_ref *r) {
 }
 
 int tarn_pool_stats_get(tarn_pool *p, tarn_pool_stats *s) {
-  if (p == NULL || s == NULL) return TARN_EINVAL;
+  if (s == NULL || !pool_ok(p)) return TARN_EINVAL;
   tarn__store_counters c;
   tarn__store_counters_get(p->store, &c);
   memset(s, 0, sizeof *s);

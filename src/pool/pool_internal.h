@@ -16,10 +16,16 @@
 int tarn__pool_env_check(const char **name);
 
 /* Sets the function that frees a ref's owner slot when the ref dies (called
- * without the pool lock, from whichever thread releases it). */
+ * without the pool lock, from whichever thread releases it). A pool with
+ * one belongs to the layer that set it: tarn_pool_destroy refuses it
+ * (TARN_EMISUSE), and that layer destroys it with tarn__pool_destroy. */
 void tarn__pool_set_owner_free(tarn_pool *pool,
                                void (*owner_free)(void *ctx, void *owner),
                                void *ctx);
+
+/* tarn_pool_destroy without its checks, for the layer that owns the pool
+ * (tarn__pool_set_owner_free). NULL is a no-op. */
+int tarn__pool_destroy(tarn_pool *pool);
 
 /* The ref's owner state. When the slot is empty and `install` is not NULL,
  * puts `install` there (atomically: of racing installers one wins).

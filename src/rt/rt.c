@@ -2510,7 +2510,7 @@ static void stop_workers(tarn_rt *rt, unsigned started) {
 }
 
 static void rt_free(tarn_rt *rt) {
-  tarn_pool_destroy(rt->pool);
+  tarn__pool_destroy(rt->pool);
   tarn_slab_set_destroy(rt->slabs);
   pthread_mutex_destroy(&rt->idle_lock);
   pthread_cond_destroy(&rt->idle);

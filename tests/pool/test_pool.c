@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "dead_handles.h"
 #include "environ.h"
 #include "memdisk.h"
 #include "tarn.h"
@@ -269,6 +270,62 @@ static void user_kind_is_freed_by_its_function(void **state) {
   free(mine);
   assert_int_equal(ob.frees, 1);
   assert_int_equal(tarn_pool_destroy(p), 0);
+}
+
+static int never_read(void *ctx, void *dst, size_t size) {
+  (void)ctx;
+  (void)dst;
+  (void)size;
+  return TARN_EIO;
+}
+
+/* Calls of pool.h given `bad` where the pool goes: each is refused
+ * (TARN_EINVAL, or 0), makes no ref, and leaves an object offered to
+ * tarn_ref_adopt the caller's (its kind's free is not called). */
+static void pool_calls_refuse(tarn_pool *bad) {
+  struct observed ob = {0};
+  tarn_kind kind = {"observed", obs_free, NULL, NULL, &ob};
+  tarn_source src = {.read = never_read};
+  long object = 5;
+  tarn_ref *r = NULL;
+  assert_int_equal(tarn_ref_alloc(bad, 64, 0, &r), TARN_EINVAL);
+  assert_int_equal(tarn_ref_create(bad, 64, &r), TARN_EINVAL);
+  assert_int_equal(tarn_ref_create_from(bad, 64, &src, &r), TARN_EINVAL);
+  assert_int_equal(tarn_ref_adopt(bad, &object, sizeof object, &kind, 0, &r),
+                   TARN_EINVAL);
+  assert_null(r);
+  assert_int_equal(ob.frees, 0);
+  assert_int_equal(tarn_pool_mem_limit(bad), 0);
+  assert_int_equal(tarn_pool_peak_reset(bad), TARN_EINVAL);
+  tarn_pool_stats st;
+  assert_int_equal(tarn_pool_stats_get(bad, &st), TARN_EINVAL);
+  assert_int_equal(tarn_pool_destroy(bad), TARN_EINVAL);
+}
+
+static void pool_junk_refused(void *junk) {
+  pool_calls_refuse((tarn_pool *)junk);
+}
+
+/* A pool already destroyed (with a limit, a store and I/O threads) is
+ * refused by every call of pool.h that takes a pool, a second
+ * tarn_pool_destroy included (it joined the threads and freed the store
+ * again), while its memory is not reused (dead_handles.h keeps it from
+ * the heap); so is memory that never was a pool, and its bytes are left
+ * as they were. */
+static void a_destroyed_pool_is_refused(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(MiB, disk);
+  tarn_ref *r = alloc(p, 64 * KiB);
+  fill(r, 3);
+  assert_int_equal(tarn_ref_release(r), 0);
+  test_keep_when_freed(p);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  assert_true(test_was_freed());
+  pool_calls_refuse(p);
+  test_free_kept(p);
+  memdisk_free(disk);
+  test_each_junk(pool_junk_refused);
 }
 
 static void objects_spill_and_come_back_under_the_limit(void **state) {
@@ -1776,6 +1833,7 @@ int main(void) {
       cmocka_unit_test(options_come_from_the_environment),
       cmocka_unit_test(pin_returns_the_bytes_until_unpin),
       cmocka_unit_test(user_kind_is_freed_by_its_function),
+      cmocka_unit_test(a_destroyed_pool_is_refused),
       cmocka_unit_test(objects_spill_and_come_back_under_the_limit),
       cmocka_unit_test(clean_copies_are_dropped_without_writing),
       cmocka_unit_test(dirty_objects_are_cleaned_ahead_of_eviction),

@@ -23,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "dead_handles.h"
 #include "environ.h"
 #include "prim/prim.h"
 #include "procfs.h"
@@ -1190,22 +1191,6 @@ static void destroy_drains_regions_never_waited(void **state) {
   assert_int_equal(tarn_rt_destroy(other), 0);
 }
 
-/* free, wrapped at link time (tests/CMakeLists.txt): the block at
- * `kept_block` is not freed but kept (and `kept` set), so that a test can
- * hand the library a destroyed runtime without reading freed memory; the
- * test frees it with __real_free. */
-void __real_free(void *p);
-void __wrap_free(void *p);
-static _Atomic(void *) kept_block;
-static atomic_bool kept;
-void __wrap_free(void *p) {
-  if (p != NULL && p == atomic_load(&kept_block)) {
-    atomic_store(&kept, true);
-    return;
-  }
-  __real_free(p);
-}
-
 /* Calls of rt.h given `bad` where the runtime goes: each is refused
  * (TARN_EINVAL, NULL or 0), runs nothing, and still frees a task's
  * argument (arg_free) as a refused submission does. */
@@ -1228,32 +1213,43 @@ static void runtime_calls_refuse(tarn_rt *bad) {
   assert_int_equal(atomic_load(&ran_count), 0);
 }
 
+static void runtime_junk_refused(void *junk) {
+  runtime_calls_refuse((tarn_rt *)junk);
+}
+
 /* A runtime already destroyed is refused by every call of rt.h, a second
- * tarn_rt_destroy included (it freed the pool twice, and the struct),
- * while its memory is not reused; so is memory that never was a
- * runtime, and its bytes are left as they were. */
+ * tarn_rt_destroy included (it destroyed the pool again and freed the
+ * struct twice), while its memory is not reused (dead_handles.h keeps it
+ * from the heap); so is memory that never was a runtime, and its bytes
+ * are left as they were. */
 static void a_destroyed_runtime_is_refused(void **state) {
   (void)state;
   tarn_rt *rt = make_rt(2, 0, 1);
   tarn_ref *x = word_ref(rt, 7);
   tarn_ref_release(x);
-  atomic_store(&kept, false);
-  atomic_store(&kept_block, rt);
+  test_keep_when_freed(rt);
   assert_int_equal(tarn_rt_destroy(rt), 0);
-  assert_true(atomic_load(&kept)); /* tarn_rt_destroy freed it */
+  assert_true(test_was_freed());
   runtime_calls_refuse(rt);
-  atomic_store(&kept_block, NULL);
-  __real_free(rt);
-  enum { junk_bytes = 1 << 16 };
-  unsigned char *junk = aligned_alloc(64, junk_bytes);
-  assert_non_null(junk);
-  static const unsigned char fills[] = {0x00, 0x5a, 0xff};
-  for (size_t f = 0; f < sizeof fills; f++) {
-    memset(junk, fills[f], junk_bytes);
-    runtime_calls_refuse((tarn_rt *)junk);
-    for (size_t k = 0; k < junk_bytes; k++) assert_int_equal(junk[k], fills[f]);
-  }
-  free(junk);
+  test_free_kept(rt);
+  test_each_junk(runtime_junk_refused);
+}
+
+/* The runtime's pool is the runtime's to destroy: tarn_pool_destroy
+ * refuses it, and the runtime and the pool go on. */
+static void a_runtimes_pool_is_not_the_programs_to_destroy(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_pool *pool = tarn_rt_pool(rt);
+  assert_int_equal(tarn_pool_destroy(pool), TARN_EMISUSE);
+  tarn_ref *x = word_ref(rt, 1);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, child_task, TARN_RW(x)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(word_of(x), 2);
+  tarn_ref_release(x);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
 static int destroy_own_runtime(tarn_task *t, void *arg) {
@@ -3010,6 +3006,7 @@ int main(void) {
       cmocka_unit_test(destroy_waits_for_work_in_flight),
       cmocka_unit_test(destroy_drains_regions_never_waited),
       cmocka_unit_test(a_destroyed_runtime_is_refused),
+      cmocka_unit_test(a_runtimes_pool_is_not_the_programs_to_destroy),
       cmocka_unit_test(destroying_from_a_task_is_refused),
       cmocka_unit_test(submitters_on_shared_refs_agree_on_an_order),
       cmocka_unit_test(higher_priorities_run_first),

@@ -4,9 +4,9 @@
  * matrices, under a memory limit that forces spilling, and every bad input
  * refused; user kernels over several matrices (tarn_matrix_apply) with
  * every access mode, a matrix given twice and a failing kernel; a
- * destroyed matrix and memory that never held one refused by every call,
- * and the dead word a destroy leaves in the memory it frees (free wrapped
- * at link time).
+ * destroyed matrix and memory that never held one refused by every call
+ * (the destroyed block kept from the heap by the wrapped free,
+ * dead_handles.h), and the constructors refusing a destroyed runtime.
  * Elementwise results are compared exactly; reductions within their stated
  * bound. */
 #include <math.h>
@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "dead_handles.h"
 #include "destroyed.h"
 #include "support.h"
 #include "tarn.h"
@@ -602,38 +603,6 @@ static int copy_centre(const double *in, size_t ld_in, double *out,
   return 0;
 }
 
-/* free, wrapped at link time (tests/CMakeLists.txt): the magic word of the
- * block at `watched_free` as it was freed. */
-void __real_free(void *p);
-void __wrap_free(void *p);
-static _Atomic(void *) watched_free; /* workers free too */
-static uint32_t watched_magic;
-void __wrap_free(void *p) {
-  if (p != NULL && p == atomic_load(&watched_free)) {
-    watched_magic = ((const struct tarn_matrix *)p)->magic;
-    atomic_store(&watched_free, NULL);
-  }
-  __real_free(p);
-}
-
-/* tarn_matrix_destroy leaves the dead word in the memory it frees, which
- * the refusals of a destroyed matrix rely on (a plain store of it right
- * before free was removed by the compiler as a dead store, and the word
- * stayed live). Seen through the wrapped free, without reading freed
- * memory. */
-static void destroy_marks_the_freed_matrix_dead(void **state) {
-  (void)state;
-  tarn_rt *rt = test_rt(1, 0);
-  tarn_matrix *a = NULL;
-  assert_int_equal(tarn_matrix_rand(rt, 6, 4, 2, 2, 3, &a), 0);
-  watched_magic = 0;
-  atomic_store(&watched_free, a);
-  tarn_matrix_destroy(a);
-  assert_null(atomic_load(&watched_free)); /* freed */
-  assert_int_equal(watched_magic, TARN__MATRIX_DEAD);
-  assert_int_equal(tarn_rt_destroy(rt), 0);
-}
-
 /* Calls of matrix.h and stencil.h given `bad` where a matrix goes, beside
  * the sound 6 x 4 matrix `a` (tiles 2 x 2, the layout of `bad` when it is
  * a destroyed matrix): each is refused with TARN_EINVAL, makes no matrix
@@ -723,52 +692,81 @@ static void destroyed_matrices_and_junk_are_refused(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
-/* The constructors given memory that never held a runtime (a destroyed
- * runtime is refused by the same check, test_rt): TARN_EINVAL, no matrix,
- * no file made, and the memory left as it was. from_file and open_file
- * get a sound .npy, so only the runtime can refuse them. */
+/* tarn_matrix_destroy leaves the dead word in the memory it frees (a
+ * plain store of it right before free was removed by the compiler as a
+ * dead store, and the word stayed live), and every call refuses the
+ * matrix so destroyed while its memory is not reused: the block is kept
+ * from the heap (dead_handles.h), so the test reads no freed memory. */
+static void a_destroyed_matrix_is_refused(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(1, 0);
+  tarn_matrix *a = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 6, 4, 2, 2, 3, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 6, 4, 2, 2, 4, &b), 0);
+  test_keep_when_freed(b);
+  tarn_matrix_destroy(b);
+  assert_true(test_was_freed());
+  assert_int_equal(b->magic, TARN__MATRIX_DEAD);
+  matrix_calls_refuse(a, b);
+  test_free_kept(b);
+  tarn_matrix_destroy(a);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A .npy file the constructors that read one are given, and a path where
+ * none may appear. */
+static char saved_npy[64], made_npy[64];
+
+/* The constructors given `bad` where the runtime goes: TARN_EINVAL, no
+ * matrix, no file made. from_file and open_file get a sound .npy, so only
+ * the runtime can refuse them. */
+static void constructors_refuse(void *bad_rt) {
+  tarn_rt *bad = bad_rt;
+  const double buf[24] = {1};
+  tarn_matrix *out = NULL;
+  assert_int_equal(tarn_matrix_zeros(bad, 6, 4, 2, 2, &out), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_fill(bad, 6, 4, 2, 2, 0.0, &out), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_fill(bad, 6, 4, 2, 2, 1.5, &out), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_rand(bad, 6, 4, 2, 2, 3, &out), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_from_buffer(bad, 6, 4, 2, 2, buf, 6, &out),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_from_file(bad, saved_npy, 2, 2, &out),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_open_file(bad, saved_npy, 2, 2, &out),
+                   TARN_EINVAL);
+  assert_int_equal(tarn_matrix_create_file(bad, made_npy, 6, 4, 2, 2, &out),
+                   TARN_EINVAL);
+  /* refused before the disk is asked for the space (8 TiB: TARN_ENOSPC
+   * where the file system claims space up front) */
+  assert_int_equal(tarn_matrix_create_file(bad, made_npy, (size_t)1 << 20,
+                                           (size_t)1 << 20, 1024, 1024, &out),
+                   TARN_EINVAL);
+  assert_int_equal(access(made_npy, F_OK), -1); /* no file made */
+  assert_null(out);
+}
+
+/* The constructors refuse a runtime already destroyed (kept from the
+ * heap, dead_handles.h) and memory that never held one, which they leave
+ * as it was. */
 static void constructors_refuse_a_runtime_that_is_not_live(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(1, 0);
   tarn_matrix *a = NULL;
   assert_int_equal(tarn_matrix_rand(rt, 6, 4, 2, 2, 3, &a), 0);
-  char saved[64], made[64];
-  snprintf(saved, sizeof saved, "/tmp/tarn-test-saved-%ld.npy", (long)getpid());
-  snprintf(made, sizeof made, "/tmp/tarn-test-made-%ld.npy", (long)getpid());
-  assert_int_equal(tarn_matrix_to_file(a, saved), 0);
+  snprintf(saved_npy, sizeof saved_npy, "/tmp/tarn-test-saved-%ld.npy",
+           (long)getpid());
+  snprintf(made_npy, sizeof made_npy, "/tmp/tarn-test-made-%ld.npy",
+           (long)getpid());
+  assert_int_equal(tarn_matrix_to_file(a, saved_npy), 0);
   tarn_matrix_destroy(a);
-  enum { junk_bytes = 1 << 16 };
-  unsigned char *junk = aligned_alloc(64, junk_bytes);
-  assert_non_null(junk);
-  const double buf[24] = {1};
-  static const unsigned char fills[] = {0x00, 0x5a, 0xff};
-  for (size_t f = 0; f < sizeof fills; f++) {
-    memset(junk, fills[f], junk_bytes);
-    tarn_rt *bad = (tarn_rt *)junk;
-    tarn_matrix *out = NULL;
-    assert_int_equal(tarn_matrix_zeros(bad, 6, 4, 2, 2, &out), TARN_EINVAL);
-    assert_int_equal(tarn_matrix_fill(bad, 6, 4, 2, 2, 0.0, &out), TARN_EINVAL);
-    assert_int_equal(tarn_matrix_fill(bad, 6, 4, 2, 2, 1.5, &out), TARN_EINVAL);
-    assert_int_equal(tarn_matrix_rand(bad, 6, 4, 2, 2, 3, &out), TARN_EINVAL);
-    assert_int_equal(tarn_matrix_from_buffer(bad, 6, 4, 2, 2, buf, 6, &out),
-                     TARN_EINVAL);
-    assert_int_equal(tarn_matrix_from_file(bad, saved, 2, 2, &out),
-                     TARN_EINVAL);
-    assert_int_equal(tarn_matrix_open_file(bad, saved, 2, 2, &out),
-                     TARN_EINVAL);
-    assert_int_equal(tarn_matrix_create_file(bad, made, 6, 4, 2, 2, &out),
-                     TARN_EINVAL);
-    /* refused before the disk is asked for the space (8 TiB: TARN_ENOSPC
-     * where the file system claims space up front) */
-    assert_int_equal(tarn_matrix_create_file(bad, made, (size_t)1 << 20,
-                                             (size_t)1 << 20, 1024, 1024, &out),
-                     TARN_EINVAL);
-    assert_int_equal(access(made, F_OK), -1); /* no file made */
-    assert_null(out);
-    for (size_t k = 0; k < junk_bytes; k++) assert_int_equal(junk[k], fills[f]);
-  }
-  free(junk);
-  assert_int_equal(unlink(saved), 0);
+  tarn_rt *gone = test_rt(1, 0);
+  test_keep_when_freed(gone);
+  assert_int_equal(tarn_rt_destroy(gone), 0);
+  assert_true(test_was_freed());
+  constructors_refuse(gone);
+  test_free_kept(gone);
+  test_each_junk(constructors_refuse);
+  assert_int_equal(unlink(saved_npy), 0);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -784,7 +782,7 @@ int main(void) {
       cmocka_unit_test(an_apply_kernel_failure_reaches_the_region),
       cmocka_unit_test(bad_apply_input_is_refused),
       cmocka_unit_test(destroyed_matrices_and_junk_are_refused),
-      cmocka_unit_test(destroy_marks_the_freed_matrix_dead),
+      cmocka_unit_test(a_destroyed_matrix_is_refused),
       cmocka_unit_test(constructors_refuse_a_runtime_that_is_not_live),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

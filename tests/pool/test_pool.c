@@ -1,7 +1,8 @@
 /* test_pool.c: the pool's rules as a user sees them: reference and pin
  * counts, user kinds and their free functions, the memory limit with
  * eviction and read-back, clean copies dropped without a second write,
- * escape, recycling, and every storage failure leaving the data intact. */
+ * escape, recycling, every storage failure leaving the data intact, and a
+ * destroyed pool refused (free is wrapped at link time, dead_handles.h). */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>

@@ -3,7 +3,8 @@
  * the tasks that read their data (also on random graphs, against a
  * sequential model), nested submission, regions, priorities, scratch,
  * backpressure under a memory limit, eager freeing of temporaries, and bad
- * input refused. */
+ * input refused, a destroyed runtime included (free is wrapped at link
+ * time, dead_handles.h). */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>

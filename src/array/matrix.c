@@ -8,7 +8,6 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,19 +37,13 @@ tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj) {
 
 /* ---- making and freeing ------------------------------------------------- */
 
-/* glibc's free writes up to four pointers at a chunk's start (fd, bk and,
- * in its large bins, fd_nextsize and bk_nextsize): the dead word lies
- * past them, so it outlives the free. */
-_Static_assert(offsetof(struct tarn_matrix, magic) >= 4 * sizeof(void *),
+/* The dead word outlives the free (prim.h). */
+_Static_assert(offsetof(struct tarn_matrix, magic) >= TARN__MAGIC_MIN_OFFSET,
                "the magic word must lie past what free writes");
 
 bool tarn__matrix_ok(const tarn_matrix *a) {
-  if (a == NULL) return false;
-  if (a->magic == TARN__MATRIX_LIVE) return true;
-  if (a->magic == TARN__MATRIX_DEAD)
-    fprintf(stderr, "tarn: matrix %p used after tarn_matrix_destroy\n",
-            (const void *)a);
-  return false;
+  return a != NULL && tarn__magic_ok(a, a->magic, TARN__MATRIX_LIVE, "matrix",
+                                     "tarn_matrix_destroy");
 }
 
 void tarn_matrix_destroy(tarn_matrix *a) {
@@ -60,10 +53,7 @@ void tarn_matrix_destroy(tarn_matrix *a) {
   if (a->file != NULL) tarn__matrix_file_forget(a);
   for (size_t k = 0; k < a->mt * a->nt; k++)
     if (a->tiles[k] != NULL) tarn_ref_release(a->tiles[k]);
-  /* volatile: a plain store right before free is a dead store the
-   * compiler removes (it did: the word stayed live) */
-  *(volatile uint32_t *)&a->magic = TARN__MATRIX_DEAD;
-  free(a);
+  tarn__magic_free(a, &a->magic);
 }
 
 /* A matrix whose tiles have no memory yet: the struct and its table of

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "prim/prim.h"
 #include "tarn/matrix.h"
 
 /* Hot loops are compiled twice, for AVX2 and for the baseline, and the
@@ -31,16 +32,16 @@ struct tarn_matrix {
    * tiles' sources hold it; matrix_file.c's), else NULL. */
   void *file;
   /* TARN__MATRIX_LIVE from tarn__matrix_new until tarn_matrix_destroy,
-   * which writes TARN__MATRIX_DEAD before it frees the struct. After
-   * `file`, 64 bytes in: glibc's free writes its own pointers over the
-   * first 16 to 32 bytes of a chunk, so the dead word outlives the free
-   * until the memory is reused. */
+   * which writes TARN__MATRIX_DEAD as it frees the struct
+   * (tarn__magic_free). After `file`, 64 bytes in: past what glibc's free
+   * writes (prim.h), so the dead word outlives the free until the memory
+   * is reused. */
   uint32_t magic;
   tarn_ref *tiles[]; /* mt * nt, by columns */
 };
 
 #define TARN__MATRIX_LIVE 0x6d617478u /* "matx" */
-#define TARN__MATRIX_DEAD 0xdeadbeefu
+#define TARN__MATRIX_DEAD TARN__MAGIC_DEAD
 
 /* Whether `a` is a live matrix: not NULL and holding the live word. Every
  * entry point takes its matrices through this (directly or through the

@@ -48,7 +48,7 @@
 #define NOTIFY ((uint64_t)1 << 61)
 
 #define MAGIC_LIVE 0x7461726eu /* "tarn" */
-#define MAGIC_DEAD 0xdeadbeefu
+#define MAGIC_DEAD TARN__MAGIC_DEAD
 
 #ifndef NDEBUG
 #define TARN_POOL_QUARANTINE 1 /* keep dead refs to report use after free */
@@ -136,9 +136,8 @@ struct tarn_pool {
   pthread_cond_t changed; /* a state change: I/O done, unpin, free */
   pthread_cond_t io_ready;
   atomic_int waiters; /* threads waiting for an unpin */
-  /* POOL_LIVE from tarn_pool_create, POOL_DEAD once the pool is about to
-   * be freed (pool_ok); past the words glibc's free writes at the start of
-   * a block (_Static_assert below). */
+  /* POOL_LIVE from tarn_pool_create, TARN__MAGIC_DEAD once the pool is
+   * freed (pool_ok, prim.h). */
   uint32_t magic;
   tarn_pool_options opt;
   char *spill_dir;
@@ -201,28 +200,15 @@ struct tarn_pool {
 };
 
 #define POOL_LIVE 0x706f6f6cu /* "pool" */
-#define POOL_DEAD 0xdeadbeefu
-_Static_assert(offsetof(struct tarn_pool, magic) >= 4 * sizeof(void *),
+_Static_assert(offsetof(struct tarn_pool, magic) >= TARN__MAGIC_MIN_OFFSET,
                "the pool's magic word lies past what free overwrites");
 
 /* Whether `p` is a live pool: false for NULL, and false with a line on
  * stderr (as for a ref) for one already destroyed, while its memory is not
- * reused; anything else whose word at `magic` is not POOL_LIVE is refused
- * too. */
+ * reused (tarn__magic_ok). */
 static bool pool_ok(const tarn_pool *p) {
-  if (p == NULL) return false;
-  if (p->magic == POOL_LIVE) return true;
-  if (p->magic == POOL_DEAD)
-    fprintf(stderr, "tarn: pool %p used after tarn_pool_destroy\n",
-            (const void *)p);
-  return false;
-}
-
-/* Frees the pool's struct, leaving the dead word in it (a volatile store:
- * a plain one right before free is a dead store the compiler removes). */
-static void pool_free(tarn_pool *p) {
-  *(volatile uint32_t *)&p->magic = POOL_DEAD;
-  free(p);
+  return p != NULL &&
+         tarn__magic_ok(p, p->magic, POOL_LIVE, "pool", "tarn_pool_destroy");
 }
 
 /* ---- options ------------------------------------------------------------ */
@@ -1301,7 +1287,7 @@ fail:
   tarn__runs_destroy(p->runs);
   tarn__store_close(p->store);
   free(p->spill_dir);
-  pool_free(p);
+  tarn__magic_free(p, &p->magic);
   return rc;
 }
 
@@ -1344,7 +1330,7 @@ int tarn__pool_destroy(tarn_pool *p) {
   pthread_mutex_destroy(&p->lock);
   free(p->io);
   free(p->spill_dir);
-  pool_free(p);
+  tarn__magic_free(p, &p->magic);
   return leaked;
 }
 
@@ -1376,13 +1362,10 @@ const tarn_kind tarn_kind_malloc = {"malloc", malloc_free, malloc_save,
 
 /* Whether `r` looks like a live ref; reports a use after free. */
 static bool ref_ok(const tarn_ref *r) {
-  if (r == NULL) return false;
-  uint32_t m = atomic_load_explicit(&r->magic, memory_order_relaxed);
-  if (m == MAGIC_LIVE) return true;
-  if (m == MAGIC_DEAD)
-    fprintf(stderr, "tarn: ref %p used after its last release\n",
-            (const void *)r);
-  return false;
+  return r != NULL &&
+         tarn__magic_ok(r,
+                        atomic_load_explicit(&r->magic, memory_order_relaxed),
+                        MAGIC_LIVE, "ref", "its last release");
 }
 
 static tarn_ref *ref_new(tarn_pool *p, void *data, size_t size, size_t charge,

@@ -125,6 +125,19 @@ bool tarn__heap_trim(void) {
 #endif
 }
 
+bool tarn__magic_ok(const void *handle, uint32_t magic, uint32_t live,
+                    const char *what, const char *after) {
+  if (magic == live) return true;
+  if (magic == TARN__MAGIC_DEAD)
+    fprintf(stderr, "tarn: %s %p used after %s\n", what, handle, after);
+  return false;
+}
+
+void tarn__magic_free(void *block, uint32_t *magic) {
+  *(volatile uint32_t *)magic = TARN__MAGIC_DEAD;
+  free(block);
+}
+
 int tarn__env_flag(const char *name, int *out) {
   const char *text = getenv(name);
   if (text == NULL || text[0] == '\0') return 0;

@@ -76,6 +76,27 @@ int tarn__vm_discard(void *base, size_t bytes);
  * count once it reaches 64 KiB. Thread-safe. */
 void tarn__heap_freed(size_t bytes);
 
+/* Handles with a magic word (the runtime, the pool, a ref, a matrix): live
+ * while in use, TARN__MAGIC_DEAD once destroyed. The word lies at least
+ * TARN__MAGIC_MIN_OFFSET bytes into its block, past what the heap's free
+ * writes at a block's start (glibc: up to four pointers, fd, bk and, in
+ * its large bins, fd_nextsize and bk_nextsize), so the dead word outlives
+ * the free until the memory is reused. */
+#define TARN__MAGIC_DEAD 0xdeadbeefu
+#define TARN__MAGIC_MIN_OFFSET (4 * sizeof(void *))
+
+/* Whether the handle `handle`, whose magic word reads `magic`, is live
+ * (`magic` is `live`). A dead one is reported on stderr as "tarn: <what>
+ * <handle> used after <after>"; anything else is refused silently.
+ * Thread-safe. */
+bool tarn__magic_ok(const void *handle, uint32_t magic, uint32_t live,
+                    const char *what, const char *after);
+
+/* Writes TARN__MAGIC_DEAD to `*magic`, a word inside `block`, then frees
+ * `block`. The store is volatile: a plain one right before free is a dead
+ * store the compiler removes (GCC did, in tarn_matrix_destroy). */
+void tarn__magic_free(void *block, uint32_t *magic);
+
 /* Gives the C library's free heap memory back to the system (glibc's
  * malloc_trim: whole free pages in every arena, not only at their tops),
  * when tarn has given the heap at least 1 MiB (tarn__heap_freed) since

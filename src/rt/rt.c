@@ -25,7 +25,6 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -328,10 +327,8 @@ struct tarn_rt {
   bool workers_fill_cores; /* nworkers >= the processors allowed */
   bool pinned;             /* the workers are pinned (cpu_side is set) */
   bool may_spill;          /* the pool has a limit: data may be on disk */
-  /* RT_LIVE from tarn_rt_create, RT_DEAD once tarn_rt_destroy is about to
-   * free the struct (rt_ok). Past the words glibc's free writes at the
-   * start of a block (_Static_assert below), so a runtime destroyed is
-   * refused until its memory is reused. */
+  /* RT_LIVE from tarn_rt_create, TARN__MAGIC_DEAD once tarn_rt_destroy
+   * frees the struct (rt_ok, prim.h). */
   uint32_t magic;
   /* GUEST_TASK_MAX_NS, WORKERS_BUSY_MAX_NS, HELP_SPIN_MAX_NS,
    * LONE_TASK_MAX_NS and LONE_HOLD_NS in ticks (tarn__ticks). */
@@ -403,22 +400,15 @@ struct tarn_rt {
 };
 
 #define RT_LIVE 0x72756e74u /* "runt" */
-#define RT_DEAD 0xdeadbeefu
-/* glibc's free writes up to four pointers at the start of a block. */
-_Static_assert(offsetof(struct tarn_rt, magic) >= 4 * sizeof(void *),
+_Static_assert(offsetof(struct tarn_rt, magic) >= TARN__MAGIC_MIN_OFFSET,
                "the runtime's magic word lies past what free overwrites");
 
 /* Whether `rt` is a live runtime: false for NULL, and false with a line
  * on stderr (as the pool reports a released ref) for one already
- * destroyed, while its memory is not reused. Anything else is refused
- * too, so far as its word at `magic` differs from RT_LIVE. */
+ * destroyed, while its memory is not reused (tarn__magic_ok). */
 static bool rt_ok(const tarn_rt *rt) {
-  if (rt == NULL) return false;
-  if (rt->magic == RT_LIVE) return true;
-  if (rt->magic == RT_DEAD)
-    fprintf(stderr, "tarn: runtime %p used after tarn_rt_destroy\n",
-            (const void *)rt);
-  return false;
+  return rt != NULL &&
+         tarn__magic_ok(rt, rt->magic, RT_LIVE, "runtime", "tarn_rt_destroy");
 }
 
 bool tarn__rt_ok(const tarn_rt *rt) { return rt_ok(rt); }
@@ -2521,10 +2511,7 @@ static void rt_free(tarn_rt *rt) {
   chunks_free(rt);
   regions_free(rt->spare_regions);
   free(rt->workers);
-  /* volatile: a plain store right before free is a dead store the
-   * compiler may remove (it did in tarn_matrix_destroy) */
-  *(volatile uint32_t *)&rt->magic = RT_DEAD;
-  free(rt);
+  tarn__magic_free(rt, &rt->magic);
 }
 
 /* Starts worker `w`'s thread, pinned to processor `cpu` (when >= 0). A pin

@@ -125,12 +125,10 @@ bool tarn__heap_trim(void) {
 #endif
 }
 
-bool tarn__magic_ok(const void *handle, uint32_t magic, uint32_t live,
-                    const char *what, const char *after) {
-  if (magic == live) return true;
+void tarn__magic_report(const void *handle, uint32_t magic, const char *what,
+                        const char *after) {
   if (magic == TARN__MAGIC_DEAD)
     fprintf(stderr, "tarn: %s %p used after %s\n", what, handle, after);
-  return false;
 }
 
 void tarn__magic_free(void *block, uint32_t *magic) {

@@ -85,12 +85,22 @@ void tarn__heap_freed(size_t bytes);
 #define TARN__MAGIC_DEAD 0xdeadbeefu
 #define TARN__MAGIC_MIN_OFFSET (4 * sizeof(void *))
 
+/* Reports on stderr, as "tarn: <what> <handle> used after <after>", a
+ * handle whose magic word reads TARN__MAGIC_DEAD; nothing for any other
+ * word. Thread-safe. */
+void tarn__magic_report(const void *handle, uint32_t magic, const char *what,
+                        const char *after);
+
 /* Whether the handle `handle`, whose magic word reads `magic`, is live
- * (`magic` is `live`). A dead one is reported on stderr as "tarn: <what>
- * <handle> used after <after>"; anything else is refused silently.
- * Thread-safe. */
-bool tarn__magic_ok(const void *handle, uint32_t magic, uint32_t live,
-                    const char *what, const char *after);
+ * (`magic` is `live`); else false, reported by tarn__magic_report. Inline:
+ * a ref's pin and unpin ask it. Thread-safe. */
+static inline bool tarn__magic_ok(const void *handle, uint32_t magic,
+                                  uint32_t live, const char *what,
+                                  const char *after) {
+  if (magic == live) return true;
+  tarn__magic_report(handle, magic, what, after);
+  return false;
+}
 
 /* Writes TARN__MAGIC_DEAD to `*magic`, a word inside `block`, then frees
  * `block`. The store is volatile: a plain one right before free is a dead

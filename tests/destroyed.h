@@ -15,7 +15,7 @@
  * writes before it frees the struct. Layout, runtime and tiles stay as
  * they are, so only that word can make a call refuse it. */
 static inline void test_mark_destroyed(tarn_matrix *a, bool dead) {
-  a->magic = dead ? TARN__MATRIX_DEAD : TARN__MATRIX_LIVE;
+  a->magic = dead ? TARN__MAGIC_DEAD : TARN__MATRIX_LIVE;
 }
 
 /* 512 bytes that never held a matrix, all `byte`, as a matrix pointer. */

@@ -32,7 +32,7 @@ struct tarn_matrix {
    * tiles' sources hold it; matrix_file.c's), else NULL. */
   void *file;
   /* TARN__MATRIX_LIVE from tarn__matrix_new until tarn_matrix_destroy,
-   * which writes TARN__MATRIX_DEAD as it frees the struct
+   * which writes TARN__MAGIC_DEAD as it frees the struct
    * (tarn__magic_free). After `file`, 64 bytes in: past what glibc's free
    * writes (prim.h), so the dead word outlives the free until the memory
    * is reused. */
@@ -41,7 +41,6 @@ struct tarn_matrix {
 };
 
 #define TARN__MATRIX_LIVE 0x6d617478u /* "matx" */
-#define TARN__MATRIX_DEAD TARN__MAGIC_DEAD
 
 /* Whether `a` is a live matrix: not NULL and holding the live word. Every
  * entry point takes its matrices through this (directly or through the

@@ -48,7 +48,6 @@
 #define NOTIFY ((uint64_t)1 << 61)
 
 #define MAGIC_LIVE 0x7461726eu /* "tarn" */
-#define MAGIC_DEAD TARN__MAGIC_DEAD
 
 #ifndef NDEBUG
 #define TARN_POOL_QUARANTINE 1 /* keep dead refs to report use after free */
@@ -194,7 +193,7 @@ struct tarn_pool {
   int last_error;
   tarn_ref *quarantine;
   /* Handles of destroyed refs kept for the next ones (see SPARE_REFS),
-   * linked by `next`, MAGIC_DEAD until taken again. */
+   * linked by `next`, TARN__MAGIC_DEAD until taken again. */
   tarn_ref *spare_refs;
   size_t nspare_refs;
 };
@@ -550,7 +549,7 @@ static void ref_destroy(tarn_pool *p, tarn_ref *r) {
     free(source);
     pthread_mutex_lock(&p->lock);
   }
-  atomic_store_explicit(&r->magic, MAGIC_DEAD, memory_order_relaxed);
+  atomic_store_explicit(&r->magic, TARN__MAGIC_DEAD, memory_order_relaxed);
 #ifdef TARN_POOL_QUARANTINE
   r->next = p->quarantine;
   p->quarantine = r;

@@ -706,7 +706,7 @@ static void a_destroyed_matrix_is_refused(void **state) {
   test_keep_when_freed(b);
   tarn_matrix_destroy(b);
   assert_true(test_was_freed());
-  assert_int_equal(b->magic, TARN__MATRIX_DEAD);
+  assert_int_equal(b->magic, TARN__MAGIC_DEAD);
   matrix_calls_refuse(a, b);
   test_free_kept(b);
   tarn_matrix_destroy(a);

@@ -14,7 +14,8 @@
  * c->limit) and calls case_finish.
  *
  * Environment: TARN_RANDOM_SEED=S runs seed S alone, TARN_RANDOM_CASE=C
- * case C alone, TARN_RANDOM_COUNT=N N cases per seed (default 240). */
+ * case C alone, TARN_RANDOM_COUNT=N N cases per seed (default 240, or the
+ * test's RANDOM_CASES_PER_SEED, defined before the include). */
 #ifndef TARN_TESTS_RANDOM_CASE_H
 #define TARN_TESTS_RANDOM_CASE_H
 
@@ -127,10 +128,14 @@ static void case_finish(struct tcase *c) {
 
 static void run_case(uint64_t seed, unsigned index); /* the test's */
 
+#ifndef RANDOM_CASES_PER_SEED
+#define RANDOM_CASES_PER_SEED 240
+#endif
+
 static const uint64_t random_seeds[] = {1, 2, 3, 4};
 enum {
   RANDOM_SEEDS = sizeof random_seeds / sizeof random_seeds[0],
-  RANDOM_COUNT = 240
+  RANDOM_COUNT = RANDOM_CASES_PER_SEED
 };
 
 static long env_or(const char *name, long otherwise) {

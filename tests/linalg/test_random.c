@@ -4,9 +4,12 @@
  * over a C of NaNs), gemv (both transposes, y in lanes or by tiles), A^T A,
  * Cholesky and its solve, LU (pivots and factors against dgetrf), the LU
  * solves and tarn_matrix_solve, QR with its Q and both least-squares
- * solves, and the triangular solve; now and then on a singular, indefinite
- * or rank-deficient input, whose error is checked instead: TARN_EINVAL,
- * LAPACK's info, B bit for bit unchanged. Sizes go up to 70, in tiles of
+ * solves, the triangular solve, the four inverses, Q applied alone from
+ * either side, the row interchanges (against dlaswp), and from factors
+ * log|det| and the condition estimates (against dgecon, dpocon, dtrcon);
+ * now and then on a singular, indefinite or rank-deficient input, whose
+ * error is checked instead: TARN_EINVAL, LAPACK's info, B (or the matrix
+ * inverted) bit for bit unchanged, rcond 0. Sizes go up to 70, in tiles of
  * 1 to 32 that do and do not divide them (or one tile), on 1 to 3 workers;
  * some cases run under a memory limit a few pages above what the case's
  * largest task pins, so tiles spill and are read back (the run checks that
@@ -17,7 +20,7 @@
  * (seed, case) alone, so a case runs the same alone as in the batch. A
  * failure prints the seed, the case and all its parameters; rerun it with
  *   TARN_RANDOM_SEED=S TARN_RANDOM_CASE=C build/tests/test_random
- * and run more cases per seed with TARN_RANDOM_COUNT=N (default 240). */
+ * and run more cases per seed with TARN_RANDOM_COUNT=N (default 360). */
 #include <cblas.h>
 #include <float.h>
 #include <inttypes.h>
@@ -53,6 +56,8 @@ struct tcase {
   tarn_rt *rt;
 };
 
+/* 30 cases of each of the 12 operations per seed. */
+#define RANDOM_CASES_PER_SEED 360
 #include "random_case.h"
 
 /* A dimension of 1 to `max` into *d and a tile size for it into *t: one
@@ -597,6 +602,35 @@ static void op_qr(struct tcase *c) {
 
 /* ---- triangular solve --------------------------------------------------- */
 
+/* Whether a triangular operation on the leading n x n block of a `t`
+ * reads (and an inverse writes) its element (i, j): T's triangle, and its
+ * diagonal with TARN_NON_UNIT. */
+static bool in_triangle(size_t i, size_t j, size_t n, tarn_uplo uplo,
+                        tarn_diag diag) {
+  if (i >= n) return false;
+  return i == j ? diag == TARN_NON_UNIT : (uplo == TARN_LOWER) == (i > j);
+}
+
+/* An m x n t (m >= n) whose leading n x n block holds a triangle T with a
+ * diagonal of 1.5 to 2.5 in magnitude (or a unit one, not stored) and
+ * off-diagonal elements below 1 / n in magnitude (a condition below 5),
+ * NaN in every other element; *clean gets T alone, n x n, with its unit
+ * diagonal written and zeros in the other triangle. */
+static double *triangle_buf(struct tcase *c, size_t m, size_t n, tarn_uplo uplo,
+                            tarn_diag diag, double **clean) {
+  double *tt = alloc_buf(m * n), *t = alloc_buf(n * n);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++) {
+      bool on = i == j, read = in_triangle(i, j, n, uplo, diag);
+      double v = on ? (1.5 + unit(c)) * (chance(c, 0.5) ? -1 : 1)
+                    : real(c) / (double)n;
+      tt[i + j * m] = read ? v : NAN;
+      if (i < n) t[i + j * n] = read ? v : on ? 1.0 : 0.0;
+    }
+  *clean = t;
+  return tt;
+}
+
 /* op(T) X = B, T a triangle of the leading n x n block of an m x n t
  * (square tiles, or one tile column whose first tile holds the block),
  * with NaNs in every element the solve must not read: within 30 n eps of
@@ -624,16 +658,7 @@ static void op_triangular(struct tcase *c) {
   footprint(c, m, n, mb, nb);
   footprint(c, n, nrhs, min_z(mb, n), bnb);
   start(c);
-  double *tt = alloc_buf(m * n), *clean = alloc_buf(n * n);
-  for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i < m; i++) {
-      bool on = i == j, read = i < n && (on ? diag == TARN_NON_UNIT
-                                            : (uplo == TARN_LOWER) == (i > j));
-      double v = on ? (1.5 + unit(c)) * (chance(c, 0.5) ? -1 : 1)
-                    : real(c) / (double)n;
-      tt[i + j * m] = read ? v : NAN;
-      if (i < n) clean[i + j * n] = read ? v : on ? 1.0 : 0.0;
-    }
+  double *clean, *tt = triangle_buf(c, m, n, uplo, diag, &clean);
   if (singular) {
     tt[k + k * m] = 0.0;
     if (k + 1 < n) tt[n - 1 + (n - 1) * m] = 0.0;
@@ -663,11 +688,383 @@ static void op_triangular(struct tcase *c) {
   tarn_matrix_destroy(T), tarn_matrix_destroy(B);
 }
 
+/* ---- inverses ----------------------------------------------------------- */
+
+/* ||A X - I||_F / (n ||A||_F ||X||_F eps) for n x n A and X: LAPACK's
+ * test of its inverses (dget03, dpot03, dtrt01) holds it below 30. */
+static double inverse_residual(const double *a, const double *x, size_t n) {
+  double *r = alloc_buf(n * n);
+  for (size_t i = 0; i < n; i++) r[i + i * n] = -1.0;
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
+              1.0, a, (int)n, x, (int)n, 1.0, r, (int)n);
+  double res = test_fro(r, n * n) /
+               ((double)n * test_fro(a, n * n) * test_fro(x, n * n) * EPS);
+  free(r);
+  return res;
+}
+
+/* The inverses in place, the residual below 30: of a triangle of an m x
+ * n t as op_triangular draws it (square tiles, or one tile column),
+ * every element it must not read a NaN left as it was, bit for bit; from
+ * dpotrf's L (its strict upper triangle NaN), X symmetric bit for bit;
+ * from dgetrf's factors and pivots; and of A itself (tarn_matrix_inverse).
+ * Variant: a zero on the diagonal the inverse divides by (T's, L's, U's at
+ * k, or a zero column k of A) gives TARN_EINVAL and info k + 1, the matrix
+ * unchanged bit for bit (tarn_matrix_inverse: it holds A's factors). */
+static void op_inverse(struct tcase *c) {
+  size_t n, t;
+  draw_dim(c, 60, &n, &t);
+  int kind = (int)range(c, 0, 3);
+  size_t m = n, mb = t, nb = other_clamped(c, n, t);
+  tarn_uplo uplo = TARN_LOWER;
+  tarn_diag diag = TARN_NON_UNIT;
+  if (kind == 0) {
+    if (chance(c, 0.4)) m += range(c, 1, 10);
+    if (t >= n) mb = range(c, n, m + 4); /* one tile column */
+    uplo = (tarn_uplo)range(c, 0, 1);
+    diag = (tarn_diag)range(c, 0, 1);
+  }
+  bool singular = diag == TARN_NON_UNIT && chance(c, 0.25);
+  size_t k = range(c, 0, n - 1);
+  static const char *const kinds[] = {"triangular_inverse", "cholesky_inverse",
+                                      "lu_inverse", "inverse"};
+  describe(c, "%s m %zu n %zu, tiles %zu x %zu, %s %s, %s %zu", kinds[kind], m,
+           n, mb, nb, uplo ? "upper" : "lower", diag ? "unit" : "non-unit",
+           singular ? "zero diagonal at" : "regular, k", k);
+  footprint(c, m, n, mb, nb);
+  start(c);
+  double *a, *h; /* the n x n matrix inverted, and what is uploaded */
+  size_t *piv = calloc(n, sizeof *piv);
+  lapack_int *ipiv = calloc(n, sizeof *ipiv);
+  assert_true(piv != NULL && ipiv != NULL);
+  if (kind == 0) {
+    h = triangle_buf(c, m, n, uplo, diag, &a);
+  } else if (kind == 1) {
+    a = spd_buf(c, n);
+    h = copy_buf(a, n * n);
+    assert_int_equal(LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (int)n, h, (int)n),
+                     0);
+    for (size_t j = 1; j < n; j++)
+      for (size_t i = 0; i < j; i++) h[i + j * n] = NAN;
+  } else {
+    a = random_buf(c, n * n);
+    if (kind == 3 && singular)
+      for (size_t i = 0; i < n; i++) a[i + k * n] = 0.0;
+    h = copy_buf(a, n * n);
+    if (kind == 2) {
+      assert_int_equal(
+          LAPACKE_dgetrf(LAPACK_COL_MAJOR, (int)n, (int)n, h, (int)n, ipiv), 0);
+      for (size_t i = 0; i < n; i++) piv[i] = (size_t)ipiv[i] - 1;
+    }
+  }
+  if (singular && kind != 3) h[k + k * m] = 0.0;
+  tarn_matrix *M = upload(c, m, n, mb, nb, h);
+  int info = -1, rc;
+  if (kind == 0)
+    rc = tarn_matrix_triangular_inverse(M, uplo, diag, &info);
+  else if (kind == 1)
+    rc = tarn_matrix_cholesky_inverse(M, &info);
+  else if (kind == 2)
+    rc = tarn_matrix_lu_inverse(M, piv, &info);
+  else
+    rc = tarn_matrix_inverse(M, &info);
+  if (singular) {
+    CHECK(c, rc == TARN_EINVAL && info == (int)k + 1,
+          "%s of a singular matrix returned %s, info %d", kinds[kind],
+          sname(rc), info);
+    if (kind != 3) check_unchanged(c, M, h, "a singular matrix");
+  } else {
+    CHECK(c, rc == 0 && info == 0, "%s returned %s, info %d", kinds[kind],
+          sname(rc), info);
+    double *got = download(c, M), *x = alloc_buf(n * n);
+    for (size_t j = 0; j < n; j++)
+      for (size_t i = 0; i < m; i++) {
+        bool written = kind != 0 || in_triangle(i, j, n, uplo, diag);
+        CHECK(
+            c,
+            written || memcmp(&got[i + j * m], &h[i + j * m], sizeof *got) == 0,
+            "(%zu, %zu) outside the triangle changed", i, j);
+        if (i < n) x[i + j * n] = written ? got[i + j * m] : i == j ? 1.0 : 0.0;
+        CHECK(c,
+              kind != 1 || i >= j ||
+                  memcmp(&got[i + j * n], &got[j + i * n], sizeof *got) == 0,
+              "X(%zu, %zu) is not X(%zu, %zu)", i, j, j, i);
+      }
+    double res = inverse_residual(a, x, n);
+    CHECK(c, res < 30, "||A X - I|| / (n ||A|| ||X|| eps) = %g", res);
+    free(got), free(x);
+  }
+  free(a), free(h), free(piv), free(ipiv);
+  tarn_matrix_destroy(M);
+}
+
+/* ---- Q applied alone ---------------------------------------------------- */
+
+/* op(Q) C or C op(Q) (tarn_matrix_qr_multiply) with the factors of
+ * tarn_matrix_qr of an m x n A drawn as op_qr does. The whole m x m Q, made
+ * by applying it to the identity from the left, is first checked as A's:
+ * ||Q^T Q - I|| / (m eps) and ||A - Q_1 R|| / (m ||A|| eps) below 30 (Q_1
+ * its first n columns); then the product for a random C (either side,
+ * either transpose) within 30 m ||C|| eps of dgemm's with that Q, and the
+ * factors unchanged bit for bit (only read). */
+static void op_qr_multiply(struct tcase *c) {
+  size_t n, t, other, ot;
+  draw_dim(c, 40, &n, &t);
+  size_t m = n + (chance(c, 0.3) ? 0 : range(c, 1, 60 - n));
+  size_t mb = t, nb = other_clamped(c, n, t);
+  if (t < n && chance(c, 0.2)) mb = range(c, n, m), nb = n; /* one column */
+  size_t ib = range(c, 0, min_z(nb, n));
+  draw_dim(c, 30, &other, &ot);
+  tarn_side side = (tarn_side)range(c, 0, 1);
+  tarn_trans trans = (tarn_trans)range(c, 0, 1);
+  describe(c,
+           "qr_multiply m %zu n %zu, tiles %zu x %zu, ib %zu, %s %s, C's "
+           "other side %zu in tiles of %zu",
+           m, n, mb, nb, ib, side ? "right" : "left", trans ? "T" : "N", other,
+           ot);
+  size_t nbe = min_z(nb, n), ibe = ib != 0 ? ib : min_z(32, nbe);
+  size_t cr = side ? other : m, cc = side ? m : other;
+  size_t cmb = side ? ot : mb, cnb = side ? mb : ot;
+  footprint(c, m, n, mb, nb);
+  footprint(c, cdiv(m, min_z(mb, m)) * ibe, n, ibe, nbe); /* T */
+  footprint(c, m, m, mb, mb);                             /* Q */
+  footprint(c, cr, cc, cmb, cnb);
+  start(c);
+  double *a = random_buf(c, m * n), *c0 = random_buf(c, cr * cc);
+  double *id = alloc_buf(m * m);
+  for (size_t i = 0; i < m; i++) id[i + i * m] = 1.0;
+  tarn_matrix *A = upload(c, m, n, mb, nb, a), *T = NULL;
+  tarn_matrix *Q = upload(c, m, m, mb, mb, id),
+              *C = upload(c, cr, cc, cmb, cnb, c0);
+  CALL(c, 0, tarn_matrix_qr(A, ib, &T));
+  double *f = download(c, A), *tf = download(c, T);
+  CALL(c, 0, tarn_matrix_qr_multiply(A, T, TARN_LEFT, TARN_NO_TRANS, Q));
+  CALL(c, 0, tarn_matrix_qr_multiply(A, T, side, trans, C));
+  double *q = download(c, Q), *got = download(c, C);
+  double *g = copy_buf(id, m * m), *d = copy_buf(a, m * n),
+         *r = alloc_buf(n * n);
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)m, (int)m, (int)m,
+              1.0, q, (int)m, q, (int)m, -1.0, g, (int)m);
+  double res = test_fro(g, m * m) / ((double)m * EPS);
+  CHECK(c, res < 30, "||Q^T Q - I|| / (m eps) = %g", res);
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i <= j; i++) r[i + j * n] = f[i + j * m];
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)n,
+              -1.0, q, (int)m, r, (int)n, 1.0, d, (int)m);
+  res = test_fro(d, m * n) / ((double)m * test_fro(a, m * n) * EPS + DBL_MIN);
+  CHECK(c, res < 30, "||A - Q_1 R|| / (m ||A|| eps) = %g", res);
+  double *want = alloc_buf(cr * cc);
+  if (side == TARN_LEFT)
+    cblas_dgemm(CblasColMajor, cblas_trans(trans), CblasNoTrans, (int)m,
+                (int)cc, (int)m, 1.0, q, (int)m, c0, (int)m, 0.0, want, (int)m);
+  else
+    cblas_dgemm(CblasColMajor, CblasNoTrans, cblas_trans(trans), (int)cr,
+                (int)m, (int)m, 1.0, c0, (int)cr, q, (int)m, 0.0, want,
+                (int)cr);
+  double dif = fro_diff(got, want, cr * cc) /
+               ((double)m * test_fro(c0, cr * cc) * EPS + DBL_MIN);
+  CHECK(c, dif < 30, "||op(Q) C - dgemm's|| / (m ||C|| eps) = %g", dif);
+  check_unchanged(c, A, f, "A's factors");
+  check_unchanged(c, T, tf, "the T factors");
+  free(a), free(c0), free(id), free(f), free(tf), free(q), free(got);
+  free(g), free(d), free(r), free(want);
+  tarn_matrix_destroy(A), tarn_matrix_destroy(T), tarn_matrix_destroy(Q);
+  tarn_matrix_destroy(C);
+}
+
+/* ---- row interchanges --------------------------------------------------- */
+
+/* B = P B or P^T B (tarn_matrix_permute_rows) for random interchanges
+ * (row i with one of i .. m - 1, or with itself now and then), in any
+ * tiling: bit for bit what dlaswp gives, forward or backward. Variant: a
+ * pivot outside [i, m) gives TARN_EINVAL with B unchanged. */
+static void op_permute(struct tcase *c) {
+  size_t m, n, mb, nb;
+  draw_dim(c, 70, &m, &mb);
+  draw_dim(c, 40, &n, &nb);
+  tarn_trans trans = (tarn_trans)range(c, 0, 1);
+  bool bad = chance(c, 0.15);
+  size_t k = range(c, 0, m - 1);
+  size_t *piv = calloc(m, sizeof *piv);
+  lapack_int *ipiv = calloc(m, sizeof *ipiv);
+  assert_true(piv != NULL && ipiv != NULL);
+  for (size_t i = 0; i < m; i++) {
+    piv[i] = chance(c, 0.2) ? i : range(c, i, m - 1);
+    ipiv[i] = (lapack_int)piv[i] + 1;
+  }
+  if (bad) piv[k] = k > 0 && chance(c, 0.5) ? range(c, 0, k - 1) : m;
+  describe(c, "permute_rows m %zu n %zu, tiles %zu x %zu, %s, %s %zu", m, n, mb,
+           nb, trans ? "P^T" : "P", bad ? "bad pivot at" : "good, k", k);
+  footprint(c, m, n, mb, nb);
+  start(c);
+  double *b = random_buf(c, m * n), *want = copy_buf(b, m * n);
+  tarn_matrix *B = upload(c, m, n, mb, nb, b);
+  if (bad) {
+    CALL(c, TARN_EINVAL, tarn_matrix_permute_rows(B, piv, trans));
+    check_unchanged(c, B, b, "B");
+  } else {
+    CALL(c, 0, tarn_matrix_permute_rows(B, piv, trans));
+    assert_int_equal(LAPACKE_dlaswp(LAPACK_COL_MAJOR, (int)n, want, (int)m, 1,
+                                    (int)m, ipiv, trans ? -1 : 1),
+                     0);
+    double *got = download(c, B);
+    CHECK(c, memcmp(got, want, m * n * sizeof *got) == 0,
+          "%s B is not what dlaswp gives", trans ? "P^T" : "P");
+    free(got);
+  }
+  free(piv), free(ipiv), free(b), free(want);
+  tarn_matrix_destroy(B);
+}
+
+/* ---- determinants and condition estimates ---------------------------------
+ */
+
+/* rcond from factors against LAPACK's estimate on the same factors
+ * (dgecon, dpocon, dtrcon; the same method, so equal but for the
+ * rounding of the solves: within 1e-6 relatively), or, should the two
+ * estimates have taken different paths, within what an estimate promises:
+ * from the true rcond (of the explicit inverse) to three times it. */
+static void check_rcond(struct tcase *c, double got, double lapack,
+                        double truth) {
+  bool close = fabs(got - lapack) <= 1e-6 * lapack;
+  bool bounded = got >= truth * (1 - 1e-6) && got <= 3 * truth;
+  CHECK(c, close || bounded, "rcond %.17g, LAPACK's %.17g, the truth %.17g",
+        got, lapack, truth);
+}
+
+/* 1 / (||A|| ||A^-1||) in the norm `norm` ('1' or 'I') for the n x n A. */
+static double true_rcond(const double *a, size_t n, char norm) {
+  double *inv = copy_buf(a, n * n);
+  lapack_int *ipiv = calloc(n, sizeof *ipiv);
+  assert_non_null(ipiv);
+  int ni = (int)n;
+  assert_int_equal(LAPACKE_dgetrf(LAPACK_COL_MAJOR, ni, ni, inv, ni, ipiv), 0);
+  assert_int_equal(LAPACKE_dgetri(LAPACK_COL_MAJOR, ni, inv, ni, ipiv), 0);
+  double r = 1.0 / (LAPACKE_dlange(LAPACK_COL_MAJOR, norm, ni, ni, a, ni) *
+                    LAPACKE_dlange(LAPACK_COL_MAJOR, norm, ni, ni, inv, ni));
+  free(inv), free(ipiv);
+  return r;
+}
+
+/* log|det A| and its sign from factors (tarn_matrix_lu_logdet from
+ * dgetrf's factors and pivots, tarn_matrix_cholesky_logdet from dpotrf's
+ * L with its strict upper triangle NaN) against the sum of the logarithms
+ * of the diagonal's magnitudes, within 1e-12 of that sum's terms'
+ * magnitudes (each logarithm and each addition rounds once), the sign
+ * exact; and rcond from the same factors (tarn_matrix_lu_rcond in the
+ * one-norm or the infinity-norm, tarn_matrix_cholesky_rcond) or of a
+ * triangle drawn as op_triangular does (tarn_matrix_triangular_rcond),
+ * checked by check_rcond; the factors unchanged bit for bit. Variant: an
+ * exact zero at the factor's (k, k) gives rcond 0, and log|det| -infinity
+ * with sign 0. */
+static void op_queries(struct tcase *c) {
+  size_t n, t;
+  draw_dim(c, 60, &n, &t);
+  int kind = (int)range(c, 0, 2); /* lu, cholesky, triangular */
+  size_t m = n, mb = t, nb = other_clamped(c, n, t);
+  tarn_uplo uplo = TARN_LOWER;
+  tarn_diag diag = TARN_NON_UNIT;
+  if (kind == 2) {
+    if (chance(c, 0.4)) m += range(c, 1, 10);
+    if (t >= n) mb = range(c, n, m + 4); /* one tile column */
+    uplo = (tarn_uplo)range(c, 0, 1);
+    diag = (tarn_diag)range(c, 0, 1);
+  }
+  tarn_norm kind_norm =
+      kind == 1 || chance(c, 0.5) ? TARN_NORM_ONE : TARN_NORM_INF;
+  char norm = kind_norm == TARN_NORM_ONE ? '1' : 'I';
+  bool singular = diag == TARN_NON_UNIT && chance(c, 0.2);
+  size_t k = range(c, 0, n - 1);
+  static const char *const kinds[] = {"lu", "cholesky", "triangular"};
+  describe(c,
+           "%s logdet and rcond m %zu n %zu, tiles %zu x %zu, %s %s, "
+           "norm %c, %s %zu",
+           kinds[kind], m, n, mb, nb, uplo ? "upper" : "lower",
+           diag ? "unit" : "non-unit", norm,
+           singular ? "zero diagonal at" : "regular, k", k);
+  footprint(c, m, n, mb, nb);
+  start(c);
+  double *a, *h; /* the matrix, and its factor as uploaded */
+  size_t *piv = calloc(n, sizeof *piv);
+  lapack_int *ipiv = calloc(n, sizeof *ipiv);
+  assert_true(piv != NULL && ipiv != NULL);
+  if (kind == 2) {
+    h = triangle_buf(c, m, n, uplo, diag, &a);
+  } else {
+    a = kind == 0 ? random_buf(c, n * n) : spd_buf(c, n);
+    h = copy_buf(a, n * n);
+    if (kind == 0) {
+      assert_int_equal(
+          LAPACKE_dgetrf(LAPACK_COL_MAJOR, (int)n, (int)n, h, (int)n, ipiv), 0);
+      for (size_t i = 0; i < n; i++) piv[i] = (size_t)ipiv[i] - 1;
+    } else {
+      assert_int_equal(LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (int)n, h, (int)n),
+                       0);
+      for (size_t j = 1; j < n; j++)
+        for (size_t i = 0; i < j; i++) h[i + j * n] = NAN;
+    }
+  }
+  if (singular) h[k + k * m] = 0.0;
+  tarn_matrix *F = upload(c, m, n, mb, nb, h);
+  double rcond = -1.0, lapack = -1.0;
+  int ni = (int)n, ldh = (int)m;
+  if (kind == 0) {
+    double anorm = LAPACKE_dlange(LAPACK_COL_MAJOR, norm, ni, ni, a, ni);
+    CALL(c, 0, tarn_matrix_lu_rcond(F, piv, kind_norm, anorm, &rcond));
+    if (!singular)
+      assert_int_equal(
+          LAPACKE_dgecon(LAPACK_COL_MAJOR, norm, ni, h, ni, anorm, &lapack), 0);
+  } else if (kind == 1) {
+    double anorm = LAPACKE_dlange(LAPACK_COL_MAJOR, '1', ni, ni, a, ni);
+    CALL(c, 0, tarn_matrix_cholesky_rcond(F, anorm, &rcond));
+    if (!singular)
+      assert_int_equal(
+          LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', ni, h, ni, anorm, &lapack), 0);
+  } else {
+    CALL(c, 0, tarn_matrix_triangular_rcond(F, uplo, diag, kind_norm, &rcond));
+    if (!singular)
+      assert_int_equal(LAPACKE_dtrcon(LAPACK_COL_MAJOR, norm, uplo ? 'U' : 'L',
+                                      diag ? 'U' : 'N', ni, h, ldh, &lapack),
+                       0);
+  }
+  if (singular)
+    CHECK(c, rcond == 0.0, "rcond %g of a singular factor", rcond);
+  else
+    check_rcond(c, rcond, lapack, true_rcond(a, n, norm));
+  if (kind != 2) { /* log|det A| = sum log|d_i| (Cholesky: 2 sum log l_ii) */
+    double logdet = NAN, want = 0.0, scale = 1.0;
+    int sign = 7, want_sign = 1;
+    for (size_t i = 0; i < n; i++) {
+      double d = h[i + i * n], term = log(fabs(d)) * (kind == 1 ? 2 : 1);
+      want += term;
+      scale += fabs(term);
+      if (d < 0) want_sign = -want_sign;
+      if (kind == 0 && piv[i] != i) want_sign = -want_sign;
+    }
+    if (kind == 0) {
+      CALL(c, 0, tarn_matrix_lu_logdet(F, piv, &logdet, &sign));
+    } else {
+      CALL(c, 0, tarn_matrix_cholesky_logdet(F, &logdet));
+      sign = singular ? 0 : 1;
+    }
+    if (singular)
+      CHECK(c, logdet == -INFINITY && sign == 0,
+            "log|det| %g, sign %d of a singular factor", logdet, sign);
+    else
+      CHECK(c, fabs(logdet - want) <= 1e-12 * scale && sign == want_sign,
+            "log|det| %.17g, sign %d against %.17g, %d", logdet, sign, want,
+            want_sign);
+  }
+  check_unchanged(c, F, h, "the factor");
+  free(a), free(h), free(piv), free(ipiv);
+  tarn_matrix_destroy(F);
+}
+
 /* ---- the run ------------------------------------------------------------ */
 
 static void (*const ops[])(struct tcase *c) = {
-    op_gemm, op_gemv,  op_ata, op_cholesky,
-    op_lu,   op_solve, op_qr,  op_triangular};
+    op_gemm, op_gemv,       op_ata,     op_cholesky,    op_lu,      op_solve,
+    op_qr,   op_triangular, op_inverse, op_qr_multiply, op_permute, op_queries};
 enum { NOPS = sizeof ops / sizeof ops[0] };
 
 /* Case `index` of `seed`: operation index mod NOPS, everything else from

@@ -220,14 +220,29 @@ struct ref_state {
   struct slot *uses, *uses_tail;
 };
 
+/* A region's state (tarn_region.state). */
+enum { REGION_LIVE, REGION_CANCELLED, REGION_SPARE };
+
+/* Waited regions kept untouched before the oldest is reused: a handle
+ * already waited for is refused by tarn_region_cancel (TARN_EMISUSE)
+ * until this many regions of its runtime were waited after it, instead
+ * of cancelling a region that reuses its memory (320 bytes each). */
+#define REGION_QUARANTINE 16
+
+/* tarn_region_cancel is one compare-exchange on the state, which a signal
+ * handler may make only when it is lock-free. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "a region's state is lock-free");
+
 struct tarn_region {
   tarn_rt *rt;
   tarn_region *parent;                /* the thread's enclosing region */
   tarn_region *prev_live, *next_live; /* in rt->live, or rt->spare_regions */
-  /* Set by tarn_region_cancel: its tasks, and those of the regions begun
-   * inside it, are cancelled instead of run. On the line every task of
-   * the region reads before it runs, written at begin and cancel only. */
-  atomic_bool stop;
+  /* REGION_LIVE from begin; REGION_CANCELLED by tarn_region_cancel: its
+   * tasks, and those of the regions begun inside it, are cancelled
+   * instead of run; REGION_SPARE once waited, so that a late cancel is
+   * refused. On the line every task of the region reads before it runs,
+   * written at begin, cancel and retirement only. */
+  atomic_int state;
   /* The enclosing region when it is of the same runtime (else NULL),
    * whose cancel reaches this one. Set at begin and never changed, unlike
    * `parent` (tarn_rt_destroy of another runtime rewrites that), and it
@@ -370,9 +385,12 @@ struct tarn_rt {
   /* Regions and completion. */
   pthread_mutex_t done_lock;
   pthread_cond_t done;
-  tarn_region root;           /* tasks submitted outside any region */
-  tarn_region *live;          /* begun, not yet waited (done_lock) */
-  tarn_region *spare_regions; /* waited, kept for reuse (done_lock) */
+  tarn_region root;  /* tasks submitted outside any region */
+  tarn_region *live; /* begun, not yet waited (done_lock) */
+  /* Waited, kept for reuse, the last waited first (done_lock); only the
+   * oldest is reused, once more than REGION_QUARANTINE are kept. */
+  tarn_region *spare_regions, *spare_oldest;
+  size_t spares;
   _Alignas(64) _Atomic uint64_t submitted; /* by submitters */
   _Alignas(64) _Atomic uint64_t cancelled, failed, held_back, prefetches;
   /* How long the recent waits for regions of one task took, in ticks: a
@@ -967,7 +985,9 @@ static tarn_task *lone_take(tarn_rt *rt, bool patient) {
 /* Whether `r` or a region of its runtime it was begun in was cancelled. */
 static bool region_stopped(const tarn_region *r) {
   for (; r != NULL; r = r->cancel_parent)
-    if (atomic_load_explicit(&r->stop, memory_order_relaxed)) return true;
+    if (atomic_load_explicit(&r->state, memory_order_relaxed) ==
+        REGION_CANCELLED)
+      return true;
   return false;
 }
 
@@ -2369,13 +2389,28 @@ static void list_link(tarn_region **head, tarn_region *r) {
   *head = r;
 }
 
-/* Moves a drained region from the live list to the spare list. */
+/* Moves a drained region from the live list to the spare list, marked
+ * spare (a cancel is refused from now on). */
 static void region_retire(tarn_region *r) {
   tarn_rt *rt = r->rt;
   pthread_mutex_lock(&rt->done_lock);
+  atomic_store_explicit(&r->state, REGION_SPARE, memory_order_relaxed);
   list_unlink(&rt->live, r);
   list_link(&rt->spare_regions, r);
+  if (rt->spare_oldest == NULL) rt->spare_oldest = r;
+  rt->spares++;
   pthread_mutex_unlock(&rt->done_lock);
+}
+
+/* The oldest spare region, taken off the spare list, when more than
+ * REGION_QUARANTINE are kept; else NULL. Under done_lock. */
+static tarn_region *spare_take(tarn_rt *rt) {
+  tarn_region *r = rt->spare_oldest;
+  if (rt->spares <= REGION_QUARANTINE) return NULL;
+  rt->spare_oldest = r->prev_live;
+  list_unlink(&rt->spare_regions, r);
+  rt->spares--;
+  return r;
 }
 
 /* Raises `r`'s peaks to `peak` (resident) and `live`. */
@@ -2391,9 +2426,8 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
    * Plain stores suffice: the region reaches other threads only through
    * its tasks, and a submission publishes them. */
   pthread_mutex_lock(&rt->done_lock);
-  tarn_region *r = rt->spare_regions;
+  tarn_region *r = spare_take(rt);
   if (r != NULL) {
-    list_unlink(&rt->spare_regions, r);
     atomic_store_explicit(&r->submitted, 0, memory_order_relaxed);
     atomic_store_explicit(&r->finished, 0, memory_order_relaxed);
     atomic_store_explicit(&r->error, 0, memory_order_relaxed);
@@ -2402,7 +2436,7 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
     atomic_store_explicit(&r->failed, 0, memory_order_relaxed);
     /* A held-back thread's, never reached. */
     atomic_store_explicit(&r->wake_at, 0, memory_order_relaxed);
-    atomic_store_explicit(&r->stop, false, memory_order_relaxed);
+    atomic_store_explicit(&r->state, REGION_LIVE, memory_order_relaxed);
     list_link(&rt->live, r);
   }
   pthread_mutex_unlock(&rt->done_lock);
@@ -2469,8 +2503,12 @@ int tarn_region_wait_timed(tarn_region *r, uint64_t timeout_ns,
 
 int tarn_region_cancel(tarn_region *r) {
   if (r == NULL) return TARN_EINVAL;
-  atomic_store(&r->stop, true); /* lock-free: safe in a signal handler */
-  return 0;
+  /* Lock-free (a _Static_assert above): safe in a signal handler. */
+  int state = REGION_LIVE;
+  if (atomic_compare_exchange_strong(&r->state, &state, REGION_CANCELLED) ||
+      state == REGION_CANCELLED)
+    return 0;
+  return TARN_EMISUSE; /* waited already */
 }
 
 static void regions_free(tarn_region *r) {

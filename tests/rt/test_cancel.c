@@ -5,7 +5,8 @@
  * a signal handler; it reaches the regions begun inside it (a matrix sum's
  * own, a Cholesky factorisation's); what its cancelled tasks were to write
  * stays cancelled for later readers until written anew; a cancel after every
- * task finished changes nothing; the region's memory, reused, starts
+ * task finished changes nothing; a cancel after the wait is refused until
+ * 16 regions were waited after it; the region's memory, reused, starts
  * uncancelled. A timed wait gives up and leaves the region going. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -120,7 +121,7 @@ static void a_cancelled_region_runs_none_of_its_waiting_tasks(void **state) {
   assert_int_equal(st.cancelled, 100);
   assert_int_equal(st.failed, 0);
 
-  /* The region's memory is reused by the next one, uncancelled. */
+  /* The next region runs uncancelled. */
   tarn_region *again = NULL;
   assert_int_equal(tarn_region_begin(rt, &again), 0);
   tarn_ref *y = word_ref(rt);
@@ -296,6 +297,51 @@ static void a_cancel_after_the_end_changes_nothing(void **state) {
   assert_int_equal(tarn_task_cancelled(NULL), 0);
 }
 
+/* A cancel after the wait is refused (TARN_EMISUSE), changing nothing,
+ * for as long as the runtime keeps the region's memory aside: until 16
+ * regions of it were waited after it, so that a late cancel (a signal
+ * handler's, racing the wait's return) does not reach a region begun
+ * since. Then the memory is reused (the runtime does not grow), by a
+ * region that starts live: it runs every task, and takes a cancel. */
+static void a_cancel_after_the_wait_is_refused(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2);
+  tarn_ref *x = word_ref(rt), *y = word_ref(rt);
+  struct shared s = {.cancel_at = -1};
+  tarn_region *first = NULL;
+  assert_int_equal(tarn_region_begin(rt, &first), 0);
+  assert_int_equal(tarn_region_cancel(first), 0);
+  assert_int_equal(tarn_region_cancel(first), 0); /* twice: still 0 */
+  submit_links(rt, &s, x, 3);
+  assert_int_equal(tarn_region_wait(first, NULL), TARN_ECANCELED);
+  assert_int_equal(tarn_region_cancel(first), TARN_EMISUSE);
+  assert_int_equal(tarn_region_wait(first, NULL), TARN_EMISUSE);
+  int reused_at = 0;
+  for (int i = 1; i <= 64 && reused_at == 0; i++) {
+    tarn_region *r = NULL;
+    assert_int_equal(tarn_region_begin(rt, &r), 0);
+    if (r == first)
+      reused_at = i;
+    else
+      assert_int_equal(tarn_region_cancel(first), TARN_EMISUSE);
+    atomic_store(&s.ran, 0);
+    submit_links(rt, &s, y, 3);
+    uint64_t until = now_ns() + PATIENCE_NS;
+    while (atomic_load(&s.ran) < 3 && now_ns() < until) sched_yield();
+    /* every task ran; the region is live, so a cancel is taken */
+    assert_int_equal(atomic_load(&s.ran), 3);
+    assert_int_equal(tarn_region_cancel(r), 0);
+    tarn_region_stats st;
+    assert_int_equal(tarn_region_wait(r, &st), 0);
+    assert_int_equal(st.run, 3);
+    assert_int_equal(st.cancelled, 0);
+  }
+  assert_true(reused_at > 16);
+  tarn_ref_release(x);
+  tarn_ref_release(y);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* From a signal handler: a timer's SIGALRM cancels the region while a
  * long task runs, which sees it and stops with TARN_ECANCELED. */
 static tarn_region *alarm_region;
@@ -391,6 +437,7 @@ int main(void) {
       cmocka_unit_test(a_factorisation_in_a_cancelled_region_stops),
       cmocka_unit_test(what_cancelled_tasks_were_to_write_stays_cancelled),
       cmocka_unit_test(a_cancel_after_the_end_changes_nothing),
+      cmocka_unit_test(a_cancel_after_the_wait_is_refused),
       cmocka_unit_test(a_signal_handler_may_cancel),
       cmocka_unit_test(a_timed_wait_gives_up_and_the_region_goes_on),
   };

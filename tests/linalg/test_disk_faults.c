@@ -407,6 +407,197 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
   memdisk_free(disk);
 }
 
+/* What LU's and QR's factors are used for, each call from the same factors
+ * and inputs, while the disk fails: the solves with LU's factors (A X = B
+ * and A^T X = B), tarn_matrix_solve, the row interchanges, the inverse of
+ * U in place, the thin Q, Q^T C (in a region), (A^T A)^-1 from QR's R,
+ * and the condition estimate and log|det| from LU's factors. A call that
+ * succeeds gives the sound disk's result bit for bit; one that fails
+ * returns the disk's error and gives no new matrix, no number, and each
+ * tile of a matrix it solved in place holds the sound disk's result, its
+ * old values, or reads as TARN_ECANCELED. The factors, the pivots and an
+ * untouched matrix stay intact. */
+enum {
+  USE_LU_SOLVE,
+  USE_LU_SOLVE_T,
+  USE_SOLVE,
+  USE_PERMUTE,
+  USE_U_INVERSE,
+  USE_Q,
+  USE_QT_C,
+  USE_ATA_INVERSE,
+  USE_RCOND,
+  USE_LOGDET,
+  USES
+};
+
+struct factor_uses {
+  tarn_rt *rt;
+  tarn_matrix *lu, *f, *t; /* LU's factors (N x N); QR's (M x N) and T */
+  tarn_matrix *w;          /* a copy of A for tarn_matrix_solve */
+  size_t piv[N];
+  double *a, *lu0, *b0, *c0; /* A (N x N), the factors, B (N x NRHS),
+                                C (M x NRHS) */
+};
+
+/* The rows and columns of what use `op` writes (0 for a number). */
+static size_t use_rows(int op) {
+  return op <= USE_PERMUTE                              ? N
+         : op == USE_Q || op == USE_QT_C                ? M
+         : op == USE_U_INVERSE || op == USE_ATA_INVERSE ? N
+                                                        : 0;
+}
+static size_t use_cols(int op) {
+  return op <= USE_PERMUTE || op == USE_QT_C ? NRHS : N;
+}
+
+/* The matrix use `op` writes in place, a fresh copy of its input; NULL
+ * for the uses that make a new one or give a number. Made before the disk
+ * fails, as u->w is for tarn_matrix_solve. */
+static tarn_matrix *use_input(struct factor_uses *u, int op) {
+  tarn_matrix *m = NULL;
+  if (op == USE_SOLVE)
+    assert_int_equal(
+        tarn_matrix_from_buffer(u->rt, N, N, NB, NB, u->a, N, &u->w), 0);
+  if (op <= USE_PERMUTE)
+    assert_int_equal(
+        tarn_matrix_from_buffer(u->rt, N, NRHS, NB, 8, u->b0, N, &m), 0);
+  else if (op == USE_U_INVERSE)
+    assert_int_equal(
+        tarn_matrix_from_buffer(u->rt, N, N, NB, NB, u->lu0, N, &m), 0);
+  else if (op == USE_QT_C)
+    assert_int_equal(
+        tarn_matrix_from_buffer(u->rt, M, NRHS, NB, 8, u->c0, M, &m), 0);
+  return m;
+}
+
+/* Runs use `op` on *io (in place) or into *io (new), or into *s. */
+static int use_run(struct factor_uses *u, int op, tarn_matrix **io, double *s) {
+  switch (op) {
+    case USE_LU_SOLVE:
+    case USE_LU_SOLVE_T:
+      return tarn_matrix_lu_solve(
+          u->lu, u->piv, op == USE_LU_SOLVE ? TARN_NO_TRANS : TARN_TRANS, *io,
+          NULL);
+    case USE_SOLVE: {
+      int rc = tarn_matrix_solve(u->w, *io, NULL);
+      tarn_matrix_destroy(u->w); /* A's factors, or unspecified */
+      u->w = NULL;
+      return rc;
+    }
+    case USE_PERMUTE:
+      return tarn_matrix_permute_rows(*io, u->piv, TARN_TRANS);
+    case USE_U_INVERSE:
+      return tarn_matrix_triangular_inverse(*io, TARN_UPPER, TARN_NON_UNIT,
+                                            NULL);
+    case USE_Q:
+      return tarn_matrix_qr_q(u->f, u->t, io);
+    case USE_QT_C: {
+      tarn_region *region = NULL;
+      assert_int_equal(tarn_region_begin(u->rt, &region), 0);
+      int submitted =
+          tarn_matrix_qr_multiply(u->f, u->t, TARN_LEFT, TARN_TRANS, *io);
+      int rc = tarn_region_wait(region, NULL);
+      return submitted != 0 ? submitted : rc;
+    }
+    case USE_ATA_INVERSE:
+      return tarn_matrix_qr_ata_inverse(u->f, io, NULL);
+    case USE_RCOND:
+      return tarn_matrix_lu_rcond(u->lu, u->piv, TARN_NORM_ONE, 1.0, s);
+    default: {
+      int sign = 0;
+      return tarn_matrix_lu_logdet(u->lu, u->piv, s, &sign);
+    }
+  }
+}
+
+static void test_factor_uses_on_a_failing_disk(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_storage storage;
+  tarn_rt *rt = rt_on(disk, M * N * sizeof(double) / 8 * 3, &storage);
+  struct factor_uses u = {.rt = rt};
+  tarn_matrix *in = NULL, *other = NULL, *bm = NULL, *cm = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 41, &in), 0);
+  assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 42, &other), 0);
+  assert_int_equal(tarn_matrix_rand(rt, N, NRHS, NB, 8, 43, &bm), 0);
+  assert_int_equal(tarn_matrix_rand(rt, M, NRHS, NB, 8, 44, &cm), 0);
+  double *m0 = test_buffer_of(in), *o0 = test_buffer_of(other);
+  u.b0 = test_buffer_of(bm);
+  u.c0 = test_buffer_of(cm);
+  tarn_matrix_destroy(bm);
+  tarn_matrix_destroy(cm);
+  /* A: the leading N x N block; its LU, and QR of all M x N */
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, m0, M, &u.lu), 0);
+  u.a = test_buffer_of(u.lu);
+  assert_int_equal(tarn_matrix_lu(u.lu, u.piv, NULL), 0);
+  u.lu0 = test_buffer_of(u.lu);
+  u.f = in;
+  assert_int_equal(tarn_matrix_qr(u.f, 8, &u.t), 0);
+  double *f0 = test_buffer_of(u.f), *t0 = test_buffer_of(u.t);
+  size_t trows = tarn_matrix_rows(u.t), piv0[N];
+  memcpy(piv0, u.piv, sizeof piv0);
+  /* the sound disk's results */
+  double *want[USES] = {0}, want_s[USES] = {0};
+  for (int op = 0; op < USES; op++) {
+    tarn_matrix *io = use_input(&u, op);
+    assert_int_equal(use_run(&u, op, &io, &want_s[op]), 0);
+    if (use_rows(op) > 0) want[op] = test_buffer_of(io);
+    tarn_matrix_destroy(io);
+  }
+  int hits = 0;
+  for (int fault = 0; fault < FAULTS; fault++)
+    for (int k = 1; k <= (fault == DISK_FULL ? 1 : 6); k++)
+      for (int op = 0; op < USES; op++) {
+        tarn_matrix *io = use_input(&u, op);
+        double s = -1;
+        inject(disk, (enum fault)fault, k);
+        int rc = use_run(&u, op, &io, &s);
+        bool h = hit(disk, (enum fault)fault);
+        hits += h;
+        heal(disk);
+        if (getenv("DISK_VERBOSE"))
+          print_message("factor use %d, fault %d at %d: %s%s\n", op, fault, k,
+                        rc == 0 ? "ok" : tarn_strerror(rc),
+                        h ? "" : " (missed)");
+        if (rc == 0 && use_rows(op) > 0) {
+          same_bits(io, want[op], use_rows(op), use_cols(op));
+        } else if (rc == 0) {
+          assert_memory_equal(&s, &want_s[op], sizeof s);
+        } else {
+          assert_true(disk_status(rc));
+          if (op <= USE_PERMUTE)
+            tiles_done_or_kept(io, want[op], u.b0, N, NRHS, NB, 8);
+          else if (op == USE_QT_C)
+            tiles_done_or_kept(io, want[op], u.c0, M, NRHS, NB, 8);
+          else if (op != USE_U_INVERSE) /* that one's content unspecified */
+            assert_true(io == NULL && s == -1);
+        }
+        tarn_matrix_destroy(io);
+        same_bits(u.lu, u.lu0, N, N);
+        assert_memory_equal(u.piv, piv0, sizeof piv0);
+        same_bits(u.f, f0, M, N);
+        same_bits(u.t, t0, trows, N);
+        same_bits(other, o0, M, N);
+      }
+  assert_true(hits > 0); /* the disk did fail under the calls */
+  for (int op = 0; op < USES; op++) free(want[op]);
+  free(m0);
+  free(o0);
+  free(f0);
+  free(t0);
+  free(u.a);
+  free(u.lu0);
+  free(u.b0);
+  free(u.c0);
+  tarn_matrix_destroy(u.lu);
+  tarn_matrix_destroy(u.f);
+  tarn_matrix_destroy(u.t);
+  tarn_matrix_destroy(other);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  memdisk_free(disk);
+}
+
 /* The products, each in a region of its own, from the same inputs each
  * time, while the disk fails: A B, A^T A' and A B^T into new matrices,
  * A^T A (tarn_matrix_syrk_ata), and C - A B into a given C. One that
@@ -603,6 +794,7 @@ int main(void) {
       cmocka_unit_test(test_qr_solve_on_a_failing_disk),
       cmocka_unit_test(test_cholesky_on_a_failing_disk),
       cmocka_unit_test(test_lu_and_qr_on_a_failing_disk),
+      cmocka_unit_test(test_factor_uses_on_a_failing_disk),
       cmocka_unit_test(test_products_on_a_failing_disk),
       cmocka_unit_test(test_array_ops_on_a_failing_disk),
   };

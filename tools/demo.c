@@ -216,9 +216,8 @@ struct demo {
  * The region a SIGINT or SIGTERM cancels (the current phase's, or NULL),
  * and the signal that came (0: none): all a handler may reach. A signal
  * that lands after a phase's wait returned and before the pointer is
- * cleared cancels a region already ended (harmless: a region's flag is
- * cleared when its memory is used again); `interrupted` stops the next
- * phase then. */
+ * cleared finds a region already waited for, which refuses the cancel
+ * (TARN_EMISUSE); `interrupted` stops the next phase then. */
 static _Atomic(tarn_region *) interruptible;
 static volatile sig_atomic_t interrupted;
 

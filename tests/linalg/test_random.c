@@ -505,6 +505,20 @@ static void op_solve(struct tcase *c) {
 
 /* ---- QR ----------------------------------------------------------------- */
 
+/* An m x n A for QR: n up to nmax, m from n (three times in ten) to mmax,
+ * in square tiles (the columns' maybe past n) or, now and then, one tile
+ * column of mb >= n rows; an inner block size ib (0: the default). */
+static void draw_qr(struct tcase *c, size_t nmax, size_t mmax, size_t *m,
+                    size_t *n, size_t *mb, size_t *nb, size_t *ib) {
+  size_t t;
+  draw_dim(c, nmax, n, &t);
+  *m = *n + (chance(c, 0.3) ? 0 : range(c, 1, mmax - *n));
+  *mb = t;
+  *nb = other_clamped(c, *n, t);
+  if (t < *n && chance(c, 0.2)) *mb = range(c, *n, *m), *nb = *n;
+  *ib = range(c, 0, min_z(*nb, *n));
+}
+
 /* QR of an m x n A (m >= n; square tiles, or one tile column): ||A - Q
  * R|| / (m ||A|| eps) and ||Q^T Q - I|| / (m eps) below 30 with the thin Q
  * of tarn_matrix_qr_q. Then least squares (ta N: ||A^T r|| / (||A|| (||A||
@@ -514,12 +528,8 @@ static void op_solve(struct tcase *c) {
  * deficient) makes the solve give TARN_EINVAL, info p + 1, no X, and B
  * unchanged. */
 static void op_qr(struct tcase *c) {
-  size_t n, t, nrhs, bnb;
-  draw_dim(c, 50, &n, &t);
-  size_t m = n + (chance(c, 0.3) ? 0 : range(c, 1, 70 - n));
-  size_t mb = t, nb = other_clamped(c, n, t);
-  if (t < n && chance(c, 0.2)) mb = range(c, n, m), nb = n; /* one column */
-  size_t ib = range(c, 0, min_z(nb, n));
+  size_t m, n, mb, nb, ib, nrhs, bnb;
+  draw_qr(c, 50, 70, &m, &n, &mb, &nb, &ib);
   draw_dim(c, 20, &nrhs, &bnb);
   tarn_trans ta = (tarn_trans)range(c, 0, 1);
   bool deficient = chance(c, 0.2);
@@ -808,12 +818,8 @@ static void op_inverse(struct tcase *c) {
  * either transpose) within 30 m ||C|| eps of dgemm's with that Q, and the
  * factors unchanged bit for bit (only read). */
 static void op_qr_multiply(struct tcase *c) {
-  size_t n, t, other, ot;
-  draw_dim(c, 40, &n, &t);
-  size_t m = n + (chance(c, 0.3) ? 0 : range(c, 1, 60 - n));
-  size_t mb = t, nb = other_clamped(c, n, t);
-  if (t < n && chance(c, 0.2)) mb = range(c, n, m), nb = n; /* one column */
-  size_t ib = range(c, 0, min_z(nb, n));
+  size_t m, n, mb, nb, ib, other, ot;
+  draw_qr(c, 40, 60, &m, &n, &mb, &nb, &ib);
   draw_dim(c, 30, &other, &ot);
   tarn_side side = (tarn_side)range(c, 0, 1);
   tarn_trans trans = (tarn_trans)range(c, 0, 1);

@@ -343,10 +343,11 @@ TARN_API int tarn_region_wait_timed(tarn_region *region, uint64_t timeout_ns,
  * task that failed first; 0 when every task had finished). Call it between
  * tarn_region_begin and the return of tarn_region_wait, from any thread, a
  * task, or a signal handler: it is one lock-free compare-exchange. After
- * the wait the handle is refused: TARN_EMISUSE, nothing changed, until 16
- * more regions of the runtime were waited (the runtime keeps the last 16
- * waited regions' memory aside before it reuses the oldest; a cancel later
- * than that may reach a region begun since, as with any freed handle).
+ * the wait the handle is refused: TARN_EMISUSE, nothing changed, until the
+ * runtime reuses its memory, which it does only once 16 more of its
+ * regions were waited for (it keeps the last 16 waited regions aside and
+ * reuses the oldest beyond them); a cancel later than that may reach a
+ * region begun since, as with any freed handle.
  * Returns 0 (also for a region cancelled already), TARN_EINVAL for NULL,
  * TARN_EMISUSE for a region already waited for. */
 TARN_API int tarn_region_cancel(tarn_region *region);

@@ -435,6 +435,7 @@ struct factor_uses {
   tarn_rt *rt;
   tarn_matrix *lu, *f, *t; /* LU's factors (N x N); QR's (M x N) and T */
   tarn_matrix *w;          /* a copy of A for tarn_matrix_solve */
+  tarn_matrix *other;      /* read to push the inputs out to the disk */
   size_t piv[N];
   double *a, *lu0, *b0, *c0; /* A (N x N), the factors, B (N x NRHS),
                                 C (M x NRHS) */
@@ -468,6 +469,10 @@ static tarn_matrix *use_input(struct factor_uses *u, int op) {
   else if (op == USE_QT_C)
     assert_int_equal(
         tarn_matrix_from_buffer(u->rt, M, NRHS, NB, 8, u->c0, M, &m), 0);
+  /* Reading a matrix larger than the limit spills what was just made, so
+   * that the use reads it back from the failing disk. */
+  double sum = 0;
+  assert_int_equal(tarn_matrix_sum(u->other, &sum), 0);
   return m;
 }
 
@@ -520,6 +525,7 @@ static void test_factor_uses_on_a_failing_disk(void **state) {
   tarn_matrix *in = NULL, *other = NULL, *bm = NULL, *cm = NULL;
   assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 41, &in), 0);
   assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 42, &other), 0);
+  u.other = other;
   assert_int_equal(tarn_matrix_rand(rt, N, NRHS, NB, 8, 43, &bm), 0);
   assert_int_equal(tarn_matrix_rand(rt, M, NRHS, NB, 8, 44, &cm), 0);
   double *m0 = test_buffer_of(in), *o0 = test_buffer_of(other);

@@ -700,6 +700,17 @@ static void op_triangular(struct tcase *c) {
 
 /* ---- inverses ----------------------------------------------------------- */
 
+/* A triangle's matrix for n and its tile t: m = n, or now and then up to
+ * 10 rows more below the triangle's block; one tile column (mb from n to
+ * m + 4) when t >= n; either triangle, unit diagonal or not. */
+static void draw_triangle(struct tcase *c, size_t n, size_t t, size_t *m,
+                          size_t *mb, tarn_uplo *uplo, tarn_diag *diag) {
+  if (chance(c, 0.4)) *m += range(c, 1, 10);
+  if (t >= n) *mb = range(c, n, *m + 4); /* one tile column */
+  *uplo = (tarn_uplo)range(c, 0, 1);
+  *diag = (tarn_diag)range(c, 0, 1);
+}
+
 /* ||A X - I||_F / (n ||A||_F ||X||_F eps) for n x n A and X: LAPACK's
  * test of its inverses (dget03, dpot03, dtrt01) holds it below 30. */
 static double inverse_residual(const double *a, const double *x, size_t n) {
@@ -728,12 +739,7 @@ static void op_inverse(struct tcase *c) {
   size_t m = n, mb = t, nb = other_clamped(c, n, t);
   tarn_uplo uplo = TARN_LOWER;
   tarn_diag diag = TARN_NON_UNIT;
-  if (kind == 0) {
-    if (chance(c, 0.4)) m += range(c, 1, 10);
-    if (t >= n) mb = range(c, n, m + 4); /* one tile column */
-    uplo = (tarn_uplo)range(c, 0, 1);
-    diag = (tarn_diag)range(c, 0, 1);
-  }
+  if (kind == 0) draw_triangle(c, n, t, &m, &mb, &uplo, &diag);
   bool singular = diag == TARN_NON_UNIT && chance(c, 0.25);
   size_t k = range(c, 0, n - 1);
   static const char *const kinds[] = {"triangular_inverse", "cholesky_inverse",
@@ -970,12 +976,7 @@ static void op_queries(struct tcase *c) {
   size_t m = n, mb = t, nb = other_clamped(c, n, t);
   tarn_uplo uplo = TARN_LOWER;
   tarn_diag diag = TARN_NON_UNIT;
-  if (kind == 2) {
-    if (chance(c, 0.4)) m += range(c, 1, 10);
-    if (t >= n) mb = range(c, n, m + 4); /* one tile column */
-    uplo = (tarn_uplo)range(c, 0, 1);
-    diag = (tarn_diag)range(c, 0, 1);
-  }
+  if (kind == 2) draw_triangle(c, n, t, &m, &mb, &uplo, &diag);
   tarn_norm kind_norm =
       kind == 1 || chance(c, 0.5) ? TARN_NORM_ONE : TARN_NORM_INF;
   char norm = kind_norm == TARN_NORM_ONE ? '1' : 'I';

@@ -3,12 +3,12 @@
  * one operation on a runtime of its own: gemm (four transposes, beta 0
  * over a C of NaNs), gemv (both transposes, y in lanes or by tiles), A^T A,
  * Cholesky and its solve, LU (pivots and factors against dgetrf), the LU
- * solves and tarn_matrix_solve, QR with its Q and both least-squares
- * solves, the triangular solve, the four inverses, Q applied alone from
- * either side, the row interchanges (against dlaswp), and from factors
- * log|det| and the condition estimates (against dgecon, dpocon, dtrcon);
- * now and then on a singular, indefinite or rank-deficient input, whose
- * error is checked instead: TARN_EINVAL, LAPACK's info, B (or the matrix
+ * solves and tarn_matrix_solve, QR with its Q, both least-squares
+ * solves and (A^T A)^-1 from R, the triangular solve, the four inverses, Q
+ * applied alone from either side, the row interchanges (against dlaswp), and
+ * from factors log|det| and the condition estimates (against dgecon, dpocon,
+ * dtrcon); now and then on a singular, indefinite or rank-deficient input,
+ * whose error is checked instead: TARN_EINVAL, LAPACK's info, B (or the matrix
  * inverted) bit for bit unchanged, rcond 0. Sizes go up to 70, in tiles of
  * 1 to 32 that do and do not divide them (or one tile), on 1 to 3 workers;
  * some cases run under a memory limit a few pages above what the case's
@@ -505,6 +505,19 @@ static void op_solve(struct tcase *c) {
 
 /* ---- QR ----------------------------------------------------------------- */
 
+/* ||A X - I||_F / (n ||A||_F ||X||_F eps) for n x n A and X: LAPACK's
+ * test of its inverses (dget03, dpot03, dtrt01) holds it below 30. */
+static double inverse_residual(const double *a, const double *x, size_t n) {
+  double *r = alloc_buf(n * n);
+  for (size_t i = 0; i < n; i++) r[i + i * n] = -1.0;
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
+              1.0, a, (int)n, x, (int)n, 1.0, r, (int)n);
+  double res = test_fro(r, n * n) /
+               ((double)n * test_fro(a, n * n) * test_fro(x, n * n) * EPS);
+  free(r);
+  return res;
+}
+
 /* An m x n A for QR: n up to nmax, m from n (three times in ten) to mmax,
  * in square tiles (the columns' maybe past n) or, now and then, one tile
  * column of mb >= n rows; an inner block size ib (0: the default). */
@@ -526,7 +539,7 @@ static void draw_qr(struct tcase *c, size_t nmax, size_t mmax, size_t *m,
  * A^T X = B (ta T: the residual below 30, and X in the range of A: ||X -
  * Q Q^T X|| / (||X|| m eps) < 30). Variant: a zero column p (rank
  * deficient) makes the solve give TARN_EINVAL, info p + 1, no X, and B
- * unchanged. */
+ * unchanged. Last, (A^T A)^-1 from R (below). */
 static void op_qr(struct tcase *c) {
   size_t m, n, mb, nb, ib, nrhs, bnb;
   draw_qr(c, 50, 70, &m, &n, &mb, &nb, &ib);
@@ -545,6 +558,7 @@ static void op_qr(struct tcase *c) {
   footprint(c, cdiv(m, min_z(mb, m)) * ibe, n, ibe, nbe); /* T */
   footprint(c, brows, nrhs, bmb, bnb);
   footprint(c, xrows, nrhs, ta ? mb : nbe, bnb);
+  footprint(c, n, n, nbe, nbe); /* (A^T A)^-1 */
   start(c);
   double *a = random_buf(c, m * n), *b = random_buf(c, brows * nrhs);
   if (deficient)
@@ -605,9 +619,33 @@ static void op_qr(struct tcase *c) {
     }
     free(x);
   }
+  /* (A^T A)^-1 from R (A only read): symmetric bit for bit, ||A^T A V -
+   * I|| / (m ||A^T A|| ||V|| eps) < 30 (the QR's backward error grows
+   * with m); rank deficient: TARN_EINVAL, info p + 1 and no matrix. */
+  tarn_matrix *V = NULL;
+  info = -1;
+  if (deficient) {
+    CALL(c, TARN_EINVAL, tarn_matrix_qr_ata_inverse(A, &V, &info));
+    CHECK(c, info == (int)p + 1 && V == NULL, "(A^T A)^-1: info %d, V %p", info,
+          (void *)V);
+  } else {
+    CALL(c, 0, tarn_matrix_qr_ata_inverse(A, &V, &info));
+    double *v = download(c, V), *ata = alloc_buf(n * n);
+    cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)m,
+                1.0, a, (int)m, a, (int)m, 0.0, ata, (int)n);
+    for (size_t j = 0; j < n; j++)
+      for (size_t i = j + 1; i < n; i++)
+        CHECK(c, memcmp(&v[i + j * n], &v[j + i * n], sizeof *v) == 0,
+              "V(%zu, %zu) is not V(%zu, %zu)", i, j, j, i);
+    res = inverse_residual(ata, v, n) * (double)n / (double)m;
+    CHECK(c, info == 0 && res < 30,
+          "info %d, ||A^T A V - I|| / (m ||A^T A|| ||V|| eps) = %g", info, res);
+    free(v), free(ata);
+  }
+  check_unchanged(c, A, f, "A's factors");
   free(a), free(b), free(f), free(q), free(r), free(d), free(g);
   tarn_matrix_destroy(A), tarn_matrix_destroy(T), tarn_matrix_destroy(Q);
-  tarn_matrix_destroy(B), tarn_matrix_destroy(X);
+  tarn_matrix_destroy(B), tarn_matrix_destroy(X), tarn_matrix_destroy(V);
 }
 
 /* ---- triangular solve --------------------------------------------------- */
@@ -709,19 +747,6 @@ static void draw_triangle(struct tcase *c, size_t n, size_t t, size_t *m,
   if (t >= n) *mb = range(c, n, *m + 4); /* one tile column */
   *uplo = (tarn_uplo)range(c, 0, 1);
   *diag = (tarn_diag)range(c, 0, 1);
-}
-
-/* ||A X - I||_F / (n ||A||_F ||X||_F eps) for n x n A and X: LAPACK's
- * test of its inverses (dget03, dpot03, dtrt01) holds it below 30. */
-static double inverse_residual(const double *a, const double *x, size_t n) {
-  double *r = alloc_buf(n * n);
-  for (size_t i = 0; i < n; i++) r[i + i * n] = -1.0;
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
-              1.0, a, (int)n, x, (int)n, 1.0, r, (int)n);
-  double res = test_fro(r, n * n) /
-               ((double)n * test_fro(a, n * n) * test_fro(x, n * n) * EPS);
-  free(r);
-  return res;
 }
 
 /* The inverses in place, the residual below 30: of a triangle of an m x

@@ -26,21 +26,10 @@
 #include "support.h"
 #include "tarn.h"
 
+#include "reference.h"
+
 /* A solution's bound: ||A X - I||_F / (n ||A||_F ||X||_F eps). */
 #define RESIDUAL_MAX 10.0
-
-/* ||A X - I||_F / (n ||A||_F ||X||_F eps) for n x n A and X (ld n). */
-static double inverse_residual(const double *a, const double *x, size_t n) {
-  double *r = calloc(n * n, sizeof *r);
-  assert_non_null(r);
-  for (size_t i = 0; i < n; i++) r[i + i * n] = -1.0;
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
-              1.0, a, (int)n, x, (int)n, 1.0, r, (int)n);
-  double res = test_fro(r, n * n) / ((double)n * test_fro(a, n * n) *
-                                     test_fro(x, n * n) * DBL_EPSILON);
-  free(r);
-  return res;
-}
 
 /* max |x - y| / max |y| over n values. */
 static double relative_difference(const double *x, const double *y, size_t n) {
@@ -116,7 +105,7 @@ static void check_triangle(tarn_rt *rt, size_t m, size_t n, size_t mb,
       xw[i + j * n] = want[i + j * m];
     }
   assert_true(relative_difference(xg, xw, n * n) <= 1e-12);
-  assert_true(inverse_residual(tt, xg, n) <= RESIDUAL_MAX);
+  assert_true(test_inverse_residual(tt, xg, n) <= RESIDUAL_MAX);
   free(t);
   free(got);
   free(want);
@@ -187,7 +176,7 @@ static void check_cholesky(tarn_rt *rt, size_t n, size_t nb, uint64_t seed) {
       want[i + j * n] = want[j + i * n];
     }
   assert_true(relative_difference(x, want, n * n) <= 1e-10);
-  assert_true(inverse_residual(a, x, n) <= RESIDUAL_MAX);
+  assert_true(test_inverse_residual(a, x, n) <= RESIDUAL_MAX);
   free(a);
   free(x);
   free(want);
@@ -223,7 +212,7 @@ static void check_lu(tarn_rt *rt, size_t n, size_t nb, uint64_t seed,
   assert_int_equal(LAPACKE_dgetri(LAPACK_COL_MAJOR, (int)n, want, (int)n, ipiv),
                    0);
   assert_true(relative_difference(x, want, n * n) <= 1e-8);
-  assert_true(inverse_residual(a, x, n) <= RESIDUAL_MAX);
+  assert_true(test_inverse_residual(a, x, n) <= RESIDUAL_MAX);
   free(a);
   free(x);
   free(want);
@@ -316,7 +305,7 @@ static void check_qr_ata(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
       want[i + j * n] = want[j + i * n];
     }
   assert_true(relative_difference(x, want, n * n) <= 1e-8);
-  assert_true(inverse_residual(g, x, n) <= RESIDUAL_MAX);
+  assert_true(test_inverse_residual(g, x, n) <= RESIDUAL_MAX);
   free(a);
   free(g);
   free(want);

@@ -41,6 +41,8 @@
 #include "support.h"
 #include "tarn.h"
 
+#include "reference.h"
+
 #define EPS DBL_EPSILON
 
 /* ---- a case (its generator, failures and run: random_case.h) ----------- */
@@ -505,19 +507,6 @@ static void op_solve(struct tcase *c) {
 
 /* ---- QR ----------------------------------------------------------------- */
 
-/* ||A X - I||_F / (n ||A||_F ||X||_F eps) for n x n A and X: LAPACK's
- * test of its inverses (dget03, dpot03, dtrt01) holds it below 30. */
-static double inverse_residual(const double *a, const double *x, size_t n) {
-  double *r = alloc_buf(n * n);
-  for (size_t i = 0; i < n; i++) r[i + i * n] = -1.0;
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
-              1.0, a, (int)n, x, (int)n, 1.0, r, (int)n);
-  double res = test_fro(r, n * n) /
-               ((double)n * test_fro(a, n * n) * test_fro(x, n * n) * EPS);
-  free(r);
-  return res;
-}
-
 /* An m x n A for QR: n up to nmax, m from n (three times in ten) to mmax,
  * in square tiles (the columns' maybe past n) or, now and then, one tile
  * column of mb >= n rows; an inner block size ib (0: the default). */
@@ -637,7 +626,7 @@ static void op_qr(struct tcase *c) {
       for (size_t i = j + 1; i < n; i++)
         CHECK(c, memcmp(&v[i + j * n], &v[j + i * n], sizeof *v) == 0,
               "V(%zu, %zu) is not V(%zu, %zu)", i, j, j, i);
-    res = inverse_residual(ata, v, n) * (double)n / (double)m;
+    res = test_inverse_residual(ata, v, n) * (double)n / (double)m;
     CHECK(c, info == 0 && res < 30,
           "info %d, ||A^T A V - I|| / (m ||A^T A|| ||V|| eps) = %g", info, res);
     free(v), free(ata);
@@ -831,7 +820,7 @@ static void op_inverse(struct tcase *c) {
                   memcmp(&got[i + j * n], &got[j + i * n], sizeof *got) == 0,
               "X(%zu, %zu) is not X(%zu, %zu)", i, j, j, i);
       }
-    double res = inverse_residual(a, x, n);
+    double res = test_inverse_residual(a, x, n);
     CHECK(c, res < 30, "||A X - I|| / (n ||A|| ||X|| eps) = %g", res);
     free(got), free(x);
   }
@@ -969,20 +958,6 @@ static void check_rcond(struct tcase *c, double got, double lapack,
         got, lapack, truth);
 }
 
-/* 1 / (||A|| ||A^-1||) in the norm `norm` ('1' or 'I') for the n x n A. */
-static double true_rcond(const double *a, size_t n, char norm) {
-  double *inv = copy_buf(a, n * n);
-  lapack_int *ipiv = calloc(n, sizeof *ipiv);
-  assert_non_null(ipiv);
-  int ni = (int)n;
-  assert_int_equal(LAPACKE_dgetrf(LAPACK_COL_MAJOR, ni, ni, inv, ni, ipiv), 0);
-  assert_int_equal(LAPACKE_dgetri(LAPACK_COL_MAJOR, ni, inv, ni, ipiv), 0);
-  double r = 1.0 / (LAPACKE_dlange(LAPACK_COL_MAJOR, norm, ni, ni, a, ni) *
-                    LAPACKE_dlange(LAPACK_COL_MAJOR, norm, ni, ni, inv, ni));
-  free(inv), free(ipiv);
-  return r;
-}
-
 /* log|det A| and its sign from factors (tarn_matrix_lu_logdet from
  * dgetrf's factors and pivots, tarn_matrix_cholesky_logdet from dpotrf's
  * L with its strict upper triangle NaN) against the sum of the logarithms
@@ -1062,7 +1037,7 @@ static void op_queries(struct tcase *c) {
   if (singular)
     CHECK(c, rcond == 0.0, "rcond %g of a singular factor", rcond);
   else
-    check_rcond(c, rcond, lapack, true_rcond(a, n, norm));
+    check_rcond(c, rcond, lapack, test_true_rcond(a, n, norm));
   if (kind != 2) { /* log|det A| = sum log|d_i| (Cholesky: 2 sum log l_ii) */
     double logdet = NAN, want = 0.0, scale = 1.0;
     int sign = 7, want_sign = 1;

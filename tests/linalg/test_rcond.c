@@ -30,6 +30,8 @@
 #include "support.h"
 #include "tarn.h"
 
+#include "reference.h"
+
 /* grade^(-k / (n - 1)), k in [0, n): scalings from 1 down to 1 / grade. */
 static double graded(double grade, size_t k, size_t n) {
   return n == 1 ? 1.0 : pow(grade, -(double)k / (double)(n - 1));
@@ -61,24 +63,6 @@ static double *spd(size_t n, double grade, uint64_t seed) {
                      graded(grade, i, n) * graded(grade, j, n);
   free(g);
   return a;
-}
-
-/* The true reciprocal condition number of the general A, in norm '1' or
- * 'I', from its explicit inverse. */
-static double true_rcond(const double *a, size_t n, char norm) {
-  double *inv = malloc(n * n * sizeof *inv);
-  lapack_int *ipiv = malloc(n * sizeof *ipiv);
-  assert_non_null(inv);
-  assert_non_null(ipiv);
-  memcpy(inv, a, n * n * sizeof *inv);
-  int ni = (int)n;
-  assert_int_equal(LAPACKE_dgetrf(LAPACK_COL_MAJOR, ni, ni, inv, ni, ipiv), 0);
-  assert_int_equal(LAPACKE_dgetri(LAPACK_COL_MAJOR, ni, inv, ni, ipiv), 0);
-  double r = 1.0 / (LAPACKE_dlange(LAPACK_COL_MAJOR, norm, ni, ni, a, ni) *
-                    LAPACKE_dlange(LAPACK_COL_MAJOR, norm, ni, ni, inv, ni));
-  free(inv);
-  free(ipiv);
-  return r;
 }
 
 /* The estimate agrees with LAPACK's (the same method on the same
@@ -127,7 +111,7 @@ static void check_lu(tarn_rt *rt, size_t n, size_t nb, double grade,
     assert_int_equal(LAPACKE_dgecon(LAPACK_COL_MAJOR, lapack_norm[k], (int)n, f,
                                     (int)n, anorm[k], &lapack),
                      0);
-    check_estimate(got, lapack, true_rcond(a, n, lapack_norm[k]));
+    check_estimate(got, lapack, test_true_rcond(a, n, lapack_norm[k]));
   }
   double *after = test_buffer_of(m);
   assert_memory_equal(before, after, n * n * sizeof *before);
@@ -159,7 +143,7 @@ static void check_cholesky(tarn_rt *rt, size_t n, size_t nb, double grade,
   assert_int_equal(
       LAPACKE_dpocon(LAPACK_COL_MAJOR, 'L', (int)n, f, (int)n, anorm, &lapack),
       0);
-  check_estimate(got, lapack, true_rcond(a, n, '1'));
+  check_estimate(got, lapack, test_true_rcond(a, n, '1'));
   free(a);
   free(f);
   tarn_matrix_destroy(m);

@@ -173,13 +173,20 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                           tarn_matrix *b, int *info);
 
 /* LU factorisation with partial pivoting in place, as LAPACK's dgetrf:
- * P A = L U, where L (unit lower triangular, its diagonal not stored)
- * goes below the diagonal of A and U on and above it. A must be square
- * with square tiles (mb == nb after clamping to the matrix). piv (n
- * entries, owned by the caller) gets the interchanges, 0-based: row i was
- * interchanged with row piv[i] >= i, in the order i = 0, 1, ...
+ * P A = L U for an M x N A (square or not), where L (M x min(M, N), unit
+ * lower triangular or trapezoidal, its diagonal not stored) goes below
+ * the diagonal of A and U (min(M, N) x N, upper triangular or
+ * trapezoidal) on and above it. A's tiles must be square (mb == nb after
+ * clamping to the matrix), unless A has one tile column (N <= mb) or one
+ * tile row (M <= nb). piv (min(M, N) entries, owned by the caller) gets
+ * the interchanges, 0-based: row i was interchanged with row
+ * piv[i] >= i, in the order i = 0, 1, ... (to apply P to M rows with
+ * tarn_matrix_permute_rows when M > N, extend it with piv[i] = i).
+ * Only a square A's factors serve the solves, estimates, determinants
+ * and inverses below.
  *
- * Right-looking tiled algorithm: for each tile column k, one task factors
+ * Right-looking tiled algorithm: for each of the first min(mt, nt) tile
+ * columns k, one task factors
  * the whole tile column from its diagonal tile down (copied into one
  * contiguous panel, or in place when it is one tile; blocked by 64
  * columns, LAPACKE_dgetrf_work on each block column, the next block
@@ -188,7 +195,7 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * left columns too, as dgetrf does), trsm on the tiles right of the
  * diagonal tile and gemm on the trailing matrix; the panel has the
  * highest priority, then the work of the next tile columns. The panel's
- * copy, (n - k nb) x nb doubles, is a pool temporary, counted under the
+ * copy, (M - k mb) x nb doubles, is a pool temporary, counted under the
  * memory limit and freed as the panel task ends: under a limit, the first
  * panel pins twice a tile column (a limit below that gives TARN_ENOMEM).
  * Like every tile kernel here, the panel shares its
@@ -199,12 +206,14 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * Waits for the factorisation (in a region of its own), so it must not be
  * called from a task (TARN_EDEADLK). *info (when `info` is not NULL) gets
  * 0, or LAPACK's info: k > 0 when U(k-1, k-1) (1-based U(k, k)) is
- * exactly zero, so A is singular; the factorisation is still completed
+ * exactly zero (k <= min(M, N); a square A is then singular); the
+ * factorisation is still completed
  * (A holds L and U, piv is filled, as dgetrf), and the call returns
- * TARN_EINVAL. Returns 0; TARN_EINVAL for a NULL matrix or piv, a
- * non-square matrix, non-square tiles, sizes too large for LAPACK, and a
- * singular matrix (*info > 0); TARN_ECANCELED when a task submitted before
- * to write A failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime. */
+ * TARN_EINVAL. Returns 0; TARN_EINVAL for a NULL matrix or piv,
+ * non-square tiles (but for one tile row or column, above), sizes too
+ * large for LAPACK, and an exactly zero pivot (*info > 0); TARN_ECANCELED
+ * when a task submitted before to write A failed; TARN_ENOMEM, TARN_ENOSPC,
+ * TARN_EIO from the runtime. */
 TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
 
 /* Solves op(A) X = B in place with the factors of a tarn_matrix_lu (as

@@ -153,9 +153,9 @@ bool tarn__solve_shapes_ok(const tarn_matrix *a, const tarn_matrix *b);
 void tarn__diagonal_check(const double *t, int n, int ld, size_t offset,
                           atomic_int *first);
 
-/* The triangle a forward solve takes from T: its lower triangle, the
- * same with a unit diagonal (not stored), or the transpose of its upper
- * triangle. */
+/* The triangle a forward solve takes from T: its lower triangle, LU's
+ * unit lower L (the diagonal not stored; a trapezoid as tall as T, see
+ * tarn__submit_forward_step), or the transpose of its upper triangle. */
 typedef enum {
   TARN__LOWER,
   TARN__LOWER_UNIT,
@@ -167,7 +167,10 @@ typedef enum {
  * L being op(T). T has square tiles (or one tile column) and the
  * triangle is of its first N rows: L_kk is nk x nk (nk the width of T's
  * tile column k) at the top of tile (k, k); m has T's row tiling, and only
- * the first nk rows of its tile row k are solved. With `check`, the trsm
+ * the first nk rows of its tile row k are solved. TARN__LOWER_UNIT takes
+ * LU's L of an M x N T (any M and N): nk is the smaller of tile (k, k)'s
+ * height and width, and the gemm goes down all of T's tile rows, each
+ * with its tile's every row. With `check`, the trsm
  * first checks T_kk's diagonal for an exact zero into it
  * (tarn__diagonal_check). The trsm gets `trsm_priority`; the gemm of the
  * next tile row `gemm_priority`, each one further down `gemm_step` less.

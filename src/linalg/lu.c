@@ -148,7 +148,8 @@ static int block_factor(struct panel_lu *s, int k, int w) {
                           q->p + k + (size_t)k * ld, (lapack_int)ld, ipiv + k);
   if (i < 0) return TARN_EINVAL;
   if (i > 0 && s->info == 0) s->info = k + (int)i;
-  for (int c = k; c < k + w; c++) ipiv[c] += k;
+  int pivots = (int)q->rows - k < w ? (int)q->rows - k : w;
+  for (int c = k; c < k + pivots; c++) ipiv[c] += k;
   return 0;
 }
 
@@ -189,11 +190,13 @@ static int panel_swap_left(void *arg, size_t begin, size_t end) {
   return 0;
 }
 
-/* LU with partial pivoting of the rows x cols buffer (rows >= cols), as
- * dgetrf: ipiv 1-based relative to the panel, *info the first exactly zero
- * pivot (1-based) or 0. By blocks of PANEL_NB columns, right-looking with
- * a lookahead of one block: while idle workers update the columns right
- * of the next block (its interchanges, trsm and gemm by ranges of
+/* LU with partial pivoting of the rows x cols buffer, as dgetrf: ipiv
+ * (min(rows, cols) entries) 1-based relative to the panel, *info the first
+ * exactly zero pivot (1-based) or 0. A panel wider than tall (the last of
+ * a wide matrix, one tile) is one LAPACKE_dgetrf_work call; from
+ * PANEL_BLOCKED columns on, others go by blocks of PANEL_NB columns,
+ * right-looking with a lookahead of one block: while idle workers update the
+ * columns right of the next block (its interchanges, trsm and gemm by ranges of
  * columns), the panel's thread updates the next block and factors it
  * (LAPACKE_dgetrf_work, one plain call), so that those factorisations,
  * each on one core, no longer leave the other cores idle; the interchanges
@@ -202,7 +205,7 @@ static int panel_swap_left(void *arg, size_t begin, size_t end) {
  * arguments, or a status of tarn_task_parallel_for. */
 static int panel_getrf(struct panel *q, lapack_int *ipiv, int *info) {
   int n = (int)q->cols;
-  int nb = n < PANEL_BLOCKED ? n : PANEL_NB;
+  int nb = n < PANEL_BLOCKED || q->rows < q->cols ? n : PANEL_NB;
   struct panel_lu s = {.q = q, .nb = nb};
   q->ipiv = ipiv;
   int rc = block_factor(&s, 0, nb);
@@ -223,6 +226,11 @@ static int panel_getrf(struct panel *q, lapack_int *ipiv, int *info) {
 
 /* ---- kernels ------------------------------------------------------------ */
 
+/* The interchanges of a panel of `rows` rows and `cols` columns. */
+static size_t panel_pivot_count(size_t rows, size_t cols) {
+  return rows < cols ? rows : cols;
+}
+
 /* Records a panel's pivots (0-based, global) and its first zero pivot. */
 static void panel_pivots(const struct lu_job *j, const lapack_int *ipiv,
                          int info) {
@@ -232,14 +240,14 @@ static void panel_pivots(const struct lu_job *j, const lapack_int *ipiv,
     atomic_compare_exchange_strong(j->info, &expected,
                                    (int)(j->row0 + (size_t)info));
   }
-  for (size_t c = 0; c < (size_t)j->n; c++)
+  for (size_t c = 0; c < panel_pivot_count(j->rows, (size_t)j->n); c++)
     j->piv_out[j->row0 + c] = j->row0 + (size_t)ipiv[c] - 1;
 }
 
 /* Factors tile column k from its diagonal tile down (deps: tiles (k..,k),
  * slots 0..ntiles-1), in a contiguous copy (slot ntiles: a pool temporary
  * of rows x n doubles) or in place when it is one tile; pivots to
- * piv[row0..row0+n). */
+ * piv[row0..row0+min(rows, n)). */
 static int k_panel(tarn_task *t, void *arg) {
   const struct lu_job *j = arg;
   size_t rows = j->rows, cols = (size_t)j->n;
@@ -384,24 +392,30 @@ static int submit_eliminate(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
                                    column_priority(k, at, 2), 0);
 }
 
+/* The interchanges of panel k of A. */
+static size_t panel_count(const tarn_matrix *a, size_t k) {
+  return panel_pivot_count(a->m - k * a->mb, tarn__tile_cols(a, k));
+}
+
 /* Panel k's updates of tile column j of `m`: its interchanges, then its
  * elimination (submit_eliminate). */
 static int submit_update(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
                          size_t at, const size_t *piv, tarn_dep *deps) {
-  int rc = submit_swap(a, m, k, j, tarn__tile_cols(a, k), piv, deps,
+  int rc = submit_swap(a, m, k, j, panel_count(a, k), piv, deps,
                        column_priority(k, at, 0));
   return rc != 0 ? rc : submit_eliminate(a, m, k, j, at, NULL);
 }
 
-/* LU's tasks; with y (a solve's copy of B), the forward solve L Y = P Y
+/* LU's tasks, a panel for each of the first min(mt, nt) tile columns;
+ * with y (a solve's copy of B), the forward solve L Y = P Y
  * carried along: each panel's updates of Y are submitted with those of A's
  * tile columns, so they fill the cores while the factorisation's last
  * panels leave them idle. */
 static int submit_lu(tarn_matrix *a, size_t *piv, atomic_int *info,
                      tarn_dep *deps, tarn_matrix *y) {
-  size_t mt = a->mt;
-  for (size_t k = 0; k < mt; k++) {
-    int nk = (int)tarn__tile_rows(a, k);
+  size_t mt = a->mt, panels = mt < a->nt ? mt : a->nt;
+  for (size_t k = 0; k < panels; k++) {
+    int nk = (int)tarn__tile_cols(a, k);
     for (size_t i = k; i < mt; i++)
       deps[i - k] = (tarn_dep){tarn__tile(a, i, k), TARN_READ_WRITE};
     struct lu_job p = {.n = nk,
@@ -423,13 +437,13 @@ static int submit_lu(tarn_matrix *a, size_t *piv, atomic_int *info,
     rc = submit_job(a->rt, k_panel, &p, deps, mt - k + (copy != NULL), PRIO_TOP,
                     "getrf");
     if (copy != NULL) tarn_ref_release(copy); /* the task holds its own */
-    for (size_t j = k + 1; rc == 0 && j < mt; j++)
+    for (size_t j = k + 1; rc == 0 && j < a->nt; j++)
       rc = submit_update(a, a, k, j, j, piv, deps);
     for (size_t jb = 0; rc == 0 && y != NULL && jb < y->nt; jb++)
-      rc = submit_update(a, y, k, jb, mt + jb, piv, deps);
+      rc = submit_update(a, y, k, jb, a->nt + jb, piv, deps);
     /* The left part, as dgetrf does: off the critical path. */
     for (size_t j = 0; rc == 0 && j < k; j++)
-      rc = submit_swap(a, a, k, j, tarn__tile_cols(a, k), piv, deps, 0);
+      rc = submit_swap(a, a, k, j, panel_count(a, k), piv, deps, 0);
     if (rc != 0) return rc;
   }
   return 0;
@@ -539,9 +553,19 @@ static int lu_region(tarn_matrix *a, size_t *factor_piv,
   return rc;
 }
 
+/* Whether `a` can be factored by tarn_matrix_lu: square tiles (after
+ * clamping to the matrix), or one tile row or column whose tile holds its
+ * every row or column, so that each diagonal tile starts on the diagonal;
+ * sizes LAPACK's int takes. */
+static bool lu_shape_ok(const tarn_matrix *a) {
+  return tarn__blas_sized(a) && a->m <= INT_MAX && a->n <= INT_MAX &&
+         (a->mb == a->nb || (a->nt == 1 && a->n <= a->mb) ||
+          (a->mt == 1 && a->m <= a->nb));
+}
+
 int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
   if (info != NULL) *info = 0;
-  if (piv == NULL || !tarn__factor_shape_ok(a)) return TARN_EINVAL;
+  if (piv == NULL || !lu_shape_ok(a)) return TARN_EINVAL;
   return lu_region(a, piv, NULL, false, NULL, info);
 }
 

@@ -137,23 +137,26 @@ static int update_priority(size_t distance) {
 /* Submits Y_ij -= T' Z_kj, T' being T's tile (i, k), or the transpose of
  * its tile (k, i) when `transposed`: ni x nk, with ni and nk the widths of
  * T's tile columns i and k. A tile row of T is taller than that only at
- * the bottom of a tall T, so only the triangle's rows of Y and Z take part.
- * With `skip`, the task does nothing once it is not 0. */
+ * the bottom of a tall T, so only the triangle's rows of Y and Z take part;
+ * with `all_rows` (LU's L, a trapezoid) ni is the height of T's tile row
+ * i instead, and every row of Y's tile takes part. With `skip`, the task
+ * does nothing once it is not 0. */
 static int submit_update(tarn_matrix *t, bool transposed, tarn_matrix *y,
                          size_t i, size_t k, size_t j, tarn_matrix *z,
-                         atomic_int *skip, int priority) {
+                         atomic_int *skip, int priority, bool all_rows) {
   tarn_dep d3[3] = {
       {tarn__tile(y, i, j), TARN_READ_WRITE},
       {transposed ? tarn__tile(t, k, i) : tarn__tile(t, i, k), TARN_READ},
       {tarn__tile(z, k, j), TARN_READ}};
-  struct solve_job g = {.m = (int)tarn__tile_cols(t, i),
-                        .n = (int)tarn__tile_cols(y, j),
-                        .k = (int)tarn__tile_cols(t, k),
-                        .lda = (int)tarn__tile_rows(t, transposed ? k : i),
-                        .ldb = (int)tarn__tile_rows(z, k),
-                        .ldc = (int)tarn__tile_rows(y, i),
-                        .ta = transposed,
-                        .flag = skip};
+  struct solve_job g = {
+      .m = (int)(all_rows ? tarn__tile_rows(t, i) : tarn__tile_cols(t, i)),
+      .n = (int)tarn__tile_cols(y, j),
+      .k = (int)tarn__tile_cols(t, k),
+      .lda = (int)tarn__tile_rows(t, transposed ? k : i),
+      .ldb = (int)tarn__tile_rows(z, k),
+      .ldc = (int)tarn__tile_rows(y, i),
+      .ta = transposed,
+      .flag = skip};
   return submit_job(t->rt, k_update, &g, d3, 3, priority, "gemm");
 }
 
@@ -161,9 +164,12 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
                               tarn_matrix *m, size_t k, size_t j,
                               atomic_int *check, int trsm_priority,
                               int gemm_priority, int gemm_step) {
-  bool upper = op == TARN__UPPER_TRANS;
-  /* L_kk is nk x nk at the top of T's tile (k, k), of ldk rows */
+  bool upper = op == TARN__UPPER_TRANS, trapezoid = op == TARN__LOWER_UNIT;
+  /* L_kk is nk x nk at the top of T's tile (k, k), of ldk rows; LU's L
+   * is as tall as T, and its last diagonal tile in a wide T as wide as
+   * that tile is tall */
   int nk = (int)tarn__tile_cols(t, k), ldk = (int)tarn__tile_rows(t, k);
+  if (trapezoid && ldk < nk) nk = ldk;
   int nj = (int)tarn__tile_cols(m, j), ldm = (int)tarn__tile_rows(m, k);
   tarn_ref *mkj = tarn__tile(m, k, j);
   tarn_dep d2[2] = {{tarn__tile(t, k, k), TARN_READ}, {mkj, TARN_READ_WRITE}};
@@ -177,9 +183,9 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
                         .flag = check};
   int rc = submit_job(t->rt, k_forward, &s, d2, 2, trsm_priority, "trsm");
   int priority = gemm_priority;
-  for (size_t i = k + 1; rc == 0 && i < t->nt; i++) {
+  for (size_t i = k + 1; rc == 0 && i < (trapezoid ? t->mt : t->nt); i++) {
     /* Y_ij -= L_ik Y_kj: L_ik is T_ik, or T_ki^T */
-    rc = submit_update(t, upper, m, i, k, j, m, NULL, priority);
+    rc = submit_update(t, upper, m, i, k, j, m, NULL, priority, trapezoid);
     priority = priority > gemm_step ? priority - gemm_step : 0;
   }
   return rc;
@@ -221,7 +227,7 @@ static int submit_step_into(tarn_matrix *t, tarn_matrix *y, tarn_matrix *b,
   size_t from = s.forward ? k + 1 : 0, to = s.forward ? t->nt : k;
   for (size_t i = from; rc == 0 && i < to; i++)
     rc = submit_update(t, s.ta, y, i, k, j, b, s.flag,
-                       update_priority(s.forward ? i - k : k - i));
+                       update_priority(s.forward ? i - k : k - i), false);
   return rc;
 }
 

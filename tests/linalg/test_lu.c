@@ -1,10 +1,10 @@
 /* test_lu.c: tiled LU with partial pivoting and the linear solves: the
  * scaled residual ||P A - L U|| on sizes that are and are not multiples of
- * the tile, one tile and many, and tiles large enough for the panel to be
- * factored by blocks with its work shared (1 to 3 workers); pivots equal
- * to LAPACKE_dgetrf's on the whole matrix; exactly singular matrices (a
- * zero column, also inside a later block of such a panel) reported by
- * info; solves with one and several right-hand sides by their residual,
+ * the tile, square, tall and wide, one tile and many, and tiles large enough
+ * for the panel to be factored by blocks with its work shared (1 to 3 workers);
+ * pivots equal to LAPACKE_dgetrf's on the whole matrix; exactly singular
+ * matrices (a zero column, also inside a later block of such a panel) reported
+ * by info; solves with one and several right-hand sides by their residual,
  * factoring A or with factors given (also from several threads at once,
  * factors left unchanged); singular factors, bad shapes and bad pivots
  * refused with B unchanged; a run under a memory limit that spills; the
@@ -28,41 +28,15 @@
 #include "support.h"
 #include "tarn.h"
 
-/* The unit lower L and upper U of the n x n factors f, in new zeroed
- * buffers the caller frees. */
+#include "reference.h"
+
 static void split_lu(const double *f, size_t n, double **l, double **u) {
-  *l = calloc(n * n, sizeof **l);
-  *u = calloc(n * n, sizeof **u);
-  assert_non_null(*l);
-  assert_non_null(*u);
-  for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i < n; i++) {
-      if (i > j) (*l)[i + j * n] = f[i + j * n];
-      if (i == j) (*l)[i + j * n] = 1.0;
-      if (i <= j) (*u)[i + j * n] = f[i + j * n];
-    }
+  test_lu_split(f, n, n, l, u);
 }
 
-/* ||P A - L U||_F / (n ||A||_F eps) for the factors f and pivots piv of
- * the n x n matrix a; also checks that piv[i] is in [i, n). */
 static double lu_residual(const double *a, const double *f, const size_t *piv,
                           size_t n) {
-  double *l, *u, *r = malloc(n * n * sizeof *r);
-  assert_non_null(r);
-  split_lu(f, n, &l, &u);
-  memcpy(r, a, n * n * sizeof *r);
-  for (size_t i = 0; i < n; i++) {
-    assert_true(piv[i] >= i && piv[i] < n);
-    if (piv[i] != i) cblas_dswap((int)n, r + i, (int)n, r + piv[i], (int)n);
-  }
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
-              -1.0, l, (int)n, u, (int)n, 1.0, r, (int)n);
-  double res =
-      test_fro(r, n * n) / ((double)n * test_fro(a, n * n) * DBL_EPSILON);
-  free(l);
-  free(u);
-  free(r);
-  return res;
+  return test_lu_residual(a, f, piv, n, n);
 }
 
 /* ---- LU ----------------------------------------------------------------- */
@@ -73,33 +47,41 @@ static const size_t lu_sizes[][2] = {
     {100, 30}, {33, 8}, {64, 8}, {45, 1},  {129, 16},
 };
 
-/* A random matrix (made by tasks, factored without waiting in between):
- * the residual, and the pivots against dgetrf on the whole matrix (partial
- * pivoting picks the same rows; the data have no near ties). */
-static void check_lu(tarn_rt *rt, size_t n, size_t nb, uint64_t seed) {
+/* A random rows x n matrix in tiles of tb (made by tasks, factored
+ * without waiting in between): the residual, and the pivots against
+ * dgetrf on the whole matrix (partial pivoting picks the same rows; the
+ * data have no near ties). */
+static void check_lu_mn(tarn_rt *rt, size_t rows, size_t n, size_t tb,
+                        uint64_t seed) {
+  size_t k = rows < n ? rows : n;
   tarn_matrix *m = NULL, *copy = NULL;
-  assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, seed, &m), 0);
+  assert_int_equal(tarn_matrix_rand(rt, rows, n, tb, tb, seed, &m), 0);
   assert_int_equal(tarn_matrix_copy(m, &copy), 0);
-  size_t *piv = malloc(n * sizeof *piv);
+  size_t *piv = malloc(k * sizeof *piv);
   assert_non_null(piv);
   int info = -1;
   assert_int_equal(tarn_matrix_lu(m, piv, &info), 0);
   assert_int_equal(info, 0);
   double *a = test_buffer_of(copy), *f = test_buffer_of(m);
-  double r = lu_residual(a, f, piv, n);
-  if (!(r < 20)) print_error("lu n %zu nb %zu: %g\n", n, nb, r);
+  double r = test_lu_residual(a, f, piv, rows, n);
+  if (!(r < 20)) print_error("lu %zu x %zu tb %zu: %g\n", rows, n, tb, r);
   assert_true(r < 20);
-  lapack_int *ipiv = malloc(n * sizeof *ipiv);
+  lapack_int *ipiv = malloc(k * sizeof *ipiv);
   assert_non_null(ipiv);
   assert_int_equal(
-      LAPACKE_dgetrf(LAPACK_COL_MAJOR, (int)n, (int)n, a, (int)n, ipiv), 0);
-  for (size_t i = 0; i < n; i++) assert_int_equal(piv[i], ipiv[i] - 1);
+      LAPACKE_dgetrf(LAPACK_COL_MAJOR, (int)rows, (int)n, a, (int)rows, ipiv),
+      0);
+  for (size_t i = 0; i < k; i++) assert_int_equal(piv[i], ipiv[i] - 1);
   free(ipiv);
   free(a);
   free(f);
   free(piv);
   tarn_matrix_destroy(m);
   tarn_matrix_destroy(copy);
+}
+
+static void check_lu(tarn_rt *rt, size_t n, size_t nb, uint64_t seed) {
+  check_lu_mn(rt, n, n, nb, seed);
 }
 
 static void test_lu_sizes(void **state) {
@@ -122,6 +104,126 @@ static void test_lu_large_tiles(void **state) {
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
       check_lu(rt, sizes[s][0], sizes[s][1], 300 + s);
     assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* M x N matrices, tall and wide: in tiles that do and do not divide
+ * them, one tile, one tile row or column whose tiles are clamped to the
+ * matrix (so not square), and tiles large enough for a panel to be
+ * factored by blocks (a wide matrix's last panel, wider than tall, is
+ * one call); 1 to 3 workers. */
+static void test_lu_rectangular(void **state) {
+  (void)state;
+  static const size_t sizes[][3] = {
+      /* m, n, tile */
+      {1, 5, 4},      {5, 1, 4},     {7, 30, 32},     {30, 7, 32},
+      {100, 30, 16},  {30, 100, 16}, {96, 64, 32},    {64, 96, 32},
+      {45, 20, 1},    {20, 45, 1},   {200, 50, 64},   {50, 200, 64},
+      {129, 70, 16},  {70, 129, 16}, {600, 300, 256}, {300, 700, 256},
+      {100, 700, 256}};
+  for (unsigned w = 1; w <= 3; w++) {
+    tarn_rt *rt = test_rt(w, 0);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+      check_lu_mn(rt, sizes[s][0], sizes[s][1], sizes[s][2], 500 + s);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* A zero column p of an M x N matrix: dgetrf's info (p + 1), TARN_EINVAL,
+ * and factors still complete; the solves, estimates, determinant and
+ * inverse refuse the factors of a matrix that is not square. */
+static void test_lu_rectangular_singular(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  static const size_t cases[][4] = {/* m, n, tile, zero column */
+                                    {300, 100, 32, 70}, {100, 300, 32, 80},
+                                    {60, 200, 32, 59},  {40, 200, 64, 39},
+                                    {200, 40, 64, 0},   {64, 96, 32, 95}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    size_t m = cases[c][0], n = cases[c][1], tb = cases[c][2], p = cases[c][3];
+    size_t k = m < n ? m : n;
+    tarn_matrix *r = NULL, *a = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 40 + c, &r), 0);
+    double *buf = test_buffer_of(r);
+    for (size_t i = 0; i < m; i++) buf[i + p * m] = 0.0;
+    assert_int_equal(tarn_matrix_from_buffer(rt, m, n, tb, tb, buf, m, &a), 0);
+    size_t *piv = malloc(k * sizeof *piv);
+    lapack_int *ipiv = malloc(k * sizeof *ipiv);
+    double *ref = malloc(m * n * sizeof *ref);
+    assert_true(piv != NULL && ipiv != NULL && ref != NULL);
+    memcpy(ref, buf, m * n * sizeof *ref);
+    int want =
+        LAPACKE_dgetrf(LAPACK_COL_MAJOR, (int)m, (int)n, ref, (int)m, ipiv);
+    int info = 0;
+    int rc = tarn_matrix_lu(a, piv, &info);
+    if (info != want)
+      print_error("lu %zu x %zu, zero column %zu: info %d, dgetrf %d\n", m, n,
+                  p, info, want);
+    assert_int_equal(want, p < k ? (int)(p + 1) : 0);
+    assert_int_equal(info, want);
+    assert_int_equal(rc, want > 0 ? TARN_EINVAL : 0);
+    double *f = test_buffer_of(a);
+    assert_true(test_lu_residual(buf, f, piv, m, n) < 20);
+    /* only a square matrix's factors serve the rest */
+    tarn_matrix *b = NULL;
+    assert_int_equal(tarn_matrix_fill(rt, m, 1, tb, 1, 1.0, &b), 0);
+    double rcond = -1, logdet = -1;
+    int sign = -1;
+    assert_int_equal(tarn_matrix_lu_solve(a, piv, TARN_NO_TRANS, b, NULL),
+                     TARN_EINVAL);
+    assert_int_equal(tarn_matrix_lu_rcond(a, piv, TARN_NORM_ONE, 1.0, &rcond),
+                     TARN_EINVAL);
+    assert_int_equal(tarn_matrix_lu_logdet(a, piv, &logdet, &sign),
+                     TARN_EINVAL);
+    assert_int_equal(tarn_matrix_lu_inverse(a, piv, NULL), TARN_EINVAL);
+    assert_int_equal(tarn_matrix_solve(a, b, NULL), TARN_EINVAL);
+    assert_true(rcond == -1 && logdet == -1 && sign == -1);
+    double *after = test_buffer_of(a);
+    assert_memory_equal(after, f, m * n * sizeof *f);
+    free(after);
+    free(f);
+    free(buf);
+    free(ref);
+    free(piv);
+    free(ipiv);
+    tarn_matrix_destroy(b);
+    tarn_matrix_destroy(r);
+    tarn_matrix_destroy(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A tall and a wide matrix under a memory limit of half the matrix: tiles
+ * spill, and the factors and pivots have the same bits as without. */
+static void test_lu_rectangular_mem_limit(void **state) {
+  (void)state;
+  static const size_t shapes[][2] = {{384, 160}, {160, 384}};
+  size_t tb = 32;
+  for (size_t s = 0; s < 2; s++) {
+    size_t m = shapes[s][0], n = shapes[s][1], k = m < n ? m : n;
+    size_t bytes = m * n * sizeof(double), limit = bytes / 2;
+    double *f[2];
+    size_t *piv[2];
+    for (int run = 0; run < 2; run++) {
+      tarn_rt *rt = test_rt(3, run == 0 ? 0 : limit);
+      tarn_matrix *a = NULL;
+      assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 46 + s, &a), 0);
+      piv[run] = malloc(k * sizeof *piv[run]);
+      assert_non_null(piv[run]);
+      assert_int_equal(tarn_matrix_lu(a, piv[run], NULL), 0);
+      f[run] = test_buffer_of(a);
+      tarn_matrix_destroy(a);
+      if (run == 1)
+        test_rt_destroy_spilled(rt, limit);
+      else
+        assert_int_equal(tarn_rt_destroy(rt), 0);
+    }
+    assert_memory_equal(f[0], f[1], bytes);
+    assert_memory_equal(piv[0], piv[1], k * sizeof *piv[0]);
+    for (int run = 0; run < 2; run++) {
+      free(f[run]);
+      free(piv[run]);
+    }
   }
 }
 
@@ -214,7 +316,8 @@ static void test_lu_bad(void **state) {
   int info = 5;
   assert_int_equal(tarn_matrix_lu(NULL, piv, &info), TARN_EINVAL);
   assert_int_equal(info, 0);
-  assert_int_equal(tarn_matrix_rand(rt, 8, 6, 2, 2, 1, &a), 0);
+  /* tiles not square, with several tile rows and columns */
+  assert_int_equal(tarn_matrix_rand(rt, 8, 6, 4, 2, 1, &a), 0);
   assert_int_equal(tarn_matrix_lu(a, piv, &info), TARN_EINVAL);
   assert_int_equal(tarn_matrix_rand(rt, 8, 8, 4, 2, 1, &b), 0);
   assert_int_equal(tarn_matrix_lu(b, piv, &info), TARN_EINVAL);
@@ -689,6 +792,9 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lu_sizes),
       cmocka_unit_test(test_lu_large_tiles),
+      cmocka_unit_test(test_lu_rectangular),
+      cmocka_unit_test(test_lu_rectangular_singular),
+      cmocka_unit_test(test_lu_rectangular_mem_limit),
       cmocka_unit_test(test_lu_zero_diagonal),
       cmocka_unit_test(test_lu_singular),
       cmocka_unit_test(test_solve_singular_short_of_memory),

@@ -330,8 +330,9 @@ static void test_cholesky_on_a_failing_disk(void **state) {
   memdisk_free(disk);
 }
 
-/* LU, QR and the inverse (LU, then getri with its temporaries) in place,
- * from the same input each time, while the disk fails: a call that
+/* LU (of a square and of a wide matrix), QR and the inverse (LU, then
+ * getri with its temporaries) in place, from the same input each time,
+ * while the disk fails: a call that
  * succeeds gives the sound disk's factors (and pivots, and T) or inverse
  * bit for bit; one that fails returns the disk's error (QR then gives no
  * T) and leaves every other matrix intact. */
@@ -352,6 +353,12 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
   assert_int_equal(tarn_matrix_lu(w, piv0, NULL), 0);
   double *lu0 = test_buffer_of(w);
   tarn_matrix_destroy(w);
+  /* the wide N x M matrix of the same values */
+  size_t pivw0[N];
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, M, NB, NB, a, N, &w), 0);
+  assert_int_equal(tarn_matrix_lu(w, pivw0, NULL), 0);
+  double *luw0 = test_buffer_of(w);
+  tarn_matrix_destroy(w);
   assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, a, M, &w), 0);
   assert_int_equal(tarn_matrix_inverse(w, NULL), 0);
   double *inv0 = test_buffer_of(w);
@@ -365,19 +372,23 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
   int hits = 0;
   for (int fault = 0; fault < FAULTS; fault++)
     for (int k = 1; k <= (fault == DISK_FULL ? 1 : 6); k++)
-      for (int op = 0; op < 3; op++) {
-        bool lu = op == 0, inverse = op == 2;
-        assert_int_equal(tarn_matrix_from_buffer(rt, lu || inverse ? N : M, N,
-                                                 NB, NB, a, M, &w),
-                         0);
+      for (int op = 0; op < 4; op++) {
+        bool lu = op == 0, inverse = op == 2, wide = op == 3;
+        int made = wide ? tarn_matrix_from_buffer(rt, N, M, NB, NB, a, N, &w)
+                        : tarn_matrix_from_buffer(rt, lu || inverse ? N : M, N,
+                                                  NB, NB, a, M, &w);
+        assert_int_equal(made, 0);
         inject(disk, (enum fault)fault, k);
         t = (tarn_matrix *)1;
-        int rc = lu        ? tarn_matrix_lu(w, piv, NULL)
-                 : inverse ? tarn_matrix_inverse(w, NULL)
-                           : tarn_matrix_qr(w, 8, &t);
+        int rc = lu || wide ? tarn_matrix_lu(w, piv, NULL)
+                 : inverse  ? tarn_matrix_inverse(w, NULL)
+                            : tarn_matrix_qr(w, 8, &t);
         hits += hit(disk, (enum fault)fault);
         heal(disk);
-        if (rc == 0 && inverse) {
+        if (rc == 0 && wide) {
+          same_bits(w, luw0, N, M);
+          assert_memory_equal(piv, pivw0, sizeof piv);
+        } else if (rc == 0 && inverse) {
           same_bits(w, inv0, N, N);
         } else if (rc == 0 && lu) {
           same_bits(w, lu0, N, N);
@@ -398,6 +409,7 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
   free(a);
   free(o0);
   free(lu0);
+  free(luw0);
   free(inv0);
   free(qr0);
   free(t0);

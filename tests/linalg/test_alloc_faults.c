@@ -8,7 +8,8 @@
  *   pins, prefetches, an escape): every call returns 0 or TARN_ENOMEM, and
  *   once allocations work again every ref made reads back its own bytes;
  * - linear algebra's (on a runtime under a memory limit that spills, and
- *   on one without a limit: array and stencil operations, Cholesky, LU and
+ *   on one without a limit: array and stencil operations, Cholesky, LU (of
+ *   a square and of a wide matrix) and
  *   QR with their solves and Q^T B, a triangular solve, condition estimates,
  *   determinants, inverses, row interchanges,
  *   matrix-vector products, the sum and the norms):
@@ -107,13 +108,15 @@ struct outcome {
   double qt_b[M * NRHS];  /* Q^T of a random B with A's QR factors */
   double at_v[N], a_w[M]; /* the matrix-vector products */
   double sum, norm;
-  double norms[3];      /* S's one-norm, A's one- and infinity-norms */
-  double rcond[3];      /* from S's LU and Cholesky factors, and L alone */
-  double logdet[2];     /* of S, from its LU and Cholesky factors */
-  int sign;             /* of det S, from its LU factors */
-  double inv[3][N * N]; /* S^-1 from its LU and Cholesky factors, and
-                           (A^T A)^-1 from A's QR factor */
-  double a[M * N];      /* A as the run left it */
+  double norms[3];       /* S's one-norm, A's one- and infinity-norms */
+  double rcond[3];       /* from S's LU and Cholesky factors, and L alone */
+  double logdet[2];      /* of S, from its LU and Cholesky factors */
+  int sign;              /* of det S, from its LU factors */
+  double inv[3][N * N];  /* S^-1 from its LU and Cholesky factors, and
+                            (A^T A)^-1 from A's QR factor */
+  double a[M * N];       /* A as the run left it */
+  double lu_wide[N * M]; /* LU's factors of the wide A^T */
+  size_t piv_wide[N];    /* and its pivots */
 };
 
 /* The child's exit statuses. */
@@ -152,7 +155,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
               *b2 = NULL, *f = NULL, *t = NULL, *bq = NULL, *x = NULL,
               *at = NULL, *nb = NULL, *xv = NULL, *atv = NULL, *w = NULL,
               *aw = NULL, *b3 = NULL, *lui = NULL, *si = NULL, *cv = NULL,
-              *pb = NULL, *qb = NULL;
+              *pb = NULL, *qb = NULL, *luw = NULL;
   size_t piv[N];
   atomic_store(&armed, true);
   tarn_rt_options o;
@@ -210,6 +213,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   tarn_stencil st;
   STEP(tarn_stencil_init(&st, 1, TARN_BOUNDARY_WRAP, 0.0));
   STEP(tarn_stencil_sum(&st, at, &nb));
+  STEP(tarn_matrix_copy(at, &luw));
+  STEP(tarn_matrix_lu(luw, out->piv_wide, &info));
   STEP(tarn_matrix_sum(nb, &out->sum));
   STEP(tarn_matrix_norm(a, TARN_NORM_FRO, &out->norm));
   STEP(tarn_matrix_norm(a, TARN_NORM_ONE, &out->norms[1]));
@@ -226,6 +231,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
     STEP(tarn_matrix_to_buffer(cv, out->inv[2], N));
     STEP(tarn_matrix_to_buffer(pb, out->perm, N));
     STEP(tarn_matrix_to_buffer(qb, out->qt_b, M));
+    STEP(tarn_matrix_to_buffer(luw, out->lu_wide, N));
   }
   atomic_store(&armed, false);
   *rc_out = rc;
@@ -241,8 +247,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
       v = INPUT_CHANGED;
     }
   }
-  tarn_matrix *all[] = {a,  ata, s,   b, lu, b2, f,   t,  bq, x,  at,
-                        nb, xv,  atv, w, aw, b3, lui, si, cv, pb, qb};
+  tarn_matrix *all[] = {a,  ata, s, b,  lu, b2,  f,  t,  bq, x,  at, nb,
+                        xv, atv, w, aw, b3, lui, si, cv, pb, qb, luw};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     tarn_matrix_destroy(all[i]);
   tarn_pool_stats ps;
@@ -304,6 +310,8 @@ static enum verdict linalg_run(struct shared *sh, bool reference,
        memcmp(got.inv, sh->want.inv, sizeof got.inv) != 0 ||
        memcmp(got.perm, sh->want.perm, sizeof got.perm) != 0 ||
        memcmp(got.qt_b, sh->want.qt_b, sizeof got.qt_b) != 0 ||
+       memcmp(got.lu_wide, sh->want.lu_wide, sizeof got.lu_wide) != 0 ||
+       memcmp(got.piv_wide, sh->want.piv_wide, sizeof got.piv_wide) != 0 ||
        got.sign != sh->want.sign || got.sum != sh->want.sum ||
        got.norm != sh->want.norm))
     v = WRONG_RESULT;

@@ -436,17 +436,20 @@ TARN_API int tarn_matrix_inverse(tarn_matrix *a, int *info);
  * are not read). Tasks: R^T into c's lower triangle and the check of its
  * diagonal, then tarn_matrix_cholesky_inverse's. A zero on R's diagonal
  * (A rank deficient) gives TARN_EINVAL with *info its 1-based order and
- * *c NULL. Returns as the inverses above; TARN_EINVAL also for a `a` QR
- * does not take and a NULL c; on failure *c is NULL. */
+ * *c NULL. Returns as the inverses above; TARN_EINVAL also for an `a`
+ * QR does not take or a wide one (M < N), and a NULL c; on failure *c is
+ * NULL. */
 TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
                                         int *info);
 
 /* Householder QR factorisation in place, in compact WY form (LAPACK's
  * dgeqrt): A = Q R with Q orthogonal, as the tile algorithm of PLASMA and
- * Chameleon (flat reduction tree). A is M x N with M >= N >= 1, and its
- * tiles are square (mb == nb after clamping to the matrix), or it has one
- * tile column no wider than its tiles are tall (N <= mb). R (N x N, upper
- * triangular) goes on and above the diagonal of A's top N rows; below the
+ * Chameleon (flat reduction tree). A is M x N with M, N >= 1 (square,
+ * tall or wide), and its tiles are square (mb == nb after clamping to the
+ * matrix), or it has one tile column no wider than its tiles are tall
+ * (N <= mb), or one tile row no taller than they are wide (M <= nb). R
+ * (min(M, N) x N, upper triangular, or trapezoidal when M < N) goes on
+ * and above the diagonal of A's top min(M, N) rows; below the
  * diagonal A holds the Householder vectors: those of each diagonal tile
  * below its diagonal (unit diagonal not stored), those of each tile below
  * the diagonal tile in that whole tile.
@@ -460,7 +463,9 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
  * dimension ib, zeros elsewhere); tiles with i < k are zero. Pass it with
  * A to tarn_matrix_qr_q.
  *
- * Tasks, for each tile column k: geqrt on the diagonal tile, gemqrt on the
+ * Tasks, for each of the first min(mt, nt) tile columns k (those with a
+ * diagonal tile; in a wide A the last one may be wider than tall, and
+ * holds min(M, N) - k nb reflectors): geqrt on the diagonal tile, gemqrt on the
  * tiles right of it, tpqrt of each tile below against the diagonal tile's
  * R, and tpmqrt on the pairs of tiles of the trailing columns; the panel
  * (geqrt, tpqrt) has the highest priority, then the next tile columns.
@@ -472,15 +477,16 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
  *
  * Waits for the factorisation (in a region of its own), so it must not be
  * called from a task (TARN_EDEADLK). Returns 0; TARN_EINVAL for NULL
- * arguments, M < N, N == 0, tiles that are not square (but for one tile
- * column), ib > nb, sizes too large for LAPACK; TARN_ECANCELED when a task
+ * arguments, tiles that are not square (but for one tile row or column,
+ * above), ib > nb, sizes too large for LAPACK; TARN_ECANCELED when a task
  * submitted before to write A failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from
  * the runtime. On failure *t is NULL and the content of A is unspecified. */
 TARN_API int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t);
 
-/* The explicit thin Q (M x N, orthonormal columns) of a factorisation by
- * tarn_matrix_qr, from A (as that call left it) and its T factors `t`:
- * the reflectors applied to the first N columns of the identity (gemqrt
+/* The explicit thin Q (M x min(M, N), orthonormal columns) of a
+ * factorisation by tarn_matrix_qr, from A (as that call left it) and its
+ * T factors `t`: the reflectors applied to the first min(M, N) columns of
+ * the identity (gemqrt
  * and tpmqrt tasks). *q gets a new matrix with A's tiling, owned by the
  * caller; A and t are only read. Then A's input equals Q R.
  *
@@ -517,7 +523,8 @@ TARN_API int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q);
  *
  * Waits (from a task: TARN_EDEADLK). Returns 0; TARN_EINVAL for NULL
  * arguments, a and t that tarn_matrix_qr did not make so (as for
- * tarn_matrix_qr_q), an unknown ta, a B of other rows or row tiles, B the
+ * tarn_matrix_qr_q), a wide A (M < N), an unknown ta, a B of other rows
+ * or row tiles, B the
  * same as a or t, different runtimes, a zero on R's diagonal;
  * TARN_ECANCELED when a task submitted before to write a, t or B failed;
  * TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime. On failure *x is NULL.
@@ -534,7 +541,7 @@ TARN_API int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
  * tiling as its column tiling (C's nb equals A's mb) and any row tiling.
  * Q^T applied to B gives [R X; 0] + Q^T r for the least-squares solution X
  * and its residual r = B - A X, so the norm of its last M - N rows is the
- * residual's; Q applied to [I; 0] (N columns) gives the thin Q of
+ * residual's; Q applied to [I; 0] (min(M, N) columns) gives the thin Q of
  * tarn_matrix_qr_q. Q is never formed.
  *
  * Tasks: gemqrt and tpmqrt on C's tiles (on its tile columns from the

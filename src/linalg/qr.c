@@ -1,6 +1,8 @@
 /* qr.c: tiled Householder QR in compact WY form and the explicit thin Q
  * (see tarn/linalg.h). The tile algorithm of PLASMA / Chameleon with a
- * flat reduction tree: for each tile column k, geqrt factors the diagonal
+ * flat reduction tree: for each tile column k with a diagonal tile (the
+ * first min(mt, nt); a wide matrix's last diagonal tile is wider than
+ * tall and holds as many reflectors as rows), geqrt factors the diagonal
  * tile, gemqrt applies its reflectors to the tiles right of it, tpqrt
  * folds each tile below into the diagonal tile's R, and tpmqrt applies
  * those reflectors to the pairs of tiles (k, n), (m, n). The kernels are
@@ -289,10 +291,22 @@ static int column_priority(size_t k, size_t n) {
   return p >= PRIO_TOP ? 0 : PRIO_TOP - (int)p;
 }
 
-/* The inner block size for tile column k: at most its width. */
+/* The reflectors of diagonal tile k: its width, or its height when it is
+ * wider than tall (the last tile row of a wide A). */
+static int reflectors(const tarn_matrix *a, size_t k) {
+  size_t w = tarn__tile_cols(a, k), h = tarn__tile_rows(a, k);
+  return (int)(h < w ? h : w);
+}
+
+/* The inner block size for tile column k: at most its reflectors. */
 static int inner(const tarn_matrix *a, size_t k, size_t ib) {
-  size_t w = tarn__tile_cols(a, k);
+  size_t w = (size_t)reflectors(a, k);
   return (int)(ib < w ? ib : w);
+}
+
+/* The tile columns with a diagonal tile: min(mt, nt). */
+static size_t panels(const tarn_matrix *a) {
+  return a->mt < a->nt ? a->mt : a->nt;
 }
 
 /* Tile x of c's tile line `n` (a tile column from the left, a row from
@@ -315,7 +329,7 @@ static int submit_gemqrt(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
   int rows = right ? (int)tarn__tile_rows(c, n) : rk;
   struct qr_job u = {.m = rows,
                      .n = right ? rk : (int)tarn__tile_cols(c, n),
-                     .k = (int)tarn__tile_cols(a, k),
+                     .k = reflectors(a, k),
                      .ib = ibk,
                      .lda = rows,
                      .ldv = rk,
@@ -343,7 +357,7 @@ static int submit_tpmqrt(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
   int rows = right ? (int)tarn__tile_rows(c, n) : rm;
   struct qr_job u = {.m = rows,
                      .n = right ? rm : (int)tarn__tile_cols(c, n),
-                     .k = (int)tarn__tile_cols(a, k),
+                     .k = reflectors(a, k),
                      .ib = ibk,
                      .lda = right ? rows : rk,
                      .ldb = rows,
@@ -361,7 +375,7 @@ static int submit_tpmqrt(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
 static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib) {
   size_t mt = a->mt, nt = a->nt;
   int ldt = (int)tm->mb;
-  for (size_t k = 0; k < nt; k++) {
+  for (size_t k = 0; k < panels(a); k++) {
     int rk = (int)tarn__tile_rows(a, k), ck = (int)tarn__tile_cols(a, k);
     int ibk = inner(a, k, ib);
     tarn_ref *akk = tarn__tile(a, k, k);
@@ -416,8 +430,8 @@ static int submit_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
   bool in_order = (side == 'R') == (trans == 'N');
   size_t lines = side == 'R' ? c->mt : c->nt;
   int rc = 0;
-  for (size_t step = 0; rc == 0 && step < a->nt; step++) {
-    size_t k = in_order ? step : a->nt - 1 - step;
+  for (size_t step = 0; rc == 0 && step < panels(a); step++) {
+    size_t k = in_order ? step : panels(a) - 1 - step;
     size_t blocks = a->mt - k; /* geqrt's, then the tpqrts' */
     int ibk = inner(a, k, (size_t)tm->mb);
     for (size_t b = 0; rc == 0 && b < blocks; b++) {
@@ -432,10 +446,10 @@ static int submit_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
   return rc;
 }
 
-/* Q (M x N, a's tiling) = H_0 ... H_{N-1} [I; 0]: the identity's tiles,
- * then the reflectors in reverse order on tile columns k.. of Q. */
+/* Q (M x min(M, N), a's tiling) = H_0 ... H_{K-1} [I; 0]: the identity's
+ * tiles, then the reflectors in reverse order on tile columns k.. of Q. */
 static int submit_q(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *q) {
-  size_t mt = a->mt, nt = a->nt;
+  size_t mt = a->mt, nt = q->nt;
   for (size_t tj = 0; tj < nt; tj++)
     for (size_t ti = 0; ti < mt; ti++) {
       tarn_dep d = {tarn__tile(q, ti, tj), TARN_WRITE};
@@ -450,11 +464,14 @@ static int submit_q(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *q) {
 
 /* ---- public -------------------------------------------------------------- */
 
-/* Whether `a` is a matrix QR takes: M >= N, square tiles or one tile
- * column no wider than a tile is tall, sizes LAPACK can take. */
+/* Whether `a` is a matrix QR takes: square tiles, or one tile column no
+ * wider than a tile is tall, or one tile row no taller than a tile is
+ * wide (so that each diagonal tile starts on the diagonal); sizes LAPACK
+ * can take. */
 static bool qr_shape(const tarn_matrix *a) {
-  return tarn__blas_sized(a) && a->m >= a->n && a->n > 0 &&
-         (a->mb == a->nb || (a->nt == 1 && a->mb >= a->nb)) &&
+  return tarn__blas_sized(a) && a->n > 0 &&
+         (a->mb == a->nb || (a->nt == 1 && a->mb >= a->nb) ||
+          (a->mt == 1 && a->nb >= a->mb)) &&
          a->m <= INT_MAX && a->n <= INT_MAX;
 }
 
@@ -509,7 +526,8 @@ int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q) {
   if (q == NULL || !qr_factors_ok(a, t)) return TARN_EINVAL;
   tarn__blas_init();
   tarn_matrix *out = NULL;
-  int rc = tarn__matrix_new(a->rt, a->m, a->n, a->mb, a->nb, &out);
+  int rc = tarn__matrix_new(a->rt, a->m, a->m < a->n ? a->m : a->n, a->mb,
+                            a->nb, &out);
   if (rc != 0) return rc;
   rc = run_waiting(a->rt, submit_q, a, t, out);
   if (rc != 0) {
@@ -576,8 +594,9 @@ int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
                          tarn_matrix *b, tarn_matrix **x, int *info) {
   if (x != NULL) *x = NULL;
   if (info != NULL) *info = 0;
-  if (x == NULL || !qr_factors_ok(a, t) || !tarn__blas_sized(b) || b == a ||
-      b == t || b->rt != a->rt || (ta != TARN_NO_TRANS && ta != TARN_TRANS))
+  if (x == NULL || !qr_factors_ok(a, t) || a->m < a->n ||
+      !tarn__blas_sized(b) || b == a || b == t || b->rt != a->rt ||
+      (ta != TARN_NO_TRANS && ta != TARN_TRANS))
     return TARN_EINVAL;
   bool trans = ta == TARN_TRANS;
   /* B has op(A)'s rows in op(A)'s row tiling */

@@ -1,11 +1,12 @@
 /* test_qr.c: tiled Householder QR and its explicit thin Q: the scaled
- * residuals ||A - Q R|| and ||Q^T Q - I|| on square and tall matrices
+ * residuals ||A - Q R|| and ||Q^T Q - I|| on square, tall and wide matrices
  * whose sizes are and are not multiples of the tile, one tile and many,
  * several inner block sizes, tiles large enough for the updates to be
  * shared with idle workers (1 to 3 workers); R upper triangular with
  * |diag| equal to LAPACK's on the whole matrix; the shape of the T
  * factors; bad arguments refused; a run under a memory limit that spills
- * giving the same bits. The solves with the factors (tarn_matrix_qr_solve):
+ * giving the same bits; a wide matrix's factors refused by the solves and
+ * (A^T A)^-1. The solves with the factors (tarn_matrix_qr_solve):
  * least squares by the orthogonality of its residual to A's columns,
  * minimum norm by its residual and against dgels, one and many right-hand
  * sides, from three threads at once, rank-deficient matrices reported,
@@ -34,27 +35,29 @@
 #include "tarn.h"
 
 /* The residuals of a factorisation of the m x n matrix a (column-major,
- * ld m): f is A after tarn_matrix_qr, q the thin Q. res[0] = ||A - Q R||_F
- * / (||A||_F max(m, n) eps), res[1] = ||Q^T Q - I||_F / (n eps). */
+ * ld m), k = min(m, n): f is A after tarn_matrix_qr, q the thin Q (m x
+ * k), R the k x n upper triangle or trapezoid of f. res[0] = ||A - Q R||_F
+ * / (||A||_F max(m, n) eps), res[1] = ||Q^T Q - I||_F / (k eps). */
 static void qr_residuals(const double *a, const double *f, const double *q,
                          size_t m, size_t n, double res[2]) {
-  double *r = calloc(n * n, sizeof *r), *d = malloc(m * n * sizeof *d);
-  double *g = malloc(n * n * sizeof *g);
+  size_t k = m < n ? m : n;
+  double *r = calloc(k * n, sizeof *r), *d = malloc(m * n * sizeof *d);
+  double *g = malloc(k * k * sizeof *g);
   assert_non_null(r);
   assert_non_null(d);
   assert_non_null(g);
   for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i <= j; i++) r[i + j * n] = f[i + j * m];
+    for (size_t i = 0; i <= j && i < k; i++) r[i + j * k] = f[i + j * m];
   memcpy(d, a, m * n * sizeof *d);
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)n,
-              -1.0, q, (int)m, r, (int)n, 1.0, d, (int)m);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
+              -1.0, q, (int)m, r, (int)k, 1.0, d, (int)m);
   res[0] = test_fro(d, m * n) /
            (test_fro(a, m * n) * (double)(m > n ? m : n) * DBL_EPSILON);
-  for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i < n; i++) g[i + j * n] = i == j ? -1.0 : 0.0;
-  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)n, (int)m,
-              1.0, q, (int)m, q, (int)m, 1.0, g, (int)n);
-  res[1] = test_fro(g, n * n) / ((double)n * DBL_EPSILON);
+  for (size_t j = 0; j < k; j++)
+    for (size_t i = 0; i < k; i++) g[i + j * k] = i == j ? -1.0 : 0.0;
+  cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)k, (int)k, (int)m,
+              1.0, q, (int)m, q, (int)m, 1.0, g, (int)k);
+  res[1] = test_fro(g, k * k) / ((double)k * DBL_EPSILON);
   free(r);
   free(d);
   free(g);
@@ -77,6 +80,9 @@ static void check_qr(tarn_rt *rt, size_t m, size_t n, size_t tb, size_t ib,
   assert_int_equal(tarn_matrix_tile_rows(t), ibe);
   assert_int_equal(tarn_matrix_tile_cols(t), nb);
   assert_int_equal(tarn_matrix_qr_q(x, t, &q), 0);
+  size_t k = m < n ? m : n;
+  assert_int_equal(tarn_matrix_rows(q), m);
+  assert_int_equal(tarn_matrix_cols(q), k);
   double *f = test_buffer_of(x), *qb = test_buffer_of(q);
   double res[2];
   qr_residuals(a, f, qb, m, n, res);
@@ -86,11 +92,11 @@ static void check_qr(tarn_rt *rt, size_t m, size_t n, size_t tb, size_t ib,
   assert_true(res[0] < 20);
   assert_true(res[1] < 20);
   /* R is unique up to the signs of its rows: |diag| as dgeqrf's */
-  double *tau = malloc(n * sizeof *tau);
+  double *tau = malloc(k * sizeof *tau);
   assert_non_null(tau);
   assert_int_equal(
       LAPACKE_dgeqrf(LAPACK_COL_MAJOR, (int)m, (int)n, a, (int)m, tau), 0);
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < k; i++) {
     double u = fabs(f[i + i * m]), v = fabs(a[i + i * m]);
     assert_true(fabs(u - v) <= 1e3 * DBL_EPSILON * (v + 1.0));
   }
@@ -108,11 +114,36 @@ static void test_qr_sizes(void **state) {
   tarn_rt *rt = test_rt(3, 0);
   static const size_t cases[][4] = {
       /* m, n, tile, ib */
-      {1, 1, 1, 0},      {1, 1, 32, 0},     {7, 7, 32, 0},     {32, 32, 32, 8},
-      {50, 50, 16, 0},   {100, 100, 30, 7}, {45, 45, 1, 1},    {64, 64, 8, 8},
-      {129, 129, 16, 5}, {96, 64, 32, 32},  {200, 50, 16, 5},  {100, 7, 32, 0},
-      {100, 7, 32, 3},   {33, 20, 8, 3},    {130, 97, 16, 16}, {300, 30, 30, 0},
-      {40, 1, 8, 0},     {50, 33, 50, 4},
+      {1, 1, 1, 0},
+      {1, 1, 32, 0},
+      {7, 7, 32, 0},
+      {32, 32, 32, 8},
+      {50, 50, 16, 0},
+      {100, 100, 30, 7},
+      {45, 45, 1, 1},
+      {64, 64, 8, 8},
+      {129, 129, 16, 5},
+      {96, 64, 32, 32},
+      {200, 50, 16, 5},
+      {100, 7, 32, 0},
+      {100, 7, 32, 3},
+      {33, 20, 8, 3},
+      {130, 97, 16, 16},
+      {300, 30, 30, 0},
+      {40, 1, 8, 0},
+      {50, 33, 50, 4},
+      /* wide: tiles that do and do not divide, one tile, one tile row */
+      {1, 40, 8, 0},
+      {6, 8, 2, 0},
+      {7, 30, 32, 0},
+      {64, 96, 32, 8},
+      {30, 100, 16, 5},
+      {33, 130, 16, 16},
+      {100, 129, 16, 7},
+      {20, 45, 1, 1},
+      {50, 200, 64, 0},
+      {50, 200, 64, 50},
+      {97, 130, 16, 3},
   };
   for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
     check_qr(rt, cases[s][0], cases[s][1], cases[s][2], cases[s][3], 300 + s);
@@ -132,15 +163,14 @@ static void test_qr_workers(void **state) {
 }
 
 /* Tiles large enough for gemqrt and tpmqrt to be shared by columns with
- * idle workers (in the factorisation and in forming Q): square and tall,
+ * idle workers (in the factorisation and in forming Q): square, tall and wide,
  * one tile column and several, with 1, 2 and 3 workers. */
 static void test_qr_large_tiles(void **state) {
   (void)state;
   static const size_t cases[][4] = {
       /* m, n, tile, ib */
-      {300, 300, 300, 0},
-      {600, 300, 300, 32},
-      {520, 400, 200, 24},
+      {300, 300, 300, 0},  {600, 300, 300, 32}, {520, 400, 200, 24},
+      {300, 600, 300, 32}, {400, 520, 200, 24},
   };
   for (unsigned w = 1; w <= 3; w++) {
     tarn_rt *rt = test_rt(w, 0);
@@ -155,7 +185,8 @@ static void test_qr_bad(void **state) {
   tarn_rt *rt = test_rt(3, 0), *rt2 = test_rt(2, 0);
   tarn_matrix *wide = NULL, *tiles = NULL, *ok = NULL, *ok2 = NULL,
               *other = NULL, *t = NULL, *t2 = NULL, *q = NULL;
-  assert_int_equal(tarn_matrix_rand(rt, 6, 8, 2, 2, 1, &wide), 0);
+  /* tiles not square, with several tile rows and columns */
+  assert_int_equal(tarn_matrix_rand(rt, 6, 8, 2, 4, 1, &wide), 0);
   assert_int_equal(tarn_matrix_rand(rt, 8, 8, 4, 2, 1, &tiles), 0);
   assert_int_equal(tarn_matrix_rand(rt, 12, 8, 4, 4, 1, &ok), 0);
   assert_int_equal(tarn_matrix_rand(rt, 12, 12, 4, 4, 1, &ok2), 0);
@@ -196,10 +227,9 @@ static void test_qr_bad(void **state) {
 
 /* Under a memory limit of a quarter of the matrix: tiles spill, and the
  * factors, T and Q have the same bits (and so the same residuals). */
-static void test_qr_mem_limit(void **state) {
-  (void)state;
-  size_t m = 224, n = 192, nb = 32;
-  size_t bytes = m * n * sizeof(double);
+static void check_qr_mem_limit(size_t m, size_t n) {
+  size_t nb = 32, k = m < n ? m : n;
+  size_t bytes = m * n * sizeof(double), qbytes = m * k * sizeof(double);
   double *f[2], *qb[2], *a = NULL;
   for (int run = 0; run < 2; run++) {
     tarn_rt *rt = test_rt(3, run == 0 ? 0 : bytes / 4);
@@ -223,12 +253,54 @@ static void test_qr_mem_limit(void **state) {
   assert_true(res[0] < 20);
   assert_true(res[1] < 20);
   assert_memory_equal(f[0], f[1], bytes);
-  assert_memory_equal(qb[0], qb[1], bytes);
+  assert_memory_equal(qb[0], qb[1], qbytes);
   free(a);
   for (int run = 0; run < 2; run++) {
     free(f[run]);
     free(qb[run]);
   }
+}
+
+static void test_qr_mem_limit(void **state) {
+  (void)state;
+  check_qr_mem_limit(224, 192);
+  check_qr_mem_limit(192, 224);
+}
+
+/* A wide matrix's factors: the least-squares and minimum-norm solves and
+ * (A^T A)^-1 need M >= N and refuse them (TARN_EINVAL, no matrix made),
+ * leaving the factors as they were. */
+static void test_qr_wide_refusals(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *a = NULL, *t = NULL, *b = NULL, *bt = NULL, *x = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 64, 96, 32, 32, 3, &a), 0);
+  assert_int_equal(tarn_matrix_qr(a, 8, &t), 0);
+  double *f = test_buffer_of(a);
+  assert_int_equal(tarn_matrix_rand(rt, 64, 2, 32, 2, 4, &b), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 96, 2, 32, 2, 5, &bt), 0);
+  int info = -1;
+  x = (tarn_matrix *)1;
+  assert_int_equal(tarn_matrix_qr_solve(a, t, TARN_NO_TRANS, b, &x, &info),
+                   TARN_EINVAL);
+  assert_null(x);
+  assert_int_equal(info, 0);
+  x = (tarn_matrix *)1;
+  assert_int_equal(tarn_matrix_qr_solve(a, t, TARN_TRANS, bt, &x, &info),
+                   TARN_EINVAL);
+  assert_null(x);
+  x = (tarn_matrix *)1;
+  assert_int_equal(tarn_matrix_qr_ata_inverse(a, &x, &info), TARN_EINVAL);
+  assert_null(x);
+  double *after = test_buffer_of(a);
+  assert_memory_equal(after, f, 64 * 96 * sizeof *f);
+  free(f);
+  free(after);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(t);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(bt);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
 /* ---- least squares -------------------------------------------------------
@@ -649,7 +721,7 @@ static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
   double *qa = test_buffer_of(a), *r = calloc(m * n, sizeof *r);
   assert_non_null(r);
   for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i <= j; i++) r[i + j * m] = fb[i + j * m];
+    for (size_t i = 0; i <= j && i < m; i++) r[i + j * m] = fb[i + j * m];
   /* res: Q^T A, Q^T Q, thin Q, Q C, back, Q^T C, back, D Q, back, D Q^T,
    * back (scaled_diff) */
   double res[11] = {scaled_diff(qa, r, m * n, test_fro(a0, m * n), scale)};
@@ -667,7 +739,8 @@ static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
   res[1] = test_fro(id, m * m) / ((double)m * DBL_EPSILON);
   assert_int_equal(tarn_matrix_qr_q(f, t, &q), 0);
   double *qt = test_buffer_of(q);
-  res[2] = scaled_diff(qf, qt, m * n, sqrt((double)n), scale);
+  size_t k = m < n ? m : n;
+  res[2] = scaled_diff(qf, qt, m * k, sqrt((double)k), scale);
 
   /* Q C, Q^T C, D Q and D Q^T against the explicit Q, and back */
   assert_int_equal(tarn_matrix_rand(rt, m, ncols, tb, cb, seed + 1, &c), 0);
@@ -693,16 +766,27 @@ static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
     tarn_matrix_destroy(all[k]);
 }
 
-/* Square and tall, tiles that do and do not divide, one tile column
- * narrower than its tiles, C of one column and many in any column tiling;
- * 1 to 3 workers; tiles large enough to be shared. */
+/* Square, tall and wide, tiles that do and do not divide, one tile column
+ * narrower than its tiles or one tile row lower than them, C of one column and
+ * many in any column tiling; 1 to 3 workers; tiles large enough to be shared.
+ */
 static void test_qr_multiply(void **state) {
   (void)state;
   static const size_t cases[][6] = {
       /* m, n, tile, ib, C's columns, C's column tile */
-      {1, 1, 1, 0, 1, 1},      {7, 7, 32, 0, 3, 2},     {50, 50, 16, 0, 50, 16},
-      {100, 100, 30, 7, 1, 1}, {200, 50, 16, 5, 9, 4},  {100, 7, 32, 3, 20, 32},
-      {33, 20, 8, 3, 40, 7},   {130, 97, 16, 16, 5, 5},
+      {1, 1, 1, 0, 1, 1},
+      {7, 7, 32, 0, 3, 2},
+      {50, 50, 16, 0, 50, 16},
+      {100, 100, 30, 7, 1, 1},
+      {200, 50, 16, 5, 9, 4},
+      {100, 7, 32, 3, 20, 32},
+      {33, 20, 8, 3, 40, 7},
+      {130, 97, 16, 16, 5, 5},
+      /* wide */
+      {20, 33, 8, 3, 40, 7},
+      {7, 30, 32, 0, 3, 2},
+      {50, 200, 64, 8, 9, 4},
+      {97, 130, 16, 16, 5, 5},
   };
   for (unsigned w = 1; w <= 3; w += 2) {
     tarn_rt *rt = test_rt(w, 0);
@@ -913,6 +997,7 @@ int main(void) {
       cmocka_unit_test(test_qr_large_tiles),
       cmocka_unit_test(test_qr_bad),
       cmocka_unit_test(test_qr_mem_limit),
+      cmocka_unit_test(test_qr_wide_refusals),
       cmocka_unit_test(test_qr_solve_sizes),
       cmocka_unit_test(test_qr_solve_shared_and_bad),
       cmocka_unit_test(test_qr_solve_rank_deficient),

@@ -819,10 +819,12 @@ static void op_inverse(struct tcase *c) {
 /* ---- Q applied alone ---------------------------------------------------- */
 
 /* op(Q) C or C op(Q) (tarn_matrix_qr_multiply) with the factors of
- * tarn_matrix_qr of an m x n A drawn as op_qr does. The whole m x m Q, made
+ * tarn_matrix_qr of an m x n A drawn as op_qr does, or (three cases in
+ * ten) of its transpose's shape, wide. The whole m x m Q, made
  * by applying it to the identity from the left, is first checked as A's:
- * ||Q^T Q - I|| / (m eps) and ||A - Q_1 R|| / (m ||A|| eps) below 30 (Q_1
- * its first n columns); then the product for a random C (either side,
+ * ||Q^T Q - I|| / (m eps) and ||A - Q_1 R|| / (max(m, n) ||A|| eps) below
+ * 30 (Q_1 its first min(m, n) columns, R upper triangular or trapezoidal);
+ * then the product for a random C (either side,
  * either transpose) within 30 m ||C|| eps of dgemm's with that Q, and the
  * factors unchanged bit for bit (only read). */
 static void op_qr_multiply(struct tcase *c) {
@@ -831,6 +833,11 @@ static void op_qr_multiply(struct tcase *c) {
   draw_dim(c, 30, &other, &ot);
   tarn_side side = (tarn_side)range(c, 0, 1);
   tarn_trans trans = (tarn_trans)range(c, 0, 1);
+  if (chance(c, 0.3)) { /* wide: the tall shape's transpose */
+    size_t s = m;
+    m = n, n = s, s = mb, mb = nb, nb = s;
+  }
+  size_t k = min_z(m, n);
   describe(c,
            "qr_multiply m %zu n %zu, tiles %zu x %zu, ib %zu, %s %s, C's "
            "other side %zu in tiles of %zu",
@@ -856,17 +863,18 @@ static void op_qr_multiply(struct tcase *c) {
   CALL(c, 0, tarn_matrix_qr_multiply(A, T, side, trans, C));
   double *q = download(c, Q), *got = download(c, C);
   double *g = copy_buf(id, m * m), *d = copy_buf(a, m * n),
-         *r = alloc_buf(n * n);
+         *r = alloc_buf(k * n);
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)m, (int)m, (int)m,
               1.0, q, (int)m, q, (int)m, -1.0, g, (int)m);
   double res = test_fro(g, m * m) / ((double)m * EPS);
   CHECK(c, res < 30, "||Q^T Q - I|| / (m eps) = %g", res);
   for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i <= j; i++) r[i + j * n] = f[i + j * m];
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)n,
-              -1.0, q, (int)m, r, (int)n, 1.0, d, (int)m);
-  res = test_fro(d, m * n) / ((double)m * test_fro(a, m * n) * EPS + DBL_MIN);
-  CHECK(c, res < 30, "||A - Q_1 R|| / (m ||A|| eps) = %g", res);
+    for (size_t i = 0; i <= j && i < k; i++) r[i + j * k] = f[i + j * m];
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
+              -1.0, q, (int)m, r, (int)k, 1.0, d, (int)m);
+  res = test_fro(d, m * n) /
+        ((double)max_z(m, n) * test_fro(a, m * n) * EPS + DBL_MIN);
+  CHECK(c, res < 30, "||A - Q_1 R|| / (max(m, n) ||A|| eps) = %g", res);
   double *want = alloc_buf(cr * cc);
   if (side == TARN_LEFT)
     cblas_dgemm(CblasColMajor, cblas_trans(trans), CblasNoTrans, (int)m,

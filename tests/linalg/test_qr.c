@@ -292,10 +292,8 @@ static void test_qr_wide_refusals(void **state) {
   x = (tarn_matrix *)1;
   assert_int_equal(tarn_matrix_qr_ata_inverse(a, &x, &info), TARN_EINVAL);
   assert_null(x);
-  double *after = test_buffer_of(a);
-  assert_memory_equal(after, f, 64 * 96 * sizeof *f);
+  test_matrix_holds(a, f);
   free(f);
-  free(after);
   tarn_matrix_destroy(a);
   tarn_matrix_destroy(t);
   tarn_matrix_destroy(b);
@@ -600,10 +598,8 @@ static void test_qr_solve_after_failure(void **state) {
                    TARN_ECANCELED);
   assert_null(x);
   assert_int_equal(info, 0);
-  double *f1 = test_buffer_of(f);
-  assert_memory_equal(f0, f1, 20 * 12 * sizeof *f0);
+  test_matrix_holds(f, f0);
   free(f0);
-  free(f1);
   tarn_matrix_destroy(f);
   tarn_matrix_destroy(t);
   tarn_matrix_destroy(b);

@@ -27,6 +27,7 @@
 
 #include "bench.h"
 #include "linalg_peers.h"
+#include "linalg_rect.h"
 #include "tarn.h"
 
 /* In libopenblas (not every cblas.h declares it). */
@@ -938,6 +939,10 @@ int bench_linalg(bench_run *run) {
     f.count++;
     ctx_free(&c);
   }
+  size_t largest = 0;
+  for (size_t s = 0; s < nsizes; s++)
+    if (sizes[s] > largest) largest = sizes[s];
+  if (!failed) failed = linalg_rect_rows(run, rt, largest);
   int rc = tarn_rt_destroy(rt);
   if (rc != 0 && !failed) failed = tarn_failed("tarn_rt_destroy", rc);
   print_goals(&f);

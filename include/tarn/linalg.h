@@ -188,9 +188,10 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * Right-looking tiled algorithm: for each of the first min(mt, nt) tile
  * columns k, one task factors
  * the whole tile column from its diagonal tile down (copied into one
- * contiguous panel, or in place when it is one tile; blocked by 64
- * columns, LAPACKE_dgetrf_work on each block column, the next block
- * factored while idle workers update the columns beyond it), then for
+ * contiguous panel, or in place when it is one tile; from 129 columns
+ * on blocked by 64 columns, LAPACKE_dgetrf_work on each block column, the
+ * next block factored while idle workers update the columns beyond it;
+ * narrower, one LAPACKE_dgetrf_work), then for
  * every other tile column a task applies the panel's interchanges (to the
  * left columns too, as dgetrf does), trsm on the tiles right of the
  * diagonal tile and gemm on the trailing matrix; the panel has the

@@ -843,6 +843,14 @@ int bench_sample_more(const bench_run *run, size_t taken, uint64_t since_ns) {
          (double)(bench_now_ns() - since_ns) * 1e-9 < run->row_min_s;
 }
 
+int bench_round_more(const bench_run *run, size_t taken, double wall_s,
+                     int round, int rounds) {
+  size_t want = (run->samples * (size_t)(round + 1) + (size_t)rounds - 1) /
+                (size_t)rounds;
+  double want_s = run->row_min_s * (round + 1) / rounds;
+  return taken < BENCH_SAMPLES_MAX && (taken < want || wall_s < want_s);
+}
+
 void bench_quiesce(double seconds) {
   struct timespec ts = {(time_t)seconds,
                         (long)((seconds - (double)(time_t)seconds) * 1e9)};

@@ -277,6 +277,13 @@ uint64_t bench_warmup_until(void);
  * sampled for under run->row_min_s, up to BENCH_SAMPLES_MAX. */
 int bench_sample_more(const bench_run *run, size_t taken, uint64_t since_ns);
 
+/* The same for a row measured in `rounds` rounds, in round `round` (from
+ * 0), having taken `taken` samples in `wall_s` seconds of sampling so far:
+ * up to the round's even share of run->samples and of run->row_min_s (the
+ * budgets above), up to BENCH_SAMPLES_MAX. */
+int bench_round_more(const bench_run *run, size_t taken, double wall_s,
+                     int round, int rounds);
+
 /* The median of n values, 0 < n <= BENCH_SAMPLES_MAX. */
 double bench_median(const double *values, size_t n);
 

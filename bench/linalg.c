@@ -30,9 +30,6 @@
 #include "linalg_rect.h"
 #include "tarn.h"
 
-/* In libopenblas (not every cblas.h declares it). */
-extern void openblas_set_num_threads(int);
-
 #define SPD_SEED 11u /* G, the SPD input being G G^T + N I */
 #define RND_SEED 12u /* A, the input of lu, qr, matmul, matvec, solve, syrk */
 #define VEC_SEED 13u /* x and b, N x 1 */
@@ -570,7 +567,7 @@ struct row {
  * OpenBLAS's threads spin after a multithreaded call; every variant gets
  * one, so that none finds the cores more rested than another), a warm-up
  * (see below), then samples up to the round's share of run->samples and
- * of run->row_min_s (bench_sample_more's budgets, spread evenly). */
+ * of run->row_min_s (bench_round_more). */
 static int sample_round(const bench_run *run, struct ctx *c, int op,
                         struct row *r, int round, int rounds) {
   bench_quiesce(BENCH_QUIESCE_BLAS_S);
@@ -587,10 +584,7 @@ static int sample_round(const bench_run *run, struct ctx *c, int op,
       if (sample(c, op, r->v, &t) != 0) return 1;
     while (bench_now_ns() < warm_until);
   }
-  size_t want = (run->samples * (size_t)(round + 1) + (size_t)rounds - 1) /
-                (size_t)rounds;
-  double want_s = run->row_min_s * (round + 1) / rounds;
-  while (r->n < BENCH_SAMPLES_MAX && (r->n < want || r->wall_s < want_s)) {
+  while (bench_round_more(run, r->n, r->wall_s, round, rounds)) {
     uint64_t t0 = bench_now_ns();
     if (sample(c, op, r->v, &r->s[r->n]) != 0) return 1;
     r->n++;

@@ -20,6 +20,10 @@ int linalg_peer_threads(void);
 void linalg_peer_threads_set(int threads);
 #define LINALG_PEER_THREADS linalg_peer_threads()
 
+/* OpenBLAS's threads for the next calls (not in every cblas.h): the suite
+ * sets the peers' LAPACKE rows' threads, and 1 again for tarn. */
+void openblas_set_num_threads(int threads);
+
 /* An N x N matrix cut into nt x nt tiles of b (the last ones smaller). */
 typedef struct linalg_tiles {
   size_t n, b, nt;

@@ -23,8 +23,6 @@
 #include "tarn/matrix.h"
 #include "tarn/rt.h"
 
-void openblas_set_num_threads(int threads);
-
 enum { RECT_LU, RECT_QR, RECT_OPS };
 enum { RV_TARN, RV_LAPACKE1, RV_LAPACKEN, RECT_VARIANTS };
 
@@ -157,17 +155,13 @@ static int rect_check(struct rect *r, int op, tarn_matrix *f) {
 
 /* Row `row`'s share of round `round`: a pause (BENCH_QUIESCE_BLAS_S), one
  * warm-up sample, then samples up to the round's share of run->samples
- * and of run->row_min_s. */
+ * and of run->row_min_s (bench_round_more). */
 static int rect_round(const bench_run *run, struct rect *r, int op,
                       struct rect_row *row, int round) {
   bench_quiesce(BENCH_QUIESCE_BLAS_S);
   double t;
   if (rect_sample(r, op, row->v, &t, NULL) != 0) return 1;
-  size_t want =
-      (run->samples * (size_t)(round + 1) + RECT_ROUNDS - 1) / RECT_ROUNDS;
-  double want_s = run->row_min_s * (round + 1) / RECT_ROUNDS;
-  while (row->n < BENCH_SAMPLES_MAX &&
-         (row->n < want || row->wall_s < want_s)) {
+  while (bench_round_more(run, row->n, row->wall_s, round, RECT_ROUNDS)) {
     uint64_t t0 = bench_now_ns();
     if (rect_sample(r, op, row->v, &row->s[row->n], NULL) != 0) return 1;
     row->n++;

@@ -187,19 +187,19 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  *
  * Right-looking tiled algorithm: for each of the first min(mt, nt) tile
  * columns k, one task factors
- * the whole tile column from its diagonal tile down (copied into one
- * contiguous panel, or in place when it is one tile; from 129 columns
- * on blocked by 64 columns, LAPACKE_dgetrf_work on each block column, the
- * next block factored while idle workers update the columns beyond it;
- * narrower, one LAPACKE_dgetrf_work), then for
+ * the whole tile column from its diagonal tile down, in place across its
+ * tiles (from 129 columns on blocked by 64 columns, the next block
+ * factored while idle workers update the columns beyond it; narrower, one
+ * block; a block is one LAPACKE_dgetrf_work when the column is one tile,
+ * else factored recursively as LAPACK's dgetrf2 over the tiles), then for
  * every other tile column a task applies the panel's interchanges (to the
  * left columns too, as dgetrf does), trsm on the tiles right of the
  * diagonal tile and gemm on the trailing matrix; the panel has the
- * highest priority, then the work of the next tile columns. The panel's
- * copy, (M - k mb) x nb doubles, is a pool temporary, counted under the
- * memory limit and freed as the panel task ends: under a limit, the first
- * panel pins twice a tile column (a limit below that gives TARN_ENOMEM).
- * Like every tile kernel here, the panel shares its
+ * highest priority, then the work of the next tile columns. The panel
+ * needs no workspace but its pivots: under a memory limit it pins its
+ * tile column, (M - k mb) x nb doubles, and nothing beside it (a limit
+ * below that gives TARN_ENOMEM). Like every tile kernel here, the panel
+ * shares its
  * trailing updates with idle workers (tarn_task_parallel_for), so a split
  * product may round differently in the last bits from one run to the
  * next, as multithreaded LAPACK does.

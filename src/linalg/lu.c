@@ -1,22 +1,24 @@
 /* lu.c: tiled LU with partial pivoting and the linear solves built on it
  * (see tarn/linalg.h). Right-looking, one panel per tile column: the panel
- * task factors the whole tile column (copied into one contiguous buffer,
- * a pool temporary the task alone holds) and records the pivots; swap
- * tasks apply them to the other tile columns, trsm and gemm tasks update
- * the rest. A solve carries a copy of B along
- * as tile columns right of A's (the forward solve), then solves with U
- * into B (solve.c); a solve with factors given applies all interchanges to
- * the copy first, then the forward and backward solves. The kernels share their
- * work with idle workers (tarn_task_parallel_for): the panel's copies by
- * columns and its factorisation by blocks of columns (dgetrf on the block, then
- * its interchanges and trsm shared by columns, and a shared trailing gemm); the
- * swaps by columns; trsm and gemm as linalg_internal.h says. The same swap
+ * task factors the whole tile column from the diagonal tile down, in place
+ * across its tiles, and records the pivots; swap tasks apply them to the
+ * other tile columns, trsm and gemm tasks update the rest. A solve carries
+ * a copy of B along as tile columns right of A's (the forward solve), then
+ * solves with U into B (solve.c); a solve with factors given applies all
+ * interchanges to the copy first, then the forward and backward solves.
+ * The kernels share their work with idle workers (tarn_task_parallel_for):
+ * the panel's by blocks of columns (the next block factored while the
+ * others update the columns beyond it) or, in a narrow panel, its
+ * recursion's large gemms by rows; the swaps by columns; trsm and gemm as
+ * linalg_internal.h says. The same swap
  * tasks apply a set of interchanges alone to any matrix
  * (tarn_matrix_permute_rows). Each task owns a small job struct freed by
  * the runtime when it is done. */
 #include <cblas.h>
+#include <float.h>
 #include <lapacke.h>
 #include <limits.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -53,28 +55,55 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
 
 /* ---- the panel ----------------------------------------------------------- */
 
-/* Panels from this many columns on are factored by blocks of PANEL_NB
- * columns (narrower ones by one LAPACKE_dgetrf_work): more than two
- * blocks, so that idle workers have columns beyond the next block to
- * update. A panel of two blocks has none, and its blocks cost more than one
- * call: a 1024 x 128 LU in tiles of 128 (one tile column) took 0.67 ms
- * against 0.71 by blocks (medians of nine, two alternated runs each, a
- * program outside the repository, 2026-12-04). */
+/* A panel (the tile column from the diagonal tile down) is factored where
+ * it lies, across its tiles, without a copy: row r of the panel is row
+ * r % tb of its tile r / tb (task data slot), whose leading dimension is
+ * its rows. The first tile holds every row of the panel's upper part (a
+ * panel is no wider than its first tile is tall, but for the last panel of
+ * a wide matrix, which is one tile).
+ *
+ * Panels from PANEL_BLOCKED columns on are factored by blocks of PANEL_NB
+ * columns, right-looking with a lookahead of one block: while idle workers
+ * update the columns right of the next block (the block's interchanges,
+ * trsm and gemm, by ranges of columns), the panel's thread updates the
+ * next block and factors it, so that those factorisations, each on one
+ * core, do not leave the other cores idle; the interchanges on the columns
+ * left of each block come last, for all blocks at once (shared by
+ * columns). A narrower panel is one block. A block is factored by one
+ * LAPACKE_dgetrf_work when the panel is one tile, else recursively as
+ * LAPACK's dgetrf2 (the left half of its columns; their interchanges and
+ * trsm on the right half, whose trailing gemm is shared by rows; the right
+ * half; its interchanges on the left half), down to TILED_BASE columns
+ * factored one by one (pivot search, interchange, scaling, rank-one
+ * update, a BLAS call per tile). Pivots and info are dgetrf's.
+ *
+ * Until 2026-12-04 a panel of several tiles was copied into one pool
+ * temporary for dgetrf and back: under a memory limit that pinned twice
+ * the tile column. */
 #define PANEL_BLOCKED 129
 #define PANEL_NB 64
+#define TILED_BASE 8
 
 /* Columns below this many per range are not worth a helper. */
 #define COPY_GRAIN 32
 
-/* A panel: the tiles of a tile column (task data slots 0..ntiles-1) and
- * their copy in one contiguous rows x cols buffer (ld rows), and its
- * pivots. A swap task uses only t and j. */
+/* A recursive block's trailing updates of at least this many multiply-adds
+ * are shared with idle workers, by ranges of at least ROW_GRAIN rows. */
+#define SHARE_MADDS ((double)(1 << 22))
+#define ROW_GRAIN 64
+
+/* One interchange in a tile column: the two rows' first elements and the
+ * leading dimensions of their tiles. */
+struct swap_rows {
+  double *a, *b;
+  size_t lda, ldb;
+};
+
+/* A tile column of a task (data slots from slot0: its tiles from the job's
+ * row0 down). A panel task uses slot0 0. */
 struct panel {
   tarn_task *t;
   const struct lu_job *j;
-  double *p;
-  size_t rows, cols;
-  lapack_int *ipiv; /* 1-based, relative to the panel */
 };
 
 /* Rows in tile i of the job's tile column from row0 down (the last may be
@@ -84,78 +113,217 @@ static size_t panel_tile_rows(const struct panel *q, size_t i) {
   return left < q->j->tb ? left : q->j->tb;
 }
 
-/* Copies columns [begin, end) of the tiles into the buffer. */
-static int panel_in(void *arg, size_t begin, size_t end) {
-  const struct panel *q = arg;
-  for (size_t i = 0; i < q->j->ntiles; i++) {
-    const double *tile = tarn_task_data(q->t, i);
-    size_t r = panel_tile_rows(q, i);
-    for (size_t c = begin; c < end; c++)
-      memcpy(q->p + i * q->j->tb + c * q->rows, tile + c * r, r * sizeof *q->p);
-  }
-  return 0;
-}
-
-/* Copies columns [begin, end) of the buffer back into the tiles. */
-static int panel_out(void *arg, size_t begin, size_t end) {
-  const struct panel *q = arg;
-  for (size_t i = 0; i < q->j->ntiles; i++) {
-    double *tile = tarn_task_data(q->t, i);
-    size_t r = panel_tile_rows(q, i);
-    for (size_t c = begin; c < end; c++)
-      memcpy(tile + c * r, q->p + i * q->j->tb + c * q->rows, r * sizeof *q->p);
-  }
-  return 0;
-}
-
-/* The state of a blocked panel factorisation (panel_getrf): the block
- * [k, k + w) last factored, the width of the next one, and where the
+/* A panel being factored, and the step of its blocked factorisation: the
+ * block [k, k + w) last factored, the width of the next one, and where the
  * columns that the step shares begin. */
 struct panel_lu {
-  struct panel *q;
-  int info;   /* the first exactly zero pivot (1-based), or 0 */
-  int nb;     /* columns of every block but the last */
-  int k, w;   /* the block just factored */
-  int next;   /* the next block's width */
-  size_t far; /* k + w + next: the first column the step shares */
+  struct panel q;
+  size_t rows, cols;
+  lapack_int *ipiv;      /* 1-based, relative to the panel */
+  struct swap_rows *at;  /* at[k]: rows k and ipiv[k] - 1, column 0 */
+  struct swap_rows *own; /* the recursion's interchanges at hand */
+  int info;              /* the first exactly zero pivot (1-based), or 0 */
+  bool share;            /* whether the recursion may share its updates */
+  int nb;                /* columns of every block but the last */
+  int k, w;              /* the block just factored */
+  int next;              /* the next block's width */
+  size_t far;            /* k + w + next: the first column the step shares */
 };
+
+/* The address of element (r, c) of the panel; its tile's leading
+ * dimension to *ld, and to *run the rows from r to the end of its tile or
+ * to `end`, whichever comes first. */
+static double *panel_at(const struct panel_lu *s, size_t r, size_t c,
+                        size_t end, size_t *ld, size_t *run) {
+  size_t tb = s->q.j->tb, i = r / tb, tile_end = (i + 1) * tb;
+  *ld = panel_tile_rows(&s->q, i);
+  *run = (end < tile_end ? end : tile_end) - r;
+  return (double *)tarn_task_data(s->q.t, i) + (r - i * tb) + c * *ld;
+}
+
+/* Rows a and b of column 0, for an interchange. */
+static struct swap_rows panel_rows(const struct panel_lu *s, size_t a,
+                                   size_t b) {
+  struct swap_rows r;
+  size_t run;
+  r.a = panel_at(s, a, 0, a + 1, &r.lda, &run);
+  r.b = panel_at(s, b, 0, b + 1, &r.ldb, &run);
+  return r;
+}
+
+/* The n interchanges of `rows`, in order, on columns [c0, c1), column by
+ * column: a row's elements lie a tile's leading dimension apart, in one
+ * set of the L1 cache, while a column's interchanges touch one column. */
+static void swap_columns(const struct swap_rows *rows, size_t n, size_t c0,
+                         size_t c1) {
+  for (size_t c = c0; c < c1; c++)
+    for (size_t i = 0; i < n; i++) {
+      const struct swap_rows *r = &rows[i];
+      double v = r->a[c * r->lda];
+      r->a[c * r->lda] = r->b[c * r->ldb];
+      r->b[c * r->ldb] = v;
+    }
+}
+
+/* The interchanges of block [k0, k1) (its rows in at[]) on columns
+ * [c0, c1), in order: one LAPACKE_dlaswp_work in a panel of one tile. */
+static void block_swaps(const struct panel_lu *s, size_t k0, size_t k1,
+                        size_t c0, size_t c1) {
+  if (s->q.j->ntiles == 1) {
+    size_t ld, run;
+    double *a = panel_at(s, 0, c0, 1, &ld, &run);
+    LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, (lapack_int)(c1 - c0), a,
+                        (lapack_int)ld, (lapack_int)k0 + 1, (lapack_int)k1,
+                        s->ipiv, 1);
+  } else {
+    swap_columns(s->at + k0, k1 - k0, c0, c1);
+  }
+}
+
+/* The interchanges of rows [k0, k1) on columns [c0, c1), in order (the
+ * recursion's, from s->own). */
+static void recursive_swaps(struct panel_lu *s, size_t k0, size_t k1, size_t c0,
+                            size_t c1) {
+  size_t n = 0;
+  for (size_t k = k0; k < k1; k++)
+    if ((size_t)s->ipiv[k] - 1 != k)
+      s->own[n++] = panel_rows(s, k, (size_t)s->ipiv[k] - 1);
+  swap_columns(s->own, n, c0, c1);
+}
+
+/* The row of the largest |element| of column c from row c down (the first
+ * one, as idamax). */
+static size_t column_pivot(const struct panel_lu *s, size_t c) {
+  size_t best = c, ld, run;
+  double max = -1.0;
+  for (size_t r = c; r < s->rows; r += run) {
+    const double *p = panel_at(s, r, c, s->rows, &ld, &run);
+    size_t i = cblas_idamax((int)run, p, 1);
+    if (fabs(p[i]) > max) {
+      max = fabs(p[i]);
+      best = r + i;
+    }
+  }
+  return best;
+}
+
+/* Columns [c0, c0 + w) from row c0 down, column by column, as dgetf2. */
+static void columns_factor(struct panel_lu *s, size_t c0, size_t w) {
+  size_t rows = s->rows, c_end = c0 + w, ld, ldc, run;
+  for (size_t c = c0; c < c_end; c++) {
+    size_t p = column_pivot(s, c);
+    s->ipiv[c] = (lapack_int)p + 1;
+    if (*panel_at(s, p, c, p + 1, &ld, &run) != 0.0) {
+      struct swap_rows r = panel_rows(s, c, p);
+      if (p != c) swap_columns(&r, 1, c0, c_end);
+      double d = *panel_at(s, c, c, c + 1, &ldc, &run);
+      for (size_t i = c + 1; i < rows; i += run) {
+        double *x = panel_at(s, i, c, rows, &ld, &run);
+        if (fabs(d) >= DBL_MIN)
+          cblas_dscal((int)run, 1.0 / d, x, 1);
+        else
+          for (size_t e = 0; e < run; e++) x[e] /= d;
+      }
+    } else if (s->info == 0) {
+      s->info = (int)c + 1;
+    }
+    if (c + 1 == c_end) continue;
+    const double *u = panel_at(s, c, c + 1, c + 1, &ldc, &run);
+    for (size_t i = c + 1; i < rows; i += run) {
+      double *x = panel_at(s, i, c, rows, &ld, &run);
+      cblas_dger(CblasColMajor, (int)run, (int)(c_end - c - 1), -1.0, x, 1, u,
+                 (int)ldc, x + ld, (int)ld);
+    }
+  }
+}
+
+/* Columns [c1, c2) less their columns [k0, k0 + kw) times rows
+ * [k0, k0 + kw) of [c1, c2) (in the first tile), on rows from r0 on. */
+struct gemm_rows {
+  const struct panel_lu *s;
+  size_t r0, k0, kw, c1, c2;
+};
+
+/* Rows [r0 + begin, r0 + end) of a gemm_rows, a dgemm per tile. */
+static int gemm_rows_range(void *arg, size_t begin, size_t end) {
+  const struct gemm_rows *g = arg;
+  size_t ldu, ld, run, r1 = g->r0 + end;
+  const double *u = panel_at(g->s, g->k0, g->c1, g->k0 + 1, &ldu, &run);
+  for (size_t r = g->r0 + begin; r < r1; r += run) {
+    double *l = panel_at(g->s, r, g->k0, r1, &ld, &run);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)run,
+                (int)(g->c2 - g->c1), (int)g->kw, -1.0, l, (int)ld, u, (int)ldu,
+                1.0, l + (g->c1 - g->k0) * ld, (int)ld);
+  }
+  return 0;
+}
+
+/* LU of columns [c0, c0 + w) from row c0 down, recursively as dgetrf2:
+ * pivots to ipiv[c0, c0 + w), relative to the panel. Returns 0 or a
+ * status of tarn_task_parallel_for. */
+static int recursive_factor(struct panel_lu *s, size_t c0, size_t w) {
+  if (w <= TILED_BASE) {
+    columns_factor(s, c0, w);
+    return 0;
+  }
+  size_t n1 = w / 2, c1 = c0 + n1, c2 = c0 + w, ld, run;
+  int rc = recursive_factor(s, c0, n1);
+  if (rc != 0) return rc;
+  recursive_swaps(s, c0, c1, c1, c2);
+  double *l11 = panel_at(s, c0, c0, c1, &ld, &run);
+  tarn__trsm(CblasLeft, CblasLower, CblasNoTrans, CblasUnit, (int)n1,
+             (int)(w - n1), 1.0, l11, (int)ld, l11 + n1 * ld, (int)ld);
+  struct gemm_rows g = {
+      .s = s, .r0 = c1, .k0 = c0, .kw = n1, .c1 = c1, .c2 = c2};
+  size_t rows = s->rows - c1;
+  rc =
+      s->share && (double)rows * (double)(w - n1) * (double)n1 >= SHARE_MADDS
+          ? tarn_task_parallel_for(s->q.t, rows, ROW_GRAIN, gemm_rows_range, &g)
+          : gemm_rows_range(&g, 0, rows);
+  if (rc == 0) rc = recursive_factor(s, c1, w - n1);
+  if (rc == 0) recursive_swaps(s, c1, c2, c0, c1);
+  return rc;
+}
+
+/* The interchanges of a panel of `rows` rows and `cols` columns. */
+static size_t panel_pivot_count(size_t rows, size_t cols) {
+  return rows < cols ? rows : cols;
+}
+
+/* Factors block [k, k + w) from row k down: pivots to ipiv[k, k + w),
+ * relative to the panel, their rows to at[], and the first zero pivot to
+ * s->info when there was none before (blocks are factored in order). */
+static int block_factor(struct panel_lu *s, int k, int w) {
+  size_t ld, run, pivots = panel_pivot_count(s->rows - (size_t)k, (size_t)w);
+  if (s->q.j->ntiles == 1) {
+    double *a = panel_at(s, (size_t)k, (size_t)k, s->rows, &ld, &run);
+    lapack_int i = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (int)s->rows - k, w, a,
+                                       (lapack_int)ld, s->ipiv + k);
+    if (i < 0) return TARN_EINVAL;
+    if (i > 0 && s->info == 0) s->info = k + (int)i;
+    for (size_t c = (size_t)k; c < (size_t)k + pivots; c++) s->ipiv[c] += k;
+  } else {
+    int rc = recursive_factor(s, (size_t)k, (size_t)w);
+    if (rc != 0) return rc;
+    for (size_t c = (size_t)k; c < (size_t)k + pivots; c++)
+      s->at[c] = panel_rows(s, c, (size_t)s->ipiv[c] - 1);
+  }
+  return 0;
+}
 
 /* Updates columns [c0, c1) of the panel, right of block [k, k + w) just
  * factored: the block's interchanges, U12 = L11^-1 A12 and
  * A22 -= L21 U12. */
-static int block_update(const struct panel *q, int k, int w, size_t c0,
-                        size_t c1) {
-  size_t ld = q->rows;
-  int below = (int)q->rows - k - w, cols = (int)(c1 - c0);
-  const double *akk = q->p + k + (size_t)k * ld;
-  double *a = q->p + c0 * ld;
-  if (LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, cols, a, (lapack_int)ld, k + 1,
-                          k + w, q->ipiv, 1) != 0)
-    return TARN_EINVAL;
-  tarn__trsm(CblasLeft, CblasLower, CblasNoTrans, CblasUnit, w, cols, 1.0, akk,
-             (int)ld, a + k, (int)ld);
-  if (below > 0)
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, below, cols, w, -1.0,
-                akk + w, (int)ld, a + k, (int)ld, 1.0, a + k + w, (int)ld);
-  return 0;
-}
-
-/* Factors block [k, k + w) from row k down by one plain
- * LAPACKE_dgetrf_work: its pivots to ipiv[k, k + w), relative to the
- * panel, and its first zero pivot to s->info when there was none before
- * (blocks are factored in order). */
-static int block_factor(struct panel_lu *s, int k, int w) {
-  const struct panel *q = s->q;
-  size_t ld = q->rows;
-  lapack_int *ipiv = q->ipiv;
-  lapack_int i =
-      LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (int)q->rows - k, w,
-                          q->p + k + (size_t)k * ld, (lapack_int)ld, ipiv + k);
-  if (i < 0) return TARN_EINVAL;
-  if (i > 0 && s->info == 0) s->info = k + (int)i;
-  int pivots = (int)q->rows - k < w ? (int)q->rows - k : w;
-  for (int c = k; c < k + pivots; c++) ipiv[c] += k;
-  return 0;
+static void block_update(const struct panel_lu *s, int k, int w, size_t c0,
+                         size_t c1) {
+  size_t ld, run, k0 = (size_t)k, kw = (size_t)w;
+  block_swaps(s, k0, k0 + kw, c0, c1);
+  double *akk = panel_at(s, k0, k0, k0 + 1, &ld, &run);
+  tarn__trsm(CblasLeft, CblasLower, CblasNoTrans, CblasUnit, w, (int)(c1 - c0),
+             1.0, akk, (int)ld, akk + (c0 - k0) * ld, (int)ld);
+  struct gemm_rows g = {
+      .s = s, .r0 = k0 + kw, .k0 = k0, .kw = kw, .c1 = c0, .c2 = c1};
+  gemm_rows_range(&g, 0, s->rows - k0 - kw);
 }
 
 /* The step's lead, on the panel task's thread: the next block's columns
@@ -163,78 +331,58 @@ static int block_factor(struct panel_lu *s, int k, int w) {
 static int panel_lead(void *arg) {
   struct panel_lu *s = arg;
   int k1 = s->k + s->w;
-  int rc = block_update(s->q, s->k, s->w, (size_t)k1, (size_t)(k1 + s->next));
-  return rc != 0 ? rc : block_factor(s, k1, s->next);
+  block_update(s, s->k, s->w, (size_t)k1, (size_t)(k1 + s->next));
+  return block_factor(s, k1, s->next);
 }
 
 /* The step's shared part: columns [far + begin, far + end) updated by the
  * block just factored. */
 static int panel_update_range(void *arg, size_t begin, size_t end) {
   const struct panel_lu *s = arg;
-  return block_update(s->q, s->k, s->w, s->far + begin, s->far + end);
+  block_update(s, s->k, s->w, s->far + begin, s->far + end);
+  return 0;
 }
 
 /* The interchanges of the blocks right of each column, for the columns
  * [begin, end) left of the last block: a column of block b gets those of
- * rows (b + 1) nb + 1 ... cols (1-based), in order, as dgetrf's
- * interchanges on the columns left of each block. */
+ * rows (b + 1) nb ... on, in order, as dgetrf's interchanges on the
+ * columns left of each block. */
 static int panel_swap_left(void *arg, size_t begin, size_t end) {
   const struct panel_lu *s = arg;
-  const struct panel *q = s->q;
-  size_t nb = (size_t)s->nb;
+  size_t nb = (size_t)s->nb, n = panel_pivot_count(s->rows, s->cols);
   for (size_t c = begin; c < end;) {
     size_t block_end = (c / nb + 1) * nb,
            c1 = end < block_end ? end : block_end;
-    if (LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, (lapack_int)(c1 - c),
-                            q->p + c * q->rows, (lapack_int)q->rows,
-                            (lapack_int)block_end + 1, (lapack_int)q->cols,
-                            q->ipiv, 1) != 0)
-      return TARN_EINVAL;
+    block_swaps(s, block_end, n, c, c1);
     c = c1;
   }
   return 0;
 }
 
-/* LU with partial pivoting of the rows x cols buffer, as dgetrf: ipiv
- * (min(rows, cols) entries) 1-based relative to the panel, *info the first
- * exactly zero pivot (1-based) or 0. A panel wider than tall (the last of
- * a wide matrix, one tile) is one LAPACKE_dgetrf_work call; from
- * PANEL_BLOCKED columns on, others go by blocks of PANEL_NB columns,
- * right-looking with a lookahead of one block: while idle workers update the
- * columns right of the next block (its interchanges, trsm and gemm by ranges of
- * columns), the panel's thread updates the next block and factors it
- * (LAPACKE_dgetrf_work, one plain call), so that those factorisations,
- * each on one core, no longer leave the other cores idle; the interchanges
- * on the columns left of each block come last, for all blocks at once
- * (shared by columns). Returns 0, TARN_EINVAL when LAPACK refuses its
- * arguments, or a status of tarn_task_parallel_for. */
-static int panel_getrf(struct panel *q, lapack_int *ipiv, int *info) {
-  int n = (int)q->cols;
-  int nb = n < PANEL_BLOCKED || q->rows < q->cols ? n : PANEL_NB;
-  struct panel_lu s = {.q = q, .nb = nb};
-  q->ipiv = ipiv;
-  int rc = block_factor(&s, 0, nb);
-  for (int k = 0, w = nb; rc == 0 && k + w < n; k += w, w = s.next) {
-    s.k = k;
-    s.w = w;
-    s.next = n - k - w < nb ? n - k - w : nb;
-    s.far = (size_t)(k + w + s.next);
-    rc = tarn__task_parallel_for_lead(q->t, (size_t)n - s.far, COPY_GRAIN,
-                                      panel_update_range, &s, panel_lead, &s);
+/* LU with partial pivoting of the panel in place, as dgetrf (see above).
+ * Returns 0, TARN_EINVAL when LAPACK refuses its arguments, or a status
+ * of tarn_task_parallel_for. */
+static int panel_getrf(struct panel_lu *s) {
+  int n = (int)s->cols;
+  int nb = n < PANEL_BLOCKED || s->rows < s->cols ? n : PANEL_NB;
+  s->nb = nb;
+  s->share = nb == n; /* a lead may not share (it runs in a shared step) */
+  int rc = block_factor(s, 0, nb);
+  for (int k = 0, w = nb; rc == 0 && k + w < n; k += w, w = s->next) {
+    s->k = k;
+    s->w = w;
+    s->next = n - k - w < nb ? n - k - w : nb;
+    s->far = (size_t)(k + w + s->next);
+    rc = tarn__task_parallel_for_lead(s->q.t, (size_t)n - s->far, COPY_GRAIN,
+                                      panel_update_range, s, panel_lead, s);
   }
   size_t last = n <= nb ? 0 : (size_t)(n - 1) / (size_t)nb * (size_t)nb;
   if (rc == 0 && last > 0)
-    rc = tarn_task_parallel_for(q->t, last, COPY_GRAIN, panel_swap_left, &s);
-  *info = s.info;
+    rc = tarn_task_parallel_for(s->q.t, last, COPY_GRAIN, panel_swap_left, s);
   return rc;
 }
 
 /* ---- kernels ------------------------------------------------------------ */
-
-/* The interchanges of a panel of `rows` rows and `cols` columns. */
-static size_t panel_pivot_count(size_t rows, size_t cols) {
-  return rows < cols ? rows : cols;
-}
 
 /* Records a panel's pivots (0-based, global) and its first zero pivot. */
 static void panel_pivots(const struct lu_job *j, const lapack_int *ipiv,
@@ -249,26 +397,27 @@ static void panel_pivots(const struct lu_job *j, const lapack_int *ipiv,
     j->piv_out[j->row0 + c] = j->row0 + (size_t)ipiv[c] - 1;
 }
 
-/* Factors tile column k from its diagonal tile down (deps: tiles (k..,k),
- * slots 0..ntiles-1), in a contiguous copy (slot ntiles: a pool temporary
- * of rows x n doubles) or in place when it is one tile; pivots to
- * piv[row0..row0+min(rows, n)). */
+/* Factors tile column k from its diagonal tile down in place (deps: tiles
+ * (k..,k), slots 0..ntiles-1); pivots to piv[row0..row0+min(rows, n)). */
 static int k_panel(tarn_task *t, void *arg) {
   const struct lu_job *j = arg;
-  size_t rows = j->rows, cols = (size_t)j->n;
-  bool one = j->ntiles == 1, heap_p;
-  double *p = tarn_task_data(t, one ? 0 : j->ntiles);
-  lapack_int *ipiv = tarn__task_memory(t, cols * sizeof *ipiv, &heap_p);
-  struct panel q = {.t = t, .j = j, .p = p, .rows = rows, .cols = cols};
-  int rc = ipiv == NULL ? TARN_ENOMEM : 0;
-  if (rc == 0 && !one)
-    rc = tarn_task_parallel_for(t, cols, COPY_GRAIN, panel_in, &q);
-  int info = 0;
-  if (rc == 0) rc = panel_getrf(&q, ipiv, &info);
-  if (rc == 0) panel_pivots(j, ipiv, info);
-  if (rc == 0 && !one)
-    rc = tarn_task_parallel_for(t, cols, COPY_GRAIN, panel_out, &q);
-  if (heap_p) free(ipiv);
+  size_t cols = (size_t)j->n;
+  size_t room = (cols * sizeof(lapack_int) + 63) / 64 * 64;
+  bool heap;
+  size_t swaps = j->ntiles > 1 ? 2 * cols : 0; /* at[] and own[] */
+  char *mem =
+      tarn__task_memory(t, room + swaps * sizeof(struct swap_rows), &heap);
+  if (mem == NULL) return TARN_ENOMEM;
+  struct swap_rows *rows = (struct swap_rows *)(void *)(mem + room);
+  struct panel_lu s = {.q = {.t = t, .j = j},
+                       .rows = j->rows,
+                       .cols = cols,
+                       .ipiv = (lapack_int *)(void *)mem,
+                       .at = rows,
+                       .own = rows + cols};
+  int rc = panel_getrf(&s);
+  if (rc == 0) panel_pivots(j, s.ipiv, s.info);
+  if (heap) free(mem);
   return rc;
 }
 
@@ -294,13 +443,6 @@ static void prefetch_columns(const struct panel *q, size_t c0, size_t c1) {
       __builtin_prefetch(p, 1, 2);
   }
 }
-
-/* One interchange in a tile column: the two rows' first elements and the
- * leading dimensions of their tiles. */
-struct swap_rows {
-  double *a, *b;
-  size_t lda, ldb;
-};
 
 /* Applies interchanges first..first+count of piv (in reverse order with
  * j->reverse) to columns [begin, end) of the rows row0.. of a tile column
@@ -430,18 +572,7 @@ static int submit_lu(tarn_matrix *a, size_t *piv, atomic_int *info,
                        .ntiles = mt - k,
                        .piv_out = piv,
                        .info = info};
-    /* The panel's copy: a pool temporary (memory from its pin, under the
-     * limit), freed as the panel task, its only holder, ends. */
-    tarn_ref *copy = NULL;
-    int rc = p.ntiles == 1
-                 ? 0
-                 : tarn_ref_create(tarn_rt_pool(a->rt),
-                                   p.rows * (size_t)nk * sizeof(double), &copy);
-    if (rc != 0) return rc;
-    deps[mt - k] = (tarn_dep){copy, TARN_WRITE};
-    rc = submit_job(a->rt, k_panel, &p, deps, mt - k + (copy != NULL), PRIO_TOP,
-                    "getrf");
-    if (copy != NULL) tarn_ref_release(copy); /* the task holds its own */
+    int rc = submit_job(a->rt, k_panel, &p, deps, mt - k, PRIO_TOP, "getrf");
     for (size_t j = k + 1; rc == 0 && j < a->nt; j++)
       rc = submit_update(a, a, k, j, j, piv, deps);
     for (size_t jb = 0; rc == 0 && y != NULL && jb < y->nt; jb++)

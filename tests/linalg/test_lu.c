@@ -191,6 +191,75 @@ static void test_lu_rectangular_singular(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Two zero columns in one panel of several tiles: info is the first, as
+ * dgetrf's, and the factors are still complete. */
+static void test_lu_two_zero_columns(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  static const size_t cases[][5] = {/* m, n, tile, zero columns */
+                                    {200, 40, 64, 5, 20},
+                                    {256, 256, 64, 70, 90},
+                                    {300, 200, 40, 0, 39}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    size_t m = cases[c][0], n = cases[c][1], tb = cases[c][2];
+    size_t k = m < n ? m : n;
+    tarn_matrix *r = NULL, *a = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 60 + c, &r), 0);
+    double *buf = test_buffer_of(r);
+    for (size_t i = 0; i < m; i++)
+      buf[i + cases[c][3] * m] = buf[i + cases[c][4] * m] = 0.0;
+    assert_int_equal(tarn_matrix_from_buffer(rt, m, n, tb, tb, buf, m, &a), 0);
+    size_t *piv = malloc(k * sizeof *piv);
+    assert_non_null(piv);
+    int info = 0;
+    assert_int_equal(tarn_matrix_lu(a, piv, &info), TARN_EINVAL);
+    assert_int_equal(info, (int)cases[c][3] + 1);
+    double *f = test_buffer_of(a);
+    assert_true(test_lu_residual(buf, f, piv, m, n) < 20);
+    free(f);
+    free(buf);
+    free(piv);
+    tarn_matrix_destroy(r);
+    tarn_matrix_destroy(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Pivots below DBL_MIN (subnormal) in panels of several tiles: the column
+ * is divided by the pivot, not scaled by its reciprocal (which overflows),
+ * as LAPACK's dgetf2 and dgetrf2 do: the factors are finite and match A.
+ * (A panel of one tile is OpenBLAS's dgetrf, which scales: see
+ * docs/linalg.md.) */
+static void test_lu_subnormal_pivots(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  static const size_t cases[][3] = {{96, 8, 8}, {128, 128, 32}, {120, 48, 16}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    size_t m = cases[c][0], n = cases[c][1], tb = cases[c][2];
+    tarn_matrix *r = NULL, *a = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 70 + c, &r), 0);
+    double *buf = test_buffer_of(r);
+    for (size_t i = 0; i < m; i++) buf[i] = (buf[i] + 0.5) * 1e-310;
+    assert_int_equal(tarn_matrix_from_buffer(rt, m, n, tb, tb, buf, m, &a), 0);
+    size_t *piv = malloc(n * sizeof *piv);
+    assert_non_null(piv);
+    int info = -1;
+    assert_int_equal(tarn_matrix_lu(a, piv, &info), 0);
+    assert_int_equal(info, 0);
+    double *f = test_buffer_of(a);
+    for (size_t i = 0; i < m * n; i++) assert_true(isfinite(f[i]));
+    /* L's first column: A's first column over the pivot, each in [-1, 1] */
+    for (size_t i = 1; i < m; i++) assert_true(fabs(f[i]) <= 1.0);
+    assert_true(test_lu_residual(buf, f, piv, m, n) < 20);
+    free(f);
+    free(buf);
+    free(piv);
+    tarn_matrix_destroy(r);
+    tarn_matrix_destroy(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* A tall and a wide matrix under a memory limit of half the matrix: tiles
  * spill, and the factors and pivots have the same bits as without. */
 static void test_lu_rectangular_mem_limit(void **state) {
@@ -223,6 +292,36 @@ static void test_lu_rectangular_mem_limit(void **state) {
       free(piv[run]);
     }
   }
+}
+
+/* A tall matrix of two tile columns under a limit of five eighths of it:
+ * the first panel pins its tile column, half the matrix, in place (a copy
+ * beside it would need the whole matrix), and the factors and pivots are
+ * those of a run without a limit. */
+static void test_lu_tall_panel_in_place(void **state) {
+  (void)state;
+  size_t m = 1024, n = 64, tb = 32;
+  size_t bytes = m * n * sizeof(double), limit = bytes / 8 * 5;
+  double *f[2];
+  size_t piv[2][64];
+  for (int run = 0; run < 2; run++) {
+    tarn_rt *rt = test_rt(2, run == 0 ? 0 : limit);
+    tarn_matrix *a = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 48, &a), 0);
+    int info = -1;
+    assert_int_equal(tarn_matrix_lu(a, piv[run], &info), 0);
+    assert_int_equal(info, 0);
+    f[run] = test_buffer_of(a);
+    tarn_matrix_destroy(a);
+    if (run == 1)
+      test_rt_destroy_spilled(rt, limit);
+    else
+      assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  assert_memory_equal(f[0], f[1], bytes);
+  assert_memory_equal(piv[0], piv[1], sizeof piv[0]);
+  free(f[0]);
+  free(f[1]);
 }
 
 /* A matrix that needs pivoting everywhere: zero diagonal (a permuted
@@ -348,10 +447,10 @@ static void test_lu_mem_limit(void **state) {
     assert_non_null(piv[run]);
     assert_int_equal(tarn_matrix_lu(m, piv[run], NULL), 0);
     f[run] = test_buffer_of(m);
-    if (run == 0) { /* the first panel's copy is in the pool, beside A */
+    if (run == 0) { /* the panels are factored in place: nothing beside A */
       tarn_pool_stats ps;
       assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
-      assert_true(ps.resident_peak >= bytes + n * nb * sizeof(double));
+      assert_int_equal(ps.resident_peak, bytes);
     }
     assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, 16, 45, &b), 0);
     assert_int_equal(tarn_matrix_lu_solve(m, piv[run], TARN_NO_TRANS, b, NULL),
@@ -792,7 +891,10 @@ int main(void) {
       cmocka_unit_test(test_lu_large_tiles),
       cmocka_unit_test(test_lu_rectangular),
       cmocka_unit_test(test_lu_rectangular_singular),
+      cmocka_unit_test(test_lu_two_zero_columns),
+      cmocka_unit_test(test_lu_subnormal_pivots),
       cmocka_unit_test(test_lu_rectangular_mem_limit),
+      cmocka_unit_test(test_lu_tall_panel_in_place),
       cmocka_unit_test(test_lu_zero_diagonal),
       cmocka_unit_test(test_lu_singular),
       cmocka_unit_test(test_solve_singular_short_of_memory),

@@ -72,8 +72,9 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
  * columns). A narrower panel is one block. A block is factored by one
  * LAPACKE_dgetrf_work when the panel is one tile, else recursively as
  * LAPACK's dgetrf2 (the left half of its columns; their interchanges and
- * trsm on the right half, whose trailing gemm is shared by rows; the right
- * half; its interchanges on the left half), down to TILED_BASE columns
+ * trsm on the right half, and its trailing gemm, shared by rows when the
+ * block is the whole panel; the right half; its interchanges on the left
+ * half), down to BASE_COLUMNS columns
  * factored one by one (pivot search, interchange, scaling, rank-one
  * update, a BLAS call per tile). Pivots and info are dgetrf's.
  *
@@ -82,10 +83,11 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
  * the tile column. */
 #define PANEL_BLOCKED 129
 #define PANEL_NB 64
-#define TILED_BASE 8
+#define BASE_COLUMNS 8
 
-/* Columns below this many per range are not worth a helper. */
-#define COPY_GRAIN 32
+/* Ranges of columns (updates, interchanges) below this many are not worth
+ * a helper. */
+#define COLUMN_GRAIN 32
 
 /* A recursive block's trailing updates of at least this many multiply-adds
  * are shared with idle workers, by ranges of at least ROW_GRAIN rows. */
@@ -262,7 +264,7 @@ static int gemm_rows_range(void *arg, size_t begin, size_t end) {
  * pivots to ipiv[c0, c0 + w), relative to the panel. Returns 0 or a
  * status of tarn_task_parallel_for. */
 static int recursive_factor(struct panel_lu *s, size_t c0, size_t w) {
-  if (w <= TILED_BASE) {
+  if (w <= BASE_COLUMNS) {
     columns_factor(s, c0, w);
     return 0;
   }
@@ -373,12 +375,12 @@ static int panel_getrf(struct panel_lu *s) {
     s->w = w;
     s->next = n - k - w < nb ? n - k - w : nb;
     s->far = (size_t)(k + w + s->next);
-    rc = tarn__task_parallel_for_lead(s->q.t, (size_t)n - s->far, COPY_GRAIN,
+    rc = tarn__task_parallel_for_lead(s->q.t, (size_t)n - s->far, COLUMN_GRAIN,
                                       panel_update_range, s, panel_lead, s);
   }
   size_t last = n <= nb ? 0 : (size_t)(n - 1) / (size_t)nb * (size_t)nb;
   if (rc == 0 && last > 0)
-    rc = tarn_task_parallel_for(s->q.t, last, COPY_GRAIN, panel_swap_left, s);
+    rc = tarn_task_parallel_for(s->q.t, last, COLUMN_GRAIN, panel_swap_left, s);
   return rc;
 }
 
@@ -488,7 +490,7 @@ static int k_swap(tarn_task *t, void *arg) {
   const struct lu_job *j = arg;
   if (j->skip != NULL && atomic_load(j->skip) != 0) return 0;
   struct panel q = {.t = t, .j = j};
-  return tarn_task_parallel_for(t, (size_t)j->n, COPY_GRAIN, swap_range, &q);
+  return tarn_task_parallel_for(t, (size_t)j->n, COLUMN_GRAIN, swap_range, &q);
 }
 
 /* ---- LU ------------------------------------------------------------------ */

@@ -648,7 +648,8 @@ int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t, tarn_side side,
 /* Kept here with QR, its companion (normal equations versus QR). */
 
 struct ata_job {
-  int m, n, k;   /* C tile m x n, inner size k (rows of the A tiles) */
+  int m, n, k;   /* C tile m x n, inner size k (rows of A's tiles used) */
+  int r0, lda;   /* the first of those rows; the A tiles' rows */
   bool first;    /* beta 0: C not read */
   bool diagonal; /* syrk on a diagonal tile / mirror of a diagonal tile */
   bool mirror;   /* the tile's last update: it mirrors the tile too */
@@ -706,15 +707,16 @@ static int k_mirror(tarn_task *t, void *arg) {
 static int k_ata(tarn_task *t, void *arg) {
   const struct ata_job *j = arg;
   double *c = tarn_task_data(t, 0);
-  const double *ai = tarn_task_data(t, 1);
+  const double *ai = (const double *)tarn_task_data(t, 1) + j->r0;
   double beta = j->first ? 0.0 : 1.0;
   int rc;
   if (j->diagonal)
-    rc = tarn__syrk_shared(t, CblasTrans, j->n, j->k, 1.0, ai, j->k, beta, c,
+    rc = tarn__syrk_shared(t, CblasTrans, j->n, j->k, 1.0, ai, j->lda, beta, c,
                            j->n);
   else
-    rc = tarn__gemm_shared(t, true, false, j->m, j->n, j->k, 1.0, ai, j->k,
-                           tarn_task_data(t, 2), j->k, beta, c, j->m);
+    rc = tarn__gemm_shared(t, true, false, j->m, j->n, j->k, 1.0, ai, j->lda,
+                           (const double *)tarn_task_data(t, 2) + j->r0, j->lda,
+                           beta, c, j->m);
   if (rc != 0 || !j->mirror) return rc;
   return j->diagonal ? mirror_tile(t, j, c, NULL)
                      : mirror_tile(t, j, tarn_task_data(t, 3), c);
@@ -740,19 +742,23 @@ static int ata_priority(size_t k, size_t mt, bool diagonal) {
   return left > (size_t)INT_MAX ? INT_MAX : (int)left;
 }
 
-/* Update k of C's tile (i, j), i >= j: C(i, j) (+)= A(k, i)^T A(k, j);
+/* An update of C's tile (i, j), i >= j, by rows [r0, r1) of A's tile row
+ * k: C(i, j) (+)= A(k, i)^T A(k, j) on those rows (beta 0 when `first`);
  * with `mirror`, then the tile's mirror (its last update). */
 static int submit_ata_update(tarn_matrix *a, tarn_matrix *c, size_t i, size_t j,
-                             size_t k, int priority, bool mirror) {
+                             size_t k, size_t r0, size_t r1, bool first,
+                             int priority, bool mirror) {
   bool diagonal = i == j;
-  tarn_dep d[4] = {{tarn__tile(c, i, j), k == 0 ? TARN_WRITE : TARN_READ_WRITE},
+  tarn_dep d[4] = {{tarn__tile(c, i, j), first ? TARN_WRITE : TARN_READ_WRITE},
                    {tarn__tile(a, k, i), TARN_READ},
                    {tarn__tile(a, k, j), TARN_READ},
                    {tarn__tile(c, j, i), TARN_WRITE}};
   struct ata_job g = {.m = (int)tarn__tile_cols(a, i),
                       .n = (int)tarn__tile_cols(a, j),
-                      .k = (int)tarn__tile_rows(a, k),
-                      .first = k == 0,
+                      .k = (int)(r1 - r0),
+                      .r0 = (int)r0,
+                      .lda = (int)tarn__tile_rows(a, k),
+                      .first = first,
                       .diagonal = diagonal,
                       .mirror = mirror};
   size_t ndeps = diagonal ? 2 : mirror ? 4 : 3;
@@ -760,15 +766,24 @@ static int submit_ata_update(tarn_matrix *a, tarn_matrix *c, size_t i, size_t j,
                         diagonal ? "syrk" : "gemm");
 }
 
-/* The updates of C's tile (i, j), i >= j, by the mt tile rows of A, the
- * last of which mirrors it while the tile is in cache: a 512 tile's
- * transpose took about 0.45 ms there, and 1.3 ms in a mirror task of its
- * own, which ran at the end, once the tile had left the cache. */
-static int submit_ata_tile(tarn_matrix *a, tarn_matrix *c, size_t i, size_t j) {
+/* The updates of C's tile (i, j), i >= j, by the mt tile rows of A, each
+ * in `split` pieces of its rows (the empty ones left out), the last of
+ * which mirrors it while the tile is in cache: a 512 tile's transpose took
+ * about 0.45 ms there, and 1.3 ms in a mirror task of its own, which ran
+ * at the end, once the tile had left the cache. */
+static int submit_ata_tile(tarn_matrix *a, tarn_matrix *c, size_t i, size_t j,
+                           size_t split) {
   int rc = 0;
-  for (size_t k = 0; rc == 0 && k < a->mt; k++)
-    rc = submit_ata_update(a, c, i, j, k, ata_priority(k, a->mt, i == j),
-                           k + 1 == a->mt);
+  size_t steps = a->mt * split;
+  bool first = true;
+  for (size_t s = 0; rc == 0 && s < steps; s++) {
+    size_t k = s / split, piece = s % split, rows = tarn__tile_rows(a, k);
+    size_t r0 = piece * rows / split, r1 = (piece + 1) * rows / split;
+    if (r1 == r0) continue; /* never the last piece: r0 < rows there */
+    rc = submit_ata_update(a, c, i, j, k, r0, r1, first,
+                           ata_priority(s, steps, i == j), s + 1 == steps);
+    first = false;
+  }
   return rc;
 }
 
@@ -790,8 +805,9 @@ static int submit_ata_blocks(tarn_matrix *a, tarn_matrix *c, size_t b) {
       for (size_t k = 0; rc == 0 && k < a->mt; k++)
         for (size_t j = j0; rc == 0 && j < j1; j++)
           for (size_t i = i0 > j ? i0 : j; rc == 0 && i < i1; i++)
-            rc = submit_ata_update(a, c, i, j, k,
-                                   tarn__layer_priority(layer + k), false);
+            rc = submit_ata_update(a, c, i, j, k, 0, tarn__tile_rows(a, k),
+                                   k == 0, tarn__layer_priority(layer + k),
+                                   false);
     }
   return rc;
 }
@@ -812,6 +828,28 @@ int tarn__submit_mirror(tarn_matrix *c) {
   return 0;
 }
 
+/* A tile row's updates of a tile of C are split by rows into this many
+ * pieces at most, each of ATA_PIECE_ROWS rows at least (a dgemm of 512 x
+ * 512 by 128 runs as fast as by 512). */
+#define ATA_SPLIT_MAX 4
+#define ATA_PIECE_ROWS 128
+
+/* Pieces per tile row of A in the updates of C's tiles: 1, or more when
+ * C's lower triangle has fewer tiles than twice the workers (but more than
+ * one), so that the chains of updates, one per tile of C and of unequal
+ * lengths (a gemm tile is twice a syrk tile), end nearly together: in a 2
+ * x 2 tile product each worker otherwise ends with a whole update, the
+ * other idle. N=1024 in tiles of 512 on 2 workers: 13.0 to 13.3 ms in
+ * pieces of 128 rows against 13.5 to 14.1 whole (medians of 41 products,
+ * three alternated runs, 2026-12-04); N=1536 and 2048 in tiles of 512 and
+ * N=1024 in tiles of 256 gained nothing from pieces. */
+static size_t ata_split(const tarn_matrix *a) {
+  size_t tiles = a->nt * (a->nt + 1) / 2;
+  if (a->nt < 2 || tiles >= 2 * (size_t)tarn_rt_workers(a->rt)) return 1;
+  size_t split = a->mb / ATA_PIECE_ROWS;
+  return split < 1 ? 1 : split > ATA_SPLIT_MAX ? ATA_SPLIT_MAX : split;
+}
+
 /* The tiles off the diagonal first (their chains are twice as long), then
  * the diagonal's, each mirrored by its last update; under a memory limit
  * that C does not fit in, by blocks (submit_ata_blocks), then the mirrors
@@ -829,10 +867,12 @@ static int submit_ata(tarn_matrix *a, tarn_matrix *c) {
     return rc == 0 ? tarn__submit_mirror(c) : rc;
   }
   int rc = 0;
+  size_t split = ata_split(a);
   for (size_t j = 0; rc == 0 && j < nt; j++)
     for (size_t i = j + 1; rc == 0 && i < nt; i++)
-      rc = submit_ata_tile(a, c, i, j);
-  for (size_t j = 0; rc == 0 && j < nt; j++) rc = submit_ata_tile(a, c, j, j);
+      rc = submit_ata_tile(a, c, i, j, split);
+  for (size_t j = 0; rc == 0 && j < nt; j++)
+    rc = submit_ata_tile(a, c, j, j, split);
   return rc;
 }
 

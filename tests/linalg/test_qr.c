@@ -905,8 +905,6 @@ static void test_qr_multiply_bad_and_limits(void **state) {
 /* ---- A^T A ----------------------------------------------------------------
  */
 
-/* C = A^T A against dgemm on the whole matrix, both triangles, exactly
- * symmetric; any tiling. */
 /* C = A^T A for an m x n A in mb x nb tiles: symmetric, and each element
  * within 4 m eps of dgemm's (relative). */
 static void check_ata(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
@@ -950,6 +948,12 @@ static void test_ata(void **state) {
       /* tiles large enough for syrk, gemm and the mirror to be shared */
       {300, 260, 300, 260},
       {400, 300, 200, 150},
+      /* two tile columns (three tiles of C, fewer than twice the workers):
+       * each tile row's updates in pieces of its rows, some of them empty
+       * when the tile row is short (514 - 512 rows, or 3) */
+      {600, 500, 256, 256},
+      {514, 300, 512, 150},
+      {3, 300, 512, 150},
   };
   for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
     check_ata(rt, cases[s][0], cases[s][1], cases[s][2], cases[s][3], 50 + s);

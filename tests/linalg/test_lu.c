@@ -191,6 +191,34 @@ static void test_lu_rectangular_singular(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A random m x n matrix (seed) as a buffer, for a test to edit. */
+static double *random_buffer(tarn_rt *rt, size_t m, size_t n, uint64_t seed) {
+  tarn_matrix *r = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, m, n, n, n, seed, &r), 0);
+  double *buf = test_buffer_of(r);
+  tarn_matrix_destroy(r);
+  return buf;
+}
+
+/* The LU of the m x n buffer `a` in tb x tb tiles: the status and info
+ * expected, the residual below 20; returns the factors (free them). */
+static double *check_lu_of(tarn_rt *rt, const double *a, size_t m, size_t n,
+                           size_t tb, int want_rc, int want_info) {
+  size_t k = m < n ? m : n;
+  tarn_matrix *x = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, n, tb, tb, a, m, &x), 0);
+  size_t *piv = malloc(k * sizeof *piv);
+  assert_non_null(piv);
+  int info = -1;
+  assert_int_equal(tarn_matrix_lu(x, piv, &info), want_rc);
+  assert_int_equal(info, want_info);
+  double *f = test_buffer_of(x);
+  assert_true(test_lu_residual(a, f, piv, m, n) < 20);
+  free(piv);
+  tarn_matrix_destroy(x);
+  return f;
+}
+
 /* Two zero columns in one panel of several tiles: info is the first, as
  * dgetrf's, and the factors are still complete. */
 static void test_lu_two_zero_columns(void **state) {
@@ -201,26 +229,13 @@ static void test_lu_two_zero_columns(void **state) {
                                     {256, 256, 64, 70, 90},
                                     {300, 200, 40, 0, 39}};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    size_t m = cases[c][0], n = cases[c][1], tb = cases[c][2];
-    size_t k = m < n ? m : n;
-    tarn_matrix *r = NULL, *a = NULL;
-    assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 60 + c, &r), 0);
-    double *buf = test_buffer_of(r);
+    size_t m = cases[c][0], n = cases[c][1];
+    double *a = random_buffer(rt, m, n, 60 + c);
     for (size_t i = 0; i < m; i++)
-      buf[i + cases[c][3] * m] = buf[i + cases[c][4] * m] = 0.0;
-    assert_int_equal(tarn_matrix_from_buffer(rt, m, n, tb, tb, buf, m, &a), 0);
-    size_t *piv = malloc(k * sizeof *piv);
-    assert_non_null(piv);
-    int info = 0;
-    assert_int_equal(tarn_matrix_lu(a, piv, &info), TARN_EINVAL);
-    assert_int_equal(info, (int)cases[c][3] + 1);
-    double *f = test_buffer_of(a);
-    assert_true(test_lu_residual(buf, f, piv, m, n) < 20);
-    free(f);
-    free(buf);
-    free(piv);
-    tarn_matrix_destroy(r);
-    tarn_matrix_destroy(a);
+      a[i + cases[c][3] * m] = a[i + cases[c][4] * m] = 0.0;
+    free(check_lu_of(rt, a, m, n, cases[c][2], TARN_EINVAL,
+                     (int)cases[c][3] + 1));
+    free(a);
   }
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
@@ -235,27 +250,15 @@ static void test_lu_subnormal_pivots(void **state) {
   tarn_rt *rt = test_rt(2, 0);
   static const size_t cases[][3] = {{96, 8, 8}, {128, 128, 32}, {120, 48, 16}};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    size_t m = cases[c][0], n = cases[c][1], tb = cases[c][2];
-    tarn_matrix *r = NULL, *a = NULL;
-    assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 70 + c, &r), 0);
-    double *buf = test_buffer_of(r);
-    for (size_t i = 0; i < m; i++) buf[i] = (buf[i] + 0.5) * 1e-310;
-    assert_int_equal(tarn_matrix_from_buffer(rt, m, n, tb, tb, buf, m, &a), 0);
-    size_t *piv = malloc(n * sizeof *piv);
-    assert_non_null(piv);
-    int info = -1;
-    assert_int_equal(tarn_matrix_lu(a, piv, &info), 0);
-    assert_int_equal(info, 0);
-    double *f = test_buffer_of(a);
+    size_t m = cases[c][0], n = cases[c][1];
+    double *a = random_buffer(rt, m, n, 70 + c);
+    for (size_t i = 0; i < m; i++) a[i] = (a[i] + 0.5) * 1e-310;
+    double *f = check_lu_of(rt, a, m, n, cases[c][2], 0, 0);
     for (size_t i = 0; i < m * n; i++) assert_true(isfinite(f[i]));
     /* L's first column: A's first column over the pivot, each in [-1, 1] */
     for (size_t i = 1; i < m; i++) assert_true(fabs(f[i]) <= 1.0);
-    assert_true(test_lu_residual(buf, f, piv, m, n) < 20);
     free(f);
-    free(buf);
-    free(piv);
-    tarn_matrix_destroy(r);
-    tarn_matrix_destroy(a);
+    free(a);
   }
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }

@@ -263,54 +263,20 @@ static void test_lu_subnormal_pivots(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
-/* A tall and a wide matrix under a memory limit of half the matrix: tiles
- * spill, and the factors and pivots have the same bits as without. */
-static void test_lu_rectangular_mem_limit(void **state) {
-  (void)state;
-  static const size_t shapes[][2] = {{384, 160}, {160, 384}};
-  size_t tb = 32;
-  for (size_t s = 0; s < 2; s++) {
-    size_t m = shapes[s][0], n = shapes[s][1], k = m < n ? m : n;
-    size_t bytes = m * n * sizeof(double), limit = bytes / 2;
-    double *f[2];
-    size_t *piv[2];
-    for (int run = 0; run < 2; run++) {
-      tarn_rt *rt = test_rt(3, run == 0 ? 0 : limit);
-      tarn_matrix *a = NULL;
-      assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 46 + s, &a), 0);
-      piv[run] = malloc(k * sizeof *piv[run]);
-      assert_non_null(piv[run]);
-      assert_int_equal(tarn_matrix_lu(a, piv[run], NULL), 0);
-      f[run] = test_buffer_of(a);
-      tarn_matrix_destroy(a);
-      if (run == 1)
-        test_rt_destroy_spilled(rt, limit);
-      else
-        assert_int_equal(tarn_rt_destroy(rt), 0);
-    }
-    assert_memory_equal(f[0], f[1], bytes);
-    assert_memory_equal(piv[0], piv[1], k * sizeof *piv[0]);
-    for (int run = 0; run < 2; run++) {
-      free(f[run]);
-      free(piv[run]);
-    }
-  }
-}
-
-/* A tall matrix of two tile columns under a limit of five eighths of it:
- * the first panel pins its tile column, half the matrix, in place (a copy
- * beside it would need the whole matrix), and the factors and pivots are
- * those of a run without a limit. */
-static void test_lu_tall_panel_in_place(void **state) {
-  (void)state;
-  size_t m = 1024, n = 64, tb = 32;
-  size_t bytes = m * n * sizeof(double), limit = bytes / 8 * 5;
+/* The LU of a random m x n matrix (seed) in tb tiles under `limit` bytes:
+ * tiles spill, and the factors and pivots have the bits of a run without
+ * a limit. */
+static void check_lu_under_limit(size_t m, size_t n, size_t tb, size_t limit,
+                                 uint64_t seed) {
+  size_t k = m < n ? m : n, bytes = m * n * sizeof(double);
   double *f[2];
-  size_t piv[2][64];
+  size_t *piv[2];
   for (int run = 0; run < 2; run++) {
-    tarn_rt *rt = test_rt(2, run == 0 ? 0 : limit);
+    tarn_rt *rt = test_rt(3, run == 0 ? 0 : limit);
     tarn_matrix *a = NULL;
-    assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 48, &a), 0);
+    assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, seed, &a), 0);
+    piv[run] = malloc(k * sizeof *piv[run]);
+    assert_non_null(piv[run]);
     int info = -1;
     assert_int_equal(tarn_matrix_lu(a, piv[run], &info), 0);
     assert_int_equal(info, 0);
@@ -322,9 +288,26 @@ static void test_lu_tall_panel_in_place(void **state) {
       assert_int_equal(tarn_rt_destroy(rt), 0);
   }
   assert_memory_equal(f[0], f[1], bytes);
-  assert_memory_equal(piv[0], piv[1], sizeof piv[0]);
-  free(f[0]);
-  free(f[1]);
+  assert_memory_equal(piv[0], piv[1], k * sizeof *piv[0]);
+  for (int run = 0; run < 2; run++) {
+    free(f[run]);
+    free(piv[run]);
+  }
+}
+
+/* A tall and a wide matrix under a memory limit of half the matrix. */
+static void test_lu_rectangular_mem_limit(void **state) {
+  (void)state;
+  check_lu_under_limit(384, 160, 32, 384 * 160 * sizeof(double) / 2, 46);
+  check_lu_under_limit(160, 384, 32, 384 * 160 * sizeof(double) / 2, 47);
+}
+
+/* A tall matrix of two tile columns under a limit of five eighths of it:
+ * the first panel pins its tile column, half the matrix, in place (a copy
+ * beside it would need the whole matrix). */
+static void test_lu_tall_panel_in_place(void **state) {
+  (void)state;
+  check_lu_under_limit(1024, 64, 32, 1024 * 64 * sizeof(double) / 8 * 5, 48);
 }
 
 /* A matrix that needs pivoting everywhere: zero diagonal (a permuted

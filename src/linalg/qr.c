@@ -729,8 +729,9 @@ static int submit_ata_job(tarn_rt *rt, tarn_task_fn fn,
                             name);
 }
 
-/* The priority of update k (of mt) of C's tile (i, j): the work left in
- * that tile's chain of updates, in dsyrk tiles (a gemm tile is two), so
+/* The priority of update k (of mt; or piece k of mt pieces) of C's tile
+ * (i, j): the work left in that tile's chain of updates, in dsyrk tiles
+ * (or pieces; a gemm's is twice a dsyrk's), so
  * that the longest chains run first among queued tasks. Workers start
  * what comes while the tasks are being submitted, so submit_ata also
  * submits the longest chains first: a 2 x 2 tile product (N=1024) that

@@ -340,8 +340,8 @@ static void test_lu_and_qr_on_a_failing_disk(void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
   tarn_storage storage;
-  /* three eighths of a matrix: LU's panel pins its tile column and a copy
-   * of it in the pool, half of that */
+  /* three eighths of a matrix: room for LU's first panel, its tile column
+   * (sized when a copy of it sat beside it in the pool) */
   tarn_rt *rt = rt_on(disk, M * N * sizeof(double) / 8 * 3, &storage);
   tarn_matrix *in = NULL, *other = NULL, *w = NULL, *t = NULL;
   assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 31, &in), 0);

@@ -416,9 +416,9 @@ static void test_lu_bad(void **state) {
 }
 
 /* Under a memory limit of three eighths of the matrix (a panel pins its
- * tile column and a copy of it in the pool: a third of the matrix at the
- * first; without a limit the pool's peak holds both): tiles spill, and the
- * factors and pivots, and a solve's solution, have the same bits. */
+ * tile column, a sixth of the matrix at the first; without a limit the
+ * pool's peak holds A alone: no workspace): tiles spill, and the factors
+ * and pivots, and a solve's solution, have the same bits. */
 static void test_lu_mem_limit(void **state) {
   (void)state;
   size_t n = 192, nb = 32, nrhs = 40;

@@ -109,18 +109,33 @@ static void test_lu_large_tiles(void **state) {
 
 /* M x N matrices, tall and wide: in tiles that do and do not divide
  * them, one tile, one tile row or column whose tiles are clamped to the
- * matrix (so not square), and tiles large enough for a panel to be
- * factored by blocks (a wide matrix's last panel, wider than tall, is
- * one call); 1 to 3 workers. */
+ * matrix (so not square), tiles large enough for a panel to be factored
+ * by blocks (a wide matrix's last panel, wider than tall, is one call),
+ * and a tall narrow panel whose recursion shares its large gemm; 1 to 3
+ * workers. */
 static void test_lu_rectangular(void **state) {
   (void)state;
   static const size_t sizes[][3] = {
       /* m, n, tile */
-      {1, 5, 4},      {5, 1, 4},     {7, 30, 32},     {30, 7, 32},
-      {100, 30, 16},  {30, 100, 16}, {96, 64, 32},    {64, 96, 32},
-      {45, 20, 1},    {20, 45, 1},   {200, 50, 64},   {50, 200, 64},
-      {129, 70, 16},  {70, 129, 16}, {600, 300, 256}, {300, 700, 256},
-      {100, 700, 256}};
+      {1, 5, 4},
+      {5, 1, 4},
+      {7, 30, 32},
+      {30, 7, 32},
+      {100, 30, 16},
+      {30, 100, 16},
+      {96, 64, 32},
+      {64, 96, 32},
+      {45, 20, 1},
+      {20, 45, 1},
+      {200, 50, 64},
+      {50, 200, 64},
+      {129, 70, 16},
+      {70, 129, 16},
+      {600, 300, 256},
+      {300, 700, 256},
+      {100, 700, 256},
+      /* a narrow panel of 9 tiles: the recursion shares its first gemm */
+      {1100, 128, 128}};
   for (unsigned w = 1; w <= 3; w++) {
     tarn_rt *rt = test_rt(w, 0);
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)

@@ -1,10 +1,10 @@
 /* demo.c: `tarn demo`, what tarn is for in one run. A linear system whose
  * matrix is several times larger than the memory tarn may use is built,
- * factored by tiled Cholesky and solved. Tiles that no running task needs
- * go to the spill file and come back when a task pins them again; a status
- * line shows it happening (on a terminal), and the end reports each
- * phase's time, what the pool wrote and read, the process's peak RSS
- * against the matrix's size, and the scaled residual of the answer.
+ * factored by tiled Cholesky (or LU with partial pivoting) and solved. Tiles
+ * that no running task needs go to the spill file and come back when a task
+ * pins them again; a status line shows it happening (on a terminal), and the
+ * end reports each phase's time, what the pool wrote and read, the process's
+ * peak RSS against the matrix's size, and the scaled residual of the answer.
  *
  * The matrix is an exponential covariance, A(i, j) = exp(-|i - j| / 64),
  * plus 1 on the diagonal (positive definite, condition below 130), made by
@@ -45,7 +45,10 @@
 
 static const char demo_usage[] =
     "usage: tarn demo [--size N] [--tile B] [--mem-limit SIZE] [--workers W]\n"
-    "  Solves A x = b by tiled Cholesky for an N x N matrix (default 8192,\n"
+    "                 [--solver cholesky|lu]\n"
+    "  Solves A x = b by tiled Cholesky (or LU with partial pivoting, whose\n"
+    "  panels need the limit to hold a tile column, N x B doubles, and two\n"
+    "  tiles more) for an N x N matrix (default 8192,\n"
     "  512 MiB) in B x B tiles (default 512) under a memory limit (default\n"
     "  a quarter of the matrix; bytes or with K, M, G, or N% of the memory\n"
     "  the process may use), so that tiles are\n"
@@ -57,6 +60,7 @@ static const char demo_usage[] =
 struct demo_args {
   size_t n, tile, limit;
   unsigned workers;
+  bool lu; /* --solver lu: tarn_matrix_solve instead of Cholesky */
 };
 
 static int demo_usage_error(const char *what, const char *value) {
@@ -65,7 +69,7 @@ static int demo_usage_error(const char *what, const char *value) {
 }
 
 static int parse_args(int argc, char **argv, struct demo_args *a) {
-  *a = (struct demo_args){8192, 512, 0, 0};
+  *a = (struct demo_args){8192, 512, 0, 0, false};
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
     if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
@@ -87,6 +91,10 @@ static int parse_args(int argc, char **argv, struct demo_args *a) {
       if (tarn_pool_limit_parse(v, &a->limit) != 0 || a->limit == 0)
         return demo_usage_error(
             "--mem-limit must be a size such as 128M, or 10% of the memory", v);
+    } else if (strcmp(arg, "--solver") == 0) {
+      if (strcmp(v, "cholesky") != 0 && strcmp(v, "lu") != 0)
+        return demo_usage_error("--solver must be cholesky or lu", v);
+      a->lu = strcmp(v, "lu") == 0;
     } else if (strcmp(arg, "--workers") == 0) {
       if (!tarn_args_count(v, 1, 1024, &n))
         return demo_usage_error("--workers must be from 1 to 1024", v);
@@ -305,15 +313,22 @@ static void run(struct demo *d) {
   STEP(d, tarn_matrix_copy(d->b, &d->x));
   phase_end(d, "build A and b = A x_true", t0, 0);
 
-  t0 = phase(d, "factor");
   int info = 0;
-  STEP(d, tarn_matrix_cholesky(d->a, &info));
   double nd = (double)n;
-  phase_end(d, "factor A = L L^T (Cholesky)", t0, nd * nd * nd / 3.0);
+  if (d->args->lu) { /* one region: the factorisation carries x along */
+    t0 = phase(d, "factor and solve");
+    STEP(d, tarn_matrix_solve(d->a, d->x, &info));
+    phase_end(d, "P A = L U, then x (LU solve)", t0,
+              2.0 * nd * nd * nd / 3.0 + 2.0 * nd * nd);
+  } else {
+    t0 = phase(d, "factor");
+    STEP(d, tarn_matrix_cholesky(d->a, &info));
+    phase_end(d, "factor A = L L^T (Cholesky)", t0, nd * nd * nd / 3.0);
 
-  t0 = phase(d, "solve");
-  STEP(d, tarn_matrix_cholesky_solve(d->a, d->x, &info));
-  phase_end(d, "solve L L^T x = b", t0, 2.0 * nd * nd);
+    t0 = phase(d, "solve");
+    STEP(d, tarn_matrix_cholesky_solve(d->a, d->x, &info));
+    phase_end(d, "solve L L^T x = b", t0, 2.0 * nd * nd);
+  }
 
   /* The factor is no longer needed: its tiles go now, not at the end. */
   tarn_matrix_destroy(d->a);
@@ -396,6 +411,17 @@ int tarn_demo(int argc, char **argv) {
             (double)args.limit / MIB, task / MIB);
     return 2;
   }
+  /* LU's panel pins its tile column; a task beside it two tiles more. */
+  double column = n * (double)args.tile * 8.0 +
+                  2.0 * (double)args.tile * (double)args.tile * 8.0;
+  if (args.lu && (double)args.limit < column) {
+    fprintf(stderr,
+            "tarn demo: the memory limit (%.1f MiB) must hold LU's panel, a "
+            "tile column and two tiles (%.1f MiB): give a larger "
+            "--mem-limit or a smaller --tile\n",
+            (double)args.limit / MIB, column / MIB);
+    return 2;
+  }
   tarn_rt_options o;
   int rc = tarn_rt_options_init(&o);
   if (rc != 0) {
@@ -423,10 +449,10 @@ int tarn_demo(int argc, char **argv) {
   sigaction(SIGINT, &on, &was_int);
   sigaction(SIGTERM, &on, &was_term);
   printf(
-      "tarn demo: A x = b by Cholesky, A %zu x %zu (%.1f MiB) in %zu x "
+      "tarn demo: A x = b by %s, A %zu x %zu (%.1f MiB) in %zu x "
       "%zu tiles, memory limit %.1f MiB (%.2g of A), %u worker%s\n",
-      args.n, args.n, matrix / MIB, args.tile, args.tile,
-      (double)args.limit / MIB, (double)args.limit / matrix,
+      args.lu ? "LU" : "Cholesky", args.n, args.n, matrix / MIB, args.tile,
+      args.tile, (double)args.limit / MIB, (double)args.limit / matrix,
       tarn_rt_workers(d.rt), tarn_rt_workers(d.rt) == 1 ? "" : "s");
   fflush(stdout);
 

@@ -14,15 +14,21 @@ mib() {
   sed -n "s/.* \([0-9.]*\) MiB $1.*/\1/p" <<<"$2" | head -n 1
 }
 
-out=$("$tarn" demo --size 700 --tile 100 --mem-limit 1M 2>&1)
-status=$?
-echo "$out"
-[ "$status" -eq 0 ] || fail "demo: exit status $status"
-grep -q "^tarn demo: ok$" <<<"$out" || fail "demo: no 'tarn demo: ok'"
-written=$(mib "written" "$out")
-read_back=$(mib "read back" "$out")
-awk -v w="${written:-0}" -v r="${read_back:-0}" 'BEGIN { exit !(w > 0 && r > 0) }' ||
-  fail "demo: nothing written or read back (written '$written', read '$read_back')"
+# Cholesky (the default), then LU under a limit just above its panel's
+# tile column (560 KiB) and two tiles.
+for solver in cholesky lu; do
+  out=$("$tarn" demo --size 700 --tile 100 --mem-limit 1M --solver $solver 2>&1)
+  status=$?
+  echo "$out"
+  [ "$status" -eq 0 ] || fail "demo $solver: exit status $status"
+  grep -q "^tarn demo: ok$" <<<"$out" || fail "demo $solver: no 'tarn demo: ok'"
+  written=$(mib "written" "$out")
+  read_back=$(mib "read back" "$out")
+  awk -v w="${written:-0}" -v r="${read_back:-0}" 'BEGIN { exit !(w > 0 && r > 0) }' ||
+    fail "demo $solver: nothing written or read back (written '$written', read '$read_back')"
+done
+grep -q "^tarn demo: A x = b by LU" <<<"$out" || fail "demo lu: not by LU: $out"
+grep -q "(LU solve)" <<<"$out" || fail "demo lu: no LU phase: $out"
 
 if command -v script >/dev/null; then
   out=$(script -qec "$tarn demo --size 400 --tile 100 --mem-limit 1M" /dev/null 2>&1)
@@ -70,6 +76,8 @@ bad --tile -4 "--tile must be"
 bad --workers 2000 "--workers must be"
 bad --mem-limit 5Q "--mem-limit must be"
 bad --size 1024 --tile 512 --mem-limit 1M "must hold the three tiles"
+bad --size 700 --tile 100 --mem-limit 700K --solver lu "must hold LU's panel"
+bad --solver qr "--solver must be cholesky or lu"
 bad --frobnicate 1 "unknown option"
 bad --size "an option and its value"
 

@@ -395,6 +395,17 @@ static int report(struct demo *d, double seconds) {
   return ok;
 }
 
+/* Whether a limit of `limit` bytes holds `need`; if not, says so, naming
+ * `what`. */
+static bool limit_holds(size_t limit, double need, const char *what) {
+  if ((double)limit >= need) return true;
+  fprintf(stderr,
+          "tarn demo: the memory limit (%.1f MiB) must hold %s (%.1f MiB): "
+          "give a larger --mem-limit or a smaller --tile\n",
+          (double)limit / MIB, what, need / MIB);
+  return false;
+}
+
 int tarn_demo(int argc, char **argv) {
   struct demo_args args;
   int bad = parse_args(argc, argv, &args);
@@ -402,26 +413,14 @@ int tarn_demo(int argc, char **argv) {
   if (!tarn_args_environment("demo")) return 2;
   double n = (double)args.n, matrix = n * n * 8.0;
   if (args.limit == 0) args.limit = (size_t)(matrix / 4.0);
-  double task = 3.0 * (double)args.tile * (double)args.tile * 8.0;
-  if ((double)args.limit < task) {
-    fprintf(stderr,
-            "tarn demo: the memory limit (%.1f MiB) must hold the three "
-            "tiles a task pins (%.1f MiB): give a larger --mem-limit or a "
-            "smaller --tile\n",
-            (double)args.limit / MIB, task / MIB);
+  /* A task pins three tiles; LU's panel its tile column, and a task
+   * beside it two tiles more. */
+  double tile = (double)args.tile * (double)args.tile * 8.0;
+  if (!limit_holds(args.limit, 3.0 * tile, "the three tiles a task pins") ||
+      (args.lu &&
+       !limit_holds(args.limit, n * (double)args.tile * 8.0 + 2.0 * tile,
+                    "LU's panel, a tile column and two tiles")))
     return 2;
-  }
-  /* LU's panel pins its tile column; a task beside it two tiles more. */
-  double column = n * (double)args.tile * 8.0 +
-                  2.0 * (double)args.tile * (double)args.tile * 8.0;
-  if (args.lu && (double)args.limit < column) {
-    fprintf(stderr,
-            "tarn demo: the memory limit (%.1f MiB) must hold LU's panel, a "
-            "tile column and two tiles (%.1f MiB): give a larger "
-            "--mem-limit or a smaller --tile\n",
-            (double)args.limit / MIB, column / MIB);
-    return 2;
-  }
   tarn_rt_options o;
   int rc = tarn_rt_options_init(&o);
   if (rc != 0) {

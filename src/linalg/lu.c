@@ -121,15 +121,15 @@ static size_t panel_tile_rows(const struct panel *q, size_t i) {
 struct panel_lu {
   struct panel q;
   size_t rows, cols;
-  lapack_int *ipiv;      /* 1-based, relative to the panel */
-  struct swap_rows *at;  /* at[k]: rows k and ipiv[k] - 1, column 0 */
-  struct swap_rows *own; /* the recursion's interchanges at hand */
-  int info;              /* the first exactly zero pivot (1-based), or 0 */
-  bool share;            /* whether the recursion may share its updates */
-  int nb;                /* columns of every block but the last */
-  int k, w;              /* the block just factored */
-  int next;              /* the next block's width */
-  size_t far;            /* k + w + next: the first column the step shares */
+  lapack_int *ipiv;     /* 1-based, relative to the panel */
+  struct swap_rows *at; /* at[k]: rows k and ipiv[k] - 1, column 0 (set
+                         * as each pivot is found, several tiles only) */
+  int info;             /* the first exactly zero pivot (1-based), or 0 */
+  bool share;           /* whether the recursion may share its updates */
+  int nb;               /* columns of every block but the last */
+  int k, w;             /* the block just factored */
+  int next;             /* the next block's width */
+  size_t far;           /* k + w + next: the first column the step shares */
 };
 
 /* The address of element (r, c) of the panel; its tile's leading
@@ -182,17 +182,6 @@ static void block_swaps(const struct panel_lu *s, size_t k0, size_t k1,
   }
 }
 
-/* The interchanges of rows [k0, k1) on columns [c0, c1), in order (the
- * recursion's, from s->own). */
-static void recursive_swaps(struct panel_lu *s, size_t k0, size_t k1, size_t c0,
-                            size_t c1) {
-  size_t n = 0;
-  for (size_t k = k0; k < k1; k++)
-    if ((size_t)s->ipiv[k] - 1 != k)
-      s->own[n++] = panel_rows(s, k, (size_t)s->ipiv[k] - 1);
-  swap_columns(s->own, n, c0, c1);
-}
-
 /* The row of the largest |element| of column c from row c down (the first
  * one, as idamax). */
 static size_t column_pivot(const struct panel_lu *s, size_t c) {
@@ -215,9 +204,9 @@ static void columns_factor(struct panel_lu *s, size_t c0, size_t w) {
   for (size_t c = c0; c < c_end; c++) {
     size_t p = column_pivot(s, c);
     s->ipiv[c] = (lapack_int)p + 1;
+    s->at[c] = panel_rows(s, c, p);
     if (*panel_at(s, p, c, p + 1, &ld, &run) != 0.0) {
-      struct swap_rows r = panel_rows(s, c, p);
-      if (p != c) swap_columns(&r, 1, c0, c_end);
+      if (p != c) swap_columns(&s->at[c], 1, c0, c_end);
       double d = *panel_at(s, c, c, c + 1, &ldc, &run);
       for (size_t i = c + 1; i < rows; i += run) {
         double *x = panel_at(s, i, c, rows, &ld, &run);
@@ -271,7 +260,7 @@ static int recursive_factor(struct panel_lu *s, size_t c0, size_t w) {
   size_t n1 = w / 2, c1 = c0 + n1, c2 = c0 + w, ld, run;
   int rc = recursive_factor(s, c0, n1);
   if (rc != 0) return rc;
-  recursive_swaps(s, c0, c1, c1, c2);
+  swap_columns(s->at + c0, n1, c1, c2);
   double *l11 = panel_at(s, c0, c0, c1, &ld, &run);
   tarn__trsm(CblasLeft, CblasLower, CblasNoTrans, CblasUnit, (int)n1,
              (int)(w - n1), 1.0, l11, (int)ld, l11 + n1 * ld, (int)ld);
@@ -283,7 +272,7 @@ static int recursive_factor(struct panel_lu *s, size_t c0, size_t w) {
           ? tarn_task_parallel_for(s->q.t, rows, ROW_GRAIN, gemm_rows_range, &g)
           : gemm_rows_range(&g, 0, rows);
   if (rc == 0) rc = recursive_factor(s, c1, w - n1);
-  if (rc == 0) recursive_swaps(s, c1, c2, c0, c1);
+  if (rc == 0) swap_columns(s->at + c1, w - n1, c0, c1);
   return rc;
 }
 
@@ -293,8 +282,9 @@ static size_t panel_pivot_count(size_t rows, size_t cols) {
 }
 
 /* Factors block [k, k + w) from row k down: pivots to ipiv[k, k + w),
- * relative to the panel, their rows to at[], and the first zero pivot to
- * s->info when there was none before (blocks are factored in order). */
+ * relative to the panel (and their rows to at[] in a panel of several
+ * tiles), and the first zero pivot to s->info when there was none before
+ * (blocks are factored in order). */
 static int block_factor(struct panel_lu *s, int k, int w) {
   size_t ld, run, pivots = panel_pivot_count(s->rows - (size_t)k, (size_t)w);
   if (s->q.j->ntiles == 1) {
@@ -304,13 +294,9 @@ static int block_factor(struct panel_lu *s, int k, int w) {
     if (i < 0) return TARN_EINVAL;
     if (i > 0 && s->info == 0) s->info = k + (int)i;
     for (size_t c = (size_t)k; c < (size_t)k + pivots; c++) s->ipiv[c] += k;
-  } else {
-    int rc = recursive_factor(s, (size_t)k, (size_t)w);
-    if (rc != 0) return rc;
-    for (size_t c = (size_t)k; c < (size_t)k + pivots; c++)
-      s->at[c] = panel_rows(s, c, (size_t)s->ipiv[c] - 1);
+    return 0;
   }
-  return 0;
+  return recursive_factor(s, (size_t)k, (size_t)w);
 }
 
 /* Updates columns [c0, c1) of the panel, right of block [k, k + w) just
@@ -406,17 +392,15 @@ static int k_panel(tarn_task *t, void *arg) {
   size_t cols = (size_t)j->n;
   size_t room = (cols * sizeof(lapack_int) + 63) / 64 * 64;
   bool heap;
-  size_t swaps = j->ntiles > 1 ? 2 * cols : 0; /* at[] and own[] */
+  size_t swaps = j->ntiles > 1 ? cols : 0; /* at[] */
   char *mem =
       tarn__task_memory(t, room + swaps * sizeof(struct swap_rows), &heap);
   if (mem == NULL) return TARN_ENOMEM;
-  struct swap_rows *rows = (struct swap_rows *)(void *)(mem + room);
   struct panel_lu s = {.q = {.t = t, .j = j},
                        .rows = j->rows,
                        .cols = cols,
                        .ipiv = (lapack_int *)(void *)mem,
-                       .at = rows,
-                       .own = rows + cols};
+                       .at = (struct swap_rows *)(void *)(mem + room)};
   int rc = panel_getrf(&s);
   if (rc == 0) panel_pivots(j, s.ipiv, s.info);
   if (heap) free(mem);

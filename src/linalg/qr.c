@@ -38,6 +38,7 @@
 struct qr_job {
   int m, n, k;     /* the LAPACK op's sizes */
   int ib;          /* inner block size for this tile column (<= k) */
+  int l;           /* tpqrt's and tpmqrt's l: 0, or the triangle's order */
   int lda, ldb;    /* leading dimensions: the top / the lower tile */
   int ldv;         /* an update's: of the reflectors' tile */
   int ldt;         /* leading dimension of the T tile */
@@ -128,7 +129,7 @@ static int tpmqrt_range(void *arg, size_t begin, size_t end) {
   lapack_int count = (lapack_int)(end - begin);
   lapack_int info = LAPACKE_dtpmqrt_work(
       LAPACK_COL_MAJOR, j->side, j->trans, right ? count : j->m,
-      right ? j->n : count, j->k, 0, j->ib, s->v, j->ldv, s->tt, j->ldt,
+      right ? j->n : count, j->k, j->l, j->ib, s->v, j->ldv, s->tt, j->ldt,
       s->a + range_offset(j, begin, j->lda), j->lda,
       s->b + range_offset(j, begin, j->ldb), j->ldb,
       s->work + begin * (size_t)j->ib);
@@ -262,6 +263,27 @@ static int k_geqrt(tarn_task *t, void *arg) { return panel(t, arg, false); }
 /* QR of [R; B] (panel with a pair). */
 static int k_tpqrt(tarn_task *t, void *arg) { return panel(t, arg, true); }
 
+/* QR of [R1; R2], two n x n upper triangles on top of two tiles (slots a
+ * and b, lda and ldb): one dtpqrt with l = n, which leaves R in R1, writes
+ * its reflectors over R2 (on and above its diagonal only) and their T
+ * (slot tt, zeroed first, as in panel). Not shared: a merge costs a third
+ * of a tpqrt. */
+static int k_tpqrt_tt(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  double *tt = tarn_task_data(t, (size_t)j->tt);
+  memset(tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *tt);
+  bool heap;
+  double *work =
+      tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *work, &heap);
+  if (work == NULL) return TARN_ENOMEM;
+  lapack_int info = LAPACKE_dtpqrt_work(LAPACK_COL_MAJOR, j->m, j->n, j->l,
+                                        j->ib, tarn_task_data(t, (size_t)j->a),
+                                        j->lda, tarn_task_data(t, (size_t)j->b),
+                                        j->ldb, tt, j->ldt, work);
+  if (heap) free(work);
+  return info == 0 ? 0 : TARN_EINVAL;
+}
+
 /* Writes the tile of the identity at tile (ti, tj) (dep 0: rows x cols,
  * j->m x j->n; j->k: the global row minus the global column of its first
  * element, as a diagonal offset). */
@@ -315,116 +337,214 @@ static tarn_ref *line_tile(tarn_matrix *c, char side, size_t x, size_t n) {
   return side == 'R' ? tarn__tile(c, n, x) : tarn__tile(c, x, n);
 }
 
-/* Applies the reflectors of diagonal tile k (geqrt's V in a, T in tm) to
- * tile k of line n of c (a itself when factorising, Q when forming it):
- * gemqrt from `side` with `trans`, inner block size ibk. */
-static int submit_gemqrt(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
-                         char side, size_t k, size_t n, char trans, int ibk,
-                         int priority) {
-  int rk = (int)tarn__tile_rows(a, k);
-  bool right = side == 'R';
-  tarn_dep d3[3] = {{line_tile(c, side, k, n), TARN_READ_WRITE},
-                    {tarn__tile(a, k, k), TARN_READ},
-                    {tarn__tile(tm, k, k), TARN_READ}};
-  int rows = right ? (int)tarn__tile_rows(c, n) : rk;
-  struct qr_job u = {.m = rows,
-                     .n = right ? rk : (int)tarn__tile_cols(c, n),
-                     .k = reflectors(a, k),
-                     .ib = ibk,
-                     .lda = rows,
-                     .ldv = rk,
-                     .ldt = (int)tm->mb,
-                     .trans = trans,
-                     .side = side,
-                     .a = 0,
-                     .v = 1,
-                     .tt = 2};
-  return submit_job(a->rt, k_gemqrt, &u, d3, 3, priority, "gemqrt");
+/* ---- the reduction tree ----------------------------------------------------
+ *
+ * Tile column k's tiles k .. mt - 1 are reduced to one R, in tile k, by
+ * steps. Flat (one domain): geqrt on tile k, then tpqrt of each tile below
+ * against its R. When the tile column is tall beside what is right of it
+ * (TREE_MIN tiles and TREE_ROWS rows or more, and TREE_TALL times as
+ * many tiles as tile columns from k on), its chain of tpqrts would be the
+ * critical path while the few columns right of it leave workers idle: it is cut
+ * into up to `fan` domains of h consecutive tiles (h >= 2), each reduced flat
+ * into its first tile (its head: geqrt, then tpqrt of the others against it),
+ * side by side; then the heads' R are merged pairwise, a binary tree, into tile
+ * k, by tpqrt of one triangle on another (l = the triangle's order). A
+ * merged head keeps its geqrt's reflectors below its diagonal and its
+ * merge's on and above it. The same flops as the flat tree: a geqrt and a
+ * merge cost what one tpqrt does.
+ *
+ * The fan is the runtime's workers (at most TREE_FAN) when some tile
+ * column is tall, else 1 (flat everywhere), and T records it: T has mt +
+ * fan - 1 tile rows, tile (mt + d - 1, k) holding the T of the merge of
+ * tile column k's domain d (d >= 1). The applies read the fan from T's
+ * shape, so factors saved and read back apply the same way on any
+ * runtime. */
+
+enum {
+  TREE_MIN = 4,     /* tiles in the tile column for a tree */
+  TREE_ROWS = 2048, /* ... and rows */
+  TREE_TALL = 4,    /* ... and this many times the tile columns from k on */
+  TREE_FAN = 64,    /* the most domains */
+};
+
+/* Tile column k's tree: domains of h tiles from tile k, d of them (the
+ * last may hold more: a short last tile is never a head); d == 1 is flat.
+ * T of domain i's merge at tile row t0 + i - 1 of T. */
+struct tree {
+  size_t k, end, h, d, t0;
+};
+
+/* Whether tile column k of `a` is reduced by a tree of domains with the
+ * fan `fan`: it is tall, and the tile columns from k on are no more than
+ * the fan (more keep the workers busy with their updates, and a flat tree
+ * was faster there: 4096 x 1024 in tiles of 256, two workers). */
+static bool tree_used(const tarn_matrix *a, size_t k, size_t fan) {
+  size_t p = a->mt - k, cols = a->nt - k;
+  return fan >= 2 && cols <= fan && p >= TREE_MIN && p >= TREE_TALL * cols &&
+         a->m - k * a->mb >= TREE_ROWS;
 }
 
-/* Applies the reflectors of tile (m, k) (tpqrt's V in a, T in tm) to
- * tiles k and m of line n of c: tpmqrt from `side` with `trans`, inner
- * block size ibk. */
-static int submit_tpmqrt(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
-                         char side, size_t k, size_t m, size_t n, char trans,
-                         int ibk, int priority) {
-  int rk = (int)tarn__tile_rows(a, k), rm = (int)tarn__tile_rows(a, m);
-  bool right = side == 'R';
-  tarn_dep d4[4] = {{line_tile(c, side, k, n), TARN_READ_WRITE},
-                    {line_tile(c, side, m, n), TARN_READ_WRITE},
-                    {tarn__tile(a, m, k), TARN_READ},
-                    {tarn__tile(tm, m, k), TARN_READ}};
-  int rows = right ? (int)tarn__tile_rows(c, n) : rm;
-  struct qr_job u = {.m = rows,
-                     .n = right ? rm : (int)tarn__tile_cols(c, n),
-                     .k = reflectors(a, k),
+/* Whether some tile column of `a` has a tree with the fan `fan`. */
+static bool trees(const tarn_matrix *a, size_t fan) {
+  for (size_t k = 0; k < panels(a); k++)
+    if (tree_used(a, k, fan)) return true;
+  return false;
+}
+
+/* The fan of a factorisation of `a` on `workers` workers: their number,
+ * at most TREE_FAN, when some tile column has a tree, else 1. */
+static size_t tree_fan(const tarn_matrix *a, size_t workers) {
+  size_t fan = workers < TREE_FAN ? workers : TREE_FAN;
+  return trees(a, fan) ? fan : 1;
+}
+
+/* The tree of tile column k (k < panels(a)) with the fan `fan`. */
+static struct tree tree_of(const tarn_matrix *a, size_t k, size_t fan) {
+  size_t p = a->mt - k;
+  struct tree tr = {.k = k, .end = a->mt, .h = p, .d = 1, .t0 = a->mt};
+  if (!tree_used(a, k, fan)) return tr;
+  tr.h = (p + fan - 1) / fan;
+  if (tr.h < 2) tr.h = 2;
+  tr.d = (p + tr.h - 1) / tr.h;
+  /* a head holds a whole triangle: a short last tile joins the domain
+   * before it */
+  if (tarn__tile_rows(a, k + (tr.d - 1) * tr.h) < tarn__tile_cols(a, k)) tr.d--;
+  return tr;
+}
+
+/* One step of a tree: geqrt on tile `row` (a head: top == row), tpqrt of
+ * tile `row` against head `top`'s R, or the merge of head `row`'s R into
+ * head `top`'s (merge). */
+struct qr_step {
+  size_t top, row;
+  bool merge;
+};
+
+/* The steps of tr: its tiles in order (each domain's head, then the
+ * tiles below it), then the merges, level by level. */
+static size_t tree_steps(const struct tree *tr) {
+  return tr->end - tr->k + tr->d - 1;
+}
+
+/* Step i (< tree_steps) of tr; steps in order make the factorisation. */
+static struct qr_step tree_step(const struct tree *tr, size_t i) {
+  size_t p = tr->end - tr->k;
+  if (i < p) {
+    size_t dom = i / tr->h < tr->d - 1 ? i / tr->h : tr->d - 1;
+    return (struct qr_step){.top = tr->k + dom * tr->h, .row = tr->k + i};
+  }
+  size_t q = i - p;
+  for (size_t s = 1; s < tr->d; s *= 2)
+    for (size_t t = 0; t + s < tr->d; t += 2 * s)
+      if (q-- == 0)
+        return (struct qr_step){.top = tr->k + t * tr->h,
+                                .row = tr->k + (t + s) * tr->h,
+                                .merge = true};
+  return (struct qr_step){.top = tr->k, .row = tr->k}; /* not reached */
+}
+
+/* Applies the reflectors of step st of tile column k (their V in a, T in
+ * tm) to tile line n of c (a itself when factorising, Q when forming it):
+ * from `side` with `trans`, inner block size ibk. A head's: gemqrt on c's
+ * tile `row`; a tile's or a merge's: tpmqrt on c's tiles `top` and `row`
+ * (a merge's on the first k rows, or columns, of both). */
+static int submit_step_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
+                             char side, const struct tree *tr,
+                             struct qr_step st, size_t n, char trans, int ibk,
+                             int priority) {
+  size_t k = tr->k;
+  bool right = side == 'R', head = st.top == st.row;
+  int rr = (int)tarn__tile_rows(a, st.row), kk = reflectors(a, k);
+  int lines = right ? (int)tarn__tile_rows(c, n) : (int)tarn__tile_cols(c, n);
+  size_t trow = st.merge ? tr->t0 + (st.row - k) / tr->h - 1 : st.row;
+  tarn_dep d[4] = {{line_tile(c, side, st.row, n), TARN_READ_WRITE},
+                   {tarn__tile(a, st.row, k), TARN_READ},
+                   {tarn__tile(tm, trow, k), TARN_READ},
+                   {line_tile(c, side, st.top, n), TARN_READ_WRITE}};
+  /* the part of c's tile `row` the reflectors touch: k rows of a merge */
+  int part = st.merge ? kk : rr;
+  struct qr_job u = {.m = right ? lines : part,
+                     .n = right ? part : lines,
+                     .k = kk,
                      .ib = ibk,
-                     .lda = right ? rows : rk,
-                     .ldb = rows,
-                     .ldv = rm,
+                     .l = st.merge ? kk : 0,
+                     .ldv = rr,
                      .ldt = (int)tm->mb,
                      .trans = trans,
                      .side = side,
-                     .a = 0,
-                     .b = 1,
-                     .v = 2,
-                     .tt = 3};
-  return submit_job(a->rt, k_tpmqrt, &u, d4, 4, priority, "tpmqrt");
+                     .b = 0,
+                     .v = 1,
+                     .tt = 2,
+                     .a = 3};
+  if (head) {
+    u.a = 0;
+    u.lda = right ? lines : rr;
+    return submit_job(a->rt, k_gemqrt, &u, d, 3, priority, "gemqrt");
+  }
+  u.lda = right ? lines : (int)tarn__tile_rows(a, st.top);
+  u.ldb = right ? lines : rr;
+  return submit_job(a->rt, k_tpmqrt, &u, d, 4, priority, "tpmqrt");
+}
+
+/* Factors step st of tile column k (ck columns, inner block size ibk):
+ * geqrt on a head, tpqrt of a tile against its head, or a merge; T into
+ * tm. */
+static int submit_step_factor(tarn_matrix *a, tarn_matrix *tm,
+                              const struct tree *tr, struct qr_step st,
+                              int ibk) {
+  size_t k = tr->k;
+  int ck = (int)tarn__tile_cols(a, k), rr = (int)tarn__tile_rows(a, st.row);
+  size_t trow = st.merge ? tr->t0 + (st.row - k) / tr->h - 1 : st.row;
+  tarn_dep d[3] = {{tarn__tile(a, st.row, k), TARN_READ_WRITE},
+                   {tarn__tile(tm, trow, k), TARN_READ_WRITE},
+                   {tarn__tile(a, st.top, k), TARN_READ_WRITE}};
+  struct qr_job g = {.m = rr,
+                     .n = ck,
+                     .ib = ibk,
+                     .lda = (int)tarn__tile_rows(a, st.top),
+                     .ldb = rr,
+                     .ldt = (int)tm->mb,
+                     .a = 2,
+                     .b = 0,
+                     .tt = 1};
+  if (st.top == st.row) {
+    g.a = 0;
+    return submit_job(a->rt, k_geqrt, &g, d, 2, PRIO_TOP, "geqrt");
+  }
+  if (!st.merge) return submit_job(a->rt, k_tpqrt, &g, d, 3, PRIO_TOP, "tpqrt");
+  g.m = g.l = reflectors(a, k);
+  return submit_job(a->rt, k_tpqrt_tt, &g, d, 3, PRIO_TOP, "tpqrt_tt");
+}
+
+/* The fan that T's shape records (tree_fan when T was made). */
+static size_t fan_of(const tarn_matrix *a, const tarn_matrix *tm) {
+  return tm->mt - a->mt + 1;
 }
 
 static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib) {
-  size_t mt = a->mt, nt = a->nt;
-  int ldt = (int)tm->mb;
-  for (size_t k = 0; k < panels(a); k++) {
-    int rk = (int)tarn__tile_rows(a, k), ck = (int)tarn__tile_cols(a, k);
+  int rc = 0;
+  for (size_t k = 0; rc == 0 && k < panels(a); k++) {
+    struct tree tr = tree_of(a, k, fan_of(a, tm));
     int ibk = inner(a, k, ib);
-    tarn_ref *akk = tarn__tile(a, k, k);
-    tarn_dep d2[2] = {{akk, TARN_READ_WRITE},
-                      {tarn__tile(tm, k, k), TARN_READ_WRITE}};
-    struct qr_job g = {
-        .m = rk, .n = ck, .ib = ibk, .lda = rk, .ldt = ldt, .a = 0, .tt = 1};
-    int rc = submit_job(a->rt, k_geqrt, &g, d2, 2, PRIO_TOP, "geqrt");
-    if (rc != 0) return rc;
-    for (size_t n = k + 1; n < nt; n++) {
-      rc = submit_gemqrt(a, tm, a, 'L', k, n, 'T', ibk, column_priority(k, n));
-      if (rc != 0) return rc;
-    }
-    for (size_t m = k + 1; m < mt; m++) {
-      int rm = (int)tarn__tile_rows(a, m);
-      tarn_dep d3[3] = {{akk, TARN_READ_WRITE},
-                        {tarn__tile(a, m, k), TARN_READ_WRITE},
-                        {tarn__tile(tm, m, k), TARN_READ_WRITE}};
-      struct qr_job p = {.m = rm,
-                         .n = ck,
-                         .ib = ibk,
-                         .lda = rk,
-                         .ldb = rm,
-                         .ldt = ldt,
-                         .a = 0,
-                         .b = 1,
-                         .tt = 2};
-      rc = submit_job(a->rt, k_tpqrt, &p, d3, 3, PRIO_TOP, "tpqrt");
-      if (rc != 0) return rc;
-      for (size_t n = k + 1; n < nt; n++) {
-        rc = submit_tpmqrt(a, tm, a, 'L', k, m, n, 'T', ibk,
-                           column_priority(k, n));
-        if (rc != 0) return rc;
-      }
+    for (size_t i = 0; rc == 0 && i < tree_steps(&tr); i++) {
+      struct qr_step st = tree_step(&tr, i);
+      rc = submit_step_factor(a, tm, &tr, st, ibk);
+      for (size_t n = k + 1; rc == 0 && n < a->nt; n++)
+        rc = submit_step_apply(a, tm, a, 'L', &tr, st, n, 'T', ibk,
+                               column_priority(k, n));
     }
   }
-  return 0;
+  return rc;
 }
 
 /* Applies Q^T or Q (trans 'T' or 'N') to c: from the left (side 'L') to
  * its tile columns (c has A's row tiling), from the right ('R') to its
  * tile rows (c's column tiling is A's row tiling). Q^T from the left and
  * Q from the right take the reflectors in the order the factorisation
- * made them, the others in reverse order. For tile column k of A the
- * reflectors come in blocks: geqrt's (gemqrt on c's tile k of each line),
- * then each tpqrt's below it (tpmqrt on c's tiles k and m). With
- * `from_k`, only c's tile columns from k on (forming Q, whose columns left
- * of k those reflectors leave as they are; from the left only); else
- * all. */
+ * made them, the others in reverse order: tile column k's steps, each on
+ * every line of c. With `from_k`, only c's tile columns from k on (forming
+ * Q, whose columns left of k those reflectors leave as they are; from the
+ * left only); else all. */
 static int submit_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
                         char side, char trans, bool from_k) {
   bool in_order = (side == 'R') == (trans == 'N');
@@ -432,15 +552,14 @@ static int submit_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
   int rc = 0;
   for (size_t step = 0; rc == 0 && step < panels(a); step++) {
     size_t k = in_order ? step : panels(a) - 1 - step;
-    size_t blocks = a->mt - k; /* geqrt's, then the tpqrts' */
+    struct tree tr = tree_of(a, k, fan_of(a, tm));
+    size_t steps = tree_steps(&tr);
     int ibk = inner(a, k, (size_t)tm->mb);
-    for (size_t b = 0; rc == 0 && b < blocks; b++) {
-      size_t r = in_order ? b : blocks - 1 - b;
+    for (size_t b = 0; rc == 0 && b < steps; b++) {
+      struct qr_step st = tree_step(&tr, in_order ? b : steps - 1 - b);
       for (size_t j = from_k ? k : 0; rc == 0 && j < lines; j++)
-        rc = r == 0
-                 ? submit_gemqrt(a, tm, c, side, k, j, trans, ibk, PRIO_TOP - 1)
-                 : submit_tpmqrt(a, tm, c, side, k, k + r, j, trans, ibk,
-                                 PRIO_TOP - 1);
+        rc = submit_step_apply(a, tm, c, side, &tr, st, j, trans, ibk,
+                               PRIO_TOP - 1);
     }
   }
   return rc;
@@ -500,7 +619,8 @@ int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t) {
   /* T's zeros in the region too, so that their tasks' failures are the
    * region's (the tiles with i < k are written by nothing else) */
   tarn_matrix *tm = NULL;
-  int submitted = tarn_matrix_zeros(a->rt, a->mt * ib, a->n, ib, a->nb, &tm);
+  size_t rows = (a->mt + tree_fan(a, tarn_rt_workers(a->rt)) - 1) * ib;
+  int submitted = tarn_matrix_zeros(a->rt, rows, a->n, ib, a->nb, &tm);
   if (submitted == 0) submitted = submit_qr(a, tm, ib);
   rc = tarn_region_wait(region, NULL);
   if (submitted != 0) rc = submitted;
@@ -518,7 +638,9 @@ int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t) {
 static bool qr_factors_ok(const tarn_matrix *a, const tarn_matrix *t) {
   return qr_shape(a) && tarn__matrix_ok(t) && a != t && a->rt == t->rt &&
          t->n == a->n && t->nb == a->nb && t->mb != 0 && t->mb <= a->nb &&
-         t->mt == a->mt && t->m == a->mt * t->mb;
+         t->m == t->mt * t->mb && t->mt >= a->mt &&
+         (fan_of(a, t) == 1 ||
+          (fan_of(a, t) <= TREE_FAN && trees(a, fan_of(a, t))));
 }
 
 int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q) {

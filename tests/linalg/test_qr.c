@@ -63,6 +63,23 @@ static void qr_residuals(const double *a, const double *f, const double *q,
   free(g);
 }
 
+/* T's tile rows for an m x n A in square tiles of tb (clamped to the
+ * matrix) on `workers` workers, as tarn/linalg.h gives them: mt, or mt +
+ * f - 1 with f = min(workers, 64) when f >= 2 and some tile column k <
+ * min(mt, nt) is reduced by a tree: the tile columns from k on are at most
+ * f, and tile column k has 4 tiles or more, 4 times as many as those tile
+ * columns, and 2048 rows or more. */
+static size_t t_tile_rows(size_t m, size_t n, size_t tb, size_t workers) {
+  size_t mb = tb < m ? tb : m, nb = tb < n ? tb : n;
+  size_t mt = (m + mb - 1) / mb, nt = (n + nb - 1) / nb;
+  size_t f = workers < 64 ? workers : 64;
+  for (size_t k = 0; f > 1 && k < mt && k < nt; k++)
+    if (nt - k <= f && mt - k >= 4 && mt - k >= 4 * (nt - k) &&
+        m - k * mb >= 2048)
+      return mt + f - 1;
+  return mt;
+}
+
 /* Factors an m x n random matrix of tb x tb tiles with inner block ib and
  * checks the residuals, the T shape, and R's diagonal against dgeqrf. */
 static void check_qr(tarn_rt *rt, size_t m, size_t n, size_t tb, size_t ib,
@@ -72,10 +89,10 @@ static void check_qr(tarn_rt *rt, size_t m, size_t n, size_t tb, size_t ib,
   double *a = test_buffer_of(x);
   assert_int_equal(tarn_matrix_qr(x, ib, &t), 0);
   assert_non_null(t);
-  size_t nb = tarn_matrix_tile_cols(x),
-         mt = (m + tarn_matrix_tile_rows(x) - 1) / tarn_matrix_tile_rows(x);
+  size_t nb = tarn_matrix_tile_cols(x);
   size_t ibe = ib == 0 ? (nb < 32 ? nb : 32) : ib;
-  assert_int_equal(tarn_matrix_rows(t), mt * ibe);
+  assert_int_equal(tarn_matrix_rows(t),
+                   t_tile_rows(m, n, tb, tarn_rt_workers(rt)) * ibe);
   assert_int_equal(tarn_matrix_cols(t), n);
   assert_int_equal(tarn_matrix_tile_rows(t), ibe);
   assert_int_equal(tarn_matrix_tile_cols(t), nb);
@@ -265,6 +282,7 @@ static void test_qr_mem_limit(void **state) {
   (void)state;
   check_qr_mem_limit(224, 192);
   check_qr_mem_limit(192, 224);
+  check_qr_mem_limit(2080, 64); /* trees */
 }
 
 /* A wide matrix's factors: the least-squares and minimum-norm solves and
@@ -798,6 +816,87 @@ static void test_qr_multiply(void **state) {
   }
 }
 
+/* Tall tile columns reduced by trees of domains: one tile column of 256
+ * tiles on 2, 3 and 8 workers (2, 3 and 8 domains: one, two and three
+ * levels of merges), a short last tile that would be a head on 3 workers
+ * (it joins the domain before it), and three tile columns whose first is
+ * flat on 2 workers and the others trees (on 3 workers, all trees): the
+ * residuals, R's diagonal and T's shape (check_qr); the least-squares and
+ * minimum-norm solves; Q and Q^T from both sides. */
+static void test_qr_tree(void **state) {
+  (void)state;
+  static const unsigned workers[] = {2, 3, 8};
+  for (size_t w = 0; w < sizeof workers / sizeof *workers; w++) {
+    tarn_rt *rt = test_rt(workers[w], 0);
+    check_qr(rt, 2048, 8, 8, 0, 800 + w);
+    check_qr(rt, 2078, 40, 512, 0, 803 + w);
+    check_qr(rt, 3000, 96, 32, 8, 806 + w);
+    for (int o = 0; o < 2; o++) {
+      tarn_trans ta = o == 0 ? TARN_NO_TRANS : TARN_TRANS;
+      check_qr_solve(rt, ta, 2078, 40, 512, 512, 0, 3, 2, 810 + w);
+      check_qr_solve(rt, ta, 3000, 96, 32, 32, 8, 5, 5, 813 + w);
+    }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  tarn_rt *rt = test_rt(3, 0);
+  check_qr_multiply(rt, 2078, 40, 512, 0, 7, 3, 820);
+  check_qr_multiply(rt, 2100, 70, 35, 5, 3, 2, 821);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* The tree is T's, not the runtime's: factors made on 3 workers (a tree
+ * of 3 domains), copied into runtimes of 1 and 8 workers, give there the
+ * thin Q of that factorisation; and a T whose extra tile rows do not fit
+ * A (a square A's, or more than 63) is refused. */
+static void test_qr_tree_elsewhere(void **state) {
+  (void)state;
+  size_t m = 2100, n = 30, tb = 30;
+  tarn_rt *rt = test_rt(3, 0);
+  tarn_matrix *x = NULL, *t = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 830, &x), 0);
+  double *a = test_buffer_of(x);
+  assert_int_equal(tarn_matrix_qr(x, 6, &t), 0);
+  size_t tm = tarn_matrix_rows(t);
+  assert_int_equal(tm, (70 + 2) * 6);
+  double *f = test_buffer_of(x), *tf = test_buffer_of(t);
+  static const unsigned others[] = {1, 8};
+  for (size_t o = 0; o < 2; o++) {
+    tarn_rt *rt2 = test_rt(others[o], 0);
+    tarn_matrix *x2 = NULL, *t2 = NULL, *q = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt2, m, n, tb, tb, f, m, &x2), 0);
+    assert_int_equal(tarn_matrix_from_buffer(rt2, tm, n, 6, tb, tf, tm, &t2),
+                     0);
+    assert_int_equal(tarn_matrix_qr_q(x2, t2, &q), 0);
+    double *qb = test_buffer_of(q), res[2];
+    qr_residuals(a, f, qb, m, n, res);
+    if (!(res[0] < 20 && res[1] < 20))
+      print_error("qr on 3 workers, Q on %u: %g %g\n", others[o], res[0],
+                  res[1]);
+    assert_true(res[0] < 20);
+    assert_true(res[1] < 20);
+    free(qb);
+    tarn_matrix_destroy(x2);
+    tarn_matrix_destroy(t2);
+    tarn_matrix_destroy(q);
+    assert_int_equal(tarn_rt_destroy(rt2), 0);
+  }
+  /* T of a square A with one extra tile row; T with 64 extra ones */
+  tarn_matrix *sq = NULL, *tsq = NULL, *big = NULL, *q = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 60, 60, 30, 30, 831, &sq), 0);
+  assert_int_equal(tarn_matrix_zeros(rt, 3 * 6, 60, 6, 30, &tsq), 0);
+  assert_int_equal(tarn_matrix_qr_q(sq, tsq, &q), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_zeros(rt, (70 + 64) * 6, n, 6, tb, &big), 0);
+  assert_int_equal(tarn_matrix_qr_q(x, big, &q), TARN_EINVAL);
+  assert_null(q);
+  free(a);
+  free(f);
+  free(tf);
+  tarn_matrix *all[] = {x, t, sq, tsq, big};
+  for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+    tarn_matrix_destroy(all[k]);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* Bad operands are refused with C unchanged (and nothing run); a task that
  * failed on C before cancels the products' tasks that read it; under a
  * memory limit of a quarter of the matrix, C gets the same bits. */
@@ -995,6 +1094,8 @@ int main(void) {
       cmocka_unit_test(test_qr_sizes),
       cmocka_unit_test(test_qr_workers),
       cmocka_unit_test(test_qr_large_tiles),
+      cmocka_unit_test(test_qr_tree),
+      cmocka_unit_test(test_qr_tree_elsewhere),
       cmocka_unit_test(test_qr_bad),
       cmocka_unit_test(test_qr_mem_limit),
       cmocka_unit_test(test_qr_wide_refusals),

@@ -445,35 +445,52 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
 
 /* Householder QR factorisation in place, in compact WY form (LAPACK's
  * dgeqrt): A = Q R with Q orthogonal, as the tile algorithm of PLASMA and
- * Chameleon (flat reduction tree). A is M x N with M, N >= 1 (square,
- * tall or wide), and its tiles are square (mb == nb after clamping to the
- * matrix), or it has one tile column no wider than its tiles are tall
- * (N <= mb), or one tile row no taller than they are wide (M <= nb). R
- * (min(M, N) x N, upper triangular, or trapezoidal when M < N) goes on
- * and above the diagonal of A's top min(M, N) rows; below the
- * diagonal A holds the Householder vectors: those of each diagonal tile
- * below its diagonal (unit diagonal not stored), those of each tile below
- * the diagonal tile in that whole tile.
+ * Chameleon. A is M x N with M, N >= 1 (square, tall or wide), and its
+ * tiles are square (mb == nb after clamping to the matrix), or it has one
+ * tile column no wider than its tiles are tall (N <= mb), or one tile row
+ * no taller than they are wide (M <= nb). R (min(M, N) x N, upper
+ * triangular, or trapezoidal when M < N) goes on and above the diagonal
+ * of A's top min(M, N) rows; below the diagonal A holds the Householder
+ * vectors: those of each diagonal tile below its diagonal (unit diagonal
+ * not stored), those of each tile folded into another tile's R in that
+ * whole tile, and those of a head merged into another head (below) on
+ * and above the head's diagonal, its own below it.
  *
  * ib is the inner block size (1 <= ib <= nb; 0 picks min(32, nb)). *t
  * gets a new matrix, owned by the caller (free it with
  * tarn_matrix_destroy), that holds the triangular block reflector factors
- * needed to apply Q: it is (mt ib) x N with tiles of ib x nb, where mt is
- * A's number of tile rows, and its tile (i, k) holds the T of tile (i, k)
- * of A (dgeqrt's for i == k, dtpqrt's for i > k; ib x cols, leading
- * dimension ib, zeros elsewhere); tiles with i < k are zero. Pass it with
- * A to tarn_matrix_qr_q.
+ * needed to apply Q: it is ((mt + f - 1) ib) x N with tiles of ib x nb,
+ * where mt is A's number of tile rows and f the fan of the trees below (1
+ * when no tile column has one). Its tile (i, k), i < mt, holds the T of
+ * tile (i, k) of A (dgeqrt's for the diagonal tile and the heads, dtpqrt's
+ * for the others; ib x cols, leading dimension ib, zeros elsewhere);
+ * tiles with i < k are zero; tile (mt + d - 1, k) holds the T of the merge
+ * of tile column k's domain d. Pass it with A to tarn_matrix_qr_q,
+ * tarn_matrix_qr_solve or tarn_matrix_qr_multiply: they read the tree
+ * from T's shape, so factors saved and read back into a runtime of other
+ * workers apply the same way.
  *
  * Tasks, for each of the first min(mt, nt) tile columns k (those with a
  * diagonal tile; in a wide A the last one may be wider than tall, and
- * holds min(M, N) - k nb reflectors): geqrt on the diagonal tile, gemqrt on the
- * tiles right of it, tpqrt of each tile below against the diagonal tile's
- * R, and tpmqrt on the pairs of tiles of the trailing columns; the panel
- * (geqrt, tpqrt) has the highest priority, then the next tile columns.
- * Work arrays (ib x nb doubles) are taken from the task's scratch memory.
- * Every kernel shares its updates by columns with idle workers, so a split
- * product may round differently in the last bits from one run to the next,
- * as multithreaded LAPACK does. Pass A and t to tarn_matrix_qr_solve for
+ * holds min(M, N) - k nb reflectors): geqrt on the diagonal tile, gemqrt
+ * on the tiles right of it, tpqrt of each tile below against the diagonal
+ * tile's R, and tpmqrt on the pairs of tiles of the trailing columns (a
+ * flat tree); the panel (geqrt, tpqrt) has the highest priority, then the
+ * next tile columns. A tall tile column whose chain of tpqrts would leave
+ * workers idle (on 2 workers or more: 4 tiles and 2048 rows or more from
+ * the diagonal down, at least 4 times the tile columns from k on, and
+ * those no more than the workers) is reduced by a tree instead: cut into f
+ * domains of consecutive tiles (f the workers, at most 64; domains of 2
+ * tiles or more; a short last tile is never a domain's first), each
+ * reduced flat into its first tile (its head: geqrt, then tpqrt of the
+ * others) side by side, then the heads' R merged pairwise, a binary tree,
+ * into the diagonal tile (tpqrt of a triangle on a triangle); the same
+ * flops. Work arrays (ib x nb doubles) are taken from the task's scratch
+ * memory. Every kernel but the merges shares its updates by columns with
+ * idle workers, so a split product may round differently in the last bits
+ * from one run to the next, as multithreaded LAPACK does; and the factors
+ * of a tall A depend on the workers (its R up to the signs of its rows,
+ * and the product Q R, do not). Pass A and t to tarn_matrix_qr_solve for
  * least squares.
  *
  * Waits for the factorisation (in a region of its own), so it must not be

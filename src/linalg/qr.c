@@ -1,11 +1,14 @@
 /* qr.c: tiled Householder QR in compact WY form and the explicit thin Q
- * (see tarn/linalg.h). The tile algorithm of PLASMA / Chameleon with a
- * flat reduction tree: for each tile column k with a diagonal tile (the
- * first min(mt, nt); a wide matrix's last diagonal tile is wider than
- * tall and holds as many reflectors as rows), geqrt factors the diagonal
- * tile, gemqrt applies its reflectors to the tiles right of it, tpqrt
- * folds each tile below into the diagonal tile's R, and tpmqrt applies
- * those reflectors to the pairs of tiles (k, n), (m, n). The kernels are
+ * (see tarn/linalg.h). The tile algorithm of PLASMA / Chameleon: for each
+ * tile column k with a diagonal tile (the first min(mt, nt); a wide
+ * matrix's last diagonal tile is wider than tall and holds as many
+ * reflectors as rows), geqrt factors the diagonal tile, gemqrt applies
+ * its reflectors to the tiles right of it, tpqrt folds each tile below
+ * into the diagonal tile's R, and tpmqrt applies those reflectors to the
+ * pairs of tiles (k, n), (m, n): a flat reduction tree; a tall tile
+ * column is reduced by a tree of domains instead ("the reduction tree"
+ * below), whose steps the factorisation and every apply take in the
+ * same order. The kernels are
  * LAPACKE's *_work functions; their work arrays come from the task's
  * scratch memory (or the heap when it does not fit). gemqrt and tpmqrt
  * share their work with idle workers by ranges of the columns they update

@@ -509,7 +509,21 @@ static void draw_qr(struct tcase *c, size_t nmax, size_t mmax, size_t *m,
   *ib = range(c, 0, min_z(*nb, *n));
 }
 
-/* QR of an m x n A (m >= n; square tiles, or one tile column): ||A - Q
+/* Now and then (op_qr) a tall A whose tile columns QR reduces by trees
+ * on 2 workers or more (tarn/linalg.h): 2048 to 2600 rows, up to 40
+ * columns, square tiles of 16 to 64 (one tile column when the tile is
+ * wider than A; otherwise up to three, the first flat when they outnumber
+ * the workers). */
+static void draw_tall_qr(struct tcase *c, size_t *m, size_t *n, size_t *mb,
+                         size_t *nb, size_t *ib) {
+  *n = range(c, 1, 40);
+  *m = range(c, 2048, 2600);
+  *mb = *nb = range(c, 16, 64);
+  *ib = range(c, 0, min_z(*nb, *n));
+}
+
+/* QR of an m x n A (m >= n; square tiles, or one tile column; tall, with
+ * trees, in 15 cases of 100): ||A - Q
  * R|| / (m ||A|| eps) and ||Q^T Q - I|| / (m eps) below 30 with the thin Q
  * of tarn_matrix_qr_q. Then least squares (ta N: ||A^T r|| / (||A|| (||A||
  * ||X|| + ||r||) m eps) < 30, r = B - A X) or the minimum-norm solution of
@@ -520,6 +534,7 @@ static void draw_qr(struct tcase *c, size_t nmax, size_t mmax, size_t *m,
 static void op_qr(struct tcase *c) {
   size_t m, n, mb, nb, ib, nrhs, bnb;
   draw_qr(c, 50, 70, &m, &n, &mb, &nb, &ib);
+  if (chance(c, 0.15)) draw_tall_qr(c, &m, &n, &mb, &nb, &ib);
   draw_dim(c, 20, &nrhs, &bnb);
   tarn_trans ta = (tarn_trans)range(c, 0, 1);
   bool deficient = chance(c, 0.2);
@@ -532,7 +547,8 @@ static void op_qr(struct tcase *c) {
   size_t nbe = min_z(nb, n), ibe = ib != 0 ? ib : min_z(32, nbe);
   size_t brows = ta ? n : m, bmb = ta ? nbe : mb, xrows = ta ? m : n;
   footprint(c, m, n, mb, nb);
-  footprint(c, cdiv(m, min_z(mb, m)) * ibe, n, ibe, nbe); /* T */
+  /* T: a tree's merges add up to workers - 1 tile rows */
+  footprint(c, (cdiv(m, min_z(mb, m)) + c->workers - 1) * ibe, n, ibe, nbe);
   footprint(c, brows, nrhs, bmb, bnb);
   footprint(c, xrows, nrhs, ta ? mb : nbe, bnb);
   footprint(c, n, n, nbe, nbe); /* (A^T A)^-1 */

@@ -330,6 +330,86 @@ static void test_cholesky_on_a_failing_disk(void **state) {
   memdisk_free(disk);
 }
 
+/* A tall QR reduced by a tree of domains (3 workers: 3 domains, two
+ * levels of merges), then the least-squares solve with its factors, each
+ * from the same input while the disk fails in each way at several
+ * points: a call that succeeds gives the sound disk's factors and T, or
+ * X, bit for bit (tiles of 32: nothing shared); one that fails returns the
+ * disk's error with no T or X; after healing, the input, B and an
+ * untouched matrix are intact. */
+static void test_tall_qr_on_a_failing_disk(void **state) {
+  (void)state;
+  enum { TM = 2048, TN = 32 };
+  struct memdisk *disk = memdisk_new();
+  tarn_storage storage;
+  tarn_rt *rt = rt_on(disk, TM * TN * sizeof(double) / 8 * 3, &storage);
+  tarn_matrix *in = NULL, *b = NULL, *other = NULL, *w = NULL, *t = NULL,
+              *x = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, TM, TN, NB, NB, 41, &in), 0);
+  assert_int_equal(tarn_matrix_rand(rt, TM, NRHS, NB, 8, 42, &b), 0);
+  assert_int_equal(tarn_matrix_rand(rt, TM, TN, NB, NB, 43, &other), 0);
+  double *a = test_buffer_of(in), *b0 = test_buffer_of(b),
+         *o0 = test_buffer_of(other);
+  /* the sound disk's factors, T (with its merges' rows) and X */
+  assert_int_equal(tarn_matrix_copy(in, &w), 0);
+  assert_int_equal(tarn_matrix_qr(w, 8, &t), 0);
+  size_t trows = tarn_matrix_rows(t);
+  assert_int_equal(trows, (TM / NB + 2) * 8);
+  assert_int_equal(tarn_matrix_qr_solve(w, t, TARN_NO_TRANS, b, &x, NULL), 0);
+  double *f0 = test_buffer_of(w), *t0 = test_buffer_of(t),
+         *x0 = test_buffer_of(x);
+  tarn_matrix_destroy(x);
+  int hits = 0;
+  for (int fault = 0; fault < FAULTS; fault++)
+    for (int k = 1; k <= (fault == DISK_FULL ? 1 : 6); k++)
+      for (int op = 0; op < 2; op++) {
+        tarn_matrix *f = NULL, *tf = NULL;
+        if (op == 0)
+          assert_int_equal(
+              tarn_matrix_from_buffer(rt, TM, TN, NB, NB, a, TM, &f), 0);
+        inject(disk, (enum fault)fault, k);
+        tf = x = (tarn_matrix *)1;
+        int rc = op == 0
+                     ? tarn_matrix_qr(f, 8, &tf)
+                     : tarn_matrix_qr_solve(w, t, TARN_NO_TRANS, b, &x, NULL);
+        bool h = hit(disk, (enum fault)fault);
+        hits += h;
+        heal(disk);
+        if (getenv("DISK_VERBOSE"))
+          print_message("tall qr fault %d at %d, op %d: %s%s\n", fault, k, op,
+                        rc == 0 ? "ok" : tarn_strerror(rc),
+                        h ? "" : " (missed)");
+        if (rc == 0 && op == 0) {
+          same_bits(f, f0, TM, TN);
+          same_bits(tf, t0, trows, TN);
+          tarn_matrix_destroy(tf);
+        } else if (rc == 0) {
+          same_bits(x, x0, TN, NRHS);
+          tarn_matrix_destroy(x);
+        } else {
+          if (!disk_status(rc))
+            print_error("tall qr fault %d at %d, op %d: %s\n", fault, k, op,
+                        tarn_strerror(rc));
+          assert_true(disk_status(rc));
+          assert_null(op == 0 ? tf : x);
+        }
+        tarn_matrix_destroy(f);
+        same_bits(in, a, TM, TN);
+        same_bits(b, b0, TM, NRHS);
+        same_bits(other, o0, TM, TN);
+        same_bits(w, f0, TM, TN);
+        same_bits(t, t0, trows, TN);
+      }
+  assert_true(hits > 0); /* the disk did fail under the calls */
+  double *bufs[] = {a, b0, o0, f0, t0, x0};
+  for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+  tarn_matrix *all[] = {in, b, other, w, t};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+    tarn_matrix_destroy(all[i]);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  memdisk_free(disk);
+}
+
 /* LU (of a square and of a wide matrix), QR and the inverse (LU, then
  * getri with its temporaries) in place, from the same input each time,
  * while the disk fails: a call that
@@ -812,6 +892,7 @@ int main(void) {
       cmocka_unit_test(test_qr_solve_on_a_failing_disk),
       cmocka_unit_test(test_cholesky_on_a_failing_disk),
       cmocka_unit_test(test_lu_and_qr_on_a_failing_disk),
+      cmocka_unit_test(test_tall_qr_on_a_failing_disk),
       cmocka_unit_test(test_factor_uses_on_a_failing_disk),
       cmocka_unit_test(test_products_on_a_failing_disk),
       cmocka_unit_test(test_array_ops_on_a_failing_disk),

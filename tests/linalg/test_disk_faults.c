@@ -90,6 +90,19 @@ static bool disk_status(int rc) {
   return rc == TARN_EIO || rc == TARN_ENOSPC || rc == TARN_ENOMEM;
 }
 
+/* After a call `what` (variant op) under fault f injected at k returned
+ * rc: whether the fault happened (before heal), printed with
+ * DISK_VERBOSE; rc is 0 or a status a failing disk may give. */
+static bool fault_outcome(struct memdisk *d, enum fault f, int k,
+                          const char *what, int op, int rc) {
+  bool h = hit(d, f);
+  if (getenv("DISK_VERBOSE") || (rc != 0 && !disk_status(rc)))
+    print_message("%s %d, fault %d at %d: %s%s\n", what, op, (int)f, k,
+                  rc == 0 ? "ok" : tarn_strerror(rc), h ? "" : " (missed)");
+  assert_true(rc == 0 || disk_status(rc));
+  return h;
+}
+
 /* The matrix reads back as `want` (m x n). */
 static void same_bits(tarn_matrix *a, const double *want, size_t m, size_t n) {
   double *got = test_buffer_of(a);
@@ -132,20 +145,11 @@ static void test_qr_solve_on_a_failing_disk(void **state) {
         int rc =
             tarn_matrix_qr_solve(f, t, op == 0 ? TARN_NO_TRANS : TARN_TRANS,
                                  op == 0 ? b : bt, &x, NULL);
-        bool h = hit(disk, (enum fault)fault);
-        hits += h;
-        if (getenv("DISK_VERBOSE"))
-          print_message("qr_solve fault %d at %d, op %d: %s%s\n", fault, k, op,
-                        rc == 0 ? "ok" : tarn_strerror(rc),
-                        h ? "" : " (missed)");
+        hits += fault_outcome(disk, (enum fault)fault, k, "qr_solve", op, rc);
         if (rc == 0) {
           same_bits(x, op == 0 ? x0 : xt0, op == 0 ? N : M, NRHS);
           tarn_matrix_destroy(x);
         } else {
-          if (!disk_status(rc))
-            print_error("fault %d at %d, op %d: %s\n", fault, k, op,
-                        tarn_strerror(rc));
-          assert_true(disk_status(rc));
           assert_null(x);
         }
         heal(disk);
@@ -372,13 +376,8 @@ static void test_tall_qr_on_a_failing_disk(void **state) {
         int rc = op == 0
                      ? tarn_matrix_qr(f, 8, &tf)
                      : tarn_matrix_qr_solve(w, t, TARN_NO_TRANS, b, &x, NULL);
-        bool h = hit(disk, (enum fault)fault);
-        hits += h;
+        hits += fault_outcome(disk, (enum fault)fault, k, "tall qr", op, rc);
         heal(disk);
-        if (getenv("DISK_VERBOSE"))
-          print_message("tall qr fault %d at %d, op %d: %s%s\n", fault, k, op,
-                        rc == 0 ? "ok" : tarn_strerror(rc),
-                        h ? "" : " (missed)");
         if (rc == 0 && op == 0) {
           same_bits(f, f0, TM, TN);
           same_bits(tf, t0, trows, TN);
@@ -387,10 +386,6 @@ static void test_tall_qr_on_a_failing_disk(void **state) {
           same_bits(x, x0, TN, NRHS);
           tarn_matrix_destroy(x);
         } else {
-          if (!disk_status(rc))
-            print_error("tall qr fault %d at %d, op %d: %s\n", fault, k, op,
-                        tarn_strerror(rc));
-          assert_true(disk_status(rc));
           assert_null(op == 0 ? tf : x);
         }
         tarn_matrix_destroy(f);
@@ -651,19 +646,13 @@ static void test_factor_uses_on_a_failing_disk(void **state) {
         double s = -1;
         inject(disk, (enum fault)fault, k);
         int rc = use_run(&u, op, &io, &s);
-        bool h = hit(disk, (enum fault)fault);
-        hits += h;
+        hits += fault_outcome(disk, (enum fault)fault, k, "factor use", op, rc);
         heal(disk);
-        if (getenv("DISK_VERBOSE"))
-          print_message("factor use %d, fault %d at %d: %s%s\n", op, fault, k,
-                        rc == 0 ? "ok" : tarn_strerror(rc),
-                        h ? "" : " (missed)");
         if (rc == 0 && use_rows(op) > 0) {
           same_bits(io, want[op], use_rows(op), use_cols(op));
         } else if (rc == 0) {
           assert_memory_equal(&s, &want_s[op], sizeof s);
         } else {
-          assert_true(disk_status(rc));
           if (op <= USE_PERMUTE)
             tiles_done_or_kept(io, want[op], u.b0, N, NRHS, NB, 8);
           else if (op == USE_QT_C)
@@ -757,15 +746,11 @@ static void test_products_on_a_failing_disk(void **state) {
               tarn_matrix_from_buffer(rt, M, N, NB, NB, c0, M, &out), 0);
         inject(disk, (enum fault)fault, k);
         int rc = product(rt, op, a, a2, b, &out);
-        hits += hit(disk, (enum fault)fault);
-        if (getenv("DISK_VERBOSE"))
-          print_message("product %d fault %d at %d: %s\n", op, fault, k,
-                        rc == 0 ? "ok" : tarn_strerror(rc));
+        hits += fault_outcome(disk, (enum fault)fault, k, "product", op, rc);
         heal(disk);
         if (rc == 0) {
           same_bits(out, want[op], rows[op], N);
         } else {
-          assert_true(disk_status(rc));
           if (op == 4) tiles_done_or_kept(out, want[op], c0, M, N, NB, NB);
         }
         tarn_matrix_destroy(out);

@@ -282,7 +282,8 @@ static int qr_check(const struct state *s) {
 static void qr_plan(struct plan *p, size_t n, size_t b) {
   size_t m = matrix_bytes(n, n, b, b);
   size_t ib = b < 32 ? b : 32, mt = (n + b - 1) / b;
-  size_t tbytes = matrix_bytes(mt * ib, n, ib, b); /* as tarn_matrix_qr's */
+  /* as tarn_matrix_qr's for a square X (no tree, tarn/linalg.h) */
+  size_t tbytes = matrix_bytes(mt * ib, n, ib, b);
   int a = plan_matrix(p, m, 1), q = plan_matrix(p, m, 1);
   for (int k = 0; k < QR_STEPS; k++) {
     int x = plan_matrix(p, m, 0), t = plan_matrix(p, tbytes, 0);

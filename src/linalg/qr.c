@@ -869,13 +869,15 @@ static int ata_priority(size_t k, size_t mt, bool diagonal) {
 }
 
 /* An update of C's tile (i, j), i >= j, by rows [r0, r1) of A's tile row
- * k: C(i, j) (+)= A(k, i)^T A(k, j) on those rows (beta 0 when `first`);
+ * k: C(i, j) (+)= A(k, i)^T A(k, j) on those rows (beta 0 when `first`),
+ * into `sum` instead when not NULL (a group's temporary, ata_groups);
  * with `mirror`, then the tile's mirror (its last update). */
-static int submit_ata_update(tarn_matrix *a, tarn_matrix *c, size_t i, size_t j,
-                             size_t k, size_t r0, size_t r1, bool first,
-                             int priority, bool mirror) {
+static int submit_ata_update(tarn_matrix *a, tarn_matrix *c, tarn_ref *sum,
+                             size_t i, size_t j, size_t k, size_t r0, size_t r1,
+                             bool first, int priority, bool mirror) {
   bool diagonal = i == j;
-  tarn_dep d[4] = {{tarn__tile(c, i, j), first ? TARN_WRITE : TARN_READ_WRITE},
+  tarn_ref *out = sum != NULL ? sum : tarn__tile(c, i, j);
+  tarn_dep d[4] = {{out, first ? TARN_WRITE : TARN_READ_WRITE},
                    {tarn__tile(a, k, i), TARN_READ},
                    {tarn__tile(a, k, j), TARN_READ},
                    {tarn__tile(c, j, i), TARN_WRITE}};
@@ -906,7 +908,7 @@ static int submit_ata_tile(tarn_matrix *a, tarn_matrix *c, size_t i, size_t j,
     size_t k = s / split, piece = s % split, rows = tarn__tile_rows(a, k);
     size_t r0 = piece * rows / split, r1 = (piece + 1) * rows / split;
     if (r1 == r0) continue; /* never the last piece: r0 < rows there */
-    rc = submit_ata_update(a, c, i, j, k, r0, r1, first,
+    rc = submit_ata_update(a, c, NULL, i, j, k, r0, r1, first,
                            ata_priority(s, steps, i == j), s + 1 == steps);
     first = false;
   }
@@ -931,9 +933,9 @@ static int submit_ata_blocks(tarn_matrix *a, tarn_matrix *c, size_t b) {
       for (size_t k = 0; rc == 0 && k < a->mt; k++)
         for (size_t j = j0; rc == 0 && j < j1; j++)
           for (size_t i = i0 > j ? i0 : j; rc == 0 && i < i1; i++)
-            rc = submit_ata_update(a, c, i, j, k, 0, tarn__tile_rows(a, k),
-                                   k == 0, tarn__layer_priority(layer + k),
-                                   false);
+            rc = submit_ata_update(a, c, NULL, i, j, k, 0,
+                                   tarn__tile_rows(a, k), k == 0,
+                                   tarn__layer_priority(layer + k), false);
     }
   return rc;
 }
@@ -976,6 +978,85 @@ static size_t ata_split(const tarn_matrix *a) {
   return split < 1 ? 1 : split > ATA_SPLIT_MAX ? ATA_SPLIT_MAX : split;
 }
 
+/* C's tile (i, j) = the sum of a group's temporary per dep 1 .. j->k (a
+ * diagonal tile's lower triangle only: dsyrk writes no more), then its
+ * mirror (dep j->k + 1 off the diagonal). */
+static int k_ata_sum(tarn_task *t, void *arg) {
+  const struct ata_job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  size_t m = (size_t)j->m, n = (size_t)j->n;
+  for (int g = 1; g <= j->k; g++) {
+    const double *w = tarn_task_data(t, (size_t)g);
+    for (size_t q = 0; q < n; q++) {
+      size_t top = j->diagonal ? q : 0;
+      cblas_daxpy((int)(m - top), 1.0, w + top + q * m, 1, c + top + q * m, 1);
+    }
+  }
+  return j->diagonal
+             ? mirror_tile(t, j, c, NULL)
+             : mirror_tile(t, j, tarn_task_data(t, (size_t)j->k + 1), c);
+}
+
+/* Groups of A's tile rows for C's chains of updates: 1, or, when C's
+ * lower triangle has fewer tiles than twice the workers and A is tall
+ * enough, about twice the workers' chains in all, each group of
+ * ATA_GROUP_ROWS tile rows at least. A^T A of a tall, narrow A is one
+ * chain per tile of C, mt updates long; a chain shares each update's
+ * kernel with idle workers, but a 128 x 128 dsyrk is little to share. */
+#define ATA_GROUP_ROWS 2
+#define ATA_GROUPS_MAX 64
+
+static size_t ata_groups(const tarn_matrix *a) {
+  size_t tiles = a->nt * (a->nt + 1) / 2,
+         workers = (size_t)tarn_rt_workers(a->rt);
+  if (workers < 2 || tiles >= 2 * workers) return 1;
+  size_t g = (2 * workers + tiles - 1) / tiles, most = a->mt / ATA_GROUP_ROWS;
+  if (g > most) g = most;
+  if (g > ATA_GROUPS_MAX) g = ATA_GROUPS_MAX;
+  return g < 1 ? 1 : g;
+}
+
+/* C's tile (i, j) in `groups` groups of A's tile rows side by side: the
+ * first into the tile, each other into a temporary of its own (a pool
+ * ref, freed as the sum ends), then one task adds them into the tile and
+ * mirrors it. */
+static int submit_ata_grouped(tarn_matrix *a, tarn_matrix *c, size_t i,
+                              size_t j, size_t groups) {
+  bool diagonal = i == j;
+  size_t m = tarn__tile_cols(a, i), n = tarn__tile_cols(a, j);
+  tarn_dep *d = calloc(groups + 1, sizeof *d);
+  if (d == NULL) return TARN_ENOMEM;
+  d[0] = (tarn_dep){tarn__tile(c, i, j), TARN_READ_WRITE};
+  int rc = 0;
+  size_t made = 1;
+  for (size_t g = 0; rc == 0 && g < groups; g++) {
+    size_t k0 = g * a->mt / groups, k1 = (g + 1) * a->mt / groups;
+    tarn_ref *sum = NULL;
+    if (g > 0) {
+      rc = tarn_ref_create(tarn_rt_pool(a->rt), m * n * sizeof(double), &sum);
+      if (rc != 0) break;
+      d[made++] = (tarn_dep){sum, TARN_READ};
+    }
+    for (size_t k = k0; rc == 0 && k < k1; k++)
+      rc = submit_ata_update(a, c, sum, i, j, k, 0, tarn__tile_rows(a, k),
+                             k == k0, ata_priority(k - k0, k1 - k0, diagonal),
+                             false);
+  }
+  if (rc == 0) {
+    if (!diagonal) d[made] = (tarn_dep){tarn__tile(c, j, i), TARN_WRITE};
+    struct ata_job s = {.m = (int)m,
+                        .n = (int)n,
+                        .k = (int)(made - 1),
+                        .diagonal = diagonal,
+                        .mirror = true};
+    rc = submit_ata_job(a->rt, k_ata_sum, &s, d, made + !diagonal, 0, "sum");
+  }
+  for (size_t g = 1; g < made; g++)
+    tarn_ref_release(d[g].ref); /* the tasks hold their own references */
+  free(d);
+  return rc;
+}
+
 /* The tiles off the diagonal first (their chains are twice as long), then
  * the diagonal's, each mirrored by its last update; under a memory limit
  * that C does not fit in, by blocks (submit_ata_blocks), then the mirrors
@@ -986,13 +1067,24 @@ static int submit_ata(tarn_matrix *a, tarn_matrix *c) {
   double nd = (double)nt;
   double ctile = (double)tarn__tile_charge(c);
   double atile = (double)tarn__tile_charge(a);
-  double whole = nd * (nd + 1) / 2 * ctile + nd * atile;
-  size_t bm, bn;
-  if (tarn__limit_blocks(a->rt, whole, ctile, atile, atile, nt, nt, &bm, &bn)) {
-    int rc = submit_ata_blocks(a, c, bm < bn ? bm : bn);
+  double lower = nd * (nd + 1) / 2 * ctile;
+  size_t bm, bn, groups = ata_groups(a);
+  int rc = 0;
+  /* groups, when their temporaries fit beside C under a limit */
+  if (groups > 1 &&
+      !tarn__limit_blocks(a->rt,
+                          lower * (double)groups + (double)groups * nd * atile,
+                          ctile, atile, atile, nt, nt, &bm, &bn)) {
+    for (size_t j = 0; rc == 0 && j < nt; j++)
+      for (size_t i = j; rc == 0 && i < nt; i++)
+        rc = submit_ata_grouped(a, c, i, j, groups);
+    return rc;
+  }
+  if (tarn__limit_blocks(a->rt, lower + nd * atile, ctile, atile, atile, nt, nt,
+                         &bm, &bn)) {
+    rc = submit_ata_blocks(a, c, bm < bn ? bm : bn);
     return rc == 0 ? tarn__submit_mirror(c) : rc;
   }
-  int rc = 0;
   size_t split = ata_split(a);
   for (size_t j = 0; rc == 0 && j < nt; j++)
     for (size_t i = j + 1; rc == 0 && i < nt; i++)

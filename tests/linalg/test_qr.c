@@ -1053,9 +1053,21 @@ static void test_ata(void **state) {
       {600, 500, 256, 256},
       {514, 300, 512, 150},
       {3, 300, 512, 150},
+      /* tall: each tile of C in groups of A's tile rows side by side, the
+       * groups' temporaries summed into it (one tile of C in 6 groups, a
+       * short last tile row, three tiles of C in 2 groups) */
+      {2048, 60, 64, 64},
+      {515, 40, 64, 64},
+      {1000, 100, 50, 50},
   };
   for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++)
     check_ata(rt, cases[s][0], cases[s][1], cases[s][2], cases[s][3], 50 + s);
+  /* six tiles of C: 3 groups each on 8 workers, none on 2 */
+  for (unsigned w = 2; w <= 8; w += 6) {
+    tarn_rt *rtw = test_rt(w, 0);
+    check_ata(rtw, 1200, 150, 50, 50, 70 + w);
+    assert_int_equal(tarn_rt_destroy(rtw), 0);
+  }
   tarn_matrix *c = (tarn_matrix *)1;
   assert_int_equal(tarn_matrix_syrk_ata(NULL, &c), TARN_EINVAL);
   assert_null(c);
@@ -1076,6 +1088,8 @@ static void test_ata_mem_limit(void **state) {
   tarn_rt *rt = test_rt(3, limit);
   check_ata(rt, 250, 230, 24, 24, 61);
   check_ata(rt, 300, 300, 40, 30, 62);
+  /* a tall A (twice the limit) whose groups' temporaries fit beside C */
+  check_ata(rt, 4096, 24, 32, 32, 64);
   tarn_matrix *x = NULL, *c = NULL;
   assert_int_equal(tarn_matrix_rand(rt, 384, 384, 32, 32, 63, &x), 0);
   uint64_t since = test_restores(rt);

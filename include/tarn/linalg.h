@@ -589,7 +589,15 @@ TARN_API int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t,
  * in order, the last of which also mirrors its tile into the upper half
  * (a diagonal tile's upper triangle, or tile (j, i) from (i, j)); under a
  * memory limit that the lower half does not fit in, by blocks of it, then
- * one task per tile that mirrors it.
+ * one task per tile that mirrors it. A tall A whose C has fewer tiles
+ * than twice the workers (on 2 workers or more) has each tile's updates
+ * cut into groups of A's tile rows (2 or more each) run side by side,
+ * about twice the workers' chains in all (at most 64 groups; under a
+ * memory limit, only when their temporaries and a tile row of A per group
+ * fit in seven eighths of it): the first group into the tile, each other
+ * into a temporary tile in the pool, then one task adds the temporaries
+ * into the tile (freeing them) and mirrors it; so the sums' order, and
+ * C's last bits, depend on the workers.
  *
  * Submits and returns at once (results ordered as the runtime's rules
  * say). Returns 0; TARN_EINVAL for NULL arguments or tiles too large for

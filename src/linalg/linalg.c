@@ -621,6 +621,7 @@ struct gemm_plan {
   size_t kt;     /* tiles along K */
   size_t bm, bn; /* C's tiles per block (gemm_blocks) */
   bool ordered;  /* layers by priority, in the order submitted */
+  size_t groups; /* groups of layers per tile of C (gemm_blocks) */
 };
 
 bool tarn__limit_blocks(tarn_rt *rt, double whole, double ctile, double atile,
@@ -653,6 +654,34 @@ int tarn__layer_priority(size_t layer) {
   return layer < (size_t)INT_MAX ? -(int)layer : -INT_MAX;
 }
 
+/* Layers per group at least, and groups at most (tarn__layer_groups). */
+#define GROUP_LAYERS 2
+#define GROUPS_MAX 64
+
+size_t tarn__layer_groups(size_t tiles, size_t layers, unsigned workers) {
+  if (workers < 2 || tiles == 0 || tiles >= 2 * (size_t)workers) return 1;
+  size_t g = (2 * (size_t)workers + tiles - 1) / tiles;
+  size_t most = layers / GROUP_LAYERS;
+  if (g > most) g = most;
+  if (g > GROUPS_MAX) g = GROUPS_MAX;
+  return g < 1 ? 1 : g;
+}
+
+void tarn__group_layers(size_t layers, size_t groups, size_t g, size_t *k0,
+                        size_t *k1) {
+  *k0 = g * layers / groups;
+  *k1 = (g + 1) * layers / groups;
+}
+
+void tarn__tile_add(double *c, const double *w, size_t m, size_t n,
+                    bool lower) {
+  for (size_t q = 0; q < n; q++) {
+    size_t top = lower ? q : 0;
+    if (top < m)
+      cblas_daxpy((int)(m - top), 1.0, w + top + q * m, 1, c + top + q * m, 1);
+  }
+}
+
 /* The blocks of C: all of C, unless the pool has a memory limit and all
  * of C and one layer of the product (a tile column of op(A) and a tile
  * row of op(B), what the products of one k read) take more than seven
@@ -682,44 +711,103 @@ static void gemm_blocks(struct gemm_plan *g) {
   double btile = (double)tarn__tile_charge(g->b);
   double whole = (double)c->mt * (double)c->nt * ctile + (double)c->mt * atile +
                  (double)c->nt * btile;
+  g->groups = tarn__layer_groups(c->mt * c->nt, g->kt, tarn_rt_workers(c->rt));
+  /* groups, when their temporaries and layers fit as all of C would */
+  if (g->groups > 1 &&
+      !tarn__limit_blocks(c->rt, whole * (double)g->groups, ctile, atile, btile,
+                          c->mt, c->nt, &g->bm, &g->bn)) {
+    g->ordered = false;
+    return;
+  }
+  g->groups = 1;
   g->ordered = tarn__limit_blocks(c->rt, whole, ctile, atile, btile, c->mt,
                                   c->nt, &g->bm, &g->bn);
+}
+
+/* The product of layer k into C's tile (ti, tj), or into `sum` when not
+ * NULL (a group's temporary: beta 0 at its first layer), with `priority`.
+ * The first layer writes with the product's beta (C not read when 0). */
+static int gemm_submit_layer(const struct gemm_plan *g, size_t ti, size_t tj,
+                             size_t k, tarn_ref *sum, bool first,
+                             int priority) {
+  tarn_matrix *a = g->a, *b = g->b, *cm = g->c;
+  bool tra = g->ta, trb = g->tb;
+  double beta = !first ? 1.0 : sum != NULL ? 0.0 : g->beta;
+  tarn_dep deps[3] = {
+      {sum != NULL ? sum : tarn__tile(cm, ti, tj),
+       first && beta == 0 ? TARN_WRITE : TARN_READ_WRITE},
+      {tra ? tarn__tile(a, k, ti) : tarn__tile(a, ti, k), TARN_READ},
+      {trb ? tarn__tile(b, tj, k) : tarn__tile(b, k, tj), TARN_READ}};
+  struct job j = {
+      .m = (int)tarn__tile_rows(cm, ti),
+      .n = (int)tarn__tile_cols(cm, tj),
+      .k = (int)(tra ? tarn__tile_rows(a, k) : tarn__tile_cols(a, k)),
+      .lda = (int)(tra ? tarn__tile_rows(a, k) : tarn__tile_rows(a, ti)),
+      .ldb = (int)(trb ? tarn__tile_rows(b, tj) : tarn__tile_rows(b, k)),
+      .ldc = (int)tarn__tile_rows(cm, ti),
+      .ta = tra,
+      .tb = trb,
+      .alpha = g->alpha,
+      .beta = beta,
+      .sc = tarn__dep_slot(deps, 0),
+      .sa = tarn__dep_slot(deps, 1),
+      .sb = tarn__dep_slot(deps, 2)};
+  return submit_job(a->rt, k_gemm, &j, deps, 3, priority, "gemm");
 }
 
 /* The products of C's tiles [i0, i1) x [j0, j1), k outermost; `layer`
  * counts the layers submitted before this block's. */
 static int gemm_submit_block(const struct gemm_plan *g, size_t i0, size_t i1,
                              size_t j0, size_t j1, size_t layer) {
-  tarn_matrix *a = g->a, *b = g->b, *cm = g->c;
-  bool tra = g->ta, trb = g->tb;
   int rc = 0;
   for (size_t k = 0; rc == 0 && k < g->kt; k++)
     for (size_t tj = j0; rc == 0 && tj < j1; tj++)
-      for (size_t ti = i0; rc == 0 && ti < i1; ti++) {
-        bool first = k == 0;
-        tarn_dep deps[3] = {
-            {tarn__tile(cm, ti, tj),
-             first && g->beta == 0 ? TARN_WRITE : TARN_READ_WRITE},
-            {tra ? tarn__tile(a, k, ti) : tarn__tile(a, ti, k), TARN_READ},
-            {trb ? tarn__tile(b, tj, k) : tarn__tile(b, k, tj), TARN_READ}};
-        struct job j = {
-            .m = (int)tarn__tile_rows(cm, ti),
-            .n = (int)tarn__tile_cols(cm, tj),
-            .k = (int)(tra ? tarn__tile_rows(a, k) : tarn__tile_cols(a, k)),
-            .lda = (int)(tra ? tarn__tile_rows(a, k) : tarn__tile_rows(a, ti)),
-            .ldb = (int)(trb ? tarn__tile_rows(b, tj) : tarn__tile_rows(b, k)),
-            .ldc = (int)tarn__tile_rows(cm, ti),
-            .ta = tra,
-            .tb = trb,
-            .alpha = g->alpha,
-            .beta = first ? g->beta : 1.0,
-            .sc = tarn__dep_slot(deps, 0),
-            .sa = tarn__dep_slot(deps, 1),
-            .sb = tarn__dep_slot(deps, 2)};
-        rc = submit_job(a->rt, k_gemm, &j, deps, 3,
-                        g->ordered ? tarn__layer_priority(layer + k) : 0,
-                        "gemm");
-      }
+      for (size_t ti = i0; rc == 0 && ti < i1; ti++)
+        rc =
+            gemm_submit_layer(g, ti, tj, k, NULL, k == 0,
+                              g->ordered ? tarn__layer_priority(layer + k) : 0);
+  return rc;
+}
+
+/* C's tile (dep 0, m x n) += each group's temporary (deps 1 .. j->k). */
+static int k_gemm_sum(tarn_task *t, void *arg) {
+  const struct job *j = arg;
+  double *c = tarn_task_data(t, 0);
+  for (size_t g = 1; g <= (size_t)j->k; g++)
+    tarn__tile_add(c, tarn_task_data(t, g), (size_t)j->m, (size_t)j->n, false);
+  return 0;
+}
+
+/* C's tile (ti, tj) in `groups` groups of the layers side by side
+ * (tarn__layer_groups), then their sum. */
+static int gemm_submit_grouped(const struct gemm_plan *g, size_t ti, size_t tj,
+                               size_t groups) {
+  tarn_matrix *cm = g->c;
+  size_t m = tarn__tile_rows(cm, ti), n = tarn__tile_cols(cm, tj);
+  tarn_dep *d = calloc(groups, sizeof *d);
+  if (d == NULL) return TARN_ENOMEM;
+  d[0] = (tarn_dep){tarn__tile(cm, ti, tj), TARN_READ_WRITE};
+  int rc = 0;
+  size_t made = 1;
+  for (size_t grp = 0; rc == 0 && grp < groups; grp++) {
+    size_t k0, k1;
+    tarn__group_layers(g->kt, groups, grp, &k0, &k1);
+    tarn_ref *sum = NULL;
+    if (grp > 0) {
+      rc = tarn_ref_create(tarn_rt_pool(cm->rt), m * n * sizeof(double), &sum);
+      if (rc != 0) break;
+      d[made++] = (tarn_dep){sum, TARN_READ};
+    }
+    for (size_t k = k0; rc == 0 && k < k1; k++)
+      rc = gemm_submit_layer(g, ti, tj, k, sum, k == k0, 0);
+  }
+  if (rc == 0) {
+    struct job s = {.m = (int)m, .n = (int)n, .k = (int)(made - 1)};
+    rc = submit_job(cm->rt, k_gemm_sum, &s, d, made, 0, "sum");
+  }
+  for (size_t i = 1; i < made; i++)
+    tarn_ref_release(d[i].ref); /* the tasks hold their own references */
+  free(d);
   return rc;
 }
 
@@ -763,7 +851,10 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
                           .kt = tra ? a->mt : a->nt};
     gemm_blocks(&g);
     size_t layer = 0;
-    for (size_t j0 = 0; rc == 0 && j0 < cm->nt; j0 += g.bn)
+    for (size_t tj = 0; g.groups > 1 && rc == 0 && tj < cm->nt; tj++)
+      for (size_t ti = 0; rc == 0 && ti < cm->mt; ti++)
+        rc = gemm_submit_grouped(&g, ti, tj, g.groups);
+    for (size_t j0 = 0; g.groups == 1 && rc == 0 && j0 < cm->nt; j0 += g.bn)
       for (size_t i0 = 0; rc == 0 && i0 < cm->mt; i0 += g.bm, layer += g.kt)
         rc = gemm_submit_block(&g, i0, i0 + g.bm < cm->mt ? i0 + g.bm : cm->mt,
                                j0, j0 + g.bn < cm->nt ? j0 + g.bn : cm->nt,

@@ -69,6 +69,27 @@ bool tarn__limit_blocks(tarn_rt *rt, double whole, double ctile, double atile,
  * blocks, tarn__limit_blocks): each layer before the next. */
 int tarn__layer_priority(size_t layer);
 
+/* ---- groups of layers -----------------------------------------------------
+ * An output tile that a long chain of layers accumulates (a tile of a
+ * product whose inner dimension has many tiles: tarn_matrix_gemm,
+ * tarn_matrix_syrk_ata) can take them in groups side by side: the first
+ * group into the tile, each other into a temporary tile of its own, then
+ * one task adds the temporaries into the tile. */
+
+/* Groups for `tiles` output tiles of `layers` layers each on `workers`
+ * workers: 1, or, when the tiles are fewer than twice the workers (two or
+ * more), about twice the workers' chains in all, each group of two layers
+ * at least, at most 64 groups. */
+size_t tarn__layer_groups(size_t tiles, size_t layers, unsigned workers);
+
+/* The layers [*k0, *k1) of group g of `groups` over `layers`. */
+void tarn__group_layers(size_t layers, size_t groups, size_t g, size_t *k0,
+                        size_t *k1);
+
+/* c += w, both m x n with leading dimension m; only on and below the
+ * diagonal when `lower`. */
+void tarn__tile_add(double *c, const double *w, size_t m, size_t n, bool lower);
+
 /* Submits y = alpha op(A) op(x) + beta y (gemv.c): x is one column (or,
  * with tx, one row), y one column with op(A)'s tiling along M, all checked
  * by the caller (tarn_matrix_gemm), beta 0 when y is new. Returns 0 or

@@ -984,36 +984,21 @@ static size_t ata_split(const tarn_matrix *a) {
 static int k_ata_sum(tarn_task *t, void *arg) {
   const struct ata_job *j = arg;
   double *c = tarn_task_data(t, 0);
-  size_t m = (size_t)j->m, n = (size_t)j->n;
-  for (int g = 1; g <= j->k; g++) {
-    const double *w = tarn_task_data(t, (size_t)g);
-    for (size_t q = 0; q < n; q++) {
-      size_t top = j->diagonal ? q : 0;
-      cblas_daxpy((int)(m - top), 1.0, w + top + q * m, 1, c + top + q * m, 1);
-    }
-  }
+  for (size_t g = 1; g <= (size_t)j->k; g++)
+    tarn__tile_add(c, tarn_task_data(t, g), (size_t)j->m, (size_t)j->n,
+                   j->diagonal);
   return j->diagonal
              ? mirror_tile(t, j, c, NULL)
              : mirror_tile(t, j, tarn_task_data(t, (size_t)j->k + 1), c);
 }
 
-/* Groups of A's tile rows for C's chains of updates: 1, or, when C's
- * lower triangle has fewer tiles than twice the workers and A is tall
- * enough, about twice the workers' chains in all, each group of
- * ATA_GROUP_ROWS tile rows at least. A^T A of a tall, narrow A is one
- * chain per tile of C, mt updates long; a chain shares each update's
- * kernel with idle workers, but a 128 x 128 dsyrk is little to share. */
-#define ATA_GROUP_ROWS 2
-#define ATA_GROUPS_MAX 64
-
+/* Groups of A's tile rows for C's chains of updates (tarn__layer_groups
+ * over C's lower tiles): A^T A of a tall, narrow A is one chain per tile
+ * of C, mt updates long, and a chain shares each update's kernel with
+ * idle workers, but a 128 x 128 dsyrk is little to share. */
 static size_t ata_groups(const tarn_matrix *a) {
-  size_t tiles = a->nt * (a->nt + 1) / 2,
-         workers = (size_t)tarn_rt_workers(a->rt);
-  if (workers < 2 || tiles >= 2 * workers) return 1;
-  size_t g = (2 * workers + tiles - 1) / tiles, most = a->mt / ATA_GROUP_ROWS;
-  if (g > most) g = most;
-  if (g > ATA_GROUPS_MAX) g = ATA_GROUPS_MAX;
-  return g < 1 ? 1 : g;
+  return tarn__layer_groups(a->nt * (a->nt + 1) / 2, a->mt,
+                            tarn_rt_workers(a->rt));
 }
 
 /* C's tile (i, j) in `groups` groups of A's tile rows side by side: the
@@ -1030,7 +1015,8 @@ static int submit_ata_grouped(tarn_matrix *a, tarn_matrix *c, size_t i,
   int rc = 0;
   size_t made = 1;
   for (size_t g = 0; rc == 0 && g < groups; g++) {
-    size_t k0 = g * a->mt / groups, k1 = (g + 1) * a->mt / groups;
+    size_t k0, k1;
+    tarn__group_layers(a->mt, groups, g, &k0, &k1);
     tarn_ref *sum = NULL;
     if (g > 0) {
       rc = tarn_ref_create(tarn_rt_pool(a->rt), m * n * sizeof(double), &sum);

@@ -110,6 +110,12 @@ static const size_t gemm_shapes[][6] = {
     {1, 1, 40000, 1, 40000, 1}, /* one dot product: one tile */
     /* and one task per tile of a longer y */
     {1300, 1, 700, 300, 350, 1},
+    /* C of fewer tiles than twice the workers, K of many: each tile's
+     * layers in groups side by side, summed into it (6 groups of one
+     * tile, 3 of two tiles with a short last layer, 2 of four tiles) */
+    {20, 30, 400, 20, 16, 30},
+    {40, 35, 301, 20, 32, 35},
+    {64, 64, 100, 32, 8, 32},
 };
 
 static void test_gemm_transposes(void **state) {
@@ -175,6 +181,19 @@ static void test_gemm_beta_zero(void **state) {
       tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS, 1.0, 0.0, &c), 0);
   double *z = test_buffer_of(c);
   for (size_t q = 0; q < 9 * 7; q++) assert_true(z[q] == 6.0);
+  free(z);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(c);
+  /* and for a C whose layers go in groups (one tile, 25 layers) */
+  a = b = c = NULL;
+  assert_int_equal(tarn_matrix_fill(rt, 6, 200, 6, 8, 2.0, &a), 0);
+  assert_int_equal(tarn_matrix_fill(rt, 200, 5, 8, 5, 0.5, &b), 0);
+  assert_int_equal(tarn_matrix_fill(rt, 6, 5, 6, 5, NAN, &c), 0);
+  assert_int_equal(
+      tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS, 1.0, 0.0, &c), 0);
+  z = test_buffer_of(c);
+  for (size_t q = 0; q < 6 * 5; q++) assert_true(z[q] == 200.0);
   free(z);
   tarn_matrix_destroy(a);
   tarn_matrix_destroy(b);
@@ -711,6 +730,10 @@ static void test_gemm_mem_limit(void **state) {
       check_gemm(rt, 384, 384, 384, 32, 32, 32, (tarn_trans)ta, (tarn_trans)tb,
                  ta == tb);
       check_gemm(rt, 250, 270, 230, 24, 40, 32, (tarn_trans)ta, (tarn_trans)tb,
+                 ta != tb);
+      /* K of 4000 (A and B each over twice the limit): C's one tile in
+       * groups of layers whose temporaries fit */
+      check_gemm(rt, 40, 40, 4000, 40, 40, 40, (tarn_trans)ta, (tarn_trans)tb,
                  ta != tb);
     }
   tarn_matrix *a = NULL, *b = NULL, *c = NULL;

@@ -57,13 +57,21 @@ typedef enum { TARN_NON_UNIT, TARN_UNIT } tarn_diag;
  *
  * One task per C tile and K tile, in K order on each C tile (one tile of A,
  * B and C pinned at a time); when op(B) has one column, the tasks are
- * tarn_matrix_gemv's. Submits and returns at once (results ordered
- * as the runtime's rules say). Returns 0; TARN_EINVAL for NULL arguments, a
- * bad tarn_trans value, shapes or tilings that do not match, matrices of
- * different runtimes, C the same as A or B, a tile too large for BLAS
- * (over INT_MAX elements along a side); TARN_ENOMEM. On failure a matrix
- * made here is freed (*c left NULL); tasks already submitted on a given C
- * still run. */
+ * tarn_matrix_gemv's. When C has fewer tiles than twice the workers (on 2
+ * workers or more) and K has 4 tiles or more, each C tile's K tiles go in
+ * groups (2 or more each) side by side, about twice the workers' chains
+ * in all (at most 64 groups; under a memory limit, only when their
+ * temporaries fit as all of C would): the first group into C's tile, each
+ * other into a temporary tile in the pool, then one task adds the
+ * temporaries into C's tile (freeing them); the sums' order, and C's last
+ * bits, then depend on the workers.
+ *
+ * Submits and returns at once (results ordered as the runtime's rules
+ * say). Returns 0; TARN_EINVAL for NULL arguments, a bad tarn_trans value,
+ * shapes or tilings that do not match, matrices of different runtimes, C
+ * the same as A or B, a tile too large for BLAS (over INT_MAX elements
+ * along a side); TARN_ENOMEM. On failure a matrix made here is freed (*c
+ * left NULL); tasks already submitted on a given C still run. */
 TARN_API int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
                               tarn_trans tb, double alpha, double beta,
                               tarn_matrix **c);

@@ -67,6 +67,9 @@
 /* Columns of every tile that each lane takes at least. */
 #define LANE_MIN_COLUMNS 8
 
+/* Groups of a block of y's chain at most (deps of its sum task). */
+#define GROUPS_DEPS_MAX 64
+
 /* A task of the product; owned by the task. */
 struct gemv_job {
   bool ta;            /* op(A) = A^T: the tiles are A(k, j) */
@@ -205,9 +208,217 @@ static int k_gemv(tarn_task *t, void *arg) {
   return rc;
 }
 
+/* ---- blocks of small tiles ------------------------------------------------
+ *
+ * Where a tile's dgemv is small (under BLOCK_MADDS multiply-adds: one of
+ * 128 x 128 takes about 3 us, what a task itself costs), a task takes a
+ * block of tiles of y and of K at once, up to BLOCK_TILES tiles of A and
+ * about BLOCK_TARGET multiply-adds: each of its tiles of y summed over its
+ * K tiles in order. Blocks of K follow one another on a block of y; when
+ * the blocks of y are fewer than twice the workers and K has 4 blocks or
+ * more, their chains go in groups side by side (tarn__layer_groups): each
+ * group but the first into temporaries of its own, which one task per
+ * tile of y then adds into it. A^T x of a tall A (or A x of a wide one)
+ * was a chain of one task per tile of K on one tile of y, and A x of a
+ * tall A one task per tile of y. */
+
+#define BLOCK_MADDS ((double)(1 << 16))
+#define BLOCK_TARGET ((double)(1 << 19))
+#define BLOCK_TILES 32
+
+/* A block's task; owned by the task. */
+struct block_job {
+  bool ta;                /* op(A) = A^T: the tiles are A(k, j) */
+  int ny, nk;             /* tiles of y and of K */
+  int out[BLOCK_TILES];   /* each tile of y: its rows */
+  int kn[BLOCK_TILES];    /* each tile of K: its size */
+  size_t sy[BLOCK_TILES]; /* slots: y's tiles (or temporaries) */
+  size_t sx[BLOCK_TILES]; /* x's tiles */
+  size_t sa[BLOCK_TILES]; /* A's tiles, sa[g * nk + k] */
+  double alpha, beta;     /* beta: at the block's first tile of K */
+};
+
+static int k_gemv_block(tarn_task *t, void *arg) {
+  const struct block_job *j = arg;
+  CBLAS_TRANSPOSE trans = j->ta ? CblasTrans : CblasNoTrans;
+  for (int g = 0; g < j->ny; g++) {
+    double *y = tarn_task_data(t, j->sy[g]);
+    for (int k = 0; k < j->nk; k++) {
+      int rows = j->ta ? j->kn[k] : j->out[g];
+      int cols = j->ta ? j->out[g] : j->kn[k];
+      cblas_dgemv(CblasColMajor, trans, rows, cols, j->alpha,
+                  tarn_task_data(t, j->sa[(size_t)g * (size_t)j->nk + k]), rows,
+                  tarn_task_data(t, j->sx[k]), 1, k == 0 ? j->beta : 1.0, y, 1);
+    }
+  }
+  return 0;
+}
+
+/* A tile of y (dep 0, one column of j->out[0] rows) += each group's
+ * temporary (deps 1 .. j->nk). */
+static int k_gemv_sum(tarn_task *t, void *arg) {
+  const struct block_job *j = arg;
+  double *y = tarn_task_data(t, 0);
+  for (size_t g = 1; g <= (size_t)j->nk; g++)
+    tarn__tile_add(y, tarn_task_data(t, g), (size_t)j->out[0], 1, false);
+  return 0;
+}
+
+/* The task data slot of each of the n deps (the runtime merges repeated
+ * refs: tarn__dep_slot's rule, for all of them at once). */
+static void dep_slots(const tarn_dep *deps, size_t n, size_t *slots) {
+  size_t next = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t h = 0;
+    while (h < i && deps[h].ref != deps[i].ref) h++;
+    slots[i] = h < i ? slots[h] : next++;
+  }
+}
+
+/* The product's operands and its blocks: ny tiles of y and nk of K per
+ * task, groups of K's blocks per block of y. */
+struct blocks {
+  tarn_matrix *a, *x, *y;
+  bool ta, tx;
+  double alpha, beta;
+  size_t kt, ny, nk, groups;
+};
+
+/* A's tile for y's tile ti and K's tile k, and x's tile k. */
+static tarn_ref *a_tile(const struct blocks *b, size_t ti, size_t k) {
+  return b->ta ? tarn__tile(b->a, k, ti) : tarn__tile(b->a, ti, k);
+}
+
+static tarn_ref *x_tile(const struct blocks *b, size_t k) {
+  return b->tx ? tarn__tile(b->x, 0, k) : tarn__tile(b->x, k, 0);
+}
+
+/* The task of y's tiles [t0, t0 + ny) (into out[], y's or temporaries)
+ * and K's tiles [k0, k1); `first`: the chain's first (beta, or 0 into a
+ * temporary: `fresh`). */
+static int submit_block(const struct blocks *b, size_t t0, size_t ny,
+                        tarn_ref *const *out, size_t k0, size_t k1, bool first,
+                        bool fresh) {
+  size_t nk = k1 - k0, n = ny + nk + ny * nk;
+  tarn_dep deps[2 * BLOCK_TILES + BLOCK_TILES];
+  size_t slots[2 * BLOCK_TILES + BLOCK_TILES];
+  double beta = !first ? 1.0 : fresh ? 0.0 : b->beta;
+  struct block_job j = {.ta = b->ta,
+                        .ny = (int)ny,
+                        .nk = (int)nk,
+                        .alpha = b->alpha,
+                        .beta = beta};
+  for (size_t g = 0; g < ny; g++) {
+    deps[g] =
+        (tarn_dep){out[g], first && beta == 0 ? TARN_WRITE : TARN_READ_WRITE};
+    j.out[g] = (int)tarn__tile_rows(b->y, t0 + g);
+  }
+  for (size_t k = 0; k < nk; k++) {
+    deps[ny + k] = (tarn_dep){x_tile(b, k0 + k), TARN_READ};
+    j.kn[k] = (int)(b->ta ? tarn__tile_rows(b->a, k0 + k)
+                          : tarn__tile_cols(b->a, k0 + k));
+    for (size_t g = 0; g < ny; g++)
+      deps[ny + nk + g * nk + k] =
+          (tarn_dep){a_tile(b, t0 + g, k0 + k), TARN_READ};
+  }
+  dep_slots(deps, n, slots);
+  for (size_t g = 0; g < ny; g++) j.sy[g] = slots[g];
+  for (size_t k = 0; k < nk; k++) j.sx[k] = slots[ny + k];
+  for (size_t i = 0; i < ny * nk; i++) j.sa[i] = slots[ny + nk + i];
+  return tarn__submit_owned(b->a->rt, k_gemv_block, &j, sizeof j, deps, n, 0,
+                            "gemv");
+}
+
+/* y's tiles [t0, t0 + ny): their chains of K's blocks, in b->groups
+ * groups side by side, then, with groups, one sum task per tile. */
+static int submit_y_block(const struct blocks *b, size_t t0, size_t ny) {
+  size_t kblocks = (b->kt + b->nk - 1) / b->nk, groups = b->groups;
+  tarn_ref *out[BLOCK_TILES];
+  tarn_ref **temps = NULL; /* temps[(grp - 1) * ny + g] */
+  if (groups > 1 && (temps = calloc((groups - 1) * ny, sizeof *temps)) == NULL)
+    return TARN_ENOMEM;
+  int rc = 0;
+  for (size_t grp = 0; rc == 0 && grp < groups; grp++) {
+    size_t kb0, kb1;
+    tarn__group_layers(kblocks, groups, grp, &kb0, &kb1);
+    for (size_t g = 0; rc == 0 && g < ny; g++) {
+      if (grp == 0) {
+        out[g] = tarn__tile(b->y, t0 + g, 0);
+        continue;
+      }
+      tarn_ref **w = &temps[(grp - 1) * ny + g];
+      rc = tarn_ref_create(tarn_rt_pool(b->a->rt),
+                           tarn__tile_rows(b->y, t0 + g) * sizeof(double), w);
+      out[g] = *w;
+    }
+    for (size_t kb = kb0; rc == 0 && kb < kb1; kb++) {
+      size_t k0 = kb * b->nk, k1 = k0 + b->nk < b->kt ? k0 + b->nk : b->kt;
+      rc = submit_block(b, t0, ny, out, k0, k1, kb == kb0, grp > 0);
+    }
+  }
+  for (size_t g = 0; rc == 0 && groups > 1 && g < ny; g++) {
+    tarn_dep deps[GROUPS_DEPS_MAX];
+    deps[0] = (tarn_dep){tarn__tile(b->y, t0 + g, 0), TARN_READ_WRITE};
+    for (size_t grp = 1; grp < groups; grp++)
+      deps[grp] = (tarn_dep){temps[(grp - 1) * ny + g], TARN_READ};
+    struct block_job j = {.nk = (int)(groups - 1),
+                          .out = {(int)tarn__tile_rows(b->y, t0 + g)}};
+    rc = tarn__submit_owned(b->a->rt, k_gemv_sum, &j, sizeof j, deps, groups, 0,
+                            "sum");
+  }
+  for (size_t i = 0; temps != NULL && i < (groups - 1) * ny; i++)
+    if (temps[i] != NULL)
+      tarn_ref_release(temps[i]); /* the tasks hold their own references */
+  free(temps);
+  return rc;
+}
+
+/* Whether the product goes by blocks of small tiles, and their shape into
+ * *b: tiles of A under BLOCK_MADDS, more than one tile of y or K, and
+ * (under a memory limit) a block's tiles, and all the groups' of a block
+ * of y at once, in an eighth of it. */
+static bool blocks_plan(struct blocks *b, unsigned workers, size_t limit) {
+  size_t mt = b->y->mt, kt = b->kt;
+  double tile = (double)b->y->mb *
+                (double)(b->ta ? b->a->mb : b->a->nb); /* the largest */
+  if (tile >= BLOCK_MADDS || (mt == 1 && kt == 1)) return false;
+  size_t per = (size_t)(BLOCK_TARGET / tile);
+  if (per > BLOCK_TILES) per = BLOCK_TILES;
+  if (per < 1) per = 1;
+  b->nk = kt < per ? kt : per;
+  size_t ny = per / b->nk, spread = mt / (2 * (size_t)workers);
+  /* enough blocks of y for the workers, when y has that many tiles */
+  if (ny > spread) ny = spread < 1 ? 1 : spread;
+  b->ny = ny < mt ? ny : mt;
+  size_t kblocks = (kt + b->nk - 1) / b->nk;
+  b->groups = tarn__layer_groups((mt + b->ny - 1) / b->ny, kblocks, workers);
+  if (b->groups > GROUPS_DEPS_MAX) b->groups = GROUPS_DEPS_MAX;
+  if (limit == 0) return true;
+  size_t pinned = b->ny * b->nk * tarn__tile_charge(b->a) +
+                  b->nk * tarn__tile_charge(b->x) +
+                  b->ny * b->groups * tarn__tile_charge(b->y);
+  return pinned <= limit / 8;
+}
+
 int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
                       double alpha, double beta, tarn_matrix *y) {
   size_t kt = ta ? a->mt : a->nt, mt = y->mt;
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
+  unsigned workers = tarn_rt_workers(a->rt);
+  struct blocks b = {.a = a,
+                     .x = x,
+                     .y = y,
+                     .ta = ta,
+                     .tx = tx,
+                     .alpha = alpha,
+                     .beta = beta,
+                     .kt = kt};
+  if (blocks_plan(&b, workers, limit)) {
+    int rc = 0;
+    for (size_t t0 = 0; rc == 0 && t0 < mt; t0 += b.ny)
+      rc = submit_y_block(&b, t0, mt - t0 < b.ny ? mt - t0 : b.ny);
+    return rc;
+  }
   /* The first layer's tiles of A are the largest. */
   size_t layer = y->m * (ta ? tarn__tile_rows(a, 0) : tarn__tile_cols(a, 0)) *
                  sizeof(double);
@@ -217,8 +428,6 @@ int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
    * under a limit of under five, which could never run. */
   size_t pinned =
       mt * (tarn__tile_charge(a) + tarn__tile_charge(y)) + tarn__tile_charge(x);
-  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
-  unsigned workers = tarn_rt_workers(a->rt);
   bool grouped = mt >= 2 && mt <= GROUP_MAX && mt < workers &&
                  layer <= GROUP_BYTES_MAX &&
                  (limit == 0 || pinned <= limit / 8);

@@ -185,6 +185,31 @@ static void test_gemm_beta_zero(void **state) {
   tarn_matrix_destroy(a);
   tarn_matrix_destroy(b);
   tarn_matrix_destroy(c);
+  /* and for y = A x in blocks of small tiles whose groups' first block
+   * writes y (4 x 4000 in tiles of 4 x 16: 250 tiles of K) */
+  a = b = c = NULL;
+  assert_int_equal(tarn_matrix_fill(rt, 4, 4000, 4, 16, 2.0, &a), 0);
+  assert_int_equal(tarn_matrix_fill(rt, 4000, 1, 16, 1, 0.5, &b), 0);
+  assert_int_equal(tarn_matrix_fill(rt, 4, 1, 4, 1, NAN, &c), 0);
+  assert_int_equal(tarn_matrix_gemv(a, TARN_NO_TRANS, b, 1.0, 0.0, &c), 0);
+  z = test_buffer_of(c);
+  for (size_t q = 0; q < 4; q++) assert_true(z[q] == 4000.0);
+  free(z);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(c);
+  /* x^T x as A^T x with A = x: a block's tiles of A and of x are the
+   * same refs (3000 x 1 in tiles of 16: 188 tiles of K) */
+  assert_int_equal(tarn_matrix_rand(rt, 3000, 1, 16, 1, 5, &a), 0);
+  c = NULL;
+  assert_int_equal(tarn_matrix_gemv(a, TARN_TRANS, a, 1.0, 0.0, &c), 0);
+  z = test_buffer_of(a);
+  double *dot = test_buffer_of(c), want = cblas_ddot(3000, z, 1, z, 1);
+  assert_true(fabs(dot[0] - want) <= 3002 * DBL_EPSILON * want);
+  free(z);
+  free(dot);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(c);
   /* and for a C whose layers go in groups (one tile, 25 layers) */
   a = b = c = NULL;
   assert_int_equal(tarn_matrix_fill(rt, 6, 200, 6, 8, 2.0, &a), 0);
@@ -283,6 +308,14 @@ static void test_gemv(void **state) {
       /* one tile small enough for dgemv calls that skip OpenBLAS's lock */
       {256, 256, 256, 256},
       {250, 200, 250, 200},
+      /* small tiles: a task per block of tiles of y and of K; a long K's
+       * blocks in groups side by side, their temporaries summed into y
+       * (one tile of y: 188 tiles of K in 6 blocks, 3 groups; 100 in 4
+       * blocks, 2 groups), y of many tiles (188) and of some (14) */
+      {20, 3000, 20, 16},
+      {100, 5000, 100, 50},
+      {3000, 40, 16, 20},
+      {700, 900, 50, 60},
   };
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int ta = 0; ta < 2; ta++)
@@ -290,11 +323,14 @@ static void test_gemv(void **state) {
         check_gemv(rt, shapes[s][0], shapes[s][1], shapes[s][2], shapes[s][3],
                    (tarn_trans)ta, given);
   /* a y of three tiles: with four workers a task per layer in lanes, with
-   * one a task per tile */
+   * one a task per tile; and blocks of small tiles with one worker (no
+   * groups) and four */
   for (unsigned w = 1; w <= 4; w += 3) {
     tarn_rt *rw = test_rt(w, 0);
-    for (int ta = 0; ta < 2; ta++)
+    for (int ta = 0; ta < 2; ta++) {
       check_gemv(rw, 1000, 900, 400, 300, (tarn_trans)ta, ta == 1);
+      check_gemv(rw, 40, 3000, 20, 16, (tarn_trans)ta, ta == 0);
+    }
     assert_int_equal(tarn_rt_destroy(rw), 0);
   }
   tarn_matrix *a = NULL, *x = NULL, *x2 = NULL, *y2 = NULL, *y = NULL;
@@ -687,6 +723,24 @@ static void test_gemv_mem_limit(void **state) {
   assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
   assert_true(ps.spills > 0);
   assert_true(ps.resident_peak <= n * n * sizeof(double) / 4);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* gemv in blocks of small tiles under a limit of half of A (16384 x 64
+ * in tiles of 32: 8 MiB, 1024 tiles), where a block's 32 tiles and its
+ * groups' temporaries fit in an eighth of it: right both ways, spilled,
+ * never past the limit. */
+static void test_gemv_blocks_mem_limit(void **state) {
+  (void)state;
+  size_t bytes = 16384 * 64 * sizeof(double);
+  tarn_rt *rt = test_rt(3, bytes / 2);
+  for (int ta = 0; ta < 2; ta++)
+    check_gemv(rt, ta ? 64 : 16384, ta ? 16384 : 64, 32, 32, (tarn_trans)ta,
+               ta == 1);
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+  assert_true(ps.spills > 0);
+  assert_true(ps.resident_peak <= bytes / 2);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -1138,6 +1192,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_bad),
       cmocka_unit_test(test_gemv),
       cmocka_unit_test(test_gemv_mem_limit),
+      cmocka_unit_test(test_gemv_blocks_mem_limit),
       cmocka_unit_test(test_gemv_tiny_tiles_tight_limit),
       cmocka_unit_test(test_gemm_mem_limit),
       cmocka_unit_test(test_cholesky_sizes),

@@ -90,9 +90,17 @@ TARN_API int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
  * pool charges) at most an eighth of it, each task updates all of y,
  * and its dgemv calls are split with idle workers in lanes of interleaved
  * columns, so that every core reads the same tile of A at a time. Each
- * tile of A is read once; a task pins at most three of them.
- * Returns as tarn_matrix_gemm, and TARN_EINVAL when x or a given *y has
- * more than one column. */
+ * tile of A is read once; a task pins at most three of them. With small
+ * tiles (y's tile height times A's tile width under 65536: a tile's
+ * dgemv costs about what a task does), a task takes instead a block of
+ * tiles of y and of x, up to 32 tiles of A (about 512K multiply-adds;
+ * under a memory limit only when a block's tiles, with the temporaries
+ * below, take at most an eighth of it), each of its tiles of y summed over
+ * its tiles of x in order; blocks of x follow one another on a block of
+ * y, and when the blocks of y are fewer than twice the workers and x has
+ * 4 blocks or more, they go in groups side by side, summed into y as
+ * tarn_matrix_gemm's groups are. Returns as tarn_matrix_gemm, and
+ * TARN_EINVAL when x or a given *y has more than one column. */
 TARN_API int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,
                               double alpha, double beta, tarn_matrix **y);
 

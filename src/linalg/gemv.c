@@ -37,10 +37,15 @@
  * itself), which the task adds into y once every lane is done. With no
  * idle worker a task is one dgemv per tile, into y.
  *
- * Invariant: each element of a task's tiles of y is written once per layer
- * (by the task's thread, or by lane 0 and then the gather), only after the
- * layer before it on that tile (the runtime's order on y's tiles), and
- * with beta 0 never read first. */
+ * Small tiles go by blocks instead ("blocks of small tiles" below): a
+ * task per block of tiles of y and of K, blocks of K in groups side by
+ * side when the blocks of y are few.
+ *
+ * Invariant: each element of a task's tiles of y (or of a group's
+ * temporaries) is written once per layer (by the task's thread, or by
+ * lane 0 and then the gather), only after the layer before it on that
+ * tile (the runtime's order on y's tiles; in a block, the order of its
+ * tiles of K), and with beta 0 never read first. */
 #include <cblas.h>
 #include <limits.h>
 #include <stdatomic.h>

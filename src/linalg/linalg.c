@@ -673,6 +673,34 @@ void tarn__group_layers(size_t layers, size_t groups, size_t g, size_t *k0,
   *k1 = (g + 1) * layers / groups;
 }
 
+int tarn__submit_grouped(
+    tarn_rt *rt, tarn_ref *tile, size_t bytes, size_t layers, size_t groups,
+    int (*layer)(void *ctx, size_t k, size_t k0, size_t k1, tarn_ref *sum),
+    int (*sum)(void *ctx, tarn_dep *deps, size_t temps), void *ctx) {
+  tarn_dep *d = calloc(groups + 1, sizeof *d);
+  if (d == NULL) return TARN_ENOMEM;
+  d[0] = (tarn_dep){tile, TARN_READ_WRITE};
+  int rc = 0;
+  size_t made = 1;
+  for (size_t g = 0; rc == 0 && g < groups; g++) {
+    size_t k0, k1;
+    tarn__group_layers(layers, groups, g, &k0, &k1);
+    tarn_ref *temp = NULL;
+    if (g > 0) {
+      rc = tarn_ref_create(tarn_rt_pool(rt), bytes, &temp);
+      if (rc != 0) break;
+      d[made++] = (tarn_dep){temp, TARN_READ};
+    }
+    for (size_t k = k0; rc == 0 && k < k1; k++)
+      rc = layer(ctx, k, k0, k1, temp);
+  }
+  if (rc == 0) rc = sum(ctx, d, made - 1);
+  for (size_t i = 1; i < made; i++)
+    tarn_ref_release(d[i].ref); /* the tasks hold their own references */
+  free(d);
+  return rc;
+}
+
 void tarn__tile_add(double *c, const double *w, size_t m, size_t n,
                     bool lower) {
   for (size_t q = 0; q < n; q++) {
@@ -778,37 +806,38 @@ static int k_gemm_sum(tarn_task *t, void *arg) {
   return 0;
 }
 
-/* C's tile (ti, tj) in `groups` groups of the layers side by side
- * (tarn__layer_groups), then their sum. */
+/* A tile of C in groups (tarn__submit_grouped): the plan and the tile. */
+struct gemm_group {
+  const struct gemm_plan *g;
+  size_t ti, tj;
+};
+
+static int gemm_group_layer(void *ctx, size_t k, size_t k0, size_t k1,
+                            tarn_ref *sum) {
+  const struct gemm_group *gg = ctx;
+  (void)k1;
+  return gemm_submit_layer(gg->g, gg->ti, gg->tj, k, sum, k == k0, 0);
+}
+
+static int gemm_group_sum(void *ctx, tarn_dep *deps, size_t temps) {
+  const struct gemm_group *gg = ctx;
+  tarn_matrix *cm = gg->g->c;
+  struct job s = {.m = (int)tarn__tile_rows(cm, gg->ti),
+                  .n = (int)tarn__tile_cols(cm, gg->tj),
+                  .k = (int)temps};
+  return submit_job(cm->rt, k_gemm_sum, &s, deps, temps + 1, 0, "sum");
+}
+
+/* C's tile (ti, tj) in `groups` groups of the layers side by side, then
+ * their sum. */
 static int gemm_submit_grouped(const struct gemm_plan *g, size_t ti, size_t tj,
                                size_t groups) {
   tarn_matrix *cm = g->c;
-  size_t m = tarn__tile_rows(cm, ti), n = tarn__tile_cols(cm, tj);
-  tarn_dep *d = calloc(groups, sizeof *d);
-  if (d == NULL) return TARN_ENOMEM;
-  d[0] = (tarn_dep){tarn__tile(cm, ti, tj), TARN_READ_WRITE};
-  int rc = 0;
-  size_t made = 1;
-  for (size_t grp = 0; rc == 0 && grp < groups; grp++) {
-    size_t k0, k1;
-    tarn__group_layers(g->kt, groups, grp, &k0, &k1);
-    tarn_ref *sum = NULL;
-    if (grp > 0) {
-      rc = tarn_ref_create(tarn_rt_pool(cm->rt), m * n * sizeof(double), &sum);
-      if (rc != 0) break;
-      d[made++] = (tarn_dep){sum, TARN_READ};
-    }
-    for (size_t k = k0; rc == 0 && k < k1; k++)
-      rc = gemm_submit_layer(g, ti, tj, k, sum, k == k0, 0);
-  }
-  if (rc == 0) {
-    struct job s = {.m = (int)m, .n = (int)n, .k = (int)(made - 1)};
-    rc = submit_job(cm->rt, k_gemm_sum, &s, d, made, 0, "sum");
-  }
-  for (size_t i = 1; i < made; i++)
-    tarn_ref_release(d[i].ref); /* the tasks hold their own references */
-  free(d);
-  return rc;
+  struct gemm_group gg = {g, ti, tj};
+  size_t bytes =
+      tarn__tile_rows(cm, ti) * tarn__tile_cols(cm, tj) * sizeof(double);
+  return tarn__submit_grouped(cm->rt, tarn__tile(cm, ti, tj), bytes, g->kt,
+                              groups, gemm_group_layer, gemm_group_sum, &gg);
 }
 
 int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,

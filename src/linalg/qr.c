@@ -1001,46 +1001,46 @@ static size_t ata_groups(const tarn_matrix *a) {
                             tarn_rt_workers(a->rt));
 }
 
+/* A tile (i, j) of C in groups (tarn__submit_grouped). */
+struct ata_group {
+  tarn_matrix *a, *c;
+  size_t i, j;
+};
+
+static int ata_group_layer(void *ctx, size_t k, size_t k0, size_t k1,
+                           tarn_ref *sum) {
+  const struct ata_group *ag = ctx;
+  return submit_ata_update(
+      ag->a, ag->c, sum, ag->i, ag->j, k, 0, tarn__tile_rows(ag->a, k), k == k0,
+      ata_priority(k - k0, k1 - k0, ag->i == ag->j), false);
+}
+
+/* The sum, which also mirrors the tile (tile (j, i) written off the
+ * diagonal). */
+static int ata_group_sum(void *ctx, tarn_dep *deps, size_t temps) {
+  const struct ata_group *ag = ctx;
+  bool diagonal = ag->i == ag->j;
+  if (!diagonal)
+    deps[temps + 1] = (tarn_dep){tarn__tile(ag->c, ag->j, ag->i), TARN_WRITE};
+  struct ata_job s = {.m = (int)tarn__tile_cols(ag->a, ag->i),
+                      .n = (int)tarn__tile_cols(ag->a, ag->j),
+                      .k = (int)temps,
+                      .diagonal = diagonal,
+                      .mirror = true};
+  return submit_ata_job(ag->a->rt, k_ata_sum, &s, deps,
+                        temps + 1 + (diagonal ? 0 : 1), 0, "sum");
+}
+
 /* C's tile (i, j) in `groups` groups of A's tile rows side by side: the
  * first into the tile, each other into a temporary of its own (a pool
  * ref, freed as the sum ends), then one task adds them into the tile and
  * mirrors it. */
 static int submit_ata_grouped(tarn_matrix *a, tarn_matrix *c, size_t i,
                               size_t j, size_t groups) {
-  bool diagonal = i == j;
-  size_t m = tarn__tile_cols(a, i), n = tarn__tile_cols(a, j);
-  tarn_dep *d = calloc(groups + 1, sizeof *d);
-  if (d == NULL) return TARN_ENOMEM;
-  d[0] = (tarn_dep){tarn__tile(c, i, j), TARN_READ_WRITE};
-  int rc = 0;
-  size_t made = 1;
-  for (size_t g = 0; rc == 0 && g < groups; g++) {
-    size_t k0, k1;
-    tarn__group_layers(a->mt, groups, g, &k0, &k1);
-    tarn_ref *sum = NULL;
-    if (g > 0) {
-      rc = tarn_ref_create(tarn_rt_pool(a->rt), m * n * sizeof(double), &sum);
-      if (rc != 0) break;
-      d[made++] = (tarn_dep){sum, TARN_READ};
-    }
-    for (size_t k = k0; rc == 0 && k < k1; k++)
-      rc = submit_ata_update(a, c, sum, i, j, k, 0, tarn__tile_rows(a, k),
-                             k == k0, ata_priority(k - k0, k1 - k0, diagonal),
-                             false);
-  }
-  if (rc == 0) {
-    if (!diagonal) d[made] = (tarn_dep){tarn__tile(c, j, i), TARN_WRITE};
-    struct ata_job s = {.m = (int)m,
-                        .n = (int)n,
-                        .k = (int)(made - 1),
-                        .diagonal = diagonal,
-                        .mirror = true};
-    rc = submit_ata_job(a->rt, k_ata_sum, &s, d, made + !diagonal, 0, "sum");
-  }
-  for (size_t g = 1; g < made; g++)
-    tarn_ref_release(d[g].ref); /* the tasks hold their own references */
-  free(d);
-  return rc;
+  struct ata_group ag = {a, c, i, j};
+  size_t bytes = tarn__tile_cols(a, i) * tarn__tile_cols(a, j) * sizeof(double);
+  return tarn__submit_grouped(a->rt, tarn__tile(c, i, j), bytes, a->mt, groups,
+                              ata_group_layer, ata_group_sum, &ag);
 }
 
 /* The tiles off the diagonal first (their chains are twice as long), then

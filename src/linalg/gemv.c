@@ -391,7 +391,7 @@ static bool blocks_plan(struct blocks *b, unsigned workers, size_t limit) {
   if (per > BLOCK_TILES) per = BLOCK_TILES;
   if (per < 1) per = 1;
   b->nk = kt < per ? kt : per;
-  size_t ny = per / b->nk, spread = mt / (2 * (size_t)workers);
+  size_t ny = per / b->nk, spread = mt / (2 * (size_t)(workers ? workers : 1));
   /* enough blocks of y for the workers, when y has that many tiles */
   if (ny > spread) ny = spread < 1 ? 1 : spread;
   b->ny = ny < mt ? ny : mt;

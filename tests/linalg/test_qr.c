@@ -1088,7 +1088,7 @@ static void test_ata_mem_limit(void **state) {
   tarn_rt *rt = test_rt(3, limit);
   check_ata(rt, 250, 230, 24, 24, 61);
   check_ata(rt, 300, 300, 40, 30, 62);
-  /* a tall A (twice the limit) whose groups' temporaries fit beside C */
+  /* a tall A (three times the limit) whose groups' temporaries fit beside C */
   check_ata(rt, 4096, 24, 32, 32, 64);
   tarn_matrix *x = NULL, *c = NULL;
   assert_int_equal(tarn_matrix_rand(rt, 384, 384, 32, 32, 63, &x), 0);

@@ -1,7 +1,8 @@
 /* linalg_rect.c: the linalg suite's rows for LU and QR of rectangular
  * matrices (linalg_rect_rows), with its largest N: tall N x N/8 and wide
  * N/8 x N (4096 x 512 and 512 x 4096 by default) in tiles of BENCH.md's
- * size for N/8, so one tile column or one tile row. tarn_matrix_lu and
+ * size for N/8, so one tile column or one tile row; and tall and narrow
+ * 16 N x N/8 (16384 x 128 by default: 128 tiles high). tarn_matrix_lu and
  * tarn_matrix_qr against LAPACKE's dgetrf and dgeqrf on the whole matrix
  * with one thread and with the peers' threads, in alternating rounds as the
  * square rows; GFLOP/s in `extra`. BENCH.md sets no goal for them. Before
@@ -255,5 +256,7 @@ int linalg_rect_rows(bench_run *run, tarn_rt *rt, size_t n) {
   if (k == 0) return 0;
   size_t b = bench_tile_size(k);
   int failed = rect_shape(run, rt, n, k, b);
-  return failed ? failed : rect_shape(run, rt, k, n, b);
+  if (!failed) failed = rect_shape(run, rt, k, n, b);
+  /* tall and narrow, 128 tiles high: QR's tree of domains */
+  return failed ? failed : rect_shape(run, rt, 16 * n, k, b);
 }

@@ -93,7 +93,8 @@ suite linalg "${peers[@]}" "linalg/tarn/N=600 (block 300)/cholesky" \
   "linalg/tarn/N=600 (block 300)/solve (A\\b with cholesky's L)" \
   "linalg/tarn/N=600 (block 300)/solve (A\\b with lu's factors)" \
   "linalg/tarn/N=600 (block 300)/solve (A\\b with qr's factors)" \
-  "linalg/tarn/600x75 (block 75)/lu" "linalg/lapacke/75x600/qr (1 thread)"
+  "linalg/tarn/600x75 (block 75)/lu" "linalg/lapacke/75x600/qr (1 thread)" \
+  "linalg/tarn/9600x75 (block 75)/qr"
 
 suite files "files/tarn/N=100 (block 100)/save (.npy)" \
   "files/tarn/N=600 (block 300)/load (.npy)" \

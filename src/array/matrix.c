@@ -140,6 +140,15 @@ struct job {
   struct partial *partial; /* where a reduction's tile task writes */
 };
 
+void tarn__dep_slots(const tarn_dep *deps, size_t n, size_t *slots) {
+  size_t next = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t h = 0;
+    while (h < i && deps[h].ref != deps[i].ref) h++;
+    slots[i] = h < i ? slots[h] : next++;
+  }
+}
+
 size_t tarn__dep_slot(const tarn_dep *deps, size_t k) {
   size_t slot = 0;
   for (size_t i = 0; i < k; i++) {

@@ -91,6 +91,9 @@ int tarn__matrix_destination(tarn_rt *rt, size_t m, size_t n, size_t mb,
  * first appearance. */
 size_t tarn__dep_slot(const tarn_dep *deps, size_t k);
 
+/* tarn__dep_slot of each of the n deps into slots[], in one pass. */
+void tarn__dep_slots(const tarn_dep *deps, size_t n, size_t *slots);
+
 /* *norm = the largest column sum (rows false: the one-norm) or row sum
  * (rows true: the infinity-norm) of |a_ij| over a part of `a`: all of it
  * (part 'F'), or the lower ('L') or upper ('U') triangle of its leading

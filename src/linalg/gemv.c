@@ -72,9 +72,6 @@
 /* Columns of every tile that each lane takes at least. */
 #define LANE_MIN_COLUMNS 8
 
-/* Groups of a block of y's chain at most (deps of its sum task). */
-#define GROUPS_DEPS_MAX 64
-
 /* A task of the product; owned by the task. */
 struct gemv_job {
   bool ta;            /* op(A) = A^T: the tiles are A(k, j) */
@@ -259,27 +256,6 @@ static int k_gemv_block(tarn_task *t, void *arg) {
   return 0;
 }
 
-/* A tile of y (dep 0, one column of j->out[0] rows) += each group's
- * temporary (deps 1 .. j->nk). */
-static int k_gemv_sum(tarn_task *t, void *arg) {
-  const struct block_job *j = arg;
-  double *y = tarn_task_data(t, 0);
-  for (size_t g = 1; g <= (size_t)j->nk; g++)
-    tarn__tile_add(y, tarn_task_data(t, g), (size_t)j->out[0], 1, false);
-  return 0;
-}
-
-/* The task data slot of each of the n deps (the runtime merges repeated
- * refs: tarn__dep_slot's rule, for all of them at once). */
-static void dep_slots(const tarn_dep *deps, size_t n, size_t *slots) {
-  size_t next = 0;
-  for (size_t i = 0; i < n; i++) {
-    size_t h = 0;
-    while (h < i && deps[h].ref != deps[i].ref) h++;
-    slots[i] = h < i ? slots[h] : next++;
-  }
-}
-
 /* The product's operands and its blocks: ny tiles of y and nk of K per
  * task, groups of K's blocks per block of y. */
 struct blocks {
@@ -305,7 +281,7 @@ static int submit_block(const struct blocks *b, size_t t0, size_t ny,
                         tarn_ref *const *out, size_t k0, size_t k1, bool first,
                         bool fresh) {
   size_t nk = k1 - k0, n = ny + nk + ny * nk;
-  tarn_dep deps[2 * BLOCK_TILES + BLOCK_TILES];
+  tarn_dep deps[2 * BLOCK_TILES + BLOCK_TILES] = {{0}};
   size_t slots[2 * BLOCK_TILES + BLOCK_TILES];
   double beta = !first ? 1.0 : fresh ? 0.0 : b->beta;
   struct block_job j = {.ta = b->ta,
@@ -326,7 +302,7 @@ static int submit_block(const struct blocks *b, size_t t0, size_t ny,
       deps[ny + nk + g * nk + k] =
           (tarn_dep){a_tile(b, t0 + g, k0 + k), TARN_READ};
   }
-  dep_slots(deps, n, slots);
+  tarn__dep_slots(deps, n, slots);
   for (size_t g = 0; g < ny; g++) j.sy[g] = slots[g];
   for (size_t k = 0; k < nk; k++) j.sx[k] = slots[ny + k];
   for (size_t i = 0; i < ny * nk; i++) j.sa[i] = slots[ny + nk + i];
@@ -334,47 +310,48 @@ static int submit_block(const struct blocks *b, size_t t0, size_t ny,
                             "gemv");
 }
 
-/* y's tiles [t0, t0 + ny): their chains of K's blocks, in b->groups
- * groups side by side, then, with groups, one sum task per tile. */
+/* One tile of y whose chain of K's blocks goes in groups
+ * (tarn__submit_grouped: its layers are the blocks of K). */
+struct y_group {
+  const struct blocks *b;
+  size_t ti;
+};
+
+static int y_group_layer(void *ctx, size_t kb, size_t kb0, size_t kb1,
+                         tarn_ref *sum) {
+  const struct y_group *yg = ctx;
+  const struct blocks *b = yg->b;
+  (void)kb1;
+  tarn_ref *out = sum != NULL ? sum : tarn__tile(b->y, yg->ti, 0);
+  size_t k0 = kb * b->nk, k1 = k0 + b->nk < b->kt ? k0 + b->nk : b->kt;
+  return submit_block(b, yg->ti, 1, &out, k0, k1, kb == kb0, sum != NULL);
+}
+
+static int y_group_sum(void *ctx, tarn_dep *deps, size_t temps) {
+  const struct y_group *yg = ctx;
+  return tarn__submit_tile_sum(yg->b->a->rt, deps, temps,
+                               tarn__tile_rows(yg->b->y, yg->ti), 1);
+}
+
+/* y's tiles [t0, t0 + ny): their chain of K's blocks; in b->groups groups
+ * side by side, then their sum, when there are groups (ny is then 1,
+ * blocks_plan). */
 static int submit_y_block(const struct blocks *b, size_t t0, size_t ny) {
-  size_t kblocks = (b->kt + b->nk - 1) / b->nk, groups = b->groups;
+  size_t kblocks = (b->kt + b->nk - 1) / b->nk;
+  if (b->groups > 1) {
+    struct y_group yg = {b, t0};
+    return tarn__submit_grouped(b->a->rt, tarn__tile(b->y, t0, 0),
+                                tarn__tile_rows(b->y, t0) * sizeof(double),
+                                kblocks, b->groups, y_group_layer, y_group_sum,
+                                &yg);
+  }
   tarn_ref *out[BLOCK_TILES];
-  tarn_ref **temps = NULL; /* temps[(grp - 1) * ny + g] */
-  if (groups > 1 && (temps = calloc((groups - 1) * ny, sizeof *temps)) == NULL)
-    return TARN_ENOMEM;
+  for (size_t g = 0; g < ny; g++) out[g] = tarn__tile(b->y, t0 + g, 0);
   int rc = 0;
-  for (size_t grp = 0; rc == 0 && grp < groups; grp++) {
-    size_t kb0, kb1;
-    tarn__group_layers(kblocks, groups, grp, &kb0, &kb1);
-    for (size_t g = 0; rc == 0 && g < ny; g++) {
-      if (grp == 0) {
-        out[g] = tarn__tile(b->y, t0 + g, 0);
-        continue;
-      }
-      tarn_ref **w = &temps[(grp - 1) * ny + g];
-      rc = tarn_ref_create(tarn_rt_pool(b->a->rt),
-                           tarn__tile_rows(b->y, t0 + g) * sizeof(double), w);
-      out[g] = *w;
-    }
-    for (size_t kb = kb0; rc == 0 && kb < kb1; kb++) {
-      size_t k0 = kb * b->nk, k1 = k0 + b->nk < b->kt ? k0 + b->nk : b->kt;
-      rc = submit_block(b, t0, ny, out, k0, k1, kb == kb0, grp > 0);
-    }
+  for (size_t kb = 0; rc == 0 && kb < kblocks; kb++) {
+    size_t k0 = kb * b->nk, k1 = k0 + b->nk < b->kt ? k0 + b->nk : b->kt;
+    rc = submit_block(b, t0, ny, out, k0, k1, kb == 0, false);
   }
-  for (size_t g = 0; rc == 0 && groups > 1 && g < ny; g++) {
-    tarn_dep deps[GROUPS_DEPS_MAX];
-    deps[0] = (tarn_dep){tarn__tile(b->y, t0 + g, 0), TARN_READ_WRITE};
-    for (size_t grp = 1; grp < groups; grp++)
-      deps[grp] = (tarn_dep){temps[(grp - 1) * ny + g], TARN_READ};
-    struct block_job j = {.nk = (int)(groups - 1),
-                          .out = {(int)tarn__tile_rows(b->y, t0 + g)}};
-    rc = tarn__submit_owned(b->a->rt, k_gemv_sum, &j, sizeof j, deps, groups, 0,
-                            "sum");
-  }
-  for (size_t i = 0; temps != NULL && i < (groups - 1) * ny; i++)
-    if (temps[i] != NULL)
-      tarn_ref_release(temps[i]); /* the tasks hold their own references */
-  free(temps);
   return rc;
 }
 
@@ -395,9 +372,10 @@ static bool blocks_plan(struct blocks *b, unsigned workers, size_t limit) {
   /* enough blocks of y for the workers, when y has that many tiles */
   if (ny > spread) ny = spread < 1 ? 1 : spread;
   b->ny = ny < mt ? ny : mt;
+  /* groups only for blocks of one tile of y: blocks of more are at least
+   * twice the workers already (the spread above) */
   size_t kblocks = (kt + b->nk - 1) / b->nk;
-  b->groups = tarn__layer_groups((mt + b->ny - 1) / b->ny, kblocks, workers);
-  if (b->groups > GROUPS_DEPS_MAX) b->groups = GROUPS_DEPS_MAX;
+  b->groups = b->ny == 1 ? tarn__layer_groups(mt, kblocks, workers) : 1;
   if (limit == 0) return true;
   size_t pinned = b->ny * b->nk * tarn__tile_charge(b->a) +
                   b->nk * tarn__tile_charge(b->x) +

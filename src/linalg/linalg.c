@@ -667,8 +667,9 @@ size_t tarn__layer_groups(size_t tiles, size_t layers, unsigned workers) {
   return g < 1 ? 1 : g;
 }
 
-void tarn__group_layers(size_t layers, size_t groups, size_t g, size_t *k0,
-                        size_t *k1) {
+/* The layers [*k0, *k1) of group g of `groups` over `layers`. */
+static void group_layers(size_t layers, size_t groups, size_t g, size_t *k0,
+                         size_t *k1) {
   *k0 = g * layers / groups;
   *k1 = (g + 1) * layers / groups;
 }
@@ -684,7 +685,7 @@ int tarn__submit_grouped(
   size_t made = 1;
   for (size_t g = 0; rc == 0 && g < groups; g++) {
     size_t k0, k1;
-    tarn__group_layers(layers, groups, g, &k0, &k1);
+    group_layers(layers, groups, g, &k0, &k1);
     tarn_ref *temp = NULL;
     if (g > 0) {
       rc = tarn_ref_create(tarn_rt_pool(rt), bytes, &temp);
@@ -797,13 +798,19 @@ static int gemm_submit_block(const struct gemm_plan *g, size_t i0, size_t i1,
   return rc;
 }
 
-/* C's tile (dep 0, m x n) += each group's temporary (deps 1 .. j->k). */
-static int k_gemm_sum(tarn_task *t, void *arg) {
+/* A tile (dep 0, m x n) += each group's temporary (deps 1 .. j->k). */
+static int k_tile_sum(tarn_task *t, void *arg) {
   const struct job *j = arg;
   double *c = tarn_task_data(t, 0);
   for (size_t g = 1; g <= (size_t)j->k; g++)
     tarn__tile_add(c, tarn_task_data(t, g), (size_t)j->m, (size_t)j->n, false);
   return 0;
+}
+
+int tarn__submit_tile_sum(tarn_rt *rt, tarn_dep *deps, size_t temps, size_t m,
+                          size_t n) {
+  struct job s = {.m = (int)m, .n = (int)n, .k = (int)temps};
+  return submit_job(rt, k_tile_sum, &s, deps, temps + 1, 0, "sum");
 }
 
 /* A tile of C in groups (tarn__submit_grouped): the plan and the tile. */
@@ -822,10 +829,8 @@ static int gemm_group_layer(void *ctx, size_t k, size_t k0, size_t k1,
 static int gemm_group_sum(void *ctx, tarn_dep *deps, size_t temps) {
   const struct gemm_group *gg = ctx;
   tarn_matrix *cm = gg->g->c;
-  struct job s = {.m = (int)tarn__tile_rows(cm, gg->ti),
-                  .n = (int)tarn__tile_cols(cm, gg->tj),
-                  .k = (int)temps};
-  return submit_job(cm->rt, k_gemm_sum, &s, deps, temps + 1, 0, "sum");
+  return tarn__submit_tile_sum(cm->rt, deps, temps, tarn__tile_rows(cm, gg->ti),
+                               tarn__tile_cols(cm, gg->tj));
 }
 
 /* C's tile (ti, tj) in `groups` groups of the layers side by side, then

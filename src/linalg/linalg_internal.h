@@ -82,24 +82,24 @@ int tarn__layer_priority(size_t layer);
  * at least, at most 64 groups. */
 size_t tarn__layer_groups(size_t tiles, size_t layers, unsigned workers);
 
-/* The layers [*k0, *k1) of group g of `groups` over `layers`. */
-void tarn__group_layers(size_t layers, size_t groups, size_t g, size_t *k0,
-                        size_t *k1);
-
 /* The chain of `layers` layers of one output tile (`tile`, `bytes`
  * bytes) in `groups` groups side by side: group g's layers [k0, k1)
- * (tarn__group_layers), each submitted by layer(ctx, k, k0, k1, sum) in
- * order, into the tile for group 0 (sum NULL) and into a temporary of
- * its own for each other group (a pool ref without memory until its
- * first layer writes it); then sum(ctx, deps, temps) submits the sum
- * task: deps[0] is the tile (read-write), deps[1 .. temps] the
- * temporaries (read), and deps has room for one more. The temporaries
- * are released here (the tasks hold their own references). Returns 0,
- * TARN_ENOMEM, or a submission's status. */
+ * (consecutive, as even as they divide), each submitted by layer(ctx, k, k0,
+ * k1, sum) in order, into the tile for group 0 (sum NULL) and into a temporary
+ * of its own for each other group (a pool ref without memory until its first
+ * layer writes it); then sum(ctx, deps, temps) submits the sum task: deps[0] is
+ * the tile (read-write), deps[1 .. temps] the temporaries (read), and deps has
+ * room for one more. The temporaries are released here (the tasks hold their
+ * own references). Returns 0, TARN_ENOMEM, or a submission's status. */
 int tarn__submit_grouped(
     tarn_rt *rt, tarn_ref *tile, size_t bytes, size_t layers, size_t groups,
     int (*layer)(void *ctx, size_t k, size_t k0, size_t k1, tarn_ref *sum),
     int (*sum)(void *ctx, tarn_dep *deps, size_t temps), void *ctx);
+
+/* Submits the sum task of a tile in groups (for tarn__submit_grouped's
+ * `sum`): deps[0], an m x n tile, += deps[1 .. temps]. */
+int tarn__submit_tile_sum(tarn_rt *rt, tarn_dep *deps, size_t temps, size_t m,
+                          size_t n);
 
 /* c += w, both m x n with leading dimension m; only on and below the
  * diagonal when `lower`. */

@@ -126,10 +126,14 @@ struct panel_lu {
                          * as each pivot is found, several tiles only) */
   int info;             /* the first exactly zero pivot (1-based), or 0 */
   bool share;           /* whether the recursion may share its updates */
-  int nb;               /* columns of every block but the last */
-  int k, w;             /* the block just factored */
-  int next;             /* the next block's width */
-  size_t far;           /* k + w + next: the first column the step shares */
+  /* Each tile's candidate pivot for the column being searched when base
+   * columns are shared (columns_share): |element| (-1: none) and row. */
+  double *tile_max;
+  size_t *tile_best;
+  int nb;     /* columns of every block but the last */
+  int k, w;   /* the block just factored */
+  int next;   /* the next block's width */
+  size_t far; /* k + w + next: the first column the step shares */
 };
 
 /* The address of element (r, c) of the panel; its tile's leading
@@ -182,50 +186,123 @@ static void block_swaps(const struct panel_lu *s, size_t k0, size_t k1,
   }
 }
 
-/* The row of the largest |element| of column c from row c down (the first
- * one, as idamax). */
-static size_t column_pivot(const struct panel_lu *s, size_t c) {
-  size_t best = c, ld, run;
-  double max = -1.0;
-  for (size_t r = c; r < s->rows; r += run) {
-    const double *p = panel_at(s, r, c, s->rows, &ld, &run);
-    size_t i = cblas_idamax((int)run, p, 1);
-    if (fabs(p[i]) > max) {
-      max = fabs(p[i]);
-      best = r + i;
+/* One step of columns [c0, c_end) factored column by column, on the rows
+ * of one tile from `from` on (from the tile's first row, or `from` when
+ * it lies in the tile): column c, whose pivot was found and interchanged
+ * (unless c is SIZE_MAX: the block's first step), divided by the pivot d
+ * when `scale`, its rank-one update of columns (c, c_end); then the
+ * search for the pivot of column `next` (unless SIZE_MAX). Each tile's
+ * work is the same BLAS calls whichever thread does it and whatever other
+ * tiles go with it: the factors do not depend on how steps are shared. */
+struct column_step {
+  struct panel_lu *s;
+  size_t from, c, c_end, next;
+  bool scale;
+  double d;
+};
+
+/* The step on tile i of the panel; its pivot candidate to
+ * s->tile_max[i], s->tile_best[i] when it searches. */
+static void column_step_tile(const struct column_step *st, size_t i) {
+  struct panel_lu *s = st->s;
+  size_t tb = s->q.j->tb, r = i * tb > st->from ? i * tb : st->from;
+  size_t ld, run, c = st->c;
+  if (r >= s->rows) return;
+  if (c != SIZE_MAX) {
+    double *x = panel_at(s, r, c, s->rows, &ld, &run);
+    if (st->scale && fabs(st->d) >= DBL_MIN)
+      cblas_dscal((int)run, 1.0 / st->d, x, 1);
+    else if (st->scale)
+      for (size_t e = 0; e < run; e++) x[e] /= st->d;
+    if (c + 1 < st->c_end) {
+      size_t ldu, one;
+      const double *u = panel_at(s, c, c + 1, c + 1, &ldu, &one);
+      cblas_dger(CblasColMajor, (int)run, (int)(st->c_end - c - 1), -1.0, x, 1,
+                 u, (int)ldu, x + ld, (int)ld);
     }
   }
-  return best;
+  if (st->next != SIZE_MAX) {
+    const double *p = panel_at(s, r, st->next, s->rows, &ld, &run);
+    size_t k = cblas_idamax((int)run, p, 1);
+    s->tile_max[i] = fabs(p[k]);
+    s->tile_best[i] = r + k;
+  }
 }
 
-/* Columns [c0, c0 + w) from row c0 down, column by column, as dgetf2. */
-static void columns_factor(struct panel_lu *s, size_t c0, size_t w) {
-  size_t rows = s->rows, c_end = c0 + w, ld, ldc, run;
+/* The tiles of the panel from the one holding row `from` to the last. */
+static size_t tiles_from(const struct panel_lu *s, size_t from) {
+  size_t tb = s->q.j->tb;
+  return (s->rows - 1) / tb + 1 - from / tb;
+}
+
+/* Tiles [first + begin, first + end) of a step (first: the tile of
+ * st->from). */
+static int column_step_range(void *arg, size_t begin, size_t end) {
+  const struct column_step *st = arg;
+  size_t first = st->from / st->s->q.j->tb;
+  for (size_t i = first + begin; i < first + end; i++) column_step_tile(st, i);
+  return 0;
+}
+
+/* Base columns are shared by ranges of tiles (columns_factor) when the
+ * block is the whole panel, has this many tiles from its first row, and
+ * its columns' work, rows times columns, reaches BASE_SHARE_ELEMENTS: a
+ * column's step is then long enough to be worth a helper. */
+#define BASE_SHARE_TILES 4
+#define BASE_SHARE_ELEMENTS ((double)(1 << 17))
+
+/* Runs step st on the tiles from st->from down (shared with idle
+ * workers when `share`); returns the pivot row of column st->next, the
+ * first of the largest |element| (as idamax), or a status < 0. */
+static long long column_step_run(struct column_step *st, bool share) {
+  struct panel_lu *s = st->s;
+  size_t first = st->from / s->q.j->tb, tiles = tiles_from(s, st->from);
+  int rc = share
+               ? tarn_task_parallel_for(s->q.t, tiles, 1, column_step_range, st)
+               : column_step_range(st, 0, tiles);
+  if (rc != 0) return rc;
+  if (st->next == SIZE_MAX) return 0;
+  size_t best = st->next;
+  double max = -1.0;
+  for (size_t i = first; i < first + tiles; i++)
+    if (s->tile_max[i] > max) {
+      max = s->tile_max[i];
+      best = s->tile_best[i];
+    }
+  return (long long)best;
+}
+
+/* Columns [c0, c0 + w) from row c0 down, column by column, as dgetf2: the
+ * pivot of a column searched in each tile (one idamax per tile), its
+ * interchange, then the column's scaling and rank-one update fused with
+ * the search for the next column's pivot, tile by tile; the steps shared
+ * by tiles with idle workers when the panel is tall (BASE_SHARE_TILES).
+ * Returns 0 or a status of tarn_task_parallel_for. */
+static int columns_factor(struct panel_lu *s, size_t c0, size_t w) {
+  size_t c_end = c0 + w, ld, run;
+  bool share = s->share && tiles_from(s, c0) >= BASE_SHARE_TILES &&
+               (double)s->rows * (double)w >= BASE_SHARE_ELEMENTS;
+  struct column_step st = {
+      .s = s, .from = c0, .c = SIZE_MAX, .c_end = c_end, .next = c0};
   for (size_t c = c0; c < c_end; c++) {
-    size_t p = column_pivot(s, c);
+    long long found = column_step_run(&st, share);
+    if (found < 0) return (int)found;
+    size_t p = (size_t)found;
     s->ipiv[c] = (lapack_int)p + 1;
     s->at[c] = panel_rows(s, c, p);
-    if (*panel_at(s, p, c, p + 1, &ld, &run) != 0.0) {
+    st.scale = *panel_at(s, p, c, p + 1, &ld, &run) != 0.0;
+    if (st.scale) {
       if (p != c) swap_columns(&s->at[c], 1, c0, c_end);
-      double d = *panel_at(s, c, c, c + 1, &ldc, &run);
-      for (size_t i = c + 1; i < rows; i += run) {
-        double *x = panel_at(s, i, c, rows, &ld, &run);
-        if (fabs(d) >= DBL_MIN)
-          cblas_dscal((int)run, 1.0 / d, x, 1);
-        else
-          for (size_t e = 0; e < run; e++) x[e] /= d;
-      }
+      st.d = *panel_at(s, c, c, c + 1, &ld, &run);
     } else if (s->info == 0) {
       s->info = (int)c + 1;
     }
-    if (c + 1 == c_end) continue;
-    const double *u = panel_at(s, c, c + 1, c + 1, &ldc, &run);
-    for (size_t i = c + 1; i < rows; i += run) {
-      double *x = panel_at(s, i, c, rows, &ld, &run);
-      cblas_dger(CblasColMajor, (int)run, (int)(c_end - c - 1), -1.0, x, 1, u,
-                 (int)ldc, x + ld, (int)ld);
-    }
+    st.from = c + 1;
+    st.c = c;
+    st.next = c + 1 < c_end ? c + 1 : SIZE_MAX;
   }
+  long long rc = st.from < s->rows ? column_step_run(&st, share) : 0;
+  return rc < 0 ? (int)rc : 0;
 }
 
 /* Columns [c1, c2) less their columns [k0, k0 + kw) times rows
@@ -253,10 +330,7 @@ static int gemm_rows_range(void *arg, size_t begin, size_t end) {
  * pivots to ipiv[c0, c0 + w), relative to the panel. Returns 0 or a
  * status of tarn_task_parallel_for. */
 static int recursive_factor(struct panel_lu *s, size_t c0, size_t w) {
-  if (w <= BASE_COLUMNS) {
-    columns_factor(s, c0, w);
-    return 0;
-  }
+  if (w <= BASE_COLUMNS) return columns_factor(s, c0, w);
   size_t n1 = w / 2, c1 = c0 + n1, c2 = c0 + w, ld, run;
   int rc = recursive_factor(s, c0, n1);
   if (rc != 0) return rc;
@@ -392,15 +466,22 @@ static int k_panel(tarn_task *t, void *arg) {
   size_t cols = (size_t)j->n;
   size_t room = (cols * sizeof(lapack_int) + 63) / 64 * 64;
   bool heap;
-  size_t swaps = j->ntiles > 1 ? cols : 0; /* at[] */
-  char *mem =
-      tarn__task_memory(t, room + swaps * sizeof(struct swap_rows), &heap);
+  /* at[] and each tile's pivot candidate, for a panel of several tiles */
+  size_t swaps = j->ntiles > 1 ? cols : 0,
+         tiles = j->ntiles > 1 ? j->ntiles : 0;
+  size_t at_bytes = swaps * sizeof(struct swap_rows);
+  size_t max_bytes = tiles * sizeof(double);
+  char *mem = tarn__task_memory(
+      t, room + at_bytes + max_bytes + tiles * sizeof(size_t), &heap);
   if (mem == NULL) return TARN_ENOMEM;
-  struct panel_lu s = {.q = {.t = t, .j = j},
-                       .rows = j->rows,
-                       .cols = cols,
-                       .ipiv = (lapack_int *)(void *)mem,
-                       .at = (struct swap_rows *)(void *)(mem + room)};
+  struct panel_lu s = {
+      .q = {.t = t, .j = j},
+      .rows = j->rows,
+      .cols = cols,
+      .ipiv = (lapack_int *)(void *)mem,
+      .at = (struct swap_rows *)(void *)(mem + room),
+      .tile_max = (double *)(void *)(mem + room + at_bytes),
+      .tile_best = (size_t *)(void *)(mem + room + at_bytes + max_bytes)};
   int rc = panel_getrf(&s);
   if (rc == 0) panel_pivots(j, s.ipiv, s.info);
   if (heap) free(mem);

@@ -278,6 +278,55 @@ static void test_lu_subnormal_pivots(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A tall panel whose base columns are shared with idle workers by tiles
+ * (16500 rows in tiles of 16, one tile column): on 1, 2 and 3 workers the
+ * same factors bit for bit, dgetrf's pivots and info, the residual; a
+ * column's largest |element| found in three tiles at once goes to the
+ * first row, as idamax and dgetrf pick it; a zero column, info, the
+ * factorisation still complete. */
+static void test_lu_tall_shared_columns(void **state) {
+  (void)state;
+  enum { M = 16500, N = 16, TB = 16, ZERO = 11 };
+  tarn_rt *rt = test_rt(1, 0);
+  double *a = random_buffer(rt, M, N, 80);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  a[5000] = 8.0; /* column 0's largest, three times, in three tiles */
+  a[9001] = -8.0;
+  a[12000] = 8.0;
+  for (size_t i = 0; i < M; i++) a[i + ZERO * (size_t)M] = 0.0;
+  double *lapack = malloc((size_t)M * N * sizeof *lapack);
+  lapack_int ipiv[N];
+  assert_non_null(lapack);
+  memcpy(lapack, a, (size_t)M * N * sizeof *a);
+  assert_int_equal(LAPACKE_dgetrf(LAPACK_COL_MAJOR, M, N, lapack, M, ipiv),
+                   ZERO + 1);
+  assert_int_equal(ipiv[0] - 1, 5000);
+  double *first = NULL;
+  for (unsigned workers = 1; workers <= 3; workers++) {
+    rt = test_rt(workers, 0);
+    tarn_matrix *x = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt, M, N, TB, TB, a, M, &x), 0);
+    size_t piv[N];
+    int info = -1;
+    assert_int_equal(tarn_matrix_lu(x, piv, &info), TARN_EINVAL);
+    assert_int_equal(info, ZERO + 1);
+    for (size_t i = 0; i < N; i++) assert_int_equal(piv[i], ipiv[i] - 1);
+    double *f = test_buffer_of(x);
+    assert_true(test_lu_residual(a, f, piv, M, N) < 20);
+    if (first == NULL)
+      first = f;
+    else {
+      assert_memory_equal(f, first, (size_t)M * N * sizeof *f);
+      free(f);
+    }
+    tarn_matrix_destroy(x);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  free(first);
+  free(lapack);
+  free(a);
+}
+
 /* The LU of a random m x n matrix (seed) in tb tiles under `limit` bytes:
  * tiles spill, and the factors and pivots have the bits of a run without
  * a limit. */
@@ -896,6 +945,7 @@ int main(void) {
       cmocka_unit_test(test_lu_subnormal_pivots),
       cmocka_unit_test(test_lu_rectangular_mem_limit),
       cmocka_unit_test(test_lu_tall_panel_in_place),
+      cmocka_unit_test(test_lu_tall_shared_columns),
       cmocka_unit_test(test_lu_zero_diagonal),
       cmocka_unit_test(test_lu_singular),
       cmocka_unit_test(test_solve_singular_short_of_memory),

@@ -126,8 +126,9 @@ struct panel_lu {
                          * as each pivot is found, several tiles only) */
   int info;             /* the first exactly zero pivot (1-based), or 0 */
   bool share;           /* whether the recursion may share its updates */
+  bool share_columns;   /* and its base columns (columns_factor) */
   /* Each tile's candidate pivot for the column being searched when base
-   * columns are shared (columns_share): |element| (-1: none) and row. */
+   * columns are searched (columns_factor): |element| and row. */
   double *tile_max;
   size_t *tile_best;
   int nb;     /* columns of every block but the last */
@@ -245,19 +246,23 @@ static int column_step_range(void *arg, size_t begin, size_t end) {
 }
 
 /* Base columns are shared by ranges of tiles (columns_factor) when the
- * block is the whole panel, has this many tiles from its first row, and
- * its columns' work, rows times columns, reaches BASE_SHARE_ELEMENTS: a
- * column's step is then long enough to be worth a helper. */
+ * panel may share (its block is the whole panel), has BASE_SHARE_TILES
+ * tiles and BASE_SHARE_ROWS rows or more: a column's step is then long
+ * enough to be worth a helper. They are BASE_COLUMNS_SHARED wide then,
+ * fewer levels of the recursion's gemms of a tile's rows each (65536 x 64
+ * in tiles of 64 on 2 workers: 15 to 18 ms against 17 to 21 with 8, 18
+ * to 22 with 32). */
 #define BASE_SHARE_TILES 4
-#define BASE_SHARE_ELEMENTS ((double)(1 << 17))
+#define BASE_SHARE_ROWS 16384
+#define BASE_COLUMNS_SHARED 16
 
 /* Runs step st on the tiles from st->from down (shared with idle
- * workers when `share`); returns the pivot row of column st->next, the
- * first of the largest |element| (as idamax), or a status < 0. */
-static long long column_step_run(struct column_step *st, bool share) {
+ * workers when the panel's base columns are); returns the pivot row of column
+ * st->next, the first of the largest |element| (as idamax), or a status < 0. */
+static long long column_step_run(struct column_step *st) {
   struct panel_lu *s = st->s;
   size_t first = st->from / s->q.j->tb, tiles = tiles_from(s, st->from);
-  int rc = share
+  int rc = s->share_columns
                ? tarn_task_parallel_for(s->q.t, tiles, 1, column_step_range, st)
                : column_step_range(st, 0, tiles);
   if (rc != 0) return rc;
@@ -276,16 +281,14 @@ static long long column_step_run(struct column_step *st, bool share) {
  * pivot of a column searched in each tile (one idamax per tile), its
  * interchange, then the column's scaling and rank-one update fused with
  * the search for the next column's pivot, tile by tile; the steps shared
- * by tiles with idle workers when the panel is tall (BASE_SHARE_TILES).
+ * by tiles with idle workers when the panel is tall (BASE_SHARE_ROWS).
  * Returns 0 or a status of tarn_task_parallel_for. */
 static int columns_factor(struct panel_lu *s, size_t c0, size_t w) {
   size_t c_end = c0 + w, ld, run;
-  bool share = s->share && tiles_from(s, c0) >= BASE_SHARE_TILES &&
-               (double)s->rows * (double)w >= BASE_SHARE_ELEMENTS;
   struct column_step st = {
       .s = s, .from = c0, .c = SIZE_MAX, .c_end = c_end, .next = c0};
   for (size_t c = c0; c < c_end; c++) {
-    long long found = column_step_run(&st, share);
+    long long found = column_step_run(&st);
     if (found < 0) return (int)found;
     size_t p = (size_t)found;
     s->ipiv[c] = (lapack_int)p + 1;
@@ -301,7 +304,7 @@ static int columns_factor(struct panel_lu *s, size_t c0, size_t w) {
     st.c = c;
     st.next = c + 1 < c_end ? c + 1 : SIZE_MAX;
   }
-  long long rc = st.from < s->rows ? column_step_run(&st, share) : 0;
+  long long rc = st.from < s->rows ? column_step_run(&st) : 0;
   return rc < 0 ? (int)rc : 0;
 }
 
@@ -330,7 +333,8 @@ static int gemm_rows_range(void *arg, size_t begin, size_t end) {
  * pivots to ipiv[c0, c0 + w), relative to the panel. Returns 0 or a
  * status of tarn_task_parallel_for. */
 static int recursive_factor(struct panel_lu *s, size_t c0, size_t w) {
-  if (w <= BASE_COLUMNS) return columns_factor(s, c0, w);
+  if (w <= (s->share_columns ? BASE_COLUMNS_SHARED : BASE_COLUMNS))
+    return columns_factor(s, c0, w);
   size_t n1 = w / 2, c1 = c0 + n1, c2 = c0 + w, ld, run;
   int rc = recursive_factor(s, c0, n1);
   if (rc != 0) return rc;
@@ -429,6 +433,8 @@ static int panel_getrf(struct panel_lu *s) {
   int nb = n < PANEL_BLOCKED || s->rows < s->cols ? n : PANEL_NB;
   s->nb = nb;
   s->share = nb == n; /* a lead may not share (it runs in a shared step) */
+  s->share_columns = s->share && tiles_from(s, 0) >= BASE_SHARE_TILES &&
+                     s->rows >= BASE_SHARE_ROWS;
   int rc = block_factor(s, 0, nb);
   for (int k = 0, w = nb; rc == 0 && k + w < n; k += w, w = s->next) {
     s->k = k;

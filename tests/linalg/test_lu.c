@@ -279,14 +279,15 @@ static void test_lu_subnormal_pivots(void **state) {
 }
 
 /* A tall panel whose base columns are shared with idle workers by tiles
- * (16500 rows in tiles of 16, one tile column): on 1, 2 and 3 workers the
+ * (16500 rows in tiles of 24, the last of 12 rows, one tile column, two
+ * blocks of base columns): on 1, 2 and 3 workers the
  * same factors bit for bit, dgetrf's pivots and info, the residual; a
  * column's largest |element| found in three tiles at once goes to the
  * first row, as idamax and dgetrf pick it; a zero column, info, the
  * factorisation still complete. */
 static void test_lu_tall_shared_columns(void **state) {
   (void)state;
-  enum { M = 16500, N = 16, TB = 16, ZERO = 11 };
+  enum { M = 16500, N = 24, TB = 24, ZERO = 17 };
   tarn_rt *rt = test_rt(1, 0);
   double *a = random_buffer(rt, M, N, 80);
   assert_int_equal(tarn_rt_destroy(rt), 0);

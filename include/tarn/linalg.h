@@ -207,7 +207,9 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * tiles (from 129 columns on blocked by 64 columns, the next block
  * factored while idle workers update the columns beyond it; narrower, one
  * block; a block is one LAPACKE_dgetrf_work when the column is one tile,
- * else factored recursively as LAPACK's dgetrf2 over the tiles), then for
+ * else factored recursively as LAPACK's dgetrf2 over the tiles, its
+ * columns one by one at the base, shared by tiles with idle workers in a
+ * panel of 16384 rows or more), then for
  * every other tile column a task applies the panel's interchanges (to the
  * left columns too, as dgetrf does), trsm on the tiles right of the
  * diagonal tile and gemm on the trailing matrix; the panel has the

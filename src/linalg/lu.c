@@ -76,7 +76,10 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
  * block is the whole panel; the right half; its interchanges on the left
  * half), down to BASE_COLUMNS columns
  * factored one by one (pivot search, interchange, scaling, rank-one
- * update, a BLAS call per tile). Pivots and info are dgetrf's.
+ * update, a BLAS call per tile; in a tall panel that may share, 16
+ * columns shared with idle workers by tiles, one step per column:
+ * columns_factor). Pivots and info are dgetrf's, and do not depend on
+ * the sharing.
  *
  * Until 2026-12-04 a panel of several tiles was copied into one pool
  * temporary for dgetrf and back: under a memory limit that pinned twice

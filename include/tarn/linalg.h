@@ -474,7 +474,9 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
  * whole tile, and those of a head merged into another head (below) on
  * and above the head's diagonal, its own below it.
  *
- * ib is the inner block size (1 <= ib <= nb; 0 picks min(32, nb)). *t
+ * ib is the inner block size (1 <= ib <= nb; 0 picks min(16, nb) for
+ * an A at least 16 times as tall as wide, M >= 16 N, whose work is
+ * mostly its panels', else min(32, nb)). *t
  * gets a new matrix, owned by the caller (free it with
  * tarn_matrix_destroy), that holds the triangular block reflector factors
  * needed to apply Q: it is ((mt + f - 1) ib) x N with tiles of ib x nb,

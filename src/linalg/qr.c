@@ -611,10 +611,25 @@ static int run_waiting(tarn_rt *rt,
   return submitted != 0 ? submitted : rc;
 }
 
+/* The inner block size that ib 0 picks: 16 for a matrix 16 times as tall
+ * as wide or more, else 32 (at most nb). A tall matrix's work is its
+ * panels' (tpqrt, mostly level-2 within each block of ib columns, and T's
+ * extra ib / 2 flops per element), where ib 16 took 65536 x 64 in tiles of
+ * 64 on 2 workers to 49 to 52 ms from 60 to 62, 16384 x 128 in 128 to 17
+ * to 20 from 21 to 24, and 16384 x 256 in 128 to 53 to 55 from 59 to 61;
+ * the trailing updates (tpmqrt, level 3 by blocks of ib) are most of the
+ * rest's, where ib 32 was as fast at 4096 x 1024 and 8192 x 2048 and
+ * faster on square ones (2048 x 2048 in 128: 185 to 192 ms against 202
+ * to 220; N=4096 in 512: 1256 to 1309 against 1336 to 1402). */
+static size_t default_inner(const tarn_matrix *a) {
+  size_t ib = a->m / 16 >= a->n ? 16 : 32;
+  return a->nb < ib ? a->nb : ib;
+}
+
 int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t) {
   if (t != NULL) *t = NULL;
   if (t == NULL || !qr_shape(a) || ib > a->nb) return TARN_EINVAL;
-  if (ib == 0) ib = a->nb < 32 ? a->nb : 32;
+  if (ib == 0) ib = default_inner(a);
   tarn__blas_init();
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);

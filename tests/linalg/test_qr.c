@@ -90,7 +90,9 @@ static void check_qr(tarn_rt *rt, size_t m, size_t n, size_t tb, size_t ib,
   assert_int_equal(tarn_matrix_qr(x, ib, &t), 0);
   assert_non_null(t);
   size_t nb = tarn_matrix_tile_cols(x);
-  size_t ibe = ib == 0 ? (nb < 32 ? nb : 32) : ib;
+  /* ib 0: 16 for an A 16 times as tall as wide or more, else 32 */
+  size_t ib0 = m / 16 >= n ? 16 : 32;
+  size_t ibe = ib == 0 ? (nb < ib0 ? nb : ib0) : ib;
   assert_int_equal(tarn_matrix_rows(t),
                    t_tile_rows(m, n, tb, tarn_rt_workers(rt)) * ibe);
   assert_int_equal(tarn_matrix_cols(t), n);
@@ -147,6 +149,9 @@ static void test_qr_sizes(void **state) {
       {33, 20, 8, 3},
       {130, 97, 16, 16},
       {300, 30, 30, 0},
+      /* ib 0 on either side of M = 16 N: 16, then 30 (nb) */
+      {480, 30, 30, 0},
+      {479, 30, 30, 0},
       {40, 1, 8, 0},
       {50, 33, 50, 4},
       /* wide: tiles that do and do not divide, one tile, one tile row */

@@ -196,8 +196,8 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * clamping to the matrix), unless A has one tile column (N <= mb) or one
  * tile row (M <= nb). piv (min(M, N) entries, owned by the caller) gets
  * the interchanges, 0-based: row i was interchanged with row
- * piv[i] >= i, in the order i = 0, 1, ... (to apply P to M rows with
- * tarn_matrix_permute_rows when M > N, extend it with piv[i] = i).
+ * piv[i] >= i, in the order i = 0, 1, ... (tarn_matrix_permute_rows
+ * applies them, npiv = min(M, N), to any matrix of M rows).
  * Only a square A's factors serve the solves, estimates, determinants
  * and inverses below.
  *
@@ -264,10 +264,11 @@ TARN_API int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv,
                                   tarn_trans ta, tarn_matrix *b, int *info);
 
 /* B = P B (trans TARN_NO_TRANS) or P^T B (TARN_TRANS) in place, P being
- * the permutation of the row interchanges piv in the form tarn_matrix_lu
- * gives them (as LAPACK's dlaswp): row i with row piv[i] >= i, for i = 0,
- * 1, ... in order, or in reverse order for P^T. piv has B's row count of
- * entries and stays the caller's. With LU's factors (P A = L U), P B and
+ * the permutation of the npiv row interchanges piv in the form
+ * tarn_matrix_lu gives them (as LAPACK's dlaswp with k1 = 1, k2 = npiv):
+ * row i with row piv[i] >= i, for i = 0, 1, ..., npiv - 1 in order, or in
+ * reverse order for P^T. npiv is at most B's rows (an M x N LU's pivots:
+ * min(M, N)); piv stays the caller's. With LU's factors (P A = L U), P B and
  * triangular solves with L (TARN_UNIT) and U make the solve of
  * tarn_matrix_lu_solve, and P^T (L U) gives A back. Any tiling of B; one
  * task per tile column of B (all its tiles at once), its interchanges
@@ -275,11 +276,12 @@ TARN_API int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv,
  *
  * Waits (a region of its own; from a task: TARN_EDEADLK). Returns 0;
  * TARN_EINVAL for a NULL B or piv, an unknown trans, tiles too large for
- * BLAS, a pivot piv[i] outside [i, m) (checked before anything is
- * submitted, B unchanged); TARN_ECANCELED when a task submitted before to
- * write B failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime. */
+ * BLAS, npiv above B's rows, a pivot piv[i] outside [i, m) (checked
+ * before anything is submitted, B unchanged); TARN_ECANCELED when a task
+ * submitted before to write B failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO
+ * from the runtime. */
 TARN_API int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv,
-                                      tarn_trans trans);
+                                      size_t npiv, tarn_trans trans);
 
 /* Solves A X = B in place: B (n x nrhs) becomes X. A is factored as by
  * tarn_matrix_lu, so A is overwritten by its factors L and U (the pivots

@@ -529,6 +529,7 @@ static int swap_range(void *arg, size_t begin, size_t end) {
   const struct panel *q = arg;
   const struct lu_job *j = q->j;
   size_t tb = j->tb, n = 0;
+  if (j->count == 0) return 0;
   struct swap_rows *rows = malloc(j->count * sizeof *rows);
   if (rows == NULL) return TARN_ENOMEM;
   for (size_t at = 0; at < j->count; at++) {
@@ -680,12 +681,12 @@ static int submit_forward(tarn_matrix *a, tarn_matrix *y, const size_t *piv,
   return 0;
 }
 
-/* All of piv's interchanges (b's rows of them), in order or in reverse
- * order, on each tile column of b: a task per tile column, which B's
+/* piv's first npiv interchanges, in order or in reverse order, on each
+ * tile column of b: a task per tile column, which B's
  * tiles alone order (deps: b->mt entries of room), doing nothing once
  * *skip (when not NULL) is not 0. */
-static int submit_row_swaps(tarn_matrix *b, const size_t *piv, bool reverse,
-                            atomic_int *skip, tarn_dep *deps) {
+static int submit_row_swaps(tarn_matrix *b, const size_t *piv, size_t npiv,
+                            bool reverse, atomic_int *skip, tarn_dep *deps) {
   int rc = 0;
   for (size_t jb = 0; rc == 0 && jb < b->nt; jb++) {
     for (size_t i = 0; i < b->mt; i++)
@@ -693,7 +694,7 @@ static int submit_row_swaps(tarn_matrix *b, const size_t *piv, bool reverse,
     struct lu_job s = {.n = (int)tarn__tile_cols(b, jb),
                        .tb = b->mb,
                        .rows = b->m,
-                       .count = b->m,
+                       .count = npiv,
                        .ntiles = b->mt,
                        .slot0 = 0,
                        .piv = piv,
@@ -718,7 +719,7 @@ static int submit_trans(tarn_matrix *a, tarn_matrix *y, tarn_matrix *b,
                                      column_priority(k, k + 1 + jb, 1),
                                      column_priority(k, k + 1 + jb, 2), 0);
   if (rc == 0) rc = tarn__submit_backward(a, true, true, y, b, failed, false);
-  return rc == 0 ? submit_row_swaps(b, piv, true, failed, deps) : rc;
+  return rc == 0 ? submit_row_swaps(b, piv, b->m, true, failed, deps) : rc;
 }
 
 /* ---- waiting for LU and solve -------------------------------------------- */
@@ -802,12 +803,12 @@ int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
   return lu_region(lu, NULL, piv, ta == TARN_TRANS, b, info);
 }
 
-int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv,
+int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv, size_t npiv,
                              tarn_trans trans) {
-  if (piv == NULL || !tarn__blas_sized(b) ||
+  if (piv == NULL || !tarn__blas_sized(b) || npiv > b->m ||
       (trans != TARN_NO_TRANS && trans != TARN_TRANS))
     return TARN_EINVAL;
-  for (size_t i = 0; i < b->m; i++)
+  for (size_t i = 0; i < npiv; i++)
     if (piv[i] < i || piv[i] >= b->m) return TARN_EINVAL;
   tarn_dep *deps = malloc(b->mt * sizeof *deps);
   if (deps == NULL) return TARN_ENOMEM;
@@ -817,7 +818,8 @@ int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv,
     free(deps);
     return rc;
   }
-  int submitted = submit_row_swaps(b, piv, trans == TARN_TRANS, NULL, deps);
+  int submitted =
+      submit_row_swaps(b, piv, npiv, trans == TARN_TRANS, NULL, deps);
   rc = tarn_region_wait(region, NULL); /* always: tasks were submitted */
   free(deps);
   return submitted != 0 ? submitted : rc;

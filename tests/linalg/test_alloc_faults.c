@@ -188,7 +188,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   STEP(tarn_matrix_lu_logdet(lu, piv, &out->logdet[0], &out->sign));
   STEP(tarn_matrix_cholesky_logdet(s, &out->logdet[1]));
   STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 7, &pb));
-  STEP(tarn_matrix_permute_rows(pb, piv, TARN_TRANS));
+  STEP(tarn_matrix_permute_rows(pb, piv, N, TARN_TRANS));
   STEP(tarn_matrix_copy(lu, &lui));
   STEP(tarn_matrix_lu_inverse(lui, piv, &info));
   STEP(tarn_matrix_copy(s, &si));

@@ -578,7 +578,7 @@ static int use_run(struct factor_uses *u, int op, tarn_matrix **io, double *s) {
       return rc;
     }
     case USE_PERMUTE:
-      return tarn_matrix_permute_rows(*io, u->piv, TARN_TRANS);
+      return tarn_matrix_permute_rows(*io, u->piv, N, TARN_TRANS);
     case USE_U_INVERSE:
       return tarn_matrix_triangular_inverse(*io, TARN_UPPER, TARN_NON_UNIT,
                                             NULL);

@@ -952,7 +952,8 @@ static int call_waiting(tarn_task *task, void *arg) {
   s->rc[17] = tarn_matrix_triangular_inverse(s->a, TARN_UPPER, TARN_UNIT, NULL);
   s->rc[18] = tarn_matrix_inverse(s->a, NULL);
   s->rc[19] = tarn_matrix_qr_ata_inverse(s->f, &x, NULL);
-  s->rc[20] = tarn_matrix_permute_rows(s->b, s->piv, TARN_NO_TRANS);
+  s->rc[20] = tarn_matrix_permute_rows(s->b, s->piv, tarn_matrix_rows(s->b),
+                                       TARN_NO_TRANS);
   if (rcond != -1 || sign != 5) return -2;
   return t == NULL && q == NULL && x == NULL ? 0 : -1;
 }
@@ -1089,7 +1090,8 @@ static void linalg_calls_refuse(tarn_matrix **m, const size_t *piv) {
   assert_int_equal(tarn_matrix_lu(da, piv2, &info), TARN_EINVAL);
   assert_int_equal(tarn_matrix_lu_solve(dlu, piv, no, b, &info), TARN_EINVAL);
   assert_int_equal(tarn_matrix_lu_solve(lu, piv, tr, db, &info), TARN_EINVAL);
-  assert_int_equal(tarn_matrix_permute_rows(db, piv, no), TARN_EINVAL);
+  assert_int_equal(tarn_matrix_permute_rows(db, piv, tarn_matrix_rows(b), no),
+                   TARN_EINVAL);
   assert_int_equal(tarn_matrix_solve(da, b, &info), TARN_EINVAL);
   assert_int_equal(tarn_matrix_solve(a, db, &info), TARN_EINVAL);
   assert_int_equal(info, 0);

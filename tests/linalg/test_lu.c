@@ -822,8 +822,8 @@ static void test_lu_solve_bad(void **state) {
 
 /* P B and P^T B by tarn_matrix_permute_rows against LAPACKE_dlaswp on the
  * same B, bit for bit: random pivots of LAPACK's form (many rows
- * interchanged, some not), B of m x c in tiles mb x nb that do and do not
- * divide it; P^T P B is B again. */
+ * interchanged, some not), all m of them or the first half, B of m x c in
+ * tiles mb x nb that do and do not divide it; P^T P B is B again. */
 static void test_permute_rows(void **state) {
   (void)state;
   static const size_t shapes[][4] = {/* m, c, mb, nb */
@@ -837,6 +837,7 @@ static void test_permute_rows(void **state) {
     tarn_rt *rt = test_rt(workers, 0);
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
       size_t m = shapes[s][0], c = shapes[s][1];
+      size_t npiv = s % 2 == 0 ? m : (m + 1) / 2;
       size_t *piv = malloc(m * sizeof *piv);
       lapack_int *ipiv = malloc(m * sizeof *ipiv);
       assert_non_null(piv);
@@ -855,11 +856,11 @@ static void test_permute_rows(void **state) {
       for (int t = 0; t < 2; t++) {
         double *want = test_buffer_of(b);
         assert_int_equal(LAPACKE_dlaswp(LAPACK_COL_MAJOR, (int)c, want, (int)m,
-                                        1, (int)m, ipiv, t ? -1 : 1),
+                                        1, (int)npiv, ipiv, t ? -1 : 1),
                          0);
-        assert_int_equal(
-            tarn_matrix_permute_rows(b, piv, t ? TARN_TRANS : TARN_NO_TRANS),
-            0);
+        assert_int_equal(tarn_matrix_permute_rows(
+                             b, piv, npiv, t ? TARN_TRANS : TARN_NO_TRANS),
+                         0);
         double *got = test_buffer_of(b);
         assert_memory_equal(got, want, m * c * sizeof *got);
         free(got);
@@ -876,6 +877,45 @@ static void test_permute_rows(void **state) {
     }
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
+}
+
+/* A tall LU's min(M, N) = N pivots applied as they are (npiv N) to the M
+ * rows of L U give A back (P^T (L U) = A), and so do a wide LU's M. */
+static void test_permute_rows_rectangular_lu(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  static const size_t shapes[][3] = {{90, 30, 10}, {30, 90, 10}};
+  for (size_t s = 0; s < 2; s++) {
+    size_t m = shapes[s][0], n = shapes[s][1], tb = shapes[s][2];
+    size_t k = m < n ? m : n;
+    tarn_matrix *a = NULL, *prod = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, m, n, tb, tb, 12 + s, &a), 0);
+    double *want = test_buffer_of(a);
+    size_t *piv = malloc(k * sizeof *piv); /* exactly k: no room past it */
+    assert_non_null(piv);
+    assert_int_equal(tarn_matrix_lu(a, piv, NULL), 0);
+    double *f = test_buffer_of(a), *l, *u, *p = malloc(m * n * sizeof *p);
+    assert_non_null(p);
+    test_lu_split(f, m, n, &l, &u);
+    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n,
+                (int)k, 1.0, l, (int)m, u, (int)k, 0.0, p, (int)m);
+    assert_int_equal(tarn_matrix_from_buffer(rt, m, n, tb, tb, p, m, &prod), 0);
+    assert_int_equal(tarn_matrix_permute_rows(prod, piv, k, TARN_TRANS), 0);
+    double *got = test_buffer_of(prod);
+    for (size_t i = 0; i < m * n; i++) p[i] = got[i] - want[i];
+    assert_true(test_fro(p, m * n) <=
+                10 * (double)m * test_fro(want, m * n) * DBL_EPSILON);
+    free(got);
+    free(p);
+    free(l);
+    free(u);
+    free(f);
+    free(piv);
+    free(want);
+    tarn_matrix_destroy(prod);
+    tarn_matrix_destroy(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
 /* With LU's factors: P A = L U, so P^T (L U), formed from the factors, is
@@ -898,7 +938,7 @@ static void test_permute_rows_with_factors(void **state) {
               1.0, l, (int)n, u, (int)n, 0.0, p, (int)n);
   tarn_matrix *prod = NULL;
   assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, p, n, &prod), 0);
-  assert_int_equal(tarn_matrix_permute_rows(prod, piv, TARN_TRANS), 0);
+  assert_int_equal(tarn_matrix_permute_rows(prod, piv, n, TARN_TRANS), 0);
   double *got = test_buffer_of(prod);
   for (size_t k = 0; k < n * n; k++) p[k] = got[k] - want[k];
   assert_true(test_fro(p, n * n) <=
@@ -907,21 +947,24 @@ static void test_permute_rows_with_factors(void **state) {
   size_t bad[60];
   memcpy(bad, piv, sizeof bad);
   bad[20] = 19; /* before its row */
-  assert_int_equal(tarn_matrix_permute_rows(prod, bad, TARN_NO_TRANS),
+  assert_int_equal(tarn_matrix_permute_rows(prod, bad, n, TARN_NO_TRANS),
                    TARN_EINVAL);
   bad[20] = n; /* past the end */
-  assert_int_equal(tarn_matrix_permute_rows(prod, bad, TARN_NO_TRANS),
+  assert_int_equal(tarn_matrix_permute_rows(prod, bad, n, TARN_NO_TRANS),
                    TARN_EINVAL);
-  assert_int_equal(tarn_matrix_permute_rows(NULL, piv, TARN_NO_TRANS),
+  assert_int_equal(tarn_matrix_permute_rows(NULL, piv, n, TARN_NO_TRANS),
                    TARN_EINVAL);
-  assert_int_equal(tarn_matrix_permute_rows(prod, NULL, TARN_NO_TRANS),
+  assert_int_equal(tarn_matrix_permute_rows(prod, NULL, n, TARN_NO_TRANS),
                    TARN_EINVAL);
-  assert_int_equal(tarn_matrix_permute_rows(prod, piv, (tarn_trans)2),
+  assert_int_equal(tarn_matrix_permute_rows(prod, piv, n, (tarn_trans)2),
+                   TARN_EINVAL);
+  /* more interchanges than B has rows */
+  assert_int_equal(tarn_matrix_permute_rows(prod, piv, n + 1, TARN_NO_TRANS),
                    TARN_EINVAL);
   double *after = test_buffer_of(prod);
   assert_memory_equal(after, got, n * n * sizeof *got);
   test_fail_first_tile(rt, prod);
-  assert_int_equal(tarn_matrix_permute_rows(prod, piv, TARN_NO_TRANS),
+  assert_int_equal(tarn_matrix_permute_rows(prod, piv, n, TARN_NO_TRANS),
                    TARN_ECANCELED);
   free(f);
   free(want);
@@ -960,6 +1003,7 @@ int main(void) {
       cmocka_unit_test(test_lu_solve_bad),
       cmocka_unit_test(test_permute_rows),
       cmocka_unit_test(test_permute_rows_with_factors),
+      cmocka_unit_test(test_permute_rows_rectangular_lu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

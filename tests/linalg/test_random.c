@@ -920,39 +920,47 @@ static void op_qr_multiply(struct tcase *c) {
 
 /* ---- row interchanges --------------------------------------------------- */
 
-/* B = P B or P^T B (tarn_matrix_permute_rows) for random interchanges
- * (row i with one of i .. m - 1, or with itself now and then), in any
- * tiling: bit for bit what dlaswp gives, forward or backward. Variant: a
- * pivot outside [i, m) gives TARN_EINVAL with B unchanged. */
+/* B = P B or P^T B (tarn_matrix_permute_rows) for npiv random
+ * interchanges (row i with one of i .. m - 1, or with itself now and
+ * then; npiv m, or from 0 to m in 3 cases of 10), in any tiling: bit for
+ * bit what dlaswp gives, forward or backward. Variant: a pivot outside
+ * [i, m) among the npiv, or npiv m + 1, gives TARN_EINVAL with B
+ * unchanged. */
 static void op_permute(struct tcase *c) {
   size_t m, n, mb, nb;
   draw_dim(c, 70, &m, &mb);
   draw_dim(c, 40, &n, &nb);
   tarn_trans trans = (tarn_trans)range(c, 0, 1);
+  size_t npiv = chance(c, 0.3) ? range(c, 0, m) : m;
   bool bad = chance(c, 0.15);
   size_t k = range(c, 0, m - 1);
-  size_t *piv = calloc(m, sizeof *piv);
+  size_t *piv = calloc(m + 1, sizeof *piv);
   lapack_int *ipiv = calloc(m, sizeof *ipiv);
   assert_true(piv != NULL && ipiv != NULL);
   for (size_t i = 0; i < m; i++) {
     piv[i] = chance(c, 0.2) ? i : range(c, i, m - 1);
     ipiv[i] = (lapack_int)piv[i] + 1;
   }
-  if (bad) piv[k] = k > 0 && chance(c, 0.5) ? range(c, 0, k - 1) : m;
-  describe(c, "permute_rows m %zu n %zu, tiles %zu x %zu, %s, %s %zu", m, n, mb,
-           nb, trans ? "P^T" : "P", bad ? "bad pivot at" : "good, k", k);
+  if (bad && k < npiv)
+    piv[k] = k > 0 && chance(c, 0.5) ? range(c, 0, k - 1) : m;
+  else if (bad)
+    npiv = m + 1; /* one more interchange than rows */
+  describe(c, "permute_rows m %zu n %zu, tiles %zu x %zu, %s, npiv %zu, %s %zu",
+           m, n, mb, nb, trans ? "P^T" : "P", npiv,
+           bad ? "bad pivot at" : "good, k", k);
   footprint(c, m, n, mb, nb);
   start(c);
   double *b = random_buf(c, m * n), *want = copy_buf(b, m * n);
   tarn_matrix *B = upload(c, m, n, mb, nb, b);
   if (bad) {
-    CALL(c, TARN_EINVAL, tarn_matrix_permute_rows(B, piv, trans));
+    CALL(c, TARN_EINVAL, tarn_matrix_permute_rows(B, piv, npiv, trans));
     check_unchanged(c, B, b, "B");
   } else {
-    CALL(c, 0, tarn_matrix_permute_rows(B, piv, trans));
-    assert_int_equal(LAPACKE_dlaswp(LAPACK_COL_MAJOR, (int)n, want, (int)m, 1,
-                                    (int)m, ipiv, trans ? -1 : 1),
-                     0);
+    CALL(c, 0, tarn_matrix_permute_rows(B, piv, npiv, trans));
+    if (npiv > 0)
+      assert_int_equal(LAPACKE_dlaswp(LAPACK_COL_MAJOR, (int)n, want, (int)m, 1,
+                                      (int)npiv, ipiv, trans ? -1 : 1),
+                       0);
     double *got = download(c, B);
     CHECK(c, memcmp(got, want, m * n * sizeof *got) == 0,
           "%s B is not what dlaswp gives", trans ? "P^T" : "P");

@@ -259,9 +259,10 @@ static int column_step_range(void *arg, size_t begin, size_t end) {
 #define BASE_SHARE_ROWS 16384
 #define BASE_COLUMNS_SHARED 16
 
-/* Runs step st on the tiles from st->from down (shared with idle
- * workers when the panel's base columns are); returns the pivot row of column
- * st->next, the first of the largest |element| (as idamax), or a status < 0. */
+/* Runs step st on the tiles from st->from down (st->from < the panel's
+ * rows; shared with idle workers when the panel's base columns are);
+ * returns the pivot row of column st->next, the first of the largest
+ * |element| (as idamax), or a status < 0. */
 static long long column_step_run(struct column_step *st) {
   struct panel_lu *s = st->s;
   size_t first = st->from / s->q.j->tb, tiles = tiles_from(s, st->from);

@@ -30,10 +30,6 @@
 
 #include "reference.h"
 
-static void split_lu(const double *f, size_t n, double **l, double **u) {
-  test_lu_split(f, n, n, l, u);
-}
-
 static double lu_residual(const double *a, const double *f, const size_t *piv,
                           size_t n) {
   return test_lu_residual(a, f, piv, n, n);
@@ -879,6 +875,30 @@ static void test_permute_rows(void **state) {
   }
 }
 
+/* P^T (L U) from the m x n LU factors f and their min(m, n) pivots, into
+ * a new matrix of tb x tb tiles (*prod) by tarn_matrix_permute_rows:
+ * A (`want`) again to rounding. Returns its buffer (free it). */
+static double *check_undo_lu(tarn_rt *rt, const double *f, const size_t *piv,
+                             size_t m, size_t n, size_t tb, const double *want,
+                             tarn_matrix **prod) {
+  size_t k = m < n ? m : n;
+  double *l, *u, *p = malloc(m * n * sizeof *p);
+  assert_non_null(p);
+  test_lu_split(f, m, n, &l, &u);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k,
+              1.0, l, (int)m, u, (int)k, 0.0, p, (int)m);
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, n, tb, tb, p, m, prod), 0);
+  assert_int_equal(tarn_matrix_permute_rows(*prod, piv, k, TARN_TRANS), 0);
+  double *got = test_buffer_of(*prod);
+  for (size_t i = 0; i < m * n; i++) p[i] = got[i] - want[i];
+  assert_true(test_fro(p, m * n) <= 10 * (double)(m > n ? m : n) *
+                                        test_fro(want, m * n) * DBL_EPSILON);
+  free(p);
+  free(l);
+  free(u);
+  return got;
+}
+
 /* A tall LU's min(M, N) = N pivots applied as they are (npiv N) to the M
  * rows of L U give A back (P^T (L U) = A), and so do a wide LU's M. */
 static void test_permute_rows_rectangular_lu(void **state) {
@@ -894,21 +914,8 @@ static void test_permute_rows_rectangular_lu(void **state) {
     size_t *piv = malloc(k * sizeof *piv); /* exactly k: no room past it */
     assert_non_null(piv);
     assert_int_equal(tarn_matrix_lu(a, piv, NULL), 0);
-    double *f = test_buffer_of(a), *l, *u, *p = malloc(m * n * sizeof *p);
-    assert_non_null(p);
-    test_lu_split(f, m, n, &l, &u);
-    cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n,
-                (int)k, 1.0, l, (int)m, u, (int)k, 0.0, p, (int)m);
-    assert_int_equal(tarn_matrix_from_buffer(rt, m, n, tb, tb, p, m, &prod), 0);
-    assert_int_equal(tarn_matrix_permute_rows(prod, piv, k, TARN_TRANS), 0);
-    double *got = test_buffer_of(prod);
-    for (size_t i = 0; i < m * n; i++) p[i] = got[i] - want[i];
-    assert_true(test_fro(p, m * n) <=
-                10 * (double)m * test_fro(want, m * n) * DBL_EPSILON);
-    free(got);
-    free(p);
-    free(l);
-    free(u);
+    double *f = test_buffer_of(a);
+    free(check_undo_lu(rt, f, piv, m, n, tb, want, &prod));
     free(f);
     free(piv);
     free(want);
@@ -931,18 +938,8 @@ static void test_permute_rows_with_factors(void **state) {
   size_t piv[60];
   assert_int_equal(tarn_matrix_lu(lu, piv, NULL), 0);
   double *f = test_buffer_of(lu), *want = test_buffer_of(a);
-  double *l, *u, *p = malloc(n * n * sizeof *p);
-  assert_non_null(p);
-  split_lu(f, n, &l, &u);
-  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
-              1.0, l, (int)n, u, (int)n, 0.0, p, (int)n);
   tarn_matrix *prod = NULL;
-  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, p, n, &prod), 0);
-  assert_int_equal(tarn_matrix_permute_rows(prod, piv, n, TARN_TRANS), 0);
-  double *got = test_buffer_of(prod);
-  for (size_t k = 0; k < n * n; k++) p[k] = got[k] - want[k];
-  assert_true(test_fro(p, n * n) <=
-              10 * (double)n * test_fro(want, n * n) * DBL_EPSILON);
+  double *got = check_undo_lu(rt, f, piv, n, n, nb, want, &prod);
   /* refusals: B unchanged */
   size_t bad[60];
   memcpy(bad, piv, sizeof bad);
@@ -968,9 +965,6 @@ static void test_permute_rows_with_factors(void **state) {
                    TARN_ECANCELED);
   free(f);
   free(want);
-  free(l);
-  free(u);
-  free(p);
   free(got);
   free(after);
   tarn_matrix_destroy(a);

@@ -365,10 +365,15 @@ static void test_lu_rectangular_mem_limit(void **state) {
 
 /* A tall matrix of two tile columns under a limit of five eighths of it:
  * the first panel pins its tile column, half the matrix, in place (a copy
- * beside it would need the whole matrix). */
+ * beside it would need the whole matrix); also one tall enough for its
+ * panels to share their base columns, the same bits as without a limit. */
 static void test_lu_tall_panel_in_place(void **state) {
   (void)state;
   check_lu_under_limit(1024, 64, 32, 1024 * 64 * sizeof(double) / 8 * 5, 48);
+  /* 1031 x 2 tiles of 16 x 16, each in whole pages */
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t tile = (16 * 16 * sizeof(double) + page - 1) / page * page;
+  check_lu_under_limit(16484, 32, 16, 1031 * 2 * tile / 8 * 5, 49);
 }
 
 /* A matrix that needs pivoting everywhere: zero diagonal (a permuted

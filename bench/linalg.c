@@ -306,7 +306,8 @@ static int tarn_sample(struct ctx *c, int op, double *t, tarn_matrix **keep) {
   tarn_matrix_destroy(result == work ? out : work);
   if (rc != 0) {
     tarn_matrix_destroy(result);
-    return tarn_failed(ops[op].name, rc);
+    return op == OP_LU || op == OP_SOLVE ? linalg_lu_failed(c->n, c->b, rc)
+                                         : tarn_failed(ops[op].name, rc);
   }
   if (keep != NULL)
     *keep = result;
@@ -732,14 +733,16 @@ static void ctx_free(struct ctx *c) {
   linalg_tiles_free(&c->tc);
 }
 
-/* A random m x n matrix into buf (column-major), through tarn. */
-static int rand_buf(tarn_rt *rt, size_t m, size_t n, uint64_t seed,
+/* A random m x n matrix into buf (column-major), through tarn, in tiles
+ * of b x b (the values do not depend on them; one tile of the whole
+ * matrix would not fit a --mem-limit below it). */
+static int rand_buf(tarn_rt *rt, size_t m, size_t n, size_t b, uint64_t seed,
                     double *buf) {
   tarn_matrix *x = NULL;
   tarn_region *region;
   int rc = tarn_region_begin(rt, &region);
   if (rc != 0) return tarn_failed("tarn_region_begin", rc);
-  int made = tarn_matrix_rand(rt, m, n, m, n, seed, &x);
+  int made = tarn_matrix_rand(rt, m, n, b, b, seed, &x);
   rc = tarn_region_wait(region, NULL);
   if (made == 0 && rc == 0) rc = tarn_matrix_to_buffer(x, buf, m);
   tarn_matrix_destroy(x);
@@ -771,9 +774,9 @@ static int ctx_open(struct ctx *c, tarn_rt *rt, size_t n) {
   if (linalg_tiles_alloc(&c->ta, n, c->b) != 0 ||
       linalg_tiles_alloc(&c->tc, n, c->b) != 0)
     return 1;
-  if (rand_buf(rt, n, n, SPD_SEED, c->w) != 0 ||
-      rand_buf(rt, n, n, RND_SEED, c->rnd) != 0 ||
-      rand_buf(rt, n, 1, VEC_SEED, c->vec) != 0)
+  if (rand_buf(rt, n, n, c->b, SPD_SEED, c->w) != 0 ||
+      rand_buf(rt, n, n, c->b, RND_SEED, c->rnd) != 0 ||
+      rand_buf(rt, n, 1, c->b, VEC_SEED, c->vec) != 0)
     return 1;
   /* spd = G G^T + N I, G in c->w. */
   int ni = (int)n;

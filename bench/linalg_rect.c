@@ -111,7 +111,9 @@ static int rect_sample(struct rect *r, int op, int v, double *t,
   tarn_matrix_destroy(tq);
   if (rc != 0) {
     tarn_matrix_destroy(x);
-    return bench_tarn_failed("linalg", op_names[op], rc);
+    return op == RECT_LU
+               ? linalg_lu_failed(r->m, tarn_matrix_tile_cols(r->a), rc)
+               : bench_tarn_failed("linalg", op_names[op], rc);
   }
   if (out != NULL)
     *out = x;
@@ -259,4 +261,17 @@ int linalg_rect_rows(bench_run *run, tarn_rt *rt, size_t n) {
   if (!failed) failed = rect_shape(run, rt, k, n, b);
   /* tall and narrow, 128 tiles high: QR's tree of domains */
   return failed ? failed : rect_shape(run, rt, 16 * n, k, b);
+}
+
+int linalg_lu_failed(size_t rows, size_t tile, int status) {
+  bench_tarn_failed("linalg", "lu", status);
+  double column = (double)rows * (double)tile * 8 / (1 << 20);
+  double gemm = 3 * (double)tile * (double)tile * 8 / (1 << 20);
+  if (status == TARN_ENOMEM)
+    fprintf(stderr,
+            "tarn bench: linalg: lu pins a panel's tile column of %zu x %zu "
+            "doubles (%.1f MiB) and an update's three tiles (%.1f MiB): "
+            "--mem-limit must hold the larger\n",
+            rows, tile, column, gemm);
+  return 1;
 }

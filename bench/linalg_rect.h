@@ -16,4 +16,10 @@ struct tarn_rt;
  * why (a failed check too). */
 int linalg_rect_rows(bench_run *run, struct tarn_rt *rt, size_t n);
 
+/* Reports a failed tarn_matrix_lu of a matrix of `rows` rows in tiles
+ * `tile` wide; for TARN_ENOMEM, what a memory limit must hold (a panel
+ * pins its tile column, tarn/linalg.h; an update three tiles). Returns
+ * 1. */
+int linalg_lu_failed(size_t rows, size_t tile, int status);
+
 #endif

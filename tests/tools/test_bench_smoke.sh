@@ -96,6 +96,25 @@ suite linalg "${peers[@]}" "linalg/tarn/N=600 (block 300)/cholesky" \
   "linalg/tarn/600x75 (block 75)/lu" "linalg/lapacke/75x600/qr (1 thread)" \
   "linalg/tarn/9600x75 (block 75)/qr"
 
+# Under a memory limit below each matrix (N=600: 2.7 MiB, tiles of 0.7),
+# the linalg suite still makes its inputs (in tiles) and runs; a limit
+# below what LU pins is refused with what it must hold.
+out=$("$tarn" bench linalg --sizes 100,600 --mem-limit 3M --samples 3 \
+  --filter 'tarn/N=600.*/(cholesky|lu|qr)$|tarn/N=600.*via lu' 2>&1) ||
+  fail "linalg under a limit: exit status $?"$'\n'"$out"
+for row in "linalg/tarn/N=600 (block 300)/cholesky" \
+  "linalg/tarn/N=600 (block 300)/lu" "linalg/tarn/N=600 (block 300)/qr" \
+  "linalg/tarn/N=600 (block 300)/solve (A\\b via lu)"; do
+  grep -qF -- "$row" <<<"$out" ||
+    fail "linalg under a limit: no row '$row' in:"$'\n'"$out"
+done
+if out=$("$tarn" bench linalg --sizes 600 --mem-limit 2M --samples 3 \
+  --filter 'tarn/N=600.*/lu$' 2>&1); then
+  fail "linalg under 2 MiB: LU ran, where an update pins 2.1 MiB"
+fi
+grep -qF "(2.1 MiB): --mem-limit must hold the larger" <<<"$out" ||
+  fail "linalg under 2 MiB: no word of what LU pins in:"$'\n'"$out"
+
 suite files "files/tarn/N=100 (block 100)/save (.npy)" \
   "files/tarn/N=600 (block 300)/load (.npy)" \
   "files/tarn/N=600 (block 300)/load (.npy, C order)" \

@@ -552,7 +552,9 @@ static void op_qr(struct tcase *c) {
            "tile cols %zu, %s %zu",
            m, n, mb, nb, ib, ta, nrhs, bnb,
            deficient ? "zero column" : "full rank, p", p);
-  size_t nbe = min_z(nb, n), ibe = ib != 0 ? ib : min_z(32, nbe);
+  /* ib 0: 16 for m >= 16 n, else 32 (tarn/linalg.h) */
+  size_t nbe = min_z(nb, n),
+         ibe = ib != 0 ? ib : min_z(m / 16 >= n ? 16 : 32, nbe);
   size_t brows = ta ? n : m, bmb = ta ? nbe : mb, xrows = ta ? m : n;
   footprint(c, m, n, mb, nb);
   /* T: a tree's merges add up to workers - 1 tile rows */
@@ -867,7 +869,9 @@ static void op_qr_multiply(struct tcase *c) {
            "other side %zu in tiles of %zu",
            m, n, mb, nb, ib, side ? "right" : "left", trans ? "T" : "N", other,
            ot);
-  size_t nbe = min_z(nb, n), ibe = ib != 0 ? ib : min_z(32, nbe);
+  /* ib 0: 16 for m >= 16 n, else 32 (tarn/linalg.h) */
+  size_t nbe = min_z(nb, n),
+         ibe = ib != 0 ? ib : min_z(m / 16 >= n ? 16 : 32, nbe);
   size_t cr = side ? other : m, cc = side ? m : other;
   size_t cmb = side ? ot : mb, cnb = side ? mb : ot;
   footprint(c, m, n, mb, nb);

@@ -89,7 +89,11 @@ TARN_API int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
  * task's tiles (a layer of A, y and a tile of x, in the whole pages the
  * pool charges) at most an eighth of it, each task updates all of y,
  * and its dgemv calls are split with idle workers in lanes of interleaved
- * columns, so that every core reads the same tile of A at a time. Each
+ * columns, so that every core reads the same tile of A at a time.
+ * Otherwise, when y has fewer tiles than workers and x 4 tiles or more,
+ * each tile of y's chain over x goes in groups side by side, summed into
+ * y as tarn_matrix_gemm's groups are (under a limit only when a group's
+ * task and the temporaries take an eighth of it). Each
  * tile of A is read once; a task pins at most three of them. With small
  * tiles (y's tile height times A's tile width under 65536: a tile's
  * dgemv costs about what a task does), a task takes instead a block of

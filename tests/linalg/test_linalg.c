@@ -198,6 +198,19 @@ static void test_gemm_beta_zero(void **state) {
   tarn_matrix_destroy(a);
   tarn_matrix_destroy(b);
   tarn_matrix_destroy(c);
+  /* and for y = A^T x in tiles too large for blocks, its chain in groups
+   * whose first writes y (4096 x 300 in tiles of 256 x 300: 16 of K) */
+  a = b = c = NULL;
+  assert_int_equal(tarn_matrix_fill(rt, 4096, 300, 256, 300, 2.0, &a), 0);
+  assert_int_equal(tarn_matrix_fill(rt, 4096, 1, 256, 1, 0.5, &b), 0);
+  assert_int_equal(tarn_matrix_fill(rt, 300, 1, 300, 1, NAN, &c), 0);
+  assert_int_equal(tarn_matrix_gemv(a, TARN_TRANS, b, 1.0, 0.0, &c), 0);
+  z = test_buffer_of(c);
+  for (size_t q = 0; q < 300; q++) assert_true(z[q] == 4096.0);
+  free(z);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(c);
   /* x^T x as A^T x with A = x: a block's tiles of A and of x are the
    * same refs (3000 x 1 in tiles of 16: 188 tiles of K) */
   assert_int_equal(tarn_matrix_rand(rt, 3000, 1, 16, 1, 5, &a), 0);
@@ -316,6 +329,11 @@ static void test_gemv(void **state) {
       {100, 5000, 100, 50},
       {3000, 40, 16, 20},
       {700, 900, 50, 60},
+      /* tiles too large for blocks, y of fewer tiles than the workers (3)
+       * over a long K: each tile's chain in groups (one tile of y, 12 of
+       * K: 6 groups; two of y, 8 of K: 2 groups each) */
+      {300, 3000, 300, 250},
+      {600, 2000, 300, 250},
   };
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int ta = 0; ta < 2; ta++)

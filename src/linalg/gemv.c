@@ -257,28 +257,31 @@ static int k_gemv_block(tarn_task *t, void *arg) {
   return 0;
 }
 
-/* The product's operands and its blocks: ny tiles of y and nk of K per
- * task, groups of K's blocks per block of y. */
-struct blocks {
+/* The product's operands, shared by its two ways in groups: by blocks of
+ * small tiles (ny tiles of y and nk of K per task, groups of K's blocks
+ * per block of y) and by large tiles ("groups of layers" below); ti: the
+ * tile of y whose chain tarn__submit_grouped is submitting. */
+struct product {
   tarn_matrix *a, *x, *y;
   bool ta, tx;
   double alpha, beta;
-  size_t kt, ny, nk, groups;
+  unsigned workers;
+  size_t kt, ny, nk, groups, ti;
 };
 
 /* A's tile for y's tile ti and K's tile k, and x's tile k. */
-static tarn_ref *a_tile(const struct blocks *b, size_t ti, size_t k) {
+static tarn_ref *a_tile(const struct product *b, size_t ti, size_t k) {
   return b->ta ? tarn__tile(b->a, k, ti) : tarn__tile(b->a, ti, k);
 }
 
-static tarn_ref *x_tile(const struct blocks *b, size_t k) {
+static tarn_ref *x_tile(const struct product *b, size_t k) {
   return b->tx ? tarn__tile(b->x, 0, k) : tarn__tile(b->x, k, 0);
 }
 
 /* The task of y's tiles [t0, t0 + ny) (into out[], y's or temporaries)
  * and K's tiles [k0, k1); `first`: the chain's first (beta, or 0 into a
  * temporary: `fresh`). */
-static int submit_block(const struct blocks *b, size_t t0, size_t ny,
+static int submit_block(const struct product *b, size_t t0, size_t ny,
                         tarn_ref *const *out, size_t k0, size_t k1, bool first,
                         bool fresh) {
   size_t nk = k1 - k0, n = ny + nk + ny * nk;
@@ -311,36 +314,32 @@ static int submit_block(const struct blocks *b, size_t t0, size_t ny,
                             "gemv");
 }
 
-/* One tile of y whose chain of K's blocks goes in groups
+/* Tile b->ti of y whose chain of K's blocks goes in groups
  * (tarn__submit_grouped: its layers are the blocks of K). */
-struct y_group {
-  const struct blocks *b;
-  size_t ti;
-};
-
 static int y_group_layer(void *ctx, size_t kb, size_t kb0, size_t kb1,
                          tarn_ref *sum) {
-  const struct y_group *yg = ctx;
-  const struct blocks *b = yg->b;
+  const struct product *b = ctx;
   (void)kb1;
-  tarn_ref *out = sum != NULL ? sum : tarn__tile(b->y, yg->ti, 0);
+  tarn_ref *out = sum != NULL ? sum : tarn__tile(b->y, b->ti, 0);
   size_t k0 = kb * b->nk, k1 = k0 + b->nk < b->kt ? k0 + b->nk : b->kt;
-  return submit_block(b, yg->ti, 1, &out, k0, k1, kb == kb0, sum != NULL);
+  return submit_block(b, b->ti, 1, &out, k0, k1, kb == kb0, sum != NULL);
 }
 
+/* The sum of tile p->ti's groups, blocks or layers alike. */
 static int y_group_sum(void *ctx, tarn_dep *deps, size_t temps) {
-  const struct y_group *yg = ctx;
-  return tarn__submit_tile_sum(yg->b->a->rt, deps, temps,
-                               tarn__tile_rows(yg->b->y, yg->ti), 1);
+  const struct product *p = ctx;
+  return tarn__submit_tile_sum(p->a->rt, deps, temps,
+                               tarn__tile_rows(p->y, p->ti), 1);
 }
 
 /* y's tiles [t0, t0 + ny): their chain of K's blocks; in b->groups groups
  * side by side, then their sum, when there are groups (ny is then 1,
  * blocks_plan). */
-static int submit_y_block(const struct blocks *b, size_t t0, size_t ny) {
+static int submit_y_block(const struct product *b, size_t t0, size_t ny) {
   size_t kblocks = (b->kt + b->nk - 1) / b->nk;
   if (b->groups > 1) {
-    struct y_group yg = {b, t0};
+    struct product yg = *b;
+    yg.ti = t0;
     return tarn__submit_grouped(b->a->rt, tarn__tile(b->y, t0, 0),
                                 tarn__tile_rows(b->y, t0) * sizeof(double),
                                 kblocks, b->groups, y_group_layer, y_group_sum,
@@ -360,7 +359,7 @@ static int submit_y_block(const struct blocks *b, size_t t0, size_t ny) {
  * *b: tiles of A under BLOCK_MADDS, more than one tile of y or K, and
  * (under a memory limit) a block's tiles, and all the groups' of a block
  * of y at once, in an eighth of it. */
-static bool blocks_plan(struct blocks *b, unsigned workers, size_t limit) {
+static bool blocks_plan(struct product *b, unsigned workers, size_t limit) {
   size_t mt = b->y->mt, kt = b->kt;
   double tile = (double)b->y->mb *
                 (double)(b->ta ? b->a->mb : b->a->nb); /* the largest */
@@ -394,21 +393,12 @@ static bool blocks_plan(struct blocks *b, unsigned workers, size_t limit) {
  * tall tiles is such a chain: one dgemv of a tile per layer, on one core
  * until then. */
 
-/* The product's operands, and the tile of y whose chain is in groups. */
-struct layers {
-  tarn_matrix *a, *x, *y;
-  bool ta, tx;
-  double alpha, beta;
-  unsigned workers;
-  size_t ti;
-};
-
 /* Layer k of y's tiles [t0, t0 + n) into out[0 .. n): the first layer of
  * each output (`first`) scales it by beta, or writes a temporary (`temp`)
  * with beta 0; the others add to it. */
-static int submit_layer(const struct layers *l, size_t t0, size_t n, size_t k,
+static int submit_layer(const struct product *l, size_t t0, size_t n, size_t k,
                         tarn_ref *const *out, bool first, bool temp) {
-  tarn_matrix *a = l->a, *x = l->x, *y = l->y;
+  tarn_matrix *a = l->a, *y = l->y;
   double beta = !first ? 1.0 : temp ? 0.0 : l->beta;
   tarn_dep deps[2 * GROUP_MAX + 1];
   struct gemv_job j = {
@@ -421,12 +411,10 @@ static int submit_layer(const struct layers *l, size_t t0, size_t n, size_t k,
   for (size_t g = 0; g < n; g++) {
     size_t ti = t0 + g;
     deps[g] = (tarn_dep){out[g], beta == 0 ? TARN_WRITE : TARN_READ_WRITE};
-    deps[n + g] = (tarn_dep){
-        l->ta ? tarn__tile(a, k, ti) : tarn__tile(a, ti, k), TARN_READ};
+    deps[n + g] = (tarn_dep){a_tile(l, ti, k), TARN_READ};
     j.out[g] = (int)tarn__tile_rows(y, ti);
   }
-  deps[2 * n] =
-      (tarn_dep){l->tx ? tarn__tile(x, 0, k) : tarn__tile(x, k, 0), TARN_READ};
+  deps[2 * n] = (tarn_dep){x_tile(l, k), TARN_READ};
   for (size_t g = 0; g < n; g++) {
     j.sy[g] = tarn__dep_slot(deps, g);
     j.sa[g] = tarn__dep_slot(deps, n + g);
@@ -438,16 +426,10 @@ static int submit_layer(const struct layers *l, size_t t0, size_t n, size_t k,
 
 static int tile_group_layer(void *ctx, size_t k, size_t k0, size_t k1,
                             tarn_ref *sum) {
-  const struct layers *l = ctx;
+  const struct product *l = ctx;
   (void)k1;
   tarn_ref *out = sum != NULL ? sum : tarn__tile(l->y, l->ti, 0);
   return submit_layer(l, l->ti, 1, k, &out, k == k0, sum != NULL);
-}
-
-static int tile_group_sum(void *ctx, tarn_dep *deps, size_t temps) {
-  const struct layers *l = ctx;
-  return tarn__submit_tile_sum(l->a->rt, deps, temps,
-                               tarn__tile_rows(l->y, l->ti), 1);
 }
 
 int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
@@ -455,18 +437,19 @@ int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
   size_t kt = ta ? a->mt : a->nt, mt = y->mt;
   size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
   unsigned workers = tarn_rt_workers(a->rt);
-  struct blocks b = {.a = a,
-                     .x = x,
-                     .y = y,
-                     .ta = ta,
-                     .tx = tx,
-                     .alpha = alpha,
-                     .beta = beta,
-                     .kt = kt};
-  if (blocks_plan(&b, workers, limit)) {
+  struct product p = {.a = a,
+                      .x = x,
+                      .y = y,
+                      .ta = ta,
+                      .tx = tx,
+                      .alpha = alpha,
+                      .beta = beta,
+                      .workers = workers,
+                      .kt = kt};
+  if (blocks_plan(&p, workers, limit)) {
     int rc = 0;
-    for (size_t t0 = 0; rc == 0 && t0 < mt; t0 += b.ny)
-      rc = submit_y_block(&b, t0, mt - t0 < b.ny ? mt - t0 : b.ny);
+    for (size_t t0 = 0; rc == 0 && t0 < mt; t0 += p.ny)
+      rc = submit_y_block(&p, t0, mt - t0 < p.ny ? mt - t0 : p.ny);
     return rc;
   }
   /* The first layer's tiles of A are the largest. */
@@ -481,14 +464,6 @@ int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
   bool grouped = mt >= 2 && mt <= GROUP_MAX && mt < workers &&
                  layer <= GROUP_BYTES_MAX &&
                  (limit == 0 || pinned <= limit / 8);
-  struct layers l = {.a = a,
-                     .x = x,
-                     .y = y,
-                     .ta = ta,
-                     .tx = tx,
-                     .alpha = alpha,
-                     .beta = beta,
-                     .workers = workers};
   size_t per = grouped ? mt : 1; /* tiles of y per task */
   /* Fewer tiles of y than workers over a long K: each tile's chain in
    * groups side by side ("groups of layers" above; as many chains as
@@ -505,10 +480,10 @@ int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
   int rc = 0;
   if (groups > 1) {
     for (size_t ti = 0; rc == 0 && ti < mt; ti++) {
-      l.ti = ti;
+      p.ti = ti;
       rc = tarn__submit_grouped(a->rt, tarn__tile(y, ti, 0),
                                 tarn__tile_rows(y, ti) * sizeof(double), kt,
-                                groups, tile_group_layer, tile_group_sum, &l);
+                                groups, tile_group_layer, y_group_sum, &p);
     }
     return rc;
   }
@@ -517,7 +492,7 @@ int tarn__gemv_submit(tarn_matrix *a, bool ta, tarn_matrix *x, bool tx,
     for (size_t t0 = 0; rc == 0 && t0 < mt; t0 += per) {
       size_t n = mt - t0 < per ? mt - t0 : per;
       for (size_t g = 0; g < n; g++) out[g] = tarn__tile(y, t0 + g, 0);
-      rc = submit_layer(&l, t0, n, k, out, k == 0, false);
+      rc = submit_layer(&p, t0, n, k, out, k == 0, false);
     }
   return rc;
 }

@@ -170,6 +170,26 @@ static void test_gemm_same_operand(void **state) {
 }
 
 /* beta 0 does not read C: NaNs there vanish. */
+/* y = op(A) x with beta 0 over a given y of NaNs, A (m x n in mb x nb
+ * tiles) of twos and x of halves: every element of y is K exactly, the
+ * task or group that writes y first reading none of it. */
+static void check_gemv_over_nans(tarn_rt *rt, size_t m, size_t n, size_t mb,
+                                 size_t nb, tarn_trans ta) {
+  bool t = ta == TARN_TRANS;
+  size_t k = t ? m : n, rows = t ? n : m;
+  tarn_matrix *a = NULL, *x = NULL, *y = NULL;
+  assert_int_equal(tarn_matrix_fill(rt, m, n, mb, nb, 2.0, &a), 0);
+  assert_int_equal(tarn_matrix_fill(rt, k, 1, t ? mb : nb, 1, 0.5, &x), 0);
+  assert_int_equal(tarn_matrix_fill(rt, rows, 1, t ? nb : mb, 1, NAN, &y), 0);
+  assert_int_equal(tarn_matrix_gemv(a, ta, x, 1.0, 0.0, &y), 0);
+  double *z = test_buffer_of(y);
+  for (size_t q = 0; q < rows; q++) assert_true(z[q] == (double)k);
+  free(z);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(x);
+  tarn_matrix_destroy(y);
+}
+
 static void test_gemm_beta_zero(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(3, 0);
@@ -187,30 +207,10 @@ static void test_gemm_beta_zero(void **state) {
   tarn_matrix_destroy(c);
   /* and for y = A x in blocks of small tiles whose groups' first block
    * writes y (4 x 4000 in tiles of 4 x 16: 250 tiles of K) */
-  a = b = c = NULL;
-  assert_int_equal(tarn_matrix_fill(rt, 4, 4000, 4, 16, 2.0, &a), 0);
-  assert_int_equal(tarn_matrix_fill(rt, 4000, 1, 16, 1, 0.5, &b), 0);
-  assert_int_equal(tarn_matrix_fill(rt, 4, 1, 4, 1, NAN, &c), 0);
-  assert_int_equal(tarn_matrix_gemv(a, TARN_NO_TRANS, b, 1.0, 0.0, &c), 0);
-  z = test_buffer_of(c);
-  for (size_t q = 0; q < 4; q++) assert_true(z[q] == 4000.0);
-  free(z);
-  tarn_matrix_destroy(a);
-  tarn_matrix_destroy(b);
-  tarn_matrix_destroy(c);
+  check_gemv_over_nans(rt, 4, 4000, 4, 16, TARN_NO_TRANS);
   /* and for y = A^T x in tiles too large for blocks, its chain in groups
    * whose first writes y (4096 x 300 in tiles of 256 x 300: 16 of K) */
-  a = b = c = NULL;
-  assert_int_equal(tarn_matrix_fill(rt, 4096, 300, 256, 300, 2.0, &a), 0);
-  assert_int_equal(tarn_matrix_fill(rt, 4096, 1, 256, 1, 0.5, &b), 0);
-  assert_int_equal(tarn_matrix_fill(rt, 300, 1, 300, 1, NAN, &c), 0);
-  assert_int_equal(tarn_matrix_gemv(a, TARN_TRANS, b, 1.0, 0.0, &c), 0);
-  z = test_buffer_of(c);
-  for (size_t q = 0; q < 300; q++) assert_true(z[q] == 4096.0);
-  free(z);
-  tarn_matrix_destroy(a);
-  tarn_matrix_destroy(b);
-  tarn_matrix_destroy(c);
+  check_gemv_over_nans(rt, 4096, 300, 256, 300, TARN_TRANS);
   /* x^T x as A^T x with A = x: a block's tiles of A and of x are the
    * same refs (3000 x 1 in tiles of 16: 188 tiles of K) */
   assert_int_equal(tarn_matrix_rand(rt, 3000, 1, 16, 1, 5, &a), 0);

@@ -64,24 +64,33 @@ TARN_API int tarn_slab_set_create(const tarn_slab_set_options *options,
 
 /* Unmaps the whole set. Every slab of it, claimed or not, and every pointer
  * allocated from one, is invalid afterwards. NULL is a no-op. Must not run
- * concurrently with any other call on the set. */
+ * concurrently with any other call on the set.
+ *
+ * The set's handle keeps a magic word: while the heap has not reused its
+ * memory, a destroyed set handed to this call or to tarn_slab_acquire,
+ * tarn_slab_release or tarn_slab_set_stats_get is refused (TARN_EINVAL;
+ * here a no-op) and reported on stderr as "tarn: slab set <address> used
+ * after tarn_slab_set_destroy", and so is, quietly, memory that never held
+ * a set; nothing of it is written. Using a destroyed set stays a bug that
+ * this only makes likelier to be seen. */
 TARN_API void tarn_slab_set_destroy(tarn_slab_set *set);
 
 /* Claims a free slab: finds a set bit in the set's free mask and clears it
  * with compare-and-swap. Never blocks. On success *slab is empty, belongs to
  * the caller until tarn_slab_release, and 0 is returned. Returns TARN_EBUSY
  * at once when every slab was claimed during the scan, TARN_EINVAL for a NULL
- * argument. Thread-safe and lock-free. */
+ * argument or a set that is not live (tarn_slab_set_destroy). Thread-safe and
+ * lock-free. */
 TARN_API int tarn_slab_acquire(tarn_slab_set *set, tarn_slab **slab);
 
 /* Hands a claimed slab back to `set`: resets it (every pointer allocated
  * from it becomes invalid, every mark stale) and gives its pages above the
  * retained high-water mark back to the system. Returns 0; TARN_EINVAL when
- * `slab` is not a slab of `set` (nothing is touched); TARN_EMISUSE when the
- * slab is not claimed, for example when it is released twice (nothing is
- * touched). Thread-safe; releasing a slab that another thread has meanwhile
- * claimed again cannot be told from a first release and is the caller's
- * bug. */
+ * `slab` is not a slab of `set` or `set` is not live (nothing is touched);
+ * TARN_EMISUSE when the slab is not claimed, for example when it is released
+ * twice (nothing is touched). Thread-safe; releasing a slab that another thread
+ * has meanwhile claimed again cannot be told from a first release and is the
+ * caller's bug. */
 TARN_API int tarn_slab_release(tarn_slab_set *set, tarn_slab *slab);
 
 /* Gives the pages of a claimed slab above what is in use, and above the
@@ -139,8 +148,8 @@ typedef struct tarn_slab_set_stats {
 } tarn_slab_set_stats;
 
 /* Fills *stats. `claimed` is a snapshot that concurrent calls may have
- * changed by the time it returns. Returns 0 or TARN_EINVAL for NULL.
- * Thread-safe. */
+ * changed by the time it returns. Returns 0 or TARN_EINVAL for NULL or a set
+ * that is not live (*stats untouched). Thread-safe. */
 TARN_API int tarn_slab_set_stats_get(const tarn_slab_set *set,
                                      tarn_slab_set_stats *stats);
 

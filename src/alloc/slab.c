@@ -16,11 +16,17 @@
  *   slab, so a mark from before a release or an earlier reset is stale.
  * - peak >= every value cur has had since the last trim: the pages above
  *   max(peak, cur) were never touched, or were given back.
+ * - A set's magic word is SET_LIVE from its creation until
+ *   tarn_slab_set_destroy writes TARN__MAGIC_DEAD over it and frees it: the
+ *   set's calls refuse a handle whose word is anything else (a destroyed
+ *   set, while the heap has not reused its memory; memory that never held
+ *   one) and touch nothing of it.
  * - With AddressSanitizer, [cur, poisoned_to) is poisoned, and so are the
  *   padding and mark headers below cur: only blocks handed out are
  *   addressable. Every allocation then takes the out-of-line path. */
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +84,8 @@ struct mask_word {
   _Alignas(CACHE_LINE) _Atomic uint64_t free_bits;
 };
 
+#define SET_LIVE 0x736c6162u /* "slab" */
+
 struct tarn_slab_set {
   struct tarn_slab *slabs;
   struct mask_word *words;
@@ -87,7 +95,18 @@ struct tarn_slab_set {
   size_t retain;
   void *base;
   size_t reserved;
+  uint32_t magic; /* SET_LIVE, or TARN__MAGIC_DEAD once destroyed */
 };
+
+_Static_assert(offsetof(struct tarn_slab_set, magic) >= TARN__MAGIC_MIN_OFFSET,
+               "the set's magic word lies past what free overwrites");
+
+/* Whether `set` is a live set; a destroyed one is reported on stderr
+ * (tarn__magic_report), NULL and any other word are refused quietly. */
+static bool set_live(const tarn_slab_set *set) {
+  return set != NULL && tarn__magic_ok(set, set->magic, SET_LIVE, "slab set",
+                                       "tarn_slab_set_destroy");
+}
 
 static size_t round_up(size_t v, size_t to) { return (v + to - 1) & ~(to - 1); }
 
@@ -154,12 +173,13 @@ int tarn_slab_set_create(const tarn_slab_set_options *options,
     uint64_t mask = bits >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << bits) - 1;
     atomic_init(&set->words[w].free_bits, mask);
   }
+  set->magic = SET_LIVE;
   *out = set;
   return 0;
 }
 
 void tarn_slab_set_destroy(tarn_slab_set *set) {
-  if (set == NULL) return;
+  if (!set_live(set)) return; /* NULL, destroyed already, or not a set */
 #ifdef TARN_POISON
   /* The addresses may be mapped again later: leave no poison behind. */
   for (size_t i = 0; i < set->count; i++) {
@@ -170,7 +190,7 @@ void tarn_slab_set_destroy(tarn_slab_set *set) {
   tarn__vm_unreserve(set->base, set->reserved);
   free(set->slabs);
   free(set->words);
-  free(set);
+  tarn__magic_free(set, &set->magic);
 }
 
 /* The word a thread starts its search at: threads are numbered as they first
@@ -185,7 +205,7 @@ static size_t start_word(const tarn_slab_set *set) {
 }
 
 int tarn_slab_acquire(tarn_slab_set *set, tarn_slab **out) {
-  if (set == NULL || out == NULL) return TARN_EINVAL;
+  if (!set_live(set) || out == NULL) return TARN_EINVAL;
   size_t first = start_word(set);
   for (size_t i = 0; i < set->nwords; i++) {
     size_t w = first + i < set->nwords ? first + i : first + i - set->nwords;
@@ -257,7 +277,7 @@ int tarn_slab_trim(tarn_slab *slab) {
 }
 
 int tarn_slab_release(tarn_slab_set *set, tarn_slab *slab) {
-  if (set == NULL || slab == NULL) return TARN_EINVAL;
+  if (!set_live(set) || slab == NULL) return TARN_EINVAL;
   ptrdiff_t i = slab_index(set, slab);
   if (i < 0) return TARN_EINVAL;
   _Atomic uint64_t *bits = &set->words[i / 64].free_bits;
@@ -368,7 +388,7 @@ size_t tarn_slab_available(const tarn_slab *s) {
 
 int tarn_slab_set_stats_get(const tarn_slab_set *set,
                             tarn_slab_set_stats *stats) {
-  if (set == NULL || stats == NULL) return TARN_EINVAL;
+  if (!set_live(set) || stats == NULL) return TARN_EINVAL;
   memset(stats, 0, sizeof *stats);
   stats->count = set->count;
   stats->slab_size = set->slab_size;

@@ -1,7 +1,8 @@
 /* test_slab.c: the slab set's rules as a user sees them: options and their
  * limits, claiming and releasing slabs, bump allocation with alignment,
  * marks and resets, memory given back on release, and every bad input
- * refused with its status and nothing changed. */
+ * (a destroyed set and memory that never held one among them, with
+ * dead_handles.h) refused with its status and nothing changed. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "dead_handles.h"
 #include "tarn.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -246,6 +248,43 @@ static void release_into_another_set_is_refused(void **state) {
   assert_int_equal(tarn_slab_release(one, slab), 0);
   tarn_slab_set_destroy(one);
   tarn_slab_set_destroy(two);
+}
+
+/* The set's calls on `set`, which is not a live set: each refuses it and
+ * leaves its outputs alone; a destroy is a no-op. */
+static void set_calls_refuse(void *set) {
+  tarn_slab *slab = (tarn_slab *)(uintptr_t)0x1000, *out = slab;
+  assert_int_equal(tarn_slab_acquire(set, &out), TARN_EINVAL);
+  assert_ptr_equal(out, slab);
+  assert_int_equal(tarn_slab_release(set, slab), TARN_EINVAL);
+  tarn_slab_set_stats st;
+  memset(&st, 0x5a, sizeof st);
+  assert_int_equal(tarn_slab_set_stats_get(set, &st), TARN_EINVAL);
+  assert_int_equal(st.count, (size_t)0x5a5a5a5a5a5a5a5aULL);
+  tarn_slab_set_destroy(set);
+}
+
+/* A destroyed set (its block kept from the heap: dead_handles.h) and
+ * memory that never held a set are refused by every call, a second
+ * destroy included, without a write to them; a set beside it is
+ * untouched. */
+static void a_destroyed_set_is_refused(void **state) {
+  (void)state;
+  tarn_slab_set *kept = make_set(2, 1), *gone = make_set(3, 1);
+  tarn_slab *mine = acquire(kept);
+  char *p = alloc(mine, 16, 1);
+  strcpy(p, "kept");
+  acquire(gone);
+  test_keep_when_freed(gone);
+  tarn_slab_set_destroy(gone);
+  assert_true(test_was_freed());
+  set_calls_refuse(gone);
+  test_free_kept(gone);
+  test_each_junk(set_calls_refuse);
+  assert_int_equal(claimed(kept), 1);
+  assert_string_equal(p, "kept");
+  assert_int_equal(tarn_slab_release(kept, mine), 0);
+  tarn_slab_set_destroy(kept);
 }
 
 static void allocations_are_aligned_and_disjoint(void **state) {
@@ -588,6 +627,7 @@ int main(void) {
       cmocka_unit_test(acquire_until_busy_then_release),
       cmocka_unit_test(release_twice_is_refused),
       cmocka_unit_test(release_into_another_set_is_refused),
+      cmocka_unit_test(a_destroyed_set_is_refused),
       cmocka_unit_test(allocations_are_aligned_and_disjoint),
       cmocka_unit_test(bad_allocations_change_nothing),
       cmocka_unit_test(free_is_a_no_op),

@@ -70,14 +70,16 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
  * core, do not leave the other cores idle; the interchanges on the columns
  * left of each block come last, for all blocks at once (shared by
  * columns). A narrower panel is one block. A block is factored by one
- * LAPACKE_dgetrf_work when the panel is one tile, else recursively as
+ * LAPACKE_dgetrf_work when the panel is one tile (but for a narrow one
+ * of BASE_SHARE_ROWS rows or more: one_tile_split), else recursively as
  * LAPACK's dgetrf2 (the left half of its columns; their interchanges and
  * trsm on the right half, and its trailing gemm, shared by rows when the
  * block is the whole panel; the right half; its interchanges on the left
  * half), down to BASE_COLUMNS columns
  * factored one by one (pivot search, interchange, scaling, rank-one
- * update, a BLAS call per tile; in a tall panel that may share, 16
- * columns shared with idle workers by tiles, one step per column:
+ * update, a BLAS call per tile, or per unit of ONE_TILE_UNIT rows in a
+ * tall panel of one tile; in a tall panel that may share, 16 columns
+ * shared with idle workers by tiles or units, one step per column:
  * columns_factor). Pivots and info are dgetrf's, and do not depend on
  * the sharing.
  *
@@ -130,7 +132,11 @@ struct panel_lu {
   int info;             /* the first exactly zero pivot (1-based), or 0 */
   bool share;           /* whether the recursion may share its updates */
   bool share_columns;   /* and its base columns (columns_factor) */
-  /* Each tile's candidate pivot for the column being searched when base
+  /* Rows of each unit the base columns' steps go by (columns_factor): the
+   * tile's rows, or ONE_TILE_UNIT in a tall panel of one tile
+   * (one_tile_split); and the units of the panel. */
+  size_t unit, units;
+  /* Each unit's candidate pivot for the column being searched when base
    * columns are searched (columns_factor): |element| and row. */
   double *tile_max;
   size_t *tile_best;
@@ -179,7 +185,7 @@ static void swap_columns(const struct swap_rows *rows, size_t n, size_t c0,
  * [c0, c1), in order: one LAPACKE_dlaswp_work in a panel of one tile. */
 static void block_swaps(const struct panel_lu *s, size_t k0, size_t k1,
                         size_t c0, size_t c1) {
-  if (s->q.j->ntiles == 1) {
+  if (s->units == 1) {
     size_t ld, run;
     double *a = panel_at(s, 0, c0, 1, &ld, &run);
     LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, (lapack_int)(c1 - c0), a,
@@ -205,15 +211,17 @@ struct column_step {
   double d;
 };
 
-/* The step on tile i of the panel; its pivot candidate to
+/* The step on unit i of the panel (its tile i, or rows [i u, (i + 1) u)
+ * of a one-tile panel split in units of u rows); its pivot candidate to
  * s->tile_max[i], s->tile_best[i] when it searches. */
 static void column_step_tile(const struct column_step *st, size_t i) {
   struct panel_lu *s = st->s;
-  size_t tb = s->q.j->tb, r = i * tb > st->from ? i * tb : st->from;
-  size_t ld, run, c = st->c;
+  size_t u = s->unit, r = i * u > st->from ? i * u : st->from;
+  size_t ld, run, c = st->c,
+                  end = (i + 1) * u < s->rows ? (i + 1) * u : s->rows;
   if (r >= s->rows) return;
   if (c != SIZE_MAX) {
-    double *x = panel_at(s, r, c, s->rows, &ld, &run);
+    double *x = panel_at(s, r, c, end, &ld, &run);
     if (st->scale && fabs(st->d) >= DBL_MIN)
       cblas_dscal((int)run, 1.0 / st->d, x, 1);
     else if (st->scale)
@@ -226,24 +234,23 @@ static void column_step_tile(const struct column_step *st, size_t i) {
     }
   }
   if (st->next != SIZE_MAX) {
-    const double *p = panel_at(s, r, st->next, s->rows, &ld, &run);
+    const double *p = panel_at(s, r, st->next, end, &ld, &run);
     size_t k = cblas_idamax((int)run, p, 1);
     s->tile_max[i] = fabs(p[k]);
     s->tile_best[i] = r + k;
   }
 }
 
-/* The tiles of the panel from the one holding row `from` to the last. */
+/* The units of the panel from the one holding row `from` to the last. */
 static size_t tiles_from(const struct panel_lu *s, size_t from) {
-  size_t tb = s->q.j->tb;
-  return (s->rows - 1) / tb + 1 - from / tb;
+  return (s->rows - 1) / s->unit + 1 - from / s->unit;
 }
 
-/* Tiles [first + begin, first + end) of a step (first: the tile of
+/* Units [first + begin, first + end) of a step (first: the unit of
  * st->from). */
 static int column_step_range(void *arg, size_t begin, size_t end) {
   const struct column_step *st = arg;
-  size_t first = st->from / st->s->q.j->tb;
+  size_t first = st->from / st->s->unit;
   for (size_t i = first + begin; i < first + end; i++) column_step_tile(st, i);
   return 0;
 }
@@ -265,7 +272,7 @@ static int column_step_range(void *arg, size_t begin, size_t end) {
  * |element| (as idamax), or a status < 0. */
 static long long column_step_run(struct column_step *st) {
   struct panel_lu *s = st->s;
-  size_t first = st->from / s->q.j->tb, tiles = tiles_from(s, st->from);
+  size_t first = st->from / s->unit, tiles = tiles_from(s, st->from);
   int rc = s->share_columns
                ? tarn_task_parallel_for(s->q.t, tiles, 1, column_step_range, st)
                : column_step_range(st, 0, tiles);
@@ -369,7 +376,7 @@ static size_t panel_pivot_count(size_t rows, size_t cols) {
  * (blocks are factored in order). */
 static int block_factor(struct panel_lu *s, int k, int w) {
   size_t ld, run, pivots = panel_pivot_count(s->rows - (size_t)k, (size_t)w);
-  if (s->q.j->ntiles == 1) {
+  if (s->units == 1) {
     double *a = panel_at(s, (size_t)k, (size_t)k, s->rows, &ld, &run);
     lapack_int i = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (int)s->rows - k, w, a,
                                        (lapack_int)ld, s->ipiv + k);
@@ -469,6 +476,23 @@ static void panel_pivots(const struct lu_job *j, const lapack_int *ipiv,
     j->piv_out[j->row0 + c] = j->row0 + (size_t)ipiv[c] - 1;
 }
 
+/* A narrow panel of one tile (under PANEL_BLOCKED columns) at least
+ * BASE_SHARE_ROWS tall is factored as a panel of several tiles is,
+ * recursively, its base columns' steps going by units of ONE_TILE_UNIT
+ * rows (shared with idle workers) instead of by tiles, where it was one
+ * LAPACKE_dgetrf_work on the panel's thread: as one tile on 2 workers,
+ * 65536 x 64 took 7.6 to 7.7 ms instead of 12.2 to 12.6 (dgetrf on two
+ * threads 12.8 to 13.4), 65536 x 128 21.5 to 22.3 instead of 37.5 to
+ * 37.7. On one worker too, so that the factors do not depend on the
+ * workers (one worker: 12.9 against 12.5 ms, 16384 x 128 8.9 against
+ * 9.5; docs/linalg.md, "One tall tile"). */
+#define ONE_TILE_UNIT 4096
+
+static bool one_tile_split(const struct lu_job *j) {
+  return j->ntiles == 1 && j->n < PANEL_BLOCKED && j->rows >= BASE_SHARE_ROWS &&
+         j->rows >= (size_t)j->n;
+}
+
 /* Factors tile column k from its diagonal tile down in place (deps: tiles
  * (k..,k), slots 0..ntiles-1); pivots to piv[row0..row0+min(rows, n)). */
 static int k_panel(tarn_task *t, void *arg) {
@@ -476,9 +500,10 @@ static int k_panel(tarn_task *t, void *arg) {
   size_t cols = (size_t)j->n;
   size_t room = (cols * sizeof(lapack_int) + 63) / 64 * 64;
   bool heap;
-  /* at[] and each tile's pivot candidate, for a panel of several tiles */
-  size_t swaps = j->ntiles > 1 ? cols : 0,
-         tiles = j->ntiles > 1 ? j->ntiles : 0;
+  /* at[] and each unit's pivot candidate, for a panel of several units */
+  size_t unit = one_tile_split(j) ? ONE_TILE_UNIT : j->tb;
+  size_t units = (j->rows - 1) / unit + 1;
+  size_t swaps = units > 1 ? cols : 0, tiles = units > 1 ? units : 0;
   size_t at_bytes = swaps * sizeof(struct swap_rows);
   size_t max_bytes = tiles * sizeof(double);
   char *mem = tarn__task_memory(
@@ -488,6 +513,8 @@ static int k_panel(tarn_task *t, void *arg) {
       .q = {.t = t, .j = j},
       .rows = j->rows,
       .cols = cols,
+      .unit = unit,
+      .units = units,
       .ipiv = (lapack_int *)(void *)mem,
       .at = (struct swap_rows *)(void *)(mem + room),
       .tile_max = (double *)(void *)(mem + room + at_bytes),

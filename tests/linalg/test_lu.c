@@ -274,22 +274,22 @@ static void test_lu_subnormal_pivots(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
-/* A tall panel whose base columns are shared with idle workers by tiles
- * (16500 rows in tiles of 24, the last of 12 rows, one tile column, two
- * blocks of base columns): on 1, 2 and 3 workers the
+/* A tall panel whose base columns are shared with idle workers, 16500 x
+ * 24 in tiles of mb x 24: of 24 rows (the last of 12 rows; steps by
+ * tiles) or one tile of all the rows (steps by units of 4096 rows, the
+ * last of 116). Two blocks of base columns. On 1, 2 and 3 workers the
  * same factors bit for bit, dgetrf's pivots and info, the residual; a
- * column's largest |element| found in three tiles at once goes to the
- * first row, as idamax and dgetrf pick it; a zero column, info, the
- * factorisation still complete. */
-static void test_lu_tall_shared_columns(void **state) {
-  (void)state;
+ * column's largest |element| found in three tiles (and units) at once
+ * goes to the first row, as idamax and dgetrf pick it; a zero column,
+ * info, the factorisation still complete. */
+static void check_lu_tall_shared(size_t mb) {
   enum { M = 16500, N = 24, TB = 24, ZERO = 17 };
   tarn_rt *rt = test_rt(1, 0);
   double *a = random_buffer(rt, M, N, 80);
   assert_int_equal(tarn_rt_destroy(rt), 0);
-  a[5000] = 8.0; /* column 0's largest, three times, in three tiles */
+  a[5000] = 8.0; /* column 0's largest, three times, in three units */
   a[9001] = -8.0;
-  a[12000] = 8.0;
+  a[12300] = 8.0;
   for (size_t i = 0; i < M; i++) a[i + ZERO * (size_t)M] = 0.0;
   double *lapack = malloc((size_t)M * N * sizeof *lapack);
   lapack_int ipiv[N];
@@ -302,7 +302,7 @@ static void test_lu_tall_shared_columns(void **state) {
   for (unsigned workers = 1; workers <= 3; workers++) {
     rt = test_rt(workers, 0);
     tarn_matrix *x = NULL;
-    assert_int_equal(tarn_matrix_from_buffer(rt, M, N, TB, TB, a, M, &x), 0);
+    assert_int_equal(tarn_matrix_from_buffer(rt, M, N, mb, TB, a, M, &x), 0);
     size_t piv[N];
     int info = -1;
     assert_int_equal(tarn_matrix_lu(x, piv, &info), TARN_EINVAL);
@@ -322,6 +322,12 @@ static void test_lu_tall_shared_columns(void **state) {
   free(first);
   free(lapack);
   free(a);
+}
+
+static void test_lu_tall_shared_columns(void **state) {
+  (void)state;
+  check_lu_tall_shared(24);
+  check_lu_tall_shared(16500);
 }
 
 /* The LU of a random m x n matrix (seed) in tb tiles under `limit` bytes:

@@ -392,8 +392,9 @@ static void op_cholesky(struct tcase *c) {
  * dgetrf's (their perturbation is bounded by A's condition). In 8 cases
  * of 100 a tall A whose panels share their base columns with idle
  * workers (tarn/linalg.h): 16384 to 17000 rows, up to 40 columns, square
- * tiles of 16 to 64. Variant: a zero column p gives dgetrf's info (p + 1
- * when p < min(m, n), and TARN_EINVAL) and factors still complete. */
+ * tiles of 16 to 64, or (a quarter of them) one tile of all the rows. Variant:
+ * a zero column p gives dgetrf's info (p + 1 when p < min(m, n), and
+ * TARN_EINVAL) and factors still complete. */
 static void op_lu(struct tcase *c) {
   size_t n, t;
   draw_dim(c, 70, &n, &t);
@@ -403,6 +404,7 @@ static void op_lu(struct tcase *c) {
     n = range(c, 1, 40);
     m = range(c, 16384, 17000);
     t = nb = range(c, 16, 64);
+    if (chance(c, 0.25)) t = m; /* one tile: its steps go by row units */
   }
   bool singular = chance(c, 0.25);
   size_t p = range(c, 0, n - 1), k = min_z(m, n);

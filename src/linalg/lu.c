@@ -134,12 +134,12 @@ struct panel_lu {
   bool share_columns;   /* and its base columns (columns_factor) */
   /* Rows of each unit the base columns' steps go by (columns_factor): the
    * tile's rows, or ONE_TILE_UNIT in a tall panel of one tile
-   * (one_tile_split); and the units of the panel. */
-  size_t unit, units;
+   * (one_tile_split). */
+  size_t unit;
   /* Each unit's candidate pivot for the column being searched when base
    * columns are searched (columns_factor): |element| and row. */
-  double *tile_max;
-  size_t *tile_best;
+  double *unit_max;
+  size_t *unit_best;
   int nb;     /* columns of every block but the last */
   int k, w;   /* the block just factored */
   int next;   /* the next block's width */
@@ -155,6 +155,11 @@ static double *panel_at(const struct panel_lu *s, size_t r, size_t c,
   *ld = panel_tile_rows(&s->q, i);
   *run = (end < tile_end ? end : tile_end) - r;
   return (double *)tarn_task_data(s->q.t, i) + (r - i * tb) + c * *ld;
+}
+
+/* The units of the panel from the one holding row `from` to the last. */
+static size_t units_from(const struct panel_lu *s, size_t from) {
+  return (s->rows - 1) / s->unit + 1 - from / s->unit;
 }
 
 /* Rows a and b of column 0, for an interchange. */
@@ -185,7 +190,7 @@ static void swap_columns(const struct swap_rows *rows, size_t n, size_t c0,
  * [c0, c1), in order: one LAPACKE_dlaswp_work in a panel of one tile. */
 static void block_swaps(const struct panel_lu *s, size_t k0, size_t k1,
                         size_t c0, size_t c1) {
-  if (s->units == 1) {
+  if (units_from(s, 0) == 1) {
     size_t ld, run;
     double *a = panel_at(s, 0, c0, 1, &ld, &run);
     LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, (lapack_int)(c1 - c0), a,
@@ -197,13 +202,14 @@ static void block_swaps(const struct panel_lu *s, size_t k0, size_t k1,
 }
 
 /* One step of columns [c0, c_end) factored column by column, on the rows
- * of one tile from `from` on (from the tile's first row, or `from` when
- * it lies in the tile): column c, whose pivot was found and interchanged
+ * of one unit (a tile, or ONE_TILE_UNIT rows of a one-tile panel) from
+ * `from` on (from the unit's first row, or `from` when it lies in the
+ * unit): column c, whose pivot was found and interchanged
  * (unless c is SIZE_MAX: the block's first step), divided by the pivot d
  * when `scale`, its rank-one update of columns (c, c_end); then the
- * search for the pivot of column `next` (unless SIZE_MAX). Each tile's
+ * search for the pivot of column `next` (unless SIZE_MAX). Each unit's
  * work is the same BLAS calls whichever thread does it and whatever other
- * tiles go with it: the factors do not depend on how steps are shared. */
+ * units go with it: the factors do not depend on how steps are shared. */
 struct column_step {
   struct panel_lu *s;
   size_t from, c, c_end, next;
@@ -213,8 +219,8 @@ struct column_step {
 
 /* The step on unit i of the panel (its tile i, or rows [i u, (i + 1) u)
  * of a one-tile panel split in units of u rows); its pivot candidate to
- * s->tile_max[i], s->tile_best[i] when it searches. */
-static void column_step_tile(const struct column_step *st, size_t i) {
+ * s->unit_max[i], s->unit_best[i] when it searches. */
+static void column_step_unit(const struct column_step *st, size_t i) {
   struct panel_lu *s = st->s;
   size_t u = s->unit, r = i * u > st->from ? i * u : st->from;
   size_t ld, run, c = st->c,
@@ -236,14 +242,9 @@ static void column_step_tile(const struct column_step *st, size_t i) {
   if (st->next != SIZE_MAX) {
     const double *p = panel_at(s, r, st->next, end, &ld, &run);
     size_t k = cblas_idamax((int)run, p, 1);
-    s->tile_max[i] = fabs(p[k]);
-    s->tile_best[i] = r + k;
+    s->unit_max[i] = fabs(p[k]);
+    s->unit_best[i] = r + k;
   }
-}
-
-/* The units of the panel from the one holding row `from` to the last. */
-static size_t tiles_from(const struct panel_lu *s, size_t from) {
-  return (s->rows - 1) / s->unit + 1 - from / s->unit;
 }
 
 /* Units [first + begin, first + end) of a step (first: the unit of
@@ -251,13 +252,13 @@ static size_t tiles_from(const struct panel_lu *s, size_t from) {
 static int column_step_range(void *arg, size_t begin, size_t end) {
   const struct column_step *st = arg;
   size_t first = st->from / st->s->unit;
-  for (size_t i = first + begin; i < first + end; i++) column_step_tile(st, i);
+  for (size_t i = first + begin; i < first + end; i++) column_step_unit(st, i);
   return 0;
 }
 
-/* Base columns are shared by ranges of tiles (columns_factor) when the
+/* Base columns are shared by ranges of units (columns_factor) when the
  * panel may share (its block is the whole panel), has BASE_SHARE_TILES
- * tiles and BASE_SHARE_ROWS rows or more: a column's step is then long
+ * units and BASE_SHARE_ROWS rows or more: a column's step is then long
  * enough to be worth a helper. They are BASE_COLUMNS_SHARED wide then,
  * fewer levels of the recursion's gemms of a tile's rows each (65536 x 64
  * in tiles of 64 on 2 workers: 15 to 18 ms against 17 to 21 with 8, 18
@@ -266,33 +267,33 @@ static int column_step_range(void *arg, size_t begin, size_t end) {
 #define BASE_SHARE_ROWS 16384
 #define BASE_COLUMNS_SHARED 16
 
-/* Runs step st on the tiles from st->from down (st->from < the panel's
+/* Runs step st on the units from st->from down (st->from < the panel's
  * rows; shared with idle workers when the panel's base columns are);
  * returns the pivot row of column st->next, the first of the largest
  * |element| (as idamax), or a status < 0. */
 static long long column_step_run(struct column_step *st) {
   struct panel_lu *s = st->s;
-  size_t first = st->from / s->unit, tiles = tiles_from(s, st->from);
+  size_t first = st->from / s->unit, units = units_from(s, st->from);
   int rc = s->share_columns
-               ? tarn_task_parallel_for(s->q.t, tiles, 1, column_step_range, st)
-               : column_step_range(st, 0, tiles);
+               ? tarn_task_parallel_for(s->q.t, units, 1, column_step_range, st)
+               : column_step_range(st, 0, units);
   if (rc != 0) return rc;
   if (st->next == SIZE_MAX) return 0;
   size_t best = st->next;
   double max = -1.0;
-  for (size_t i = first; i < first + tiles; i++)
-    if (s->tile_max[i] > max) {
-      max = s->tile_max[i];
-      best = s->tile_best[i];
+  for (size_t i = first; i < first + units; i++)
+    if (s->unit_max[i] > max) {
+      max = s->unit_max[i];
+      best = s->unit_best[i];
     }
   return (long long)best;
 }
 
 /* Columns [c0, c0 + w) from row c0 down, column by column, as dgetf2: the
- * pivot of a column searched in each tile (one idamax per tile), its
+ * pivot of a column searched in each unit (one idamax per unit), its
  * interchange, then the column's scaling and rank-one update fused with
- * the search for the next column's pivot, tile by tile; the steps shared
- * by tiles with idle workers when the panel is tall (BASE_SHARE_ROWS).
+ * the search for the next column's pivot, unit by unit; the steps shared
+ * by units with idle workers when the panel is tall (BASE_SHARE_ROWS).
  * Returns 0 or a status of tarn_task_parallel_for. */
 static int columns_factor(struct panel_lu *s, size_t c0, size_t w) {
   size_t c_end = c0 + w, ld, run;
@@ -376,7 +377,7 @@ static size_t panel_pivot_count(size_t rows, size_t cols) {
  * (blocks are factored in order). */
 static int block_factor(struct panel_lu *s, int k, int w) {
   size_t ld, run, pivots = panel_pivot_count(s->rows - (size_t)k, (size_t)w);
-  if (s->units == 1) {
+  if (units_from(s, 0) == 1) {
     double *a = panel_at(s, (size_t)k, (size_t)k, s->rows, &ld, &run);
     lapack_int i = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (int)s->rows - k, w, a,
                                        (lapack_int)ld, s->ipiv + k);
@@ -444,7 +445,7 @@ static int panel_getrf(struct panel_lu *s) {
   int nb = n < PANEL_BLOCKED || s->rows < s->cols ? n : PANEL_NB;
   s->nb = nb;
   s->share = nb == n; /* a lead may not share (it runs in a shared step) */
-  s->share_columns = s->share && tiles_from(s, 0) >= BASE_SHARE_TILES &&
+  s->share_columns = s->share && units_from(s, 0) >= BASE_SHARE_TILES &&
                      s->rows >= BASE_SHARE_ROWS;
   int rc = block_factor(s, 0, nb);
   for (int k = 0, w = nb; rc == 0 && k + w < n; k += w, w = s->next) {
@@ -503,22 +504,21 @@ static int k_panel(tarn_task *t, void *arg) {
   /* at[] and each unit's pivot candidate, for a panel of several units */
   size_t unit = one_tile_split(j) ? ONE_TILE_UNIT : j->tb;
   size_t units = (j->rows - 1) / unit + 1;
-  size_t swaps = units > 1 ? cols : 0, tiles = units > 1 ? units : 0;
+  size_t swaps = units > 1 ? cols : 0, candidates = units > 1 ? units : 0;
   size_t at_bytes = swaps * sizeof(struct swap_rows);
-  size_t max_bytes = tiles * sizeof(double);
+  size_t max_bytes = candidates * sizeof(double);
   char *mem = tarn__task_memory(
-      t, room + at_bytes + max_bytes + tiles * sizeof(size_t), &heap);
+      t, room + at_bytes + max_bytes + candidates * sizeof(size_t), &heap);
   if (mem == NULL) return TARN_ENOMEM;
   struct panel_lu s = {
       .q = {.t = t, .j = j},
       .rows = j->rows,
       .cols = cols,
       .unit = unit,
-      .units = units,
       .ipiv = (lapack_int *)(void *)mem,
       .at = (struct swap_rows *)(void *)(mem + room),
-      .tile_max = (double *)(void *)(mem + room + at_bytes),
-      .tile_best = (size_t *)(void *)(mem + room + at_bytes + max_bytes)};
+      .unit_max = (double *)(void *)(mem + room + at_bytes),
+      .unit_best = (size_t *)(void *)(mem + room + at_bytes + max_bytes)};
   int rc = panel_getrf(&s);
   if (rc == 0) panel_pivots(j, s.ipiv, s.info);
   if (heap) free(mem);

@@ -213,8 +213,9 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * block; a block is one LAPACKE_dgetrf_work when the column is one tile,
  * else factored recursively as LAPACK's dgetrf2 over the tiles, its
  * columns one by one at the base, shared by tiles with idle workers in a
- * panel of 16384 rows or more; a narrow panel of one tile and 16384 rows
- * or more is factored that way too, by units of 4096 rows), then for
+ * panel of 16384 rows or more; a narrow panel of one to three tiles and
+ * 16384 rows or more goes by units of 4096 rows of its tiles, shared from
+ * 32768 rows on), then for
  * every other tile column a task applies the panel's interchanges (to the
  * left columns too, as dgetrf does), trsm on the tiles right of the
  * diagonal tile and gemm on the trailing matrix; the panel has the

@@ -70,18 +70,17 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
  * core, do not leave the other cores idle; the interchanges on the columns
  * left of each block come last, for all blocks at once (shared by
  * columns). A narrower panel is one block. A block is factored by one
- * LAPACKE_dgetrf_work when the panel is one tile (but for a narrow one
- * of BASE_SHARE_ROWS rows or more: one_tile_split), else recursively as
+ * LAPACKE_dgetrf_work when the panel is one unit (below), else recursively as
  * LAPACK's dgetrf2 (the left half of its columns; their interchanges and
  * trsm on the right half, and its trailing gemm, shared by rows when the
  * block is the whole panel; the right half; its interchanges on the left
  * half), down to BASE_COLUMNS columns
  * factored one by one (pivot search, interchange, scaling, rank-one
- * update, a BLAS call per tile, or per unit of ONE_TILE_UNIT rows in a
- * tall panel of one tile; in a tall panel that may share, 16 columns
- * shared with idle workers by tiles or units, one step per column:
- * columns_factor). Pivots and info are dgetrf's, and do not depend on
- * the sharing.
+ * update, a BLAS call per unit: a tile, or TILE_UNIT rows of a tile in
+ * a tall, narrow panel of fewer than BASE_SHARE_TILES tiles, tile_units;
+ * in a tall panel that may share, 16 columns shared with idle workers by
+ * units, one step per column: columns_factor). Pivots and info are
+ * dgetrf's, and do not depend on the sharing.
  *
  * Until 2026-12-04 a panel of several tiles was copied into one pool
  * temporary for dgetrf and back: under a memory limit that pinned twice
@@ -128,14 +127,15 @@ struct panel_lu {
   size_t rows, cols;
   lapack_int *ipiv;     /* 1-based, relative to the panel */
   struct swap_rows *at; /* at[k]: rows k and ipiv[k] - 1, column 0 (set
-                         * as each pivot is found, several tiles only) */
+                         * as each pivot is found, several units only) */
   int info;             /* the first exactly zero pivot (1-based), or 0 */
   bool share;           /* whether the recursion may share its updates */
   bool share_columns;   /* and its base columns (columns_factor) */
-  /* Rows of each unit the base columns' steps go by (columns_factor): the
-   * tile's rows, or ONE_TILE_UNIT in a tall panel of one tile
-   * (one_tile_split). */
-  size_t unit;
+  /* The units the base columns' steps go by (columns_factor): each tile
+   * of the panel in per_tile units of unit_rows rows (the last of a tile
+   * may be shorter), one per tile but in a tall, narrow panel
+   * (tile_units). */
+  size_t per_tile, unit_rows;
   /* Each unit's candidate pivot for the column being searched when base
    * columns are searched (columns_factor): |element| and row. */
   double *unit_max;
@@ -157,9 +157,15 @@ static double *panel_at(const struct panel_lu *s, size_t r, size_t c,
   return (double *)tarn_task_data(s->q.t, i) + (r - i * tb) + c * *ld;
 }
 
+/* The unit holding row r of the panel. */
+static size_t unit_of(const struct panel_lu *s, size_t r) {
+  size_t tb = s->q.j->tb;
+  return r / tb * s->per_tile + r % tb / s->unit_rows;
+}
+
 /* The units of the panel from the one holding row `from` to the last. */
 static size_t units_from(const struct panel_lu *s, size_t from) {
-  return (s->rows - 1) / s->unit + 1 - from / s->unit;
+  return unit_of(s, s->rows - 1) + 1 - unit_of(s, from);
 }
 
 /* Rows a and b of column 0, for an interchange. */
@@ -187,7 +193,7 @@ static void swap_columns(const struct swap_rows *rows, size_t n, size_t c0,
 }
 
 /* The interchanges of block [k0, k1) (its rows in at[]) on columns
- * [c0, c1), in order: one LAPACKE_dlaswp_work in a panel of one tile. */
+ * [c0, c1), in order: one LAPACKE_dlaswp_work in a panel of one unit. */
 static void block_swaps(const struct panel_lu *s, size_t k0, size_t k1,
                         size_t c0, size_t c1) {
   if (units_from(s, 0) == 1) {
@@ -202,7 +208,7 @@ static void block_swaps(const struct panel_lu *s, size_t k0, size_t k1,
 }
 
 /* One step of columns [c0, c_end) factored column by column, on the rows
- * of one unit (a tile, or ONE_TILE_UNIT rows of a one-tile panel) from
+ * of one unit (a tile, or TILE_UNIT rows of one: tile_units) from
  * `from` on (from the unit's first row, or `from` when it lies in the
  * unit): column c, whose pivot was found and interchanged
  * (unless c is SIZE_MAX: the block's first step), divided by the pivot d
@@ -217,15 +223,16 @@ struct column_step {
   double d;
 };
 
-/* The step on unit i of the panel (its tile i, or rows [i u, (i + 1) u)
- * of a one-tile panel split in units of u rows); its pivot candidate to
- * s->unit_max[i], s->unit_best[i] when it searches. */
+/* The step on unit i of the panel (unit i % per_tile of tile
+ * i / per_tile); its pivot candidate to s->unit_max[i], s->unit_best[i]
+ * when it searches. Every unit of the panel has rows (tile_units). */
 static void column_step_unit(const struct column_step *st, size_t i) {
   struct panel_lu *s = st->s;
-  size_t u = s->unit, r = i * u > st->from ? i * u : st->from;
-  size_t ld, run, c = st->c,
-                  end = (i + 1) * u < s->rows ? (i + 1) * u : s->rows;
-  if (r >= s->rows) return;
+  size_t tb = s->q.j->tb, tile = i / s->per_tile;
+  size_t r = tile * tb + i % s->per_tile * s->unit_rows, end = r + s->unit_rows;
+  if (end > s->rows) end = s->rows; /* panel_at ends runs at the tile's end */
+  if (r < st->from) r = st->from;
+  size_t ld, run, c = st->c;
   if (c != SIZE_MAX) {
     double *x = panel_at(s, r, c, end, &ld, &run);
     if (st->scale && fabs(st->d) >= DBL_MIN)
@@ -251,20 +258,28 @@ static void column_step_unit(const struct column_step *st, size_t i) {
  * st->from). */
 static int column_step_range(void *arg, size_t begin, size_t end) {
   const struct column_step *st = arg;
-  size_t first = st->from / st->s->unit;
+  size_t first = unit_of(st->s, st->from);
   for (size_t i = first + begin; i < first + end; i++) column_step_unit(st, i);
   return 0;
 }
 
 /* Base columns are shared by ranges of units (columns_factor) when the
- * panel may share (its block is the whole panel), has BASE_SHARE_TILES
- * units and BASE_SHARE_ROWS rows or more: a column's step is then long
- * enough to be worth a helper. They are BASE_COLUMNS_SHARED wide then,
- * fewer levels of the recursion's gemms of a tile's rows each (65536 x 64
- * in tiles of 64 on 2 workers: 15 to 18 ms against 17 to 21 with 8, 18
- * to 22 with 32). */
+ * panel may share (its block is the whole panel), has BASE_SHARE_ROWS
+ * rows or more and BASE_SHARE_TILES tiles as units, or SPLIT_SHARE_ROWS
+ * rows or more in units of TILE_UNIT rows (tile_units): a column's step
+ * is then long enough to be worth a helper. They are BASE_COLUMNS_SHARED
+ * wide then, fewer levels of the recursion's gemms of a tile's rows each
+ * (65536 x 64 in tiles of 64 on 2 workers: 15 to 18 ms against 17 to 21
+ * with 8, 18 to 22 with 32). Units of TILE_UNIT rows share from twice as
+ * many rows (likely as each is 512 KiB of a 16-column base, and a helper
+ * that takes another core's unit at a step reads it from that core's
+ * cache): 16384 x 64 in one tile or two took 2.2 to 2.4 ms
+ * unshared against 2.7 to 3.0 shared, 24576 x 64 3.2 to 3.6 against 3.6
+ * to 4.2, 32768 x 64 the same either way, 49152 x 64 5.5 to 6.2 shared
+ * against 6.3 to 7.1 (medians of 21, 2 workers). */
 #define BASE_SHARE_TILES 4
 #define BASE_SHARE_ROWS 16384
+#define SPLIT_SHARE_ROWS 32768
 #define BASE_COLUMNS_SHARED 16
 
 /* Runs step st on the units from st->from down (st->from < the panel's
@@ -273,7 +288,7 @@ static int column_step_range(void *arg, size_t begin, size_t end) {
  * |element| (as idamax), or a status < 0. */
 static long long column_step_run(struct column_step *st) {
   struct panel_lu *s = st->s;
-  size_t first = st->from / s->unit, units = units_from(s, st->from);
+  size_t first = unit_of(s, st->from), units = units_from(s, st->from);
   int rc = s->share_columns
                ? tarn_task_parallel_for(s->q.t, units, 1, column_step_range, st)
                : column_step_range(st, 0, units);
@@ -373,7 +388,7 @@ static size_t panel_pivot_count(size_t rows, size_t cols) {
 
 /* Factors block [k, k + w) from row k down: pivots to ipiv[k, k + w),
  * relative to the panel (and their rows to at[] in a panel of several
- * tiles), and the first zero pivot to s->info when there was none before
+ * units), and the first zero pivot to s->info when there was none before
  * (blocks are factored in order). */
 static int block_factor(struct panel_lu *s, int k, int w) {
   size_t ld, run, pivots = panel_pivot_count(s->rows - (size_t)k, (size_t)w);
@@ -445,8 +460,10 @@ static int panel_getrf(struct panel_lu *s) {
   int nb = n < PANEL_BLOCKED || s->rows < s->cols ? n : PANEL_NB;
   s->nb = nb;
   s->share = nb == n; /* a lead may not share (it runs in a shared step) */
-  s->share_columns = s->share && units_from(s, 0) >= BASE_SHARE_TILES &&
-                     s->rows >= BASE_SHARE_ROWS;
+  s->share_columns =
+      s->share && (s->per_tile == 1 ? units_from(s, 0) >= BASE_SHARE_TILES &&
+                                          s->rows >= BASE_SHARE_ROWS
+                                    : s->rows >= SPLIT_SHARE_ROWS);
   int rc = block_factor(s, 0, nb);
   for (int k = 0, w = nb; rc == 0 && k + w < n; k += w, w = s->next) {
     s->k = k;
@@ -477,21 +494,33 @@ static void panel_pivots(const struct lu_job *j, const lapack_int *ipiv,
     j->piv_out[j->row0 + c] = j->row0 + (size_t)ipiv[c] - 1;
 }
 
-/* A narrow panel of one tile (under PANEL_BLOCKED columns) at least
- * BASE_SHARE_ROWS tall is factored as a panel of several tiles is,
- * recursively, its base columns' steps going by units of ONE_TILE_UNIT
- * rows (shared with idle workers) instead of by tiles, where it was one
- * LAPACKE_dgetrf_work on the panel's thread: as one tile on 2 workers,
- * 65536 x 64 took 7.6 to 7.7 ms instead of 12.2 to 12.6 (dgetrf on two
- * threads 12.8 to 13.4), 65536 x 128 21.5 to 22.3 instead of 37.5 to
- * 37.7. On one worker too, so that the factors do not depend on the
- * workers (one worker: 12.9 against 12.5 ms, 16384 x 128 8.9 against
- * 9.5; docs/linalg.md, "One tall tile"). */
-#define ONE_TILE_UNIT 4096
+/* A narrow panel (under PANEL_BLOCKED columns) of BASE_SHARE_ROWS rows or
+ * more in fewer than BASE_SHARE_TILES tiles goes by units of TILE_UNIT
+ * rows (the last of each tile shorter), never across a tile's end,
+ * instead of one unit per tile: factored recursively, its recursion's
+ * gemms shared by rows and, from SPLIT_SHARE_ROWS rows on, its base
+ * columns' steps by units, where a panel of one tile was one
+ * LAPACKE_dgetrf_work on the panel's thread and one of two or three tiles
+ * shared no base column (too few units). Units of a fixed height, so that
+ * the factors do not depend on the workers, taken on one worker too.
+ * Medians on 2 workers: 65536 x 64 as one tile 7.6 to 7.7 ms (was
+ * dgetrf's 12.2 to 12.6; docs/linalg.md, "One tall tile"), in two tiles
+ * 7.9 (was 8.6), 65536 x 128 in two 22.9 (was 24.7), 16384 x 64 as one
+ * tile 2.3 (was 2.8 with its base columns shared, 3.2 to 3.3 by dgetrf). */
+#define TILE_UNIT 4096
 
-static bool one_tile_split(const struct lu_job *j) {
-  return j->ntiles == 1 && j->n < PANEL_BLOCKED && j->rows >= BASE_SHARE_ROWS &&
-         j->rows >= (size_t)j->n;
+/* Sets s->per_tile and s->unit_rows for job j (above): every unit of
+ * the panel has rows. */
+static void tile_units(struct panel_lu *s, const struct lu_job *j) {
+  size_t h = j->rows < j->tb ? j->rows : j->tb;
+  s->per_tile = 1;
+  s->unit_rows = j->tb;
+  if (j->n < PANEL_BLOCKED && j->rows >= BASE_SHARE_ROWS &&
+      j->rows >= (size_t)j->n && j->ntiles < BASE_SHARE_TILES &&
+      h > TILE_UNIT) {
+    s->per_tile = (h - 1) / TILE_UNIT + 1;
+    s->unit_rows = TILE_UNIT;
+  }
 }
 
 /* Factors tile column k from its diagonal tile down in place (deps: tiles
@@ -501,24 +530,20 @@ static int k_panel(tarn_task *t, void *arg) {
   size_t cols = (size_t)j->n;
   size_t room = (cols * sizeof(lapack_int) + 63) / 64 * 64;
   bool heap;
+  struct panel_lu s = {.q = {.t = t, .j = j}, .rows = j->rows, .cols = cols};
+  tile_units(&s, j);
   /* at[] and each unit's pivot candidate, for a panel of several units */
-  size_t unit = one_tile_split(j) ? ONE_TILE_UNIT : j->tb;
-  size_t units = (j->rows - 1) / unit + 1;
+  size_t units = units_from(&s, 0);
   size_t swaps = units > 1 ? cols : 0, candidates = units > 1 ? units : 0;
   size_t at_bytes = swaps * sizeof(struct swap_rows);
   size_t max_bytes = candidates * sizeof(double);
   char *mem = tarn__task_memory(
       t, room + at_bytes + max_bytes + candidates * sizeof(size_t), &heap);
   if (mem == NULL) return TARN_ENOMEM;
-  struct panel_lu s = {
-      .q = {.t = t, .j = j},
-      .rows = j->rows,
-      .cols = cols,
-      .unit = unit,
-      .ipiv = (lapack_int *)(void *)mem,
-      .at = (struct swap_rows *)(void *)(mem + room),
-      .unit_max = (double *)(void *)(mem + room + at_bytes),
-      .unit_best = (size_t *)(void *)(mem + room + at_bytes + max_bytes)};
+  s.ipiv = (lapack_int *)(void *)mem;
+  s.at = (struct swap_rows *)(void *)(mem + room);
+  s.unit_max = (double *)(void *)(mem + room + at_bytes);
+  s.unit_best = (size_t *)(void *)(mem + room + at_bytes + max_bytes);
   int rc = panel_getrf(&s);
   if (rc == 0) panel_pivots(j, s.ipiv, s.info);
   if (heap) free(mem);

@@ -274,46 +274,48 @@ static void test_lu_subnormal_pivots(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
-/* A tall panel whose base columns are shared with idle workers, 16500 x
- * 24 in tiles of mb x 24: of 24 rows (the last of 12 rows; steps by
- * tiles) or one tile of all the rows (steps by units of 4096 rows, the
- * last of 116). Two blocks of base columns. On 1, 2 and 3 workers the
- * same factors bit for bit, dgetrf's pivots and info, the residual; a
- * column's largest |element| found in three tiles (and units) at once
- * goes to the first row, as idamax and dgetrf pick it; a zero column,
- * info, the factorisation still complete. */
-static void check_lu_tall_shared(size_t mb) {
-  enum { M = 16500, N = 24, TB = 24, ZERO = 17 };
+/* A tall panel factored by units, m x 24 in tiles of mb x 24: of 24 rows
+ * (the last of 12 rows; a unit per tile, base columns shared), or one or
+ * two tiles of units of 4096 rows (the last of each tile shorter; base
+ * columns shared from 32768 rows on). Two blocks of base columns. On 1,
+ * 2 and 3 workers the same factors bit for bit, dgetrf's pivots and info,
+ * the residual; a column's largest |element| found in three units (and
+ * tiles, but for one tile) at once goes to the first row, as idamax and
+ * dgetrf pick it; a zero column, info, the factorisation still
+ * complete. */
+static void check_lu_tall_units(size_t m, size_t mb) {
+  enum { N = 24, TB = 24, ZERO = 17 };
   tarn_rt *rt = test_rt(1, 0);
-  double *a = random_buffer(rt, M, N, 80);
+  double *a = random_buffer(rt, m, N, 80);
   assert_int_equal(tarn_rt_destroy(rt), 0);
   a[5000] = 8.0; /* column 0's largest, three times, in three units */
-  a[9001] = -8.0;
-  a[12300] = 8.0;
-  for (size_t i = 0; i < M; i++) a[i + ZERO * (size_t)M] = 0.0;
-  double *lapack = malloc((size_t)M * N * sizeof *lapack);
+  a[m / 2 + 1001] = -8.0;
+  a[m - 4200] = 8.0;
+  for (size_t i = 0; i < m; i++) a[i + ZERO * m] = 0.0;
+  double *lapack = malloc(m * N * sizeof *lapack);
   lapack_int ipiv[N];
   assert_non_null(lapack);
-  memcpy(lapack, a, (size_t)M * N * sizeof *a);
-  assert_int_equal(LAPACKE_dgetrf(LAPACK_COL_MAJOR, M, N, lapack, M, ipiv),
+  memcpy(lapack, a, m * N * sizeof *a);
+  assert_int_equal(LAPACKE_dgetrf(LAPACK_COL_MAJOR, (lapack_int)m, N, lapack,
+                                  (lapack_int)m, ipiv),
                    ZERO + 1);
   assert_int_equal(ipiv[0] - 1, 5000);
   double *first = NULL;
   for (unsigned workers = 1; workers <= 3; workers++) {
     rt = test_rt(workers, 0);
     tarn_matrix *x = NULL;
-    assert_int_equal(tarn_matrix_from_buffer(rt, M, N, mb, TB, a, M, &x), 0);
+    assert_int_equal(tarn_matrix_from_buffer(rt, m, N, mb, TB, a, m, &x), 0);
     size_t piv[N];
     int info = -1;
     assert_int_equal(tarn_matrix_lu(x, piv, &info), TARN_EINVAL);
     assert_int_equal(info, ZERO + 1);
     for (size_t i = 0; i < N; i++) assert_int_equal(piv[i], ipiv[i] - 1);
     double *f = test_buffer_of(x);
-    assert_true(test_lu_residual(a, f, piv, M, N) < 20);
+    assert_true(test_lu_residual(a, f, piv, m, N) < 20);
     if (first == NULL)
       first = f;
     else {
-      assert_memory_equal(f, first, (size_t)M * N * sizeof *f);
+      assert_memory_equal(f, first, m * N * sizeof *f);
       free(f);
     }
     tarn_matrix_destroy(x);
@@ -324,10 +326,12 @@ static void check_lu_tall_shared(size_t mb) {
   free(a);
 }
 
-static void test_lu_tall_shared_columns(void **state) {
+static void test_lu_tall_units(void **state) {
   (void)state;
-  check_lu_tall_shared(24);
-  check_lu_tall_shared(16500);
+  check_lu_tall_units(16500, 24);
+  check_lu_tall_units(16500, 16500);
+  check_lu_tall_units(33000, 16500);
+  check_lu_tall_units(33000, 33000);
 }
 
 /* The LU of a random m x n matrix (seed) in tb tiles under `limit` bytes:
@@ -994,7 +998,7 @@ int main(void) {
       cmocka_unit_test(test_lu_subnormal_pivots),
       cmocka_unit_test(test_lu_rectangular_mem_limit),
       cmocka_unit_test(test_lu_tall_panel_in_place),
-      cmocka_unit_test(test_lu_tall_shared_columns),
+      cmocka_unit_test(test_lu_tall_units),
       cmocka_unit_test(test_lu_zero_diagonal),
       cmocka_unit_test(test_lu_singular),
       cmocka_unit_test(test_solve_singular_short_of_memory),

@@ -392,7 +392,8 @@ static void op_cholesky(struct tcase *c) {
  * dgetrf's (their perturbation is bounded by A's condition). In 8 cases
  * of 100 a tall A whose panels share their base columns with idle
  * workers (tarn/linalg.h): 16384 to 17000 rows, up to 40 columns, square
- * tiles of 16 to 64, or (a quarter of them) one tile of all the rows. Variant:
+ * tiles of 16 to 64, or (half of them) 16384 to 34000 rows in one, two or
+ * three tiles, whose steps go by units of rows. Variant:
  * a zero column p gives dgetrf's info (p + 1 when p < min(m, n), and
  * TARN_EINVAL) and factors still complete. */
 static void op_lu(struct tcase *c) {
@@ -404,7 +405,12 @@ static void op_lu(struct tcase *c) {
     n = range(c, 1, 40);
     m = range(c, 16384, 17000);
     t = nb = range(c, 16, 64);
-    if (chance(c, 0.25)) t = m; /* one tile: its steps go by row units */
+    if (chance(c, 0.5)) { /* 1 to 3 tiles: their steps go by row units */
+      m = range(c, 16384, 34000);
+      size_t tiles = range(c, 1, 3);
+      t = (m - 1) / tiles + 1;
+      nb = n; /* one tile column */
+    }
   }
   bool singular = chance(c, 0.25);
   size_t p = range(c, 0, n - 1), k = min_z(m, n);

@@ -513,9 +513,14 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
  * reduced flat into its first tile (its head: geqrt, then tpqrt of the
  * others) side by side, then the heads' R merged pairwise, a binary tree,
  * into the diagonal tile (tpqrt of a triangle on a triangle); the same
- * flops. Work arrays (ib x nb doubles) are taken from the task's scratch
- * memory. Every kernel but the merges shares its updates by columns with
- * idle workers, so a split product may round differently in the last bits
+ * flops. A tall, narrow head alone in its tile column (32768 rows or
+ * more, 2 to 128 columns, flat, on 2 workers or more) is factored
+ * recursively instead of by dgeqrt, its products over rows shared with
+ * idle workers by units of 4096 rows (the same T layout; the same bits
+ * whatever the workers, from 2 on; dgeqrt's to the last bits).
+ * Work arrays (ib x nb doubles) are taken from the task's scratch
+ * memory. Every other kernel but the merges shares its updates by columns
+ * with idle workers, so a split product may round differently in the last bits
  * from one run to the next, as multithreaded LAPACK does; and the factors
  * of a tall A depend on the workers (its R up to the signs of its rows,
  * and the product Q R, do not). Pass A and t to tarn_matrix_qr_solve for

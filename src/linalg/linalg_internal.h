@@ -1,8 +1,8 @@
 /* linalg_internal.h: what the linalg layer's modules (linalg.c, gemv.c,
- * inverse.c, logdet.c, lu.c, qr.c, rcond.c, solve.c) share: OpenBLAS set to one
- * thread, BLAS-sized tiles, submitting a tile task that owns a copy of its job,
- * task working memory, the tile kernels that share their work with idle workers
- * (gemm, trsm, syrk and a blocked Cholesky of one tile, split by
+ * inverse.c, logdet.c, lu.c, qr.c, qr_tall.c, rcond.c, solve.c) share: OpenBLAS
+ * set to one thread, BLAS-sized tiles, submitting a tile task that owns a copy
+ * of its job, task working memory, the tile kernels that share their work with
+ * idle workers (gemm, trsm, syrk and a blocked Cholesky of one tile, split by
  * tarn_task_parallel_for), and the parts of the linear solves. */
 #ifndef TARN_LINALG_INTERNAL_H
 #define TARN_LINALG_INTERNAL_H
@@ -231,5 +231,23 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
  * tarn_task_submit (the tasks submitted before it still run). */
 int tarn__submit_backward(tarn_matrix *t, bool lower, bool unit, tarn_matrix *y,
                           tarn_matrix *b, atomic_int *dropped, bool fresh);
+
+/* ---- QR of one tall tile (qr_tall.c) -------------------------------- */
+
+/* Whether qr.c's geqrt kernel factors an m x n tile by tarn__qr_tall
+ * instead of LAPACK's dgeqrt: tall (32768 rows or more) and narrow (2 to
+ * 128 columns). */
+bool tarn__qr_tall_wanted(size_t m, size_t n);
+
+/* The QR of the m x n tile at a (lda; m >= n) from inside the running
+ * task `task`, as LAPACKE_dgeqrt_work with inner block ib leaves it (R
+ * and the reflectors in A, each block's T in tt, ldt >= ib, which the
+ * caller has zeroed), its products over rows shared with idle workers by
+ * units of rows: the factors do not depend on the workers, and differ
+ * from dgeqrt's in the last bits. Returns 0, TARN_ENOMEM, TARN_EINVAL
+ * (LAPACK refused dlarfg's arguments), or a status of
+ * tarn_task_parallel_for. */
+int tarn__qr_tall(tarn_task *task, double *a, size_t m, size_t n, size_t lda,
+                  double *tt, size_t ldt, size_t ib);
 
 #endif

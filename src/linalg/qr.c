@@ -15,7 +15,9 @@
  * (tarn_task_parallel_for); geqrt and tpqrt run by blocks of ib columns,
  * as LAPACK's do, and share each block's update of the columns right of
  * it the same way, the next block factored meanwhile on the task's own
- * thread (tarn__task_parallel_for_lead). The least-squares solve
+ * thread (tarn__task_parallel_for_lead); but a tall, narrow head alone
+ * in its tile column is factored by qr_tall.c, by rows shared with idle
+ * workers (qr_job.tall). The least-squares solve
  * (tarn_matrix_qr_solve) applies Q^T with the same gemqrt and tpmqrt tasks,
  * then the backward solve of solve.c; tarn_matrix_qr_multiply applies Q or
  * Q^T alone, to a matrix of the caller's, from either side. Each task owns a
@@ -48,6 +50,7 @@ struct qr_job {
   char trans;      /* 'T' (factorising) or 'N' (forming Q) */
   char side;       /* an update's: 'L' (Q from the left) or 'R' */
   int a, b, v, tt; /* data slots of the operands */
+  bool tall;       /* geqrt by tarn__qr_tall (submit_step_factor) */
 };
 
 static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct qr_job *proto,
@@ -232,6 +235,9 @@ static int panel(tarn_task *t, const struct qr_job *j, bool pair) {
                        .b = pair ? tarn_task_data(t, (size_t)j->b) : NULL,
                        .tt = tarn_task_data(t, (size_t)j->tt)};
   memset(p.tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *p.tt);
+  if (j->tall)
+    return tarn__qr_tall(t, p.a, (size_t)j->m, (size_t)j->n, (size_t)j->lda,
+                         p.tt, (size_t)j->ldt, (size_t)j->ib);
   bool heap;
   p.work = tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *p.work,
                              &heap);
@@ -512,6 +518,9 @@ static int submit_step_factor(tarn_matrix *a, tarn_matrix *tm,
                      .tt = 1};
   if (st.top == st.row) {
     g.a = 0;
+    /* a tall head alone in its tile column, with workers to share it */
+    g.tall = tr->d == 1 && tarn_rt_workers(a->rt) >= 2 &&
+             tarn__qr_tall_wanted((size_t)rr, (size_t)ck);
     return submit_job(a->rt, k_geqrt, &g, d, 2, PRIO_TOP, "geqrt");
   }
   if (!st.merge) return submit_job(a->rt, k_tpqrt, &g, d, 3, PRIO_TOP, "tpqrt");

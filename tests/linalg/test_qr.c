@@ -849,6 +849,120 @@ static void test_qr_tree(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Q of an m x n A as one tile (random, seed) applied from the left to
+ * [I; 0] (n columns, tarn_matrix_qr_multiply) is tarn_matrix_qr_q's thin
+ * Q to within 20 eps, and Q^T back gives [I; 0] (the whole M x M Q of
+ * check_qr_multiply does not fit a tall A). */
+static void check_tall_multiply(tarn_rt *rt, size_t m, size_t n,
+                                uint64_t seed) {
+  tarn_matrix *f = NULL, *t = NULL, *q = NULL, *e = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, m, n, m, n, seed, &f), 0);
+  assert_int_equal(tarn_matrix_qr(f, 0, &t), 0);
+  assert_int_equal(tarn_matrix_qr_q(f, t, &q), 0);
+  double *eye = calloc(m * n, sizeof *eye);
+  assert_non_null(eye);
+  for (size_t i = 0; i < n; i++) eye[i + i * m] = 1.0;
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, n, m, n, eye, m, &e), 0);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_NO_TRANS, e),
+                   0);
+  double *got = test_buffer_of(e), *want = test_buffer_of(q);
+  assert_true(scaled_diff(got, want, m * n, sqrt((double)n), 20.0) < 1.0);
+  free(got);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_TRANS, e), 0);
+  got = test_buffer_of(e);
+  assert_true(scaled_diff(got, eye, m * n, sqrt((double)n), 20.0) < 1.0);
+  free(got);
+  free(want);
+  free(eye);
+  tarn_matrix_destroy(f);
+  tarn_matrix_destroy(t);
+  tarn_matrix_destroy(q);
+  tarn_matrix_destroy(e);
+}
+
+/* A tall, narrow tile (32768 rows or more, up to 128 columns) is
+ * factored recursively with its products over rows shared by units of
+ * rows (tarn/linalg.h): 33000 x 24 as one tile, inner blocks of 8 (T's
+ * three blocks) and of 0 (16), and 40000 x 24 in tiles of 32768 (its
+ * first tile so, a tpqrt below): the residuals, R's diagonal and T's shape
+ * (check_qr), the least-squares and minimum-norm solves, and Q applied
+ * to [I; 0] and back (check_tall_multiply) with those factors, on 1, 2
+ * and 3 workers (one worker: LAPACK's dgeqrt); the factors and T the
+ * same bits on 2 and 3; a zero column (its reflector the identity), a
+ * column of 1e300 (its norm past DBL_MAX unless scaled) and one of
+ * subnormal numbers (dlarfg's rescaling): finite factors, the residuals,
+ * and R's diagonal within a relative 1e3 eps of dgeqrf's. */
+static void test_qr_tall_tile(void **state) {
+  (void)state;
+  enum { M = 33000, N = 24 };
+  double *first = NULL, *first_t = NULL;
+  for (unsigned w = 1; w <= 3; w++) {
+    tarn_rt *rt = test_rt(w, 0);
+    check_qr(rt, M, N, M, 8, 830);
+    check_qr(rt, M, 40, M, 0, 831);
+    check_qr(rt, 40000, N, 32768, 8, 836); /* a tall head, a tile below */
+    check_qr_solve(rt, TARN_NO_TRANS, M, N, M, N, 8, 3, 2, 832);
+    check_qr_solve(rt, TARN_TRANS, M, N, M, N, 8, 2, 2, 833);
+    check_tall_multiply(rt, M, N, 834);
+    tarn_matrix *x = NULL, *t = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, M, N, M, N, 835, &x), 0);
+    double *a = test_buffer_of(x);
+    for (size_t i = 0; i < M; i++) {
+      a[i + 3 * (size_t)M] = 0.0;
+      a[i + 7 * (size_t)M] *= 1e300;
+      a[i + 11 * (size_t)M] *= 1e-310;
+    }
+    tarn_matrix_destroy(x);
+    assert_int_equal(tarn_matrix_from_buffer(rt, M, N, M, N, a, M, &x), 0);
+    assert_int_equal(tarn_matrix_qr(x, 8, &t), 0);
+    double *f = test_buffer_of(x), *tb = test_buffer_of(t);
+    for (size_t i = 0; i < (size_t)M * N; i++) assert_true(isfinite(f[i]));
+    tarn_matrix *q = NULL;
+    assert_int_equal(tarn_matrix_qr_q(x, t, &q), 0);
+    double *qb = test_buffer_of(q), res[2];
+    /* A = Q R column by column: column 7 of A and of R scaled back by
+     * 1e-300, so that the residuals' sums of squares do not overflow */
+    double *a7 = malloc((size_t)M * N * sizeof *a7),
+           *f7 = malloc((size_t)M * N * sizeof *f7);
+    assert_true(a7 != NULL && f7 != NULL);
+    memcpy(a7, a, (size_t)M * N * sizeof *a7);
+    memcpy(f7, f, (size_t)M * N * sizeof *f7);
+    for (size_t i = 0; i < M; i++) a7[i + 7 * (size_t)M] *= 1e-300;
+    for (size_t i = 0; i <= 7; i++) f7[i + 7 * (size_t)M] *= 1e-300;
+    qr_residuals(a7, f7, qb, M, N, res);
+    assert_true(res[0] < 20);
+    assert_true(res[1] < 20);
+    double tau[N];
+    assert_int_equal(LAPACKE_dgeqrf(LAPACK_COL_MAJOR, M, N, a, M, tau), 0);
+    for (size_t i = 0; i < N; i++) {
+      double u = fabs(f[i + i * M]), v = fabs(a[i + i * M]);
+      assert_true(fabs(u - v) <= 1e3 * DBL_EPSILON * v);
+    }
+    assert_true(f[3 + 3 * M] == 0.0);
+    free(a7);
+    free(f7);
+    free(qb);
+    tarn_matrix_destroy(q);
+    if (w == 2) { /* shared by rows from 2 workers on: the same bits */
+      first = f;
+      first_t = tb;
+    } else {
+      if (w > 2) {
+        assert_memory_equal(f, first, (size_t)M * N * sizeof *f);
+        assert_memory_equal(tb, first_t, 8 * N * sizeof *tb);
+      }
+      free(f);
+      free(tb);
+    }
+    free(a);
+    tarn_matrix_destroy(x);
+    tarn_matrix_destroy(t);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  free(first);
+  free(first_t);
+}
+
 /* The tree is T's, not the runtime's: factors made on 3 workers (a tree
  * of 3 domains), copied into runtimes of 1 and 8 workers, give there the
  * thin Q of that factorisation; and a T whose extra tile rows do not fit
@@ -1115,6 +1229,7 @@ int main(void) {
       cmocka_unit_test(test_qr_large_tiles),
       cmocka_unit_test(test_qr_tree),
       cmocka_unit_test(test_qr_tree_elsewhere),
+      cmocka_unit_test(test_qr_tall_tile),
       cmocka_unit_test(test_qr_bad),
       cmocka_unit_test(test_qr_mem_limit),
       cmocka_unit_test(test_qr_wide_refusals),

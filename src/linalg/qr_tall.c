@@ -1,0 +1,258 @@
+/* qr_tall.c: the QR of one tall, narrow tile, shared with idle workers by
+ * units of rows (qr.c's geqrt kernel calls it for such a tile: see
+ * tarn__qr_tall_wanted). LAPACK's dgeqrt factors such a tile by blocks of
+ * ib columns, each block by dgeqrt3 and its update of the columns right
+ * of it by dlarfb, on the calling thread alone: a tall matrix held as one
+ * tile was factored on one core. Here the whole tile is factored as
+ * dgeqrt3 factors a block, recursively (the left half, its reflectors
+ * applied to the right half, the right half, then the T block that joins
+ * them), and the products over the tile's rows are shared: those that
+ * reduce over rows (V^T C) as one partial product per unit of UNIT_ROWS
+ * rows, summed in unit order on the calling thread; those that update
+ * rows (C -= V W, a column scaled) by units. The units are fixed by row
+ * number, so the factors do not depend on the workers; they differ from
+ * dgeqrt's in the last bits (the sums go in another order). Invariant:
+ * A holds R on and above its diagonal and the reflectors V below (unit
+ * diagonal implied), and T's block of every ib columns is the block of
+ * the full T that dgeqrt's blocks would have (a T of a run of reflectors
+ * is the diagonal block of the T of a longer run), as dgeqrt leaves
+ * them. */
+#include <cblas.h>
+#include <float.h>
+#include <lapacke.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "linalg/linalg_internal.h"
+
+/* Rows of a unit: a partial product per unit of a reduction. */
+#define UNIT_ROWS 4096
+
+/* A tile from this many rows on, under TALL_COLUMNS_MAX columns, goes
+ * this way (tarn__qr_tall_wanted). */
+#define TALL_ROWS 32768
+#define TALL_COLUMNS_MAX 128
+
+/* The tile being factored: m x n at a (lda), the full n x n T at t (ldt
+ * n), and a partial product per unit (`units` of them, `room` doubles
+ * each). */
+struct tall_qr {
+  tarn_task *task;
+  double *a, *t, *partial;
+  size_t m, n, lda, units, room;
+};
+
+/* A product over rows [r0, m) of the tile, by units (see unit_rows):
+ * PRODUCT_TN: partial u = X_u^T Y_u (p x q, X p columns from column x,
+ * Y q columns from column y); UPDATE: Y_u -= X_u W (X p columns from x,
+ * W p x q at w, ldw); SCALE: column x times s; NORM: partial u = the 2-norm
+ * of column x. */
+enum unit_kind { PRODUCT_TN, UPDATE, SCALE, NORM };
+
+struct unit_op {
+  const struct tall_qr *q;
+  enum unit_kind kind;
+  size_t r0, x, y, p, cols, ldw;
+  const double *w;
+  double s;
+};
+
+/* The first unit of rows from r0, and rows [*begin, *end) of unit u. */
+static size_t first_unit(size_t r0) { return r0 / UNIT_ROWS; }
+
+static void unit_rows(const struct unit_op *op, size_t u, size_t *begin,
+                      size_t *end) {
+  size_t b = u * UNIT_ROWS, e = b + UNIT_ROWS;
+  *begin = b > op->r0 ? b : op->r0;
+  *end = e < op->q->m ? e : op->q->m;
+}
+
+/* Units [first + begin, first + end) of op (first: the unit of op->r0). */
+static int unit_range(void *arg, size_t begin, size_t end) {
+  const struct unit_op *op = arg;
+  const struct tall_qr *q = op->q;
+  size_t first = first_unit(op->r0);
+  for (size_t u = first + begin; u < first + end; u++) {
+    size_t r, e;
+    unit_rows(op, u, &r, &e);
+    int rows = (int)(e - r), lda = (int)q->lda;
+    double *x = q->a + r + op->x * q->lda, *part = q->partial + u * q->room;
+    switch (op->kind) {
+      case PRODUCT_TN:
+        cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)op->p,
+                    (int)op->cols, rows, 1.0, x, lda, q->a + r + op->y * q->lda,
+                    lda, 0.0, part, (int)op->p);
+        break;
+      case UPDATE:
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, rows,
+                    (int)op->cols, (int)op->p, -1.0, x, lda, op->w,
+                    (int)op->ldw, 1.0, q->a + r + op->y * q->lda, lda);
+        break;
+      case SCALE:
+        cblas_dscal(rows, op->s, x, 1);
+        break;
+      case NORM:
+        *part = cblas_dnrm2(rows, x, 1);
+        break;
+    }
+  }
+  return 0;
+}
+
+/* Runs op over its units, shared with idle workers. */
+static int units_run(const struct unit_op *op) {
+  size_t count = (op->q->m - 1) / UNIT_ROWS + 1 - first_unit(op->r0);
+  return tarn_task_parallel_for(op->q->task, count, 1, unit_range, (void *)op);
+}
+
+/* out (p x q, ldo) += the partial products of the units from row r0 on,
+ * in unit order. */
+static void partial_sum(const struct tall_qr *q, size_t r0, size_t p,
+                        size_t cols, double *out, size_t ldo) {
+  for (size_t u = first_unit(r0); u < q->units; u++) {
+    const double *part = q->partial + u * q->room;
+    for (size_t c = 0; c < cols; c++)
+      for (size_t i = 0; i < p; i++) out[i + c * ldo] += part[i + c * p];
+  }
+}
+
+/* The reflector of column c, as dlarfg: alpha the diagonal element, x the
+ * rows below it; its tau to *tau. The norm of x is the units' norms
+ * combined (scaled by the largest, against overflow); a beta so small
+ * that dlarfg would rescale x goes to dlarfg itself, on this thread. */
+static int reflector(const struct tall_qr *q, size_t c, double *tau) {
+  double *alpha = q->a + c + c * q->lda;
+  *tau = 0.0;
+  if (c + 1 >= q->m) return 0;
+  struct unit_op op = {.q = q, .kind = NORM, .r0 = c + 1, .x = c};
+  int rc = units_run(&op);
+  if (rc != 0) return rc;
+  double big = 0.0, sum = 0.0;
+  for (size_t u = first_unit(c + 1); u < q->units; u++)
+    if (q->partial[u * q->room] > big) big = q->partial[u * q->room];
+  if (big == 0.0) return 0;
+  for (size_t u = first_unit(c + 1); u < q->units; u++) {
+    double v = q->partial[u * q->room] / big;
+    sum += v * v;
+  }
+  double xnorm = big * sqrt(sum);
+  double beta = -copysign(hypot(*alpha, xnorm), *alpha);
+  if (fabs(beta) < DBL_MIN / (DBL_EPSILON / 2)) { /* dlarfg's safmin */
+    lapack_int info =
+        LAPACKE_dlarfg_work((lapack_int)(q->m - c), alpha, alpha + 1, 1, tau);
+    return info == 0 ? 0 : TARN_EINVAL;
+  }
+  *tau = (beta - *alpha) / beta;
+  op = (struct unit_op){
+      .q = q, .kind = SCALE, .r0 = c + 1, .x = c, .s = 1.0 / (*alpha - beta)};
+  rc = units_run(&op);
+  *alpha = beta;
+  return rc;
+}
+
+/* QR of columns [c0, c0 + n) from row c0 down, as dgeqrt3: T of their
+ * reflectors (n x n, upper) at t (ldt q->n). */
+static int factor(const struct tall_qr *q, size_t c0, size_t n, double *t) {
+  if (n == 1) return reflector(q, c0, t);
+  size_t n1 = n / 2, n2 = n - n1, c1 = c0 + n1, ldt = q->n, lda = q->lda;
+  double *v1 = q->a + c0 + c0 * lda, *a2 = q->a + c0 + c1 * lda;
+  double *t12 = t + n1 * ldt, *t22 = t + n1 + n1 * ldt;
+  int rc = factor(q, c0, n1, t);
+  if (rc != 0) return rc;
+  /* W = V1^T A2 in T12's place: V1's triangle on A2's top rows, then
+   * the rows below, by units */
+  for (size_t j = 0; j < n2; j++)
+    memcpy(t12 + j * ldt, a2 + j * lda, n1 * sizeof *t12);
+  cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasUnit,
+              (int)n1, (int)n2, 1.0, v1, (int)lda, t12, (int)ldt);
+  struct unit_op op = {.q = q,
+                       .kind = PRODUCT_TN,
+                       .r0 = c1,
+                       .x = c0,
+                       .y = c1,
+                       .p = n1,
+                       .cols = n2};
+  if (c1 < q->m) {
+    if ((rc = units_run(&op)) != 0) return rc;
+    partial_sum(q, c1, n1, n2, t12, ldt);
+  }
+  /* A2 -= V1 T1^T W */
+  cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans, CblasNonUnit,
+              (int)n1, (int)n2, 1.0, t, (int)ldt, t12, (int)ldt);
+  if (c1 < q->m) {
+    op = (struct unit_op){.q = q,
+                          .kind = UPDATE,
+                          .r0 = c1,
+                          .x = c0,
+                          .y = c1,
+                          .p = n1,
+                          .cols = n2,
+                          .w = t12,
+                          .ldw = ldt};
+    if ((rc = units_run(&op)) != 0) return rc;
+  }
+  cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit,
+              (int)n1, (int)n2, 1.0, v1, (int)lda, t12, (int)ldt);
+  for (size_t j = 0; j < n2; j++)
+    for (size_t i = 0; i < n1; i++) a2[i + j * lda] -= t12[i + j * ldt];
+  rc = factor(q, c1, n2, t22);
+  if (rc != 0) return rc;
+  /* T12 = -T1 V1^T V2 T2: V1's rows c1 .. c1 + n2 on V2's triangle, then
+   * the rows below, by units */
+  for (size_t j = 0; j < n2; j++)
+    for (size_t i = 0; i < n1; i++) t12[i + j * ldt] = v1[n1 + j + i * lda];
+  cblas_dtrmm(CblasColMajor, CblasRight, CblasLower, CblasNoTrans, CblasUnit,
+              (int)n1, (int)n2, 1.0, q->a + c1 + c1 * lda, (int)lda, t12,
+              (int)ldt);
+  if (c0 + n < q->m) {
+    op = (struct unit_op){.q = q,
+                          .kind = PRODUCT_TN,
+                          .r0 = c0 + n,
+                          .x = c0,
+                          .y = c1,
+                          .p = n1,
+                          .cols = n2};
+    if ((rc = units_run(&op)) != 0) return rc;
+    partial_sum(q, c0 + n, n1, n2, t12, ldt);
+  }
+  cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit,
+              (int)n1, (int)n2, -1.0, t, (int)ldt, t12, (int)ldt);
+  cblas_dtrmm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
+              (int)n1, (int)n2, 1.0, t22, (int)ldt, t12, (int)ldt);
+  return 0;
+}
+
+bool tarn__qr_tall_wanted(size_t m, size_t n) {
+  return m >= TALL_ROWS && n >= 2 && n <= TALL_COLUMNS_MAX;
+}
+
+int tarn__qr_tall(tarn_task *task, double *a, size_t m, size_t n, size_t lda,
+                  double *tt, size_t ldt, size_t ib) {
+  size_t units = (m - 1) / UNIT_ROWS + 1, half = n / 2;
+  size_t room = half * (n - half) > 1 ? half * (n - half) : 1;
+  size_t doubles = n * n + units * room;
+  bool heap;
+  double *mem = tarn__task_memory(task, doubles * sizeof *mem, &heap);
+  if (mem == NULL) return TARN_ENOMEM;
+  memset(mem, 0, n * n * sizeof *mem);
+  struct tall_qr q = {.task = task,
+                      .a = a,
+                      .t = mem,
+                      .partial = mem + n * n,
+                      .m = m,
+                      .n = n,
+                      .lda = lda,
+                      .units = units,
+                      .room = room};
+  int rc = factor(&q, 0, n, q.t);
+  /* T's diagonal blocks of ib columns, where dgeqrt puts its blocks' */
+  for (size_t i = 0; rc == 0 && i < n; i += ib) {
+    size_t w = n - i < ib ? n - i : ib;
+    for (size_t j = 0; j < w; j++)
+      memcpy(tt + (i + j) * ldt, q.t + i + (i + j) * n, w * sizeof *tt);
+  }
+  if (heap) free(mem);
+  return rc;
+}

@@ -235,7 +235,7 @@ int tarn__submit_backward(tarn_matrix *t, bool lower, bool unit, tarn_matrix *y,
 /* ---- QR of one tall tile (qr_tall.c) -------------------------------- */
 
 /* Whether qr.c's geqrt kernel factors an m x n tile by tarn__qr_tall
- * instead of LAPACK's dgeqrt: tall (32768 rows or more) and narrow (2 to
+ * instead of LAPACK's dgeqrt: tall (16384 rows or more) and narrow (2 to
  * 128 columns). */
 bool tarn__qr_tall_wanted(size_t m, size_t n);
 

@@ -32,7 +32,7 @@
 
 /* A tile from this many rows on, under TALL_COLUMNS_MAX columns, goes
  * this way (tarn__qr_tall_wanted). */
-#define TALL_ROWS 32768
+#define TALL_ROWS 16384
 #define TALL_COLUMNS_MAX 128
 
 /* The tile being factored: m x n at a (lda), the full n x n T at t (ldt

@@ -529,16 +529,16 @@ static void draw_qr(struct tcase *c, size_t nmax, size_t mmax, size_t *m,
  * on 2 workers or more (tarn/linalg.h): 2048 to 2600 rows, up to 40
  * columns, square tiles of 16 to 64 (one tile column when the tile is
  * wider than A; otherwise up to three, the first flat when they outnumber
- * the workers); or (a quarter of them) 32768 to 34000 rows in one tile
- * column whose first tile, of 32768 rows or more, is factored by rows. */
+ * the workers); or (a quarter of them) 16384 to 34000 rows in one tile
+ * column whose first tile, of 16384 rows or more, is factored by rows. */
 static void draw_tall_qr(struct tcase *c, size_t *m, size_t *n, size_t *mb,
                          size_t *nb, size_t *ib) {
   *n = range(c, 1, 40);
   *m = range(c, 2048, 2600);
   *mb = *nb = range(c, 16, 64);
   if (chance(c, 0.25)) { /* a tall head factored by rows, one tile or two */
-    *m = range(c, 32768, 34000);
-    *mb = chance(c, 0.5) ? *m : range(c, 32768, *m);
+    *m = range(c, 16384, 34000);
+    *mb = chance(c, 0.5) ? *m : range(c, 16384, *m);
     *nb = *n;
   }
   *ib = range(c, 0, min_z(*nb, *n));

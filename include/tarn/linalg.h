@@ -513,10 +513,10 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
  * reduced flat into its first tile (its head: geqrt, then tpqrt of the
  * others) side by side, then the heads' R merged pairwise, a binary tree,
  * into the diagonal tile (tpqrt of a triangle on a triangle); the same
- * flops. A tall, narrow head alone in its tile column (16384 rows or
- * more, 2 to 128 columns, flat, on 2 workers or more) is factored
- * recursively instead of by dgeqrt, its products over rows shared with
- * idle workers by units of 4096 rows (the same T layout; the same bits
+ * flops. A tall, narrow tile of a flat tile column (16384 rows or
+ * more, 2 to 128 columns, on 2 workers or more) is factored
+ * recursively instead of by dgeqrt or dtpqrt, its products over rows shared
+ * with idle workers by units of 4096 rows (the same T layout; the same bits
  * whatever the workers, from 2 on; dgeqrt's to the last bits).
  * Work arrays (ib x nb doubles) are taken from the task's scratch
  * memory. Every other kernel but the merges shares its updates by columns

@@ -234,20 +234,22 @@ int tarn__submit_backward(tarn_matrix *t, bool lower, bool unit, tarn_matrix *y,
 
 /* ---- QR of one tall tile (qr_tall.c) -------------------------------- */
 
-/* Whether qr.c's geqrt kernel factors an m x n tile by tarn__qr_tall
- * instead of LAPACK's dgeqrt: tall (16384 rows or more) and narrow (2 to
- * 128 columns). */
+/* Whether qr.c's geqrt or tpqrt kernel factors an m x n tile by
+ * tarn__qr_tall instead of LAPACK's dgeqrt or dtpqrt: tall (16384 rows or more)
+ * and narrow (2 to 128 columns). */
 bool tarn__qr_tall_wanted(size_t m, size_t n);
 
 /* The QR of the m x n tile at a (lda; m >= n) from inside the running
  * task `task`, as LAPACKE_dgeqrt_work with inner block ib leaves it (R
  * and the reflectors in A, each block's T in tt, ldt >= ib, which the
- * caller has zeroed), its products over rows shared with idle workers by
- * units of rows: the factors do not depend on the workers, and differ
- * from dgeqrt's in the last bits. Returns 0, TARN_ENOMEM, TARN_EINVAL
- * (LAPACK refused dlarfg's arguments), or a status of
- * tarn_task_parallel_for. */
-int tarn__qr_tall(tarn_task *task, double *a, size_t m, size_t n, size_t lda,
-                  double *tt, size_t ldt, size_t ib);
+ * caller has zeroed); or, with r not NULL, of [R; A], R the n x n upper
+ * triangle at r (ldr), as LAPACKE_dtpqrt_work with l = 0 leaves it (R
+ * in r, the reflectors in A, T in tt). Its products over A's rows are
+ * shared with idle workers by units of rows: the factors do not depend
+ * on the workers, and differ from LAPACK's in the last bits. Returns 0,
+ * TARN_ENOMEM, TARN_EINVAL (LAPACK refused dlarfg's arguments), or a
+ * status of tarn_task_parallel_for. */
+int tarn__qr_tall(tarn_task *task, double *r, size_t ldr, double *a, size_t m,
+                  size_t n, size_t lda, double *tt, size_t ldt, size_t ib);
 
 #endif

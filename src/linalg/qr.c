@@ -15,8 +15,8 @@
  * (tarn_task_parallel_for); geqrt and tpqrt run by blocks of ib columns,
  * as LAPACK's do, and share each block's update of the columns right of
  * it the same way, the next block factored meanwhile on the task's own
- * thread (tarn__task_parallel_for_lead); but a tall, narrow head alone
- * in its tile column is factored by qr_tall.c, by rows shared with idle
+ * thread (tarn__task_parallel_for_lead); but a tall, narrow tile of a
+ * flat tile column is factored by qr_tall.c, by rows shared with idle
  * workers (qr_job.tall). The least-squares solve
  * (tarn_matrix_qr_solve) applies Q^T with the same gemqrt and tpmqrt tasks,
  * then the backward solve of solve.c; tarn_matrix_qr_multiply applies Q or
@@ -236,8 +236,12 @@ static int panel(tarn_task *t, const struct qr_job *j, bool pair) {
                        .tt = tarn_task_data(t, (size_t)j->tt)};
   memset(p.tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *p.tt);
   if (j->tall)
-    return tarn__qr_tall(t, p.a, (size_t)j->m, (size_t)j->n, (size_t)j->lda,
-                         p.tt, (size_t)j->ldt, (size_t)j->ib);
+    return pair ? tarn__qr_tall(t, p.a, (size_t)j->lda, p.b, (size_t)j->m,
+                                (size_t)j->n, (size_t)j->ldb, p.tt,
+                                (size_t)j->ldt, (size_t)j->ib)
+                : tarn__qr_tall(t, NULL, 0, p.a, (size_t)j->m, (size_t)j->n,
+                                (size_t)j->lda, p.tt, (size_t)j->ldt,
+                                (size_t)j->ib);
   bool heap;
   p.work = tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *p.work,
                              &heap);
@@ -516,11 +520,12 @@ static int submit_step_factor(tarn_matrix *a, tarn_matrix *tm,
                      .a = 2,
                      .b = 0,
                      .tt = 1};
+  /* a tall tile of a flat tile column (not a tree's: its domains keep
+   * the workers busy), with workers to share it: by rows (qr_tall.c) */
+  g.tall = !st.merge && tr->d == 1 && tarn_rt_workers(a->rt) >= 2 &&
+           tarn__qr_tall_wanted((size_t)rr, (size_t)ck);
   if (st.top == st.row) {
     g.a = 0;
-    /* a tall head alone in its tile column, with workers to share it */
-    g.tall = tr->d == 1 && tarn_rt_workers(a->rt) >= 2 &&
-             tarn__qr_tall_wanted((size_t)rr, (size_t)ck);
     return submit_job(a->rt, k_geqrt, &g, d, 2, PRIO_TOP, "geqrt");
   }
   if (!st.merge) return submit_job(a->rt, k_tpqrt, &g, d, 3, PRIO_TOP, "tpqrt");

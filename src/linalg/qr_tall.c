@@ -1,5 +1,6 @@
-/* qr_tall.c: the QR of one tall, narrow tile, shared with idle workers by
- * units of rows (qr.c's geqrt kernel calls it for such a tile: see
+/* qr_tall.c: the QR of one tall, narrow tile, or of a triangle on top of
+ * one (as dtpqrt), shared with idle workers by units of rows (qr.c's
+ * geqrt and tpqrt kernels call it for such a tile: see
  * tarn__qr_tall_wanted). LAPACK's dgeqrt factors such a tile by blocks of
  * ib columns, each block by dgeqrt3 and its update of the columns right
  * of it by dlarfb, on the calling thread alone: a tall matrix held as one
@@ -11,12 +12,13 @@
  * rows, summed in unit order on the calling thread; those that update
  * rows (C -= V W, a column scaled) by units. The units are fixed by row
  * number, so the factors do not depend on the workers; they differ from
- * dgeqrt's in the last bits (the sums go in another order). Invariant:
- * A holds R on and above its diagonal and the reflectors V below (unit
- * diagonal implied), and T's block of every ib columns is the block of
- * the full T that dgeqrt's blocks would have (a T of a run of reflectors
- * is the diagonal block of the T of a longer run), as dgeqrt leaves
- * them. */
+ * LAPACK's in the last bits (the sums go in another order). Invariant,
+ * when done: A holds R on and above its diagonal and the reflectors V
+ * below (unit diagonal implied), or for a pair the triangle holds R and
+ * the tile V (the reflectors' top part the identity), and T's block of
+ * every ib columns is the block of the full T that LAPACK's blocks would
+ * have (a T of a run of reflectors is the diagonal block of the T of a
+ * longer run), as dgeqrt and dtpqrt leave them. */
 #include <cblas.h>
 #include <float.h>
 #include <lapacke.h>
@@ -35,13 +37,17 @@
 #define TALL_ROWS 16384
 #define TALL_COLUMNS_MAX 128
 
-/* The tile being factored: m x n at a (lda), the full n x n T at t (ldt
- * n), and a partial product per unit (`units` of them, `room` doubles
- * each). */
+/* The tile being factored: m x n at a (lda), below the n x n upper
+ * triangle at r (ldr) when r is not NULL (a pair, as dtpqrt), the full
+ * n x n T at t (ldt n), and a partial product per unit (`units` of them,
+ * `room` doubles each). A reflector of column c is e_c + v below the
+ * diagonal in the tile's column c (alone: V unit lower trapezoidal), or
+ * e_c in the triangle + the tile's whole column c (a pair: V's top part
+ * the identity). */
 struct tall_qr {
   tarn_task *task;
-  double *a, *t, *partial;
-  size_t m, n, lda, units, room;
+  double *a, *r, *t, *partial;
+  size_t m, n, lda, ldr, units, room;
 };
 
 /* A product over rows [r0, m) of the tile, by units (see unit_rows):
@@ -123,100 +129,99 @@ static void partial_sum(const struct tall_qr *q, size_t r0, size_t p,
  * combined (scaled by the largest, against overflow); a beta so small
  * that dlarfg would rescale x goes to dlarfg itself, on this thread. */
 static int reflector(const struct tall_qr *q, size_t c, double *tau) {
-  double *alpha = q->a + c + c * q->lda;
+  double *alpha = q->r != NULL ? q->r + c + c * q->ldr : q->a + c + c * q->lda;
+  size_t x0 = q->r != NULL ? 0 : c + 1; /* x: rows x0 .. m - 1 of column c */
   *tau = 0.0;
-  if (c + 1 >= q->m) return 0;
-  struct unit_op op = {.q = q, .kind = NORM, .r0 = c + 1, .x = c};
+  if (x0 >= q->m) return 0;
+  struct unit_op op = {.q = q, .kind = NORM, .r0 = x0, .x = c};
   int rc = units_run(&op);
   if (rc != 0) return rc;
   double big = 0.0, sum = 0.0;
-  for (size_t u = first_unit(c + 1); u < q->units; u++)
+  for (size_t u = first_unit(x0); u < q->units; u++)
     if (q->partial[u * q->room] > big) big = q->partial[u * q->room];
   if (big == 0.0) return 0;
-  for (size_t u = first_unit(c + 1); u < q->units; u++) {
+  for (size_t u = first_unit(x0); u < q->units; u++) {
     double v = q->partial[u * q->room] / big;
     sum += v * v;
   }
   double xnorm = big * sqrt(sum);
   double beta = -copysign(hypot(*alpha, xnorm), *alpha);
   if (fabs(beta) < DBL_MIN / (DBL_EPSILON / 2)) { /* dlarfg's safmin */
-    lapack_int info =
-        LAPACKE_dlarfg_work((lapack_int)(q->m - c), alpha, alpha + 1, 1, tau);
+    lapack_int info = LAPACKE_dlarfg_work((lapack_int)(q->m - x0 + 1), alpha,
+                                          q->a + x0 + c * q->lda, 1, tau);
     return info == 0 ? 0 : TARN_EINVAL;
   }
   *tau = (beta - *alpha) / beta;
   op = (struct unit_op){
-      .q = q, .kind = SCALE, .r0 = c + 1, .x = c, .s = 1.0 / (*alpha - beta)};
+      .q = q, .kind = SCALE, .r0 = x0, .x = c, .s = 1.0 / (*alpha - beta)};
   rc = units_run(&op);
   *alpha = beta;
   return rc;
 }
 
-/* QR of columns [c0, c0 + n) from row c0 down, as dgeqrt3: T of their
- * reflectors (n x n, upper) at t (ldt q->n). */
+/* Runs op over rows [r0, m) of the tile, when there are any, and adds
+ * its partial products (PRODUCT_TN) to out (op->p x op->cols, ldo). */
+static int rows_run(struct unit_op *op, size_t r0, double *out, size_t ldo) {
+  if (r0 >= op->q->m) return 0;
+  op->r0 = r0;
+  int rc = units_run(op);
+  if (rc == 0 && op->kind == PRODUCT_TN)
+    partial_sum(op->q, r0, op->p, op->cols, out, ldo);
+  return rc;
+}
+
+/* QR of columns [c0, c0 + n) from row c0 down (a pair: of those columns
+ * of the triangle and the tile), as dgeqrt3 (dtpqrt's blocks, by the same
+ * recursion): T of their reflectors (n x n, upper) at t (ldt q->n). */
 static int factor(const struct tall_qr *q, size_t c0, size_t n, double *t) {
   if (n == 1) return reflector(q, c0, t);
   size_t n1 = n / 2, n2 = n - n1, c1 = c0 + n1, ldt = q->n, lda = q->lda;
-  double *v1 = q->a + c0 + c0 * lda, *a2 = q->a + c0 + c1 * lda;
+  bool pair = q->r != NULL;
+  /* V1's top part (alone: its unit lower triangle in the tile's rows c0
+   * .. c1; a pair: the identity) and A2's rows c0 .. c1 (the triangle's
+   * for a pair) */
+  double *v1 = q->a + c0 + c0 * lda;
+  size_t ld2 = pair ? q->ldr : lda;
+  double *a2 = pair ? q->r + c0 + c1 * ld2 : q->a + c0 + c1 * lda;
   double *t12 = t + n1 * ldt, *t22 = t + n1 + n1 * ldt;
   int rc = factor(q, c0, n1, t);
   if (rc != 0) return rc;
-  /* W = V1^T A2 in T12's place: V1's triangle on A2's top rows, then
-   * the rows below, by units */
+  /* W = V1^T A2 in T12's place: V1's top part on A2's rows c0 .. c1,
+   * then the tile's rows below, by units */
   for (size_t j = 0; j < n2; j++)
-    memcpy(t12 + j * ldt, a2 + j * lda, n1 * sizeof *t12);
-  cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasUnit,
-              (int)n1, (int)n2, 1.0, v1, (int)lda, t12, (int)ldt);
-  struct unit_op op = {.q = q,
-                       .kind = PRODUCT_TN,
-                       .r0 = c1,
-                       .x = c0,
-                       .y = c1,
-                       .p = n1,
-                       .cols = n2};
-  if (c1 < q->m) {
-    if ((rc = units_run(&op)) != 0) return rc;
-    partial_sum(q, c1, n1, n2, t12, ldt);
-  }
+    memcpy(t12 + j * ldt, a2 + j * ld2, n1 * sizeof *t12);
+  if (!pair)
+    cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasUnit,
+                (int)n1, (int)n2, 1.0, v1, (int)lda, t12, (int)ldt);
+  struct unit_op op = {
+      .q = q, .kind = PRODUCT_TN, .x = c0, .y = c1, .p = n1, .cols = n2};
+  if ((rc = rows_run(&op, pair ? 0 : c1, t12, ldt)) != 0) return rc;
   /* A2 -= V1 T1^T W */
   cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans, CblasNonUnit,
               (int)n1, (int)n2, 1.0, t, (int)ldt, t12, (int)ldt);
-  if (c1 < q->m) {
-    op = (struct unit_op){.q = q,
-                          .kind = UPDATE,
-                          .r0 = c1,
-                          .x = c0,
-                          .y = c1,
-                          .p = n1,
-                          .cols = n2,
-                          .w = t12,
-                          .ldw = ldt};
-    if ((rc = units_run(&op)) != 0) return rc;
-  }
-  cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit,
-              (int)n1, (int)n2, 1.0, v1, (int)lda, t12, (int)ldt);
+  op.kind = UPDATE;
+  op.w = t12;
+  op.ldw = ldt;
+  if ((rc = rows_run(&op, pair ? 0 : c1, NULL, 0)) != 0) return rc;
+  if (!pair)
+    cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit,
+                (int)n1, (int)n2, 1.0, v1, (int)lda, t12, (int)ldt);
   for (size_t j = 0; j < n2; j++)
-    for (size_t i = 0; i < n1; i++) a2[i + j * lda] -= t12[i + j * ldt];
+    for (size_t i = 0; i < n1; i++) a2[i + j * ld2] -= t12[i + j * ldt];
   rc = factor(q, c1, n2, t22);
   if (rc != 0) return rc;
-  /* T12 = -T1 V1^T V2 T2: V1's rows c1 .. c1 + n2 on V2's triangle, then
-   * the rows below, by units */
+  /* T12 = -T1 V1^T V2 T2: alone, V1's rows c1 .. c1 + n2 on V2's
+   * triangle (a pair: the identities' product, zero), then the tile's
+   * rows below, by units */
   for (size_t j = 0; j < n2; j++)
-    for (size_t i = 0; i < n1; i++) t12[i + j * ldt] = v1[n1 + j + i * lda];
-  cblas_dtrmm(CblasColMajor, CblasRight, CblasLower, CblasNoTrans, CblasUnit,
-              (int)n1, (int)n2, 1.0, q->a + c1 + c1 * lda, (int)lda, t12,
-              (int)ldt);
-  if (c0 + n < q->m) {
-    op = (struct unit_op){.q = q,
-                          .kind = PRODUCT_TN,
-                          .r0 = c0 + n,
-                          .x = c0,
-                          .y = c1,
-                          .p = n1,
-                          .cols = n2};
-    if ((rc = units_run(&op)) != 0) return rc;
-    partial_sum(q, c0 + n, n1, n2, t12, ldt);
-  }
+    for (size_t i = 0; i < n1; i++)
+      t12[i + j * ldt] = pair ? 0.0 : v1[n1 + j + i * lda];
+  if (!pair)
+    cblas_dtrmm(CblasColMajor, CblasRight, CblasLower, CblasNoTrans, CblasUnit,
+                (int)n1, (int)n2, 1.0, q->a + c1 + c1 * lda, (int)lda, t12,
+                (int)ldt);
+  op.kind = PRODUCT_TN;
+  if ((rc = rows_run(&op, pair ? 0 : c0 + n, t12, ldt)) != 0) return rc;
   cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit,
               (int)n1, (int)n2, -1.0, t, (int)ldt, t12, (int)ldt);
   cblas_dtrmm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
@@ -228,8 +233,8 @@ bool tarn__qr_tall_wanted(size_t m, size_t n) {
   return m >= TALL_ROWS && n >= 2 && n <= TALL_COLUMNS_MAX;
 }
 
-int tarn__qr_tall(tarn_task *task, double *a, size_t m, size_t n, size_t lda,
-                  double *tt, size_t ldt, size_t ib) {
+int tarn__qr_tall(tarn_task *task, double *r, size_t ldr, double *a, size_t m,
+                  size_t n, size_t lda, double *tt, size_t ldt, size_t ib) {
   size_t units = (m - 1) / UNIT_ROWS + 1, half = n / 2;
   size_t room = half * (n - half) > 1 ? half * (n - half) : 1;
   size_t doubles = n * n + units * room;
@@ -239,6 +244,8 @@ int tarn__qr_tall(tarn_task *task, double *a, size_t m, size_t n, size_t lda,
   memset(mem, 0, n * n * sizeof *mem);
   struct tall_qr q = {.task = task,
                       .a = a,
+                      .r = r,
+                      .ldr = ldr,
                       .t = mem,
                       .partial = mem + n * n,
                       .m = m,

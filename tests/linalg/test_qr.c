@@ -883,8 +883,8 @@ static void check_tall_multiply(tarn_rt *rt, size_t m, size_t n,
 /* A tall, narrow tile (16384 rows or more, up to 128 columns) is
  * factored recursively with its products over rows shared by units of
  * rows (tarn/linalg.h): 33000 x 24 as one tile, inner blocks of 8 (T's
- * three blocks) and of 0 (16), and 40000 x 24 in tiles of 20000 (its
- * first tile so, a tpqrt below): the residuals, R's diagonal and T's shape
+ * three blocks) and of 0 (16), and 40000 x 24 in tiles of 20000 (a
+ * head and a tpqrt below it so): the residuals, R's diagonal and T's shape
  * (check_qr), the least-squares and minimum-norm solves, and Q applied
  * to [I; 0] and back (check_tall_multiply) with those factors, on 1, 2
  * and 3 workers (one worker: LAPACK's dgeqrt); the factors and T the
@@ -900,7 +900,7 @@ static void test_qr_tall_tile(void **state) {
     tarn_rt *rt = test_rt(w, 0);
     check_qr(rt, M, N, M, 8, 830);
     check_qr(rt, M, 40, M, 0, 831);
-    check_qr(rt, 40000, N, 20000, 8, 836); /* a tall head, a tile below */
+    check_qr(rt, 40000, N, 20000, 8, 836); /* a head, a tpqrt by rows */
     check_qr_solve(rt, TARN_NO_TRANS, M, N, M, N, 8, 3, 2, 832);
     check_qr_solve(rt, TARN_TRANS, M, N, M, N, 8, 2, 2, 833);
     check_tall_multiply(rt, M, N, 834);

@@ -50,7 +50,7 @@ struct qr_job {
   char trans;      /* 'T' (factorising) or 'N' (forming Q) */
   char side;       /* an update's: 'L' (Q from the left) or 'R' */
   int a, b, v, tt; /* data slots of the operands */
-  bool tall;       /* geqrt by tarn__qr_tall (submit_step_factor) */
+  bool tall;       /* geqrt or tpqrt by tarn__qr_tall (submit_step_factor) */
 };
 
 static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct qr_job *proto,

@@ -124,8 +124,9 @@ static void partial_sum(const struct tall_qr *q, size_t r0, size_t p,
   }
 }
 
-/* The reflector of column c, as dlarfg: alpha the diagonal element, x the
- * rows below it; its tau to *tau. The norm of x is the units' norms
+/* The reflector of column c, as dlarfg: alpha the diagonal element (of
+ * the triangle, for a pair), x the tile's rows below it (all of them, for
+ * a pair); its tau to *tau. The norm of x is the units' norms
  * combined (scaled by the largest, against overflow); a beta so small
  * that dlarfg would rescale x goes to dlarfg itself, on this thread. */
 static int reflector(const struct tall_qr *q, size_t c, double *tau) {
@@ -254,9 +255,10 @@ int tarn__qr_tall(tarn_task *task, double *r, size_t ldr, double *a, size_t m,
                       .units = units,
                       .room = room};
   int rc = factor(&q, 0, n, q.t);
-  /* T's diagonal blocks of ib columns, where dgeqrt puts its blocks' */
-  for (size_t i = 0; rc == 0 && i < n; i += ib) {
-    size_t w = n - i < ib ? n - i : ib;
+  /* T's diagonal blocks of ib columns, where LAPACK puts its blocks' */
+  size_t step = ib > 0 ? ib : n;
+  for (size_t i = 0; rc == 0 && i < n; i += step) {
+    size_t w = n - i < step ? n - i : step;
     for (size_t j = 0; j < w; j++)
       memcpy(tt + (i + j) * ldt, q.t + i + (i + j) * n, w * sizeof *tt);
   }

@@ -713,6 +713,22 @@ static void products_against_q(tarn_matrix *f, tarn_matrix *t, tarn_side side,
   free(want);
 }
 
+/* The first `cols` columns of the m x m identity, in tiles of mb x nb
+ * in *e (of runtime rt, f's), with Q of the factors f, t applied from the left
+ * (tarn_matrix_qr_multiply); returns the identity's buffer (the
+ * caller's to free). */
+static double *q_on_identity(tarn_rt *rt, tarn_matrix *f, tarn_matrix *t,
+                             size_t m, size_t cols, size_t mb, size_t nb,
+                             tarn_matrix **e) {
+  double *id = calloc(m * cols, sizeof *id);
+  assert_non_null(id);
+  for (size_t i = 0; i < cols; i++) id[i + i * m] = 1.0;
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, cols, mb, nb, id, m, e), 0);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_NO_TRANS, *e),
+                   0);
+  return id;
+}
+
 /* Factors an m x n random A in tb x tb tiles (inner block ib) and applies
  * its Q with tarn_matrix_qr_multiply:
  *   - Q^T A = [R; 0], R from the factors (Q is that factorisation's);
@@ -746,12 +762,7 @@ static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
   double res[11] = {scaled_diff(qa, r, m * n, test_fro(a0, m * n), scale)};
 
   /* the whole Q: orthogonal, its first N columns the thin Q */
-  double *id = calloc(m * m, sizeof *id);
-  assert_non_null(id);
-  for (size_t i = 0; i < m; i++) id[i + i * m] = 1.0;
-  assert_int_equal(tarn_matrix_from_buffer(rt, m, m, tb, cb, id, m, &e), 0);
-  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_NO_TRANS, e),
-                   0);
+  double *id = q_on_identity(rt, f, t, m, m, tb, cb, &e);
   double *qf = test_buffer_of(e);
   cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)m, (int)m, (int)m,
               1.0, qf, (int)m, qf, (int)m, -1.0, id, (int)m);
@@ -859,12 +870,7 @@ static void check_tall_multiply(tarn_rt *rt, size_t m, size_t n,
   assert_int_equal(tarn_matrix_rand(rt, m, n, m, n, seed, &f), 0);
   assert_int_equal(tarn_matrix_qr(f, 0, &t), 0);
   assert_int_equal(tarn_matrix_qr_q(f, t, &q), 0);
-  double *eye = calloc(m * n, sizeof *eye);
-  assert_non_null(eye);
-  for (size_t i = 0; i < n; i++) eye[i + i * m] = 1.0;
-  assert_int_equal(tarn_matrix_from_buffer(rt, m, n, m, n, eye, m, &e), 0);
-  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_NO_TRANS, e),
-                   0);
+  double *eye = q_on_identity(rt, f, t, m, n, m, n, &e);
   double *got = test_buffer_of(e), *want = test_buffer_of(q);
   assert_true(scaled_diff(got, want, m * n, sqrt((double)n), 20.0) < 1.0);
   free(got);

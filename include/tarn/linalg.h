@@ -515,7 +515,8 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
  * into the diagonal tile (tpqrt of a triangle on a triangle); the same
  * flops. A tall, narrow tile of a flat tile column (16384 rows or
  * more, 2 to 128 columns, on 2 workers or more) is factored
- * recursively instead of by dgeqrt or dtpqrt, its products over rows shared
+ * recursively instead of by dgeqrt or dtpqrt (and its Q applied to fewer
+ * than 128 columns by rows too), its products over rows shared
  * with idle workers by units of 4096 rows (the same T layout; the same bits
  * whatever the workers, from 2 on; dgeqrt's to the last bits).
  * Work arrays (ib x nb doubles) are taken from the task's scratch

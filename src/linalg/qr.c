@@ -50,7 +50,9 @@ struct qr_job {
   char trans;      /* 'T' (factorising) or 'N' (forming Q) */
   char side;       /* an update's: 'L' (Q from the left) or 'R' */
   int a, b, v, tt; /* data slots of the operands */
-  bool tall;       /* geqrt or tpqrt by tarn__qr_tall (submit_step_factor) */
+  bool tall;       /* by rows: geqrt or tpqrt by tarn__qr_tall
+                    * (submit_step_factor), gemqrt or tpmqrt by
+                    * tarn__qr_tall_apply (submit_step_apply) */
 };
 
 static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct qr_job *proto,
@@ -123,6 +125,13 @@ static int apply_shared(tarn_task *t, const struct qr_job *j, bool pair,
  * tile (slot v, k of them, ldv) and their T (slot tt); C is m x n (slot
  * a, lda); shared by columns (rows from the right) of C. */
 static int k_gemqrt(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  if (j->tall)
+    return tarn__qr_tall_apply(
+        t, j->trans == 'T', tarn_task_data(t, (size_t)j->v), (size_t)j->ldv,
+        (size_t)j->k, (size_t)j->ib, tarn_task_data(t, (size_t)j->tt),
+        (size_t)j->ldt, NULL, 0, tarn_task_data(t, (size_t)j->a), (size_t)j->m,
+        (size_t)j->n, (size_t)j->lda);
   return apply_shared(t, arg, false, gemqrt_range);
 }
 
@@ -148,6 +157,14 @@ static int tpmqrt_range(void *arg, size_t begin, size_t end) {
  * the reflectors of a tile below the diagonal (slot v, k of them, ldv)
  * with their T (slot tt). Shared by columns (rows from the right). */
 static int k_tpmqrt(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  if (j->tall)
+    return tarn__qr_tall_apply(
+        t, j->trans == 'T', tarn_task_data(t, (size_t)j->v), (size_t)j->ldv,
+        (size_t)j->k, (size_t)j->ib, tarn_task_data(t, (size_t)j->tt),
+        (size_t)j->ldt, tarn_task_data(t, (size_t)j->a), (size_t)j->lda,
+        tarn_task_data(t, (size_t)j->b), (size_t)j->m, (size_t)j->n,
+        (size_t)j->ldb);
   return apply_shared(t, arg, true, tpmqrt_range);
 }
 
@@ -489,6 +506,11 @@ static int submit_step_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
                      .v = 1,
                      .tt = 2,
                      .a = 3};
+  /* from the left on few columns (too few to share by columns) of a tall
+   * tile of a flat tile column, with workers to share it: by rows */
+  u.tall = !right && !st.merge && tr->d == 1 && lines < 2 * APPLY_GRAIN &&
+           tarn_rt_workers(a->rt) >= 2 &&
+           tarn__qr_tall_wanted((size_t)rr, (size_t)kk);
   if (head) {
     u.a = 0;
     u.lda = right ? lines : rr;

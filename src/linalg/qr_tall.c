@@ -50,18 +50,19 @@ struct tall_qr {
   size_t m, n, lda, ldr, units, room;
 };
 
-/* A product over rows [r0, m) of the tile, by units (see unit_rows):
- * PRODUCT_TN: partial u = X_u^T Y_u (p x q, X p columns from column x,
- * Y q columns from column y); UPDATE: Y_u -= X_u W (X p columns from x,
- * W p x q at w, ldw); SCALE: column x times s; NORM: partial u = the 2-norm
- * of column x. */
+/* A product over rows [r0, m) of m-row matrices X (p columns at x, ldx)
+ * and Y (`cols` columns at y, ldy), by units (see unit_rows):
+ * PRODUCT_TN: partial u = X_u^T Y_u (p x cols); UPDATE: Y_u -= X_u W (W
+ * p x cols at w, ldw); SCALE: Y's first column times s; NORM: partial u =
+ * the 2-norm of X's first column. */
 enum unit_kind { PRODUCT_TN, UPDATE, SCALE, NORM };
 
 struct unit_op {
   const struct tall_qr *q;
   enum unit_kind kind;
-  size_t r0, x, y, p, cols, ldw;
-  const double *w;
+  size_t r0, p, cols, ldx, ldy, ldw;
+  const double *x, *w;
+  double *y;
   double s;
 };
 
@@ -83,21 +84,23 @@ static int unit_range(void *arg, size_t begin, size_t end) {
   for (size_t u = first + begin; u < first + end; u++) {
     size_t r, e;
     unit_rows(op, u, &r, &e);
-    int rows = (int)(e - r), lda = (int)q->lda;
-    double *x = q->a + r + op->x * q->lda, *part = q->partial + u * q->room;
+    int rows = (int)(e - r), ldx = (int)op->ldx, ldy = (int)op->ldy;
+    const double *x = op->x != NULL ? op->x + r : NULL;
+    double *y = op->y != NULL ? op->y + r : NULL;
+    double *part = q->partial + u * q->room;
     switch (op->kind) {
       case PRODUCT_TN:
         cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)op->p,
-                    (int)op->cols, rows, 1.0, x, lda, q->a + r + op->y * q->lda,
-                    lda, 0.0, part, (int)op->p);
+                    (int)op->cols, rows, 1.0, x, ldx, y, ldy, 0.0, part,
+                    (int)op->p);
         break;
       case UPDATE:
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, rows,
-                    (int)op->cols, (int)op->p, -1.0, x, lda, op->w,
-                    (int)op->ldw, 1.0, q->a + r + op->y * q->lda, lda);
+                    (int)op->cols, (int)op->p, -1.0, x, ldx, op->w,
+                    (int)op->ldw, 1.0, y, ldy);
         break;
       case SCALE:
-        cblas_dscal(rows, op->s, x, 1);
+        cblas_dscal(rows, op->s, y, 1);
         break;
       case NORM:
         *part = cblas_dnrm2(rows, x, 1);
@@ -134,7 +137,8 @@ static int reflector(const struct tall_qr *q, size_t c, double *tau) {
   size_t x0 = q->r != NULL ? 0 : c + 1; /* x: rows x0 .. m - 1 of column c */
   *tau = 0.0;
   if (x0 >= q->m) return 0;
-  struct unit_op op = {.q = q, .kind = NORM, .r0 = x0, .x = c};
+  double *col = q->a + c * q->lda;
+  struct unit_op op = {.q = q, .kind = NORM, .r0 = x0, .x = col};
   int rc = units_run(&op);
   if (rc != 0) return rc;
   double big = 0.0, sum = 0.0;
@@ -154,7 +158,7 @@ static int reflector(const struct tall_qr *q, size_t c, double *tau) {
   }
   *tau = (beta - *alpha) / beta;
   op = (struct unit_op){
-      .q = q, .kind = SCALE, .r0 = x0, .x = c, .s = 1.0 / (*alpha - beta)};
+      .q = q, .kind = SCALE, .r0 = x0, .y = col, .s = 1.0 / (*alpha - beta)};
   rc = units_run(&op);
   *alpha = beta;
   return rc;
@@ -194,8 +198,14 @@ static int factor(const struct tall_qr *q, size_t c0, size_t n, double *t) {
   if (!pair)
     cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasUnit,
                 (int)n1, (int)n2, 1.0, v1, (int)lda, t12, (int)ldt);
-  struct unit_op op = {
-      .q = q, .kind = PRODUCT_TN, .x = c0, .y = c1, .p = n1, .cols = n2};
+  struct unit_op op = {.q = q,
+                       .kind = PRODUCT_TN,
+                       .x = q->a + c0 * lda,
+                       .ldx = lda,
+                       .y = q->a + c1 * lda,
+                       .ldy = lda,
+                       .p = n1,
+                       .cols = n2};
   if ((rc = rows_run(&op, pair ? 0 : c1, t12, ldt)) != 0) return rc;
   /* A2 -= V1 T1^T W */
   cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper, CblasTrans, CblasNonUnit,
@@ -228,6 +238,78 @@ static int factor(const struct tall_qr *q, size_t c0, size_t n, double *t) {
   cblas_dtrmm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit,
               (int)n1, (int)n2, 1.0, t22, (int)ldt, t12, (int)ldt);
   return 0;
+}
+
+/* C = op(Q) C by rows (tarn__qr_tall_apply): block [i, i + kb) of the
+ * reflectors at v (ldv), its T at tb (ldt), on C (ncols columns at c,
+ * ldc; alone: rows i .. m; a pair: all rows, and rows i .. i + kb of the
+ * top at top, ldtop), with w (kb x ncols) for W, as dlarfb and dtprfb:
+ * W = V^T C, W = op(T) W, C -= V W. */
+static int apply_block(const struct tall_qr *q, bool trans, const double *v,
+                       size_t ldv, const double *tb, size_t ldt, size_t i,
+                       size_t kb, double *top, size_t ldtop, double *c,
+                       size_t ncols, size_t ldc, double *w) {
+  bool pair = top != NULL;
+  const double *vb = v + i * ldv; /* the block's columns, from row 0 */
+  /* the rows of C the block's top part meets: the top's, or C's own */
+  double *ctop = pair ? top + i : c + i;
+  size_t ldct = pair ? ldtop : ldc;
+  for (size_t j = 0; j < ncols; j++)
+    memcpy(w + j * kb, ctop + j * ldct, kb * sizeof *w);
+  if (!pair)
+    cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasUnit,
+                (int)kb, (int)ncols, 1.0, vb + i, (int)ldv, w, (int)kb);
+  struct unit_op op = {.q = q,
+                       .kind = PRODUCT_TN,
+                       .x = vb,
+                       .ldx = ldv,
+                       .y = c,
+                       .ldy = ldc,
+                       .p = kb,
+                       .cols = ncols,
+                       .w = w,
+                       .ldw = kb};
+  int rc = rows_run(&op, pair ? 0 : i + kb, w, kb);
+  if (rc != 0) return rc;
+  cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper,
+              trans ? CblasTrans : CblasNoTrans, CblasNonUnit, (int)kb,
+              (int)ncols, 1.0, tb, (int)ldt, w, (int)kb);
+  op.kind = UPDATE;
+  if ((rc = rows_run(&op, pair ? 0 : i + kb, NULL, 0)) != 0) return rc;
+  if (!pair)
+    cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit,
+                (int)kb, (int)ncols, 1.0, vb + i, (int)ldv, w, (int)kb);
+  for (size_t j = 0; j < ncols; j++)
+    for (size_t r = 0; r < kb; r++) ctop[r + j * ldct] -= w[r + j * kb];
+  return 0;
+}
+
+int tarn__qr_tall_apply(tarn_task *task, bool trans, const double *v,
+                        size_t ldv, size_t k, size_t ib, const double *tt,
+                        size_t ldt, double *top, size_t ldtop, double *c,
+                        size_t m, size_t ncols, size_t ldc) {
+  size_t units = (m - 1) / UNIT_ROWS + 1, step = ib > 0 ? ib : k;
+  size_t room = step * ncols;
+  bool heap;
+  double *mem =
+      tarn__task_memory(task, (units + 1) * room * sizeof *mem, &heap);
+  if (mem == NULL) return TARN_ENOMEM;
+  struct tall_qr q = {.task = task,
+                      .partial = mem + room,
+                      .m = m,
+                      .units = units,
+                      .room = room};
+  size_t blocks = (k + step - 1) / step;
+  int rc = 0;
+  /* Q^T = H_1 ... H_k applied forwards, block by block; Q backwards */
+  for (size_t b = 0; rc == 0 && b < blocks; b++) {
+    size_t i = (trans ? b : blocks - 1 - b) * step;
+    size_t kb = k - i < step ? k - i : step;
+    rc = apply_block(&q, trans, v, ldv, tt + i * ldt, ldt, i, kb, top, ldtop, c,
+                     ncols, ldc, mem);
+  }
+  if (heap) free(mem);
+  return rc;
 }
 
 bool tarn__qr_tall_wanted(size_t m, size_t n) {

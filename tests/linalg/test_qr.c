@@ -892,7 +892,8 @@ static void check_tall_multiply(tarn_rt *rt, size_t m, size_t n,
  * three blocks) and of 0 (16), and 40000 x 24 in tiles of 20000 (a
  * head and a tpqrt below it so): the residuals, R's diagonal and T's shape
  * (check_qr), the least-squares and minimum-norm solves, and Q applied
- * to [I; 0] and back (check_tall_multiply) with those factors, on 1, 2
+ * to [I; 0] and back (check_tall_multiply) with those factors (Q
+ * applied by rows too, on 2 workers or more), on 1, 2
  * and 3 workers (one worker: LAPACK's dgeqrt); the factors and T the
  * same bits on 2 and 3; a zero column (its reflector the identity), a
  * column of 1e300 (its norm past DBL_MAX unless scaled) and one of

@@ -123,7 +123,8 @@ static int apply_shared(tarn_task *t, const struct qr_job *j, bool pair,
 
 /* C = op(Q) C, or C op(Q) (j->side), for the reflectors of a diagonal
  * tile (slot v, k of them, ldv) and their T (slot tt); C is m x n (slot
- * a, lda); shared by columns (rows from the right) of C. */
+ * a, lda); shared by columns (rows from the right) of C, or by its rows
+ * with j->tall (tarn__qr_tall_apply). */
 static int k_gemqrt(tarn_task *t, void *arg) {
   const struct qr_job *j = arg;
   if (j->tall)
@@ -155,7 +156,8 @@ static int tpmqrt_range(void *arg, size_t begin, size_t end) {
  * a, lda) and B an m x n tile (slot b, ldb); from the right, [A B] = [A B]
  * op(Q), A the first k columns of a tile of m rows and B an m x n tile. Q is
  * the reflectors of a tile below the diagonal (slot v, k of them, ldv)
- * with their T (slot tt). Shared by columns (rows from the right). */
+ * with their T (slot tt). Shared by columns (rows from the right), or by
+ * B's rows with j->tall (tarn__qr_tall_apply). */
 static int k_tpmqrt(tarn_task *t, void *arg) {
   const struct qr_job *j = arg;
   if (j->tall)

@@ -102,9 +102,17 @@ static int gemqrt_range(void *arg, size_t begin, size_t end) {
 /* Runs `range` over the j->n columns of an apply task, shared with idle
  * workers: the reflectors (slot v) and their T (slot tt), the tile A (slot
  * a) and, for a pair, the tile B (slot b), with a work array of ib x n
- * doubles, each range using its own columns of it. */
+ * doubles, each range using its own columns of it. With j->tall, by rows
+ * of the tile (B for a pair) instead (tarn__qr_tall_apply). */
 static int apply_shared(tarn_task *t, const struct qr_job *j, bool pair,
                         tarn_range_fn range) {
+  if (j->tall)
+    return tarn__qr_tall_apply(
+        t, j->trans == 'T', tarn_task_data(t, (size_t)j->v), (size_t)j->ldv,
+        (size_t)j->k, (size_t)j->ib, tarn_task_data(t, (size_t)j->tt),
+        (size_t)j->ldt, pair ? tarn_task_data(t, (size_t)j->a) : NULL,
+        (size_t)j->lda, tarn_task_data(t, (size_t)(pair ? j->b : j->a)),
+        (size_t)j->m, (size_t)j->n, (size_t)(pair ? j->ldb : j->lda));
   bool heap;
   size_t count = (size_t)(j->side == 'R' ? j->m : j->n);
   struct apply_share s = {
@@ -126,13 +134,6 @@ static int apply_shared(tarn_task *t, const struct qr_job *j, bool pair,
  * a, lda); shared by columns (rows from the right) of C, or by its rows
  * with j->tall (tarn__qr_tall_apply). */
 static int k_gemqrt(tarn_task *t, void *arg) {
-  const struct qr_job *j = arg;
-  if (j->tall)
-    return tarn__qr_tall_apply(
-        t, j->trans == 'T', tarn_task_data(t, (size_t)j->v), (size_t)j->ldv,
-        (size_t)j->k, (size_t)j->ib, tarn_task_data(t, (size_t)j->tt),
-        (size_t)j->ldt, NULL, 0, tarn_task_data(t, (size_t)j->a), (size_t)j->m,
-        (size_t)j->n, (size_t)j->lda);
   return apply_shared(t, arg, false, gemqrt_range);
 }
 
@@ -159,14 +160,6 @@ static int tpmqrt_range(void *arg, size_t begin, size_t end) {
  * with their T (slot tt). Shared by columns (rows from the right), or by
  * B's rows with j->tall (tarn__qr_tall_apply). */
 static int k_tpmqrt(tarn_task *t, void *arg) {
-  const struct qr_job *j = arg;
-  if (j->tall)
-    return tarn__qr_tall_apply(
-        t, j->trans == 'T', tarn_task_data(t, (size_t)j->v), (size_t)j->ldv,
-        (size_t)j->k, (size_t)j->ib, tarn_task_data(t, (size_t)j->tt),
-        (size_t)j->ldt, tarn_task_data(t, (size_t)j->a), (size_t)j->lda,
-        tarn_task_data(t, (size_t)j->b), (size_t)j->m, (size_t)j->n,
-        (size_t)j->ldb);
   return apply_shared(t, arg, true, tpmqrt_range);
 }
 
@@ -255,12 +248,10 @@ static int panel(tarn_task *t, const struct qr_job *j, bool pair) {
                        .tt = tarn_task_data(t, (size_t)j->tt)};
   memset(p.tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *p.tt);
   if (j->tall)
-    return pair ? tarn__qr_tall(t, p.a, (size_t)j->lda, p.b, (size_t)j->m,
-                                (size_t)j->n, (size_t)j->ldb, p.tt,
-                                (size_t)j->ldt, (size_t)j->ib)
-                : tarn__qr_tall(t, NULL, 0, p.a, (size_t)j->m, (size_t)j->n,
-                                (size_t)j->lda, p.tt, (size_t)j->ldt,
-                                (size_t)j->ib);
+    return tarn__qr_tall(t, pair ? p.a : NULL, (size_t)j->lda, pair ? p.b : p.a,
+                         (size_t)j->m, (size_t)j->n,
+                         (size_t)(pair ? j->ldb : j->lda), p.tt, (size_t)j->ldt,
+                         (size_t)j->ib);
   bool heap;
   p.work = tarn__task_memory(t, (size_t)j->ib * (size_t)j->n * sizeof *p.work,
                              &heap);
@@ -475,6 +466,16 @@ static struct qr_step tree_step(const struct tree *tr, size_t i) {
   return (struct qr_step){.top = tr->k, .row = tr->k}; /* not reached */
 }
 
+/* Whether step st of tree tr, on a tile of `rows` rows and `cols`
+ * columns of a, goes by rows (qr_tall.c): a tall, narrow tile of a flat
+ * tile column (not a tree's, whose domains keep the workers busy), not a
+ * merge, with workers to share it. */
+static bool by_rows(const tarn_matrix *a, const struct tree *tr,
+                    struct qr_step st, int rows, int cols) {
+  return !st.merge && tr->d == 1 && tarn_rt_workers(a->rt) >= 2 &&
+         tarn__qr_tall_wanted((size_t)rows, (size_t)cols);
+}
+
 /* Applies the reflectors of step st of tile column k (their V in a, T in
  * tm) to tile line n of c (a itself when factorising, Q when forming it):
  * from `side` with `trans`, inner block size ibk. A head's: gemqrt on c's
@@ -508,11 +509,8 @@ static int submit_step_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
                      .v = 1,
                      .tt = 2,
                      .a = 3};
-  /* from the left on few columns (too few to share by columns) of a tall
-   * tile of a flat tile column, with workers to share it: by rows */
-  u.tall = !right && !st.merge && tr->d == 1 && lines < 2 * APPLY_GRAIN &&
-           tarn_rt_workers(a->rt) >= 2 &&
-           tarn__qr_tall_wanted((size_t)rr, (size_t)kk);
+  /* from the left on columns too few to share by columns: by rows */
+  u.tall = !right && lines < 2 * APPLY_GRAIN && by_rows(a, tr, st, rr, kk);
   if (head) {
     u.a = 0;
     u.lda = right ? lines : rr;
@@ -544,10 +542,7 @@ static int submit_step_factor(tarn_matrix *a, tarn_matrix *tm,
                      .a = 2,
                      .b = 0,
                      .tt = 1};
-  /* a tall tile of a flat tile column (not a tree's: its domains keep
-   * the workers busy), with workers to share it: by rows (qr_tall.c) */
-  g.tall = !st.merge && tr->d == 1 && tarn_rt_workers(a->rt) >= 2 &&
-           tarn__qr_tall_wanted((size_t)rr, (size_t)ck);
+  g.tall = by_rows(a, tr, st, rr, ck);
   if (st.top == st.row) {
     g.a = 0;
     return submit_job(a->rt, k_geqrt, &g, d, 2, PRIO_TOP, "geqrt");

@@ -39,15 +39,15 @@
 
 /* The tile being factored: m x n at a (lda), below the n x n upper
  * triangle at r (ldr) when r is not NULL (a pair, as dtpqrt), the full
- * n x n T at t (ldt n), and a partial product per unit (`units` of them,
- * `room` doubles each). A reflector of column c is e_c + v below the
+ * n x n T at t (ldt n), and a partial product per unit (unit_count(m)
+ * of them, `room` doubles each). A reflector of column c is e_c + v below the
  * diagonal in the tile's column c (alone: V unit lower trapezoidal), or
  * e_c in the triangle + the tile's whole column c (a pair: V's top part
  * the identity). */
 struct tall_qr {
   tarn_task *task;
   double *a, *r, *t, *partial;
-  size_t m, n, lda, ldr, units, room;
+  size_t m, n, lda, ldr, room;
 };
 
 /* A product over rows [r0, m) of m-row matrices X (p columns at x, ldx)
@@ -66,7 +66,10 @@ struct unit_op {
   double s;
 };
 
-/* The first unit of rows from r0, and rows [*begin, *end) of unit u. */
+/* The units of m rows, the first unit of rows from r0, and rows
+ * [*begin, *end) of unit u. */
+static size_t unit_count(size_t m) { return (m - 1) / UNIT_ROWS + 1; }
+
 static size_t first_unit(size_t r0) { return r0 / UNIT_ROWS; }
 
 static void unit_rows(const struct unit_op *op, size_t u, size_t *begin,
@@ -112,7 +115,7 @@ static int unit_range(void *arg, size_t begin, size_t end) {
 
 /* Runs op over its units, shared with idle workers. */
 static int units_run(const struct unit_op *op) {
-  size_t count = (op->q->m - 1) / UNIT_ROWS + 1 - first_unit(op->r0);
+  size_t count = unit_count(op->q->m) - first_unit(op->r0);
   return tarn_task_parallel_for(op->q->task, count, 1, unit_range, (void *)op);
 }
 
@@ -120,7 +123,7 @@ static int units_run(const struct unit_op *op) {
  * in unit order. */
 static void partial_sum(const struct tall_qr *q, size_t r0, size_t p,
                         size_t cols, double *out, size_t ldo) {
-  for (size_t u = first_unit(r0); u < q->units; u++) {
+  for (size_t u = first_unit(r0); u < unit_count(q->m); u++) {
     const double *part = q->partial + u * q->room;
     for (size_t c = 0; c < cols; c++)
       for (size_t i = 0; i < p; i++) out[i + c * ldo] += part[i + c * p];
@@ -142,10 +145,10 @@ static int reflector(const struct tall_qr *q, size_t c, double *tau) {
   int rc = units_run(&op);
   if (rc != 0) return rc;
   double big = 0.0, sum = 0.0;
-  for (size_t u = first_unit(x0); u < q->units; u++)
+  for (size_t u = first_unit(x0); u < unit_count(q->m); u++)
     if (q->partial[u * q->room] > big) big = q->partial[u * q->room];
   if (big == 0.0) return 0;
-  for (size_t u = first_unit(x0); u < q->units; u++) {
+  for (size_t u = first_unit(x0); u < unit_count(q->m); u++) {
     double v = q->partial[u * q->room] / big;
     sum += v * v;
   }
@@ -288,17 +291,14 @@ int tarn__qr_tall_apply(tarn_task *task, bool trans, const double *v,
                         size_t ldv, size_t k, size_t ib, const double *tt,
                         size_t ldt, double *top, size_t ldtop, double *c,
                         size_t m, size_t ncols, size_t ldc) {
-  size_t units = (m - 1) / UNIT_ROWS + 1, step = ib > 0 ? ib : k;
+  size_t units = unit_count(m), step = ib > 0 ? ib : k;
   size_t room = step * ncols;
   bool heap;
   double *mem =
       tarn__task_memory(task, (units + 1) * room * sizeof *mem, &heap);
   if (mem == NULL) return TARN_ENOMEM;
-  struct tall_qr q = {.task = task,
-                      .partial = mem + room,
-                      .m = m,
-                      .units = units,
-                      .room = room};
+  struct tall_qr q = {
+      .task = task, .partial = mem + room, .m = m, .room = room};
   size_t blocks = (k + step - 1) / step;
   int rc = 0;
   /* Q^T = H_1 ... H_k applied forwards, block by block; Q backwards */
@@ -318,7 +318,7 @@ bool tarn__qr_tall_wanted(size_t m, size_t n) {
 
 int tarn__qr_tall(tarn_task *task, double *r, size_t ldr, double *a, size_t m,
                   size_t n, size_t lda, double *tt, size_t ldt, size_t ib) {
-  size_t units = (m - 1) / UNIT_ROWS + 1, half = n / 2;
+  size_t units = unit_count(m), half = n / 2;
   size_t room = half * (n - half) > 1 ? half * (n - half) : 1;
   size_t doubles = n * n + units * room;
   bool heap;
@@ -334,7 +334,6 @@ int tarn__qr_tall(tarn_task *task, double *r, size_t ldr, double *a, size_t m,
                       .m = m,
                       .n = n,
                       .lda = lda,
-                      .units = units,
                       .room = room};
   int rc = factor(&q, 0, n, q.t);
   /* T's diagonal blocks of ib columns, where LAPACK puts its blocks' */

@@ -515,8 +515,9 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
  * into the diagonal tile (tpqrt of a triangle on a triangle); the same
  * flops. A tall, narrow tile of a flat tile column (16384 rows or
  * more, 2 to 128 columns, on 2 workers or more) is factored
- * recursively instead of by dgeqrt or dtpqrt (and its Q applied to fewer
- * than 128 columns by rows too), its products over rows shared
+ * recursively instead of by dgeqrt or dtpqrt (and its Q applied by its
+ * rows too, to a C of fewer than 128 columns from the left or rows from
+ * the right), its products over rows shared
  * with idle workers by units of 4096 rows (the same T layout; the same bits
  * whatever the workers, from 2 on; dgeqrt's to the last bits).
  * Work arrays (ib x nb doubles) are taken from the task's scratch
@@ -600,9 +601,10 @@ TARN_API int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
  * left, on its tile rows from the right), the reflectors in the order
  * tarn_matrix_qr made them for Q^T from the left and Q from the right, in
  * reverse for the others; each shared with idle workers by columns (from
- * the left) or rows (from the right), so a split may round differently in
- * the last bits from run to run, as in the factorisation. Their work
- * arrays come from the task's scratch memory.
+ * the left) or rows (from the right), or by the reflectors' rows for a
+ * tall tile's on fewer than 128 of them (tarn_matrix_qr), so a split may
+ * round differently in the last bits from run to run, as in the
+ * factorisation. Their work arrays come from the task's scratch memory.
  *
  * Submits and returns at once (results ordered as the runtime's rules
  * say). Returns 0; TARN_EINVAL for NULL arguments, a and t that

@@ -252,18 +252,20 @@ bool tarn__qr_tall_wanted(size_t m, size_t n);
 int tarn__qr_tall(tarn_task *task, double *r, size_t ldr, double *a, size_t m,
                   size_t n, size_t lda, double *tt, size_t ldt, size_t ib);
 
-/* C = op(Q) C from inside the running task `task` (op: Q^T with
- * `trans`), as LAPACKE_dgemqrt_work from the left with inner block ib:
- * Q the k reflectors at v (ldv) that tarn__qr_tall or dgeqrt left, with
- * their T in tt (ldt), C m x ncols at c (ldc); or, with top not NULL,
- * as LAPACKE_dtpmqrt_work with l = 0: [A; C] = op(Q) [A; C], A the top k
- * rows at top (ldtop) and Q the reflectors of a pair. Its products over
- * C's rows are shared with idle workers by units of rows, as in
+/* C = op(Q) C, or with `right` C op(Q), from inside the running task
+ * `task` (op: Q^T with `trans`), as LAPACKE_dgemqrt_work with inner
+ * block ib: Q the k reflectors at v (ldv, m rows) that tarn__qr_tall or
+ * dgeqrt left, with their T in tt (ldt), C at c (ldc) m x ncols from the
+ * left, ncols x m from the right; or, with top not NULL, as
+ * LAPACKE_dtpmqrt_work with l = 0: [A; C] = op(Q) [A; C], or [A C] =
+ * [A C] op(Q), A the top k rows (from the right the first k columns) at
+ * top (ldtop) and Q the reflectors of a pair. Its products over the
+ * reflectors' rows are shared with idle workers by units of rows, as in
  * tarn__qr_tall. Returns 0, TARN_ENOMEM, or a status of
  * tarn_task_parallel_for. */
-int tarn__qr_tall_apply(tarn_task *task, bool trans, const double *v,
-                        size_t ldv, size_t k, size_t ib, const double *tt,
-                        size_t ldt, double *top, size_t ldtop, double *c,
-                        size_t m, size_t ncols, size_t ldc);
+int tarn__qr_tall_apply(tarn_task *task, bool right, bool trans,
+                        const double *v, size_t ldv, size_t k, size_t ib,
+                        const double *tt, size_t ldt, double *top, size_t ldtop,
+                        double *c, size_t m, size_t ncols, size_t ldc);
 
 #endif

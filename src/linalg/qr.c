@@ -99,22 +99,26 @@ static int gemqrt_range(void *arg, size_t begin, size_t end) {
   return info == 0 ? 0 : TARN_EINVAL;
 }
 
-/* Runs `range` over the j->n columns of an apply task, shared with idle
- * workers: the reflectors (slot v) and their T (slot tt), the tile A (slot
- * a) and, for a pair, the tile B (slot b), with a work array of ib x n
- * doubles, each range using its own columns of it. With j->tall, by rows
- * of the tile (B for a pair) instead (tarn__qr_tall_apply). */
+/* Runs `range` over the j->n columns (from the right: j->m rows) of an
+ * apply task, shared with idle workers: the reflectors (slot v) and their
+ * T (slot tt), the tile A (slot a) and, for a pair, the tile B (slot b),
+ * with a work array of ib x that count doubles, each range using its own
+ * part of it. With j->tall, by the reflectors' rows instead: C's rows
+ * from the left, its columns from the right (tarn__qr_tall_apply). */
 static int apply_shared(tarn_task *t, const struct qr_job *j, bool pair,
                         tarn_range_fn range) {
-  if (j->tall)
+  bool right = j->side == 'R';
+  if (j->tall) /* C's tall side is its rows from the left, columns else */
     return tarn__qr_tall_apply(
-        t, j->trans == 'T', tarn_task_data(t, (size_t)j->v), (size_t)j->ldv,
-        (size_t)j->k, (size_t)j->ib, tarn_task_data(t, (size_t)j->tt),
-        (size_t)j->ldt, pair ? tarn_task_data(t, (size_t)j->a) : NULL,
-        (size_t)j->lda, tarn_task_data(t, (size_t)(pair ? j->b : j->a)),
-        (size_t)j->m, (size_t)j->n, (size_t)(pair ? j->ldb : j->lda));
+        t, right, j->trans == 'T', tarn_task_data(t, (size_t)j->v),
+        (size_t)j->ldv, (size_t)j->k, (size_t)j->ib,
+        tarn_task_data(t, (size_t)j->tt), (size_t)j->ldt,
+        pair ? tarn_task_data(t, (size_t)j->a) : NULL, (size_t)j->lda,
+        tarn_task_data(t, (size_t)(pair ? j->b : j->a)),
+        (size_t)(right ? j->n : j->m), (size_t)(right ? j->m : j->n),
+        (size_t)(pair ? j->ldb : j->lda));
   bool heap;
-  size_t count = (size_t)(j->side == 'R' ? j->m : j->n);
+  size_t count = (size_t)(right ? j->m : j->n);
   struct apply_share s = {
       .j = j,
       .v = tarn_task_data(t, (size_t)j->v),
@@ -131,8 +135,8 @@ static int apply_shared(tarn_task *t, const struct qr_job *j, bool pair,
 
 /* C = op(Q) C, or C op(Q) (j->side), for the reflectors of a diagonal
  * tile (slot v, k of them, ldv) and their T (slot tt); C is m x n (slot
- * a, lda); shared by columns (rows from the right) of C, or by its rows
- * with j->tall (tarn__qr_tall_apply). */
+ * a, lda); shared by columns (rows from the right) of C, or by the
+ * reflectors' rows with j->tall (tarn__qr_tall_apply). */
 static int k_gemqrt(tarn_task *t, void *arg) {
   return apply_shared(t, arg, false, gemqrt_range);
 }
@@ -158,7 +162,8 @@ static int tpmqrt_range(void *arg, size_t begin, size_t end) {
  * op(Q), A the first k columns of a tile of m rows and B an m x n tile. Q is
  * the reflectors of a tile below the diagonal (slot v, k of them, ldv)
  * with their T (slot tt). Shared by columns (rows from the right), or by
- * B's rows with j->tall (tarn__qr_tall_apply). */
+ * the reflectors' rows (B's rows, or columns from the right) with j->tall
+ * (tarn__qr_tall_apply). */
 static int k_tpmqrt(tarn_task *t, void *arg) {
   return apply_shared(t, arg, true, tpmqrt_range);
 }
@@ -509,8 +514,8 @@ static int submit_step_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
                      .v = 1,
                      .tt = 2,
                      .a = 3};
-  /* from the left on columns too few to share by columns: by rows */
-  u.tall = !right && lines < 2 * APPLY_GRAIN && by_rows(a, tr, st, rr, kk);
+  /* on lines of C too few to share: by the reflectors' rows */
+  u.tall = lines < 2 * APPLY_GRAIN && by_rows(a, tr, st, rr, kk);
   if (head) {
     u.a = 0;
     u.lda = right ? lines : rr;

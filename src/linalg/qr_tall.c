@@ -50,12 +50,15 @@ struct tall_qr {
   size_t m, n, lda, ldr, room;
 };
 
-/* A product over rows [r0, m) of m-row matrices X (p columns at x, ldx)
- * and Y (`cols` columns at y, ldy), by units (see unit_rows):
+/* A product over rows [r0, m) of an m-row matrix X (p columns at x, ldx,
+ * or `cols` for the _NN and _NT kinds) and Y (at y, ldy: m rows of
+ * `cols` columns; for the _NN and _NT kinds p rows of m columns, a unit
+ * of X's rows being one of Y's columns), by units (see unit_rows):
  * PRODUCT_TN: partial u = X_u^T Y_u (p x cols); UPDATE: Y_u -= X_u W (W
- * p x cols at w, ldw); SCALE: Y's first column times s; NORM: partial u =
- * the 2-norm of X's first column. */
-enum unit_kind { PRODUCT_TN, UPDATE, SCALE, NORM };
+ * p x cols at w, ldw); PRODUCT_NN: partial u = Y_u X_u (p x cols);
+ * UPDATE_NT: Y_u -= W X_u^T (W p x cols); SCALE: Y's first column times
+ * s; NORM: partial u = the 2-norm of X's first column. */
+enum unit_kind { PRODUCT_TN, UPDATE, PRODUCT_NN, UPDATE_NT, SCALE, NORM };
 
 struct unit_op {
   const struct tall_qr *q;
@@ -88,8 +91,9 @@ static int unit_range(void *arg, size_t begin, size_t end) {
     size_t r, e;
     unit_rows(op, u, &r, &e);
     int rows = (int)(e - r), ldx = (int)op->ldx, ldy = (int)op->ldy;
+    bool across = op->kind == PRODUCT_NN || op->kind == UPDATE_NT;
     const double *x = op->x != NULL ? op->x + r : NULL;
-    double *y = op->y != NULL ? op->y + r : NULL;
+    double *y = op->y != NULL ? op->y + (across ? r * op->ldy : r) : NULL;
     double *part = q->partial + u * q->room;
     switch (op->kind) {
       case PRODUCT_TN:
@@ -101,6 +105,16 @@ static int unit_range(void *arg, size_t begin, size_t end) {
         cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, rows,
                     (int)op->cols, (int)op->p, -1.0, x, ldx, op->w,
                     (int)op->ldw, 1.0, y, ldy);
+        break;
+      case PRODUCT_NN:
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)op->p,
+                    (int)op->cols, rows, 1.0, y, ldy, x, ldx, 0.0, part,
+                    (int)op->p);
+        break;
+      case UPDATE_NT:
+        cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)op->p, rows,
+                    (int)op->cols, -1.0, op->w, (int)op->ldw, x, ldx, 1.0, y,
+                    ldy);
         break;
       case SCALE:
         cblas_dscal(rows, op->s, y, 1);
@@ -168,12 +182,13 @@ static int reflector(const struct tall_qr *q, size_t c, double *tau) {
 }
 
 /* Runs op over rows [r0, m) of the tile, when there are any, and adds
- * its partial products (PRODUCT_TN) to out (op->p x op->cols, ldo). */
+ * its partial products (PRODUCT_TN, PRODUCT_NN) to out (op->p x op->cols,
+ * ldo). */
 static int rows_run(struct unit_op *op, size_t r0, double *out, size_t ldo) {
   if (r0 >= op->q->m) return 0;
   op->r0 = r0;
   int rc = units_run(op);
-  if (rc == 0 && op->kind == PRODUCT_TN)
+  if (rc == 0 && (op->kind == PRODUCT_TN || op->kind == PRODUCT_NN))
     partial_sum(op->q, r0, op->p, op->cols, out, ldo);
   return rc;
 }
@@ -243,54 +258,63 @@ static int factor(const struct tall_qr *q, size_t c0, size_t n, double *t) {
   return 0;
 }
 
-/* C = op(Q) C by rows (tarn__qr_tall_apply): block [i, i + kb) of the
- * reflectors at v (ldv), its T at tb (ldt), on C (ncols columns at c,
- * ldc; alone: rows i .. m; a pair: all rows, and rows i .. i + kb of the
- * top at top, ldtop), with w (kb x ncols) for W, as dlarfb and dtprfb:
- * W = V^T C, W = op(T) W, C -= V W. */
-static int apply_block(const struct tall_qr *q, bool trans, const double *v,
-                       size_t ldv, const double *tb, size_t ldt, size_t i,
-                       size_t kb, double *top, size_t ldtop, double *c,
-                       size_t ncols, size_t ldc, double *w) {
+/* C = op(Q) C (from the left) or C op(Q) (from the right) by rows of the
+ * reflectors (tarn__qr_tall_apply): block [i, i + kb) of the reflectors
+ * at v (ldv), its T at tb (ldt), on C at c (ldc): from the left its rows,
+ * from the right its columns, i .. m alone or 0 .. m for a pair, ncols
+ * of the other; for a pair also rows (columns) i .. i + kb of the top at
+ * top (ldtop). W at w is kb x ncols from the left, ncols x kb from the
+ * right. As dlarfb and dtprfb: from the left W = V^T C, W = op(T) W,
+ * C -= V W; from the right W = C V, W = W op(T), C -= W V^T. */
+static int apply_block(const struct tall_qr *q, bool right, bool trans,
+                       const double *v, size_t ldv, const double *tb,
+                       size_t ldt, size_t i, size_t kb, double *top,
+                       size_t ldtop, double *c, size_t ncols, size_t ldc,
+                       double *w) {
   bool pair = top != NULL;
   const double *vb = v + i * ldv; /* the block's columns, from row 0 */
-  /* the rows of C the block's top part meets: the top's, or C's own */
-  double *ctop = pair ? top + i : c + i;
+  /* the part of C the block's top part meets: the top's, or C's own */
   size_t ldct = pair ? ldtop : ldc;
-  for (size_t j = 0; j < ncols; j++)
-    memcpy(w + j * kb, ctop + j * ldct, kb * sizeof *w);
+  double *ctop = (pair ? top : c) + (right ? i * ldct : i);
+  size_t wm = right ? ncols : kb, wn = right ? kb : ncols, ldw = wm;
+  CBLAS_SIDE side = right ? CblasRight : CblasLeft;
+  for (size_t j = 0; j < wn; j++)
+    memcpy(w + j * ldw, ctop + j * ldct, wm * sizeof *w);
+  /* W = V1^T W, or W V1: the unit lower triangle on top of the block */
   if (!pair)
-    cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasUnit,
-                (int)kb, (int)ncols, 1.0, vb + i, (int)ldv, w, (int)kb);
+    cblas_dtrmm(CblasColMajor, side, CblasLower,
+                right ? CblasNoTrans : CblasTrans, CblasUnit, (int)wm, (int)wn,
+                1.0, vb + i, (int)ldv, w, (int)ldw);
   struct unit_op op = {.q = q,
-                       .kind = PRODUCT_TN,
+                       .kind = right ? PRODUCT_NN : PRODUCT_TN,
                        .x = vb,
                        .ldx = ldv,
                        .y = c,
                        .ldy = ldc,
-                       .p = kb,
-                       .cols = ncols,
+                       .p = wm,
+                       .cols = wn,
                        .w = w,
-                       .ldw = kb};
-  int rc = rows_run(&op, pair ? 0 : i + kb, w, kb);
+                       .ldw = ldw};
+  int rc = rows_run(&op, pair ? 0 : i + kb, w, ldw);
   if (rc != 0) return rc;
-  cblas_dtrmm(CblasColMajor, CblasLeft, CblasUpper,
-              trans ? CblasTrans : CblasNoTrans, CblasNonUnit, (int)kb,
-              (int)ncols, 1.0, tb, (int)ldt, w, (int)kb);
-  op.kind = UPDATE;
+  cblas_dtrmm(CblasColMajor, side, CblasUpper,
+              trans ? CblasTrans : CblasNoTrans, CblasNonUnit, (int)wm, (int)wn,
+              1.0, tb, (int)ldt, w, (int)ldw);
+  op.kind = right ? UPDATE_NT : UPDATE;
   if ((rc = rows_run(&op, pair ? 0 : i + kb, NULL, 0)) != 0) return rc;
   if (!pair)
-    cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit,
-                (int)kb, (int)ncols, 1.0, vb + i, (int)ldv, w, (int)kb);
-  for (size_t j = 0; j < ncols; j++)
-    for (size_t r = 0; r < kb; r++) ctop[r + j * ldct] -= w[r + j * kb];
+    cblas_dtrmm(CblasColMajor, side, CblasLower,
+                right ? CblasTrans : CblasNoTrans, CblasUnit, (int)wm, (int)wn,
+                1.0, vb + i, (int)ldv, w, (int)ldw);
+  for (size_t j = 0; j < wn; j++)
+    for (size_t r = 0; r < wm; r++) ctop[r + j * ldct] -= w[r + j * ldw];
   return 0;
 }
 
-int tarn__qr_tall_apply(tarn_task *task, bool trans, const double *v,
-                        size_t ldv, size_t k, size_t ib, const double *tt,
-                        size_t ldt, double *top, size_t ldtop, double *c,
-                        size_t m, size_t ncols, size_t ldc) {
+int tarn__qr_tall_apply(tarn_task *task, bool right, bool trans,
+                        const double *v, size_t ldv, size_t k, size_t ib,
+                        const double *tt, size_t ldt, double *top, size_t ldtop,
+                        double *c, size_t m, size_t ncols, size_t ldc) {
   size_t units = unit_count(m), step = ib > 0 ? ib : k;
   size_t room = step * ncols;
   bool heap;
@@ -300,13 +324,15 @@ int tarn__qr_tall_apply(tarn_task *task, bool trans, const double *v,
   struct tall_qr q = {
       .task = task, .partial = mem + room, .m = m, .room = room};
   size_t blocks = (k + step - 1) / step;
+  /* Q = H_1 ... H_k: Q^T C and C Q take the blocks forwards, Q C and
+   * C Q^T backwards */
+  bool forwards = trans != right;
   int rc = 0;
-  /* Q^T = H_1 ... H_k applied forwards, block by block; Q backwards */
   for (size_t b = 0; rc == 0 && b < blocks; b++) {
-    size_t i = (trans ? b : blocks - 1 - b) * step;
+    size_t i = (forwards ? b : blocks - 1 - b) * step;
     size_t kb = k - i < step ? k - i : step;
-    rc = apply_block(&q, trans, v, ldv, tt + i * ldt, ldt, i, kb, top, ldtop, c,
-                     ncols, ldc, mem);
+    rc = apply_block(&q, right, trans, v, ldv, tt + i * ldt, ldt, i, kb, top,
+                     ldtop, c, ncols, ldc, mem);
   }
   if (heap) free(mem);
   return rc;

@@ -860,17 +860,19 @@ static void test_qr_tree(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
-/* Q of an m x n A as one tile (random, seed) applied from the left to
- * [I; 0] (n columns, tarn_matrix_qr_multiply) is tarn_matrix_qr_q's thin
- * Q to within 20 eps, and Q^T back gives [I; 0] (the whole M x M Q of
- * check_qr_multiply does not fit a tall A). */
-static void check_tall_multiply(tarn_rt *rt, size_t m, size_t n,
+/* Q of an m x n A in tiles of mb x n (random, seed) applied from the
+ * left to [I; 0] (n columns, tarn_matrix_qr_multiply) is
+ * tarn_matrix_qr_q's thin Q to within 20 eps, and Q^T back gives [I; 0];
+ * from the right, [I 0] (n rows) times Q^T is the thin Q's transpose, and
+ * that times Q gives [I 0] (the whole M x M Q of check_qr_multiply does
+ * not fit a tall A). */
+static void check_tall_multiply(tarn_rt *rt, size_t m, size_t n, size_t mb,
                                 uint64_t seed) {
-  tarn_matrix *f = NULL, *t = NULL, *q = NULL, *e = NULL;
-  assert_int_equal(tarn_matrix_rand(rt, m, n, m, n, seed, &f), 0);
+  tarn_matrix *f = NULL, *t = NULL, *q = NULL, *e = NULL, *d = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, m, n, mb, n, seed, &f), 0);
   assert_int_equal(tarn_matrix_qr(f, 0, &t), 0);
   assert_int_equal(tarn_matrix_qr_q(f, t, &q), 0);
-  double *eye = q_on_identity(rt, f, t, m, n, m, n, &e);
+  double *eye = q_on_identity(rt, f, t, m, n, mb, n, &e);
   double *got = test_buffer_of(e), *want = test_buffer_of(q);
   assert_true(scaled_diff(got, want, m * n, sqrt((double)n), 20.0) < 1.0);
   free(got);
@@ -878,12 +880,30 @@ static void check_tall_multiply(tarn_rt *rt, size_t m, size_t n,
   got = test_buffer_of(e);
   assert_true(scaled_diff(got, eye, m * n, sqrt((double)n), 20.0) < 1.0);
   free(got);
+  /* from the right: D = [I 0] (eye's transpose), D Q^T = Q's transpose */
+  double *row_eye = calloc(n * m, sizeof *row_eye),
+         *q_t = malloc(n * m * sizeof *q_t);
+  assert_true(row_eye != NULL && q_t != NULL);
+  for (size_t i = 0; i < n; i++) row_eye[i + i * n] = 1.0;
+  for (size_t j = 0; j < n; j++)
+    for (size_t i = 0; i < m; i++) q_t[j + i * n] = want[i + j * m];
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, m, n, mb, row_eye, n, &d), 0);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_RIGHT, TARN_TRANS, d), 0);
+  got = test_buffer_of(d);
+  assert_true(scaled_diff(got, q_t, m * n, sqrt((double)n), 20.0) < 1.0);
+  free(got);
+  assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_RIGHT, TARN_NO_TRANS, d),
+                   0);
+  got = test_buffer_of(d);
+  assert_true(scaled_diff(got, row_eye, m * n, sqrt((double)n), 20.0) < 1.0);
+  free(got);
+  free(row_eye);
+  free(q_t);
   free(want);
   free(eye);
-  tarn_matrix_destroy(f);
-  tarn_matrix_destroy(t);
-  tarn_matrix_destroy(q);
-  tarn_matrix_destroy(e);
+  tarn_matrix *all[] = {f, t, q, e, d};
+  for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+    tarn_matrix_destroy(all[k]);
 }
 
 /* A tall, narrow tile (16384 rows or more, up to 128 columns) is
@@ -892,8 +912,8 @@ static void check_tall_multiply(tarn_rt *rt, size_t m, size_t n,
  * three blocks) and of 0 (16), and 40000 x 24 in tiles of 20000 (a
  * head and a tpqrt below it so): the residuals, R's diagonal and T's shape
  * (check_qr), the least-squares and minimum-norm solves, and Q applied
- * to [I; 0] and back (check_tall_multiply) with those factors (Q
- * applied by rows too, on 2 workers or more), on 1, 2
+ * to [I; 0] and back from both sides (check_tall_multiply) with those
+ * factors (Q applied by rows too, on 2 workers or more), on 1, 2
  * and 3 workers (one worker: LAPACK's dgeqrt); the factors and T the
  * same bits on 2 and 3; a zero column (its reflector the identity), a
  * column of 1e300 (its norm past DBL_MAX unless scaled) and one of
@@ -910,7 +930,8 @@ static void test_qr_tall_tile(void **state) {
     check_qr(rt, 40000, N, 20000, 8, 836); /* a head, a tpqrt by rows */
     check_qr_solve(rt, TARN_NO_TRANS, M, N, M, N, 8, 3, 2, 832);
     check_qr_solve(rt, TARN_TRANS, M, N, M, N, 8, 2, 2, 833);
-    check_tall_multiply(rt, M, N, 834);
+    check_tall_multiply(rt, M, N, M, 834);
+    check_tall_multiply(rt, 40000, N, 20000, 837);
     tarn_matrix *x = NULL, *t = NULL;
     assert_int_equal(tarn_matrix_rand(rt, M, N, M, N, 835, &x), 0);
     double *a = test_buffer_of(x);

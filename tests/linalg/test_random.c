@@ -544,10 +544,35 @@ static void draw_tall_qr(struct tcase *c, size_t *m, size_t *n, size_t *mb,
   *ib = range(c, 0, min_z(*nb, *n));
 }
 
+/* Q of the factors A, T of an m x n matrix (m >= n, A's tile height mb)
+ * from the right on a random C of cr rows (cr x m, A's row tiling as its
+ * column tiling): the first n columns of C Q are C Q_1 (q: the thin Q,
+ * checked before), and (C Q) Q^T = C, both within 30 m ||C|| eps. */
+static void check_right_q(struct tcase *c, tarn_matrix *A, tarn_matrix *T,
+                          const double *q, size_t m, size_t n, size_t mb,
+                          size_t cr) {
+  double *c0 = random_buf(c, cr * m), *want = alloc_buf(cr * n);
+  tarn_matrix *C = upload(c, cr, m, cr, mb, c0);
+  CALL(c, 0, tarn_matrix_qr_multiply(A, T, TARN_RIGHT, TARN_NO_TRANS, C));
+  double *got = download(c, C), fc = test_fro(c0, cr * m);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)cr, (int)n,
+              (int)m, 1.0, c0, (int)cr, q, (int)m, 0.0, want, (int)cr);
+  double res = fro_diff(got, want, cr * n) / ((double)m * fc * EPS + DBL_MIN);
+  CHECK(c, res < 30, "||(C Q)_1 - C Q_1|| / (m ||C|| eps) = %g", res);
+  free(got);
+  CALL(c, 0, tarn_matrix_qr_multiply(A, T, TARN_RIGHT, TARN_TRANS, C));
+  got = download(c, C);
+  res = fro_diff(got, c0, cr * m) / ((double)m * fc * EPS + DBL_MIN);
+  CHECK(c, res < 30, "||C Q Q^T - C|| / (m ||C|| eps) = %g", res);
+  free(got), free(c0), free(want);
+  tarn_matrix_destroy(C);
+}
+
 /* QR of an m x n A (m >= n; square tiles, or one tile column; tall, with
  * trees, in 15 cases of 100): ||A - Q
  * R|| / (m ||A|| eps) and ||Q^T Q - I|| / (m eps) below 30 with the thin Q
- * of tarn_matrix_qr_q. Then least squares (ta N: ||A^T r|| / (||A|| (||A||
+ * of tarn_matrix_qr_q; Q from the right on a C of 1 to 8 rows
+ * (check_right_q). Then least squares (ta N: ||A^T r|| / (||A|| (||A||
  * ||X|| + ||r||) m eps) < 30, r = B - A X) or the minimum-norm solution of
  * A^T X = B (ta T: the residual below 30, and X in the range of A: ||X -
  * Q Q^T X|| / (||X|| m eps) < 30). Variant: a zero column p (rank
@@ -560,12 +585,12 @@ static void op_qr(struct tcase *c) {
   draw_dim(c, 20, &nrhs, &bnb);
   tarn_trans ta = (tarn_trans)range(c, 0, 1);
   bool deficient = chance(c, 0.2);
-  size_t p = range(c, 0, n - 1);
+  size_t p = range(c, 0, n - 1), cr = range(c, 1, 8);
   describe(c,
            "qr m %zu n %zu, tiles %zu x %zu, ib %zu, solve ta %d nrhs %zu "
-           "tile cols %zu, %s %zu",
+           "tile cols %zu, %s %zu, C Q on %zu rows",
            m, n, mb, nb, ib, ta, nrhs, bnb,
-           deficient ? "zero column" : "full rank, p", p);
+           deficient ? "zero column" : "full rank, p", p, cr);
   /* ib 0: 16 for m >= 16 n, else 32 (tarn/linalg.h) */
   size_t nbe = min_z(nb, n),
          ibe = ib != 0 ? ib : min_z(m / 16 >= n ? 16 : 32, nbe);
@@ -576,6 +601,7 @@ static void op_qr(struct tcase *c) {
   footprint(c, brows, nrhs, bmb, bnb);
   footprint(c, xrows, nrhs, ta ? mb : nbe, bnb);
   footprint(c, n, n, nbe, nbe); /* (A^T A)^-1 */
+  footprint(c, cr, m, cr, mb);  /* C of C Q */
   start(c);
   double *a = random_buf(c, m * n), *b = random_buf(c, brows * nrhs);
   if (deficient)
@@ -598,6 +624,7 @@ static void op_qr(struct tcase *c) {
               1.0, q, (int)m, q, (int)m, 1.0, g, (int)n);
   res = test_fro(g, n * n) / ((double)m * EPS);
   CHECK(c, res < 30, "||Q^T Q - I|| / (m eps) = %g", res);
+  check_right_q(c, A, T, q, m, n, mb, cr);
   int info = -1;
   if (deficient) {
     CALL(c, TARN_EINVAL, tarn_matrix_qr_solve(A, T, ta, B, &X, &info));

@@ -47,15 +47,15 @@ static const char demo_usage[] =
     "usage: tarn demo [--size N] [--tile B] [--mem-limit SIZE] [--workers W]\n"
     "                 [--solver cholesky|lu]\n"
     "  Solves A x = b by tiled Cholesky (or LU with partial pivoting, whose\n"
-    "  panels need the limit to hold a tile column, N x B doubles, and two\n"
-    "  tiles more) for an N x N matrix (default 8192,\n"
-    "  512 MiB) in B x B tiles (default 512) under a memory limit (default\n"
-    "  a quarter of the matrix; bytes or with K, M, G, or N% of the memory\n"
-    "  the process may use), so that tiles are\n"
-    "  spilled to disk (TARN_SPILL_DIR, else TMPDIR, else /tmp) and read\n"
-    "  back. W workers (default: one per core). Prints each phase and checks\n"
-    "  the answer; exit status 0 when it is right. Ctrl-C stops it cleanly\n"
-    "  (the running tasks end, the others are cancelled; status 130).\n";
+    "  panels need the limit to hold a tile column, N x B doubles) for an\n"
+    "  N x N matrix (default 8192, 512 MiB) in B x B tiles (default 512)\n"
+    "  under a memory limit (default a quarter of the matrix; bytes or\n"
+    "  with K, M, G, or N% of the memory the process may use), so that\n"
+    "  tiles are spilled to disk (TARN_SPILL_DIR, else TMPDIR, else /tmp)\n"
+    "  and read back. W workers (default: one per core). Prints each phase\n"
+    "  and checks the answer; exit status 0 when it is right. Ctrl-C stops\n"
+    "  it cleanly (the running tasks end, the others are cancelled; status\n"
+    "  130).\n";
 
 struct demo_args {
   size_t n, tile, limit;
@@ -406,6 +406,19 @@ static bool limit_holds(size_t limit, double need, const char *what) {
   return false;
 }
 
+/* What the pool charges for the first tile column of an n x n matrix in
+ * tiles of `tile`: each tile's bytes rounded up to whole pages (as
+ * tarn_matrix_lu checks before it submits anything). */
+static double column_charge(size_t n, size_t tile) {
+  double page = (double)sysconf(_SC_PAGESIZE), charge = 0.0;
+  double cols = (double)(tile < n ? tile : n);
+  for (size_t r = 0; r < n; r += tile) {
+    double rows = (double)(n - r < tile ? n - r : tile);
+    charge += ceil(rows * cols * 8.0 / page) * page;
+  }
+  return charge;
+}
+
 int tarn_demo(int argc, char **argv) {
   struct demo_args args;
   int bad = parse_args(argc, argv, &args);
@@ -413,13 +426,11 @@ int tarn_demo(int argc, char **argv) {
   if (!tarn_args_environment("demo")) return 2;
   double n = (double)args.n, matrix = n * n * 8.0;
   if (args.limit == 0) args.limit = (size_t)(matrix / 4.0);
-  /* A task pins three tiles; LU's panel its tile column, and a task
-   * beside it two tiles more. */
+  /* A task pins three tiles; LU's panel its tile column. */
   double tile = (double)args.tile * (double)args.tile * 8.0;
   if (!limit_holds(args.limit, 3.0 * tile, "the three tiles a task pins") ||
-      (args.lu &&
-       !limit_holds(args.limit, n * (double)args.tile * 8.0 + 2.0 * tile,
-                    "LU's panel, a tile column and two tiles")))
+      (args.lu && !limit_holds(args.limit, column_charge(args.n, args.tile),
+                               "LU's panel, a tile column")))
     return 2;
   tarn_rt_options o;
   int rc = tarn_rt_options_init(&o);

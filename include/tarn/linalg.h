@@ -221,12 +221,14 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * diagonal tile and gemm on the trailing matrix; the panel has the
  * highest priority, then the work of the next tile columns. The panel
  * needs no workspace but its pivots: under a memory limit it pins its
- * tile column, (M - k mb) x nb doubles, and nothing beside it (a limit
- * below that gives TARN_ENOMEM). Like every tile kernel here, the panel
- * shares its
- * trailing updates with idle workers (tarn_task_parallel_for), so a split
- * product may round differently in the last bits from one run to the
- * next, as multithreaded LAPACK does.
+ * tile column, (M - k mb) x nb doubles, and nothing beside it; so does
+ * each task of its interchanges on another tile column. A limit below
+ * the first tile column (what the pool charges for its tiles: each
+ * rounded up to whole pages) could never run them: the call then returns
+ * TARN_ENOMEM at once, before any task, A unchanged. Like every tile
+ * kernel here, the panel shares its trailing updates with idle workers
+ * (tarn_task_parallel_for), so a split product may round differently in
+ * the last bits from one run to the next, as multithreaded LAPACK does.
  *
  * Waits for the factorisation (in a region of its own), so it must not be
  * called from a task (TARN_EDEADLK). *info (when `info` is not NULL) gets
@@ -265,7 +267,9 @@ TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
  * [i, n) (checked before anything is submitted), a zero on U's diagonal;
  * TARN_ECANCELED when a task submitted before to write `lu` or B failed;
  * TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime, B's tiles then as
- * for tarn_matrix_cholesky_solve. */
+ * for tarn_matrix_cholesky_solve; TARN_ENOMEM at once, before any task,
+ * under a memory limit below a tile column of B (the interchanges' tasks
+ * pin one). */
 TARN_API int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv,
                                   tarn_trans ta, tarn_matrix *b, int *info);
 
@@ -285,7 +289,8 @@ TARN_API int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv,
  * BLAS, npiv above B's rows, a pivot piv[i] outside [i, m) (checked
  * before anything is submitted, B unchanged); TARN_ECANCELED when a task
  * submitted before to write B failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO
- * from the runtime. */
+ * from the runtime; TARN_ENOMEM at once, B unchanged, under a memory
+ * limit below a tile column of B. */
 TARN_API int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv,
                                       size_t npiv, tarn_trans trans);
 
@@ -304,7 +309,9 @@ TARN_API int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv,
  * TARN_EINVAL with B left unchanged (A holds its factors). Returns 0;
  * TARN_EINVAL for NULL arguments, shapes or tilings that do not match,
  * A and B the same, different runtimes, a singular A; TARN_ECANCELED,
- * TARN_ENOMEM, TARN_ENOSPC, TARN_EIO as tarn_matrix_lu. */
+ * TARN_ENOMEM, TARN_ENOSPC, TARN_EIO as tarn_matrix_lu (TARN_ENOMEM at
+ * once, A and B unchanged, under a limit below a tile column of A or of
+ * B). */
 TARN_API int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info);
 
 /* ---- condition estimates ---------------------------------------------
@@ -442,7 +449,8 @@ TARN_API int tarn_matrix_cholesky_inverse(tarn_matrix *l, int *info);
  * its last task ends), then the columns interchanged as piv says, in
  * reverse order (one task per tile row). piv (n entries) stays the
  * caller's and is only read. TARN_EINVAL also for a pivot piv[i] outside
- * [i, n) (checked before anything is submitted). */
+ * [i, n) (checked before anything is submitted); TARN_ENOMEM at once, the
+ * factors unchanged, under a memory limit below a tile row of them. */
 TARN_API int tarn_matrix_lu_inverse(tarn_matrix *lu, const size_t *piv,
                                     int *info);
 

@@ -609,6 +609,7 @@ int tarn_matrix_lu_inverse(tarn_matrix *lu, const size_t *piv, int *info) {
   if (piv == NULL || !tarn__factor_shape_ok(lu)) return TARN_EINVAL;
   for (size_t i = 0; i < lu->m; i++)
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
+  if (!tarn__line_fits(lu, true)) return TARN_ENOMEM; /* the interchanges */
   tarn__blas_init();
   int rc = check_diagonal(lu, info);
   return rc != 0 ? rc : run_region(lu, lu_tasks, piv);

@@ -21,6 +21,7 @@
 
 #include "array/matrix_internal.h"
 #include "linalg/linalg_internal.h"
+#include "prim/prim.h"
 #include "rt/rt_internal.h"
 #include "tarn/linalg.h"
 
@@ -35,6 +36,19 @@ void tarn__blas_init(void) { pthread_once(&blas_once, blas_single_thread); }
 
 bool tarn__blas_sized(const tarn_matrix *a) {
   return tarn__matrix_ok(a) && a->mb <= INT_MAX && a->nb <= INT_MAX;
+}
+
+bool tarn__line_fits(const tarn_matrix *m, bool row) {
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(m->rt));
+  if (limit == 0) return true;
+  size_t count = row ? m->nt : m->mt, charge = 0;
+  for (size_t t = 0; t < count; t++) {
+    size_t rows = row ? tarn__tile_rows(m, 0) : tarn__tile_rows(m, t);
+    size_t cols = row ? tarn__tile_cols(m, t) : tarn__tile_cols(m, 0);
+    charge += tarn__page_round(rows * cols * sizeof(double));
+    if (charge > limit) return false;
+  }
+  return true;
 }
 
 int tarn__region_outcome(tarn_region *region, int submitted, atomic_int *failed,

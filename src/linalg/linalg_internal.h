@@ -23,6 +23,15 @@ void tarn__blas_init(void);
  * with it. */
 bool tarn__blas_sized(const tarn_matrix *a);
 
+/* Whether one task may pin a whole tile column of m (with `row`, a tile
+ * row), its first and widest, under the memory limit of m's pool: what
+ * the pool charges for those tiles is no more than the limit (always so
+ * without one). LU's panels and interchanges pin such lines, so below it
+ * they would fail part-way and leave the matrices cancelled (rule 4 of
+ * tarn/rt.h): LU, its solves and inverse check first and return
+ * TARN_ENOMEM before any task. */
+bool tarn__line_fits(const tarn_matrix *m, bool row);
+
 /* Submits `fn` with a malloc'ed copy of the `size` bytes at `proto` as its
  * argument (freed by the runtime when the task is done). Returns as
  * tarn_task_submit, or TARN_ENOMEM. */

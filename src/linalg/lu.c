@@ -634,14 +634,14 @@ static int column_priority(size_t k, size_t j, int stage) {
 }
 
 /* Swap task for tile column j of `m` (A, or a solve's Y: A's row tiling)
- * after panel k (deps: A(k,k) to order it after the panel, tiles (k..mt-1,
- * j) of m): the `count` interchanges from row k mb on (panel k's, or all
- * from there). */
+ * after panel k (deps: A(k,k) to order it after the panel, unpinned, and
+ * tiles (k..mt-1, j) of m): the `count` interchanges from row k mb on
+ * (panel k's, or all from there). */
 static int submit_swap(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
                        size_t count, const size_t *piv, tarn_dep *deps,
                        int priority) {
   size_t mt = a->mt, nt = mt - k;
-  deps[0] = (tarn_dep){tarn__tile(a, k, k), TARN_READ};
+  deps[0] = (tarn_dep){tarn__tile(a, k, k), TARN_AFTER};
   for (size_t i = k; i < mt; i++)
     deps[1 + i - k] = (tarn_dep){tarn__tile(m, i, j), TARN_READ_WRITE};
   struct lu_job s = {.n = (int)tarn__tile_cols(m, j),
@@ -832,12 +832,15 @@ static bool lu_shape_ok(const tarn_matrix *a) {
 int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
   if (info != NULL) *info = 0;
   if (piv == NULL || !lu_shape_ok(a)) return TARN_EINVAL;
+  if (!tarn__line_fits(a, false)) return TARN_ENOMEM;
   return lu_region(a, piv, NULL, false, NULL, info);
 }
 
 int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
   if (!tarn__solve_shapes_ok(a, b)) return TARN_EINVAL;
+  if (!tarn__line_fits(a, false) || !tarn__line_fits(b, false))
+    return TARN_ENOMEM;
   size_t *piv = malloc(a->m * sizeof *piv);
   if (piv == NULL) return TARN_ENOMEM;
   int rc = lu_region(a, piv, NULL, false, b, info);
@@ -853,6 +856,7 @@ int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
     return TARN_EINVAL;
   for (size_t i = 0; i < lu->m; i++)
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
+  if (!tarn__line_fits(b, false)) return TARN_ENOMEM;
   return lu_region(lu, NULL, piv, ta == TARN_TRANS, b, info);
 }
 
@@ -863,6 +867,7 @@ int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv, size_t npiv,
     return TARN_EINVAL;
   for (size_t i = 0; i < npiv; i++)
     if (piv[i] < i || piv[i] >= b->m) return TARN_EINVAL;
+  if (!tarn__line_fits(b, false)) return TARN_ENOMEM;
   tarn_dep *deps = malloc(b->mt * sizeof *deps);
   if (deps == NULL) return TARN_ENOMEM;
   tarn_region *region = NULL;

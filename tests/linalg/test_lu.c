@@ -386,6 +386,76 @@ static void test_lu_tall_panel_in_place(void **state) {
   check_lu_under_limit(16484, 32, 16, 1031 * 2 * tile / 8 * 5, 49);
 }
 
+/* A limit of exactly one tile column (512 x 64 doubles, what LU's panel
+ * and each interchange task pin) is enough: the factors of a run without
+ * a limit, spilling. Below it LU, the solves, the interchanges and the
+ * inverse refuse at once with TARN_ENOMEM, before any task, their
+ * matrices unchanged and still readable (a task that could never fit
+ * would have failed part-way, its matrices left cancelled); so does
+ * tarn_matrix_lu_solve for a B whose tile column exceeds the limit. */
+static void test_lu_limit_of_one_column(void **state) {
+  (void)state;
+  enum { N = 512, NB = 64 };
+  size_t column = N * NB * sizeof(double);
+  check_lu_under_limit(N, N, NB, column, 50);
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  for (unsigned workers = 1; workers <= 2; workers++) {
+    tarn_rt *rt = test_rt(workers, column - page);
+    tarn_matrix *a = NULL, *b = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, N, N, NB, NB, 51, &a), 0);
+    assert_int_equal(tarn_matrix_rand(rt, N, 3, NB, 3, 52, &b), 0);
+    double *a0 = test_buffer_of(a), *b0 = test_buffer_of(b);
+    size_t piv[N];
+    for (size_t i = 0; i < N; i++) piv[i] = i;
+    int info = -1;
+    assert_int_equal(tarn_matrix_lu(a, piv, &info), TARN_ENOMEM);
+    assert_int_equal(info, 0);
+    info = -1;
+    assert_int_equal(tarn_matrix_solve(a, b, &info), TARN_ENOMEM);
+    assert_int_equal(info, 0);
+    assert_int_equal(tarn_matrix_lu_inverse(a, piv, NULL), TARN_ENOMEM);
+    double *a1 = test_buffer_of(a), *b1 = test_buffer_of(b);
+    assert_memory_equal(a0, a1, sizeof(double) * N * N);
+    assert_memory_equal(b0, b1, sizeof(double) * N * 3);
+    for (size_t i = 0; i < N; i++) assert_int_equal(piv[i], i);
+    free(a1);
+    free(b1);
+    /* B of 80 columns a tile: its tile column exceeds the limit, A's not */
+    tarn_matrix *wide = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, N, 80, NB, 80, 53, &wide), 0);
+    double *w0 = test_buffer_of(wide);
+    tarn_rt *rt2 = test_rt(workers, column);
+    tarn_matrix *f = NULL, *w = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt2, N, N, NB, NB, a0, N, &f), 0);
+    assert_int_equal(tarn_matrix_from_buffer(rt2, N, 80, NB, 80, w0, N, &w), 0);
+    assert_int_equal(tarn_matrix_lu(f, piv, &info), 0);
+    assert_int_equal(tarn_matrix_lu_solve(f, piv, TARN_NO_TRANS, w, &info),
+                     TARN_ENOMEM);
+    assert_int_equal(tarn_matrix_lu_solve(f, piv, TARN_TRANS, w, &info),
+                     TARN_ENOMEM);
+    assert_int_equal(tarn_matrix_permute_rows(w, piv, N, TARN_NO_TRANS),
+                     TARN_ENOMEM);
+    tarn_matrix *g = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt2, N, N, NB, NB, a0, N, &g), 0);
+    assert_int_equal(tarn_matrix_solve(g, w, &info), TARN_ENOMEM);
+    double *g1 = test_buffer_of(g);
+    assert_memory_equal(a0, g1, sizeof(double) * N * N);
+    free(g1);
+    tarn_matrix_destroy(g);
+    double *w1 = test_buffer_of(w);
+    assert_memory_equal(w0, w1, sizeof(double) * N * 80);
+    free(w1);
+    free(w0);
+    free(a0);
+    free(b0);
+    tarn_matrix *all[] = {a, b, wide, f, w};
+    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
+      tarn_matrix_destroy(all[k]);
+    assert_int_equal(tarn_rt_destroy(rt2), 0);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
 /* A matrix that needs pivoting everywhere: zero diagonal (a permuted
  * identity plus small noise would also do); from a caller's buffer. */
 static void test_lu_zero_diagonal(void **state) {
@@ -998,6 +1068,7 @@ int main(void) {
       cmocka_unit_test(test_lu_subnormal_pivots),
       cmocka_unit_test(test_lu_rectangular_mem_limit),
       cmocka_unit_test(test_lu_tall_panel_in_place),
+      cmocka_unit_test(test_lu_limit_of_one_column),
       cmocka_unit_test(test_lu_tall_units),
       cmocka_unit_test(test_lu_zero_diagonal),
       cmocka_unit_test(test_lu_singular),

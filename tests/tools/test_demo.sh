@@ -14,10 +14,13 @@ mib() {
   sed -n "s/.* \([0-9.]*\) MiB $1.*/\1/p" <<<"$2" | head -n 1
 }
 
-# Cholesky (the default), then LU under a limit just above its panel's
-# tile column (560 KiB) and two tiles.
+# Cholesky (the default), then LU under a limit of its panel's tile
+# column alone (7 tiles of 80000 bytes, each 20 pages of 4 KiB: 560 KiB;
+# the whole matrix 3.7 MiB).
 for solver in cholesky lu; do
-  out=$("$tarn" demo --size 700 --tile 100 --mem-limit 1M --solver $solver 2>&1)
+  limit=1M
+  [ "$solver" = lu ] && limit=$((7 * $(getconf PAGESIZE) * ((80000 + $(getconf PAGESIZE) - 1) / $(getconf PAGESIZE))))
+  out=$("$tarn" demo --size 700 --tile 100 --mem-limit "$limit" --solver $solver 2>&1)
   status=$?
   echo "$out"
   [ "$status" -eq 0 ] || fail "demo $solver: exit status $status"
@@ -76,7 +79,7 @@ bad --tile -4 "--tile must be"
 bad --workers 2000 "--workers must be"
 bad --mem-limit 5Q "--mem-limit must be"
 bad --size 1024 --tile 512 --mem-limit 1M "must hold the three tiles"
-bad --size 700 --tile 100 --mem-limit 700K --solver lu "must hold LU's panel"
+bad --size 700 --tile 100 --mem-limit 556K --solver lu "must hold LU's panel"
 bad --solver qr "--solver must be cholesky or lu"
 bad --frobnicate 1 "unknown option"
 bad --size "an option and its value"

@@ -19,6 +19,15 @@
  * spill disk), that status is returned instead, *info still set, and the
  * outputs are as that status leaves them.
  *
+ * Memory limit: each task pins its tiles while it runs (a product's and
+ * Cholesky's three, a QR update's three and a T tile, LU's panel and
+ * interchanges a tile column). A limit that cannot hold one task's tiles
+ * can never run it: the call returns TARN_ENOMEM, and by the runtime's
+ * rule 4 (tarn/rt.h) the matrices that task and the ones after it were to
+ * write read as TARN_ECANCELED until written anew. LU, its solves,
+ * interchanges and inverse check their tile column (or row) first and
+ * return TARN_ENOMEM before any task, their matrices unchanged.
+ *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */
 #ifndef TARN_LINALG_H

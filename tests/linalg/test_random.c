@@ -78,22 +78,22 @@ static void draw_dim(struct tcase *c, size_t max, size_t *d, size_t *t) {
 }
 
 /* Counts an m x n matrix in mb x nb tiles into the case's largest task:
- * the pool charges whole pages per tile, and an LU panel pins a tile
- * column and its contiguous copy. */
+ * the pool charges whole pages per tile, and an LU panel (or its
+ * interchanges on a tile column) pins a tile column, the interchanges of
+ * an inverse a tile row. */
 static void footprint(struct tcase *c, size_t m, size_t n, size_t mb,
                       size_t nb) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   size_t mbe = min_z(mb, m), nbe = min_z(nb, n);
   size_t tile = cdiv(mbe * nbe * sizeof(double), page) * page;
-  size_t col =
-      cdiv(m, mbe) * tile + cdiv(m * nbe * sizeof(double), page) * page;
+  size_t col = cdiv(m, mbe) * tile;
   c->max_tile = max_z(c->max_tile, tile);
   c->max_col = max_z(c->max_col, max_z(col, cdiv(n, nbe) * tile));
 }
 
 /* The case's runtime, once the operation has counted its matrices: under
- * a limit, the largest task's pins (a tile column with its copy and four
- * tiles) and 0 to 4 pages more, so every task fits and the rest spills. */
+ * a limit, the largest task's pins (a tile column, and four tiles) and 0
+ * to 4 pages more, so every task fits and the rest spills. */
 static void start(struct tcase *c) {
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   if (c->limited)

@@ -24,9 +24,13 @@
  * interchanges a tile column). A limit that cannot hold one task's tiles
  * can never run it: the call returns TARN_ENOMEM, and by the runtime's
  * rule 4 (tarn/rt.h) the matrices that task and the ones after it were to
- * write read as TARN_ECANCELED until written anew. LU, its solves,
- * interchanges and inverse check their tile column (or row) first and
- * return TARN_ENOMEM before any task, their matrices unchanged.
+ * write read as TARN_ECANCELED until written anew. The calls that work
+ * on the caller's matrices in place (tarn_matrix_cholesky, tarn_matrix_lu,
+ * tarn_matrix_qr, the solves, tarn_matrix_permute_rows,
+ * tarn_matrix_qr_multiply, the LU inverse) check their largest tasks
+ * first (each tile's bytes rounded up to whole pages, as the pool charges
+ * them) and return TARN_ENOMEM before any task, their matrices unchanged,
+ * under a limit that could never run one of them.
  *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */
@@ -139,7 +143,9 @@ TARN_API int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,
  * Returns 0; TARN_EINVAL for a NULL or non-square matrix, non-square tiles
  * or tiles too large for LAPACK, and for a matrix that is not positive
  * definite (*info > 0); TARN_ECANCELED when a task submitted before to
- * write A failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime. */
+ * write A failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime;
+ * TARN_ENOMEM at once, A unchanged, under a memory limit below one task's
+ * tiles (three from three tile columns on: the "Memory limit" above). */
 TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
 
 /* Solves A X = B in place with the Cholesky factor L of A (A = L L^T, as
@@ -162,7 +168,9 @@ TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
  * (memory or the spill disk failed, or a submission did). Then each tile of
  * B holds X, or its values before the call, or reads as TARN_ECANCELED
  * until written again (a tile whose task failed: tarn/rt.h, rule 4); no
- * tile holds anything else. */
+ * tile holds anything else. TARN_ENOMEM at once, B unchanged, under a
+ * memory limit below one task's tiles (a diagonal tile of the factor and
+ * two of B's, or a tile of the factor and two of B's first tile column). */
 TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
                                         int *info);
 
@@ -196,7 +204,8 @@ TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
  * or tilings that do not match, `t` and B the same, different runtimes,
  * a zero on T's diagonal; TARN_ECANCELED when a task submitted before to write
  * `t` or B failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from the runtime, B's
- * tiles then as for tarn_matrix_cholesky_solve. */
+ * tiles then as for tarn_matrix_cholesky_solve (and TARN_ENOMEM at once,
+ * B unchanged, as there). */
 TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                           tarn_trans trans, tarn_diag diag,
                                           tarn_matrix *b, int *info);
@@ -550,7 +559,9 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
  * arguments, tiles that are not square (but for one tile row or column,
  * above), ib > nb, sizes too large for LAPACK; TARN_ECANCELED when a task
  * submitted before to write A failed; TARN_ENOMEM, TARN_ENOSPC, TARN_EIO from
- * the runtime. On failure *t is NULL and the content of A is unspecified. */
+ * the runtime. On failure *t is NULL and the content of A is unspecified,
+ * but for TARN_ENOMEM at once, A unchanged, under a memory limit below one
+ * task's tiles (tpmqrt's three and a T tile: the "Memory limit" above). */
 TARN_API int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t);
 
 /* The explicit thin Q (M x min(M, N), orthonormal columns) of a
@@ -627,7 +638,9 @@ TARN_API int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
  * say). Returns 0; TARN_EINVAL for NULL arguments, a and t that
  * tarn_matrix_qr did not make so (as for tarn_matrix_qr_q), an unknown side
  * or trans, a C whose size or tiling along Q does not match, C the same
- * as a or t, different runtimes, tiles too large for BLAS; TARN_ENOMEM. On
+ * as a or t, different runtimes, tiles too large for BLAS; TARN_ENOMEM
+ * (with nothing submitted, C unchanged, under a memory limit below one
+ * task's tiles: tpmqrt's reflectors and T tile and two tiles of C). On
  * failure tasks already submitted on C still run. Thread-safe as any
  * submission: several threads may apply one factorisation's Q to their
  * own matrices at once. */

@@ -31,6 +31,11 @@ size_t tarn__tile_charge(const tarn_matrix *a) {
   return tarn__page_round(a->mb * a->nb * sizeof(double));
 }
 
+size_t tarn__tile_charge_at(const tarn_matrix *a, size_t ti, size_t tj) {
+  return tarn__page_round(tarn__tile_rows(a, ti) * tarn__tile_cols(a, tj) *
+                          sizeof(double));
+}
+
 tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj) {
   return a->tiles[ti + tj * a->mt];
 }

@@ -62,6 +62,10 @@ size_t tarn__tile_cols(const tarn_matrix *a, size_t tj);
  * tile holds 200 bytes and takes a page. */
 size_t tarn__tile_charge(const tarn_matrix *a);
 
+/* The bytes the pool charges for tile (ti, tj) of `a` as it is (an edge
+ * tile may be smaller): its doubles rounded up to whole pages. */
+size_t tarn__tile_charge_at(const tarn_matrix *a, size_t ti, size_t tj);
+
 /* The ref of tile (ti, tj). */
 tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj);
 

@@ -21,7 +21,6 @@
 
 #include "array/matrix_internal.h"
 #include "linalg/linalg_internal.h"
-#include "prim/prim.h"
 #include "rt/rt_internal.h"
 #include "tarn/linalg.h"
 
@@ -38,17 +37,17 @@ bool tarn__blas_sized(const tarn_matrix *a) {
   return tarn__matrix_ok(a) && a->mb <= INT_MAX && a->nb <= INT_MAX;
 }
 
+bool tarn__task_fits(tarn_rt *rt, size_t bytes) {
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(rt));
+  return limit == 0 || bytes <= limit;
+}
+
 bool tarn__line_fits(const tarn_matrix *m, bool row) {
-  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(m->rt));
-  if (limit == 0) return true;
   size_t count = row ? m->nt : m->mt, charge = 0;
-  for (size_t t = 0; t < count; t++) {
-    size_t rows = row ? tarn__tile_rows(m, 0) : tarn__tile_rows(m, t);
-    size_t cols = row ? tarn__tile_cols(m, t) : tarn__tile_cols(m, 0);
-    charge += tarn__page_round(rows * cols * sizeof(double));
-    if (charge > limit) return false;
-  }
-  return true;
+  for (size_t t = 0; t < count; t++)
+    charge +=
+        row ? tarn__tile_charge_at(m, 0, t) : tarn__tile_charge_at(m, t, 0);
+  return tarn__task_fits(m->rt, charge);
 }
 
 int tarn__region_outcome(tarn_region *region, int submitted, atomic_int *failed,
@@ -1019,9 +1018,27 @@ static int submit_cholesky(tarn_matrix *a, atomic_int *info) {
   return 0;
 }
 
+/* Whether Cholesky's tasks fit under the limit: potrf's tile, from two
+ * tile columns on a trsm's and a syrk's two, from three a gemm's three
+ * (the first of each: an edge tile may be smaller). */
+static bool cholesky_fits(const tarn_matrix *a) {
+  size_t t10 = a->nt >= 2 ? tarn__tile_charge_at(a, 1, 0) : 0;
+  bool fits = tarn__task_fits(a->rt, tarn__tile_charge_at(a, 0, 0));
+  if (a->nt >= 2)
+    fits = fits &&
+           tarn__task_fits(a->rt, tarn__tile_charge_at(a, 0, 0) + t10) &&
+           tarn__task_fits(a->rt, tarn__tile_charge_at(a, 1, 1) + t10);
+  if (a->nt >= 3)
+    fits =
+        fits && tarn__task_fits(a->rt, tarn__tile_charge_at(a, 2, 0) +
+                                           tarn__tile_charge_at(a, 2, 1) + t10);
+  return fits;
+}
+
 int tarn_matrix_cholesky(tarn_matrix *a, int *info) {
   if (info != NULL) *info = 0;
   if (!tarn__factor_shape_ok(a)) return TARN_EINVAL;
+  if (!cholesky_fits(a)) return TARN_ENOMEM;
   tarn__blas_init();
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);

@@ -664,10 +664,36 @@ static size_t default_inner(const tarn_matrix *a) {
   return a->nb < ib ? a->nb : ib;
 }
 
+/* Whether QR's largest tasks fit under the limit (tarn__task_fits), each
+ * with a T tile of `tee` bytes: geqrt on the first tile; with two tile
+ * rows, tpqrt on the first two of column 0; with two tile columns, its
+ * gemqrt on tile (0, 1); with both, tpmqrt on tiles (0, 1) and (1, 1)
+ * with the reflectors of tile (1, 0). */
+static bool qr_fits(const tarn_matrix *a, size_t tee) {
+  size_t a00 = tarn__tile_charge_at(a, 0, 0), a10 = 0, a01 = 0;
+  bool fits = tarn__task_fits(a->rt, a00 + tee);
+  if (a->mt >= 2) {
+    a10 = tarn__tile_charge_at(a, 1, 0);
+    fits = fits && tarn__task_fits(a->rt, a00 + a10 + tee);
+  }
+  if (a->nt >= 2) {
+    a01 = tarn__tile_charge_at(a, 0, 1);
+    fits = fits && tarn__task_fits(a->rt, a00 + a01 + tee);
+  }
+  if (a->mt >= 2 && a->nt >= 2)
+    fits = fits && tarn__task_fits(
+                       a->rt, a10 + a01 + tee + tarn__tile_charge_at(a, 1, 1));
+  return fits;
+}
+
 int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t) {
   if (t != NULL) *t = NULL;
   if (t == NULL || !qr_shape(a) || ib > a->nb) return TARN_EINVAL;
   if (ib == 0) ib = default_inner(a);
+  /* T's tiles: ib x nb */
+  if (!qr_fits(a,
+               tarn__page_round(ib * tarn__tile_cols(a, 0) * sizeof(double))))
+    return TARN_ENOMEM;
   tarn__blas_init();
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);
@@ -815,6 +841,15 @@ int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t, tarn_side side,
   bool right = side == TARN_RIGHT;
   if ((right ? c->n : c->m) != a->m || (right ? c->nb : c->mb) != a->mb)
     return TARN_EINVAL;
+  /* the largest task: tpmqrt with tile (1, 0)'s reflectors on two tiles
+   * of C, or gemqrt with the first tile's on one */
+  bool pair = a->mt >= 2;
+  size_t c00 = tarn__tile_charge_at(c, 0, 0);
+  if (!tarn__task_fits(a->rt,
+                       tarn__tile_charge_at(a, pair, 0) +
+                           tarn__tile_charge_at(t, pair, 0) + c00 +
+                           (pair ? tarn__tile_charge_at(c, !right, right) : 0)))
+    return TARN_ENOMEM;
   tarn__blas_init();
   return submit_apply(a, t, c, right ? 'R' : 'L',
                       trans == TARN_TRANS ? 'T' : 'N', false);

@@ -724,6 +724,70 @@ static void test_cholesky_mem_limit(void **state) {
   free(rhs1);
 }
 
+/* A limit of exactly Cholesky's largest task, a gemm's three tiles (64 x
+ * 64 doubles, 96 KiB; A 256 x 256, 512 KiB), is enough: the factor has
+ * the bits of a run without a limit, spilling, and a solve whose largest
+ * task fits (B in tiles of 64 x 40) solves. A page less, and
+ * tarn_matrix_cholesky refuses with TARN_ENOMEM before any task, A
+ * unchanged and readable (a gemm that could never run would have failed
+ * part-way and left A cancelled); so do the Cholesky and triangular solves
+ * under the three tiles when B's tiles make their largest task larger
+ * (64 x 80: the factor's diagonal tile and two of B, 112 KiB), B
+ * unchanged. */
+static void test_limit_of_one_task(void **state) {
+  (void)state;
+  enum { N = 256, NB = 64 };
+  size_t task = 3 * NB * NB * sizeof(double),
+         page = (size_t)sysconf(_SC_PAGESIZE);
+  double *a = spd(N, 97), *rhs0 = NULL, *rhs1 = NULL;
+  tarn_rt *rt = test_rt(2, 0);
+  double *f0 = factor(rt, a, N, NB);
+  double *x0 = chol_solve(rt, f0, N, NB, 40, 40, 96, &rhs0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  rt = test_rt(2, task);
+  double *f1 = factor(rt, a, N, NB);
+  double *x1 = chol_solve(rt, f1, N, NB, 40, 40, 96, &rhs1);
+  assert_memory_equal(f0, f1, N * N * sizeof *f0);
+  assert_true(test_solve_residual(a, x1, rhs1, N, 40) < 20);
+  assert_memory_equal(x0, x1, N * 40 * sizeof *x0);
+  test_rt_destroy_spilled(rt, task);
+  for (unsigned workers = 1; workers <= 2; workers++) {
+    rt = test_rt(workers, task - page);
+    tarn_matrix *m = NULL, *l = NULL, *b = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, a, N, &m), 0);
+    int info = -1;
+    assert_int_equal(tarn_matrix_cholesky(m, &info), TARN_ENOMEM);
+    assert_int_equal(info, 0);
+    double *back = test_buffer_of(m);
+    assert_memory_equal(a, back, N * N * sizeof *a);
+    free(back);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+    rt = test_rt(workers, task);
+    assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, f0, N, &l), 0);
+    assert_int_equal(tarn_matrix_rand(rt, N, 80, NB, 80, 95, &b), 0);
+    double *b0 = test_buffer_of(b);
+    assert_int_equal(tarn_matrix_cholesky_solve(l, b, &info), TARN_ENOMEM);
+    assert_int_equal(tarn_matrix_triangular_solve(l, TARN_LOWER, TARN_NO_TRANS,
+                                                  TARN_NON_UNIT, b, &info),
+                     TARN_ENOMEM);
+    back = test_buffer_of(b);
+    assert_memory_equal(b0, back, N * 80 * sizeof *b0);
+    free(back);
+    free(b0);
+    tarn_matrix_destroy(m);
+    tarn_matrix_destroy(l);
+    tarn_matrix_destroy(b);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  free(a);
+  free(f0);
+  free(f1);
+  free(x0);
+  free(x1);
+  free(rhs0);
+  free(rhs1);
+}
+
 /* gemv under a memory limit of a quarter of A: tiles spill and come back,
  * the products still match dgemv on the whole matrix, for a y of two
  * tiles (fewer than the three workers) whose layers take under an eighth
@@ -1223,6 +1287,7 @@ int main(void) {
       cmocka_unit_test(test_cholesky_nan),
       cmocka_unit_test(test_cholesky_bad),
       cmocka_unit_test(test_cholesky_mem_limit),
+      cmocka_unit_test(test_limit_of_one_task),
       cmocka_unit_test(test_cholesky_solve),
       cmocka_unit_test(test_cholesky_solve_concurrent),
       cmocka_unit_test(test_cholesky_solve_bad),

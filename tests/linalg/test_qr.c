@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -991,6 +992,53 @@ static void test_qr_tall_tile(void **state) {
   free(first_t);
 }
 
+/* A limit of exactly QR's largest task, tpmqrt's three tiles of 64 x 64
+ * doubles and a T tile of 16 x 64 (104 KiB; A 256 x 192, 384 KiB), is
+ * enough: the residuals, R and T as check_qr wants them, spilling. A page
+ * less, and tarn_matrix_qr refuses with TARN_ENOMEM before any task, A
+ * unchanged and readable, no T; so does tarn_matrix_qr_multiply under
+ * the 104 KiB, from either side, when C's tiles (64 x 80, or 80 x 64)
+ * make its tpmqrt larger (120 KiB), C unchanged. */
+static void test_qr_limit_of_one_task(void **state) {
+  (void)state;
+  enum { M = 256, N = 192, NB = 64, IB = 16 };
+  size_t task = (3 * NB * NB + IB * NB) * sizeof(double);
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  for (unsigned workers = 1; workers <= 2; workers++) {
+    tarn_rt *rt = test_rt(workers, task);
+    check_qr(rt, M, N, NB, IB, 840 + workers);
+    tarn_matrix *x = NULL, *t = NULL, *c = NULL, *d = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 842, &x), 0);
+    assert_int_equal(tarn_matrix_qr(x, IB, &t), 0);
+    assert_int_equal(tarn_matrix_rand(rt, M, 80, NB, 80, 843, &c), 0);
+    assert_int_equal(tarn_matrix_rand(rt, 80, M, 80, NB, 844, &d), 0);
+    double *c0 = test_buffer_of(c), *d0 = test_buffer_of(d);
+    assert_int_equal(tarn_matrix_qr_multiply(x, t, TARN_LEFT, TARN_TRANS, c),
+                     TARN_ENOMEM);
+    assert_int_equal(
+        tarn_matrix_qr_multiply(x, t, TARN_RIGHT, TARN_NO_TRANS, d),
+        TARN_ENOMEM);
+    double *c1 = test_buffer_of(c), *d1 = test_buffer_of(d);
+    assert_memory_equal(c0, c1, M * 80 * sizeof *c0);
+    assert_memory_equal(d0, d1, M * 80 * sizeof *d0);
+    tarn_matrix *all[] = {x, t, c, d};
+    for (size_t k = 0; k < 4; k++) tarn_matrix_destroy(all[k]);
+    test_rt_destroy_spilled(rt, task);
+    free(c0), free(c1), free(d0), free(d1);
+    rt = test_rt(workers, task - page);
+    assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 845, &x), 0);
+    double *a0 = test_buffer_of(x);
+    t = (tarn_matrix *)1;
+    assert_int_equal(tarn_matrix_qr(x, IB, &t), TARN_ENOMEM);
+    assert_null(t);
+    double *a1 = test_buffer_of(x);
+    assert_memory_equal(a0, a1, M * N * sizeof *a0);
+    free(a0), free(a1);
+    tarn_matrix_destroy(x);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
 /* The tree is T's, not the runtime's: factors made on 3 workers (a tree
  * of 3 domains), copied into runtimes of 1 and 8 workers, give there the
  * thin Q of that factorisation; and a T whose extra tile rows do not fit
@@ -1258,6 +1306,7 @@ int main(void) {
       cmocka_unit_test(test_qr_tree),
       cmocka_unit_test(test_qr_tree_elsewhere),
       cmocka_unit_test(test_qr_tall_tile),
+      cmocka_unit_test(test_qr_limit_of_one_task),
       cmocka_unit_test(test_qr_bad),
       cmocka_unit_test(test_qr_mem_limit),
       cmocka_unit_test(test_qr_wide_refusals),

@@ -88,6 +88,16 @@ static inline double *test_spd_matrix(size_t n, double s, uint64_t seed) {
   return a;
 }
 
+/* Destroys each of the matrices given (a NULL one is skipped, as
+ * tarn_matrix_destroy skips it). */
+#define TEST_DESTROY_MATRICES(...)                                           \
+  do {                                                                       \
+    tarn_matrix *test_all_[] = {__VA_ARGS__};                                \
+    for (size_t test_k_ = 0; test_k_ < sizeof test_all_ / sizeof *test_all_; \
+         test_k_++)                                                          \
+      tarn_matrix_destroy(test_all_[test_k_]);                               \
+  } while (0)
+
 /* Destroys `rt` after checking that its pool spilled and never held more
  * than `limit` bytes resident (a run under a memory limit). */
 static inline void test_rt_destroy_spilled(tarn_rt *rt, size_t limit) {

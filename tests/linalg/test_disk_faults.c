@@ -398,9 +398,7 @@ static void test_tall_qr_on_a_failing_disk(void **state) {
   assert_true(hits > 0); /* the disk did fail under the calls */
   double *bufs[] = {a, b0, o0, f0, t0, x0};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
-  tarn_matrix *all[] = {in, b, other, w, t};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-    tarn_matrix_destroy(all[i]);
+  TEST_DESTROY_MATRICES(in, b, other, w, t);
   assert_int_equal(tarn_rt_destroy(rt), 0);
   memdisk_free(disk);
 }

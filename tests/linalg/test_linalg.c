@@ -683,45 +683,52 @@ static double *chol_solve(tarn_rt *rt, const double *f, size_t n, size_t nb,
   int info = -1;
   assert_int_equal(tarn_matrix_cholesky_solve(l, b, &info), 0);
   assert_int_equal(info, 0);
-  double *x = test_buffer_of(b), *f1 = test_buffer_of(l);
-  assert_memory_equal(f, f1, n * n * sizeof *f);
-  free(f1);
+  double *x = test_buffer_of(b);
+  test_matrix_holds(l, f);
   tarn_matrix_destroy(l);
   tarn_matrix_destroy(b);
   return x;
 }
 
-/* Under a memory limit of a quarter of the matrix: tiles spill, and the
- * factor has the same bits (each tile sees the same kernels in the same
- * order whatever the schedule). */
-static void test_cholesky_mem_limit(void **state) {
-  (void)state;
-  size_t n = 256, nb = 32;
-  size_t bytes = n * n * sizeof(double);
-  double *a = spd(n, 99);
-  tarn_rt *rt = test_rt(3, 0);
-  double *f0 = factor(rt, a, n, nb), *rhs0 = NULL, *rhs1 = NULL;
-  double *x0 = chol_solve(rt, f0, n, nb, 40, 16, 98, &rhs0);
+/* The SPD matrix of `seed` (n x n in nb tiles) factored and solved for
+ * 40 right-hand sides (column tiles of cb) without a limit and under
+ * `limit` (`workers` each): under the limit tiles spill, never more than
+ * `limit` resident, and the factor and X have the bits of the run
+ * without it (each tile sees the same kernels in the same order whatever
+ * the schedule); the residuals. Returns A (the caller's to free) and the
+ * factor in *f. */
+static double *check_cholesky_under_limit(size_t n, size_t nb, size_t cb,
+                                          size_t limit, unsigned workers,
+                                          uint64_t seed, double **f) {
+  double *a = spd(n, seed), *rhs0 = NULL, *rhs1 = NULL;
+  tarn_rt *rt = test_rt(workers, 0);
+  double *f0 = factor(rt, a, n, nb);
+  double *x0 = chol_solve(rt, f0, n, nb, 40, cb, seed - 1, &rhs0);
   assert_int_equal(tarn_rt_destroy(rt), 0);
-  rt = test_rt(3, bytes / 4);
+  rt = test_rt(workers, limit);
   double *f1 = factor(rt, a, n, nb);
-  double *x1 = chol_solve(rt, f1, n, nb, 40, 16, 98, &rhs1);
-  tarn_pool_stats ps;
-  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
-  assert_true(ps.spills > 0);
-  assert_true(ps.resident_peak <= bytes / 4);
-  assert_int_equal(tarn_rt_destroy(rt), 0);
+  double *x1 = chol_solve(rt, f1, n, nb, 40, cb, seed - 1, &rhs1);
+  test_rt_destroy_spilled(rt, limit);
   assert_true(chol_residual(a, f1, n) < 10);
-  assert_memory_equal(f0, f1, bytes);
+  assert_memory_equal(f0, f1, n * n * sizeof *f0);
   assert_true(test_solve_residual(a, x1, rhs1, n, 40) < 20);
   assert_memory_equal(x0, x1, n * 40 * sizeof *x0);
-  free(a);
-  free(f0);
   free(f1);
   free(x0);
   free(x1);
   free(rhs0);
   free(rhs1);
+  *f = f0;
+  return a;
+}
+
+/* Under a memory limit of a quarter of the matrix. */
+static void test_cholesky_mem_limit(void **state) {
+  (void)state;
+  double *f = NULL, *a = check_cholesky_under_limit(
+                        256, 32, 16, 256 * 256 * sizeof(double) / 4, 3, 99, &f);
+  free(a);
+  free(f);
 }
 
 /* A limit of exactly Cholesky's largest task, a gemm's three tiles (64 x
@@ -739,28 +746,16 @@ static void test_limit_of_one_task(void **state) {
   enum { N = 256, NB = 64 };
   size_t task = 3 * NB * NB * sizeof(double),
          page = (size_t)sysconf(_SC_PAGESIZE);
-  double *a = spd(N, 97), *rhs0 = NULL, *rhs1 = NULL;
-  tarn_rt *rt = test_rt(2, 0);
-  double *f0 = factor(rt, a, N, NB);
-  double *x0 = chol_solve(rt, f0, N, NB, 40, 40, 96, &rhs0);
-  assert_int_equal(tarn_rt_destroy(rt), 0);
-  rt = test_rt(2, task);
-  double *f1 = factor(rt, a, N, NB);
-  double *x1 = chol_solve(rt, f1, N, NB, 40, 40, 96, &rhs1);
-  assert_memory_equal(f0, f1, N * N * sizeof *f0);
-  assert_true(test_solve_residual(a, x1, rhs1, N, 40) < 20);
-  assert_memory_equal(x0, x1, N * 40 * sizeof *x0);
-  test_rt_destroy_spilled(rt, task);
+  double *f0 = NULL,
+         *a = check_cholesky_under_limit(N, NB, 40, task, 2, 97, &f0);
   for (unsigned workers = 1; workers <= 2; workers++) {
-    rt = test_rt(workers, task - page);
+    tarn_rt *rt = test_rt(workers, task - page);
     tarn_matrix *m = NULL, *l = NULL, *b = NULL;
     assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, a, N, &m), 0);
     int info = -1;
     assert_int_equal(tarn_matrix_cholesky(m, &info), TARN_ENOMEM);
     assert_int_equal(info, 0);
-    double *back = test_buffer_of(m);
-    assert_memory_equal(a, back, N * N * sizeof *a);
-    free(back);
+    test_matrix_holds(m, a);
     assert_int_equal(tarn_rt_destroy(rt), 0);
     rt = test_rt(workers, task);
     assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, f0, N, &l), 0);
@@ -770,22 +765,13 @@ static void test_limit_of_one_task(void **state) {
     assert_int_equal(tarn_matrix_triangular_solve(l, TARN_LOWER, TARN_NO_TRANS,
                                                   TARN_NON_UNIT, b, &info),
                      TARN_ENOMEM);
-    back = test_buffer_of(b);
-    assert_memory_equal(b0, back, N * 80 * sizeof *b0);
-    free(back);
+    test_matrix_holds(b, b0);
     free(b0);
-    tarn_matrix_destroy(m);
-    tarn_matrix_destroy(l);
-    tarn_matrix_destroy(b);
+    TEST_DESTROY_MATRICES(m, l, b);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
   free(a);
   free(f0);
-  free(f1);
-  free(x0);
-  free(x1);
-  free(rhs0);
-  free(rhs1);
 }
 
 /* gemv under a memory limit of a quarter of A: tiles spill and come back,

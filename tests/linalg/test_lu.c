@@ -414,12 +414,9 @@ static void test_lu_limit_of_one_column(void **state) {
     assert_int_equal(tarn_matrix_solve(a, b, &info), TARN_ENOMEM);
     assert_int_equal(info, 0);
     assert_int_equal(tarn_matrix_lu_inverse(a, piv, NULL), TARN_ENOMEM);
-    double *a1 = test_buffer_of(a), *b1 = test_buffer_of(b);
-    assert_memory_equal(a0, a1, sizeof(double) * N * N);
-    assert_memory_equal(b0, b1, sizeof(double) * N * 3);
+    test_matrix_holds(a, a0);
+    test_matrix_holds(b, b0);
     for (size_t i = 0; i < N; i++) assert_int_equal(piv[i], i);
-    free(a1);
-    free(b1);
     /* B of 80 columns a tile: its tile column exceeds the limit, A's not */
     tarn_matrix *wide = NULL;
     assert_int_equal(tarn_matrix_rand(rt, N, 80, NB, 80, 53, &wide), 0);
@@ -438,19 +435,13 @@ static void test_lu_limit_of_one_column(void **state) {
     tarn_matrix *g = NULL;
     assert_int_equal(tarn_matrix_from_buffer(rt2, N, N, NB, NB, a0, N, &g), 0);
     assert_int_equal(tarn_matrix_solve(g, w, &info), TARN_ENOMEM);
-    double *g1 = test_buffer_of(g);
-    assert_memory_equal(a0, g1, sizeof(double) * N * N);
-    free(g1);
+    test_matrix_holds(g, a0);
     tarn_matrix_destroy(g);
-    double *w1 = test_buffer_of(w);
-    assert_memory_equal(w0, w1, sizeof(double) * N * 80);
-    free(w1);
+    test_matrix_holds(w, w0);
     free(w0);
     free(a0);
     free(b0);
-    tarn_matrix *all[] = {a, b, wide, f, w};
-    for (size_t k = 0; k < sizeof all / sizeof *all; k++)
-      tarn_matrix_destroy(all[k]);
+    TEST_DESTROY_MATRICES(a, b, wide, f, w);
     assert_int_equal(tarn_rt_destroy(rt2), 0);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
@@ -719,13 +710,9 @@ static void test_solve_singular_short_of_memory(void **state) {
     assert_int_equal(tarn_matrix_solve(m, b, &info),
                      limited ? TARN_ENOMEM : TARN_EINVAL);
     assert_int_equal(info, limited ? 0 : (int)(p + 1));
-    double *b1 = test_buffer_of(b);
-    assert_memory_equal(b0, b1, n * nrhs * sizeof *b0);
-    free(b1);
+    test_matrix_holds(b, b0);
     if (limited) {
-      double *a1 = test_buffer_of(m);
-      assert_memory_equal(a, a1, n * n * sizeof *a);
-      free(a1);
+      test_matrix_holds(m, a);
     }
     free(a);
     free(b0);

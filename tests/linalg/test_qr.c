@@ -792,9 +792,7 @@ static void check_qr_multiply(tarn_rt *rt, size_t m, size_t n, size_t tb,
   assert_memory_equal(fb, fb1, m * n * sizeof *fb);
   double *bufs[] = {fb1, a0, fb, qa, r, id, qf, qt};
   for (size_t k = 0; k < sizeof bufs / sizeof *bufs; k++) free(bufs[k]);
-  tarn_matrix *all[] = {f, t, q, a, e, c, d};
-  for (size_t k = 0; k < sizeof all / sizeof *all; k++)
-    tarn_matrix_destroy(all[k]);
+  TEST_DESTROY_MATRICES(f, t, q, a, e, c, d);
 }
 
 /* Square, tall and wide, tiles that do and do not divide, one tile column
@@ -902,9 +900,7 @@ static void check_tall_multiply(tarn_rt *rt, size_t m, size_t n, size_t mb,
   free(q_t);
   free(want);
   free(eye);
-  tarn_matrix *all[] = {f, t, q, e, d};
-  for (size_t k = 0; k < sizeof all / sizeof *all; k++)
-    tarn_matrix_destroy(all[k]);
+  TEST_DESTROY_MATRICES(f, t, q, e, d);
 }
 
 /* A tall, narrow tile (16384 rows or more, up to 128 columns) is
@@ -1018,22 +1014,19 @@ static void test_qr_limit_of_one_task(void **state) {
     assert_int_equal(
         tarn_matrix_qr_multiply(x, t, TARN_RIGHT, TARN_NO_TRANS, d),
         TARN_ENOMEM);
-    double *c1 = test_buffer_of(c), *d1 = test_buffer_of(d);
-    assert_memory_equal(c0, c1, M * 80 * sizeof *c0);
-    assert_memory_equal(d0, d1, M * 80 * sizeof *d0);
-    tarn_matrix *all[] = {x, t, c, d};
-    for (size_t k = 0; k < 4; k++) tarn_matrix_destroy(all[k]);
+    test_matrix_holds(c, c0);
+    test_matrix_holds(d, d0);
+    TEST_DESTROY_MATRICES(x, t, c, d);
     test_rt_destroy_spilled(rt, task);
-    free(c0), free(c1), free(d0), free(d1);
+    free(c0), free(d0);
     rt = test_rt(workers, task - page);
     assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 845, &x), 0);
     double *a0 = test_buffer_of(x);
     t = (tarn_matrix *)1;
     assert_int_equal(tarn_matrix_qr(x, IB, &t), TARN_ENOMEM);
     assert_null(t);
-    double *a1 = test_buffer_of(x);
-    assert_memory_equal(a0, a1, M * N * sizeof *a0);
-    free(a0), free(a1);
+    test_matrix_holds(x, a0);
+    free(a0);
     tarn_matrix_destroy(x);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
@@ -1086,9 +1079,7 @@ static void test_qr_tree_elsewhere(void **state) {
   free(a);
   free(f);
   free(tf);
-  tarn_matrix *all[] = {x, t, sq, tsq, big};
-  for (size_t k = 0; k < sizeof all / sizeof *all; k++)
-    tarn_matrix_destroy(all[k]);
+  TEST_DESTROY_MATRICES(x, t, sq, tsq, big);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -1157,9 +1148,7 @@ static void test_qr_multiply_bad_and_limits(void **state) {
   free(f0);
   free(f1);
   free(c0);
-  tarn_matrix *all[] = {f, t, g, tg, c, rows, tiles, other};
-  for (size_t k = 0; k < sizeof all / sizeof *all; k++)
-    tarn_matrix_destroy(all[k]);
+  TEST_DESTROY_MATRICES(f, t, g, tg, c, rows, tiles, other);
   assert_int_equal(tarn_rt_destroy(rt), 0);
   assert_int_equal(tarn_rt_destroy(rt2), 0);
 

@@ -756,6 +756,7 @@ static void test_limit_of_one_task(void **state) {
     assert_int_equal(tarn_matrix_cholesky(m, &info), TARN_ENOMEM);
     assert_int_equal(info, 0);
     test_matrix_holds(m, a);
+    tarn_matrix_destroy(m);
     assert_int_equal(tarn_rt_destroy(rt), 0);
     rt = test_rt(workers, task);
     assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, f0, N, &l), 0);
@@ -767,7 +768,7 @@ static void test_limit_of_one_task(void **state) {
                      TARN_ENOMEM);
     test_matrix_holds(b, b0);
     free(b0);
-    TEST_DESTROY_MATRICES(m, l, b);
+    TEST_DESTROY_MATRICES(l, b);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
   free(a);

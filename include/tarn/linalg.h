@@ -27,7 +27,7 @@
  * write read as TARN_ECANCELED until written anew. The calls that work
  * on the caller's matrices in place (tarn_matrix_cholesky, tarn_matrix_lu,
  * tarn_matrix_qr, the solves, tarn_matrix_permute_rows,
- * tarn_matrix_qr_multiply, the LU inverse) check their largest tasks
+ * tarn_matrix_qr_multiply, the inverses) check their largest tasks
  * first (each tile's bytes rounded up to whole pages, as the pool charges
  * them) and return TARN_ENOMEM before any task, their matrices unchanged,
  * under a limit that could never run one of them.
@@ -442,7 +442,9 @@ TARN_API int tarn_matrix_cholesky_logdet(tarn_matrix *l, double *logdet);
  * submitted before to write the matrix failed; TARN_ENOMEM, TARN_ENOSPC,
  * TARN_EIO from the runtime, and then the matrix's content is unspecified
  * (a tile whose task failed reads as TARN_ECANCELED until written again,
- * tarn/rt.h, rule 4). */
+ * tarn/rt.h, rule 4); but TARN_ENOMEM at once, before either region and
+ * the matrix unchanged, under a memory limit below the largest task's
+ * tiles (three, or the LU inverse's tile row: the "Memory limit" above). */
 
 /* T^-1 over T in place, as dtrtri: T is the lower or upper triangle
  * (`uplo`) of `t`, with its diagonal or (TARN_UNIT) ones there (not read,

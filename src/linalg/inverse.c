@@ -539,6 +539,7 @@ int tarn_matrix_triangular_inverse(tarn_matrix *t, tarn_uplo uplo,
       (uplo != TARN_LOWER && uplo != TARN_UPPER) ||
       (diag != TARN_NON_UNIT && diag != TARN_UNIT))
     return TARN_EINVAL;
+  if (!tarn__triangle_fits(t, uplo == TARN_LOWER)) return TARN_ENOMEM;
   tarn__blas_init();
   struct triangle_args args = {uplo == TARN_LOWER, diag == TARN_UNIT};
   if (!args.unit) {
@@ -551,6 +552,7 @@ int tarn_matrix_triangular_inverse(tarn_matrix *t, tarn_uplo uplo,
 int tarn_matrix_cholesky_inverse(tarn_matrix *l, int *info) {
   if (info != NULL) *info = 0;
   if (!tarn__factor_shape_ok(l)) return TARN_EINVAL;
+  if (!tarn__triangle_fits(l, true)) return TARN_ENOMEM;
   tarn__blas_init();
   int rc = check_diagonal(l, info);
   return rc != 0 ? rc : run_region(l, cholesky_tasks, NULL);

@@ -50,6 +50,28 @@ bool tarn__line_fits(const tarn_matrix *m, bool row) {
   return tarn__task_fits(m->rt, charge);
 }
 
+/* What the pool charges for tile (i, j) of the lower form of a's
+ * triangle: tile (i, j), or (j, i) of an upper one. */
+static size_t triangle_charge(const tarn_matrix *a, bool lower, size_t i,
+                              size_t j) {
+  return lower ? tarn__tile_charge_at(a, i, j) : tarn__tile_charge_at(a, j, i);
+}
+
+bool tarn__triangle_fits(const tarn_matrix *a, bool lower) {
+  size_t t00 = triangle_charge(a, lower, 0, 0);
+  bool fits = tarn__task_fits(a->rt, t00);
+  if (a->nt >= 2) {
+    size_t t10 = triangle_charge(a, lower, 1, 0);
+    fits = fits && tarn__task_fits(a->rt, t00 + t10) &&
+           tarn__task_fits(a->rt, triangle_charge(a, lower, 1, 1) + t10);
+    if (a->nt >= 3)
+      fits = fits &&
+             tarn__task_fits(a->rt, triangle_charge(a, lower, 2, 0) +
+                                        triangle_charge(a, lower, 2, 1) + t10);
+  }
+  return fits;
+}
+
 int tarn__region_outcome(tarn_region *region, int submitted, atomic_int *failed,
                          int *info) {
   /* Always wait: tasks already submitted point at `failed`. */
@@ -1018,27 +1040,10 @@ static int submit_cholesky(tarn_matrix *a, atomic_int *info) {
   return 0;
 }
 
-/* Whether Cholesky's tasks fit under the limit: potrf's tile, from two
- * tile columns on a trsm's and a syrk's two, from three a gemm's three
- * (the first of each: an edge tile may be smaller). */
-static bool cholesky_fits(const tarn_matrix *a) {
-  size_t t10 = a->nt >= 2 ? tarn__tile_charge_at(a, 1, 0) : 0;
-  bool fits = tarn__task_fits(a->rt, tarn__tile_charge_at(a, 0, 0));
-  if (a->nt >= 2)
-    fits = fits &&
-           tarn__task_fits(a->rt, tarn__tile_charge_at(a, 0, 0) + t10) &&
-           tarn__task_fits(a->rt, tarn__tile_charge_at(a, 1, 1) + t10);
-  if (a->nt >= 3)
-    fits =
-        fits && tarn__task_fits(a->rt, tarn__tile_charge_at(a, 2, 0) +
-                                           tarn__tile_charge_at(a, 2, 1) + t10);
-  return fits;
-}
-
 int tarn_matrix_cholesky(tarn_matrix *a, int *info) {
   if (info != NULL) *info = 0;
   if (!tarn__factor_shape_ok(a)) return TARN_EINVAL;
-  if (!cholesky_fits(a)) return TARN_ENOMEM;
+  if (!tarn__triangle_fits(a, true)) return TARN_ENOMEM;
   tarn__blas_init();
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);

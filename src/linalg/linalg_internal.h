@@ -37,6 +37,13 @@ bool tarn__task_fits(tarn_rt *rt, size_t bytes);
  * interchanges. */
 bool tarn__line_fits(const tarn_matrix *m, bool row);
 
+/* tarn__task_fits for the tasks of the tile algorithms on a's lower (or
+ * upper, transposed) triangle that Cholesky, trtri and lauum share: a
+ * diagonal tile's, two tiles' (tiles (0, 0) or (1, 1) with (1, 0)), and
+ * from three tile columns on a gemm's three (tiles (2, 0), (2, 1) and
+ * (1, 0)); an edge tile may be smaller than these. */
+bool tarn__triangle_fits(const tarn_matrix *a, bool lower);
+
 /* tarn__task_fits for the largest tasks of a triangular solve with T
  * (lower or upper) into B through a copy Y of B: a step's trsm (T's
  * first diagonal tile, a tile of Y and one of B) and, with two tile rows

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -493,6 +494,41 @@ static void test_inverse_under_a_memory_limit(void **state) {
   test_rt_destroy_spilled(rt, limit);
 }
 
+/* Under a limit of exactly three tiles (64 x 64 doubles; the matrix 256
+ * x 256 takes 16), what their largest tasks pin (a gemm's), Cholesky's
+ * inverse and both triangles' inverses give the results above, spilling;
+ * a page less, the triangular and Cholesky inverses return TARN_ENOMEM
+ * before any task, the matrix unchanged and readable (a task that could
+ * never fit would have failed part-way and left it cancelled). */
+static void test_inverse_limit_of_one_task(void **state) {
+  (void)state;
+  enum { N = 256, NB = 64 };
+  size_t task = 3 * NB * NB * sizeof(double),
+         page = (size_t)sysconf(_SC_PAGESIZE);
+  tarn_rt *rt = test_rt(2, task);
+  check_cholesky(rt, N, NB, 510);
+  check_triangle(rt, N, N, NB, NB, TARN_LOWER, TARN_NON_UNIT, 511);
+  check_triangle(rt, N, N, NB, NB, TARN_UPPER, TARN_NON_UNIT, 512);
+  test_rt_destroy_spilled(rt, task);
+  rt = test_rt(2, task - page);
+  double *a = test_spd_matrix(N, 0.5, 513);
+  tarn_matrix *m = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, a, N, &m), 0);
+  int info = 5;
+  assert_int_equal(
+      tarn_matrix_triangular_inverse(m, TARN_LOWER, TARN_NON_UNIT, &info),
+      TARN_ENOMEM);
+  assert_int_equal(
+      tarn_matrix_triangular_inverse(m, TARN_UPPER, TARN_UNIT, &info),
+      TARN_ENOMEM);
+  assert_int_equal(tarn_matrix_cholesky_inverse(m, &info), TARN_ENOMEM);
+  assert_int_equal(info, 0);
+  test_matrix_holds(m, a);
+  free(a);
+  tarn_matrix_destroy(m);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_triangular_inverse),
@@ -504,6 +540,7 @@ int main(void) {
       cmocka_unit_test(test_singular),
       cmocka_unit_test(test_bad_input_and_failures),
       cmocka_unit_test(test_inverse_under_a_memory_limit),
+      cmocka_unit_test(test_inverse_limit_of_one_task),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

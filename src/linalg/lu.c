@@ -508,16 +508,19 @@ static void panel_pivots(const struct lu_job *j, const lapack_int *ipiv,
  * 7.9 (was 8.6), 65536 x 128 in two 22.9 (was 24.7), 16384 x 64 as one
  * tile 2.3 (was 2.8 with its base columns shared, 3.2 to 3.3 by dgetrf). */
 #define TILE_UNIT 4096
+_Static_assert(BASE_SHARE_ROWS / (BASE_SHARE_TILES - 1) > TILE_UNIT,
+               "a tall panel's tile holds two units or more (tile_units)");
 
 /* Sets s->per_tile and s->unit_rows for job j (above): every unit of
- * the panel has rows. */
+ * the panel has rows. Such a panel's tiles are taller than TILE_UNIT (it
+ * has BASE_SHARE_ROWS rows in fewer than BASE_SHARE_TILES tiles), so a
+ * tile holds two units or more. */
 static void tile_units(struct panel_lu *s, const struct lu_job *j) {
-  size_t h = j->rows < j->tb ? j->rows : j->tb;
   s->per_tile = 1;
   s->unit_rows = j->tb;
   if (j->n < PANEL_BLOCKED && j->rows >= BASE_SHARE_ROWS &&
-      j->rows >= (size_t)j->n && j->ntiles < BASE_SHARE_TILES &&
-      h > TILE_UNIT) {
+      j->rows >= (size_t)j->n && j->ntiles < BASE_SHARE_TILES) {
+    size_t h = j->rows < j->tb ? j->rows : j->tb;
     s->per_tile = (h - 1) / TILE_UNIT + 1;
     s->unit_rows = TILE_UNIT;
   }

@@ -1,6 +1,7 @@
 /* support.h: helpers the matrix, stencil and linalg tests share (include
  * after <cmocka.h>): a runtime with a given number of
- * workers and memory limit and the check that it spilled, a task that
+ * workers and memory limit and the check that it spilled, what the pool
+ * charges for a tile, a task that
  * fails on a matrix's first tile, a matrix copied out to a fresh buffer, the
  * Frobenius norm of a buffer, random and SPD test matrices, and for the
  * linear solves: the scaled
@@ -17,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tarn.h"
 
@@ -30,6 +32,12 @@ static inline tarn_rt *test_rt(unsigned workers, size_t limit) {
   tarn_rt *rt = NULL;
   assert_int_equal(tarn_rt_create(&o, &rt), 0);
   return rt;
+}
+
+/* What the pool charges for a tile of rows x cols doubles: whole pages. */
+static inline size_t test_tile_charge(size_t rows, size_t cols) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  return (rows * cols * sizeof(double) + page - 1) / page * page;
 }
 
 /* The matrix in a malloc'ed column-major buffer (ld = rows); the caller

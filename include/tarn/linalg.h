@@ -21,10 +21,10 @@
  *
  * Memory limit: each task pins its tiles while it runs (a product's and
  * Cholesky's three, a QR update's three and a T tile, LU's panel and
- * interchanges a tile column). A limit that cannot hold one task's tiles
- * can never run it: the call returns TARN_ENOMEM, and by the runtime's
- * rule 4 (tarn/rt.h) the matrices that task and the ones after it were to
- * write read as TARN_ECANCELED until written anew. The calls that work
+ * interchanges a tile column, its updates three). A limit that cannot hold one
+ * task's tiles can never run it: the call returns TARN_ENOMEM, and by the
+ * runtime's rule 4 (tarn/rt.h) the matrices that task and the ones after it
+ * were to write read as TARN_ECANCELED until written anew. The calls that work
  * on the caller's matrices in place (tarn_matrix_cholesky, tarn_matrix_lu,
  * tarn_matrix_qr, the solves, tarn_matrix_permute_rows,
  * tarn_matrix_qr_multiply, the inverses) check their largest tasks
@@ -240,10 +240,12 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * highest priority, then the work of the next tile columns. The panel
  * needs no workspace but its pivots: under a memory limit it pins its
  * tile column, (M - k mb) x nb doubles, and nothing beside it; so does
- * each task of its interchanges on another tile column. A limit below
- * the first tile column (what the pool charges for its tiles: each
- * rounded up to whole pages) could never run them: the call then returns
- * TARN_ENOMEM at once, before any task, A unchanged. Like every tile
+ * each task of its interchanges on another tile column; a gemm of the
+ * updates pins three tiles (more than a tile column of two). A limit
+ * below the first tile column or those three tiles (what the pool
+ * charges for them: each rounded up to whole pages) could never run
+ * them: the call then returns TARN_ENOMEM at once, before any task, A
+ * unchanged. Like every tile
  * kernel here, the panel shares its trailing updates with idle workers
  * (tarn_task_parallel_for), so a split product may round differently in
  * the last bits from one run to the next, as multithreaded LAPACK does.
@@ -328,8 +330,8 @@ TARN_API int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv,
  * TARN_EINVAL for NULL arguments, shapes or tilings that do not match,
  * A and B the same, different runtimes, a singular A; TARN_ECANCELED,
  * TARN_ENOMEM, TARN_ENOSPC, TARN_EIO as tarn_matrix_lu (TARN_ENOMEM at
- * once, A and B unchanged, under a limit below a tile column of A or of
- * B). */
+ * once, A and B unchanged, under a limit below LU's largest task or a
+ * tile column of B). */
 TARN_API int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info);
 
 /* ---- condition estimates ---------------------------------------------
@@ -444,7 +446,8 @@ TARN_API int tarn_matrix_cholesky_logdet(tarn_matrix *l, double *logdet);
  * (a tile whose task failed reads as TARN_ECANCELED until written again,
  * tarn/rt.h, rule 4); but TARN_ENOMEM at once, before either region and
  * the matrix unchanged, under a memory limit below the largest task's
- * tiles (three, or the LU inverse's tile row: the "Memory limit" above). */
+ * tiles (three, or the LU inverse's tile row: the "Memory limit" above;
+ * tarn_matrix_inverse checks LU's and the inverse's before it factors). */
 
 /* T^-1 over T in place, as dtrtri: T is the lower or upper triangle
  * (`uplo`) of `t`, with its diagonal or (TARN_UNIT) ones there (not read,
@@ -470,7 +473,9 @@ TARN_API int tarn_matrix_cholesky_inverse(tarn_matrix *l, int *info);
  * reverse order (one task per tile row). piv (n entries) stays the
  * caller's and is only read. TARN_EINVAL also for a pivot piv[i] outside
  * [i, n) (checked before anything is submitted); TARN_ENOMEM at once, the
- * factors unchanged, under a memory limit below a tile row of them. */
+ * factors unchanged, under a memory limit below a tile row of them or
+ * the three tiles of a gemm (tiles (0, 0) and (0, 1) of the factors and
+ * a temporary of tile (1, 0)'s size). */
 TARN_API int tarn_matrix_lu_inverse(tarn_matrix *lu, const size_t *piv,
                                     int *info);
 

@@ -594,9 +594,23 @@ int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c, int *info) {
   return 0;
 }
 
+/* Whether the LU inverse's largest tasks fit (tarn__task_fits): trtri's
+ * on U (tarn__triangle_fits), getri's gemm (tiles (0, 0) and (0, 1) of
+ * the factors and the temporary of L's tile (1, 0)) and an interchange's
+ * tile row. */
+static bool lu_inverse_fits(const tarn_matrix *lu) {
+  bool fits = tarn__line_fits(lu, true) && tarn__triangle_fits(lu, false);
+  if (lu->nt >= 2)
+    fits = fits && tarn__task_fits(lu->rt, tarn__tile_charge_at(lu, 0, 0) +
+                                               tarn__tile_charge_at(lu, 0, 1) +
+                                               tarn__tile_charge_at(lu, 1, 0));
+  return fits;
+}
+
 int tarn_matrix_inverse(tarn_matrix *a, int *info) {
   if (info != NULL) *info = 0;
   if (!tarn__factor_shape_ok(a)) return TARN_EINVAL;
+  if (!tarn__lu_fits(a) || !lu_inverse_fits(a)) return TARN_ENOMEM;
   size_t *piv = malloc(a->m * sizeof *piv);
   if (piv == NULL) return TARN_ENOMEM;
   /* LU reports an exact zero on U's diagonal itself: no check after it */
@@ -611,7 +625,7 @@ int tarn_matrix_lu_inverse(tarn_matrix *lu, const size_t *piv, int *info) {
   if (piv == NULL || !tarn__factor_shape_ok(lu)) return TARN_EINVAL;
   for (size_t i = 0; i < lu->m; i++)
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
-  if (!tarn__line_fits(lu, true)) return TARN_ENOMEM; /* the interchanges */
+  if (!lu_inverse_fits(lu)) return TARN_ENOMEM;
   tarn__blas_init();
   int rc = check_diagonal(lu, info);
   return rc != 0 ? rc : run_region(lu, lu_tasks, piv);

@@ -37,6 +37,12 @@ bool tarn__task_fits(tarn_rt *rt, size_t bytes);
  * interchanges. */
 bool tarn__line_fits(const tarn_matrix *m, bool row);
 
+/* tarn__task_fits for LU's largest tasks on a: a panel's tile column
+ * (tarn__line_fits) and, with two tile rows and columns or more, an
+ * update's gemm (tiles (1, 1), (1, 0) and (0, 1): more than a column of
+ * two tiles). */
+bool tarn__lu_fits(const tarn_matrix *a);
+
 /* tarn__task_fits for the tasks of the tile algorithms on a's lower (or
  * upper, transposed) triangle that Cholesky, trtri and lauum share: a
  * diagonal tile's, two tiles' (tiles (0, 0) or (1, 1) with (1, 0)), and

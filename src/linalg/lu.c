@@ -832,17 +832,26 @@ static bool lu_shape_ok(const tarn_matrix *a) {
           (a->mt == 1 && a->m <= a->nb));
 }
 
+bool tarn__lu_fits(const tarn_matrix *a) {
+  bool fits = tarn__line_fits(a, false);
+  if (a->mt >= 2 && a->nt >= 2)
+    fits = fits && tarn__task_fits(a->rt, tarn__tile_charge_at(a, 1, 1) +
+                                              tarn__tile_charge_at(a, 1, 0) +
+                                              tarn__tile_charge_at(a, 0, 1));
+  return fits;
+}
+
 int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
   if (info != NULL) *info = 0;
   if (piv == NULL || !lu_shape_ok(a)) return TARN_EINVAL;
-  if (!tarn__line_fits(a, false)) return TARN_ENOMEM;
+  if (!tarn__lu_fits(a)) return TARN_ENOMEM;
   return lu_region(a, piv, NULL, false, NULL, info);
 }
 
 int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
   if (!tarn__solve_shapes_ok(a, b)) return TARN_EINVAL;
-  if (!tarn__line_fits(a, false) || !tarn__line_fits(b, false) ||
+  if (!tarn__lu_fits(a) || !tarn__line_fits(b, false) ||
       !tarn__solve_fits(a, false, b))
     return TARN_ENOMEM;
   size_t *piv = malloc(a->m * sizeof *piv);

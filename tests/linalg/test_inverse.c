@@ -529,6 +529,43 @@ static void test_inverse_limit_of_one_task(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A matrix of two tile columns, 100 x 100 in tiles of 64: getri's gemm
+ * pins tiles (0, 0) and (0, 1) and the temporary of L's tile (1, 0), more
+ * than a tile row of two and, in whole pages, more than LU's largest
+ * task (its gemm on the smaller tile (1, 1)). Under exactly that gemm's
+ * tiles both inverses match dgetri; a page less, each returns TARN_ENOMEM
+ * before any task, the matrix unchanged (each checked a tile line only:
+ * the LU inverse failed part-way, and tarn_matrix_inverse factored A
+ * first, both leaving the matrix cancelled). */
+static void test_lu_inverse_limit_of_one_task(void **state) {
+  (void)state;
+  enum { N = 100, NB = 64 };
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t task = test_tile_charge(NB, NB) + 2 * test_tile_charge(NB, N - NB);
+  tarn_rt *rt = test_rt(2, task);
+  check_lu(rt, N, NB, 520, false);
+  check_lu(rt, N, NB, 521, true);
+  test_rt_destroy_spilled(rt, task);
+  for (unsigned workers = 1; workers <= 2; workers++) {
+    rt = test_rt(workers, task - page);
+    double *a = test_random_matrix(N, N, 0.0, 522);
+    tarn_matrix *m = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, a, N, &m), 0);
+    size_t piv[N];
+    for (size_t i = 0; i < N; i++) piv[i] = i;
+    int info = 5;
+    assert_int_equal(tarn_matrix_lu_inverse(m, piv, &info), TARN_ENOMEM);
+    assert_int_equal(info, 0);
+    info = 5;
+    assert_int_equal(tarn_matrix_inverse(m, &info), TARN_ENOMEM);
+    assert_int_equal(info, 0);
+    test_matrix_holds(m, a);
+    free(a);
+    tarn_matrix_destroy(m);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_triangular_inverse),
@@ -541,6 +578,7 @@ int main(void) {
       cmocka_unit_test(test_bad_input_and_failures),
       cmocka_unit_test(test_inverse_under_a_memory_limit),
       cmocka_unit_test(test_inverse_limit_of_one_task),
+      cmocka_unit_test(test_lu_inverse_limit_of_one_task),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

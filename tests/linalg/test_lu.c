@@ -381,9 +381,42 @@ static void test_lu_tall_panel_in_place(void **state) {
   (void)state;
   check_lu_under_limit(1024, 64, 32, 1024 * 64 * sizeof(double) / 8 * 5, 48);
   /* 1031 x 2 tiles of 16 x 16, each in whole pages */
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  size_t tile = (16 * 16 * sizeof(double) + page - 1) / page * page;
-  check_lu_under_limit(16484, 32, 16, 1031 * 2 * tile / 8 * 5, 49);
+  check_lu_under_limit(16484, 32, 16,
+                       1031 * 2 * test_tile_charge(16, 16) / 8 * 5, 49);
+}
+
+/* Two tile rows and columns: an update's gemm pins three tiles (A(1, 1),
+ * A(1, 0), A(0, 1)), more than a tile column of two. Under exactly three
+ * tiles LU gives the bits of a run without a limit, spilling; a page
+ * less, LU and the solve return TARN_ENOMEM before any task, A and B
+ * unchanged (LU checked only the column: its first gemm failed, leaving
+ * A cancelled). */
+static void test_lu_limit_of_two_tile_rows(void **state) {
+  (void)state;
+  enum { N = 128, NB = 64 };
+  size_t page = (size_t)sysconf(_SC_PAGESIZE),
+         task = 3 * test_tile_charge(NB, NB);
+  check_lu_under_limit(N, N, NB, task, 54);
+  for (unsigned workers = 1; workers <= 2; workers++) {
+    tarn_rt *rt = test_rt(workers, task - page);
+    tarn_matrix *a = NULL, *b = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, N, N, NB, NB, 55, &a), 0);
+    assert_int_equal(tarn_matrix_rand(rt, N, 2, NB, 2, 56, &b), 0);
+    double *a0 = test_buffer_of(a), *b0 = test_buffer_of(b);
+    size_t piv[N];
+    int info = -1;
+    assert_int_equal(tarn_matrix_lu(a, piv, &info), TARN_ENOMEM);
+    assert_int_equal(info, 0);
+    info = -1;
+    assert_int_equal(tarn_matrix_solve(a, b, &info), TARN_ENOMEM);
+    assert_int_equal(info, 0);
+    test_matrix_holds(a, a0);
+    test_matrix_holds(b, b0);
+    TEST_DESTROY_MATRICES(a, b);
+    free(a0);
+    free(b0);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
 }
 
 /* A limit of exactly one tile column (512 x 64 doubles, what LU's panel
@@ -694,8 +727,7 @@ static void test_solve_singular(void **state) {
 static void test_solve_singular_short_of_memory(void **state) {
   (void)state;
   size_t n = 42, nrhs = 44, p = 3, page = (size_t)sysconf(_SC_PAGESIZE);
-  size_t a_bytes = (n * n * sizeof(double) + page - 1) / page * page;
-  size_t b_bytes = (n * nrhs * sizeof(double) + page - 1) / page * page;
+  size_t a_bytes = test_tile_charge(n, n), b_bytes = test_tile_charge(n, nrhs);
   size_t limit = (a_bytes > b_bytes ? a_bytes : b_bytes) + page / 2;
   for (int limited = 0; limited < 2; limited++) {
     tarn_rt *rt = test_rt(2, limited ? limit : 0);
@@ -1061,6 +1093,7 @@ int main(void) {
       cmocka_unit_test(test_lu_rectangular_mem_limit),
       cmocka_unit_test(test_lu_tall_panel_in_place),
       cmocka_unit_test(test_lu_limit_of_one_column),
+      cmocka_unit_test(test_lu_limit_of_two_tile_rows),
       cmocka_unit_test(test_lu_tall_units),
       cmocka_unit_test(test_lu_zero_diagonal),
       cmocka_unit_test(test_lu_singular),

@@ -21,16 +21,19 @@
  *
  * Memory limit: each task pins its tiles while it runs (a product's and
  * Cholesky's three, a QR update's three and a T tile, LU's panel and
- * interchanges a tile column, its updates three). A limit that cannot hold one
- * task's tiles can never run it: the call returns TARN_ENOMEM, and by the
- * runtime's rule 4 (tarn/rt.h) the matrices that task and the ones after it
- * were to write read as TARN_ECANCELED until written anew. The calls that work
- * on the caller's matrices in place (tarn_matrix_cholesky, tarn_matrix_lu,
- * tarn_matrix_qr, the solves, tarn_matrix_permute_rows,
- * tarn_matrix_qr_multiply, the inverses) check their largest tasks
- * first (each tile's bytes rounded up to whole pages, as the pool charges
- * them) and return TARN_ENOMEM before any task, their matrices unchanged,
- * under a limit that could never run one of them.
+ * interchanges a tile column, its updates three). A limit that cannot
+ * hold one task's tiles can never run it: the call returns TARN_ENOMEM,
+ * and by the runtime's rule 4 (tarn/rt.h) the matrices that task and the
+ * ones after it were to write read as TARN_ECANCELED until written anew.
+ * The calls that work on the caller's matrices in place
+ * (tarn_matrix_cholesky, tarn_matrix_lu, tarn_matrix_qr, the solves,
+ * tarn_matrix_permute_rows, tarn_matrix_qr_multiply, the inverses) and
+ * the products that return before their tasks run (tarn_matrix_gemm and
+ * tarn_matrix_gemv, into a given C or a new one, tarn_matrix_syrk_ata)
+ * check their largest tasks first (each tile's bytes rounded up to whole
+ * pages, as the pool charges them) and return TARN_ENOMEM before any
+ * task, their matrices unchanged and no new one made, under a limit that
+ * could never run one of them.
  *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */
@@ -83,7 +86,10 @@ typedef enum { TARN_NON_UNIT, TARN_UNIT } tarn_diag;
  * say). Returns 0; TARN_EINVAL for NULL arguments, a bad tarn_trans value,
  * shapes or tilings that do not match, matrices of different runtimes, C
  * the same as A or B, a tile too large for BLAS (over INT_MAX elements
- * along a side); TARN_ENOMEM. On failure a matrix made here is freed (*c
+ * along a side); TARN_ENOMEM, and so at once, C unchanged, under a memory
+ * limit below one task's tiles (a tile of C, one of op(A) and one of
+ * op(B), or one of A for both when A and B are the same matrix and the
+ * task reads that tile twice). On failure a matrix made here is freed (*c
  * left NULL); tasks already submitted on a given C still run. */
 TARN_API int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
                               tarn_trans tb, double alpha, double beta,
@@ -674,8 +680,10 @@ TARN_API int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t,
  *
  * Submits and returns at once (results ordered as the runtime's rules
  * say). Returns 0; TARN_EINVAL for NULL arguments or tiles too large for
- * BLAS; TARN_ENOMEM. On failure *c is NULL (a matrix made here is freed;
- * tasks already submitted still run). */
+ * BLAS; TARN_ENOMEM, and so at once under a memory limit below the
+ * largest task's tiles (an update of C's tile (1, 0) with A's tiles (0,
+ * 0) and (0, 1); with one tile column, two tiles). On failure *c is NULL
+ * (a matrix made here is freed; tasks already submitted still run). */
 TARN_API int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c);
 
 #ifdef __cplusplus

@@ -880,6 +880,30 @@ static int gemm_submit_grouped(const struct gemm_plan *g, size_t ti, size_t tj,
                               groups, gemm_group_layer, gemm_group_sum, &gg);
 }
 
+/* Whether a product's smallest tasks (one tile of C, one of op(A) and one
+ * of op(B); gemv's too) fit under the limit (tarn__task_fits). Tiles are
+ * largest at the first index along each side (only the last may be
+ * smaller), so tile (0, 0) of each is the largest: unless A and B are the
+ * same matrix, whose tile a task reads twice is pinned once (rt.h, rule
+ * 1); then each pattern of equal indices (ti, tj, k) occurs among the
+ * first three of each, at its largest. */
+static bool product_fits(const tarn_matrix *a, bool tra, const tarn_matrix *b,
+                         bool trb, const tarn_matrix *c, size_t kt) {
+  size_t most = 0, span = a == b ? 3 : 1;
+  for (size_t ti = 0; ti < span && ti < c->mt; ti++)
+    for (size_t tj = 0; tj < span && tj < c->nt; tj++)
+      for (size_t k = 0; k < span && k < kt; k++) {
+        size_t ai = tra ? k : ti, aj = tra ? ti : k;
+        size_t bi = trb ? tj : k, bj = trb ? k : tj;
+        size_t charge =
+            tarn__tile_charge_at(c, ti, tj) + tarn__tile_charge_at(a, ai, aj);
+        if (a != b || ai != bi || aj != bj)
+          charge += tarn__tile_charge_at(b, bi, bj);
+        if (charge > most) most = charge;
+      }
+  return tarn__task_fits(c->rt, most);
+}
+
 int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
                      tarn_trans tb, double alpha, double beta,
                      tarn_matrix **c) {
@@ -902,7 +926,10 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
   int rc = tarn__matrix_destination(a->rt, m, n, am, bn, c, &made);
   if (rc != 0) return rc;
   tarn_matrix *cm = *c;
-  if (n == 1) {
+  size_t kt = tra ? a->mt : a->nt;
+  if (!product_fits(a, tra, b, trb, cm, kt)) {
+    rc = TARN_ENOMEM;
+  } else if (n == 1) {
     rc = tarn__gemv_submit(a, tra, b, trb, alpha, beta, cm);
   } else {
     /* k outermost in each block of C (gemm_blocks; all of C in core):
@@ -917,7 +944,7 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
                           .tb = trb,
                           .alpha = alpha,
                           .beta = beta,
-                          .kt = tra ? a->mt : a->nt};
+                          .kt = kt};
     gemm_blocks(&g);
     size_t layer = 0;
     for (size_t tj = 0; g.groups > 1 && rc == 0 && tj < cm->nt; tj++)

@@ -1174,6 +1174,15 @@ int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c) {
   tarn__blas_init();
   tarn_matrix *out = NULL;
   int rc = tarn__matrix_new(a->rt, a->n, a->n, a->nb, a->nb, &out);
+  /* the largest task that runs under a limit: an update of C's tile (1,
+   * 0) (of tile (0, 0) with one tile column), A's first tile row's two
+   * tiles (one) beside it */
+  bool pair = a->nt >= 2;
+  if (rc == 0 &&
+      !tarn__task_fits(a->rt, tarn__tile_charge_at(out, pair, 0) +
+                                  tarn__tile_charge_at(a, 0, 0) +
+                                  (pair ? tarn__tile_charge_at(a, 0, 1) : 0)))
+    rc = TARN_ENOMEM;
   if (rc == 0) rc = submit_ata(a, out);
   if (rc != 0) {
     tarn_matrix_destroy(out);

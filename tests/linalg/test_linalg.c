@@ -875,6 +875,90 @@ static void test_gemm_mem_limit(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A product's task pins a tile of C, one of op(A) and one of op(B) (one
+ * of A, when A and B are the same matrix and the task reads that tile
+ * twice: rule 1 of tarn/rt.h). Under exactly those tiles gemm (each
+ * transpose, into a given C) and gemv are right, spilling; a page less,
+ * each returns TARN_ENOMEM before any task, a given C or y unchanged and
+ * a new one not made (each went ahead, and the task that could never fit
+ * failed, leaving C cancelled). A^T A of a one-tile A runs under two
+ * tiles; A A^T of more tiles needs three. */
+static void test_product_limit_of_one_task(void **state) {
+  (void)state;
+  enum { N = 256, NB = 64 };
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t task = 3 * test_tile_charge(NB, NB);
+  size_t vtask = test_tile_charge(NB, NB) + 2 * test_tile_charge(NB, 1);
+  size_t limits[] = {task, vtask, 2 * test_tile_charge(NB, NB)};
+  tarn_rt *rt = test_rt(2, limits[0]);
+  for (int ta = 0; ta < 2; ta++)
+    for (int tb = 0; tb < 2; tb++)
+      check_gemm(rt, N, N, N, NB, NB, NB, (tarn_trans)ta, (tarn_trans)tb, true);
+  test_rt_destroy_spilled(rt, limits[0]);
+  rt = test_rt(2, limits[1]);
+  for (int ta = 0; ta < 2; ta++)
+    check_gemv(rt, N, N, NB, NB, (tarn_trans)ta, true);
+  test_rt_destroy_spilled(rt, limits[1]);
+  for (size_t l = 0; l < 3; l++)
+    for (unsigned workers = 1; workers <= 2; workers++) {
+      /* at the limit (A^T A of one tile; the others above), then a page
+       * below it */
+      for (int below = l < 2; below < 2; below++) {
+        rt = test_rt(workers, limits[l] - (below ? page : 0));
+        size_t n = l == 2 ? NB : N;
+        tarn_matrix *a = NULL, *b = NULL, *c = NULL, *made = NULL;
+        assert_int_equal(tarn_matrix_rand(rt, n, n, NB, NB, 30, &a), 0);
+        assert_int_equal(
+            tarn_matrix_rand(rt, n, l == 1 ? 1 : n, NB, NB, 31, &b), 0);
+        assert_int_equal(
+            tarn_matrix_rand(rt, n, l == 1 ? 1 : n, NB, NB, 32, &c), 0);
+        double *c0 = test_buffer_of(c);
+        int want = below ? TARN_ENOMEM : 0;
+        tarn_matrix *rhs = l == 2 ? a : b;
+        if (l == 1) {
+          assert_int_equal(tarn_matrix_gemv(a, TARN_NO_TRANS, b, 1.0, 1.0, &c),
+                           want);
+          assert_int_equal(tarn_matrix_gemv(a, TARN_TRANS, b, 1.0, 0.0, &made),
+                           want);
+        } else {
+          assert_int_equal(
+              tarn_matrix_gemm(a, TARN_TRANS, rhs, TARN_NO_TRANS, 1.0, 1.0, &c),
+              want);
+          /* A A^T: a task reads two tiles of A, but for C's diagonal
+           * tiles of one tile along K */
+          assert_int_equal(tarn_matrix_gemm(a, TARN_NO_TRANS, a, TARN_TRANS,
+                                            1.0, 0.0, &made),
+                           want);
+        }
+        if (below) {
+          assert_null(made);
+          test_matrix_holds(c, c0);
+        } else {
+          /* A^T A + C0 and A A^T, as BLAS has them */
+          double *x = test_buffer_of(a), *got = test_buffer_of(c),
+                 *other = test_buffer_of(made);
+          double bound =
+              10 * (double)(n + 2) * DBL_EPSILON *
+              (test_fro(x, n * n) * test_fro(x, n * n) + test_fro(c0, n * n));
+          cblas_dgemm(CblasColMajor, CblasTrans, CblasNoTrans, (int)n, (int)n,
+                      (int)n, 1.0, x, (int)n, x, (int)n, 1.0, c0, (int)n);
+          for (size_t q = 0; q < n * n; q++) got[q] -= c0[q];
+          assert_true(test_fro(got, n * n) < bound);
+          cblas_dgemm(CblasColMajor, CblasNoTrans, CblasTrans, (int)n, (int)n,
+                      (int)n, 1.0, x, (int)n, x, (int)n, 0.0, c0, (int)n);
+          for (size_t q = 0; q < n * n; q++) other[q] -= c0[q];
+          assert_true(test_fro(other, n * n) < bound);
+          free(x);
+          free(got);
+          free(other);
+        }
+        free(c0);
+        TEST_DESTROY_MATRICES(a, b, c, made);
+        assert_int_equal(tarn_rt_destroy(rt), 0);
+      }
+    }
+}
+
 /* ---- solve with the Cholesky factor ----------------------------------------
  */
 
@@ -1266,6 +1350,7 @@ int main(void) {
       cmocka_unit_test(test_gemv_blocks_mem_limit),
       cmocka_unit_test(test_gemv_tiny_tiles_tight_limit),
       cmocka_unit_test(test_gemm_mem_limit),
+      cmocka_unit_test(test_product_limit_of_one_task),
       cmocka_unit_test(test_cholesky_sizes),
       cmocka_unit_test(test_cholesky_after_gemm),
       cmocka_unit_test(test_cholesky_not_spd),

@@ -1287,6 +1287,33 @@ static void test_ata_mem_limit(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A^T A's largest task under a limit updates C's tile (1, 0) from A's
+ * tiles (0, 0) and (0, 1): under exactly three tiles it is right,
+ * spilling; a page less, TARN_ENOMEM at once and no C (it made C, and the
+ * update that could never fit failed, leaving C cancelled). One tile
+ * column needs two tiles. */
+static void test_ata_limit_of_one_task(void **state) {
+  (void)state;
+  enum { NB = 64 };
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), tile = test_tile_charge(NB, NB);
+  tarn_rt *rt = test_rt(2, 3 * tile);
+  check_ata(rt, 256, 192, NB, NB, 65);
+  test_rt_destroy_spilled(rt, 3 * tile);
+  rt = test_rt(2, 2 * tile);
+  check_ata(rt, 256, NB, NB, NB, 66);
+  test_rt_destroy_spilled(rt, 2 * tile);
+  for (size_t tiles = 2; tiles <= 3; tiles++) {
+    rt = test_rt(2, tiles * tile - page);
+    tarn_matrix *x = NULL, *c = x;
+    assert_int_equal(
+        tarn_matrix_rand(rt, 256, tiles == 2 ? NB : 192, NB, NB, 67, &x), 0);
+    assert_int_equal(tarn_matrix_syrk_ata(x, &c), TARN_ENOMEM);
+    assert_null(c);
+    tarn_matrix_destroy(x);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_qr_sizes),
@@ -1308,6 +1335,7 @@ int main(void) {
       cmocka_unit_test(test_qr_multiply_bad_and_limits),
       cmocka_unit_test(test_ata),
       cmocka_unit_test(test_ata_mem_limit),
+      cmocka_unit_test(test_ata_limit_of_one_task),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -246,9 +246,10 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * highest priority, then the work of the next tile columns. The panel
  * needs no workspace but its pivots: under a memory limit it pins its
  * tile column, (M - k mb) x nb doubles, and nothing beside it; so does
- * each task of its interchanges on another tile column; a gemm of the
- * updates pins three tiles (more than a tile column of two). A limit
- * below the first tile column or those three tiles (what the pool
+ * each task of its interchanges on another tile column; a trsm of the
+ * updates pins two tiles (tiles (0, 0) and (0, 1) first: more than the
+ * column of one tile row) and a gemm three (more than a column of two).
+ * A limit below the first tile column or those tiles (what the pool
  * charges for them: each rounded up to whole pages) could never run
  * them: the call then returns TARN_ENOMEM at once, before any task, A
  * unchanged. Like every tile

@@ -38,9 +38,10 @@ bool tarn__task_fits(tarn_rt *rt, size_t bytes);
 bool tarn__line_fits(const tarn_matrix *m, bool row);
 
 /* tarn__task_fits for LU's largest tasks on a: a panel's tile column
- * (tarn__line_fits) and, with two tile rows and columns or more, an
- * update's gemm (tiles (1, 1), (1, 0) and (0, 1): more than a column of
- * two tiles). */
+ * (tarn__line_fits), with two tile columns or more an update's trsm
+ * (tiles (0, 0) and (0, 1): more than the column of one tile row), and
+ * with two tile rows and columns or more an update's gemm (tiles (1, 1),
+ * (1, 0) and (0, 1): more than a column of two tiles). */
 bool tarn__lu_fits(const tarn_matrix *a);
 
 /* tarn__task_fits for the tasks of the tile algorithms on a's lower (or

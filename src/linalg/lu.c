@@ -834,6 +834,9 @@ static bool lu_shape_ok(const tarn_matrix *a) {
 
 bool tarn__lu_fits(const tarn_matrix *a) {
   bool fits = tarn__line_fits(a, false);
+  if (a->nt >= 2)
+    fits = fits && tarn__task_fits(a->rt, tarn__tile_charge_at(a, 0, 0) +
+                                              tarn__tile_charge_at(a, 0, 1));
   if (a->mt >= 2 && a->nt >= 2)
     fits = fits && tarn__task_fits(a->rt, tarn__tile_charge_at(a, 1, 1) +
                                               tarn__tile_charge_at(a, 1, 0) +

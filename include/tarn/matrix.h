@@ -20,6 +20,16 @@
  * memory is not reused: docs/array.md, "Errors"). A tile size larger
  * than the matrix is clamped to the matrix.
  *
+ * Memory limit: each task pins its tiles while it runs (an elementwise
+ * operation's tile of each matrix, a matrix given twice once; a retile's
+ * output tile and every tile of the input it overlaps). A limit that
+ * cannot hold one task's tiles (each rounded up to whole pages, as the
+ * pool charges them) could never run it: the operations check their
+ * largest task first and return TARN_ENOMEM before any task, every
+ * matrix unchanged and no new one made (a = a + b would otherwise lose a:
+ * by the runtime's rule 4 a task that fails leaves what it was to write
+ * cancelled).
+ *
  * Thread-safety: calls on different matrices may run from any threads;
  * calls on one matrix are ordered by the caller (as tasks on shared refs
  * are ordered by submission). */

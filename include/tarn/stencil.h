@@ -74,7 +74,9 @@ typedef int (*tarn_stencil_fn)(const double *in, size_t ld_in, double *out,
  * caller owns it). `arg` is passed to fn as is and must stay valid until
  * the tasks are done. Returns 0; TARN_EINVAL for a NULL argument, an
  * invalid stencil, a radius larger than the tile rows or columns, *out ==
- * a, or a layout mismatch; TARN_ENOMEM. The tile with its halo, (mb + 2r)
+ * a, or a layout mismatch; TARN_ENOMEM, and so at once, *out unchanged,
+ * under a memory limit below one task's tiles (the output tile and every
+ * input tile its halo reads: tarn/matrix.h). The tile with its halo, (mb + 2r)
  * (nb + 2r) doubles, is assembled in the worker's scratch, or on the heap
  * when the scratch cannot hold it (a task fails with TARN_ENOMEM when
  * neither can). */

@@ -67,6 +67,9 @@ int tarn_matrix_apply(tarn_matrix *const *matrices, const tarn_access *modes,
       tarn_dep deps[TARN_MATRIX_APPLY_MAX];
       for (size_t i = 0; i < count; i++)
         deps[i] = (tarn_dep){tarn__tile(matrices[i], ti, tj), modes[i]};
+      /* the first tiles are the largest: checked before any task */
+      if (ti == 0 && tj == 0 && !tarn__deps_fit(first->rt, deps, count))
+        return TARN_ENOMEM;
       struct apply_job *j = malloc(sizeof *j);
       if (j == NULL) return TARN_ENOMEM;
       *j = (struct apply_job){.fn = fn,

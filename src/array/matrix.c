@@ -36,6 +36,22 @@ size_t tarn__tile_charge_at(const tarn_matrix *a, size_t ti, size_t tj) {
                           sizeof(double));
 }
 
+size_t tarn__deps_charge(const tarn_dep *deps, size_t n) {
+  size_t charge = 0;
+  for (size_t k = 0; k < n; k++) {
+    bool pinned_before = deps[k].mode == TARN_AFTER;
+    for (size_t i = 0; i < k && !pinned_before; i++)
+      pinned_before = deps[i].ref == deps[k].ref && deps[i].mode != TARN_AFTER;
+    if (!pinned_before) charge += tarn__page_round(tarn_ref_size(deps[k].ref));
+  }
+  return charge;
+}
+
+bool tarn__deps_fit(tarn_rt *rt, const tarn_dep *deps, size_t n) {
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(rt));
+  return limit == 0 || tarn__deps_charge(deps, n) <= limit;
+}
+
 tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj) {
   return a->tiles[ti + tj * a->mt];
 }
@@ -203,6 +219,9 @@ static int per_tile(tarn_matrix *out, tarn_matrix *in, tarn_task_fn fn,
       if (in != NULL)
         deps[nd++] = (tarn_dep){tarn__tile(in, ti, tj), TARN_READ};
       j.ia = nd == 2 ? tarn__dep_slot(deps, 1) : 0;
+      /* the first tiles are the largest: check them before any task */
+      if (ti == 0 && tj == 0 && !tarn__deps_fit(out->rt, deps, nd))
+        return TARN_ENOMEM;
       int rc = submit_job(out->rt, fn, &j, deps, nd);
       if (rc != 0) return rc;
     }
@@ -557,7 +576,9 @@ int tarn_matrix_add(tarn_matrix *a, tarn_matrix *b, tarn_matrix **out) {
                           {tarn__tile(b, ti, tj), TARN_READ}};
       j.ia = tarn__dep_slot(deps, 1);
       j.ib = tarn__dep_slot(deps, 2);
-      rc = submit_job(a->rt, k_add, &j, deps, 3);
+      rc = ti == 0 && tj == 0 && !tarn__deps_fit(a->rt, deps, 3)
+               ? TARN_ENOMEM
+               : submit_job(a->rt, k_add, &j, deps, 3);
     }
   if (rc != 0 && made) {
     tarn_matrix_destroy(*out);
@@ -617,7 +638,9 @@ int tarn_matrix_transpose(tarn_matrix *a, tarn_matrix **out) {
       tarn_dep deps[2] = {{tarn__tile(c, ti, tj), TARN_WRITE},
                           {tarn__tile(a, tj, ti), TARN_READ}};
       j.ia = 1;
-      rc = submit_job(a->rt, k_transpose, &j, deps, 2);
+      rc = ti == 0 && tj == 0 && !tarn__deps_fit(a->rt, deps, 2)
+               ? TARN_ENOMEM
+               : submit_job(a->rt, k_transpose, &j, deps, 2);
     }
   if (rc != 0 && made) {
     tarn_matrix_destroy(*out);
@@ -664,6 +687,34 @@ static int k_retile(tarn_task *t, void *arg) {
   return 0;
 }
 
+/* The tiles of a that overlap tile (ti, tj) of c (a retiled): tile rows
+ * [*ti0, *ti0 + *tis) and columns [*tj0, *tj0 + *tjs). */
+static void retile_sources(const tarn_matrix *a, const tarn_matrix *c,
+                           size_t ti, size_t tj, size_t *ti0, size_t *tis,
+                           size_t *tj0, size_t *tjs) {
+  size_t row0 = ti * c->mb, col0 = tj * c->nb;
+  *ti0 = row0 / a->mb;
+  *tj0 = col0 / a->nb;
+  *tis = (row0 + tarn__tile_rows(c, ti) - 1) / a->mb - *ti0 + 1;
+  *tjs = (col0 + tarn__tile_cols(c, tj) - 1) / a->nb - *tj0 + 1;
+}
+
+/* Whether every retile task (a tile of c and the tiles of a it overlaps,
+ * as many as the alignment makes them) fits under the limit. */
+static bool retile_fits(const tarn_matrix *a, const tarn_matrix *c) {
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
+  for (size_t tj = 0; limit != 0 && tj < c->nt; tj++)
+    for (size_t ti = 0; ti < c->mt; ti++) {
+      size_t ti0, tis, tj0, tjs, charge = tarn__tile_charge_at(c, ti, tj);
+      retile_sources(a, c, ti, tj, &ti0, &tis, &tj0, &tjs);
+      for (size_t sj = tj0; sj < tj0 + tjs; sj++)
+        for (size_t si = ti0; si < ti0 + tis; si++)
+          charge += tarn__tile_charge_at(a, si, sj);
+      if (charge > limit) return false;
+    }
+  return true;
+}
+
 static int submit_retile(tarn_matrix *a, tarn_matrix *c, size_t ti, size_t tj) {
   struct retile_job *r = malloc(sizeof *r);
   if (r == NULL) return TARN_ENOMEM;
@@ -672,10 +723,7 @@ static int submit_retile(tarn_matrix *a, tarn_matrix *c, size_t ti, size_t tj) {
   r->src_nb = a->nb;
   r->src_m = a->m;
   r->src_n = a->n;
-  r->ti0 = r->out.row0 / a->mb;
-  r->tj0 = r->out.col0 / a->nb;
-  r->tis = (r->out.row0 + r->out.rows - 1) / a->mb - r->ti0 + 1;
-  r->tjs = (r->out.col0 + r->out.cols - 1) / a->nb - r->tj0 + 1;
+  retile_sources(a, c, ti, tj, &r->ti0, &r->tis, &r->tj0, &r->tjs);
   size_t nd = 1 + r->tis * r->tjs;
   tarn_dep *deps = malloc(nd * sizeof *deps);
   if (deps == NULL) {
@@ -699,6 +747,7 @@ int tarn_matrix_retile(tarn_matrix *a, size_t mb, size_t nb,
   if (!tarn__matrix_ok(a) || out == NULL || *out == a) return TARN_EINVAL;
   bool made = false;
   int rc = tarn__matrix_destination(a->rt, a->m, a->n, mb, nb, out, &made);
+  if (rc == 0 && !retile_fits(a, *out)) rc = TARN_ENOMEM;
   for (size_t tj = 0; rc == 0 && tj < (*out)->nt; tj++)
     for (size_t ti = 0; rc == 0 && ti < (*out)->mt; ti++)
       rc = submit_retile(a, *out, ti, tj);

@@ -467,8 +467,31 @@ static int submit_tile(const tarn_stencil *s, tarn_matrix *a, tarn_matrix *o,
   return tarn_task_submit(a->rt, &d);
 }
 
+/* Whether every tile's task (the tile of o and the tiles of a its halo
+ * reads, fewer at a boundary that pads) fits under the limit. */
+static bool stencil_fits(const tarn_stencil *s, const tarn_matrix *a,
+                         const tarn_matrix *o) {
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
+  for (size_t tj = 0; limit != 0 && tj < a->nt; tj++)
+    for (size_t ti = 0; ti < a->mt; ti++) {
+      size_t srt[MAX_SIDE], sct[MAX_SIDE], nrt, nct;
+      if (source_tiles(ti * a->mb, tarn__tile_rows(a, ti), s->radius, a->m,
+                       a->mb, s->rows.kind, srt, &nrt) != 0 ||
+          source_tiles(tj * a->nb, tarn__tile_cols(a, tj), s->radius, a->n,
+                       a->nb, s->cols.kind, sct, &nct) != 0)
+        return true; /* refused as it is submitted */
+      size_t charge = tarn__tile_charge_at(o, ti, tj);
+      for (size_t b = 0; b < nct; b++)
+        for (size_t h = 0; h < nrt; h++)
+          charge += tarn__tile_charge_at(a, srt[h], sct[b]);
+      if (charge > limit) return false;
+    }
+  return true;
+}
+
 /* Submits a task per output tile: `fn` on the tile with its halo, or the
- * built-in sum when fn is NULL. */
+ * built-in sum when fn is NULL; none when one could never fit under the
+ * memory limit (TARN_ENOMEM). */
 static int submit_all(const tarn_stencil *s, tarn_matrix *a, tarn_stencil_fn fn,
                       void *arg, tarn_matrix **out) {
   if (s == NULL || !tarn__matrix_ok(a) || out == NULL || *out == a ||
@@ -478,6 +501,7 @@ static int submit_all(const tarn_stencil *s, tarn_matrix *a, tarn_stencil_fn fn,
   int rc =
       tarn__matrix_destination(a->rt, a->m, a->n, a->mb, a->nb, out, &made);
   if (rc != 0) return rc;
+  if (!stencil_fits(s, a, *out)) rc = TARN_ENOMEM;
   for (size_t tj = 0; rc == 0 && tj < a->nt; tj++)
     for (size_t ti = 0; rc == 0 && ti < a->mt; ti++)
       rc = submit_tile(s, a, *out, fn, arg, ti, tj);

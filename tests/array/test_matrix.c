@@ -253,6 +253,77 @@ static void spilled_tiles_give_the_same_results(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Adds the block of matrix 1 into that of matrix 0. */
+static int add_second_into_first(const tarn_block *b, void *arg) {
+  (void)arg;
+  for (size_t q = 0; q < b->cols; q++)
+    for (size_t p = 0; p < b->rows; p++)
+      b->data[0][p + q * b->ld] += b->data[1][p + q * b->ld];
+  return 0;
+}
+
+/* Under a limit below one task's tiles each operation returns TARN_ENOMEM
+ * before any task, every matrix as it was; each went ahead, and the task
+ * that could never fit failed, leaving what it was to write cancelled (a
+ * = a + b lost a). At exactly those tiles each runs, right. 64 x 64 in
+ * tiles of 32 (8 KiB a tile): a + b into a and a kernel adding b into a
+ * (two tiles: a is pinned once), the transpose and 2a + 1 into a given c
+ * (two), the retile into tiles of 48 into a given c (its 48 x 48 tile
+ * and the four of a it overlaps). */
+static void operations_refuse_a_limit_below_one_task(void **state) {
+  (void)state;
+  enum { N = 64, NB = 32, OPS = 5 };
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), tile = test_tile_charge(NB, NB);
+  for (int op = 0; op < OPS; op++)
+    for (int below = 0; below < 2; below++) {
+      size_t need = op == 4 ? test_tile_charge(48, 48) + 4 * tile : 2 * tile;
+      tarn_rt *rt = test_rt(2, need - (below ? page : 0));
+      tarn_matrix *a = NULL, *b = NULL, *c = NULL;
+      size_t cb = op == 4 ? 48 : NB;
+      assert_int_equal(tarn_matrix_rand(rt, N, N, NB, NB, 1, &a), 0);
+      assert_int_equal(tarn_matrix_rand(rt, N, N, NB, NB, 2, &b), 0);
+      assert_int_equal(tarn_matrix_rand(rt, N, N, cb, cb, 3, &c), 0);
+      double *a0 = test_buffer_of(a), *b0 = test_buffer_of(b),
+             *c0 = test_buffer_of(c);
+      int rc;
+      if (op == 0) {
+        rc = tarn_matrix_add(a, b, &a);
+      } else if (op == 1) {
+        tarn_matrix *ms[2] = {a, b};
+        tarn_access modes[2] = {TARN_READ_WRITE, TARN_READ};
+        rc = tarn_matrix_apply(ms, modes, 2, add_second_into_first, NULL);
+      } else if (op == 2) {
+        rc = tarn_matrix_transpose(a, &c);
+      } else if (op == 3) {
+        rc = tarn_matrix_axpb(a, 2.0, 1.0, &c);
+      } else {
+        rc = tarn_matrix_retile(a, 48, 48, &c);
+      }
+      assert_int_equal(rc, below ? TARN_ENOMEM : 0);
+      double *want_a = malloc(N * N * sizeof *want_a),
+             *want_c = malloc(N * N * sizeof *want_c);
+      assert_non_null(want_a);
+      assert_non_null(want_c);
+      memcpy(want_a, a0, N * N * sizeof *want_a);
+      memcpy(want_c, c0, N * N * sizeof *want_c);
+      for (size_t j = 0; !below && j < N; j++)
+        for (size_t i = 0; i < N; i++) {
+          size_t k = i + j * N;
+          if (op <= 1) want_a[k] = a0[k] + b0[k];
+          if (op == 2) want_c[k] = a0[j + i * N];
+          if (op == 3) want_c[k] = 2.0 * a0[k] + 1.0;
+          if (op == 4) want_c[k] = a0[k];
+        }
+      test_matrix_holds(a, want_a);
+      test_matrix_holds(b, b0);
+      test_matrix_holds(c, want_c);
+      double *all[] = {a0, b0, c0, want_a, want_c};
+      for (size_t k = 0; k < 5; k++) free(all[k]);
+      TEST_DESTROY_MATRICES(a, b, c);
+      assert_int_equal(tarn_rt_destroy(rt), 0);
+    }
+}
+
 /* Zeros cost nothing until used: a matrix far larger than the limit is
  * made at once, writes nothing to the disk, holds memory only for the
  * tiles read, and reads as zeros (also after a kernel wrote part of it). */
@@ -774,6 +845,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_operation_matches_a_serial_loop),
       cmocka_unit_test(spilled_tiles_give_the_same_results),
+      cmocka_unit_test(operations_refuse_a_limit_below_one_task),
       cmocka_unit_test(constants_and_zeros),
       cmocka_unit_test(random_values_depend_on_the_element_alone),
       cmocka_unit_test(a_copy_keeps_every_bit),

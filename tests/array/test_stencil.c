@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -373,6 +374,35 @@ static void elementwise_builtins_and_ordering(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A stencil's task pins its output tile and every tile its halo reads:
+ * 96 x 96 in tiles of 32 with a radius of 1 and periodic boundaries, ten
+ * tiles. Under exactly ten the sum is right, spilling; a page less it
+ * returns TARN_ENOMEM before any task, a given output unchanged (it went
+ * ahead, and each task, never fitting, failed, leaving the output
+ * cancelled). */
+static void a_limit_below_one_task_is_refused(void **state) {
+  (void)state;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE),
+         task = 10 * test_tile_charge(32, 32);
+  tarn_stencil s;
+  assert_int_equal(tarn_stencil_init(&s, 1, TARN_BOUNDARY_WRAP, 0), 0);
+  tarn_rt *rt = test_rt(2, task);
+  check_sum(rt, (const size_t[4]){96, 96, 32, 32}, &s);
+  test_rt_destroy_spilled(rt, task);
+  rt = test_rt(2, task - page);
+  tarn_matrix *a = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 96, 96, 32, 32, 12, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 96, 96, 32, 32, 13, &b), 0);
+  double *a0 = test_buffer_of(a), *b0 = test_buffer_of(b);
+  assert_int_equal(tarn_stencil_sum(&s, a, &b), TARN_ENOMEM);
+  test_matrix_holds(a, a0);
+  test_matrix_holds(b, b0);
+  free(a0);
+  free(b0);
+  TEST_DESTROY_MATRICES(a, b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 static void spilled_tiles_give_the_same_results(void **state) {
   (void)state;
   /* 16 x 16 tiles take a 4 KiB page each; a 64 x 48 matrix is 48 KiB, so
@@ -591,6 +621,7 @@ int main(void) {
       cmocka_unit_test(a_failing_kernel_fails_its_tasks),
       cmocka_unit_test(elementwise_builtins_and_ordering),
       cmocka_unit_test(spilled_tiles_give_the_same_results),
+      cmocka_unit_test(a_limit_below_one_task_is_refused),
       cmocka_unit_test(sum_small_tiles_every_boundary),
       cmocka_unit_test(sum_tall_and_wide_single_tiles),
       cmocka_unit_test(signed_zeros_sum_from_plus_zero),

@@ -2,13 +2,17 @@
  * apart, from the first that holds its operands' upload up to a little
  * past the first that runs it. At each limit the call either returns 0,
  * its matrices readable afterwards (none left cancelled by a task that
- * could never fit), or TARN_ENOMEM with every matrix it was given as it
- * was and no new one made: nothing is lost to a limit a task can never
- * run under. The calls' own tests check their results under a limit;
- * this one checks, for shapes with edge tiles, tall and wide, that each
- * call's check of its largest tasks (linalg_internal.h, tarn__task_fits)
- * covers every task it submits, whatever the shape. */
+ * could never fit) and as a run without a limit leaves them (within
+ * 1e-10 of the largest element: a product without a limit may add its
+ * groups of layers in another order), or TARN_ENOMEM with every matrix it
+ * was given as it was and no new one made: nothing is lost to a limit a
+ * task can never run under, and the tightest limit that runs a call
+ * gives its result. Shapes with edge tiles, tall and wide, one tile row
+ * or column, so that each call's check of its largest tasks
+ * (linalg_internal.h, tarn__task_fits) is seen to cover every task it
+ * submits. */
 #include <lapacke.h>
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -207,45 +211,89 @@ static const struct {
     {"qr_ata_inverse", op_qr_ata_inverse, TALL},
 };
 
-/* Whether the matrix reads back as `want` (when not NULL: else only
- * whether it reads back at all). */
-static bool reads_as(tarn_matrix *x, const double *want) {
-  double *got = malloc(tarn_matrix_rows(x) * tarn_matrix_cols(x) * sizeof *got);
+/* The matrix's elements in a malloc'ed buffer (ld its rows), or NULL
+ * when it does not read back. */
+static double *contents(tarn_matrix *x) {
+  size_t count = tarn_matrix_rows(x) * tarn_matrix_cols(x);
+  double *got = malloc(count * sizeof *got);
   assert_non_null(got);
-  bool ok = tarn_matrix_to_buffer(x, got, tarn_matrix_rows(x)) == 0 &&
-            (want == NULL || memcmp(got, want,
-                                    tarn_matrix_rows(x) * tarn_matrix_cols(x) *
-                                        sizeof *got) == 0);
-  free(got);
-  return ok;
+  if (tarn_matrix_to_buffer(x, got, tarn_matrix_rows(x)) != 0) {
+    free(got);
+    return NULL;
+  }
+  return got;
 }
 
-/* Operation k under `limit` on `workers`: returns whether it ran (0), and
- * fails the test on anything but 0 with readable matrices or TARN_ENOMEM
- * with the matrices as given; *uploaded says whether the operands fit. */
+/* What a run left: each slot's matrix and the new one (NULL where none),
+ * as buffers. */
+struct outcome {
+  double *m[SLOTS + 1];
+  size_t count[SLOTS + 1];
+};
+
+static void outcome_free(struct outcome *w) {
+  for (size_t s = 0; s <= SLOTS; s++) free(w->m[s]);
+}
+
+/* Whether `got` holds what `want` does, each element within 1e-10 of the
+ * largest (a product in groups of layers, which only a run without a limit
+ * makes, adds in another order). */
+static bool outcome_matches(const struct outcome *got,
+                            const struct outcome *want) {
+  for (size_t s = 0; s <= SLOTS; s++) {
+    if ((got->m[s] == NULL) != (want->m[s] == NULL) ||
+        got->count[s] != want->count[s])
+      return false;
+    double most = 1.0, diff = 0.0;
+    for (size_t i = 0; i < want->count[s]; i++) {
+      most = fmax(most, fabs(want->m[s][i]));
+      diff = fmax(diff, fabs(got->m[s][i] - want->m[s][i]));
+    }
+    if (!(diff <= 1e-10 * most)) return false;
+  }
+  return true;
+}
+
+/* Operation k under `limit` (0: none) on `workers`: returns whether it ran
+ * (0), its matrices then in *got; fails the test on anything but 0 with
+ * readable matrices that match `want` (when not NULL) or TARN_ENOMEM with
+ * the matrices as given. *uploaded says whether the operands fit. */
 static bool sweep_run(const struct operands *o, size_t k, unsigned workers,
-                      size_t limit, bool *uploaded) {
+                      size_t limit, bool *uploaded, struct outcome *got,
+                      const struct outcome *want) {
   struct run r = {.rt = test_rt(workers, limit), .uploaded = true};
   int rc = ops[k].op(o, &r);
   *uploaded = r.uploaded;
+  *got = (struct outcome){{NULL}, {0}};
   bool ok = true;
   if (!r.uploaded) {
     rc = TARN_ENOMEM;
   } else if (rc == 0) {
-    for (size_t s = 0; s < SLOTS; s++)
-      ok = ok && (r.m[s] == NULL || reads_as(r.m[s], NULL));
-    ok = ok && (r.out == NULL || reads_as(r.out, NULL));
+    for (size_t s = 0; s <= SLOTS; s++) {
+      tarn_matrix *x = s < SLOTS ? r.m[s] : r.out;
+      if (x == NULL) continue;
+      got->m[s] = contents(x);
+      got->count[s] = tarn_matrix_rows(x) * tarn_matrix_cols(x);
+      ok = ok && got->m[s] != NULL;
+    }
+    ok = ok && (want == NULL || outcome_matches(got, want));
   } else {
     ok = rc == TARN_ENOMEM && r.out == NULL;
-    for (size_t s = 0; s < SLOTS; s++)
-      ok = ok && (r.m[s] == NULL || reads_as(r.m[s], r.from[s]));
+    for (size_t s = 0; s < SLOTS; s++) {
+      if (r.m[s] == NULL) continue;
+      double *now = contents(r.m[s]);
+      size_t count = tarn_matrix_rows(r.m[s]) * tarn_matrix_cols(r.m[s]);
+      ok =
+          ok && now != NULL && memcmp(now, r.from[s], count * sizeof *now) == 0;
+      free(now);
+    }
   }
   if (!ok)
     print_error(
         "%s of %zu x %zu in tiles of %zu on %u workers under %zu "
         "bytes: status %d, matrices %s\n",
         ops[k].name, o->m, o->n, o->nb, workers, limit, rc,
-        rc == 0 ? "unreadable" : "changed");
+        rc == 0 ? "unreadable or not as without a limit" : "changed");
   assert_true(ok);
   for (size_t s = 0; s < SLOTS; s++) tarn_matrix_destroy(r.m[s]);
   tarn_matrix_destroy(r.out);
@@ -309,12 +357,17 @@ static void sweep_shape(size_t m, size_t n, size_t nb, uint64_t seed) {
         (ops[k].shapes == TALL && m < n))
       continue;
     for (unsigned workers = 1; workers <= 2; workers++) {
+      struct outcome want, got;
+      bool uploaded;
+      assert_true(sweep_run(&o, k, workers, 0, &uploaded, &want, NULL));
       size_t first = 0;
       for (size_t p = 1; p <= most && (first == 0 || p <= first + 2); p++) {
-        bool uploaded;
-        if (sweep_run(&o, k, workers, p * page, &uploaded) && first == 0)
+        if (sweep_run(&o, k, workers, p * page, &uploaded, &got, &want) &&
+            first == 0)
           first = p;
+        outcome_free(&got);
       }
+      outcome_free(&want);
       if (first == 0)
         print_error("%s of %zu x %zu in tiles of %zu never ran\n", ops[k].name,
                     m, n, nb);

@@ -924,8 +924,8 @@ static void test_product_limit_of_one_task(void **state) {
           assert_int_equal(
               tarn_matrix_gemm(a, TARN_TRANS, rhs, TARN_NO_TRANS, 1.0, 1.0, &c),
               want);
-          /* A A^T: a task reads two tiles of A, but for C's diagonal
-           * tiles of one tile along K */
+          /* A A^T: a task reads two tiles of A (one, twice, on C's
+           * diagonal when K is one tile) */
           assert_int_equal(tarn_matrix_gemm(a, TARN_NO_TRANS, a, TARN_TRANS,
                                             1.0, 0.0, &made),
                            want);

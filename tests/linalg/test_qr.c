@@ -1304,7 +1304,7 @@ static void test_ata_limit_of_one_task(void **state) {
   test_rt_destroy_spilled(rt, 2 * tile);
   for (size_t tiles = 2; tiles <= 3; tiles++) {
     rt = test_rt(2, tiles * tile - page);
-    tarn_matrix *x = NULL, *c = x;
+    tarn_matrix *x = NULL, *c = NULL;
     assert_int_equal(
         tarn_matrix_rand(rt, 256, tiles == 2 ? NB : 192, NB, NB, 67, &x), 0);
     assert_int_equal(tarn_matrix_syrk_ata(x, &c), TARN_ENOMEM);

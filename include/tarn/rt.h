@@ -368,6 +368,10 @@ typedef struct tarn_rt_stats {
   uint64_t prefetches;   /* read-backs started when a task became ready */
   uint64_t run_ns;       /* time in task functions, summed over workers */
   uint64_t data_wait_ns; /* time pinning data, summed over workers */
+  /* Under a memory limit, the most one task pinned at once: the bytes
+   * its refs count against the limit (each ref once, in whole pages).
+   * No limit below it could have run that task. 0 without a limit. */
+  uint64_t task_pinned_peak;
 } tarn_rt_stats;
 
 /* A snapshot of the counters. Returns 0 or TARN_EINVAL. */

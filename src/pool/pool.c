@@ -1525,6 +1525,8 @@ void *tarn__ref_owner(tarn_ref *r, void *install) {
 
 tarn_pool *tarn__ref_pool(const tarn_ref *r) { return r->pool; }
 
+size_t tarn__ref_charge(const tarn_ref *r) { return r->charge; }
+
 bool tarn__ref_resident_hint(const tarn_ref *r) {
   return (atomic_load_explicit(&r->pinword, memory_order_relaxed) & FAST) != 0;
 }

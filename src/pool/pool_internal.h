@@ -35,6 +35,11 @@ void *tarn__ref_owner(tarn_ref *ref, void *install);
 /* The pool a ref belongs to. */
 tarn_pool *tarn__ref_pool(const tarn_ref *ref);
 
+/* The bytes the ref counts against the pool's limit while resident (its
+ * size in whole pages, or what tarn_ref_adopt was told); fixed for the
+ * ref's life. */
+size_t tarn__ref_charge(const tarn_ref *ref);
+
 /* Adds `delta` (+1 or -1) to the count of tasks submitted and not yet
  * ended that use `ref` (alive). The runtime counts while the pool has a
  * limit or refs made by tarn_ref_create_from; eviction then

@@ -393,6 +393,7 @@ struct tarn_rt {
   size_t spares;
   _Alignas(64) _Atomic uint64_t submitted; /* by submitters */
   _Alignas(64) _Atomic uint64_t cancelled, failed, held_back, prefetches;
+  _Atomic uint64_t task_pinned_peak; /* under a limit (note_pinned) */
   /* How long the recent waits for regions of one task took, in ticks: a
    * running mean that weighs the last 1/2 when it was shorter, 1/8 when
    * longer (region_drain). */
@@ -1354,6 +1355,20 @@ static bool needs_room(const tarn_task *t) {
   return false;
 }
 
+/* Under a memory limit, raises the peak of what one task pinned (the
+ * charges of its pinned refs) to t's. */
+static void note_pinned(tarn_rt *rt, const tarn_task *t) {
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < t->n; i++)
+    if (t->slots[i].pinned) bytes += tarn__ref_charge(t->slots[i].ref);
+  uint64_t seen =
+      atomic_load_explicit(&rt->task_pinned_peak, memory_order_relaxed);
+  while (bytes > seen && !atomic_compare_exchange_weak_explicit(
+                             &rt->task_pinned_peak, &seen, bytes,
+                             memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+
 /* Pins a task's data; the worker is active from here on. Returns 0, a
  * status that fails the task, or 1 when the task was held back. */
 static int acquire_data(struct worker *w, tarn_task *t) {
@@ -1368,6 +1383,7 @@ static int acquire_data(struct worker *w, tarn_task *t) {
   if (rt->may_spill && !t->turn && in_line(rt) && needs_room(t) && hold(w, t))
     return 1;
   int rc = pin_data(w, t);
+  if (rc == 0 && rt->may_spill) note_pinned(rt, t);
   if (rc == 1 || !t->turn) return rc; /* held back, or never waited */
   end_turn(rt, t);
   /* Through after waiting: the next in line may fit too. */
@@ -2697,6 +2713,7 @@ int tarn_rt_stats_get(tarn_rt *rt, tarn_rt_stats *s) {
   s->failed = atomic_load(&rt->failed);
   s->held_back = atomic_load(&rt->held_back);
   s->prefetches = atomic_load(&rt->prefetches);
+  s->task_pinned_peak = atomic_load(&rt->task_pinned_peak);
   for (unsigned i = 0; i <= rt->nworkers; i++) { /* the guest too */
     struct worker *w = &rt->workers[i];
     s->run += atomic_load_explicit(&w->run, memory_order_relaxed);

@@ -7,7 +7,10 @@
  * groups of layers in another order), or TARN_ENOMEM with every matrix it
  * was given as it was and no new one made: nothing is lost to a limit a
  * task can never run under, and the tightest limit that runs a call
- * gives its result. Shapes with edge tiles, tall and wide, one tile row
+ * gives its result. Where a limit was refused and the next page runs,
+ * some task of that run pinned more than the refused limit (tarn_rt_stats'
+ * task_pinned_peak): no check refuses a limit the largest task fits
+ * under. Shapes with edge tiles, tall and wide, one tile row
  * or column, so that each call's check of its largest tasks
  * (linalg_internal.h, tarn__task_fits) is seen to cover every task it
  * submits. */
@@ -229,6 +232,7 @@ static double *contents(tarn_matrix *x) {
 struct outcome {
   double *m[SLOTS + 1];
   size_t count[SLOTS + 1];
+  uint64_t pinned_peak; /* tarn_rt_stats' task_pinned_peak */
 };
 
 static void outcome_free(struct outcome *w) {
@@ -264,7 +268,7 @@ static bool sweep_run(const struct operands *o, size_t k, unsigned workers,
   struct run r = {.rt = test_rt(workers, limit), .uploaded = true};
   int rc = ops[k].op(o, &r);
   *uploaded = r.uploaded;
-  *got = (struct outcome){{NULL}, {0}};
+  *got = (struct outcome){{NULL}, {0}, 0};
   bool ok = true;
   if (!r.uploaded) {
     rc = TARN_ENOMEM;
@@ -277,6 +281,9 @@ static bool sweep_run(const struct operands *o, size_t k, unsigned workers,
       ok = ok && got->m[s] != NULL;
     }
     ok = ok && (want == NULL || outcome_matches(got, want));
+    tarn_rt_stats st;
+    assert_int_equal(tarn_rt_stats_get(r.rt, &st), 0);
+    got->pinned_peak = st.task_pinned_peak;
   } else {
     ok = rc == TARN_ENOMEM && r.out == NULL;
     for (size_t s = 0; s < SLOTS; s++) {
@@ -361,10 +368,21 @@ static void sweep_shape(size_t m, size_t n, size_t nb, uint64_t seed) {
       bool uploaded;
       assert_true(sweep_run(&o, k, workers, 0, &uploaded, &want, NULL));
       size_t first = 0;
+      bool refused = false; /* the limit a page below: uploaded, refused */
       for (size_t p = 1; p <= most && (first == 0 || p <= first + 2); p++) {
-        if (sweep_run(&o, k, workers, p * page, &uploaded, &got, &want) &&
-            first == 0)
+        bool ran = sweep_run(&o, k, workers, p * page, &uploaded, &got, &want);
+        if (ran && first == 0) {
           first = p;
+          /* the check refused no limit its largest task fits under */
+          if (refused && !(got.pinned_peak > (p - 1) * page))
+            print_error(
+                "%s of %zu x %zu in tiles of %zu refused %zu bytes, "
+                "but no task pinned more than %llu\n",
+                ops[k].name, m, n, nb, (p - 1) * page,
+                (unsigned long long)got.pinned_peak);
+          assert_true(!refused || got.pinned_peak > (p - 1) * page);
+        }
+        refused = uploaded && !ran;
         outcome_free(&got);
       }
       outcome_free(&want);

@@ -461,6 +461,47 @@ static bool flag_set_soon(atomic_int *flag) {
   return atomic_load(flag) != 0;
 }
 
+/* tarn_rt_stats' task_pinned_peak: under a limit, the most one task
+ * pinned, each ref once in whole pages and a TARN_AFTER access not at
+ * all; 0 without a limit. A task of refs of 5000 and 100 bytes (the first
+ * given twice) and one of 20000 after: 3 pages, then 5. */
+static void the_most_one_task_pinned_is_counted(void **state) {
+  (void)state;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  for (int limited = 0; limited < 2; limited++) {
+    tarn_rt *rt = make_rt(2, limited ? 64 * page : 0, 1);
+    tarn_ref *a = sized_word_ref(rt, 1, 5000), *b = sized_word_ref(rt, 2, 100),
+             *c = sized_word_ref(rt, 3, 20000);
+    atomic_int ran = 0;
+    tarn_dep first[4] = {
+        {a, TARN_READ}, {b, TARN_WRITE}, {a, TARN_READ}, {c, TARN_AFTER}};
+    tarn_task_desc d = {.fn = set_flag, .arg = &ran, .deps = first, .ndeps = 4};
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(tarn_task_submit(rt, &d), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    tarn_rt_stats st;
+    assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+    size_t pages = (5000 + page - 1) / page + 1;
+    assert_int_equal(st.task_pinned_peak, limited ? pages * page : 0);
+    tarn_dep second[1] = {{c, TARN_READ}};
+    d.deps = second;
+    d.ndeps = 1;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(tarn_task_submit(rt, &d), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+    size_t most = (20000 + page - 1) / page;
+    if (pages > most) most = pages;
+    assert_int_equal(st.task_pinned_peak, limited ? most * page : 0);
+    assert_int_equal(atomic_load(&ran), 1);
+    tarn_ref *all[] = {a, b, c};
+    for (size_t k = 0; k < 3; k++)
+      assert_int_equal(tarn_ref_release(all[k]), 0);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
 /* After many short regions of one task, whose task the waiting thread
  * runs itself, a region's only task still runs while the program does
  * something else and has not waited yet: with the workers looking for
@@ -2988,6 +3029,7 @@ int main(void) {
       cmocka_unit_test(random_graphs_match_sequential_order),
       cmocka_unit_test(
           random_graphs_under_a_tight_limit_match_sequential_order),
+      cmocka_unit_test(the_most_one_task_pinned_is_counted),
       cmocka_unit_test(refs_released_mid_graph_live_as_long_as_their_tasks),
       cmocka_unit_test(tasks_run_right_on_the_waiting_thread),
       cmocka_unit_test(a_lone_task_runs_before_its_wait),

@@ -25,15 +25,12 @@
  * hold one task's tiles can never run it: the call returns TARN_ENOMEM,
  * and by the runtime's rule 4 (tarn/rt.h) the matrices that task and the
  * ones after it were to write read as TARN_ECANCELED until written anew.
- * The calls that work on the caller's matrices in place
- * (tarn_matrix_cholesky, tarn_matrix_lu, tarn_matrix_qr, the solves,
- * tarn_matrix_permute_rows, tarn_matrix_qr_multiply, the inverses) and
- * the products that return before their tasks run (tarn_matrix_gemm and
- * tarn_matrix_gemv, into a given C or a new one, tarn_matrix_syrk_ata)
- * check their largest tasks first (each tile's bytes rounded up to whole
- * pages, as the pool charges them) and return TARN_ENOMEM before any
- * task, their matrices unchanged and no new one made, under a limit that
- * could never run one of them.
+ * So every call here checks its largest tasks first (each tile's bytes
+ * rounded up to whole pages, as the pool charges them) and returns
+ * TARN_ENOMEM before any task, its matrices unchanged and no new one
+ * made, under a limit that could never run one of them; each check is
+ * exact: the largest task is one the call submits (tarn_rt_stats'
+ * task_pinned_peak shows what a run pinned).
  *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */

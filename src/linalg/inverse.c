@@ -583,6 +583,11 @@ int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c, int *info) {
   tarn__blas_init();
   tarn_matrix *out = NULL;
   int rc = tarn__matrix_new(a->rt, a->n, a->n, a->nb, a->nb, &out);
+  /* the largest tasks: R's tile into c's, and the Cholesky inverse's */
+  if (rc == 0 && (!tarn__task_fits(a->rt, tarn__tile_charge_at(out, 0, 0) +
+                                              tarn__tile_charge_at(a, 0, 0)) ||
+                  !tarn__triangle_fits(out, true)))
+    rc = TARN_ENOMEM;
   /* R^T is the Cholesky factor of A^T A = R^T R */
   if (rc == 0) rc = check_diagonal_after(out, transpose_r_tasks, a, info);
   if (rc == 0) rc = run_region(out, cholesky_tasks, NULL);

@@ -87,6 +87,9 @@ static int k_diagonal(tarn_task *t, void *arg) {
 /* The product of the diagonal of the square `a` (square tiles), waited
  * for in a region of its own. */
 static int diagonal_product(tarn_matrix *a, struct product *out) {
+  /* a task per diagonal tile: the first is the largest */
+  if (!tarn__task_fits(a->rt, tarn__tile_charge_at(a, 0, 0)))
+    return TARN_ENOMEM;
   struct product *part = calloc(a->nt, sizeof *part);
   if (part == NULL) return TARN_ENOMEM;
   tarn_region *region = NULL;

@@ -725,6 +725,20 @@ static bool qr_factors_ok(const tarn_matrix *a, const tarn_matrix *t) {
           (fan_of(a, t) <= TREE_FAN && trees(a, fan_of(a, t))));
 }
 
+/* Whether applying Q (A's reflectors, T) to C from the left or the right
+ * fits under the limit (tarn__task_fits): tpmqrt with tile (1, 0)'s
+ * reflectors and T tile on two tiles of C, or gemqrt with the first
+ * tile's on one. */
+static bool apply_fits(const tarn_matrix *a, const tarn_matrix *t,
+                       const tarn_matrix *c, bool right) {
+  bool pair = a->mt >= 2;
+  return tarn__task_fits(
+      a->rt, tarn__tile_charge_at(a, pair, 0) +
+                 tarn__tile_charge_at(t, pair, 0) +
+                 tarn__tile_charge_at(c, 0, 0) +
+                 (pair ? tarn__tile_charge_at(c, !right, right) : 0));
+}
+
 int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q) {
   if (q != NULL) *q = NULL;
   if (q == NULL || !qr_factors_ok(a, t)) return TARN_EINVAL;
@@ -733,7 +747,8 @@ int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q) {
   int rc = tarn__matrix_new(a->rt, a->m, a->m < a->n ? a->m : a->n, a->mb,
                             a->nb, &out);
   if (rc != 0) return rc;
-  rc = run_waiting(a->rt, submit_q, a, t, out);
+  rc = apply_fits(a, t, out, false) ? run_waiting(a->rt, submit_q, a, t, out)
+                                    : TARN_ENOMEM;
   if (rc != 0) {
     tarn_matrix_destroy(out);
     return rc;
@@ -794,6 +809,33 @@ static int submit_min_norm(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *b,
   return rc != 0 ? rc : submit_apply(a, tm, x, 'L', 'N', false);
 }
 
+/* Whether a QR solve's largest tasks fit (tarn__task_fits), into X from
+ * B. Least squares: B's copy Y (a tile of each), Q^T on Y (apply_fits),
+ * the backward solve's trsm (R's first tile, a tile of Y and one of X)
+ * and, with two tile columns, an update (Y's tile (0, 0), R's (0, 1), X's
+ * (1, 0)). Minimum norm: B on top of zeros in X (a tile of each), the
+ * forward solve's trsm (R's first tile, X's) and, with two tile columns,
+ * an update (X's tiles (0, 0) and (1, 0), R's (0, 1)), Q on X. */
+static bool qr_solve_fits(const tarn_matrix *a, const tarn_matrix *t,
+                          const tarn_matrix *b, const tarn_matrix *x,
+                          bool trans) {
+  size_t a00 = tarn__tile_charge_at(a, 0, 0),
+         b00 = tarn__tile_charge_at(b, 0, 0),
+         x00 = tarn__tile_charge_at(x, 0, 0);
+  bool two = a->nt >= 2 && x->mt >= 2;
+  if (trans)
+    return tarn__task_fits(a->rt, x00 + b00) &&
+           tarn__task_fits(a->rt, a00 + x00) &&
+           (!two ||
+            tarn__task_fits(a->rt, x00 + tarn__tile_charge_at(a, 0, 1) +
+                                       tarn__tile_charge_at(x, 1, 0))) &&
+           apply_fits(a, t, x, false);
+  return tarn__task_fits(a->rt, 2 * b00) && apply_fits(a, t, b, false) &&
+         tarn__task_fits(a->rt, a00 + b00 + x00) &&
+         (!two || tarn__task_fits(a->rt, b00 + tarn__tile_charge_at(a, 0, 1) +
+                                             tarn__tile_charge_at(x, 1, 0)));
+}
+
 int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
                          tarn_matrix *b, tarn_matrix **x, int *info) {
   if (x != NULL) *x = NULL;
@@ -811,6 +853,10 @@ int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
   int rc = tarn__matrix_new(a->rt, trans ? a->m : a->n, b->n,
                             trans ? a->mb : a->nb, b->nb, &out);
   if (rc != 0) return rc;
+  if (!qr_solve_fits(a, t, b, out, trans)) {
+    tarn_matrix_destroy(out);
+    return TARN_ENOMEM;
+  }
   tarn_region *region = NULL;
   rc = tarn_region_begin(a->rt, &region);
   if (rc != 0) {
@@ -841,15 +887,7 @@ int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t, tarn_side side,
   bool right = side == TARN_RIGHT;
   if ((right ? c->n : c->m) != a->m || (right ? c->nb : c->mb) != a->mb)
     return TARN_EINVAL;
-  /* the largest task: tpmqrt with tile (1, 0)'s reflectors on two tiles
-   * of C, or gemqrt with the first tile's on one */
-  bool pair = a->mt >= 2;
-  size_t c00 = tarn__tile_charge_at(c, 0, 0);
-  if (!tarn__task_fits(a->rt,
-                       tarn__tile_charge_at(a, pair, 0) +
-                           tarn__tile_charge_at(t, pair, 0) + c00 +
-                           (pair ? tarn__tile_charge_at(c, !right, right) : 0)))
-    return TARN_ENOMEM;
+  if (!apply_fits(a, t, c, right)) return TARN_ENOMEM;
   tarn__blas_init();
   return submit_apply(a, t, c, right ? 'R' : 'L',
                       trans == TARN_TRANS ? 'T' : 'N', false);

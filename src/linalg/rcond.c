@@ -76,14 +76,33 @@ static int apply_inverse(const tarn_matrix *a, inverse_fn inverse,
   return rc;
 }
 
+/* Whether the solves with a column of a's row tiling fit under the limit,
+ * as each solve checks it (`factor`: 'L' LU's factors, 'l' a lower
+ * triangle, 'u' an upper one), before the column is uploaded: TARN_ENOMEM
+ * at once rather than after the first upload. Returns 0, TARN_ENOMEM or
+ * a status of making the column's (empty) matrix. */
+static int solves_fit(const tarn_matrix *a, char factor) {
+  tarn_matrix *x = NULL;
+  int rc = tarn__matrix_new(a->rt, a->n, 1, a->mb, 1, &x);
+  if (rc != 0) return rc;
+  bool fits = factor == 'L'
+                  ? tarn__line_fits(x, false) && tarn__solve_fits(a, false, x)
+                  : tarn__solve_fits(a, factor == 'l', x);
+  tarn_matrix_destroy(x);
+  return fits ? 0 : TARN_ENOMEM;
+}
+
 /* *rcond = 1 / (anorm * est), est the estimate of ||A^-1|| in the one-norm
- * (inf_norm false) or the infinity-norm, or 0 when A^-1 x overflowed. */
+ * (inf_norm false) or the infinity-norm, or 0 when A^-1 x overflowed; the
+ * solves checked first (solves_fit with `factor`). */
 static int estimate(const tarn_matrix *a, inverse_fn inverse, void *factors,
-                    bool inf_norm, double anorm, double *rcond) {
+                    char factor, bool inf_norm, double anorm, double *rcond) {
   if (anorm == 0) {
     *rcond = 0; /* as dgecon: the zero matrix is singular */
     return 0;
   }
+  int fit = solves_fit(a, factor);
+  if (fit != 0) return fit;
   lapack_int n = (lapack_int)a->n, kase = 0, isave[3] = {0, 0, 0};
   double *v = malloc(a->n * sizeof *v), *x = malloc(a->n * sizeof *x);
   lapack_int *isgn = malloc(a->n * sizeof *isgn);
@@ -115,13 +134,13 @@ int tarn_matrix_lu_rcond(tarn_matrix *lu, const size_t *piv, tarn_norm kind,
   for (size_t i = 0; i < lu->m; i++)
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
   struct lu_factors f = {lu, piv};
-  return estimate(lu, lu_inverse, &f, kind == TARN_NORM_INF, anorm, rcond);
+  return estimate(lu, lu_inverse, &f, 'L', kind == TARN_NORM_INF, anorm, rcond);
 }
 
 int tarn_matrix_cholesky_rcond(tarn_matrix *l, double anorm, double *rcond) {
   if (rcond == NULL || !tarn__factor_shape_ok(l) || !norm_ok(anorm))
     return TARN_EINVAL;
-  return estimate(l, cholesky_inverse, l, false, anorm, rcond);
+  return estimate(l, cholesky_inverse, l, 'l', false, anorm, rcond);
 }
 
 int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo, tarn_diag diag,
@@ -131,16 +150,19 @@ int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo, tarn_diag diag,
       (diag != TARN_NON_UNIT && diag != TARN_UNIT) ||
       (kind != TARN_NORM_ONE && kind != TARN_NORM_INF))
     return TARN_EINVAL;
+  char factor = uplo == TARN_LOWER ? 'l' : 'u';
+  int rc = solves_fit(t, factor); /* before the norm's tasks */
+  if (rc != 0) return rc;
   double tnorm = 0;
-  int rc = tarn__matrix_line_norm(t, kind == TARN_NORM_INF,
-                                  uplo == TARN_LOWER ? 'L' : 'U',
-                                  diag == TARN_UNIT, &tnorm);
+  rc = tarn__matrix_line_norm(t, kind == TARN_NORM_INF,
+                              uplo == TARN_LOWER ? 'L' : 'U', diag == TARN_UNIT,
+                              &tnorm);
   if (rc != 0) return rc;
   if (!isfinite(tnorm)) { /* an infinite or NaN element */
     *rcond = 0;
     return 0;
   }
   struct triangle f = {t, uplo, diag};
-  return estimate(t, triangular_inverse, &f, kind == TARN_NORM_INF, tnorm,
-                  rcond);
+  return estimate(t, triangular_inverse, &f, factor, kind == TARN_NORM_INF,
+                  tnorm, rcond);
 }

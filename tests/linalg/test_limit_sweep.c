@@ -5,7 +5,8 @@
  * could never fit) and as a run without a limit leaves them (within
  * 1e-10 of the largest element: a product without a limit may add its
  * groups of layers in another order), or TARN_ENOMEM with every matrix it
- * was given as it was and no new one made: nothing is lost to a limit a
+ * was given as it was, no new one made and no task submitted: nothing is
+ * lost (nor any work done) to a limit a
  * task can never run under, and the tightest limit that runs a call
  * gives its result. Where a limit was refused and the next page runs,
  * some task of that run pinned more than the refused limit (tarn_rt_stats'
@@ -51,6 +52,7 @@ struct run {
   const double *from[SLOTS];
   tarn_matrix *out;
   bool uploaded;
+  uint64_t submitted; /* tasks submitted by the uploads */
 };
 
 /* Uploads `buf` (rows x cols, tiles mb x nb) into slot k; a limit below
@@ -64,6 +66,9 @@ static void put(struct run *r, size_t k, size_t rows, size_t cols, size_t mb,
     return;
   }
   r->from[k] = buf;
+  tarn_rt_stats st;
+  assert_int_equal(tarn_rt_stats_get(r->rt, &st), 0);
+  r->submitted = st.submitted;
 }
 
 /* The operations; each uploads its operands and returns the call's
@@ -180,6 +185,33 @@ static int op_qr_solve(const struct operands *o, struct run *r) {
                                             r->m[2], &r->out, NULL)
                      : 0;
 }
+static int op_qr_min_norm(const struct operands *o, struct run *r) {
+  FACTORS(o, r);
+  RHS(o, r, 2, o->n, o->b);
+  return r->uploaded ? tarn_matrix_qr_solve(r->m[0], r->m[1], TARN_TRANS,
+                                            r->m[2], &r->out, NULL)
+                     : 0;
+}
+static int op_lu_rcond(const struct operands *o, struct run *r) {
+  SQUARE(o, r, 0, o->lu);
+  double rcond;
+  return r->uploaded
+             ? tarn_matrix_lu_rcond(r->m[0], o->piv, TARN_NORM_ONE, 1.0, &rcond)
+             : 0;
+}
+static int op_cholesky_rcond(const struct operands *o, struct run *r) {
+  SQUARE(o, r, 0, o->l);
+  double rcond;
+  return r->uploaded ? tarn_matrix_cholesky_rcond(r->m[0], 1.0, &rcond) : 0;
+}
+static int op_triangular_rcond(const struct operands *o, struct run *r) {
+  SQUARE(o, r, 0, o->l);
+  double rcond;
+  return r->uploaded
+             ? tarn_matrix_triangular_rcond(r->m[0], TARN_LOWER, TARN_NON_UNIT,
+                                            TARN_NORM_INF, &rcond)
+             : 0;
+}
 static int op_qr_ata_inverse(const struct operands *o, struct run *r) {
   GENERAL(o, r, 0, o->qa);
   return r->uploaded ? tarn_matrix_qr_ata_inverse(r->m[0], &r->out, NULL) : 0;
@@ -211,6 +243,10 @@ static const struct {
     {"qr_multiply", op_qr_multiply, ANY},
     {"qr_q", op_qr_q, ANY},
     {"qr_solve", op_qr_solve, TALL},
+    {"qr_min_norm", op_qr_min_norm, TALL},
+    {"lu_rcond", op_lu_rcond, SQUARE_ONLY},
+    {"cholesky_rcond", op_cholesky_rcond, SQUARE_ONLY},
+    {"triangular_rcond", op_triangular_rcond, SQUARE_ONLY},
     {"qr_ata_inverse", op_qr_ata_inverse, TALL},
 };
 
@@ -285,7 +321,10 @@ static bool sweep_run(const struct operands *o, size_t k, unsigned workers,
     assert_int_equal(tarn_rt_stats_get(r.rt, &st), 0);
     got->pinned_peak = st.task_pinned_peak;
   } else {
-    ok = rc == TARN_ENOMEM && r.out == NULL;
+    /* refused before any task of its own */
+    tarn_rt_stats st;
+    assert_int_equal(tarn_rt_stats_get(r.rt, &st), 0);
+    ok = rc == TARN_ENOMEM && r.out == NULL && st.submitted == r.submitted;
     for (size_t s = 0; s < SLOTS; s++) {
       if (r.m[s] == NULL) continue;
       double *now = contents(r.m[s]);
@@ -300,7 +339,8 @@ static bool sweep_run(const struct operands *o, size_t k, unsigned workers,
         "%s of %zu x %zu in tiles of %zu on %u workers under %zu "
         "bytes: status %d, matrices %s\n",
         ops[k].name, o->m, o->n, o->nb, workers, limit, rc,
-        rc == 0 ? "unreadable or not as without a limit" : "changed");
+        rc == 0 ? "unreadable or not as without a limit"
+                : "changed, or tasks submitted");
   assert_true(ok);
   for (size_t s = 0; s < SLOTS; s++) tarn_matrix_destroy(r.m[s]);
   tarn_matrix_destroy(r.out);

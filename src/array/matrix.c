@@ -13,6 +13,7 @@
 
 #include "array/matrix_internal.h"
 #include "array/vmath.h"
+#include "pool/pool_internal.h"
 #include "prim/prim.h"
 #include "rt/rt_internal.h"
 #include "tarn/matrix.h"
@@ -36,20 +37,28 @@ size_t tarn__tile_charge_at(const tarn_matrix *a, size_t ti, size_t tj) {
                           sizeof(double));
 }
 
-size_t tarn__deps_charge(const tarn_dep *deps, size_t n) {
+bool tarn__task_fits(tarn_rt *rt, size_t bytes) {
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(rt));
+  return limit == 0 || bytes <= limit;
+}
+
+/* What the pool charges for the refs a task with these deps pins while
+ * it runs: each ref once (the runtime merges a ref given twice), as the
+ * pool counts it (tarn__ref_charge), TARN_AFTER accesses not at all. */
+static size_t deps_charge(const tarn_dep *deps, size_t n) {
   size_t charge = 0;
   for (size_t k = 0; k < n; k++) {
     bool pinned_before = deps[k].mode == TARN_AFTER;
     for (size_t i = 0; i < k && !pinned_before; i++)
       pinned_before = deps[i].ref == deps[k].ref && deps[i].mode != TARN_AFTER;
-    if (!pinned_before) charge += tarn__page_round(tarn_ref_size(deps[k].ref));
+    if (!pinned_before) charge += tarn__ref_charge(deps[k].ref);
   }
   return charge;
 }
 
 bool tarn__deps_fit(tarn_rt *rt, const tarn_dep *deps, size_t n) {
-  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(rt));
-  return limit == 0 || tarn__deps_charge(deps, n) <= limit;
+  return tarn_pool_mem_limit(tarn_rt_pool(rt)) == 0 ||
+         tarn__task_fits(rt, deps_charge(deps, n));
 }
 
 tarn_ref *tarn__tile(const tarn_matrix *a, size_t ti, size_t tj) {

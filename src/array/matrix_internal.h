@@ -66,16 +66,18 @@ size_t tarn__tile_charge(const tarn_matrix *a);
  * tile may be smaller): its doubles rounded up to whole pages. */
 size_t tarn__tile_charge_at(const tarn_matrix *a, size_t ti, size_t tj);
 
-/* What the pool charges for the refs a task with these deps pins while
- * it runs: each ref once (the runtime merges a ref given twice), in whole
- * pages, TARN_AFTER accesses not at all. */
-size_t tarn__deps_charge(const tarn_dep *deps, size_t n);
+/* Whether one task pinning `bytes` (what the pool charges for its tiles:
+ * tarn__tile_charge_at) fits under the memory limit of rt's pool at all
+ * (always so without one). A task that does not can never run: it fails,
+ * and what it and the tasks after it were to write is left cancelled
+ * (rule 4 of tarn/rt.h). So the operations here and in linalg check
+ * their largest tasks with it first and return TARN_ENOMEM before any
+ * task, their matrices unchanged. */
+bool tarn__task_fits(tarn_rt *rt, size_t bytes);
 
-/* Whether such a task fits under the memory limit of rt's pool at all
- * (always without one). One that does not can never run: it fails, and
- * what it and the tasks after it were to write is left cancelled (rule 4
- * of tarn/rt.h), so the operations check their largest task with it and
- * return TARN_ENOMEM before submitting any, their matrices unchanged. */
+/* tarn__task_fits for a task with these deps: each ref once (the runtime
+ * merges a ref given twice), as the pool charges it, TARN_AFTER accesses
+ * not at all (they are not pinned). Counts nothing without a limit. */
 bool tarn__deps_fit(tarn_rt *rt, const tarn_dep *deps, size_t n);
 
 /* The ref of tile (ti, tj). */

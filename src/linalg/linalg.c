@@ -37,11 +37,6 @@ bool tarn__blas_sized(const tarn_matrix *a) {
   return tarn__matrix_ok(a) && a->mb <= INT_MAX && a->nb <= INT_MAX;
 }
 
-bool tarn__task_fits(tarn_rt *rt, size_t bytes) {
-  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(rt));
-  return limit == 0 || bytes <= limit;
-}
-
 bool tarn__line_fits(const tarn_matrix *m, bool row) {
   size_t count = row ? m->nt : m->mt, charge = 0;
   for (size_t t = 0; t < count; t++)

@@ -23,15 +23,6 @@ void tarn__blas_init(void);
  * with it. */
 bool tarn__blas_sized(const tarn_matrix *a);
 
-/* Whether one task pinning `bytes` (what the pool charges for its tiles:
- * tarn__tile_charge_at) fits under the memory limit of rt's pool at all
- * (always so without one). A task that does not can never run: it fails,
- * and the matrices it and the tasks after it were to write are left
- * cancelled (rule 4 of tarn/rt.h). So the calls that factor or solve in
- * place check their largest tasks with it first and return TARN_ENOMEM
- * before any task, their matrices unchanged. */
-bool tarn__task_fits(tarn_rt *rt, size_t bytes);
-
 /* tarn__task_fits for a task pinning a whole tile column of m (with
  * `row`, a tile row), its first and widest: LU's panels and
  * interchanges. */
@@ -53,10 +44,11 @@ bool tarn__triangle_fits(const tarn_matrix *a, bool lower);
 
 /* tarn__task_fits for the largest tasks of a triangular solve with T
  * (lower or upper) into B through a copy Y of B: a step's trsm (T's
- * first diagonal tile, a tile of Y and one of B) and, with two tile rows
- * or more of T and B, an update (T's tile (1, 0), or (0, 1) when upper,
- * and two tiles of B's first tile column). */
-bool tarn__solve_fits(const tarn_matrix *t, bool lower, const tarn_matrix *b);
+ * first diagonal tile, a tile of Y and one of B). An update pins T's tile
+ * (1, 0) or (0, 1) and two tiles of B's first tile column, each no larger
+ * than the trsm's (only a last tile is smaller), so the trsm's check
+ * holds for it. */
+bool tarn__solve_fits(const tarn_matrix *t, const tarn_matrix *b);
 
 /* Submits `fn` with a malloc'ed copy of the `size` bytes at `proto` as its
  * argument (freed by the runtime when the task is done). Returns as

@@ -855,7 +855,7 @@ int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
   if (!tarn__solve_shapes_ok(a, b)) return TARN_EINVAL;
   if (!tarn__lu_fits(a) || !tarn__line_fits(b, false) ||
-      !tarn__solve_fits(a, false, b))
+      !tarn__solve_fits(a, b))
     return TARN_ENOMEM;
   size_t *piv = malloc(a->m * sizeof *piv);
   if (piv == NULL) return TARN_ENOMEM;
@@ -872,7 +872,7 @@ int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
     return TARN_EINVAL;
   for (size_t i = 0; i < lu->m; i++)
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
-  if (!tarn__line_fits(b, false) || !tarn__solve_fits(lu, false, b))
+  if (!tarn__line_fits(b, false) || !tarn__solve_fits(lu, b))
     return TARN_ENOMEM;
   return lu_region(lu, NULL, piv, ta == TARN_TRANS, b, info);
 }

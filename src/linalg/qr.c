@@ -811,9 +811,9 @@ static int submit_min_norm(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *b,
 
 /* Whether a QR solve's largest tasks fit (tarn__task_fits), into X from
  * B. Least squares: B's copy Y (a tile of each), Q^T on Y (apply_fits),
- * the backward solve's trsm (R's first tile, a tile of Y and one of X)
- * and, with two tile columns, an update (Y's tile (0, 0), R's (0, 1), X's
- * (1, 0)). Minimum norm: B on top of zeros in X (a tile of each), the
+ * the backward solve's trsm (R's first tile, a tile of Y and one of X; an
+ * update's tiles, Y's (0, 0), R's (0, 1) and X's (1, 0), are no larger).
+ * Minimum norm: B on top of zeros in X (a tile of each), the
  * forward solve's trsm (R's first tile, X's) and, with two tile columns,
  * an update (X's tiles (0, 0) and (1, 0), R's (0, 1)), Q on X. */
 static bool qr_solve_fits(const tarn_matrix *a, const tarn_matrix *t,
@@ -831,9 +831,7 @@ static bool qr_solve_fits(const tarn_matrix *a, const tarn_matrix *t,
                                        tarn__tile_charge_at(x, 1, 0))) &&
            apply_fits(a, t, x, false);
   return tarn__task_fits(a->rt, 2 * b00) && apply_fits(a, t, b, false) &&
-         tarn__task_fits(a->rt, a00 + b00 + x00) &&
-         (!two || tarn__task_fits(a->rt, b00 + tarn__tile_charge_at(a, 0, 1) +
-                                             tarn__tile_charge_at(x, 1, 0)));
+         tarn__task_fits(a->rt, a00 + b00 + x00);
 }
 
 int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,

@@ -76,32 +76,37 @@ static int apply_inverse(const tarn_matrix *a, inverse_fn inverse,
   return rc;
 }
 
+/* Which check of the solves estimate makes first (solves_fit): with LU's
+ * factors, with a triangle, or none (its caller made it). */
+enum solves_check { CHECK_LU, CHECK_TRIANGLE, CHECKED };
+
 /* Whether the solves with a column of a's row tiling fit under the limit,
- * as each solve checks it (`factor`: 'L' LU's factors, 'l' a lower
- * triangle, 'u' an upper one), before the column is uploaded: TARN_ENOMEM
- * at once rather than after the first upload. Returns 0, TARN_ENOMEM or
- * a status of making the column's (empty) matrix. */
-static int solves_fit(const tarn_matrix *a, char factor) {
+ * as each solve checks it (with LU's factors also the column's
+ * interchanges), before the column is uploaded: TARN_ENOMEM at once
+ * rather than after the first upload. Returns 0, TARN_ENOMEM or a status
+ * of making the column's (empty) matrix. */
+static int solves_fit(const tarn_matrix *a, enum solves_check check) {
+  if (check == CHECKED) return 0;
   tarn_matrix *x = NULL;
   int rc = tarn__matrix_new(a->rt, a->n, 1, a->mb, 1, &x);
   if (rc != 0) return rc;
-  bool fits = factor == 'L'
-                  ? tarn__line_fits(x, false) && tarn__solve_fits(a, false, x)
-                  : tarn__solve_fits(a, factor == 'l', x);
+  bool fits = tarn__solve_fits(a, x) &&
+              (check != CHECK_LU || tarn__line_fits(x, false));
   tarn_matrix_destroy(x);
   return fits ? 0 : TARN_ENOMEM;
 }
 
 /* *rcond = 1 / (anorm * est), est the estimate of ||A^-1|| in the one-norm
  * (inf_norm false) or the infinity-norm, or 0 when A^-1 x overflowed; the
- * solves checked first (solves_fit with `factor`). */
+ * solves checked first (solves_fit). */
 static int estimate(const tarn_matrix *a, inverse_fn inverse, void *factors,
-                    char factor, bool inf_norm, double anorm, double *rcond) {
+                    enum solves_check check, bool inf_norm, double anorm,
+                    double *rcond) {
   if (anorm == 0) {
     *rcond = 0; /* as dgecon: the zero matrix is singular */
     return 0;
   }
-  int fit = solves_fit(a, factor);
+  int fit = solves_fit(a, check);
   if (fit != 0) return fit;
   lapack_int n = (lapack_int)a->n, kase = 0, isave[3] = {0, 0, 0};
   double *v = malloc(a->n * sizeof *v), *x = malloc(a->n * sizeof *x);
@@ -134,13 +139,14 @@ int tarn_matrix_lu_rcond(tarn_matrix *lu, const size_t *piv, tarn_norm kind,
   for (size_t i = 0; i < lu->m; i++)
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
   struct lu_factors f = {lu, piv};
-  return estimate(lu, lu_inverse, &f, 'L', kind == TARN_NORM_INF, anorm, rcond);
+  return estimate(lu, lu_inverse, &f, CHECK_LU, kind == TARN_NORM_INF, anorm,
+                  rcond);
 }
 
 int tarn_matrix_cholesky_rcond(tarn_matrix *l, double anorm, double *rcond) {
   if (rcond == NULL || !tarn__factor_shape_ok(l) || !norm_ok(anorm))
     return TARN_EINVAL;
-  return estimate(l, cholesky_inverse, l, 'l', false, anorm, rcond);
+  return estimate(l, cholesky_inverse, l, CHECK_TRIANGLE, false, anorm, rcond);
 }
 
 int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo, tarn_diag diag,
@@ -150,8 +156,7 @@ int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo, tarn_diag diag,
       (diag != TARN_NON_UNIT && diag != TARN_UNIT) ||
       (kind != TARN_NORM_ONE && kind != TARN_NORM_INF))
     return TARN_EINVAL;
-  char factor = uplo == TARN_LOWER ? 'l' : 'u';
-  int rc = solves_fit(t, factor); /* before the norm's tasks */
+  int rc = solves_fit(t, CHECK_TRIANGLE); /* before the norm's tasks */
   if (rc != 0) return rc;
   double tnorm = 0;
   rc = tarn__matrix_line_norm(t, kind == TARN_NORM_INF,
@@ -163,6 +168,6 @@ int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo, tarn_diag diag,
     return 0;
   }
   struct triangle f = {t, uplo, diag};
-  return estimate(t, triangular_inverse, &f, factor, kind == TARN_NORM_INF,
+  return estimate(t, triangular_inverse, &f, CHECKED, kind == TARN_NORM_INF,
                   tnorm, rcond);
 }

@@ -244,20 +244,15 @@ int tarn__submit_backward(tarn_matrix *t, bool lower, bool unit, tarn_matrix *y,
   return 0;
 }
 
-bool tarn__solve_fits(const tarn_matrix *t, bool lower, const tarn_matrix *b) {
-  size_t b00 = tarn__tile_charge_at(b, 0, 0);
-  bool fits = tarn__task_fits(t->rt, tarn__tile_charge_at(t, 0, 0) + 2 * b00);
-  if (t->mt >= 2 && t->nt >= 2 && b->mt >= 2)
-    fits =
-        fits && tarn__task_fits(t->rt, tarn__tile_charge_at(t, !lower, lower) +
-                                           b00 + tarn__tile_charge_at(b, 1, 0));
-  return fits;
+bool tarn__solve_fits(const tarn_matrix *t, const tarn_matrix *b) {
+  return tarn__task_fits(
+      t->rt, tarn__tile_charge_at(t, 0, 0) + 2 * tarn__tile_charge_at(b, 0, 0));
 }
 
 int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
   if (!tarn__solve_shapes_ok(l, b)) return TARN_EINVAL;
-  if (!tarn__solve_fits(l, true, b)) return TARN_ENOMEM;
+  if (!tarn__solve_fits(l, b)) return TARN_ENOMEM;
   tarn__blas_init();
   tarn_region *region = NULL;
   int rc = tarn_region_begin(l->rt, &region);
@@ -351,7 +346,7 @@ int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
       (diag != TARN_NON_UNIT && diag != TARN_UNIT))
     return TARN_EINVAL;
   bool lower = uplo == TARN_LOWER;
-  if (!tarn__solve_fits(t, lower, b)) return TARN_ENOMEM;
+  if (!tarn__solve_fits(t, b)) return TARN_ENOMEM;
   tarn__blas_init();
   /* L X = B and U^T X = B go down T's tile rows, U X = B and L^T X = B up */
   bool forward = lower == (trans == TARN_NO_TRANS);

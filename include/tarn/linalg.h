@@ -450,7 +450,8 @@ TARN_API int tarn_matrix_cholesky_logdet(tarn_matrix *l, double *logdet);
  * (a tile whose task failed reads as TARN_ECANCELED until written again,
  * tarn/rt.h, rule 4); but TARN_ENOMEM at once, before either region and
  * the matrix unchanged, under a memory limit below the largest task's
- * tiles (three, or the LU inverse's tile row: the "Memory limit" above;
+ * tiles (three, or the LU inverse's tile row, or its tile (0, 0) with a
+ * temporary of that size: the "Memory limit" above;
  * tarn_matrix_inverse checks LU's and the inverse's before it factors). */
 
 /* T^-1 over T in place, as dtrtri: T is the lower or upper triangle
@@ -651,7 +652,8 @@ TARN_API int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
  * or trans, a C whose size or tiling along Q does not match, C the same
  * as a or t, different runtimes, tiles too large for BLAS; TARN_ENOMEM
  * (with nothing submitted, C unchanged, under a memory limit below one
- * task's tiles: tpmqrt's reflectors and T tile and two tiles of C). On
+ * task's tiles: tpmqrt's reflectors and T tile and two tiles of C, or
+ * gemqrt's and one tile of C). On
  * failure tasks already submitted on C still run. Thread-safe as any
  * submission: several threads may apply one factorisation's Q to their
  * own matrices at once. */
@@ -680,7 +682,7 @@ TARN_API int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t,
  * say). Returns 0; TARN_EINVAL for NULL arguments or tiles too large for
  * BLAS; TARN_ENOMEM, and so at once under a memory limit below the
  * largest task's tiles (an update of C's tile (1, 0) with A's tiles (0,
- * 0) and (0, 1); with one tile column, two tiles). On failure *c is NULL
+ * 0) and (0, 1), or of C's tile (0, 0) with A's (0, 0)). On failure *c is NULL
  * (a matrix made here is freed; tasks already submitted still run). */
 TARN_API int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c);
 

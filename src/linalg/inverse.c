@@ -600,11 +600,14 @@ int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c, int *info) {
 }
 
 /* Whether the LU inverse's largest tasks fit (tarn__task_fits): trtri's
- * on U (tarn__triangle_fits), getri's gemm (tiles (0, 0) and (0, 1) of
- * the factors and the temporary of L's tile (1, 0)) and an interchange's
- * tile row. */
+ * on U (tarn__triangle_fits), getri's take and trsm (tile (0, 0) and a
+ * temporary of its size: larger than the gemm where the edge tiles are
+ * small, and the only such task of one tile), its gemm (tiles (0, 0) and
+ * (0, 1) of the factors and the temporary of L's tile (1, 0)) and an
+ * interchange's tile row. */
 static bool lu_inverse_fits(const tarn_matrix *lu) {
-  bool fits = tarn__line_fits(lu, true) && tarn__triangle_fits(lu, false);
+  bool fits = tarn__line_fits(lu, true) && tarn__triangle_fits(lu, false) &&
+              tarn__task_fits(lu->rt, 2 * tarn__tile_charge_at(lu, 0, 0));
   if (lu->nt >= 2)
     fits = fits && tarn__task_fits(lu->rt, tarn__tile_charge_at(lu, 0, 0) +
                                                tarn__tile_charge_at(lu, 0, 1) +

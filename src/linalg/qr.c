@@ -726,17 +726,21 @@ static bool qr_factors_ok(const tarn_matrix *a, const tarn_matrix *t) {
 }
 
 /* Whether applying Q (A's reflectors, T) to C from the left or the right
- * fits under the limit (tarn__task_fits): tpmqrt with tile (1, 0)'s
- * reflectors and T tile on two tiles of C, or gemqrt with the first
- * tile's on one. */
+ * fits under the limit (tarn__task_fits): gemqrt with the first tile's
+ * reflectors and T tile on one tile of C and, with two tile rows,
+ * tpmqrt with tile (1, 0)'s on two (where tile row 1 is short, the
+ * smaller of the two). */
 static bool apply_fits(const tarn_matrix *a, const tarn_matrix *t,
                        const tarn_matrix *c, bool right) {
-  bool pair = a->mt >= 2;
-  return tarn__task_fits(
-      a->rt, tarn__tile_charge_at(a, pair, 0) +
-                 tarn__tile_charge_at(t, pair, 0) +
-                 tarn__tile_charge_at(c, 0, 0) +
-                 (pair ? tarn__tile_charge_at(c, !right, right) : 0));
+  size_t c00 = tarn__tile_charge_at(c, 0, 0);
+  bool fits = tarn__task_fits(a->rt, tarn__tile_charge_at(a, 0, 0) +
+                                         tarn__tile_charge_at(t, 0, 0) + c00);
+  if (a->mt >= 2)
+    fits = fits &&
+           tarn__task_fits(a->rt, tarn__tile_charge_at(a, 1, 0) +
+                                      tarn__tile_charge_at(t, 1, 0) + c00 +
+                                      tarn__tile_charge_at(c, !right, right));
+  return fits;
 }
 
 int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q) {
@@ -1210,14 +1214,16 @@ int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c) {
   tarn__blas_init();
   tarn_matrix *out = NULL;
   int rc = tarn__matrix_new(a->rt, a->n, a->n, a->nb, a->nb, &out);
-  /* the largest task that runs under a limit: an update of C's tile (1,
-   * 0) (of tile (0, 0) with one tile column), A's first tile row's two
-   * tiles (one) beside it */
-  bool pair = a->nt >= 2;
+  /* the largest tasks that run under a limit: an update of C's tile (0,
+   * 0) with A's tile (0, 0) and, with two tile columns, of C's tile (1,
+   * 0) with A's (0, 0) and (0, 1) (where tile column 1 is narrow, the
+   * smaller of the two) */
+  size_t a00 = tarn__tile_charge_at(a, 0, 0);
   if (rc == 0 &&
-      !tarn__task_fits(a->rt, tarn__tile_charge_at(out, pair, 0) +
-                                  tarn__tile_charge_at(a, 0, 0) +
-                                  (pair ? tarn__tile_charge_at(a, 0, 1) : 0)))
+      (!tarn__task_fits(a->rt, tarn__tile_charge_at(out, 0, 0) + a00) ||
+       (a->nt >= 2 &&
+        !tarn__task_fits(a->rt, tarn__tile_charge_at(out, 1, 0) + a00 +
+                                    tarn__tile_charge_at(a, 0, 1)))))
     rc = TARN_ENOMEM;
   if (rc == 0) rc = submit_ata(a, out);
   if (rc != 0) {

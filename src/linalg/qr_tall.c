@@ -158,9 +158,15 @@ static int reflector(const struct tall_qr *q, size_t c, double *tau) {
   struct unit_op op = {.q = q, .kind = NORM, .r0 = x0, .x = col};
   int rc = units_run(&op);
   if (rc != 0) return rc;
+  /* a unit's NaN norm is the largest, so that it reaches beta, tau and
+   * x as in dlarfg (where dnrm2 gives NaN), even when it is x's only
+   * element that is not zero */
   double big = 0.0, sum = 0.0;
-  for (size_t u = first_unit(x0); u < unit_count(q->m); u++)
-    if (q->partial[u * q->room] > big) big = q->partial[u * q->room];
+  for (size_t u = first_unit(x0); u < unit_count(q->m); u++) {
+    double v = q->partial[u * q->room];
+    if (v > big || isnan(v)) big = v;
+    if (isnan(v)) break;
+  }
   if (big == 0.0) return 0;
   for (size_t u = first_unit(x0); u < unit_count(q->m); u++) {
     double v = q->partial[u * q->room] / big;

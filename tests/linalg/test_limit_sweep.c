@@ -455,10 +455,23 @@ static void test_sweep_tall_and_wide(void **state) {
   sweep_shape(24, 96, 32, 6);
 }
 
+/* One tile, and whole tiles with edge tiles of 2 (66 = 64 + 2; 130 = 2 x
+ * 64 + 2): where the edge tiles are that small, a task of two whole tiles
+ * is larger than one of three that takes edge tiles, which is the largest
+ * with the shapes above. */
+static void test_sweep_small_edges(void **state) {
+  (void)state;
+  sweep_shape(32, 32, 32, 7);
+  sweep_shape(66, 66, 64, 8);
+  sweep_shape(130, 66, 64, 9);
+  sweep_shape(66, 130, 64, 10);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sweep_square),
       cmocka_unit_test(test_sweep_tall_and_wide),
+      cmocka_unit_test(test_sweep_small_edges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

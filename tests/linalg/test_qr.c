@@ -916,6 +916,28 @@ static void check_tall_multiply(tarn_rt *rt, size_t m, size_t n, size_t mb,
  * column of 1e300 (its norm past DBL_MAX unless scaled) and one of
  * subnormal numbers (dlarfg's rescaling): finite factors, the residuals,
  * and R's diagonal within a relative 1e3 eps of dgeqrf's. */
+/* A tall tile whose column 0 has a NaN below the diagonal and nothing
+ * else but zeros there: R(0, 0) is NaN, as dgeqrf makes it (by rows, the
+ * NaN's unit norm was passed over as no larger than the others' zeros,
+ * and R(0, 0) kept A's value), and the other columns' too. */
+static void check_qr_nan_alone(tarn_rt *rt) {
+  enum { M = 20000, N = 4 };
+  double *a = test_random_matrix(M, N, 1.0, 838);
+  for (size_t i = 1; i < M; i++) a[i] = i == 100 ? NAN : 0.0;
+  tarn_matrix *x = NULL, *t = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, M, N, M, N, a, M, &x), 0);
+  assert_int_equal(tarn_matrix_qr(x, 0, &t), 0);
+  double *f = test_buffer_of(x);
+  for (size_t j = 0; j < N; j++) assert_true(isnan(f[j + j * (size_t)M]));
+  double tau[N], work[64 * N]; /* _work: LAPACKE's own refuses NaNs */
+  assert_int_equal(
+      LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, M, N, a, M, tau, work, 64 * N), 0);
+  for (size_t j = 0; j < N; j++) assert_true(isnan(a[j + j * (size_t)M]));
+  free(f);
+  free(a);
+  TEST_DESTROY_MATRICES(x, t);
+}
+
 static void test_qr_tall_tile(void **state) {
   (void)state;
   enum { M = 33000, N = 24 };
@@ -929,6 +951,7 @@ static void test_qr_tall_tile(void **state) {
     check_qr_solve(rt, TARN_TRANS, M, N, M, N, 8, 2, 2, 833);
     check_tall_multiply(rt, M, N, M, 834);
     check_tall_multiply(rt, 40000, N, 20000, 837);
+    check_qr_nan_alone(rt);
     tarn_matrix *x = NULL, *t = NULL;
     assert_int_equal(tarn_matrix_rand(rt, M, N, M, N, 835, &x), 0);
     double *a = test_buffer_of(x);

@@ -974,10 +974,11 @@ static void became_resident(tarn_ref *r, void *obj, bool clean, uint64_t pins) {
  * may be needed first (under a limit that holds one task's data, a read
  * ahead for the next task pushed out the input of the task about to run,
  * which then read it again). */
-static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
-                     uint64_t timeout_ns, bool ahead_read) {
+static int make_room_waiting(tarn_pool *p, size_t need, size_t cap, void **buf,
+                             uint64_t timeout_ns, bool ahead_read,
+                             bool *registered) {
   uint64_t deadline = 0;
-  bool waited = false, retried = false;
+  bool waited = false, retried = false, expired = false;
   uint64_t failures = p->write_failures;
   for (;;) {
     if (cap != 0 && (*buf = cache_take(p, cap)) != NULL) {
@@ -1032,16 +1033,38 @@ static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
       continue;
     }
     if (p->write_failures != failures) return p->last_error;
-    if (timeout_ns == 0) return TARN_ENOMEM;
+    if (timeout_ns == 0 || expired) return TARN_ENOMEM;
     if (!waited) {
       deadline = deadline_after(timeout_ns);
       waited = true;
     }
-    atomic_fetch_add(&p->waiters, 1);
-    bool more = wait_changed(p, deadline);
-    atomic_fetch_sub(&p->waiters, 1);
-    if (!more) return TARN_ENOMEM;
+    /* An unpin without the lock (tarn_ref_unpin) wakes the waiters it
+     * sees counted. So the call is counted first, then looks again: an
+     * unpin before the count is seen by that look (the fence here and the
+     * unpin's sequentially consistent exchange order them), one after it
+     * sees the count and broadcasts, which it can do only once this
+     * thread waits (the lock). Until 2026-12-05 the count came after the
+     * look: an unpin between them woke no one, and the call waited out
+     * its timeout (about 1 in 100 calls with a pin held microseconds, in
+     * a probe; with no timeout, for ever). */
+    if (!*registered) {
+      atomic_fetch_add(&p->waiters, 1);
+      atomic_thread_fence(memory_order_seq_cst);
+      *registered = true;
+      continue;
+    }
+    /* past the deadline, one more look before giving up */
+    if (!wait_changed(p, deadline)) expired = true;
   }
+}
+
+static int make_room(tarn_pool *p, size_t need, size_t cap, void **buf,
+                     uint64_t timeout_ns, bool ahead_read) {
+  bool registered = false;
+  int rc =
+      make_room_waiting(p, need, cap, buf, timeout_ns, ahead_read, &registered);
+  if (registered) atomic_fetch_sub(&p->waiters, 1);
+  return rc;
 }
 
 /* ---- I/O threads -------------------------------------------------------- */
@@ -1879,9 +1902,11 @@ int tarn_ref_unpin(tarn_ref *r) {
   for (;;) {
     if ((w & PIN_MASK) == 0) return TARN_EMISUSE;
     if ((w & PIN_MASK) == 1 && (w & NOTIFY)) break;
-    /* Release: the caller's writes happen before an evictor's read. */
+    /* Release: the caller's writes happen before an evictor's read;
+     * sequentially consistent, with the load of waiters after it, so
+     * that a waiter counted after this exchange sees it (make_room). */
     if (atomic_compare_exchange_weak_explicit(&r->pinword, &w, w - 1,
-                                              memory_order_release,
+                                              memory_order_seq_cst,
                                               memory_order_relaxed)) {
       if (atomic_load(&r->pool->waiters) > 0) {
         pthread_mutex_lock(&r->pool->lock);

@@ -113,7 +113,8 @@ typedef struct tarn_pool_options {
    * /var/tmp is not, /var/tmp (see tarn_pool_stats.io_mode). The
    * string is copied. A pool without a limit (and without a storage of the
    * caller's) never spills and makes no file: the directory is not used,
-   * and need not exist. */
+   * and need not exist (it may be NULL). Where it is used, NULL or an
+   * empty string is refused (TARN_EINVAL). */
   const char *spill_dir;
   tarn_evict_policy policy;
   /* Compress spilled blocks with zstd. Default off. */

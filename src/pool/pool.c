@@ -1260,7 +1260,9 @@ int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
   if (out == NULL || o.io_threads == 0 || o.io_threads > 64 ||
       (o.huge_pages != 0 && o.huge_pages != 1) ||
       (o.policy != TARN_EVICT_CLOCK && o.policy != TARN_EVICT_LARGEST) ||
-      (o.storage == NULL && o.spill_dir == NULL) ||
+      /* a spill directory only where one is used */
+      (o.storage == NULL && o.mem_limit != 0 &&
+       (o.spill_dir == NULL || o.spill_dir[0] == '\0')) ||
       (o.storage != NULL &&
        (o.storage->write == NULL || o.storage->read == NULL)))
     return TARN_EINVAL;

@@ -1113,6 +1113,19 @@ static void only_a_limit_needs_the_spill_directory(void **state) {
   p = NULL;
   assert_int_equal(tarn_pool_create(&o, &p), TARN_ENOENT);
   assert_null(p);
+  /* no directory at all: fine without a limit; with one, NULL or an empty
+   * string is refused (an empty one made the spill file in /) */
+  const char *none[] = {NULL, ""};
+  for (size_t k = 0; k < 2; k++) {
+    o.spill_dir = none[k];
+    o.mem_limit = 0;
+    assert_int_equal(tarn_pool_create(&o, &p), 0);
+    assert_int_equal(tarn_pool_destroy(p), 0);
+    o.mem_limit = 1 * MiB;
+    p = NULL;
+    assert_int_equal(tarn_pool_create(&o, &p), TARN_EINVAL);
+    assert_null(p);
+  }
 }
 
 /* Threads of this process, from /proc/self/task. */

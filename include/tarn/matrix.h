@@ -188,7 +188,9 @@ TARN_API int tarn_matrix_commit_file(tarn_matrix *a);
  * TARN_ENOENT when the directory does not exist; TARN_EACCES when no
  * new file may be made in it (even where `path` itself may be written);
  * TARN_ENOSPC when the disk, a quota or the process's file size limit is
- * reached; TARN_EIO when writing or flushing fails (after the rename,
+ * reached (the last only where the program ignores or catches SIGXFSZ:
+ * else the kernel stops the process, and the temporary file stays; tarn
+ * leaves signal dispositions to the program); TARN_EIO when writing or flushing fails (after the rename,
  * only the directory's flush can fail: the new file is then in place);
  * TARN_ECANCELED when a task submitted before to write the matrix failed;
  * TARN_ENOMEM. Thread-safe, as the other operations on a matrix. */

@@ -684,9 +684,11 @@ static int file_matrix(tarn_rt *rt, struct backing_file *f, size_t mb,
                        size_t nb, tarn_matrix **out) {
   tarn_matrix *a = NULL;
   int rc = tarn__matrix_new(rt, f->h.rows, f->h.cols, mb, nb, &a);
-  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(rt));
-  if (rc == 0 && limit > 0 && a->mb * a->nb * sizeof(double) > limit)
-    rc = TARN_ENOMEM; /* no tile could ever be read */
+  /* no tile could ever be read: its charge, in whole pages (until
+   * 2026-12-05 its bytes: a tile of 12800 bytes passed under a limit of
+   * 14000, which its 16384 never fit, and each read failed) */
+  if (rc == 0 && !tarn__task_fits(rt, tarn__tile_charge_at(a, 0, 0)))
+    rc = TARN_ENOMEM;
   if (rc == 0) {
     f->mb = a->mb;
     f->nb = a->nb;

@@ -121,6 +121,11 @@ struct loc {
   size_t tile, local;
 };
 
+/* Blocks of a task's memory at most (sources_memory): the halo's row and
+ * column tables, then the halo's runs and the halo, or the sum's column
+ * table and pad column. */
+#define HEAP_BLOCKS 4
+
 /* Fills out[] for the halo of one dimension. The tile's own indexes need
  * no mapping; only the 2r outside ones go through the boundary
  * condition. */
@@ -150,7 +155,25 @@ struct sources {
   const double *data[MAX_SIDE][MAX_SIDE]; /* tile (srt[a], sct[b]) */
   size_t ld[MAX_SIDE];                    /* rows of tile row srt[a] */
   struct loc *hrow, *hcol;                /* hr and hc entries */
+  void *heap[HEAP_BLOCKS]; /* the task's memory from the heap (sources_free) */
+  size_t nheap;
 };
+
+/* The task's memory (tarn__task_memory: its worker's scratch, else the
+ * heap, as a tall tile's tables need: 1.5 million rows took 72 MB of
+ * them, past the 64 MiB slab, and the task failed with TARN_ENOSPC until
+ * 2026-12-05); NULL when neither has it. */
+static void *sources_memory(tarn_task *t, struct sources *m, size_t bytes) {
+  bool heap = false;
+  void *p = tarn__task_memory(t, bytes, &heap);
+  if (heap && p != NULL) m->heap[m->nheap++] = p;
+  return p;
+}
+
+static void sources_free(struct sources *m) {
+  for (size_t k = 0; k < m->nheap; k++) free(m->heap[k]);
+  m->nheap = 0;
+}
 
 static int sources_init(tarn_task *t, const struct sjob *j, struct sources *m) {
   size_t r = j->st.radius;
@@ -166,10 +189,8 @@ static int sources_init(tarn_task *t, const struct sjob *j, struct sources *m) {
     for (size_t b = 0; b < j->nct; b++)
       m->data[a][b] = tarn_task_data(t, j->slot[a][b]);
   }
-  struct loc *locs = NULL;
-  int rc = tarn_task_scratch(t, (m->hr + m->hc) * sizeof *locs,
-                             _Alignof(struct loc), (void **)&locs);
-  if (rc != 0) return rc;
+  struct loc *locs = sources_memory(t, m, (m->hr + m->hc) * sizeof *locs);
+  if (locs == NULL) return TARN_ENOMEM;
   m->hrow = locs;
   m->hcol = locs + m->hr;
   map_halo(j->row0, j->rows, r, j->m, j->mb, j->st.rows.kind, j->srt, j->nrt,
@@ -294,26 +315,22 @@ static int sum_halo_range(void *arg, size_t q0, size_t q1) {
 /* Assembles the halo and runs the kernel on it: the built-in sum shared
  * by columns with idle workers, a user's kernel on the whole tile in one
  * call (it may not expect to run concurrently). */
-static int halo_tile(tarn_task *t, const struct sources *m) {
+static int halo_tile(tarn_task *t, struct sources *m) {
   const struct sjob *j = m->j;
-  struct run *runs = NULL;
-  int rc = tarn_task_scratch(t, m->hr * sizeof *runs, _Alignof(struct run),
-                             (void **)&runs);
-  if (rc != 0) return rc;
+  struct run *runs = sources_memory(t, m, m->hr * sizeof *runs);
   /* A halo larger than the scratch slab (large tiles) comes from the heap. */
-  bool heap = false;
-  double *halo = tarn__task_memory(t, m->hr * m->hc * sizeof *halo, &heap);
+  double *halo =
+      runs == NULL ? NULL : sources_memory(t, m, m->hr * m->hc * sizeof *halo);
   if (halo == NULL) return TARN_ENOMEM;
   double *out = tarn_task_data(t, 0);
   struct halo_share s = {m, runs, row_runs(m, runs), halo, out};
-  rc = tarn__share_columns(t, m->hr, m->hc, halo_range, &s);
+  int rc = tarn__share_columns(t, m->hr, m->hc, halo_range, &s);
   size_t r = m->r;
   if (rc == 0)
     rc = j->fn == NULL
              ? tarn__share_columns(t, m->rows, m->cols, sum_halo_range, &s)
              : j->fn(halo + r + r * m->hr, m->hr, out, m->rows, m->rows,
                      m->cols, r, j->arg);
-  if (heap) free(halo);
   return rc;
 }
 
@@ -386,27 +403,24 @@ static int sum1_range(void *arg, size_t q0, size_t q1) {
  * its halo: a halo column's rows 0 .. rows - 1 are a column of a source
  * tile of the same tile row, or a column of the columns' pad value; only
  * the table of those columns is made. */
-static int sum1_tile(tarn_task *t, const struct sources *m) {
-  const double **col = NULL;
-  int rc = tarn_task_scratch(t, m->hc * sizeof *col, _Alignof(const double *),
-                             (void **)&col);
-  if (rc != 0) return rc;
+static int sum1_tile(tarn_task *t, struct sources *m) {
+  const double **col = sources_memory(t, m, m->hc * sizeof *col);
+  if (col == NULL) return TARN_ENOMEM;
   double *pad = NULL;
   size_t own = m->hrow[m->r].tile; /* the tile's own tile row */
-  for (size_t c = 0; c < m->hc && rc == 0; c++) {
+  for (size_t c = 0; c < m->hc; c++) {
     struct loc cl = m->hcol[c];
     if (cl.tile != PAD) {
       col[c] = m->data[own][cl.tile] + cl.local * m->rows;
       continue;
     }
     if (pad == NULL) {
-      rc = tarn_task_scratch(t, m->rows * sizeof *pad, 64, (void **)&pad);
-      for (size_t p = 0; rc == 0 && p < m->rows; p++)
-        pad[p] = m->j->st.cols.pad;
+      if ((pad = sources_memory(t, m, m->rows * sizeof *pad)) == NULL)
+        return TARN_ENOMEM;
+      for (size_t p = 0; p < m->rows; p++) pad[p] = m->j->st.cols.pad;
     }
     col[c] = pad;
   }
-  if (rc != 0) return rc;
   struct sum_share s = {m, col, tarn_task_data(t, 0)};
   return tarn__share_columns(t, m->rows, m->cols, sum1_range, &s);
 }
@@ -415,8 +429,10 @@ static int k_stencil(tarn_task *t, void *arg) {
   const struct sjob *j = arg;
   struct sources m;
   int rc = sources_init(t, j, &m);
-  if (rc != 0) return rc;
-  return j->fn == NULL && m.r == 1 ? sum1_tile(t, &m) : halo_tile(t, &m);
+  if (rc == 0)
+    rc = j->fn == NULL && m.r == 1 ? sum1_tile(t, &m) : halo_tile(t, &m);
+  sources_free(&m);
+  return rc;
 }
 
 static bool stencil_ok(const tarn_stencil *s, const tarn_matrix *a) {
@@ -553,6 +569,10 @@ static int k_assign(tarn_task *t, void *arg) {
 
 int tarn_stencil_assign(tarn_matrix *b, double value) {
   if (!tarn__matrix_ok(b)) return TARN_EINVAL;
+  /* the first tile is the largest (a limit below it: the tasks would
+   * fail and leave b cancelled, as until 2026-12-05) */
+  if (!tarn__task_fits(b->rt, tarn__tile_charge_at(b, 0, 0)))
+    return TARN_ENOMEM;
   for (size_t tj = 0; tj < b->nt; tj++)
     for (size_t ti = 0; ti < b->mt; ti++) {
       struct fjob *j = malloc(sizeof *j);

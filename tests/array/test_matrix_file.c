@@ -758,6 +758,25 @@ static void a_tile_larger_than_the_limit_is_enomem(void **state) {
   assert_holds_values(none, 600, 600, false);
   tarn_matrix_destroy(none);
   assert_int_equal(tarn_rt_destroy(rt), 0);
+  /* a tile counts in the whole pages the pool charges: 40 x 40 (12800
+   * bytes, 16 KiB) never fits under 14000 bytes, whichever call opens or
+   * makes the matrix; 30 x 30 (8 KiB) does */
+  rt = test_rt(2, 14000);
+  none = NULL;
+  assert_int_equal(tarn_matrix_from_file(rt, path, 40, 40, &none), TARN_ENOMEM);
+  assert_int_equal(tarn_matrix_open_file(rt, path, 40, 40, &none), TARN_ENOMEM);
+  char made[128];
+  assert_int_equal(
+      tarn_matrix_create_file(rt, in_dir(made, sizeof made, "made.npy"), 600,
+                              600, 40, 40, &none),
+      TARN_ENOMEM);
+  assert_null(none);
+  assert_int_equal(access(made, F_OK), -1);
+  assert_int_equal(temporaries_left(), 0);
+  assert_int_equal(tarn_matrix_open_file(rt, path, 30, 30, &none), 0);
+  assert_holds_values(none, 600, 600, false);
+  tarn_matrix_destroy(none);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
 /* A relative path saves in, and loads from, the working directory (whose

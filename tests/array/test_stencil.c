@@ -270,7 +270,11 @@ static void user_kernel_laplacian(void **state) {
 }
 
 /* A tile with its halo larger than the workers' scratch (16 KiB here,
- * tiles of 100 x 130) is assembled on the heap: the same results. */
+ * tiles of 100 x 130) is assembled on the heap: the same results. So are
+ * the tables of where each halo row reads, larger than the scratch for a
+ * tall tile (1500 x 3: 24 KiB; until 2026-12-05 its tasks failed with
+ * TARN_ENOSPC, and a tile of 1.5 million rows failed so with the default
+ * scratch). */
 static void halos_larger_than_the_scratch_come_from_the_heap(void **state) {
   (void)state;
   tarn_rt_options o;
@@ -279,12 +283,17 @@ static void halos_larger_than_the_scratch_come_from_the_heap(void **state) {
   o.scratch_bytes = 16 << 10;
   tarn_rt *rt = NULL;
   assert_int_equal(tarn_rt_create(&o, &rt), 0);
-  static const size_t shape[4] = {300, 260, 100, 130};
+  static const size_t shape[4] = {300, 260, 100, 130},
+                      tall[4] = {1500, 3, 1500, 3};
   for (size_t k = 0; k < nkinds; k++) {
     tarn_stencil s = make_stencil(1, kinds[k], 0.5, kinds[k], 0.5);
     check_laplace(rt, shape, &s, 0.5);
     tarn_stencil big = make_stencil(4, kinds[k], 0.5, kinds[k], 0.5);
     check_sum(rt, shape, &big);
+    check_laplace(rt, tall, &s, 0.5);
+    check_sum(rt, tall, &s);
+    tarn_stencil two = make_stencil(2, kinds[k], 0.5, kinds[k], 0.5);
+    check_sum(rt, tall, &two);
   }
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
@@ -400,6 +409,19 @@ static void a_limit_below_one_task_is_refused(void **state) {
   free(a0);
   free(b0);
   TEST_DESTROY_MATRICES(a, b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  /* tarn_stencil_assign checks its first tile too: under a page less than
+   * it, TARN_ENOMEM, and the edge tile (20 x 20, which fits) still holds
+   * its zeros (the call returned 0, and the tiles whose tasks could not
+   * fit read as TARN_ECANCELED) */
+  rt = test_rt(2, test_tile_charge(40, 40) - page);
+  tarn_matrix *z = NULL;
+  assert_int_equal(tarn_matrix_zeros(rt, 100, 100, 40, 40, &z), 0);
+  assert_int_equal(tarn_stencil_assign(z, 5), TARN_ENOMEM);
+  double v = -1;
+  assert_int_equal(tarn_matrix_get(z, 99, 99, &v), 0);
+  assert_true(v == 0.0);
+  tarn_matrix_destroy(z);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 

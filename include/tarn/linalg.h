@@ -682,7 +682,8 @@ TARN_API int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t,
  * say). Returns 0; TARN_EINVAL for NULL arguments or tiles too large for
  * BLAS; TARN_ENOMEM, and so at once under a memory limit below the
  * largest task's tiles (an update of C's tile (1, 0) with A's tiles (0,
- * 0) and (0, 1), or of C's tile (0, 0) with A's (0, 0)). On failure *c is NULL
+ * 0) and (0, 1), or of C's tile (0, 0) with A's (0, 0), or the mirror of
+ * C's tile (1, 0) into (0, 1)). On failure *c is NULL
  * (a matrix made here is freed; tasks already submitted still run). */
 TARN_API int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c);
 

@@ -1217,13 +1217,17 @@ int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c) {
   /* the largest tasks that run under a limit: an update of C's tile (0,
    * 0) with A's tile (0, 0) and, with two tile columns, of C's tile (1,
    * 0) with A's (0, 0) and (0, 1) (where tile column 1 is narrow, the
-   * smaller of the two) */
-  size_t a00 = tarn__tile_charge_at(a, 0, 0);
+   * smaller of the two), and the mirror of C's tile (1, 0) into (0, 1)
+   * (the largest where A's tile rows are short; every way of submitting
+   * has a task that pins both, the blocks' mirror tasks, an update that
+   * mirrors, a group's sum) */
+  size_t a00 = tarn__tile_charge_at(a, 0, 0), c10 = 0;
+  if (rc == 0 && a->nt >= 2) c10 = tarn__tile_charge_at(out, 1, 0);
   if (rc == 0 &&
       (!tarn__task_fits(a->rt, tarn__tile_charge_at(out, 0, 0) + a00) ||
        (a->nt >= 2 &&
-        !tarn__task_fits(a->rt, tarn__tile_charge_at(out, 1, 0) + a00 +
-                                    tarn__tile_charge_at(a, 0, 1)))))
+        (!tarn__task_fits(a->rt, c10 + a00 + tarn__tile_charge_at(a, 0, 1)) ||
+         !tarn__task_fits(a->rt, c10 + tarn__tile_charge_at(out, 0, 1))))))
     rc = TARN_ENOMEM;
   if (rc == 0) rc = submit_ata(a, out);
   if (rc != 0) {

@@ -1311,7 +1311,8 @@ static void test_ata_mem_limit(void **state) {
 }
 
 /* A^T A's largest task under a limit updates C's tile (1, 0) from A's
- * tiles (0, 0) and (0, 1): under exactly three tiles it is right,
+ * tiles (0, 0) and (0, 1) (with square tiles): under exactly three tiles
+ * it is right,
  * spilling; a page less, TARN_ENOMEM at once and no C (it made C, and the
  * update that could never fit failed, leaving C cancelled). One tile
  * column needs two tiles. */
@@ -1335,6 +1336,19 @@ static void test_ata_limit_of_one_task(void **state) {
     tarn_matrix_destroy(x);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
+  /* A's tile rows short (16 x 128 in tiles of 4 x 64): the mirror of C's
+   * tile (1, 0) into (0, 1), two tiles of C, is the largest task; a page
+   * less, refused at once (it ran, and the mirror failed) */
+  rt = test_rt(2, 2 * tile);
+  check_ata(rt, 16, 2 * NB, 4, NB, 68);
+  test_rt_destroy_spilled(rt, 2 * tile);
+  rt = test_rt(2, 2 * tile - page);
+  tarn_matrix *x = NULL, *c = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 16, 2 * NB, 4, NB, 69, &x), 0);
+  assert_int_equal(tarn_matrix_syrk_ata(x, &c), TARN_ENOMEM);
+  assert_null(c);
+  tarn_matrix_destroy(x);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
 int main(void) {

@@ -399,23 +399,29 @@ static int report(struct demo *d, double seconds) {
  * `what`. */
 static bool limit_holds(size_t limit, double need, const char *what) {
   if ((double)limit >= need) return true;
+  /* in KiB below a MiB, so that the two figures differ where they do */
+  double unit = need < MIB ? 1024.0 : MIB;
+  const char *name = need < MIB ? "KiB" : "MiB";
   fprintf(stderr,
-          "tarn demo: the memory limit (%.1f MiB) must hold %s (%.1f MiB): "
+          "tarn demo: the memory limit (%.1f %s) must hold %s (%.1f %s): "
           "give a larger --mem-limit or a smaller --tile\n",
-          (double)limit / MIB, what, need / MIB);
+          (double)limit / unit, name, what, need / unit, name);
   return false;
+}
+
+/* What the pool charges for `rows` x `cols` doubles: whole pages. */
+static double pages_of(double rows, double cols) {
+  double page = (double)sysconf(_SC_PAGESIZE);
+  return ceil(rows * cols * 8.0 / page) * page;
 }
 
 /* What the pool charges for the first tile column of an n x n matrix in
  * tiles of `tile`: each tile's bytes rounded up to whole pages (as
  * tarn_matrix_lu checks before it submits anything). */
 static double column_charge(size_t n, size_t tile) {
-  double page = (double)sysconf(_SC_PAGESIZE), charge = 0.0;
-  double cols = (double)(tile < n ? tile : n);
-  for (size_t r = 0; r < n; r += tile) {
-    double rows = (double)(n - r < tile ? n - r : tile);
-    charge += ceil(rows * cols * 8.0 / page) * page;
-  }
+  double charge = 0.0, cols = (double)(tile < n ? tile : n);
+  for (size_t r = 0; r < n; r += tile)
+    charge += pages_of((double)(n - r < tile ? n - r : tile), cols);
   return charge;
 }
 
@@ -426,8 +432,11 @@ int tarn_demo(int argc, char **argv) {
   if (!tarn_args_environment("demo")) return 2;
   double n = (double)args.n, matrix = n * n * 8.0;
   if (args.limit == 0) args.limit = (size_t)(matrix / 4.0);
-  /* A task pins three tiles; LU's panel its tile column. */
-  double tile = (double)args.tile * (double)args.tile * 8.0;
+  /* A task pins three tiles, in whole pages (until 2026-12-05 in bytes:
+   * 300 x 300 in tiles of 100 under 240000 bytes passed, and Cholesky
+   * failed); LU's panel its tile column. */
+  double side = (double)(args.tile < args.n ? args.tile : args.n);
+  double tile = pages_of(side, side);
   if (!limit_holds(args.limit, 3.0 * tile, "the three tiles a task pins") ||
       (args.lu && !limit_holds(args.limit, column_charge(args.n, args.tile),
                                "LU's panel, a tile column")))

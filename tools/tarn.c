@@ -7,6 +7,7 @@
  * a regression with --fail-on-regression), 2 for a command line it does not
  * understand. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -126,7 +127,9 @@ static int parse_sizes(const char *text, struct bench_args *a) {
   for (;;) {
     char *end = NULL;
     errno = 0;
-    long long v = strtoll(p, &end, 10);
+    /* each size starts with a digit, as args.h reads numbers: strtoll
+     * would take a sign or spaces before it */
+    long long v = isdigit((unsigned char)*p) ? strtoll(p, &end, 10) : 0;
     if (errno != 0 || end == p || v < 1 || v > MAX_SIZE ||
         (*end != ',' && *end != '\0') || a->nsizes == BENCH_SIZES_MAX)
       return usage_error(

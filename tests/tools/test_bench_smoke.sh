@@ -25,6 +25,15 @@ suite() {
   grep -q '^settings: ' <<<"$out" || fail "$name: no settings line"
 }
 
+# Bad command lines: status 2 and the option's message, nothing run
+# (--sizes took a sign or spaces before a size until 2026-12-05).
+for size in " 8" "+8" "1, 2" "8," "0"; do
+  out=$("$tarn" bench array --sizes "$size" --samples 3 2>&1)
+  status=$?
+  [ "$status" -eq 2 ] || fail "--sizes '$size': exit status $status"
+  grep -qF -- "--sizes must be" <<<"$out" || fail "--sizes '$size': $out"
+done
+
 # The settings line says what the options and the environment made.
 out=$(TARN_MAX_UNFINISHED=100 "$tarn" bench array --sizes 64 --samples 3 \
   --filter 'tarn/.*add' --workers 1 --mem-limit 64M 2>&1) ||

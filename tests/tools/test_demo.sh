@@ -79,6 +79,8 @@ bad --tile -4 "--tile must be"
 bad --workers 2000 "--workers must be"
 bad --mem-limit 5Q "--mem-limit must be"
 bad --size 1024 --tile 512 --mem-limit 1M "must hold the three tiles"
+# three tiles of 80000 bytes are 240000 bytes, but 20 pages each (245760)
+bad --size 300 --tile 100 --mem-limit 240000 "must hold the three tiles"
 bad --size 700 --tile 100 --mem-limit 556K --solver lu "must hold LU's panel"
 bad --solver qr "--solver must be cholesky or lu"
 bad --frobnicate 1 "unknown option"

@@ -296,9 +296,13 @@ TARN_API int tarn_task_parallel_for(tarn_task *task, size_t count, size_t grain,
 TARN_API int tarn_region_begin(tarn_rt *rt, tarn_region **region);
 
 /* Task counts: `run` tasks whose function was called, whatever it
- * returned; `failed` tasks that returned nonzero (counted in `run` too) or
- * whose data could not be pinned (not run); `cancelled` tasks not run
- * because data they read came from a failed or cancelled task. */
+ * returned; `failed` tasks that returned nonzero but TARN_ECANCELED
+ * (counted in `run` too) or whose data could not be pinned (not run);
+ * `cancelled` tasks not run because data they read came from a failed or
+ * cancelled task or their region was cancelled, and tasks that ran and
+ * returned TARN_ECANCELED (a long task stopping at a cancel: counted in
+ * `run` too, so run + cancelled + the failed not run may exceed
+ * submitted). */
 typedef struct tarn_region_stats {
   uint64_t submitted, run, cancelled, failed;
   size_t peak_bytes; /* the pool's peak resident bytes during the region
@@ -339,8 +343,10 @@ TARN_API int tarn_region_wait_timed(tarn_region *region, uint64_t timeout_ns,
  * tarn_task_cancelled and return early. Rule 4 holds for what the
  * cancelled tasks were to write: a task that reads such a ref, in any
  * region, is cancelled too, until a task writes it anew. tarn_region_wait still
- * waits for the running tasks and returns TARN_ECANCELED (or the status of a
- * task that failed first; 0 when every task had finished). Call it between
+ * waits for the running tasks and returns TARN_ECANCELED when some task was
+ * cancelled or returned it (or the status of a task that failed first); 0
+ * when none was: every task had started before the cancel, and each ran to
+ * its end with 0. Call it between
  * tarn_region_begin and the return of tarn_region_wait, from any thread, a
  * task, or a signal handler: it is one lock-free compare-exchange. After
  * the wait the handle is refused: TARN_EMISUSE, nothing changed, until the

@@ -1183,8 +1183,9 @@ static bool runs_first(struct worker *w, const tarn_task *t) {
 
 /* Ends a task that ran (status from its function or its data) or was
  * cancelled on worker `w`: drops its refs, readies or cancels its
- * successors. The first successor readied goes to *next instead of a queue
- * when nothing queued on `w` has a higher priority: the worker runs it at
+ * successors. The successor of the highest priority among those readied
+ * (the first of them on a tie) goes to *next instead of a queue when
+ * nothing queued on `w` has a higher priority: the worker runs it at
  * once (a chain stays on one core, with no queue or steal in between, and
  * a consumer runs while its producer's output is in this core's cache);
  * the others are pushed. */
@@ -1226,6 +1227,13 @@ static void finish(struct worker *w, tarn_task *t, int status, bool ran,
     if (t->failed && edge_data(e)) atomic_store(&succ->cancel, true);
     if (heap) free(e);
     if (atomic_fetch_sub(&succ->pending, 1) == 1) {
+      /* among the successors readied here too, the highest first (until
+       * 2026-12-05 the first readied: the last submitted, whatever its
+       * priority) */
+      if (*next != NULL && succ->priority > (*next)->priority) {
+        push(rt, *next);
+        *next = NULL;
+      }
       if (*next == NULL && runs_first(w, succ))
         *next = succ;
       else
@@ -1963,10 +1971,15 @@ static int fill_slots(tarn_task *t, const tarn_dep *deps, size_t ndeps) {
     if (k == t->n)
       t->slots[t->n++] =
           (struct slot){.ref = deps[i].ref, .mode = 0, .unpinned = true};
-    /* TARN_AFTER is ordered as a read is. */
-    t->slots[k].mode |= after ? TARN_READ : mode;
+    if (!after) t->slots[k].mode |= mode;
     t->slots[k].unpinned &= after;
   }
+  /* TARN_AFTER is ordered as a read is, where the task has no other
+   * access to the ref; with one, that one decides (until 2026-12-05 the
+   * read was added to it: TARN_AFTER with TARN_WRITE was a read-write,
+   * cancelled after a failed writer and read back under a limit) */
+  for (size_t k = 0; k < t->n; k++)
+    if (t->slots[k].unpinned) t->slots[k].mode = TARN_READ;
   return 0;
 }
 
@@ -2465,8 +2478,12 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
     pthread_mutex_unlock(&rt->done_lock);
   }
   r->parent = current_region;
-  r->cancel_parent =
-      r->parent != NULL && r->parent->rt == rt ? r->parent : NULL;
+  /* the nearest enclosing region of this runtime, past any of another
+   * (until 2026-12-05 only the parent itself: a region of another
+   * runtime between them hid this one from the outer one's cancel) */
+  tarn_region *up = r->parent;
+  while (up != NULL && up->rt != rt) up = up->parent;
+  r->cancel_parent = up;
   current_region = r;
   /* The pool's peaks restart here; an enclosing region keeps them first. */
   size_t peak, live;

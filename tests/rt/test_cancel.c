@@ -205,6 +205,40 @@ static void cancelling_reaches_the_regions_begun_inside(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+static atomic_int counted;
+
+static int k_count(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  atomic_fetch_add(&counted, 1);
+  return 0;
+}
+
+/* A region of another runtime between them does not hide an inner region
+ * from the outer one's cancel: A (rt1), B (rt2), C (rt1); A cancelled,
+ * C's tasks never run. Until 2026-12-05 C looked only at its own parent
+ * (B, of another runtime), and its five tasks ran. */
+static void cancelling_reaches_past_another_runtimes_region(void **state) {
+  (void)state;
+  tarn_rt *rt1 = make_rt(2), *rt2 = make_rt(2);
+  tarn_region *a = NULL, *b = NULL, *c = NULL;
+  assert_int_equal(tarn_region_begin(rt1, &a), 0);
+  assert_int_equal(tarn_region_begin(rt2, &b), 0);
+  assert_int_equal(tarn_region_begin(rt1, &c), 0);
+  assert_int_equal(tarn_region_cancel(a), 0);
+  atomic_store(&counted, 0);
+  for (int i = 0; i < 5; i++)
+    assert_int_equal(tarn_submit(rt1, k_count, TARN_ARG(NULL)), 0);
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(c, &st), TARN_ECANCELED);
+  assert_int_equal(st.cancelled, 5);
+  assert_int_equal(atomic_load(&counted), 0);
+  assert_int_equal(tarn_region_wait(b, NULL), 0); /* rt2's: not cancelled */
+  assert_int_equal(tarn_region_wait(a, NULL), 0); /* no task of its own */
+  assert_int_equal(tarn_rt_destroy(rt2), 0);
+  assert_int_equal(tarn_rt_destroy(rt1), 0);
+}
+
 /* A factorisation inside a cancelled region returns TARN_ECANCELED; the
  * tiles its cancelled tasks were to write stay cancelled for readers
  * until written anew (here by a copy into the same matrix). */
@@ -434,6 +468,7 @@ int main(void) {
       cmocka_unit_test(a_cancelled_region_runs_none_of_its_waiting_tasks),
       cmocka_unit_test(a_task_cancels_its_own_region),
       cmocka_unit_test(cancelling_reaches_the_regions_begun_inside),
+      cmocka_unit_test(cancelling_reaches_past_another_runtimes_region),
       cmocka_unit_test(a_factorisation_in_a_cancelled_region_stops),
       cmocka_unit_test(what_cancelled_tasks_were_to_write_stays_cancelled),
       cmocka_unit_test(a_cancel_after_the_end_changes_nothing),

@@ -2935,6 +2935,50 @@ static int fail_write_task(tarn_task *t, void *arg) {
   return -77;
 }
 
+/* Two readers of x, of priorities 10 and 0, wait for its writer; they
+ * become ready at once when it ends, and on one worker the higher runs
+ * first. Until 2026-12-05 the worker took the first successor it readied,
+ * the last submitted: the 0 ran first every time. */
+static atomic_int prio_gate, prio_count;
+static int prio_log[2];
+
+static int prio_blocker(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  while (!atomic_load(&prio_gate)) sched_yield();
+  return 0;
+}
+
+static int prio_record(tarn_task *t, void *arg) {
+  (void)t;
+  int k = atomic_fetch_add(&prio_count, 1);
+  if (k < 2) prio_log[k] = (int)(intptr_t)arg;
+  return 0;
+}
+
+static void successors_readied_together_run_by_priority(void **state) {
+  (void)state;
+  for (int round = 0; round < 10; round++) {
+    tarn_rt *rt = make_rt(1, 0, 0);
+    tarn_ref *x = word_ref(rt, 0);
+    atomic_store(&prio_gate, 0);
+    atomic_store(&prio_count, 0);
+    assert_int_equal(tarn_submit(rt, prio_blocker, TARN_W(x)), 0);
+    assert_int_equal(tarn_submit(rt, prio_record, TARN_ARG((intptr_t)10),
+                                 TARN_R(x), TARN_PRIORITY(10)),
+                     0);
+    assert_int_equal(tarn_submit(rt, prio_record, TARN_ARG((intptr_t)0),
+                                 TARN_R(x), TARN_PRIORITY(0)),
+                     0);
+    atomic_store(&prio_gate, 1);
+    tarn_ref_release(x);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+    assert_int_equal(atomic_load(&prio_count), 2);
+    assert_int_equal(prio_log[0], 10);
+    assert_int_equal(prio_log[1], 0);
+  }
+}
+
 /* A TARN_AFTER access orders the task as a reader (after the writer
  * before it, before the writer after it; cancelled by a failed writer)
  * without pinning the ref: a spilled ref is not read back for it. */
@@ -2992,6 +3036,20 @@ static void an_after_access_orders_without_pinning(void **state) {
   assert_int_equal(tarn_region_wait(region, &st), -77);
   assert_int_equal(st.cancelled, 1);
   assert_int_equal(log.after_at, -1);
+  /* With a write of the same ref in the task, the write decides: after a
+   * failed writer it runs and writes b (until 2026-12-05 the two made a
+   * read-write, which was cancelled) */
+  tarn_dep after_write[] = {{b, TARN_AFTER}, {b, TARN_WRITE}};
+  tarn_task_desc fill_b = {.fn = fill_task,
+                           .arg = (void *)(intptr_t)5,
+                           .deps = after_write,
+                           .ndeps = 2};
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_task_submit(rt, &fail_b), 0);
+  assert_int_equal(tarn_task_submit(rt, &fill_b), 0);
+  assert_int_equal(tarn_region_wait(region, &st), -77);
+  assert_int_equal(st.cancelled, 0);
+  assert_int_equal(word_of(b), 0x0505050505050505u);
   /* With a read of the same ref in the task, the ref is pinned. */
   tarn_dep both[] = {{c, TARN_AFTER}, {c, TARN_READ}};
   tarn_task_desc after_c = {
@@ -3088,6 +3146,7 @@ int main(void) {
       cmocka_unit_test(max_unfinished_comes_from_the_environment),
       cmocka_unit_test(bad_submissions_are_refused),
       cmocka_unit_test(one_ref_twice_is_one_access),
+      cmocka_unit_test(successors_readied_together_run_by_priority),
       cmocka_unit_test(idle_workers_sleep),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2939,15 +2939,8 @@ static int fail_write_task(tarn_task *t, void *arg) {
  * become ready at once when it ends, and on one worker the higher runs
  * first. Until 2026-12-05 the worker took the first successor it readied,
  * the last submitted: the 0 ran first every time. */
-static atomic_int prio_gate, prio_count;
+static atomic_int prio_count;
 static int prio_log[2];
-
-static int prio_blocker(tarn_task *t, void *arg) {
-  (void)t;
-  (void)arg;
-  while (!atomic_load(&prio_gate)) sched_yield();
-  return 0;
-}
 
 static int prio_record(tarn_task *t, void *arg) {
   (void)t;
@@ -2961,16 +2954,16 @@ static void successors_readied_together_run_by_priority(void **state) {
   for (int round = 0; round < 10; round++) {
     tarn_rt *rt = make_rt(1, 0, 0);
     tarn_ref *x = word_ref(rt, 0);
-    atomic_store(&prio_gate, 0);
+    atomic_store(&hold_open, 0);
     atomic_store(&prio_count, 0);
-    assert_int_equal(tarn_submit(rt, prio_blocker, TARN_W(x)), 0);
+    assert_int_equal(tarn_submit(rt, hold_task, TARN_W(x)), 0);
     assert_int_equal(tarn_submit(rt, prio_record, TARN_ARG((intptr_t)10),
                                  TARN_R(x), TARN_PRIORITY(10)),
                      0);
     assert_int_equal(tarn_submit(rt, prio_record, TARN_ARG((intptr_t)0),
                                  TARN_R(x), TARN_PRIORITY(0)),
                      0);
-    atomic_store(&prio_gate, 1);
+    atomic_store(&hold_open, 1);
     tarn_ref_release(x);
     assert_int_equal(tarn_rt_destroy(rt), 0);
     assert_int_equal(atomic_load(&prio_count), 2);

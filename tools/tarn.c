@@ -272,6 +272,12 @@ static int cmd_bench(int argc, char **argv) {
       bench_steal_end(&run, suites[i].name, &before);
       run.suite_index++;
     }
+  /* a filter that matched no row measured nothing: say so, rather than a
+   * table with no row (the status is left as it is: a script may run
+   * every suite with a filter some of them do not match) */
+  if (a.filter != NULL && run.count == 0)
+    fprintf(stderr, "tarn bench: no benchmark matched --filter '%s'\n",
+            a.filter);
   failed |= finish_json(&run, json, a.json);
   bench_run_free(&run);
   return failed;

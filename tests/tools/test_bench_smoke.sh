@@ -34,6 +34,12 @@ for size in " 8" "+8" "1, 2" "8," "0"; do
   grep -qF -- "--sizes must be" <<<"$out" || fail "--sizes '$size': $out"
 done
 
+# A filter that matches no row says so (and measures nothing).
+out=$("$tarn" bench array --sizes 64 --samples 3 --filter 'no such row' 2>&1) ||
+  fail "a filter that matches nothing: exit status $?"
+grep -qF "no benchmark matched --filter 'no such row'" <<<"$out" ||
+  fail "a filter that matches nothing: no word of it in: $out"
+
 # The settings line says what the options and the environment made.
 out=$(TARN_MAX_UNFINISHED=100 "$tarn" bench array --sizes 64 --samples 3 \
   --filter 'tarn/.*add' --workers 1 --mem-limit 64M 2>&1) ||

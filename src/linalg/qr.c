@@ -1208,27 +1208,32 @@ static int submit_ata(tarn_matrix *a, tarn_matrix *c) {
   return rc;
 }
 
+/* Whether A^T A's largest tasks under a limit fit (tarn__task_fits) with
+ * C = `c`: an update of C's tile (0, 0) with A's tile (0, 0) and, with
+ * two tile columns, of C's tile (1, 0) with A's (0, 0) and (0, 1) (where
+ * tile column 1 is narrow, the smaller of the two), and the mirror of C's
+ * tile (1, 0) into (0, 1) (the largest where A's tile rows are short;
+ * every way of submitting has a task that pins both: the blocks' mirror
+ * tasks, an update that mirrors, a group's sum). */
+static bool ata_fits(const tarn_matrix *a, const tarn_matrix *c) {
+  size_t a00 = tarn__tile_charge_at(a, 0, 0);
+  bool fits = tarn__task_fits(a->rt, tarn__tile_charge_at(c, 0, 0) + a00);
+  if (a->nt >= 2) {
+    size_t c10 = tarn__tile_charge_at(c, 1, 0);
+    fits = fits &&
+           tarn__task_fits(a->rt, c10 + a00 + tarn__tile_charge_at(a, 0, 1)) &&
+           tarn__task_fits(a->rt, c10 + tarn__tile_charge_at(c, 0, 1));
+  }
+  return fits;
+}
+
 int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c) {
   if (c != NULL) *c = NULL;
   if (c == NULL || !tarn__blas_sized(a)) return TARN_EINVAL;
   tarn__blas_init();
   tarn_matrix *out = NULL;
   int rc = tarn__matrix_new(a->rt, a->n, a->n, a->nb, a->nb, &out);
-  /* the largest tasks that run under a limit: an update of C's tile (0,
-   * 0) with A's tile (0, 0) and, with two tile columns, of C's tile (1,
-   * 0) with A's (0, 0) and (0, 1) (where tile column 1 is narrow, the
-   * smaller of the two), and the mirror of C's tile (1, 0) into (0, 1)
-   * (the largest where A's tile rows are short; every way of submitting
-   * has a task that pins both, the blocks' mirror tasks, an update that
-   * mirrors, a group's sum) */
-  size_t a00 = tarn__tile_charge_at(a, 0, 0), c10 = 0;
-  if (rc == 0 && a->nt >= 2) c10 = tarn__tile_charge_at(out, 1, 0);
-  if (rc == 0 &&
-      (!tarn__task_fits(a->rt, tarn__tile_charge_at(out, 0, 0) + a00) ||
-       (a->nt >= 2 &&
-        (!tarn__task_fits(a->rt, c10 + a00 + tarn__tile_charge_at(a, 0, 1)) ||
-         !tarn__task_fits(a->rt, c10 + tarn__tile_charge_at(out, 0, 1))))))
-    rc = TARN_ENOMEM;
+  if (rc == 0 && !ata_fits(a, out)) rc = TARN_ENOMEM;
   if (rc == 0) rc = submit_ata(a, out);
   if (rc != 0) {
     tarn_matrix_destroy(out);

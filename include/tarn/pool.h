@@ -63,7 +63,9 @@ typedef struct tarn_kind {
   /* Frees `object` of `size` bytes. Required. */
   void (*free)(void *ctx, void *object, size_t size);
   /* Copies the spill image of `object` (`size` bytes) to `dst`. Returns 0
-   * or a negative TARN_E* code. Optional (with load). */
+   * or a negative TARN_E* code; the calls waiting for the room get
+   * TARN_ENOSPC or TARN_ENOMEM as returned, any other failure as TARN_EIO
+   * (and the object stays in RAM). Optional (with load). */
   int (*save)(void *ctx, const void *object, size_t size, void *dst);
   /* Makes a new object from its spill image `src` (`size` bytes) and
    * returns it in *object. Returns 0 or a negative TARN_E* code. */
@@ -164,7 +166,8 @@ TARN_API int tarn_pool_limit_parse(const char *text, size_t *bytes);
  * tarn_pool_destroy. Returns TARN_EINVAL for bad options or environment;
  * when the spill file cannot be made (only with a limit or a storage of
  * the caller's): TARN_ENOENT (the spill directory does not exist),
- * TARN_EACCES (it may not be written), TARN_ENOSPC, or TARN_EIO;
+ * TARN_EACCES (it may not be written), TARN_ENOSPC, TARN_EBUSY (no file
+ * descriptor left to the process or the system), or TARN_EIO;
  * TARN_ENOMEM. */
 TARN_API int tarn_pool_create(const tarn_pool_options *options,
                               tarn_pool **pool);
@@ -222,7 +225,10 @@ typedef struct tarn_source {
    * room (from an I/O thread) or at tarn_ref_flush, and is read back
    * through read afterwards: the source is its home. Returns 0 or a
    * negative TARN_E* code; on failure the object stays in RAM, as after a
-   * failed spill write (tarn_pool_stats.write_failures, last_error).
+   * failed spill write (tarn_pool_stats.write_failures, last_error), and
+   * the calls waiting for its room get TARN_ENOSPC or TARN_ENOMEM as
+   * returned, any other failure as TARN_EIO (tarn_ref_flush returns it as
+   * it is).
    * Called as read is, never at the same time as read for one ref. */
   int (*write)(void *ctx, const void *src, size_t size);
 } tarn_source;

@@ -141,7 +141,7 @@ TARN_API int tarn_env_check(const char **name);
 /* Starts a runtime: its pool, its scratch slabs and its workers. `options`
  * may be NULL. Returns 0, TARN_EINVAL, TARN_ENOMEM, or a status of
  * tarn_pool_create's for the spill file (TARN_ENOENT when its directory
- * does not exist, TARN_EACCES, TARN_ENOSPC, TARN_EIO). */
+ * does not exist, TARN_EACCES, TARN_ENOSPC, TARN_EBUSY, TARN_EIO). */
 TARN_API int tarn_rt_create(const tarn_rt_options *options, tarn_rt **rt);
 
 /* Waits for every submitted task, stops the workers and destroys the pool

@@ -1088,12 +1088,21 @@ static void stored_in_source(tarn_pool *p, tarn_ref *r, uint64_t ns) {
   p->source_write_ns += ns;
 }
 
+/* What a failed eviction write tells the calls that waited for its room
+ * (tarn_ref_alloc, tarn_ref_pin, ...: TARN_EIO or TARN_ENOSPC, pool.h),
+ * whatever a kind's save or a source's write returned: TARN_ENOMEM (no
+ * staging buffer) and TARN_ENOSPC stay, anything else is TARN_EIO (a
+ * callback's TARN_EINVAL would read as the caller's bad argument). */
+static int eviction_status(int rc) {
+  return rc == 0 || rc == TARN_ENOSPC || rc == TARN_ENOMEM ? rc : TARN_EIO;
+}
+
 /* Writes one victim's spill image, or stores it in its source (no lock
- * held); *ns gets the time a store took. */
+ * held); *ns gets the time a store took. Returns 0 or eviction_status. */
 static int write_victim(tarn_pool *p, tarn_ref *r, tarn__block *block,
                         uint64_t *ns) {
   *ns = 0;
-  if (backed(r)) return store_in_source(r, ns);
+  if (backed(r)) return eviction_status(store_in_source(r, ns));
   size_t cap = tarn__page_round(r->size);
   if (r->kind == NULL) {
     /* The store writes whole units past the page cache: the rest of the
@@ -1108,7 +1117,7 @@ static int write_victim(tarn_pool *p, tarn_ref *r, tarn__block *block,
   memset((char *)staging + r->size, 0, cap - r->size);
   if (rc == 0) rc = tarn__store_write(p->store, staging, r->size, block);
   free(staging);
-  return rc;
+  return eviction_status(rc);
 }
 
 /* Finishes a write (lock held): an evicted object leaves RAM unless it was

@@ -247,6 +247,15 @@ static void unescape(char *s) {
   *out = '\0';
 }
 
+/* Whether `path` has a component that is exactly "..": a group outside
+ * the process's cgroup namespace. A group's own name may start with two
+ * dots ("/jobs/..hidden"). */
+static bool climbs(const char *path) {
+  for (const char *c = strstr(path, "/.."); c != NULL; c = strstr(c + 1, "/.."))
+    if (c[3] == '/' || c[3] == '\0') return true;
+  return false;
+}
+
 /* The path of group `group` under a mount of its hierarchy showing group
  * `top` at `mount_point`, into out: mount_point followed by what of
  * `group` lies below `top`. False when `group` is not below `top` (a
@@ -254,7 +263,7 @@ static void unescape(char *s) {
 static bool group_dir(const char *root, const char *mount_point,
                       const char *top, const char *group, char *out,
                       size_t size) {
-  if (strstr(group, "/..") != NULL) return false;
+  if (climbs(group)) return false;
   size_t n = strcmp(top, "/") == 0 ? 0 : strlen(top);
   if (strncmp(group, top, n) != 0 || (group[n] != '/' && group[n] != '\0'))
     return false;

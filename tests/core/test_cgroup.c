@@ -170,6 +170,27 @@ static void a_container_sees_its_group_at_the_mount_top(void **state) {
   assert_int_equal(tarn__cpu_quota(root), 1);
 }
 
+/* Only a component that is exactly ".." leads outside the namespace: a
+ * group's name may begin with two dots, and its limits and its parents'
+ * count. */
+static void a_group_name_may_begin_with_two_dots(void **state) {
+  (void)state;
+  v2_layout("/jobs/..hidden");
+  put("sys/fs/cgroup/jobs/..hidden/memory.max", "max\n");
+  put("sys/fs/cgroup/jobs/memory.max", "1073741824\n");
+  assert_int_equal(tarn__memory_limit(root), (size_t)1 << 30);
+  v2_layout("/jobs/...");
+  put("sys/fs/cgroup/jobs/.../memory.max", "2147483648\n");
+  assert_int_equal(tarn__memory_limit(root), (size_t)1 << 30);
+  put("sys/fs/cgroup/jobs/memory.max", "max\n");
+  assert_int_equal(tarn__memory_limit(root), (size_t)2 << 30);
+  v2_layout("/jobs/../jobs/...");
+  assert_int_equal(tarn__memory_limit(root), 0);
+  v2_layout("/jobs/...hidden/..");
+  put("sys/fs/cgroup/jobs/...hidden/memory.max", "1073741824\n");
+  assert_int_equal(tarn__memory_limit(root), 0);
+}
+
 /* mountinfo writes a space in a mount point as \040. */
 static void an_escaped_mount_point_is_read(void **state) {
   (void)state;
@@ -568,6 +589,8 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup_teardown(
           a_container_sees_its_group_at_the_mount_top, make_root, remove_root),
       cmocka_unit_test_setup_teardown(long_files_and_unended_lines_are_read,
+                                      make_root, remove_root),
+      cmocka_unit_test_setup_teardown(a_group_name_may_begin_with_two_dots,
                                       make_root, remove_root),
       cmocka_unit_test_setup_teardown(an_escaped_mount_point_is_read, make_root,
                                       remove_root),

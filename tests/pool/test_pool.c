@@ -102,6 +102,7 @@ static size_t settled_spilled_bytes(tarn_pool *p) {
 struct observed {
   int frees, saves, loads;
   void *last_freed;
+  int fail_save; /* a status for save to return, or 0 */
 };
 
 static void obs_free(void *ctx, void *o, size_t n) {
@@ -113,7 +114,9 @@ static void obs_free(void *ctx, void *o, size_t n) {
 }
 
 static int obs_save(void *ctx, const void *o, size_t n, void *dst) {
-  ((struct observed *)ctx)->saves++;
+  struct observed *ob = ctx;
+  ob->saves++;
+  if (ob->fail_save != 0) return ob->fail_save;
   memcpy(dst, o, n);
   return 0;
 }
@@ -907,6 +910,46 @@ static void user_kinds_spill_through_save_and_load(void **state) {
   tarn_ref_release(m);
   assert_int_equal(tarn_pool_destroy(p), 0);
   memdisk_free(disk);
+}
+
+/* A kind's save that fails: the object stays in RAM, intact, and the
+ * call that needed its room gets TARN_EIO whatever save returned (its
+ * TARN_EINVAL is not the caller's bad argument, a positive value no
+ * status), but TARN_ENOSPC and TARN_ENOMEM as they are. */
+static void a_failed_save_is_the_callers_eio(void **state) {
+  (void)state;
+  const int fails[] = {TARN_EINVAL, TARN_ESTALE, 1, TARN_ENOSPC, TARN_ENOMEM};
+  const int seen[] = {TARN_EIO, TARN_EIO, TARN_EIO, TARN_ENOSPC, TARN_ENOMEM};
+  for (size_t f = 0; f < sizeof fails / sizeof fails[0]; f++) {
+    struct memdisk *disk = memdisk_new();
+    tarn_pool *p = pool_with(100 * KiB, disk);
+    struct observed ob = {.fail_save = fails[f]};
+    tarn_kind k = {"failing", obs_free, obs_save, obs_load, &ob};
+    unsigned char *obj = malloc(60 * KiB);
+    assert_non_null(obj);
+    memset(obj, 'y', 60 * KiB);
+    tarn_ref *u = NULL, *b = NULL;
+    assert_int_equal(tarn_ref_adopt(p, obj, 60 * KiB, &k, 0, &u), 0);
+    assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), seen[f]);
+    assert_null(b);
+    assert_true(ob.saves > 0);
+    assert_int_equal(ob.frees, 0);
+    assert_true(tarn_ref_is_resident(u));
+    assert_int_equal(stats(p).last_error, seen[f]);
+    unsigned char *back = NULL;
+    assert_int_equal(tarn_ref_pin(u, TARN_READ, 0, (void **)&back), 0);
+    assert_ptr_equal(back, obj);
+    assert_int_equal(back[0], 'y');
+    assert_int_equal(back[60 * KiB - 1], 'y');
+    assert_int_equal(tarn_ref_unpin(u), 0);
+    ob.fail_save = 0; /* saved now: the room is made */
+    assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), 0);
+    assert_int_equal(ob.frees, 1);
+    tarn_ref_release(b);
+    tarn_ref_release(u);
+    assert_int_equal(tarn_pool_destroy(p), 0);
+    memdisk_free(disk);
+  }
 }
 
 /* Whether `path` is on a file system kept in memory (tmpfs, ramfs): 1, 0,
@@ -1802,6 +1845,16 @@ static void sourced_refs_with_a_home_go_back_to_it(void **state) {
   assert_true(tarn_ref_is_resident(a));
   assert_int_equal(check(a, 12), 0);
   assert_true(stats(p).write_failures > 0);
+  /* Any other failure reaches the call that needed room as TARN_EIO
+   * (the flush returns the store's own status). */
+  h.fail_write = TARN_EINVAL;
+  assert_int_equal(tarn_ref_flush(a), TARN_EINVAL);
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), TARN_EIO);
+  h.fail_write = 1; /* no status at all */
+  assert_int_equal(tarn_ref_flush(a), TARN_EIO);
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), TARN_EIO);
+  assert_int_equal(stats(p).last_error, TARN_EIO);
+  assert_int_equal(check(a, 12), 0);
   h.fail_write = 0;
   assert_int_equal(tarn_ref_flush(a), 0);
   assert_true(home_holds(&h, 12));
@@ -1933,6 +1986,7 @@ int main(void) {
       cmocka_unit_test(a_full_disk_still_drops_clean_copies),
       cmocka_unit_test(bad_reads_never_return_wrong_bytes),
       cmocka_unit_test(user_kinds_spill_through_save_and_load),
+      cmocka_unit_test(a_failed_save_is_the_callers_eio),
       cmocka_unit_test(the_spill_file_leaves_nothing_behind),
       cmocka_unit_test(a_spill_writes_no_bytes_the_caller_did_not_give),
       cmocka_unit_test(only_a_limit_needs_the_spill_directory),

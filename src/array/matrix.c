@@ -1113,7 +1113,11 @@ static int k_tile_row_sums(tarn_task *t, void *arg) {
     if (part == NULL) return TARN_ENOMEM;
     struct block_share b = {j, s.a, part};
     int rc = tarn_task_parallel_for(t, blocks, 1, row_blocks_range, &b);
-    for (size_t r = 0; rc == 0 && r < j->rows; r++) {
+    /* a triangle's sums end at row N (tarn__matrix_line_norm) */
+    size_t rows = j->rows;
+    if (j->part != 'F' && j->row0 + rows > j->n)
+      rows = j->n > j->row0 ? j->n - j->row0 : 0;
+    for (size_t r = 0; rc == 0 && r < rows; r++) {
       double sum = part[r];
       for (size_t k = 1; k < blocks; k++) sum += part[k * j->rows + r];
       j->out[r] += sum;

@@ -253,8 +253,8 @@ static void test_triangular_rcond(void **state) {
 /* T as the leading n x n block of an m x n `t` (as a tall QR's R), NaN
  * in the rows below it: the estimates of dtrcon on the same array (of
  * leading dimension m), and the truth. */
-static void check_tall_triangular(tarn_rt *rt, size_t m, size_t n, size_t nb,
-                                  uint64_t seed) {
+static void check_tall_triangular(tarn_rt *rt, size_t m, size_t n, size_t mb,
+                                  size_t nb, uint64_t seed) {
   for (int c = 0; c < 4; c++) {
     tarn_uplo uplo = c % 2 ? TARN_UPPER : TARN_LOWER;
     tarn_diag diag = c / 2 ? TARN_UNIT : TARN_NON_UNIT;
@@ -265,7 +265,7 @@ static void check_tall_triangular(tarn_rt *rt, size_t m, size_t n, size_t nb,
       for (size_t i = 0; i < m; i++)
         tall[i + j * m] = i < n ? t[i + j * n] : NAN;
     tarn_matrix *tm = NULL;
-    assert_int_equal(tarn_matrix_from_buffer(rt, m, n, nb, nb, tall, m, &tm),
+    assert_int_equal(tarn_matrix_from_buffer(rt, m, n, mb, nb, tall, m, &tm),
                      0);
     char u = uplo == TARN_LOWER ? 'L' : 'U', d = diag == TARN_UNIT ? 'U' : 'N';
     for (int k = 0; k < 2; k++) {
@@ -287,11 +287,16 @@ static void check_tall_triangular(tarn_rt *rt, size_t m, size_t n, size_t nb,
 static void test_triangular_rcond_of_a_tall_matrix(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(2, 0);
-  check_tall_triangular(rt, 150, 100, 32, 300);
-  check_tall_triangular(rt, 70, 50, 50, 310);
-  check_tall_triangular(rt, 45, 7, 3, 320);
-  /* a tile of 600 columns: the infinity-norm's row sums by column blocks */
-  check_tall_triangular(rt, 700, 600, 600, 330);
+  check_tall_triangular(rt, 150, 100, 32, 32, 300);
+  check_tall_triangular(rt, 70, 50, 50, 50, 310);
+  check_tall_triangular(rt, 45, 7, 3, 3, 320);
+  /* Tiles of 600 columns: the infinity-norm's row sums by column blocks,
+   * in tiles that end at the triangle's last row, and in tiles that reach
+   * below it (the row band of a tall QR, square tiles across row N),
+   * whose sums end at row N (a sanitizer sees a sum past them). */
+  check_tall_triangular(rt, 700, 600, 600, 600, 330);
+  check_tall_triangular(rt, 1000, 600, 1000, 600, 340);
+  check_tall_triangular(rt, 1100, 600, 550, 550, 350);
   /* The R of a tall QR, the reflectors below it not read: R's condition,
    * which is A's (graded columns: about 1e8). */
   size_t m = 200, n = 120;

@@ -125,6 +125,7 @@ int bench_printf(const char *format, ...) {
 int bench_wanted(bench_run *run, const char *name) {
   if (run->filter != NULL && regexec(run->filter, name, 0, NULL, 0) != 0)
     return 0;
+  run->matched++;
   if (run->progress) {
     fflush(stdout);
     progress_draw(run, name);

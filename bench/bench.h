@@ -62,6 +62,7 @@ typedef struct bench_run {
   int progress_shown; /* a bar is on the screen and must be cleared */
   bench_result *results;
   size_t count, cap;
+  size_t matched; /* names bench_wanted let through (recorded or not) */
   int header_printed;
   /* The share of the CPU time each suite wanted that the hypervisor took
    * (bench_steal_end), in the order they ran; -1 where /proc/stat could

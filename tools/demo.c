@@ -367,8 +367,12 @@ static int report(struct demo *d, double seconds) {
   double rss =
       getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024.0 : 0.0;
   double n = (double)d->args->n, matrix = n * n * 8.0 / MIB;
-  double residual = d->norm_r / (d->norm_a * d->norm_x * DBL_EPSILON * n);
-  double error = d->norm_err / d->norm_want;
+  /* N = 1: x_true = sin(0) = 0, so b, x and r are 0 and both ratios 0/0;
+   * a zero difference is no error whatever it is divided by */
+  double residual = d->norm_r == 0
+                        ? 0
+                        : d->norm_r / (d->norm_a * d->norm_x * DBL_EPSILON * n);
+  double error = d->norm_err == 0 ? 0 : d->norm_err / d->norm_want;
   printf("  %-34s %7.2f s  %llu tasks, %llu held back for memory\n", "in all",
          seconds, (unsigned long long)rs.run, (unsigned long long)rs.held_back);
   printf("  pool: peak %.1f MiB resident under a limit of %.1f MiB\n",

@@ -274,8 +274,9 @@ static int cmd_bench(int argc, char **argv) {
     }
   /* a filter that matched no row measured nothing: say so, rather than a
    * table with no row (the status is left as it is: a script may run
-   * every suite with a filter some of them do not match) */
-  if (a.filter != NULL && run.count == 0)
+   * every suite with a filter some of them do not match); a row that
+   * matched and failed has said why */
+  if (a.filter != NULL && run.count == 0 && run.matched == 0 && !failed)
     fprintf(stderr, "tarn bench: no benchmark matched --filter '%s'\n",
             a.filter);
   failed |= finish_json(&run, json, a.json);

@@ -40,6 +40,15 @@ out=$("$tarn" bench array --sizes 64 --samples 3 --filter 'no such row' 2>&1) ||
 grep -qF "no benchmark matched --filter 'no such row'" <<<"$out" ||
   fail "a filter that matches nothing: no word of it in: $out"
 
+# A row that matched and failed says why, not that nothing matched (a
+# stencil task of two 720 KB tiles under a 1 MiB limit).
+out=$("$tarn" bench stencil --sizes 300 --samples 3 --mem-limit 1M \
+  --filter 'tarn.*Wrap' 2>&1) && fail "a failing row: exit status 0"
+grep -qF "out of memory" <<<"$out" || fail "a failing row: no reason in: $out"
+if grep -qF "no benchmark matched" <<<"$out"; then
+  fail "a failing row said no row matched: $out"
+fi
+
 # The settings line says what the options and the environment made.
 out=$(TARN_MAX_UNFINISHED=100 "$tarn" bench array --sizes 64 --samples 3 \
   --filter 'tarn/.*add' --workers 1 --mem-limit 64M 2>&1) ||

@@ -33,6 +33,14 @@ done
 grep -q "^tarn demo: A x = b by LU" <<<"$out" || fail "demo lu: not by LU: $out"
 grep -q "(LU solve)" <<<"$out" || fail "demo lu: no LU phase: $out"
 
+# The smallest system, 1 x 1 (x_true = sin(0) = 0, so b, x and the
+# residual are 0), is solved right by both solvers.
+for solver in cholesky lu; do
+  out=$("$tarn" demo --size 1 --mem-limit 1M --solver $solver 2>&1) ||
+    fail "demo --size 1 $solver: exit status $?"$'\n'"$out"
+  grep -q "^tarn demo: ok$" <<<"$out" || fail "demo --size 1 $solver: $out"
+done
+
 if command -v script >/dev/null; then
   out=$(script -qec "$tarn demo --size 400 --tile 100 --mem-limit 1M" /dev/null 2>&1)
   status=$?

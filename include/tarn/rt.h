@@ -76,7 +76,9 @@ typedef struct tarn_rt_options {
   unsigned workers;
   /* The runtime's pool (memory limit, spill directory, ...). */
   tarn_pool_options pool;
-  /* Bytes of scratch each worker's slab offers a task. Default 64 MiB. */
+  /* Bytes of scratch each worker's slab offers a task: one block of this
+   * size aligned to at most 16 bytes, or blocks that add up to it less
+   * what their alignment skips. Default 64 MiB. */
   size_t scratch_bytes;
   /* Free a ref when its last task ends (1, the default), or keep the
    * runtime's references until the end of the region (0: for measuring
@@ -282,9 +284,13 @@ typedef int (*tarn_range_fn)(void *arg, size_t begin, size_t end);
  * than workers. The bodies may read the task's data (tarn_task_data,
  * tarn_task_size) but must not submit tasks, wait or take scratch (take it
  * before, in the task); they run concurrently with each other, so they
- * must write disjoint memory. Returns 0, the first non-zero status of
- * a body (the other ranges still run), TARN_EINVAL for a NULL body or
- * grain 0, or TARN_EMISUSE when `task` is not running on this thread. */
+ * must write disjoint memory. A body may call tarn_task_parallel_for
+ * again with the same task, on whichever thread runs it; while the outer
+ * ranges are shared, that call is the single call body(arg, 0, count) on
+ * its thread. Returns 0, the first non-zero status of a body (the other
+ * ranges still run), TARN_EINVAL for a NULL body or grain 0, or
+ * TARN_EMISUSE when `task` is neither running on this thread nor the
+ * task whose range this thread runs. */
 TARN_API int tarn_task_parallel_for(tarn_task *task, size_t count, size_t grain,
                                     tarn_range_fn body, void *arg);
 

@@ -280,6 +280,7 @@ struct tarn_region {
  * (high 32 bits). Lives on the posting worker's stack while it is in that
  * worker's `help` slot. */
 struct help {
+  tarn_task *task; /* the task whose work it is */
   tarn_range_fn body;
   void *arg;
   size_t count, chunk, nchunks;
@@ -433,6 +434,14 @@ static bool rt_ok(const tarn_rt *rt) {
 bool tarn__rt_ok(const tarn_rt *rt) { return rt_ok(rt); }
 
 static TARN_THREAD_LOCAL tarn_task *current_task;
+/* The task whose ranges this thread runs now (help_run), or NULL: a body
+ * that splits its range again makes one call, on whichever thread. */
+static TARN_THREAD_LOCAL tarn_task *ranging_task;
+
+/* What the mark run() takes on its worker's slab for each task costs
+ * (tarn_slab_mark, alloc.h): each slab has that much beyond scratch_bytes,
+ * so that a task may take all of scratch_bytes. */
+#define TASK_MARK_BYTES 16
 static TARN_THREAD_LOCAL struct worker *current_worker;
 static TARN_THREAD_LOCAL tarn_region *current_region;
 /* The region whose end this thread waits for (region_drain), or NULL. */
@@ -1594,6 +1603,8 @@ static bool help_claim(struct help *h, const struct worker *w, size_t *chunk) {
 static uint64_t help_run(struct help *h, const struct worker *w) {
   size_t k;
   uint64_t longest = 0;
+  tarn_task *outer = ranging_task;
+  ranging_task = h->task;
   while (help_claim(h, w, &k)) {
     size_t begin = k * h->chunk;
     size_t end = h->count - begin > h->chunk ? begin + h->chunk : h->count;
@@ -1606,6 +1617,7 @@ static uint64_t help_run(struct help *h, const struct worker *w) {
       atomic_compare_exchange_strong(&h->error, &zero, rc);
     }
   }
+  ranging_task = outer;
   return longest;
 }
 
@@ -1670,12 +1682,14 @@ static int share_work(tarn_task *t, size_t count, size_t grain,
                       tarn_range_fn body, void *arg, int (*lead)(void *),
                       void *lead_arg) {
   if (body == NULL || grain == 0) return TARN_EINVAL;
-  if (t == NULL || t != current_task) return TARN_EMISUSE;
+  if (t == NULL || (t != current_task && t != ranging_task))
+    return TARN_EMISUSE;
   struct worker *w = current_worker;
   int lead_rc = 0;
-  /* Alone, too little work, already sharing (a body that splits again),
-   * or nobody idle: one call (after the lead). */
-  if (count == 0 || (w->rt->nworkers < 2 && !w->guest) || count / grain < 2 ||
+  /* Alone, too little work, already sharing (a body that splits again,
+   * here or on a helper), or nobody idle: one call (after the lead). */
+  if (count == 0 || t == ranging_task || (w->rt->nworkers < 2 && !w->guest) ||
+      count / grain < 2 ||
       atomic_load_explicit(&w->help, memory_order_relaxed) != NULL ||
       !others_idle(w)) {
     if (lead != NULL) lead_rc = lead(lead_arg);
@@ -1685,13 +1699,16 @@ static int share_work(tarn_task *t, size_t count, size_t grain,
   /* Ranges of at least `grain`, about two per worker, so that a helper
    * that arrives late still finds one. */
   size_t parts = 2 * (size_t)w->rt->nworkers;
-  size_t chunk = (count + parts - 1) / parts;
+  /* rounded up without count + parts - 1, which wraps for a count near
+   * SIZE_MAX (the ranges then covered nothing, or ran one item each) */
+  size_t chunk = count / parts + (count % parts != 0);
   if (chunk < grain) chunk = grain;
-  struct help h = {.body = body,
+  struct help h = {.task = t,
+                   .body = body,
                    .arg = arg,
                    .count = count,
                    .chunk = chunk,
-                   .nchunks = (count + chunk - 1) / chunk};
+                   .nchunks = count / chunk + (count % chunk != 0)};
   atomic_init(&h.claimed, 0);
   atomic_init(&h.error, 0);
   if (w->guest) /* before `help`, which publishes it (help_claim,
@@ -2610,7 +2627,8 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
     o = *options;
   else if (rc != 0)
     return rc;
-  if (out == NULL || o.workers == 0 || o.workers > 1024 || o.scratch_bytes == 0)
+  if (out == NULL || o.workers == 0 || o.workers > 1024 ||
+      o.scratch_bytes == 0 || o.scratch_bytes > SIZE_MAX - TASK_MARK_BYTES)
     return TARN_EINVAL;
   tarn_rt *rt = aligned_alloc(64, sizeof *rt);
   if (rt == NULL) return TARN_ENOMEM;
@@ -2645,7 +2663,7 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   tarn_slab_set_options so;
   tarn_slab_set_options_init(&so);
   so.count = o.workers + 1; /* and the guest */
-  so.slab_size = o.scratch_bytes;
+  so.slab_size = o.scratch_bytes + TASK_MARK_BYTES;
   rt->workers = aligned_alloc(64, (o.workers + 1) * sizeof *rt->workers);
   if (rt->workers == NULL) rc = TARN_ENOMEM;
   if (rc == 0) rc = tarn_pool_create(&o.pool, &rt->pool);

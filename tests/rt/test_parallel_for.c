@@ -213,6 +213,126 @@ static void bad_calls_refused(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* The ranges of a count too large to visit: each recorded, up to
+ * RANGES_MAX (a body past that fails). */
+#define RANGES_MAX 4096
+
+struct huge {
+  size_t count, grain;
+  struct {
+    size_t begin, end;
+  } ranges[RANGES_MAX];
+  atomic_size_t n;
+  int result;
+};
+
+static int record_range(void *arg, size_t begin, size_t end) {
+  struct huge *h = arg;
+  size_t k = atomic_fetch_add(&h->n, 1);
+  if (k >= RANGES_MAX) return TARN_EIO;
+  h->ranges[k].begin = begin;
+  h->ranges[k].end = end;
+  return 0;
+}
+
+static int huge_task(tarn_task *task, void *arg) {
+  struct huge *h = arg;
+  h->result = tarn_task_parallel_for(task, h->count, h->grain, record_range, h);
+  return 0;
+}
+
+static int by_begin(const void *a, const void *b) {
+  const size_t *x = a, *y = b; /* begin first in each range */
+  return *x < *y ? -1 : *x > *y;
+}
+
+/* A count near SIZE_MAX, shared with an idle worker: the ranges still
+ * cover [0, count) end to end, a few of them (rounding the range length
+ * up once wrapped: no range ran, or SIZE_MAX ranges of one). */
+static void counts_near_size_max_are_covered(void **state) {
+  (void)state;
+  static const struct {
+    size_t count, grain;
+  } cases[] = {{(size_t)0xD << 60, 1},   {SIZE_MAX, 1},
+               {SIZE_MAX - 1, 1},        {SIZE_MAX, (size_t)1 << 62},
+               {SIZE_MAX, SIZE_MAX / 3}, {(size_t)1 << 63, 1}};
+  tarn_rt *rt = test_rt(2, 0);
+  struct huge *h = malloc(sizeof *h);
+  assert_non_null(h);
+  for (int round = 0; round < 10; round++)
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+      h->count = cases[c].count;
+      h->grain = cases[c].grain;
+      atomic_init(&h->n, 0);
+      h->result = -100;
+      tarn_region *region;
+      assert_int_equal(tarn_region_begin(rt, &region), 0);
+      assert_int_equal(tarn_submit(rt, huge_task, TARN_ARG(h)), 0);
+      assert_int_equal(tarn_region_wait(region, NULL), 0);
+      assert_int_equal(h->result, 0);
+      size_t n = atomic_load(&h->n);
+      assert_true(n >= 1 && n <= 64);
+      qsort(h->ranges, n, sizeof h->ranges[0], by_begin);
+      size_t at = 0;
+      for (size_t k = 0; k < n; k++) {
+        assert_true(h->ranges[k].begin == at);
+        assert_true(h->ranges[k].end > at);
+        assert_true(k == n - 1 ||
+                    h->ranges[k].end - h->ranges[k].begin >= h->grain);
+        at = h->ranges[k].end;
+      }
+      assert_true(at == h->count);
+    }
+  free(h);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A body that splits its range again, with the same task, does its work
+ * whichever thread runs the range (on a helper it was TARN_EMISUSE, and
+ * the task failed). */
+struct nested {
+  tarn_task *task;
+  struct visits *inner;
+  atomic_int failures;
+};
+
+static int split_again(void *arg, size_t begin, size_t end) {
+  struct nested *n = arg;
+  nanosleep(&(struct timespec){0, 2000000}, NULL); /* a helper joins */
+  for (size_t i = begin; i < end; i++) {
+    int rc = tarn_task_parallel_for(n->task, 10, 1, visit, &n->inner[i]);
+    if (rc != 0) atomic_fetch_add(&n->failures, 1);
+  }
+  return 0;
+}
+
+static int nested_task(tarn_task *task, void *arg) {
+  struct nested *n = arg;
+  n->task = task;
+  return tarn_task_parallel_for(task, 8, 1, split_again, n);
+}
+
+static void a_body_may_split_again(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  for (int round = 0; round < 5; round++) {
+    struct visits inner[8];
+    for (int i = 0; i < 8; i++) visits_init(&inner[i], 10, 1);
+    struct nested n = {.inner = inner};
+    atomic_init(&n.failures, 0);
+    tarn_region *region;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(tarn_submit(rt, nested_task, TARN_ARG(&n)), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    assert_int_equal(atomic_load(&n.failures), 0);
+    for (int i = 0; i < 8; i++) {
+      assert_each_once(&inner[i]);
+      free(inner[i].seen);
+    }
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- with a lead (tarn__task_parallel_for_lead) ---------------------- */
 
 struct lead {
@@ -438,6 +558,8 @@ int main(void) {
       cmocka_unit_test(failure_returned_others_run),
       cmocka_unit_test(many_tasks_share),
       cmocka_unit_test(bad_calls_refused),
+      cmocka_unit_test(counts_near_size_max_are_covered),
+      cmocka_unit_test(a_body_may_split_again),
       cmocka_unit_test(lead_once_beside_every_index),
       cmocka_unit_test(ranges_run_while_the_lead_runs),
       cmocka_unit_test(unshared_the_lead_comes_first),

@@ -1501,6 +1501,46 @@ static void scratch_stays_whole_over_many_tasks(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+static int takes_all_scratch(tarn_task *t, void *arg) {
+  size_t size = (size_t)(uintptr_t)arg;
+  void *p = NULL;
+  int rc = tarn_task_scratch(t, size, 16, &p);
+  if (rc == 0) memset(p, 1, size);
+  return rc;
+}
+
+/* A task may take all of scratch_bytes in one block (aligned to 16), on
+ * every thread that runs tasks: the mark each task's scratch begins with
+ * is the runtime's own (its slabs took it from the scratch, and a task
+ * got 16 bytes less). */
+static void a_task_may_take_all_of_its_scratch(void **state) {
+  (void)state;
+  static const size_t sizes[] = {4096, 64 * 1024, 100000, 16};
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    tarn_rt_options o;
+    assert_int_equal(tarn_rt_options_init(&o), 0);
+    o.workers = 2;
+    o.scratch_bytes = sizes[k];
+    tarn_rt *rt = NULL;
+    assert_int_equal(tarn_rt_create(&o, &rt), 0);
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    for (int i = 0; i < 16; i++)
+      assert_int_equal(tarn_submit(rt, takes_all_scratch,
+                                   TARN_ARG((void *)(uintptr_t)sizes[k])),
+                       0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  /* Beyond what a size_t holds with the mark: refused. */
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.scratch_bytes = SIZE_MAX - 8;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), TARN_EINVAL);
+  assert_null(rt);
+}
+
 /* `workers` workers, no limit, no recycling cache: a freed buffer leaves
  * the resident bytes (and goes back to the system) at once, so peaks are
  * easy to read. */
@@ -3110,6 +3150,7 @@ int main(void) {
       cmocka_unit_test(queued_tasks_run_by_priority_then_submission),
       cmocka_unit_test(scratch_is_reset_when_a_task_ends),
       cmocka_unit_test(scratch_stays_whole_over_many_tasks),
+      cmocka_unit_test(a_task_may_take_all_of_its_scratch),
       cmocka_unit_test(scratch_goes_back_when_the_workers_rest),
       cmocka_unit_test(a_runtime_told_not_to_trim_keeps_its_pages),
       cmocka_unit_test(freed_memory_goes_back_when_the_workers_rest),

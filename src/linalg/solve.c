@@ -350,8 +350,11 @@ int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
   tarn__blas_init();
   /* L X = B and U^T X = B go down T's tile rows, U X = B and L^T X = B up */
   bool forward = lower == (trans == TARN_NO_TRANS);
-  tarn_ref *gate = NULL; /* orders the copy Y of B after every check */
-  int rc = tarn_ref_alloc(tarn_rt_pool(t->rt), sizeof(double), 0, &gate);
+  /* Orders the copy Y of B after every check. Made without memory (a
+   * check pins it): the program thread could not wait for room while
+   * tasks of other calls hold the limit. */
+  tarn_ref *gate = NULL;
+  int rc = tarn_ref_create(tarn_rt_pool(t->rt), sizeof(double), &gate);
   if (rc != 0) return rc;
   tarn_region *region = NULL;
   rc = tarn_region_begin(t->rt, &region);

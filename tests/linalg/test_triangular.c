@@ -11,17 +11,22 @@
  * with info and B unchanged (but not with a unit diagonal, not read); bad
  * arguments are refused and change nothing; a failed task on B before
  * gives TARN_ECANCELED with T unchanged; under a memory limit that spills,
- * the residuals are as small. */
+ * the residuals are as small, and a solve called while other work pins
+ * the whole limit waits for its room. */
+#define _GNU_SOURCE
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -391,6 +396,69 @@ static void test_triangular_mem_limit(void **state) {
   test_rt_destroy_spilled(rt, limit);
 }
 
+/* A task that pins the whole limit until told to end. */
+struct hog {
+  atomic_int started, release;
+};
+
+static int hog_task(tarn_task *task, void *arg) {
+  (void)task;
+  struct hog *h = arg;
+  atomic_store(&h->started, 1);
+  for (int i = 0; i < 10000 && !atomic_load(&h->release); i++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  return 0;
+}
+
+static void *release_later(void *arg) {
+  nanosleep(&(struct timespec){0, 100000000}, NULL);
+  atomic_store(&((struct hog *)arg)->release, 1);
+  return NULL;
+}
+
+/* A solve called while a task of other work pins the whole limit waits
+ * for the room, as every task does (rt.h, rule 3): it returned
+ * TARN_ENOMEM at once (its ordering ref took memory on the program
+ * thread, without waiting). */
+static void test_triangular_waits_for_room(void **state) {
+  (void)state;
+  size_t limit = 256 * 1024, n = 64, nrhs = 8;
+  tarn_rt *rt = test_rt(2, limit);
+  double *dense = NULL,
+         *t = triangle(n, TARN_LOWER, TARN_NO_TRANS, TARN_NON_UNIT, 41, &dense);
+  tarn_matrix *tm = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, n, n, n, n, t, n, &tm), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, nrhs, n, nrhs, 42, &b), 0);
+  double *rhs = test_buffer_of(b);
+  tarn_ref *big = NULL;
+  assert_int_equal(tarn_ref_create(tarn_rt_pool(rt), limit, &big), 0);
+  struct hog h;
+  atomic_init(&h.started, 0);
+  atomic_init(&h.release, 0);
+  assert_int_equal(tarn_submit(rt, hog_task, TARN_ARG(&h), TARN_W(big)), 0);
+  tarn_ref_release(big);
+  while (!atomic_load(&h.started))
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  pthread_t releaser;
+  assert_int_equal(pthread_create(&releaser, NULL, release_later, &h), 0);
+  int info = 5;
+  int rc = tarn_matrix_triangular_solve(tm, TARN_LOWER, TARN_NO_TRANS,
+                                        TARN_NON_UNIT, b, &info);
+  atomic_store(&h.release, 1);
+  pthread_join(releaser, NULL);
+  assert_int_equal(rc, 0);
+  assert_int_equal(info, 0);
+  double *x = test_buffer_of(b);
+  assert_true(test_solve_residual(dense, x, rhs, n, nrhs) < 20);
+  free(t);
+  free(dense);
+  free(rhs);
+  free(x);
+  tarn_matrix_destroy(tm);
+  tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_triangular_sizes),
@@ -402,6 +470,7 @@ int main(void) {
       cmocka_unit_test(test_triangular_bad),
       cmocka_unit_test(test_triangular_after_failure),
       cmocka_unit_test(test_triangular_mem_limit),
+      cmocka_unit_test(test_triangular_waits_for_room),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -831,15 +831,22 @@ static int k_tile_sum(tarn_task *t, void *arg) {
  * matters to underflow (each lost square is below 2^-1022). */
 #define SAFE_LOW 0x1p-900
 
+/* An unscaled sum of squares at most this large leaves room to add the
+ * other partials' (2^124 of them) without overflow: a larger one is
+ * scaled, though finite (the tiles of 3e153 of a 7 x 5 matrix in tiles of
+ * 3, each finite, added up to +inf). */
+#define SAFE_HIGH 0x1p+900
+
 static int k_tile_ssq(tarn_task *t, void *arg) {
   const struct job *j = arg; /* columns i..j of the tile (see reduce) */
   const double *a = (const double *)tarn_task_data(t, 0) + j->i * j->rows;
   struct partial *p = j->partial;
   size_t n = j->rows * (j->j - j->i);
   /* One unscaled pass; it is exact enough unless squares overflowed (inf)
-   * or the sum is so small that squares may have underflowed. */
+   * or came near it, or the sum is so small that squares may have
+   * underflowed. */
   double ssq = pairwise(a, n, true, 1);
-  if ((isfinite(ssq) && ssq >= SAFE_LOW) || isnan(ssq)) {
+  if ((ssq >= SAFE_LOW && ssq <= SAFE_HIGH) || isnan(ssq)) {
     /* NaN: squares are never negative, so only a NaN element makes one
      * (the largest magnitude below skips NaNs: the scaled pass could lose
      * them, and an all-NaN tile counted as 0). */

@@ -453,9 +453,11 @@ static void constants_and_zeros(void **state) {
   tarn_matrix_destroy(pz);
   tarn_matrix_destroy(nz);
   assert_int_equal(tarn_matrix_tile_rows(k), 3);
-  /* The norm neither overflows nor underflows at the ends of the range. */
-  const double extremes[] = {1e300, 1e-300, 0x1p-1070};
-  for (int e = 0; e < 3; e++) {
+  /* The norm neither overflows nor underflows at the ends of the range,
+   * nor when each tile's sum of squares is finite and their sum is not
+   * (3e153: 8.1e307 a tile of 9, 3.15e308 in all; it gave +inf). */
+  const double extremes[] = {1e300, 1e-300, 0x1p-1070, 3e153, 2e154};
+  for (int e = 0; e < 5; e++) {
     tarn_matrix *x = NULL;
     double norm = 0;
     assert_int_equal(tarn_matrix_fill(rt, 7, 5, 3, 3, extremes[e], &x), 0);

@@ -145,9 +145,12 @@ TARN_API int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb,
  * it with tarn_matrix_to_file writes it to the spill file, reads it back and
  * writes it again. Each stored tile's checksum is kept and checked when it
  * is read back (TARN_EIO when the bytes on the disk are not those
- * stored). Destroying the matrix without a commit removes the file.
+ * stored). Destroying the matrix without a commit removes the file. A
+ * relative `path` is taken against the working directory at this call
+ * (the commit and the removal find it wherever the program is then).
  * Returns at once: 0 and *out; TARN_EINVAL for a NULL argument, an empty
- * path, a size or tile size of 0, or more elements than a file holds;
+ * path, a size or tile size of 0, or more bytes than a file's size (an
+ * off_t) holds;
  * TARN_ENOENT when the directory does not exist; TARN_EACCES when no file
  * may be made in it; TARN_ENOSPC when the disk (or a quota, or the file
  * size limit) cannot hold the file; TARN_EIO; TARN_ENOMEM (also for a

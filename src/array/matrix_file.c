@@ -738,23 +738,31 @@ int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb, size_t nb,
   return file_matrix(rt, f, mb, nb, out);
 }
 
+/* Whether a file can hold m x n doubles after a header: its size must fit
+ * an off_t (a size past it wrapped: 2^61 - 1 rows of 1 "reserved" 120
+ * bytes, and the commit left a header alone). 4096 is more than any
+ * header tarn writes. */
+static bool file_holds(size_t m, size_t n) {
+  return m <= ((uint64_t)INT64_MAX - 4096) / 8 / n;
+}
+
 int tarn_matrix_create_file(tarn_rt *rt, const char *path, size_t m, size_t n,
                             size_t mb, size_t nb, tarn_matrix **out) {
   if (path == NULL || path[0] == '\0' || out == NULL || m == 0 || n == 0 ||
-      mb == 0 || nb == 0 || m > UINT64_MAX / 8 / n || !tarn__rt_ok(rt))
+      mb == 0 || nb == 0 || !file_holds(m, n) || !tarn__rt_ok(rt))
     return TARN_EINVAL;
   struct backing_file *f = calloc(1, sizeof *f);
   if (f == NULL) return TARN_ENOMEM;
   atomic_init(&f->users, 1);
-  size_t len = strlen(path) + 1;
-  f->path = malloc(len);
-  if (f->path != NULL) memcpy(f->path, path, len);
+  /* absolute: the commit and a destroy's unlink come later, perhaps
+   * after the program changed directory */
+  int made = tarn__path_absolute(path, &f->path);
   f->replace = malloc(sizeof *f->replace);
-  if (f->path == NULL || f->replace == NULL) {
-    free(f->path);
+  if (made != 0 || f->replace == NULL) {
+    if (made == 0) free(f->path);
     free(f->replace);
     free(f);
-    return TARN_ENOMEM;
+    return made != 0 ? made : TARN_ENOMEM;
   }
   unsigned char header[128];
   size_t hl = tarn__npy_format(header, sizeof header, m, n, HOST_BIG_ENDIAN);
@@ -857,7 +865,7 @@ int tarn_matrix_commit_file(tarn_matrix *a) {
 int tarn_matrix_to_file(tarn_matrix *a, const char *path) {
   if (!tarn__matrix_ok(a) || path == NULL || path[0] == '\0')
     return TARN_EINVAL;
-  if (a->m > UINT64_MAX / 8 / a->n) return TARN_EINVAL; /* no file holds it */
+  if (!file_holds(a->m, a->n)) return TARN_EINVAL;
   unsigned char header[128];
   size_t hl =
       tarn__npy_format(header, sizeof header, a->m, a->n, HOST_BIG_ENDIAN);

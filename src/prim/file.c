@@ -157,6 +157,20 @@ void tarn__file_start_writeback(int fd, uint64_t offset, uint64_t len) {
 
 /* A name for the temporary file: `path`, a dot, "tarn-" and 16 random
  * hexadecimal digits. Returns 0, TARN_ENOENT when it would be too long. */
+int tarn__path_absolute(const char *path, char **out) {
+  char cwd[PATH_MAX] = "";
+  if (path[0] != '/' && getcwd(cwd, sizeof cwd) == NULL)
+    return tarn__status_of_errno(errno);
+  size_t head = strlen(cwd), len = strlen(path);
+  char *abs = malloc(head + 1 + len + 1);
+  if (abs == NULL) return TARN_ENOMEM;
+  memcpy(abs, cwd, head);
+  if (head > 0 && cwd[head - 1] != '/') abs[head++] = '/';
+  memcpy(abs + head, path, len + 1);
+  *out = abs;
+  return 0;
+}
+
 static int temporary_name(const char *path, char *out, size_t size) {
   uint64_t r = 0;
   if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)

@@ -291,6 +291,12 @@ int tarn__file_writev_at(int fd, struct iovec *iov, size_t count,
  * Thread-safe. */
 void tarn__file_start_writeback(int fd, uint64_t offset, uint64_t len);
 
+/* `path` made absolute against the working directory now (as it is when
+ * it begins with '/'), in *out (malloc'ed, the caller's): for a name used
+ * later, after the program may have changed directory. Returns 0, or a
+ * status (the working directory is gone: TARN_ENOENT; TARN_ENOMEM). */
+int tarn__path_absolute(const char *path, char **out);
+
 /* A file being written to replace `path` whole: the bytes go to a new
  * file beside it (`path` + ".tarn-" + 16 random hexadecimal digits, made
  * with O_EXCL, mode 0666 less the umask) that becomes `path` only once

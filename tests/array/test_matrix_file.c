@@ -798,6 +798,31 @@ static void a_relative_path_is_the_working_directory(void **state) {
   assert_int_equal(access(in_dir(path, sizeof path, "relative.npy"), F_OK), 0);
   tarn_matrix_destroy(a);
   tarn_matrix_destroy(b);
+  /* A created file's relative path is the working directory's at the
+   * call: the commit, and a destroy without one, find it after the
+   * program moved (the commit failed with TARN_ENOENT, and the destroy
+   * left the temporaries behind). */
+  tarn_matrix *c = NULL, *d = NULL;
+  assert_int_equal(chdir(dir), 0);
+  int made_c = tarn_matrix_create_file(rt, "created.npy", 30, 20, 8, 8, &c);
+  int made_d = tarn_matrix_create_file(rt, "dropped.npy", 30, 20, 8, 8, &d);
+  assert_int_equal(chdir(was), 0);
+  assert_int_equal(made_c, 0);
+  assert_int_equal(made_d, 0);
+  assert_int_equal(temporaries_left(), 2);
+  assert_int_equal(tarn_matrix_commit_file(c), 0);
+  tarn_matrix_destroy(c);
+  tarn_matrix_destroy(d);
+  assert_int_equal(temporaries_left(), 0);
+  assert_int_equal(tarn_matrix_from_file(
+                       rt, in_dir(path, sizeof path, "created.npy"), 8, 8, &c),
+                   0);
+  double sum = -1;
+  assert_int_equal(tarn_matrix_sum(c, &sum), 0);
+  assert_true(sum == 0);
+  tarn_matrix_destroy(c);
+  assert_int_equal(access(in_dir(path, sizeof path, "dropped.npy"), F_OK), -1);
+  assert_int_equal(unlink(in_dir(path, sizeof path, "created.npy")), 0);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -1511,6 +1536,22 @@ static void a_failed_commit_keeps_the_matrix(void **state) {
                    TARN_EINVAL);
   assert_int_equal(tarn_matrix_create_file(rt, path, 0, 8, 8, 8, &c),
                    TARN_EINVAL);
+  /* More bytes than a file's size (an off_t) holds, whether or not they
+   * wrap a uint64_t with the header (2^61 - 1 rows did: a file of 128
+   * bytes was "committed"). */
+  static const size_t too_many[][2] = {{((size_t)1 << 61) - 1, 1},
+                                       {(size_t)1 << 60, 1},
+                                       {(size_t)1 << 30, (size_t)1 << 30},
+                                       {SIZE_MAX, SIZE_MAX}};
+  for (int k = 0; k < 4; k++) {
+    c = NULL;
+    assert_int_equal(
+        tarn_matrix_create_file(rt, path, too_many[k][0], too_many[k][1],
+                                (size_t)1 << 20, 1, &c),
+        TARN_EINVAL);
+    assert_null(c);
+  }
+  assert_false(the_temporary(temp, sizeof temp));
   assert_int_equal(tarn_matrix_create_file(rt, path, 600, 600, 600, 600, &c),
                    TARN_ENOMEM); /* a tile over the limit */
   struct rlimit was;

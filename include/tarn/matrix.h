@@ -324,7 +324,9 @@ typedef enum {
  * columns (rows), the tiles of a tile column (row) in turn on one to
  * tarn_rt_workers lanes; within about (M + 8) eps (N + 8 for rows) of the
  * exact sum. They take that many lanes times N (M) doubles of the
- * caller's memory while they run.
+ * caller's memory while they run, and each task pins a page beside its
+ * tile (what orders a lane's tasks): under a memory limit below a tile
+ * and a page, TARN_ENOMEM before any task.
  * TARN_NORM_MAX: exact.
  *
  * A NaN when an element is a NaN, else +infinity when one is infinite (as

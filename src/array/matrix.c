@@ -1159,6 +1159,11 @@ int tarn__matrix_line_norm(tarn_matrix *a, bool rows, char part, bool unit,
   size_t lanes = tarn_rt_workers(a->rt);
   if (lanes > along) lanes = along;
   if (lanes == 0) lanes = 1;
+  /* Each task pins its tile and its lane's gate (a page): refused before
+   * any runs when the first (the largest) tile and a page do not fit. */
+  if (!tarn__task_fits(a->rt,
+                       tarn__tile_charge(a) + tarn__page_round(sizeof(double))))
+    return TARN_ENOMEM;
   double *sums = len > SIZE_MAX / sizeof(double) / lanes
                      ? NULL
                      : calloc(lanes * len, sizeof *sums);

@@ -322,6 +322,30 @@ static void operations_refuse_a_limit_below_one_task(void **state) {
       TEST_DESTROY_MATRICES(a, b, c);
       assert_int_equal(tarn_rt_destroy(rt), 0);
     }
+  /* The one and infinity norms pin a page beside each tile (matrix.h):
+   * under a tile and a page they are right, spilling; under a tile alone
+   * refused. */
+  for (int below = 0; below < 2; below++) {
+    tarn_rt *rt = test_rt(2, tile + (below ? 0 : page));
+    tarn_matrix *a = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, N, N, NB, NB, 4, &a), 0);
+    double *a0 = test_buffer_of(a);
+    for (int rows = 0; rows < 2; rows++) {
+      double want = 0, got = -1;
+      for (size_t l = 0; l < N; l++) {
+        double line = 0;
+        for (size_t k = 0; k < N; k++)
+          line += fabs(rows ? a0[l + k * N] : a0[k + l * N]);
+        want = line > want ? line : want;
+      }
+      int rc = tarn_matrix_norm(a, rows ? TARN_NORM_INF : TARN_NORM_ONE, &got);
+      assert_int_equal(rc, below ? TARN_ENOMEM : 0);
+      assert_true(below ? got == -1 : fabs(got - want) <= 1e-13 * want);
+    }
+    free(a0);
+    tarn_matrix_destroy(a);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
 }
 
 /* Zeros cost nothing until used: a matrix far larger than the limit is

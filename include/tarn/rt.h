@@ -17,7 +17,10 @@
  *    unpinned. Under a memory limit, a task whose data does not fit waits
  *    until running tasks free memory, in line with the others that wait
  *    (first come, first tried); it fails with TARN_ENOMEM only when
- *    nothing else runs and it still does not fit.
+ *    nothing else runs and it still does not fit. Pins the program holds
+ *    itself (tarn_ref_pin, tarn_ref_escape outside tasks) take room as
+ *    tasks' do, but tasks do not wait for them: a program that pins
+ *    while tasks run under a tight limit may make a task fail.
  * 4. A task that returns a nonzero status fails; every task that reads a
  *    ref it was to write, directly or through other such tasks, is
  *    cancelled (reports TARN_ECANCELED, never runs), and so is every task

@@ -388,6 +388,10 @@ struct tarn_rt {
   pthread_cond_t done;
   tarn_region root;  /* tasks submitted outside any region */
   tarn_region *live; /* begun, not yet waited (done_lock) */
+  /* Orders the regions' peaks: the pool's window read and restarted, and
+   * folded into the live regions' peak and live_peak (see
+   * tarn_region_begin). Taken with no other lock held. */
+  pthread_mutex_t peaks_lock;
   /* Waited, kept for reuse, the last waited first (done_lock); only the
    * oldest is reused, once more than REGION_QUARANTINE are kept. */
   tarn_region *spare_regions, *spare_oldest;
@@ -2502,11 +2506,19 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
   while (up != NULL && up->rt != rt) up = up->parent;
   r->cancel_parent = up;
   current_region = r;
-  /* The pool's peaks restart here; an enclosing region keeps them first. */
+  /* The pool's peaks restart here; every region still open keeps them
+   * first, those of other threads too (until 2026-12-05 only the
+   * enclosing one: a region begun on another thread wiped what an open
+   * region had seen). */
+  pthread_mutex_lock(&rt->peaks_lock);
   size_t peak, live;
   tarn__pool_peaks(rt->pool, true, &peak, &live);
-  if (r->parent != NULL) region_fold_peaks(r->parent, peak, live);
+  pthread_mutex_lock(&rt->done_lock);
+  for (tarn_region *open = rt->live; open != NULL; open = open->next_live)
+    region_fold_peaks(open, peak, live);
+  pthread_mutex_unlock(&rt->done_lock);
   r->peak = r->live_peak = 0;
+  pthread_mutex_unlock(&rt->peaks_lock);
   r->begun_ticks = tarn__ticks();
   *out = r;
   return 0;
@@ -2520,11 +2532,16 @@ static int region_wait(tarn_region *r, uint64_t deadline,
   if (r != current_region) return TARN_EMISUSE;
   if (!region_drain(r, deadline)) return TARN_ETIMEDOUT;
   current_region = r->parent;
-  if (stats != NULL || r->parent != NULL) {
-    size_t peak, live;
+  size_t peak = 0, live = 0;
+  if (stats != NULL || (r->parent != NULL && r->parent->rt == r->rt)) {
+    pthread_mutex_lock(&r->rt->peaks_lock);
     tarn__pool_peaks(r->rt->pool, false, &peak, &live);
     region_fold_peaks(r, peak, live);
-    if (r->parent != NULL) region_fold_peaks(r->parent, r->peak, r->live_peak);
+    if (r->parent != NULL && r->parent->rt == r->rt) /* its pool's only */
+      region_fold_peaks(r->parent, r->peak, r->live_peak);
+    peak = r->peak;
+    live = r->live_peak;
+    pthread_mutex_unlock(&r->rt->peaks_lock);
   }
   if (stats != NULL)
     *stats = (tarn_region_stats){
@@ -2532,8 +2549,8 @@ static int region_wait(tarn_region *r, uint64_t deadline,
         atomic_load(&r->submitted) - atomic_load(&r->not_run),
         atomic_load(&r->cancelled),
         atomic_load(&r->failed),
-        r->peak,
-        r->live_peak};
+        peak,
+        live};
   int rc = atomic_load(&r->error);
   region_retire(r);
   return rc;
@@ -2594,6 +2611,7 @@ static void rt_free(tarn_rt *rt) {
   pthread_cond_destroy(&rt->idle);
   pthread_mutex_destroy(&rt->held_lock);
   pthread_mutex_destroy(&rt->done_lock);
+  pthread_mutex_destroy(&rt->peaks_lock);
   pthread_cond_destroy(&rt->done);
   pthread_mutex_destroy(&rt->root.keep_lock);
   chunks_free(rt);
@@ -2657,6 +2675,7 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   pthread_cond_init(&rt->idle, &monotonic);
   pthread_mutex_init(&rt->held_lock, NULL);
   pthread_mutex_init(&rt->done_lock, NULL);
+  pthread_mutex_init(&rt->peaks_lock, NULL);
   pthread_cond_init(&rt->done, &monotonic); /* timed region waits */
   pthread_condattr_destroy(&monotonic);
   region_init(&rt->root, rt);

@@ -2645,9 +2645,16 @@ static void temporaries_are_freed_when_their_last_task_ends(void **state) {
 }
 
 /* A region's peaks cover all of it, also when a region begun inside it
- * (as tarn_matrix_sum and the other waiting calls do) resets the pool's
- * peaks: 4 MiB allocated and freed before the inner region still count for
- * the outer one. Without the recycling cache, both peaks see it. */
+ * (as tarn_matrix_sum and the other waiting calls do), or on another
+ * thread, resets the pool's peaks: 4 MiB allocated and freed before the
+ * other region still count for the open one. Without the recycling
+ * cache, both peaks see it. */
+
+static void *empty_region_thread(void *arg) {
+  tarn_region *region = NULL;
+  if (tarn_region_begin(arg, &region) == 0) tarn_region_wait(region, NULL);
+  return NULL;
+}
 
 static void an_inner_region_keeps_the_outer_peak(void **state) {
   (void)state;
@@ -2662,6 +2669,17 @@ static void an_inner_region_keeps_the_outer_peak(void **state) {
   assert_int_equal(tarn_region_wait(inner, &in), 0);
   assert_true(in.peak_bytes < 4 * MiB); /* the inner region began after */
   assert_true(in.live_peak_bytes < 4 * MiB);
+  assert_int_equal(tarn_region_wait(outer, &out), 0);
+  assert_true(out.peak_bytes >= 4 * MiB);
+  assert_true(out.live_peak_bytes >= 4 * MiB);
+  /* So does a region begun and waited on another thread meanwhile (the
+   * outer region reported 0). */
+  assert_int_equal(tarn_region_begin(rt, &outer), 0);
+  assert_int_equal(tarn_ref_alloc(tarn_rt_pool(rt), 4 * MiB, 0, &big), 0);
+  assert_int_equal(tarn_ref_release(big), 0);
+  pthread_t other;
+  assert_int_equal(pthread_create(&other, NULL, empty_region_thread, rt), 0);
+  assert_int_equal(pthread_join(other, NULL), 0);
   assert_int_equal(tarn_region_wait(outer, &out), 0);
   assert_true(out.peak_bytes >= 4 * MiB);
   assert_true(out.live_peak_bytes >= 4 * MiB);

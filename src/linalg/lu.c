@@ -294,9 +294,13 @@ static long long column_step_run(struct column_step *st) {
                : column_step_range(st, 0, units);
   if (rc != 0) return rc;
   if (st->next == SIZE_MAX) return 0;
-  size_t best = st->next;
-  double max = -1.0;
-  for (size_t i = first; i < first + units; i++)
+  /* From the first unit's candidate, a later one only when larger: as
+   * idamax on the whole column, a NaN first stays the pivot (from -1, a
+   * first unit's NaN lost to a later zero, and a matrix dgetrf factors
+   * was found singular in tiles but not in one) */
+  size_t best = s->unit_best[first];
+  double max = s->unit_max[first];
+  for (size_t i = first + 1; i < first + units; i++)
     if (s->unit_max[i] > max) {
       max = s->unit_max[i];
       best = s->unit_best[i];

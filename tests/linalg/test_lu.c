@@ -140,6 +140,53 @@ static void test_lu_rectangular(void **state) {
   }
 }
 
+/* A NaN that heads its column's search is the pivot, as idamax on the
+ * whole column makes it in dgetrf (and in one tile): in a panel of
+ * several tiles a first unit's NaN lost to a later zero, and the matrix
+ * was found singular (info 1, TARN_EINVAL) with a pivot row never
+ * swapped. Column c holds a NaN at (c, c) and zeros below it. */
+static void test_lu_nan_heading_its_column(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  static const size_t cases[][3] = {/* n, column, tile */
+                                    {16, 0, 16}, {16, 0, 8},  {16, 0, 4},
+                                    {40, 5, 8},  {40, 5, 40}, {64, 33, 16}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    size_t n = cases[c][0], col = cases[c][1], tb = cases[c][2];
+    tarn_matrix *r = NULL, *a = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, n, n, tb, tb, 70 + c, &r), 0);
+    double *buf = test_buffer_of(r);
+    for (size_t i = col; i < n; i++) buf[i + col * n] = 0.0;
+    buf[col + col * n] = NAN;
+    assert_int_equal(tarn_matrix_from_buffer(rt, n, n, tb, tb, buf, n, &a), 0);
+    size_t *piv = malloc(n * sizeof *piv);
+    lapack_int *ipiv = malloc(n * sizeof *ipiv);
+    assert_true(piv != NULL && ipiv != NULL);
+    int want = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (int)n, (int)n, buf,
+                                   (int)n, ipiv);
+    int info = -1;
+    int rc = tarn_matrix_lu(a, piv, &info);
+    if (info != want || piv[col] != (size_t)(ipiv[col] - 1))
+      print_error(
+          "lu %zu x %zu in %zu, NaN at (%zu, %zu): info %d piv %zu, "
+          "dgetrf %d piv %d\n",
+          n, n, tb, col, col, info, piv[col], want, (int)ipiv[col] - 1);
+    assert_int_equal(want, 0);
+    assert_int_equal(info, 0);
+    assert_int_equal(rc, 0);
+    assert_int_equal(piv[col], col);
+    double u = 0;
+    assert_int_equal(tarn_matrix_get(a, col, col, &u), 0);
+    assert_true(isnan(u));
+    free(buf);
+    free(piv);
+    free(ipiv);
+    tarn_matrix_destroy(r);
+    tarn_matrix_destroy(a);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* A zero column p of an M x N matrix: dgetrf's info (p + 1), TARN_EINVAL,
  * and factors still complete; the solves, estimates, determinant and
  * inverse refuse the factors of a matrix that is not square. */
@@ -1088,6 +1135,7 @@ int main(void) {
       cmocka_unit_test(test_lu_large_tiles),
       cmocka_unit_test(test_lu_rectangular),
       cmocka_unit_test(test_lu_rectangular_singular),
+      cmocka_unit_test(test_lu_nan_heading_its_column),
       cmocka_unit_test(test_lu_two_zero_columns),
       cmocka_unit_test(test_lu_subnormal_pivots),
       cmocka_unit_test(test_lu_rectangular_mem_limit),

@@ -49,8 +49,9 @@ static const char demo_usage[] =
     "  Solves A x = b by tiled Cholesky (or LU with partial pivoting, whose\n"
     "  panels need the limit to hold a tile column, N x B doubles) for an\n"
     "  N x N matrix (default 8192, 512 MiB) in B x B tiles (default 512)\n"
-    "  under a memory limit (default a quarter of the matrix; bytes or\n"
-    "  with K, M, G, or N% of the memory the process may use), so that\n"
+    "  under a memory limit (default a quarter of the matrix, or what a\n"
+    "  task needs when more; bytes or with K, M, G, or N% of the memory\n"
+    "  the process may use), so that\n"
     "  tiles are spilled to disk (TARN_SPILL_DIR, else TMPDIR, else /tmp)\n"
     "  and read back. W workers (default: one per core). Prints each phase\n"
     "  and checks the answer; exit status 0 when it is right. Ctrl-C stops\n"
@@ -435,12 +436,16 @@ int tarn_demo(int argc, char **argv) {
   if (bad != 0) return bad < 0 ? 0 : bad;
   if (!tarn_args_environment("demo")) return 2;
   double n = (double)args.n, matrix = n * n * 8.0;
-  if (args.limit == 0) args.limit = (size_t)(matrix / 4.0);
   /* A task pins three tiles, in whole pages (until 2026-12-05 in bytes:
    * 300 x 300 in tiles of 100 under 240000 bytes passed, and Cholesky
    * failed); LU's panel its tile column. */
   double side = (double)(args.tile < args.n ? args.tile : args.n);
   double tile = pages_of(side, side);
+  if (args.limit == 0) { /* a quarter of the matrix, or what a task needs */
+    double need = 3.0 * tile, column = column_charge(args.n, args.tile);
+    if (args.lu && column > need) need = column;
+    args.limit = (size_t)(matrix / 4.0 > need ? matrix / 4.0 : need);
+  }
   if (!limit_holds(args.limit, 3.0 * tile, "the three tiles a task pins") ||
       (args.lu && !limit_holds(args.limit, column_charge(args.n, args.tile),
                                "LU's panel, a tile column")))

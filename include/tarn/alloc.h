@@ -9,8 +9,8 @@
  * retained high-water mark to the operating system.
  *
  * Thread-safety: tarn_slab_set_create, _destroy, tarn_slab_acquire,
- * tarn_slab_release and tarn_slab_set_stats may be called from any thread at
- * once (destroy only once nothing else uses the set). A claimed slab belongs
+ * tarn_slab_release and tarn_slab_set_stats_get may be called from any thread
+ * at once (destroy only once nothing else uses the set). A claimed slab belongs
  * to one thread at a time: tarn_slab_alloc, _mark, _reset, _used and
  * _available on one slab must not run concurrently. A slab may be handed to
  * another thread together with a happens-before edge (a mutex, a queue).

@@ -267,7 +267,10 @@ TARN_API int tarn_ref_flush(tarn_ref *ref);
  * the caller stores the bytes where source->read finds them and calls
  * tarn_ref_flush_end with the status of that store: 0 makes the home the
  * object's copy again, an error leaves it as it was; either way it unpins.
- * Thread-safe. */
+ * One flush of a ref at a time: another tarn_ref_flush_begin (or
+ * tarn_ref_flush) waits for this one's end. tarn_ref_flush_end without a
+ * begin that returned 1 changes nothing and returns TARN_EINVAL (a ref
+ * without a home) or TARN_EMISUSE. Thread-safe. */
 TARN_API int tarn_ref_flush_begin(tarn_ref *ref, void **data);
 TARN_API int tarn_ref_flush_end(tarn_ref *ref, int status);
 
@@ -318,7 +321,7 @@ TARN_API int tarn_ref_escape(tarn_ref *ref, uint64_t timeout_ns, void **data);
  * object (one made from a source) is read by its next pin, and this
  * returns 0.
  * Returns 1 when a read was queued, 0 when none was needed or none can
- * be, TARN_EINVAL, TARN_ENOMEM. */
+ * be, TARN_EINVAL, TARN_ENOMEM, TARN_EMISUSE on a dead ref. */
 TARN_API int tarn_ref_prefetch(tarn_ref *ref);
 
 /* The object's size in bytes as given at alloc or adopt; 0 for NULL. */
@@ -348,8 +351,9 @@ typedef struct tarn_pool_stats {
   uint64_t read_ns;        /* time in storage reads, summed over threads */
   uint64_t write_failures; /* writes that failed or were short */
   uint64_t read_failures;  /* reads that failed or failed the checksum */
-  uint64_t cache_hits;     /* allocations served by the cache */
-  uint64_t cache_misses;   /* allocations that needed fresh memory */
+  uint64_t cache_hits;     /* buffers (new objects, read backs) the cache
+                              served */
+  uint64_t cache_misses;   /* the same that needed fresh memory */
   int last_error;          /* status of the last storage failure, or 0 */
   /* How spilled bytes leave memory: "direct" (O_DIRECT), "fadvise"
    * (written pages dropped from the page cache), "memory" (they do not:

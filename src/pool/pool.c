@@ -92,6 +92,8 @@ struct tarn_ref {
   bool guarded;     /* the reader works on it, or it is being freed (ref_destroy
                      * drops the lock): not freed (again) meanwhile */
   bool cleaning;    /* WRITING ahead of eviction: stays resident after */
+  bool flushing;    /* between tarn_ref_flush_begin's 1 and its end: the
+                     * caller stores it (one flush at a time) */
   bool in_far;      /* in the pool's far[] (farthest_pass) */
   /* Times it became resident: a restore that waited for room tells by it
    * that someone else brought it in meanwhile, even when it was evicted
@@ -845,8 +847,8 @@ static void retry_failed(tarn_pool *p) {
 /* Evicts `r` (claimed, RESIDENT): drops it when its spilled copy is current,
  * else queues it for an I/O thread. */
 static void evict(tarn_pool *p, tarn_ref *r) {
-  p->evictions++;
   if (is_clean(r)) {
+    p->evictions++;
     drop_to_disk(p, r);
     pthread_cond_broadcast(&p->changed);
     return;
@@ -908,7 +910,8 @@ static tarn_ref *clean_candidate(tarn_pool *p) {
 }
 
 static uint64_t deadline_after(uint64_t timeout_ns) {
-  return timeout_ns == UINT64_MAX ? UINT64_MAX : tarn__clock_ns() + timeout_ns;
+  uint64_t now = tarn__clock_ns(); /* saturated: now + a long one wrapped */
+  return timeout_ns > UINT64_MAX - now ? UINT64_MAX : now + timeout_ns;
 }
 
 /* Waits on `changed` until signalled or `deadline` (CLOCK_MONOTONIC ns);
@@ -1165,6 +1168,7 @@ static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
   }
   if (rc == 0) w = atomic_fetch_or(&r->pinword, CLEAN) | CLEAN;
   if (!cleaning && rc == 0 && (w & PIN_MASK) == 0 && !r->escaped && !r->dead) {
+    p->evictions++; /* counted as it leaves (a pin meanwhile keeps it) */
     drop_to_disk(p, r);
   } else if (!r->dead) {
     atomic_fetch_or(&r->pinword, FAST);
@@ -1237,8 +1241,10 @@ static void *reader_main(void *arg) {
   return NULL;
 }
 
+static bool ref_ok(const tarn_ref *r);
+
 int tarn_ref_prefetch(tarn_ref *r) {
-  if (r == NULL) return TARN_EINVAL;
+  if (!ref_ok(r)) return r == NULL ? TARN_EINVAL : TARN_EMISUSE;
   if (atomic_load_explicit(&r->pinword, memory_order_relaxed) & FAST)
     return 0; /* resident: the common case costs no lock */
   tarn_pool *p = r->pool;
@@ -1704,6 +1710,7 @@ void *tarn__ref_fill_begin(tarn_ref *r) {
     r->state = READING;
     r->guarded = true; /* outlives a release until tarn__ref_fill_end */
     p->reading++;
+    if (buf == NULL) p->cache_misses++; /* fresh memory, made below */
   }
   pthread_mutex_unlock(&p->lock);
   if (room && buf == NULL && (buf = buffer_new(p, cap)) == NULL) {
@@ -1789,6 +1796,7 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
   bool from_source = from == SPILLED && !r->has_block;
   r->state = READING; /* block and source stay until the lock is back */
   p->reading++;
+  if (r->kind == NULL && buf == NULL) p->cache_misses++; /* made below */
   pthread_mutex_unlock(&p->lock);
   void *obj = buf;
   if (r->kind == NULL && obj == NULL) obj = buffer_new(p, cap);
@@ -1830,8 +1838,8 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
     p->source_reads++;
     p->source_bytes_read += r->size;
     p->source_read_ns += tarn__clock_ns() - t0;
-  } else if (from == SPILLED && read) { /* a pin that only writes reads none */
-    p->restores++;
+  } else if (from == SPILLED && (read || r->kind != NULL)) {
+    p->restores++; /* a pin that only writes reads none, but a kind's load */
   }
   bool clean = false;
   if (!read || (mode & TARN_WRITE)) {
@@ -1990,7 +1998,9 @@ int tarn_ref_flush_begin(tarn_ref *r, void **data) {
       rc = TARN_EINVAL;
       break;
     }
-    if (r->state == WRITING || r->state == READING) { /* a store, a read */
+    /* A store, a read, or another flush: two flushes stored at once
+     * called source->write twice at once for the ref. */
+    if (r->state == WRITING || r->state == READING || r->flushing) {
       pthread_cond_wait(&p->changed, &p->lock);
       continue;
     }
@@ -2000,6 +2010,7 @@ int tarn_ref_flush_begin(tarn_ref *r, void **data) {
     /* Written since it was stored: pinned, so that no eviction takes it
      * while the caller stores it. */
     atomic_fetch_add(&r->pinword, 1);
+    r->flushing = true;
     *data = r->data;
     rc = 1;
     break;
@@ -2013,12 +2024,20 @@ int tarn_ref_flush_begin(tarn_ref *r, void **data) {
 static int flush_end(tarn_ref *r, int status, uint64_t ns) {
   tarn_pool *p = r->pool;
   pthread_mutex_lock(&p->lock);
-  if (status == 0) {
+  /* Without a begun flush nothing changes: marking the ref stored in a
+   * source it lacks let eviction drop its bytes (a later pin read
+   * through a NULL source), and the unpin took the caller's own pin. */
+  int rc = !backed(r) ? TARN_EINVAL : !r->flushing ? TARN_EMISUSE : 0;
+  if (rc == 0 && status == 0) {
     stored_in_source(p, r, ns);
     if (!r->escaped) atomic_fetch_or(&r->pinword, CLEAN);
   }
+  if (rc == 0) {
+    r->flushing = false;
+    pthread_cond_broadcast(&p->changed);
+  }
   pthread_mutex_unlock(&p->lock);
-  return tarn_ref_unpin(r);
+  return rc != 0 ? rc : tarn_ref_unpin(r);
 }
 
 int tarn_ref_flush_end(tarn_ref *r, int status) {

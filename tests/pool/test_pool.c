@@ -535,6 +535,14 @@ static void a_waiting_allocation_runs_after_an_unpin(void **state) {
   assert_false(tarn_ref_is_resident(a));
   assert_int_equal(check(a, 7), 0); /* b goes to disk to make room */
   tarn_ref_release(b);
+  /* A timeout so long that it passes UINT64_MAX from now waits too (the
+   * deadline wrapped, and the call failed at once). */
+  assert_int_equal(tarn_ref_pin(a, TARN_READ, 0, &d), 0);
+  assert_int_equal(pthread_create(&t, NULL, unpin_later, &l), 0);
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, UINT64_MAX - 1, &b), 0);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_false(tarn_ref_is_resident(a));
+  tarn_ref_release(b);
   tarn_ref_release(a);
   assert_int_equal(tarn_pool_destroy(p), 0);
   memdisk_free(disk);
@@ -605,6 +613,57 @@ static void a_waiting_call_sees_every_unpin(void **state) {
   assert_int_equal(failed, 0);
   assert_int_equal(check(h.ref, 5), 0);
   tarn_ref_release(h.ref);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+/* The counters count what they say: a read back takes a buffer from the
+ * cache or fresh memory, a hit or a miss as an allocation's (misses left
+ * them out); a kind's object pinned only to write is still loaded, a
+ * restore (not counted). */
+static void counters_count_read_backs(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool_options o;
+  tarn_pool_options_init(&o);
+  o.mem_limit = 64 * KiB;
+  o.cache_bytes = 0;
+  tarn_storage storage = memdisk_storage(disk);
+  o.storage = &storage;
+  tarn_pool *p = NULL;
+  assert_int_equal(tarn_pool_create(&o, &p), 0);
+  tarn_ref *a = alloc(p, 64 * KiB);
+  fill(a, 1);
+  tarn_ref *b = alloc(p, 64 * KiB); /* a out */
+  tarn_ref_release(b);
+  assert_int_equal(check(a, 1), 0); /* read back into fresh memory */
+  tarn_pool_stats st = stats(p);
+  assert_int_equal(st.restores, 1);
+  assert_int_equal(st.evictions, 1);
+  assert_int_equal(st.cache_hits, 0);
+  assert_int_equal(st.cache_misses, 3);
+  tarn_ref_release(a);
+  struct observed ob = {0};
+  tarn_kind k = {"observed", obs_free, obs_save, obs_load, &ob};
+  char *obj = malloc(60 * KiB);
+  assert_non_null(obj);
+  memset(obj, 'k', 60 * KiB);
+  tarn_ref *u = NULL;
+  assert_int_equal(tarn_ref_adopt(p, obj, 60 * KiB, &k, 0, &u), 0);
+  b = alloc(p, 64 * KiB); /* u out */
+  tarn_ref_release(b);
+  char *back = NULL;
+  assert_int_equal(tarn_ref_pin(u, TARN_WRITE, 0, (void **)&back), 0);
+  assert_int_equal(ob.loads, 1);
+  assert_int_equal(back[0], 'k');
+  assert_int_equal(tarn_ref_unpin(u), 0);
+  st = stats(p);
+  assert_int_equal(st.restores, 2);
+  assert_int_equal(st.bytes_read, 64 * KiB + 60 * KiB);
+  tarn_ref_release(u);
+#ifndef NDEBUG /* debug builds keep a dead ref's handle until destroy */
+  assert_int_equal(tarn_ref_prefetch(u), TARN_EMISUSE);
+#endif
   assert_int_equal(tarn_pool_destroy(p), 0);
   memdisk_free(disk);
 }
@@ -1874,6 +1933,129 @@ static void sourced_refs_with_a_home_go_back_to_it(void **state) {
   free(h.bytes);
 }
 
+/* tarn_ref_flush_end without a begin that returned 1 changes nothing:
+ * it marked a ref without a home stored in one (eviction then dropped its
+ * bytes, and a pin read through a NULL source), a home's ref stored when
+ * it was not, and it took a pin the caller held. */
+static void a_flush_end_needs_its_begin(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(64 * KiB, disk);
+  /* no home: refused, pinned or not; the bytes then spill and come back */
+  tarn_ref *a = alloc(p, 32 * KiB);
+  fill(a, 3);
+  void *data = NULL;
+  assert_int_equal(tarn_ref_flush_begin(a, &data), TARN_EINVAL);
+  assert_int_equal(tarn_ref_flush_end(a, 0), TARN_EINVAL);
+  assert_int_equal(tarn_ref_pin(a, TARN_READ, 0, &data), 0);
+  assert_int_equal(tarn_ref_flush_end(a, 0), TARN_EINVAL);
+  assert_int_equal(tarn_ref_unpin(a), 0); /* the caller's pin is its own */
+  assert_int_equal(stats(p).source_writes, 0);
+  tarn_ref *b = alloc(p, 64 * KiB); /* a goes to the disk */
+  assert_false(tarn_ref_is_resident(a));
+  assert_int_equal(stats(p).spills, 1);
+  tarn_ref_release(b);
+  assert_int_equal(check(a, 3), 0);
+  tarn_ref_release(a);
+  /* a source without write: the same, and its written bytes stay */
+  struct pattern_source gen = {.seed = 5};
+  tarn_ref *c = sourced(p, 32 * KiB, &gen);
+  fill(c, 6);
+  assert_int_equal(tarn_ref_flush_end(c, 0), TARN_EINVAL);
+  b = alloc(p, 64 * KiB);
+  tarn_ref_release(b);
+  assert_int_equal(check(c, 6), 0);
+  tarn_ref_release(c);
+  /* a home: an end with no flush begun is misuse, and the written bytes
+   * still go home when room is needed */
+  struct home h = {.size = 32 * KiB};
+  h.bytes = calloc(1, h.size);
+  assert_non_null(h.bytes);
+  tarn_source src = {.read = home_read, .ctx = &h, .write = home_write};
+  tarn_ref *d = NULL;
+  assert_int_equal(tarn_ref_create_from(p, h.size, &src, &d), 0);
+  fill(d, 7);
+  assert_int_equal(tarn_ref_flush_end(d, 0), TARN_EMISUSE);
+  assert_int_equal(atomic_load(&h.writes), 0);
+  assert_int_equal(stats(p).source_writes, 0);
+  b = alloc(p, 64 * KiB); /* d goes home */
+  assert_true(home_holds(&h, 7));
+  tarn_ref_release(b);
+  assert_int_equal(check(d, 7), 0);
+  tarn_ref_release(d);
+  free(h.bytes);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
+/* A home whose write takes a while and counts the writes in it at once. */
+struct slow_home {
+  struct home h; /* first: home_read takes the same context */
+  atomic_int inside, most;
+};
+
+static int slow_home_write(void *ctx, const void *src, size_t size) {
+  struct slow_home *s = ctx;
+  int now = atomic_fetch_add(&s->inside, 1) + 1;
+  for (int seen = atomic_load(&s->most);
+       now > seen && !atomic_compare_exchange_weak(&s->most, &seen, now);)
+    ;
+  nanosleep(&(struct timespec){0, 50000000}, NULL);
+  int rc = home_write(ctx, src, size);
+  atomic_fetch_sub(&s->inside, 1);
+  return rc;
+}
+
+static void *flush_thread(void *arg) {
+  return (void *)(intptr_t)tarn_ref_flush(arg);
+}
+
+/* Two flushes of one ref at once: the second waits for the first and
+ * finds nothing to store (both stored, calling write twice at once). */
+static void one_flush_of_a_ref_at_a_time(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(64 * KiB, disk);
+  struct slow_home s = {.h = {.size = 16 * KiB}};
+  s.h.bytes = calloc(1, s.h.size);
+  assert_non_null(s.h.bytes);
+  tarn_source src = {.read = home_read, .ctx = &s, .write = slow_home_write};
+  tarn_ref *r = NULL;
+  assert_int_equal(tarn_ref_create_from(p, s.h.size, &src, &r), 0);
+  fill(r, 8);
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(pthread_create(&t[i], NULL, flush_thread, r), 0);
+  for (int i = 0; i < 2; i++) {
+    void *rc = NULL;
+    assert_int_equal(pthread_join(t[i], &rc), 0);
+    assert_int_equal((intptr_t)rc, 0);
+  }
+  assert_int_equal(atomic_load(&s.most), 1);
+  assert_int_equal(atomic_load(&s.h.writes), 1);
+  assert_int_equal(stats(p).source_writes, 1);
+  assert_true(home_holds(&s.h, 8));
+  /* While a caller stores it, another flush waits too. */
+  fill(r, 9);
+  void *data = NULL;
+  assert_int_equal(tarn_ref_flush_begin(r, &data), 1);
+  pthread_t late;
+  assert_int_equal(pthread_create(&late, NULL, flush_thread, r), 0);
+  nanosleep(&(struct timespec){0, 20000000}, NULL);
+  assert_int_equal(atomic_load(&s.h.writes), 1); /* it waits */
+  memcpy(s.h.bytes, data, s.h.size);
+  assert_int_equal(tarn_ref_flush_end(r, 0), 0);
+  void *rc = NULL;
+  assert_int_equal(pthread_join(late, &rc), 0);
+  assert_int_equal((intptr_t)rc, 0);
+  assert_int_equal(atomic_load(&s.h.writes), 1); /* nothing left to store */
+  assert_true(home_holds(&s.h, 9));
+  tarn_ref_release(r);
+  free(s.h.bytes);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
 /* A home whose write waits until `open` is set (counted on entry): it
  * holds an I/O thread mid-write while the test arranges the rest. */
 struct gated_home {
@@ -1978,6 +2160,7 @@ int main(void) {
       cmocka_unit_test(nothing_evictable_is_enomem_or_a_wait),
       cmocka_unit_test(a_waiting_allocation_runs_after_an_unpin),
       cmocka_unit_test(a_waiting_call_sees_every_unpin),
+      cmocka_unit_test(counters_count_read_backs),
       cmocka_unit_test(escaped_objects_stay),
       cmocka_unit_test(freed_buffers_are_recycled),
       cmocka_unit_test(large_buffers_start_on_huge_page_boundaries),
@@ -2008,6 +2191,8 @@ int main(void) {
       cmocka_unit_test(sourced_refs_are_prefetched),
       cmocka_unit_test(an_overtaken_prefetch_is_not_read_again),
       cmocka_unit_test(sourced_refs_with_a_home_go_back_to_it),
+      cmocka_unit_test(a_flush_end_needs_its_begin),
+      cmocka_unit_test(one_flush_of_a_ref_at_a_time),
       cmocka_unit_test(
           a_released_object_frees_its_ram_while_a_read_ahead_waits),
   };

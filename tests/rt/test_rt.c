@@ -2528,8 +2528,9 @@ static int first_byte_task(tarn_task *t, void *arg) {
  * waiting task will read: the CLOCK hand alone would take the newest ref
  * first, one that a task waits for. Six 1 MiB refs, the odd ones read by
  * tasks held behind a gate; a 1 MiB allocation under a 7 MiB limit evicts
- * two refs (one for it, one written ahead). The tasks then run without
- * reading anything back. The same with the largest-first policy (all
+ * a ref for it (evictions count the objects that left RAM: one queued
+ * too, whose write a task's pin overtook, stays). The tasks then run
+ * without reading anything back. The same with the largest-first policy (all
  * sizes equal: it would take the first it finds, the newest). */
 static void evict_while_tasks_wait(tarn_evict_policy policy) {
   atomic_store(&gate, 0);
@@ -2571,7 +2572,7 @@ static void evict_while_tasks_wait(tarn_evict_policy policy) {
   atomic_store(&gate, 1);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
   assert_int_equal(tarn_pool_stats_get(pool, &after), 0);
-  assert_true(after.evictions >= before.evictions + 2);
+  assert_true(after.evictions >= before.evictions + 1);
   assert_int_equal(after.bytes_read, before.bytes_read);
   for (int i = 0; i < n; i++) {
     if (firsts[i] != NULL) {

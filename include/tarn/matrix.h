@@ -147,7 +147,8 @@ TARN_API int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb,
  * is read back (TARN_EIO when the bytes on the disk are not those
  * stored). Destroying the matrix without a commit removes the file. A
  * relative `path` is taken against the working directory at this call
- * (the commit and the removal find it wherever the program is then).
+ * (the commit and the removal find it wherever the program is then),
+ * where its absolute name fits PATH_MAX.
  * Returns at once: 0 and *out; TARN_EINVAL for a NULL argument, an empty
  * path, a size or tile size of 0, or more bytes than a file's size (an
  * off_t) holds;

@@ -155,13 +155,17 @@ void tarn__file_start_writeback(int fd, uint64_t offset, uint64_t len) {
 #endif
 }
 
-/* A name for the temporary file: `path`, a dot, "tarn-" and 16 random
- * hexadecimal digits. Returns 0, TARN_ENOENT when it would be too long. */
 int tarn__path_absolute(const char *path, char **out) {
   char cwd[PATH_MAX] = "";
-  if (path[0] != '/' && getcwd(cwd, sizeof cwd) == NULL)
-    return tarn__status_of_errno(errno);
-  size_t head = strlen(cwd), len = strlen(path);
+  size_t len = strlen(path);
+  /* Kept as given where the working directory cannot be named (gone, or
+   * longer than PATH_MAX) or the absolute name leaves no room for a
+   * temporary's suffix (tarn__file_replace, 23 bytes): a relative name
+   * that opens should not fail for its directory's length. */
+  if (path[0] != '/' && (getcwd(cwd, sizeof cwd) == NULL ||
+                         strlen(cwd) + 1 + len + 23 > sizeof cwd))
+    cwd[0] = '\0';
+  size_t head = strlen(cwd);
   char *abs = malloc(head + 1 + len + 1);
   if (abs == NULL) return TARN_ENOMEM;
   memcpy(abs, cwd, head);
@@ -171,6 +175,8 @@ int tarn__path_absolute(const char *path, char **out) {
   return 0;
 }
 
+/* A name for the temporary file: `path`, a dot, "tarn-" and 16 random
+ * hexadecimal digits. Returns 0, TARN_ENOENT when it would be too long. */
 static int temporary_name(const char *path, char *out, size_t size) {
   uint64_t r = 0;
   if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)

@@ -293,8 +293,9 @@ void tarn__file_start_writeback(int fd, uint64_t offset, uint64_t len);
 
 /* `path` made absolute against the working directory now (as it is when
  * it begins with '/'), in *out (malloc'ed, the caller's): for a name used
- * later, after the program may have changed directory. Returns 0, or a
- * status (the working directory is gone: TARN_ENOENT; TARN_ENOMEM). */
+ * later, after the program may have changed directory. Kept as given
+ * where the working directory cannot be named or the absolute name would
+ * not fit PATH_MAX with a temporary's suffix. Returns 0 or TARN_ENOMEM. */
 int tarn__path_absolute(const char *path, char **out);
 
 /* A file being written to replace `path` whole: the bytes go to a new

@@ -822,6 +822,39 @@ static void a_relative_path_is_the_working_directory(void **state) {
   tarn_matrix_destroy(c);
   assert_int_equal(access(in_dir(path, sizeof path, "dropped.npy"), F_OK), -1);
   assert_int_equal(unlink(in_dir(path, sizeof path, "created.npy")), 0);
+  /* In a working directory whose absolute name leaves no room for the
+   * temporary's (about 4080 bytes), or is past PATH_MAX, a relative name
+   * is kept as given and works (made absolute, it failed with TARN_ENOENT
+   * or TARN_EIO). */
+  char name[201];
+  memset(name, 'd', 200);
+  name[200] = '\0';
+  assert_int_equal(chdir(dir), 0);
+  int depth = 0, made[2] = {-1, -1}, committed[2] = {-1, -1};
+  for (int deep = 0; deep < 2; deep++) {
+    char at[PATH_MAX + 1];
+    while (getcwd(at, sizeof at) != NULL &&
+           strlen(at) < (deep ? PATH_MAX - 100 : PATH_MAX - 250)) {
+      if (mkdir(name, 0700) != 0 || chdir(name) != 0) break;
+      depth++;
+    }
+    if (deep) /* past PATH_MAX */
+      for (int k = 0; k < 2 && mkdir(name, 0700) == 0 && chdir(name) == 0; k++)
+        depth++;
+    c = NULL;
+    made[deep] = tarn_matrix_create_file(rt, "m.npy", 4, 4, 2, 2, &c);
+    if (made[deep] == 0) committed[deep] = tarn_matrix_commit_file(c);
+    unlink("m.npy");
+  }
+  for (; depth > 0; depth--) { /* back up, removing the chain */
+    assert_int_equal(chdir(".."), 0);
+    assert_int_equal(rmdir(name), 0);
+  }
+  assert_int_equal(chdir(was), 0);
+  for (int deep = 0; deep < 2; deep++) {
+    assert_int_equal(made[deep], 0);
+    assert_int_equal(committed[deep], 0);
+  }
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 

@@ -2472,10 +2472,21 @@ static void region_fold_peaks(tarn_region *r, size_t peak, size_t live) {
 int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
   if (out == NULL || !rt_ok(rt)) return TARN_EINVAL;
   if (current_task != NULL) return TARN_EDEADLK;
+  /* The pool's peaks restart here; every region still open keeps them
+   * first, those of other threads too (until 2026-12-05 only the
+   * enclosing one: a region begun on another thread wiped what an open
+   * region had seen). The window is read and restarted under peaks_lock,
+   * and handed to the open regions under done_lock, the lock that also
+   * links the new one. */
+  pthread_mutex_lock(&rt->peaks_lock);
+  size_t peak, live;
+  tarn__pool_peaks(rt->pool, true, &peak, &live);
   /* A spare region is reset and moved to the live list under one lock.
    * Plain stores suffice: the region reaches other threads only through
    * its tasks, and a submission publishes them. */
   pthread_mutex_lock(&rt->done_lock);
+  for (tarn_region *open = rt->live; open != NULL; open = open->next_live)
+    region_fold_peaks(open, peak, live);
   tarn_region *r = spare_take(rt);
   if (r != NULL) {
     atomic_store_explicit(&r->submitted, 0, memory_order_relaxed);
@@ -2490,14 +2501,15 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
     list_link(&rt->live, r);
   }
   pthread_mutex_unlock(&rt->done_lock);
-  if (r == NULL) {
-    r = aligned_alloc(64, sizeof *r);
-    if (r == NULL) return TARN_ENOMEM;
+  if (r == NULL && (r = aligned_alloc(64, sizeof *r)) != NULL) {
     region_init(r, rt);
     pthread_mutex_lock(&rt->done_lock);
     list_link(&rt->live, r);
     pthread_mutex_unlock(&rt->done_lock);
   }
+  if (r != NULL) r->peak = r->live_peak = 0;
+  pthread_mutex_unlock(&rt->peaks_lock);
+  if (r == NULL) return TARN_ENOMEM;
   r->parent = current_region;
   /* the nearest enclosing region of this runtime, past any of another
    * (until 2026-12-05 only the parent itself: a region of another
@@ -2506,19 +2518,6 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
   while (up != NULL && up->rt != rt) up = up->parent;
   r->cancel_parent = up;
   current_region = r;
-  /* The pool's peaks restart here; every region still open keeps them
-   * first, those of other threads too (until 2026-12-05 only the
-   * enclosing one: a region begun on another thread wiped what an open
-   * region had seen). */
-  pthread_mutex_lock(&rt->peaks_lock);
-  size_t peak, live;
-  tarn__pool_peaks(rt->pool, true, &peak, &live);
-  pthread_mutex_lock(&rt->done_lock);
-  for (tarn_region *open = rt->live; open != NULL; open = open->next_live)
-    region_fold_peaks(open, peak, live);
-  pthread_mutex_unlock(&rt->done_lock);
-  r->peak = r->live_peak = 0;
-  pthread_mutex_unlock(&rt->peaks_lock);
   r->begun_ticks = tarn__ticks();
   *out = r;
   return 0;

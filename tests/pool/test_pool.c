@@ -34,12 +34,16 @@
 
 /* ---- an in-memory storage with injectable faults: memdisk.h ----------- */
 
-static tarn_pool *pool_with_policy(size_t limit, struct memdisk *disk,
-                                   tarn_evict_policy policy) {
+/* A pool of `limit` bytes (0: none) on `disk` (NULL: the spill file)
+ * evicting by `policy`; `uncached`: no cache of freed buffers, so a freed
+ * one leaves at once and every allocation needs fresh memory or room. */
+static tarn_pool *pool_made(size_t limit, struct memdisk *disk,
+                            tarn_evict_policy policy, bool uncached) {
   tarn_pool_options o;
   tarn_pool_options_init(&o);
   o.mem_limit = limit;
   o.policy = policy;
+  if (uncached) o.cache_bytes = 0;
   static tarn_storage storage;
   storage = memdisk_storage(disk);
   if (disk != NULL) o.storage = &storage;
@@ -48,8 +52,13 @@ static tarn_pool *pool_with_policy(size_t limit, struct memdisk *disk,
   return p;
 }
 
+static tarn_pool *pool_with_policy(size_t limit, struct memdisk *disk,
+                                   tarn_evict_policy policy) {
+  return pool_made(limit, disk, policy, false);
+}
+
 static tarn_pool *pool_with(size_t limit, struct memdisk *disk) {
-  return pool_with_policy(limit, disk, TARN_EVICT_CLOCK);
+  return pool_made(limit, disk, TARN_EVICT_CLOCK, false);
 }
 
 static tarn_pool_stats stats(tarn_pool *p) {
@@ -584,14 +593,8 @@ static void *hold_briefly(void *arg) {
 static void a_waiting_call_sees_every_unpin(void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
-  tarn_pool_options o;
-  tarn_pool_options_init(&o);
-  o.mem_limit = 4 * KiB;
-  o.cache_bytes = 0; /* no freed buffer to take: each call evicts the ref */
-  tarn_storage storage = memdisk_storage(disk);
-  o.storage = &storage;
-  tarn_pool *p = NULL;
-  assert_int_equal(tarn_pool_create(&o, &p), 0);
+  /* no freed buffer to take: each call evicts the ref */
+  tarn_pool *p = pool_made(4 * KiB, disk, TARN_EVICT_CLOCK, true);
   struct holder h = {.ref = alloc(p, 4 * KiB)};
   atomic_init(&h.phase, 0);
   atomic_init(&h.stop, false);
@@ -624,14 +627,7 @@ static void a_waiting_call_sees_every_unpin(void **state) {
 static void counters_count_read_backs(void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
-  tarn_pool_options o;
-  tarn_pool_options_init(&o);
-  o.mem_limit = 64 * KiB;
-  o.cache_bytes = 0;
-  tarn_storage storage = memdisk_storage(disk);
-  o.storage = &storage;
-  tarn_pool *p = NULL;
-  assert_int_equal(tarn_pool_create(&o, &p), 0);
+  tarn_pool *p = pool_made(64 * KiB, disk, TARN_EVICT_CLOCK, true);
   tarn_ref *a = alloc(p, 64 * KiB);
   fill(a, 1);
   tarn_ref *b = alloc(p, 64 * KiB); /* a out */

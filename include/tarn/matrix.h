@@ -154,8 +154,9 @@ TARN_API int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb,
  * off_t) holds;
  * TARN_ENOENT when the directory does not exist; TARN_EACCES when no file
  * may be made in it; TARN_ENOSPC when the disk (or a quota, or the file
- * size limit) cannot hold the file; TARN_EIO; TARN_ENOMEM (also for a
- * tile larger than the memory limit). Thread-safe. */
+ * size limit) cannot hold the file (the file size limit only where the
+ * program ignores or catches SIGXFSZ, as for tarn_matrix_to_file); TARN_EIO;
+ * TARN_ENOMEM (also for a tile larger than the memory limit). Thread-safe. */
 TARN_API int tarn_matrix_create_file(tarn_rt *rt, const char *path, size_t m,
                                      size_t n, size_t mb, size_t nb,
                                      tarn_matrix **out);
@@ -170,12 +171,15 @@ TARN_API int tarn_matrix_create_file(tarn_rt *rt, const char *path, size_t m,
  * the rename the matrix and its temporary file stay as they were: the
  * call may be made again, or the matrix saved elsewhere with
  * tarn_matrix_to_file. Waits (not from a task: TARN_EDEADLK). Returns 0;
- * TARN_EINVAL for NULL or a matrix not made by tarn_matrix_create_file;
+ * TARN_EINVAL for NULL, a matrix not made by tarn_matrix_create_file, or
+ * a `path` that is now a directory (the rename fails: the matrix stays);
  * TARN_ECANCELED when a task submitted before to write the matrix failed;
  * TARN_ENOSPC, TARN_EIO when storing or flushing fails; TARN_EACCES,
  * TARN_ENOENT when the rename fails; TARN_EIO when only the directory's
- * flush failed, after the rename (the file is then in place and the
- * matrix gone). Not concurrently with other calls on the matrix. */
+ * flush failed, after the rename (its open too, for want of a file
+ * descriptor or of the right to read the directory: the file is then in
+ * place and the matrix gone, so only TARN_EIO may mean that). Not
+ * concurrently with other calls on the matrix. */
 TARN_API int tarn_matrix_commit_file(tarn_matrix *a);
 
 /* Writes the matrix, after every task submitted before on it, to the .npy
@@ -188,9 +192,10 @@ TARN_API int tarn_matrix_commit_file(tarn_matrix *a);
  * old file there stays) and the temporary file is gone. A new file gets
  * mode 0666 less the umask; a symbolic link at `path` is replaced by the
  * file, not followed. Waits (not from a task: TARN_EDEADLK).
- * Returns 0; TARN_EINVAL for a NULL argument or an empty path;
- * TARN_ENOENT when the directory does not exist; TARN_EACCES when no
- * new file may be made in it (even where `path` itself may be written);
+ * Returns 0; TARN_EINVAL for a NULL argument, an empty path or a path
+ * that names a directory; TARN_ENOENT when the directory does not exist;
+ * TARN_EACCES when no new file may be made in it (even where `path`
+ * itself may be written);
  * TARN_ENOSPC when the disk, a quota or the process's file size limit is
  * reached (the last only where the program ignores or catches SIGXFSZ:
  * else the kernel stops the process, and the temporary file stays; tarn

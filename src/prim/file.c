@@ -208,7 +208,11 @@ int tarn__file_reserve(int fd, uint64_t bytes) {
 }
 
 /* Flushes the directory that holds `path`, so that a rename in it is on
- * the disk. Returns 0 or a status. */
+ * the disk. Called only after the rename: whatever fails here (the
+ * directory's open too: no descriptor left, a directory that may be
+ * written but not read) is TARN_EIO, the one status that tells the caller
+ * the new file is in place; a TARN_EBUSY or TARN_EACCES would say nothing
+ * happened. Returns 0 or TARN_EIO. */
 static int sync_directory(const char *path) {
   char dir[PATH_MAX];
   const char *slash = strrchr(path, '/');
@@ -216,13 +220,13 @@ static int sync_directory(const char *path) {
     strcpy(dir, ".");
   } else {
     size_t n = slash == path ? 1 : (size_t)(slash - path);
-    if (n >= sizeof dir) return TARN_ENOENT;
+    if (n >= sizeof dir) return TARN_EIO;
     memcpy(dir, path, n);
     dir[n] = '\0';
   }
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return tarn__status_of_errno(errno);
-  int rc = fsync(fd) == 0 || errno == EINVAL ? 0 : tarn__status_of_errno(errno);
+  if (fd < 0) return TARN_EIO;
+  int rc = fsync(fd) == 0 || errno == EINVAL ? 0 : TARN_EIO;
   close(fd);
   return rc;
 }

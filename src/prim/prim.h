@@ -320,15 +320,16 @@ int tarn__file_reserve(int fd, uint64_t bytes);
 /* Flushes the new file to the disk (fdatasync), renames it over `path` and
  * flushes the directory. Returns 0: `path` is the new file. On a failure
  * before the rename, the new file is removed and `path` is as it was; a
- * failure to flush the directory after it is returned with the new file
- * in place. Either way the replace is over. */
+ * failure to flush the directory after it (its open included) is
+ * TARN_EIO, with the new file in place; no other status comes after the
+ * rename. Either way the replace is over. */
 int tarn__file_replace_commit(tarn__file_replace *r);
 
 /* As tarn__file_replace_commit, but the new file stays open (r->fd) and
  * nothing is removed on a failure: before the rename (r->temp still
  * names the new file) `path` is as it was and the new file is whole,
  * short of what the failed flush lost; a failure to flush the directory
- * after it is returned with r->temp "" and the new file in place. For a
+ * after it is TARN_EIO with r->temp "" and the new file in place. For a
  * file whose contents live on in the caller. */
 int tarn__file_replace_publish(tarn__file_replace *r);
 

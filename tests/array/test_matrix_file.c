@@ -1603,6 +1603,51 @@ static void a_failed_commit_keeps_the_matrix(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* After the rename only the directory's flush can fail, and its failure
+ * is TARN_EIO, the status matrix.h keeps for "the file is in place and the
+ * matrix gone": also when the directory cannot be opened for want of a
+ * file descriptor (it was TARN_EBUSY, which told the caller to call again
+ * on a matrix already destroyed). A path that has become a directory
+ * fails the rename: TARN_EINVAL, the matrix kept, as a save to it. */
+static void after_the_rename_only_eio(void **state) {
+  (void)state;
+  char path[128], temp[512];
+  in_dir(path, sizeof path, "c.npy");
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *v = values_matrix(rt, NM, NN, 64, 50), *c = NULL;
+
+  assert_int_equal(mkdir(path, 0700), 0);
+  assert_int_equal(tarn_matrix_to_file(v, path), TARN_EINVAL);
+  assert_false(the_temporary(temp, sizeof temp));
+  assert_int_equal(tarn_matrix_create_file(rt, path, NM, NN, 64, 50, &c), 0);
+  assert_int_equal(tarn_matrix_axpb(v, 1.0, 0.0, &c), 0);
+  assert_int_equal(tarn_matrix_commit_file(c), TARN_EINVAL);
+  assert_true(the_temporary(temp, sizeof temp));
+  assert_holds_values(c, NM, NN, false);
+  assert_int_equal(rmdir(path), 0);
+
+  /* Every descriptor under a lowered limit taken: the commit's stores,
+   * flush and rename need none, the directory's open one. */
+  struct rlimit was;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+  struct rlimit few = {256, was.rlim_max};
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &few), 0);
+  int taken[256], n = 0;
+  while (n < 256 && (taken[n] = open("/dev/null", O_RDONLY)) >= 0) n++;
+  assert_true(n < 256);
+  int rc = tarn_matrix_commit_file(c);
+  while (n > 0) close(taken[--n]);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+  assert_int_equal(rc, TARN_EIO);
+  assert_false(the_temporary(temp, sizeof temp));
+  tarn_matrix *back = NULL;
+  assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &back), 0);
+  assert_holds_values(back, NM, NN, false);
+  tarn_matrix_destroy(back);
+  tarn_matrix_destroy(v);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
@@ -1649,6 +1694,8 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(
           file_calls_map_errors_and_move_every_buffer, setup, teardown),
+      cmocka_unit_test_setup_teardown(after_the_rename_only_eio, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -210,10 +210,14 @@ typedef struct tarn_task_desc {
 /* Submits a task. The runtime retains each ref until the task ends (the
  * caller keeps its own references). Returns 0; TARN_EINVAL for a NULL or
  * destroyed runtime, a NULL fn, a NULL ref, a bad mode, or a ref of
- * another pool; TARN_ENOMEM. A task submitted from a task belongs to that
- * task's region. Thread-safe. With tarn_rt_options.max_unfinished set, a
- * program thread (not a task) may run queued tasks or wait here first,
- * until its region holds fewer unfinished tasks. */
+ * another pool; TARN_ENOMEM. A task submitted from a task (or from a
+ * range of its tarn_task_parallel_for, whichever thread runs it) belongs
+ * to that task's region; submitted from a task to another runtime, to
+ * that runtime's root (whose tasks tarn_rt_destroy waits for), never to
+ * a region the thread running the task has open. Thread-safe. With
+ * tarn_rt_options.max_unfinished set, a program thread (not a task) may run
+ * queued tasks or wait here first, until its region holds fewer unfinished
+ * tasks. */
 TARN_API int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *desc);
 
 /* Items of tarn_submit, a compact form of tarn_task_submit:
@@ -301,7 +305,8 @@ TARN_API int tarn_task_parallel_for(tarn_task *task, size_t count, size_t grain,
 
 /* Starts a region on the calling thread: tasks it submits until
  * tarn_region_wait belong to it. Regions nest per thread. Returns 0,
- * TARN_EINVAL, TARN_ENOMEM, or TARN_EDEADLK from inside a task. */
+ * TARN_EINVAL, TARN_ENOMEM, or TARN_EDEADLK from inside a task (a range
+ * of one's tarn_task_parallel_for included). */
 TARN_API int tarn_region_begin(tarn_rt *rt, tarn_region **region);
 
 /* Task counts: `run` tasks whose function was called, whatever it
@@ -330,8 +335,8 @@ typedef struct tarn_region_stats {
  * from its data, or the status of a failed source of it: tarn/pool.h,
  * tarn_ref_create_from; TARN_ECANCELED only when no task failed but some were
  * cancelled), or 0. Returns TARN_EDEADLK, changing nothing, when called
- * from a task; TARN_EMISUSE when `region` is not the calling thread's
- * innermost. */
+ * from a task (or a range of one); TARN_EMISUSE when `region` is not the
+ * calling thread's innermost. */
 TARN_API int tarn_region_wait(tarn_region *region, tarn_region_stats *stats);
 
 /* tarn_region_wait for at most `timeout_ns` nanoseconds (0: only looks):

@@ -1964,10 +1964,26 @@ static void *worker_main(void *arg) {
 /* ---- submitting -----------------------------------------------------------
  */
 
-/* The region a task submitted now belongs to. */
+/* The task whose code runs on this thread now: a range of a task's
+ * tarn_task_parallel_for run here as a helper, else the task run here;
+ * NULL on a program thread. A helper's own current_task is not set (the
+ * range is not its task), yet the range's body is that task's code. */
+static tarn_task *task_here(void) {
+  return ranging_task != NULL ? ranging_task : current_task;
+}
+
+/* The region a task submitted now belongs to. Task code (a task, or a
+ * range of one on a helper) submits into its task's region, or into the
+ * root of another runtime: never into the regions the thread running it
+ * has open, for a program thread waiting for a region runs tasks of any
+ * region and of other runtimes' tasks (until 2026-12-05 a task of one
+ * runtime run there submitted to another runtime into that thread's
+ * open region of it, cancelled with it, where on a worker the same
+ * submission went to the root; and a range run there submitted into the
+ * thread's region, not its task's). */
 static tarn_region *region_now(tarn_rt *rt) {
-  if (current_task != NULL && current_task->rt == rt)
-    return current_task->region;
+  tarn_task *task = task_here();
+  if (task != NULL) return task->rt == rt ? task->region : &rt->root;
   for (tarn_region *r = current_region; r != NULL; r = r->parent)
     if (r->rt == rt) return r;
   return &rt->root;
@@ -2138,7 +2154,7 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   if (rc != 0) atomic_store(&t->cancel, true);
   if (atomic_fetch_sub(&t->pending, 1) == 1) push(rt, t);
   if (submitted % THROTTLE_EVERY == 0 && rt->max_unfinished != 0 &&
-      current_task == NULL)
+      task_here() == NULL)
     throttle(r, submitted);
   return rc;
 }
@@ -2471,7 +2487,7 @@ static void region_fold_peaks(tarn_region *r, size_t peak, size_t live) {
 
 int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
   if (out == NULL || !rt_ok(rt)) return TARN_EINVAL;
-  if (current_task != NULL) return TARN_EDEADLK;
+  if (task_here() != NULL) return TARN_EDEADLK;
   /* The pool's peaks restart here; every region still open keeps them
    * first, those of other threads too (until 2026-12-05 only the
    * enclosing one: a region begun on another thread wiped what an open
@@ -2527,7 +2543,7 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
 static int region_wait(tarn_region *r, uint64_t deadline,
                        tarn_region_stats *stats) {
   if (r == NULL) return TARN_EINVAL;
-  if (current_task != NULL) return TARN_EDEADLK;
+  if (task_here() != NULL) return TARN_EDEADLK;
   if (r != current_region) return TARN_EMISUSE;
   if (!region_drain(r, deadline)) return TARN_ETIMEDOUT;
   current_region = r->parent;
@@ -2726,7 +2742,7 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
 int tarn_rt_destroy(tarn_rt *rt) {
   if (rt == NULL) return 0;
   if (!rt_ok(rt)) return TARN_EINVAL;
-  if (current_task != NULL) return TARN_EDEADLK;
+  if (task_here() != NULL) return TARN_EDEADLK;
   /* Regions never waited: their tasks run to the end, then they go. */
   for (;;) {
     pthread_mutex_lock(&rt->done_lock);

@@ -333,6 +333,46 @@ static void a_body_may_split_again(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A range is its task's code whichever thread runs it: beginning a region
+ * there is TARN_EDEADLK, as in the task (on a helper it began a region on
+ * that thread, left open). */
+struct beginner {
+  tarn_rt *rt;
+  atomic_int refused, begun;
+};
+
+static int begin_in_a_range(void *arg, size_t begin, size_t end) {
+  struct beginner *b = arg;
+  nanosleep(&(struct timespec){0, 2000000}, NULL); /* a helper joins */
+  for (size_t i = begin; i < end; i++) {
+    tarn_region *r = NULL;
+    int rc = tarn_region_begin(b->rt, &r);
+    atomic_fetch_add(rc == TARN_EDEADLK ? &b->refused : &b->begun, 1);
+  }
+  return 0;
+}
+
+static int beginner_task(tarn_task *task, void *arg) {
+  return tarn_task_parallel_for(task, 8, 1, begin_in_a_range, arg);
+}
+
+static void a_range_may_not_begin_a_region(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  struct beginner b = {.rt = rt};
+  atomic_init(&b.refused, 0);
+  atomic_init(&b.begun, 0);
+  for (int round = 0; round < 5; round++) {
+    tarn_region *region;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(tarn_submit(rt, beginner_task, TARN_ARG(&b)), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+  }
+  assert_int_equal(atomic_load(&b.begun), 0);
+  assert_int_equal(atomic_load(&b.refused), 5 * 8);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* ---- with a lead (tarn__task_parallel_for_lead) ---------------------- */
 
 struct lead {
@@ -560,6 +600,7 @@ int main(void) {
       cmocka_unit_test(bad_calls_refused),
       cmocka_unit_test(counts_near_size_max_are_covered),
       cmocka_unit_test(a_body_may_split_again),
+      cmocka_unit_test(a_range_may_not_begin_a_region),
       cmocka_unit_test(lead_once_beside_every_index),
       cmocka_unit_test(ranges_run_while_the_lead_runs),
       cmocka_unit_test(unshared_the_lead_comes_first),

@@ -168,11 +168,14 @@ static int reflector(const struct tall_qr *q, size_t c, double *tau) {
     if (isnan(v)) break;
   }
   if (big == 0.0) return 0;
-  for (size_t u = first_unit(x0); u < unit_count(q->m); u++) {
+  for (size_t u = first_unit(x0); u < unit_count(q->m) && !isinf(big); u++) {
     double v = q->partial[u * q->room] / big;
     sum += v * v;
   }
-  double xnorm = big * sqrt(sum);
+  /* an infinite unit norm: x's norm is infinite, as dnrm2 gives it (the
+   * scaled sum was inf / inf, and R's diagonal NaN where dgeqrt's is
+   * infinite) */
+  double xnorm = isinf(big) ? big : big * sqrt(sum);
   double beta = -copysign(hypot(*alpha, xnorm), *alpha);
   if (fabs(beta) < DBL_MIN / (DBL_EPSILON / 2)) { /* dlarfg's safmin */
     lapack_int info = LAPACKE_dlarfg_work((lapack_int)(q->m - x0 + 1), alpha,

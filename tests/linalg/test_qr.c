@@ -919,7 +919,27 @@ static void check_tall_multiply(tarn_rt *rt, size_t m, size_t n, size_t mb,
 /* A tall tile whose column 0 has a NaN below the diagonal and nothing
  * else but zeros there: R(0, 0) is NaN, as dgeqrf makes it (by rows, the
  * NaN's unit norm was passed over as no larger than the others' zeros,
- * and R(0, 0) kept A's value), and the other columns' too. */
+ * and R(0, 0) kept A's value), and the other columns' too. An infinity
+ * among random numbers there: R(0, 0) is dgeqrf's infinity (by rows it
+ * was NaN, the unit norms scaled by an infinite largest). */
+static void check_qr_inf(tarn_rt *rt) {
+  enum { M = 20000, N = 3 };
+  double *a = test_random_matrix(M, N, 1.0, 839);
+  a[7000] = INFINITY;
+  tarn_matrix *x = NULL, *t = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, M, N, M, N, a, M, &x), 0);
+  assert_int_equal(tarn_matrix_qr(x, 0, &t), 0);
+  double *f = test_buffer_of(x);
+  double tau[N], work[64 * N];
+  assert_int_equal(
+      LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, M, N, a, M, tau, work, 64 * N), 0);
+  assert_true(isinf(a[0]));
+  if (!(f[0] == a[0])) fail_msg("R(0, 0) %g, dgeqrf's %g", f[0], a[0]);
+  free(f);
+  free(a);
+  TEST_DESTROY_MATRICES(x, t);
+}
+
 static void check_qr_nan_alone(tarn_rt *rt) {
   enum { M = 20000, N = 4 };
   double *a = test_random_matrix(M, N, 1.0, 838);
@@ -952,6 +972,7 @@ static void test_qr_tall_tile(void **state) {
     check_tall_multiply(rt, M, N, M, 834);
     check_tall_multiply(rt, 40000, N, 20000, 837);
     check_qr_nan_alone(rt);
+    check_qr_inf(rt);
     tarn_matrix *x = NULL, *t = NULL;
     assert_int_equal(tarn_matrix_rand(rt, M, N, M, N, 835, &x), 0);
     double *a = test_buffer_of(x);

@@ -10,7 +10,8 @@
  * the two spreads [min_s, max_s] do not overlap. A change beyond the
  * threshold whose spreads overlap is "within noise" and counts as neither.
  * A file without min_s / max_s has no spread: its median alone. A result
- * whose extra counts the operations of a sample ("ops", or "tasks") in both
+ * whose extra counts the operations of a sample ("ops", "tasks" or
+ * "regions") in both
  * files is compared per operation, since a calibrated benchmark chooses
  * that count anew in every run. */
 #define _POSIX_C_SOURCE 200809L
@@ -19,6 +20,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +53,9 @@ static const char help_text[] =
     "spreads overlap is listed as within noise and counts as neither.\n"
     "A benchmark in one file only is shown as 'only in base' or 'only in\n"
     "new'. Times are median_s, min_s and max_s; divided by the extra \"ops\"\n"
-    "(or \"tasks\"), the operations of one sample, where both files have it,\n"
-    "since a calibrated benchmark chooses that count anew in every run.\n"
+    "(or \"tasks\", \"regions\"), the operations of one sample, where both\n"
+    "files have it, since a calibrated benchmark chooses that count anew\n"
+    "in every run.\n"
     "Files from different machines, page settings or tarn settings\n"
     "(workers, mem_limit, max_unfinished, ...) are compared, with a note.\n"
     "\n"
@@ -74,7 +77,7 @@ static const char help_text[] =
  * every run, so its times compare only per operation. */
 static const struct {
   const char *key, *unit;
-} counts[] = {{"ops", "op"}, {"tasks", "task"}};
+} counts[] = {{"ops", "op"}, {"tasks", "task"}, {"regions", "region"}};
 enum { count_keys = sizeof counts / sizeof counts[0] };
 
 /* One benchmark of a result file; `name` points into the file's JSON. */
@@ -764,13 +767,17 @@ static void print_summary(const row *rows, size_t n, const size_t *count,
 }
 
 /* Writes s as a gnuplot single-quoted string: ' doubled, control
- * characters as '?'. */
-static void gnuplot_string(FILE *out, const char *s) {
+ * characters as '?', and % doubled where the string is a format (a tic's
+ * label is: a name with a % failed the whole picture, "Bad format
+ * character"). */
+static void gnuplot_string(FILE *out, const char *s, bool format) {
   fputc('\'', out);
   for (; *s; s++) {
     unsigned char ch = (unsigned char)*s;
     if (ch == '\'')
       fputs("''", out);
+    else if (ch == '%' && format)
+      fputs("%%", out);
     else
       fputc(ch < 0x20 || ch == 0x7f ? '?' : ch, out);
   }
@@ -814,13 +821,13 @@ static void write_script(FILE *out, const row *rows, size_t n, size_t drawn,
           "font 'sans,11' background '#ffffff'\n",
           width, height);
   fputs("set output ", out);
-  gnuplot_string(out, svg);
+  gnuplot_string(out, svg, false);
   fputs("\nset title ", out);
   char title[1024];
   snprintf(title, sizeof title,
            "base / new, above 1: new is faster (base %s, new %s)", o->base,
            o->new);
-  gnuplot_string(out, title);
+  gnuplot_string(out, title, false);
   fprintf(out,
           "\nset xlabel 'base / new (log scale; bars from 1, whiskers: the "
           "spread; dashed: the threshold, %g %%)'\n",
@@ -856,7 +863,7 @@ static void write_script(FILE *out, const row *rows, size_t n, size_t drawn,
   for (size_t i = 0; i < n; i++) {
     if (!has_ratio(&rows[i])) continue;
     fputs(y == 0 ? "set ytics (" : "set ytics add (", out);
-    gnuplot_string(out, rows[i].base->name);
+    gnuplot_string(out, rows[i].base->name, true);
     fprintf(out, " %zu)\n", y++);
   }
   /* A labels plot whose points are all undefined crashes gnuplot 5.4: a
@@ -954,9 +961,10 @@ static void draw_picture(const row *rows, size_t n, const options *o,
   sigaction(SIGPIPE, &old, NULL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) continue;
-  if (failed || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+  if (failed || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    unlink(svg); /* what gnuplot began, never a whole picture */
     fprintf(stderr, "no picture: gnuplot failed to draw %s\n", svg);
-  else
+  } else
     printf("\npicture: %s\n", svg);
 }
 

@@ -27,7 +27,10 @@ static int starpu_failed(const char *what, int rc) {
 
 int linalg_starpu_open(void) {
   if (bench_starpu_environment("linalg", home, sizeof home) != 0) return 1;
-  return bench_starpu_start("linalg", (unsigned)LINALG_PEER_THREADS);
+  if (bench_starpu_start("linalg", (unsigned)LINALG_PEER_THREADS) == 0)
+    return 0;
+  bench_remove_tree(home); /* StarPU wrote there before it failed */
+  return 1;
 }
 
 void linalg_starpu_close(void) {

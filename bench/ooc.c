@@ -694,12 +694,22 @@ static void print_goals(const struct size_rows *sizes, size_t count,
   }
 }
 
-/* The limit for `op` at N=n: --mem-limit, else 2/3 of the data (one matrix
- * for Cholesky; A, B and C for matmul), in whole MiB (StarPU's unit). */
-static size_t limit_for(const bench_run *run, int op, size_t n) {
+/* The limit for `op` at N=n in tiles of b: --mem-limit, else 2/3 of the
+ * data (one matrix for Cholesky; A, B and C for matmul) and at least the
+ * three tiles one task of either pins (a gemm's: at N of 512 or less one
+ * tile is the whole matrix, and 2/3 of three of them fell below three
+ * from N = 210 on, so every --sizes of such an N failed), in whole MiB
+ * (StarPU's unit), rounded down but for that floor. */
+static size_t limit_for(const bench_run *run, int op, size_t n, size_t b) {
   size_t data = n * n * sizeof(double) * (op == OOC_CHOLESKY ? 1 : 3);
   size_t limit = run->mem_limit > 0 ? run->mem_limit : data / 3 * 2;
   size_t mib = limit >> 20;
+  if (run->mem_limit == 0) {
+    size_t side = b < n ? b : n, page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t tile = (side * side * sizeof(double) + page - 1) / page * page;
+    size_t floor_mib = (3 * tile + ((size_t)1 << 20) - 1) >> 20;
+    if (mib < floor_mib) mib = floor_mib;
+  }
   return (mib > 0 ? mib : 1) << 20;
 }
 
@@ -716,7 +726,7 @@ int bench_ooc(bench_run *run) {
     s->n = sizes[k];
     s->b = bench_tile_size(sizes[k]);
     for (int op = 0; op < OOC_OPS && !failed; op++) {
-      s->limit[op] = limit_for(run, op, s->n);
+      s->limit[op] = limit_for(run, op, s->n, s->b);
       for (int v = 0; v < VARIANTS && !failed; v++)
         failed = measure(run, s, op, v);
     }

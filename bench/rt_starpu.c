@@ -42,7 +42,10 @@ static int starpu_failed(const char *what, int rc) {
 
 int rt_starpu_open(unsigned workers) {
   if (bench_starpu_environment("rt", home, sizeof home) != 0) return 1;
-  if (bench_starpu_start("rt", workers) != 0) return 1;
+  if (bench_starpu_start("rt", workers) != 0) {
+    bench_remove_tree(home); /* StarPU wrote there before it failed */
+    return 1;
+  }
   counter = counted = 0;
   starpu_variable_data_register(&counter_handle, STARPU_MAIN_RAM,
                                 (uintptr_t)&counter, sizeof counter);

@@ -158,4 +158,27 @@ for row in "pool/tarn/evict small (clock)" "pool/tarn/evict small (largest)" \
   grep -qF -- "$row" <<<"$out" || fail "pool: no row '$row' in:"$'\n'"$out"
 done
 
-finish "array, stencil, linalg, files and pool's eviction rows ran and checked their results"
+# One of them filtered out: no goal from its figure (it gave one).
+out=$("$tarn" bench pool --filter 'evict small .largest' --samples 3 2>&1) ||
+  fail "pool, one row: exit status $?"$'\n'"$out"
+grep -qF "pool/tarn/evict small (clock)" <<<"$out" &&
+  fail "pool, one row: the clock row ran"
+grep -qF "largest / clock" <<<"$out" &&
+  fail "pool, one row: a goal of a row filtered out in:"$'\n'"$out"
+
+# time_to_load's floor alone (a filter for it matched nothing).
+out=$("$tarn" bench time_to_load --filter 'empty process' --samples 3 2>&1) ||
+  fail "time_to_load, the floor: exit status $?"$'\n'"$out"
+grep -qF "time_to_load/true/empty process" <<<"$out" ||
+  fail "time_to_load, the floor: no row in:"$'\n'"$out"
+
+# ooc at a size of one tile: its default limit holds the three tiles a
+# task pins (2/3 of the data did not from N = 210 on: out of memory).
+out=$("$tarn" bench ooc --sizes 300 --samples 3 --filter 'tarn/.*limit' 2>&1) ||
+  fail "ooc at N=300: exit status $?"$'\n'"$out"
+for op in cholesky "matmul (A*B)"; do
+  grep -qF "ooc/tarn/N=300 (block 300)/$op (limit 3 MiB)" <<<"$out" ||
+    fail "ooc at N=300: no $op row under 3 MiB in:"$'\n'"$out"
+done
+
+finish "array, stencil, linalg, files, ooc, time_to_load and pool's eviction rows ran and checked their results"

@@ -198,12 +198,14 @@ expect_line '\(base: linalg 31 %, rt 5 %; new: none notable\)' \
 cat >calibrated-base.json <<'JSON'
 {"results": [{"name": "alloc/calibrated", "median_s": 0.002,
   "min_s": 0.0019, "max_s": 0.0021, "extra": {"ops": 1000}},
- {"name": "rt/tasks", "median_s": 0.03, "extra": {"tasks": 3000}}]}
+ {"name": "rt/tasks", "median_s": 0.03, "extra": {"tasks": 3000}},
+ {"name": "rt/regions", "median_s": 0.03, "extra": {"regions": 3000}}]}
 JSON
 cat >calibrated-new.json <<'JSON'
 {"results": [{"name": "alloc/calibrated", "median_s": 0.004,
   "min_s": 0.0038, "max_s": 0.0042, "extra": {"ops": 4000}},
- {"name": "rt/tasks", "median_s": 0.03, "extra": {"tasks": 1000}}]}
+ {"name": "rt/tasks", "median_s": 0.03, "extra": {"tasks": 1000}},
+ {"name": "rt/regions", "median_s": 0.09, "extra": {"regions": 9000}}]}
 JSON
 run calibrated-base.json calibrated-new.json --fail-on-regression --svg x.svg
 expect_status 1 "per operation: the per-task regression fails"
@@ -211,6 +213,8 @@ expect_line '^alloc/calibrated +2\.00 us/op \[1\.90\.\.2\.10\] +1\.00 us/op \[0\
   "per operation: ops"
 expect_line '^rt/tasks +10\.0 us/task +30\.0 us/task +0\.333 +REGRESSION$' \
   "per task: tasks"
+expect_line '^rt/regions +10\.0 us/region +10\.0 us/region +1\.00$' \
+  "per region: regions (compared raw, it was a 3x regression)"
 
 # Bad files: status 1 and a message naming the file.
 printf '{"results": [\n  {"name": "x", "median_s": 1,}\n]}\n' >broken.json
@@ -264,6 +268,13 @@ if command -v gnuplot >/dev/null; then
   run one.json one.json --svg one.svg
   expect_line '^picture: one\.svg$' "a picture of one benchmark"
   grep -q '<svg' one.svg 2>/dev/null || fail "no SVG of one benchmark"
+  # A % in a name: a tic label is a format for gnuplot (it failed the
+  # picture, "Bad format character", and left half an SVG).
+  printf '{"results": [{"name": "files (50%%)", "median_s": 1}]}\n' >pct.json
+  run pct.json pct.json --svg pct.svg
+  expect_line '^picture: pct\.svg$' "a name with a %: the picture"
+  grep -q 'files (50%)' pct.svg 2>/dev/null ||
+    fail "a name with a %: not in the SVG"
   run base.json new.json --svg "$scratch/no/such/dir/x.svg"
   expect_status 0 "a picture that cannot be written: the table's status"
   expect_line '^no picture: gnuplot failed to draw .*/no/such/dir/x\.svg$' \

@@ -487,6 +487,10 @@ static int measure(bench_run *run, int wi, size_t n, struct figure *f) {
 }
 
 static void print_goals(const struct figure *f, size_t count) {
+  size_t shown = 0; /* figures not filtered out: without any, no heading */
+  for (size_t i = 0; i < count; i++)
+    shown += !(f[i].eager_over_live < 0 && f[i].saving < 0);
+  if (shown == 0) return;
   bench_printf(
       "\nGoals (peak: the pool's live bytes, its recycling cache left "
       "out; live set: from the operations, run one after another):\n");

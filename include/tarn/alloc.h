@@ -110,8 +110,9 @@ typedef struct tarn_mark {
 } tarn_mark;
 
 /* Records the slab's current position in *mark, so that tarn_slab_reset can
- * free everything allocated after it. A mark takes 16 bytes of the slab.
- * Returns 0, TARN_ENOSPC when those 16 bytes are not left, TARN_EINVAL for a
+ * free everything allocated after it. A mark takes 16 bytes of the slab,
+ * after up to 7 of padding that align it to 8. Returns 0, TARN_ENOSPC when
+ * those are not left, TARN_EINVAL for a
  * NULL argument. Not thread-safe (the slab's owner only). */
 TARN_API int tarn_slab_mark(tarn_slab *slab, tarn_mark *mark);
 
@@ -125,7 +126,8 @@ TARN_API int tarn_slab_mark(tarn_slab *slab, tarn_mark *mark);
 TARN_API int tarn_slab_reset(tarn_slab *slab, const tarn_mark *mark);
 
 /* Frees everything allocated from `slab` since `mark` and the mark itself:
- * the slab is as it was before tarn_slab_mark, and `mark` and the marks
+ * the slab is as it was before tarn_slab_mark (its padding given back
+ * too: tarn_slab_used is what it was then), and `mark` and the marks
  * taken after it become stale. A mark that is reset but never unmarked
  * keeps its 16 bytes, so code that marks and frees once per job (the
  * runtime, once per task) unmarks. Returns and fails as tarn_slab_reset;
@@ -144,7 +146,9 @@ typedef struct tarn_slab_set_stats {
   size_t retain_bytes;    /* pages kept backed on release, after rounding */
   size_t claimed;         /* slabs claimed at the moment of the call */
   uint64_t acquires;      /* successful tarn_slab_acquire calls so far */
-  uint64_t trimmed_bytes; /* bytes given back with madvise so far */
+  uint64_t trimmed_bytes; /* bytes given back with madvise so far: the
+                             address ranges discarded, touched or not (an
+                             upper bound on the memory returned) */
 } tarn_slab_set_stats;
 
 /* Fills *stats. `claimed` is a snapshot that concurrent calls may have

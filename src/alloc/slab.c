@@ -13,7 +13,8 @@
  *   the offset of the newest live mark, each header holds the offset of the
  *   one below. A reset pops down to its mark, so a mark is live exactly when
  *   the walk from `top` reaches it with its serial; serials never repeat in a
- *   slab, so a mark from before a release or an earlier reset is stale.
+ *   slab (61 bits: no run wraps them), so a mark from before a release or an
+ *   earlier reset is stale.
  * - peak >= every value cur has had since the last trim: the pages above
  *   max(peak, cur) were never touched, or were given back.
  * - A set's magic word is SET_LIVE from its creation until
@@ -58,11 +59,18 @@
 #define CACHE_LINE 64
 #define NO_MARK SIZE_MAX
 
-/* A mark's header in the slab, 16 bytes at an 8-byte boundary. */
+/* A mark's header in the slab, 16 bytes at an 8-byte boundary. `serial`
+ * holds the mark's serial in its low 61 bits and, in the top 3, the bytes
+ * of padding put before the header to align it (0 to 7), which an unmark
+ * gives back with the header (until 2026-12-05 they stayed, so a slab was
+ * not as it was before the mark). A mark's tarn_mark.serial is the whole
+ * word. */
 struct mark_header {
   uint64_t serial;
   size_t below; /* offset of the mark below, or NO_MARK */
 };
+#define PAD_SHIFT 61
+#define SERIAL_MASK (((uint64_t)1 << PAD_SHIFT) - 1)
 
 struct tarn_slab {
   struct tarn__slab_bump bump; /* must come first: see tarn/alloc.h */
@@ -343,7 +351,9 @@ int tarn_slab_mark(tarn_slab *s, tarn_mark *mark) {
     s->poisoned_to = want;
   }
 #endif
-  struct mark_header h = {++s->serial, s->top};
+  s->serial = (s->serial + 1) & SERIAL_MASK;
+  struct mark_header h = {s->serial | (uint64_t)(at - s->bump.cur) << PAD_SHIFT,
+                          s->top};
   header_write(at, h);
   s->top = at - s->base;
   s->bump.cur = at + sizeof h;
@@ -377,8 +387,9 @@ int tarn_slab_unmark(tarn_slab *s, const tarn_mark *mark) {
   if (s == NULL || mark == NULL || mark->slab != s) return TARN_EINVAL;
   size_t at = mark_find(s, mark);
   if (at == NO_MARK) return TARN_ESTALE;
-  s->top = header_read(s->base + at).below;
-  rewind_to(s, s->base + at); /* the header's padding stays (< 8 bytes) */
+  struct mark_header h = header_read(s->base + at);
+  s->top = h.below;
+  rewind_to(s, s->base + at - (size_t)(h.serial >> PAD_SHIFT));
   return 0;
 }
 

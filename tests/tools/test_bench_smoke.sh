@@ -34,11 +34,16 @@ for size in " 8" "+8" "1, 2" "8," "0"; do
   grep -qF -- "--sizes must be" <<<"$out" || fail "--sizes '$size': $out"
 done
 
-# A filter that matches no row says so (and measures nothing).
-out=$("$tarn" bench array --sizes 64 --samples 3 --filter 'no such row' 2>&1) ||
-  fail "a filter that matches nothing: exit status $?"
-grep -qF "no benchmark matched --filter 'no such row'" <<<"$out" ||
-  fail "a filter that matches nothing: no word of it in: $out"
+# A filter that matches no row says so (and measures nothing), and prints
+# no heading of goals (the eager suite printed its own).
+for name in array eager; do
+  out=$("$tarn" bench $name --sizes 64 --samples 3 --filter 'no such row' 2>&1) ||
+    fail "$name: a filter that matches nothing: exit status $?"
+  grep -qF "no benchmark matched --filter 'no such row'" <<<"$out" ||
+    fail "$name: a filter that matches nothing: no word of it in: $out"
+  grep -q "Goals" <<<"$out" &&
+    fail "$name: a filter that matches nothing: a heading of goals in: $out"
+done
 
 # A row that matched and failed says why, not that nothing matched (a
 # stencil task of two 720 KB tiles under a 1 MiB limit).

@@ -165,7 +165,8 @@ TARN_API int tarn_pool_limit_parse(const char *text, size_t *bytes);
  * On success *pool owns its I/O threads and spill file until
  * tarn_pool_destroy. Returns TARN_EINVAL for bad options or environment;
  * when the spill file cannot be made (only with a limit or a storage of
- * the caller's): TARN_ENOENT (the spill directory does not exist),
+ * the caller's): TARN_ENOENT (the spill directory does not exist, or
+ * its path with the file's name, 18 bytes more, passes PATH_MAX),
  * TARN_EACCES (it may not be written), TARN_ENOSPC, TARN_EBUSY (no file
  * descriptor left to the process or the system), or TARN_EIO;
  * TARN_ENOMEM. */

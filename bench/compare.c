@@ -11,9 +11,8 @@
  * threshold whose spreads overlap is "within noise" and counts as neither.
  * A file without min_s / max_s has no spread: its median alone. A result
  * whose extra counts the operations of a sample ("ops", "tasks" or
- * "regions") in both
- * files is compared per operation, since a calibrated benchmark chooses
- * that count anew in every run. */
+ * "regions") in both files is compared per operation, since a calibrated
+ * benchmark chooses that count anew in every run. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>

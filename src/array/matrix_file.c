@@ -42,9 +42,9 @@
  * spans the matrix's whole height (width), its lines follow each other in
  * the file too. A tile alone would move a line piece at a time: 4 KiB a
  * call for tiles of 512, where a band of 8 moves 32 KiB, or, spanning the
- * matrix, up to IOV_BATCH (256) pieces in one preadv/pwritev. The band's tiles
- * are all pinned while its task runs, so a band holds at most BAND_BYTES, and
- * an eighth of the pool's memory limit. */
+ * matrix, up to IOV_BATCH (256) pieces in one preadv/pwritev. The band's
+ * tiles are all pinned while its task runs, so a band holds at most
+ * BAND_BYTES, and an eighth of the pool's memory limit. */
 
 #define BAND_MAX 64
 #define BAND_BYTES ((size_t)32 << 20)

@@ -65,8 +65,11 @@ typedef enum { TARN_NON_UNIT, TARN_UNIT } tarn_diag;
  * M x N matrix is made there (tiles: op(A)'s along M by op(B)'s along N),
  * owned by the caller, and beta is ignored (treated as 0); otherwise *c
  * must have that shape and tiling and is updated in place. As in BLAS, a
- * beta of 0 does not read C (NaNs in it do not propagate). A and B may be
- * the same matrix; C may be neither.
+ * beta of 0 does not read C (NaNs in it do not propagate), and an alpha of
+ * 0 (or -0) reads neither A nor B: no product runs, C becomes beta C to
+ * the bit (left as it is for beta 1; zeros for beta 0; zeros when made
+ * here), whatever A and B hold or whether their writers failed. A and B
+ * may be the same matrix; C may be neither.
  *
  * One task per C tile and K tile, in K order on each C tile (one tile of A,
  * B and C pinned at a time); when op(B) has one column, the tasks are
@@ -77,7 +80,7 @@ typedef enum { TARN_NON_UNIT, TARN_UNIT } tarn_diag;
  * temporaries fit as all of C would): the first group into C's tile, each
  * other into a temporary tile in the pool, then one task adds the
  * temporaries into C's tile (freeing them); the sums' order, and C's last
- * bits, then depend on the workers.
+ * bits (the sign of an exact zero too), then depend on the workers.
  *
  * Submits and returns at once (results ordered as the runtime's rules
  * say). Returns 0; TARN_EINVAL for NULL arguments, a bad tarn_trans value,

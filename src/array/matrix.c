@@ -415,6 +415,11 @@ int tarn_matrix_fill(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
   return make_with(rt, m, n, mb, nb, k_fill, &extra, out);
 }
 
+int tarn__matrix_fill_in(tarn_matrix *a, double value) {
+  struct job extra = {.beta = value};
+  return per_tile(a, NULL, k_fill, &extra);
+}
+
 int tarn_matrix_rand(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
                      uint64_t seed, tarn_matrix **out) {
   struct job extra = {.seed = seed};

@@ -98,6 +98,12 @@ void tarn__matrix_file_forget(tarn_matrix *a);
  * and tiling. */
 bool tarn__matrix_same_layout(const tarn_matrix *a, const tarn_matrix *b);
 
+/* Submits, for every tile of `a`, a task that writes `value` over it
+ * without reading it (so a failed writer before, or NaNs in it, are
+ * gone). Returns 0 or the status of a submission; TARN_ENOMEM, nothing
+ * submitted, under a limit below one tile. */
+int tarn__matrix_fill_in(tarn_matrix *a, double value);
+
 /* The destination of an operation: *out when given (a live matrix with
  * the layout it must have: TARN_EINVAL otherwise), else a new matrix. *made
  * says which. */

@@ -921,6 +921,17 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
   int rc = tarn__matrix_destination(a->rt, m, n, am, bn, c, &made);
   if (rc != 0) return rc;
   tarn_matrix *cm = *c;
+  if (alpha == 0.0) {
+    /* BLAS's quick return: A and B are not read (neither their NaNs nor
+     * a failed writer of theirs reaches C) and C is beta C to the bit.
+     * Until 2026-12-05 the product ran: grouped sums added +0
+     * temporaries, so a -0 in C became +0 where BLAS leaves it, and a
+     * cancelled A cancelled C. A new C is zeros already; beta -0.0 added
+     * keeps every product's sign. */
+    if (made || beta == 1.0) return 0;
+    return beta == 0.0 ? tarn__matrix_fill_in(cm, 0.0)
+                       : tarn_matrix_axpb(cm, beta, -0.0, c);
+  }
   size_t kt = tra ? a->mt : a->nt;
   if (!product_fits(a, tra, b, trb, cm, kt)) {
     rc = TARN_ENOMEM;

@@ -264,6 +264,65 @@ static void test_gemm_beta_zero(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* alpha 0 is BLAS's quick return: C = beta C to the bit, A and B never
+ * read (all NaN here; then A's writer failed). On shapes whose products
+ * go in groups (5 x 5 x 40 in tiles of 4 on 3 workers) or lanes (y of 4
+ * over 1000 in tiles of 8) the -0s of C became +0 (the groups' +0
+ * temporaries added in), and a failed A cancelled C. */
+static void check_alpha_zero(tarn_rt *rt, size_t m, size_t n, size_t k,
+                             size_t t) {
+  tarn_matrix *a = NULL, *b = NULL, *c = NULL;
+  assert_int_equal(tarn_matrix_fill(rt, m, k, t, t, NAN, &a), 0);
+  assert_int_equal(tarn_matrix_fill(rt, k, n, t, t, NAN, &b), 0);
+  static const double alphas[] = {0.0, -0.0}, betas[] = {1.0, -2.0, 0.0};
+  for (int s = 0; s < 2; s++)
+    for (int u = 0; u < 3; u++) {
+      double beta = betas[u];
+      double *before = test_random_matrix(m, n, 1.0, 7);
+      for (size_t q = 0; q < m * n; q += 3) before[q] = -0.0;
+      assert_int_equal(tarn_matrix_from_buffer(rt, m, n, t, t, before, m, &c),
+                       0);
+      assert_int_equal(tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS,
+                                        alphas[s], beta, &c),
+                       0);
+      double *after = test_buffer_of(c);
+      for (size_t q = 0; q < m * n; q++) {
+        double want = beta == 0.0 ? 0.0 : beta * before[q];
+        if (memcmp(&after[q], &want, sizeof want) != 0)
+          fail_msg("%zu x %zu x %zu, alpha %g, beta %g: C[%zu] %a, not %a", m,
+                   n, k, alphas[s], beta, q, after[q], want);
+      }
+      free(before);
+      free(after);
+      tarn_matrix_destroy(c);
+      c = NULL;
+    }
+  /* a new C: zeros, whatever beta */
+  assert_int_equal(
+      tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS, 0.0, 5.0, &c), 0);
+  double sum = 1.0;
+  assert_int_equal(tarn_matrix_sum(c, &sum), 0);
+  assert_true(sum == 0.0 && !signbit(sum));
+  tarn_matrix_destroy(c);
+  /* A's writer failed: C is still beta C */
+  test_fail_first_tile(rt, a);
+  assert_int_equal(tarn_matrix_fill(rt, m, n, t, t, 3.0, &c), 0);
+  assert_int_equal(
+      tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS, 0.0, 1.0, &c), 0);
+  assert_int_equal(tarn_matrix_sum(c, &sum), 0);
+  assert_true(sum == 3.0 * (double)(m * n));
+  TEST_DESTROY_MATRICES(a, b, c);
+}
+
+static void test_gemm_alpha_zero(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  check_alpha_zero(rt, 5, 5, 40, 4);   /* groups */
+  check_alpha_zero(rt, 4, 1, 1000, 8); /* a product with x: gemv's */
+  check_alpha_zero(rt, 30, 30, 500, 16);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* y = alpha op(A) x + beta y0 against cblas_dgemv on the whole matrix:
  * op(A) m x k in tiles t1 x t2, x and y of one column. */
 static void check_gemv(tarn_rt *rt, size_t m, size_t k, size_t t1, size_t t2,
@@ -1344,6 +1403,7 @@ int main(void) {
       cmocka_unit_test(test_gemm_transposes),
       cmocka_unit_test(test_gemm_same_operand),
       cmocka_unit_test(test_gemm_beta_zero),
+      cmocka_unit_test(test_gemm_alpha_zero),
       cmocka_unit_test(test_gemm_bad),
       cmocka_unit_test(test_gemv),
       cmocka_unit_test(test_gemv_mem_limit),

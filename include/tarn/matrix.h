@@ -71,13 +71,21 @@ TARN_API int tarn_matrix_rand(tarn_rt *rt, size_t m, size_t n, size_t mb,
 
 /* A new matrix copied from the caller's column-major buffer (leading
  * dimension ld >= m). Waits until the copy is done: the buffer is free to
- * change when it returns. */
+ * change when it returns. Returns 0; TARN_EINVAL for NULL, a size of 0, or
+ * an ld below m or so large that the buffer would pass the end of the
+ * address space; TARN_ENOMEM (also under a memory limit below one tile);
+ * TARN_EDEADLK from a task. */
 TARN_API int tarn_matrix_from_buffer(tarn_rt *rt, size_t m, size_t n, size_t mb,
                                      size_t nb, const double *buf, size_t ld,
                                      tarn_matrix **out);
 
 /* Copies the matrix into the caller's column-major buffer (ld >= rows),
- * after every task submitted before on it. Waits. */
+ * after every task submitted before on it. Waits. Returns 0; TARN_EINVAL
+ * as tarn_matrix_from_buffer; TARN_ECANCELED when a task that was to write
+ * the matrix failed (the tiles it left are not copied, the others are: the
+ * buffer is then partly written); TARN_EIO when a tile cannot be read back
+ * from the disk; TARN_ENOMEM (also under a memory limit below one tile);
+ * TARN_EDEADLK from a task. */
 TARN_API int tarn_matrix_to_buffer(tarn_matrix *a, double *buf, size_t ld);
 
 /* ---- files ---------------------------------------------------------------
@@ -207,7 +215,9 @@ TARN_API int tarn_matrix_commit_file(tarn_matrix *a);
 TARN_API int tarn_matrix_to_file(tarn_matrix *a, const char *path);
 
 /* Element (i, j), after every task submitted before on it. Waits. Returns
- * 0, or TARN_EINVAL when (i, j) is outside the matrix. */
+ * 0; TARN_EINVAL when (i, j) is outside the matrix; as
+ * tarn_matrix_to_buffer for its tile (TARN_ECANCELED when a task that was
+ * to write it failed, TARN_EIO, TARN_ENOMEM, TARN_EDEADLK). */
 TARN_API int tarn_matrix_get(tarn_matrix *a, size_t i, size_t j, double *v);
 
 /* Frees the matrix: its tiles go as soon as the tasks using them end.

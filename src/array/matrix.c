@@ -95,7 +95,9 @@ int tarn__matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
     return TARN_EINVAL;
   mb = mb < m ? mb : m;
   nb = nb < n ? nb : n;
-  size_t mt = (m + mb - 1) / mb, nt = (n + nb - 1) / nb;
+  /* not (m + mb - 1) / mb, which wrapped for m near SIZE_MAX: 0 tiles
+   * (a matrix of no tiles read out of its table) or a division by 0 */
+  size_t mt = m / mb + (m % mb != 0), nt = n / nb + (n % nb != 0);
   /* A tile's bytes, and the matrix with its table of tiles, must fit in a
    * size_t. */
   if (mb > SIZE_MAX / sizeof(double) / nb ||
@@ -464,10 +466,19 @@ static int each_tile_and_wait(tarn_matrix *a, tarn_task_fn fn, tarn_access mode,
   return rc != 0 ? rc : wrc;
 }
 
+/* Whether an m x n column-major buffer of leading dimension ld can be:
+ * ld >= m, and its last element's offset, ld (n - 1) + m - 1 doubles, in
+ * the address space (a larger ld wrapped the tasks' pointers to memory
+ * outside the buffer). */
+static bool buffer_spans(size_t m, size_t n, size_t ld) {
+  return ld >= m && (n == 1 || ld <= (SIZE_MAX / sizeof(double) - m) / (n - 1));
+}
+
 int tarn_matrix_from_buffer(tarn_rt *rt, size_t m, size_t n, size_t mb,
                             size_t nb, const double *buf, size_t ld,
                             tarn_matrix **out) {
-  if (buf == NULL || out == NULL || ld < m) return TARN_EINVAL;
+  if (buf == NULL || out == NULL || n == 0 || !buffer_spans(m, n, ld))
+    return TARN_EINVAL;
   tarn_matrix *a = NULL;
   int rc = tarn__matrix_new(rt, m, n, mb, nb, &a);
   if (rc == 0)
@@ -481,7 +492,8 @@ int tarn_matrix_from_buffer(tarn_rt *rt, size_t m, size_t n, size_t mb,
 }
 
 int tarn_matrix_to_buffer(tarn_matrix *a, double *buf, size_t ld) {
-  if (!tarn__matrix_ok(a) || buf == NULL || ld < a->m) return TARN_EINVAL;
+  if (!tarn__matrix_ok(a) || buf == NULL || !buffer_spans(a->m, a->n, ld))
+    return TARN_EINVAL;
   return each_tile_and_wait(a, k_to_buffer, TARN_READ, buf, ld);
 }
 

@@ -549,6 +549,14 @@ static void bad_input_is_refused(void **state) {
                    TARN_ENOMEM);
   assert_int_equal(tarn_matrix_zeros(rt, SIZE_MAX, SIZE_MAX, 1, 1, &c),
                    TARN_ENOMEM);
+  /* Tile counts near SIZE_MAX: (m + mb - 1) / mb wrapped to 0 tiles (a
+   * matrix "made" whose reads left its table) or divided by 0. */
+  assert_int_equal(tarn_matrix_zeros(rt, SIZE_MAX, 1, 2, 1, &c), TARN_ENOMEM);
+  assert_int_equal(tarn_matrix_zeros(rt, 1, SIZE_MAX, 1, 2, &c), TARN_ENOMEM);
+  assert_int_equal(tarn_matrix_rand(rt, SIZE_MAX - 2, 1, 8, 1, 1, &c),
+                   TARN_ENOMEM);
+  assert_int_equal(tarn_matrix_fill(rt, SIZE_MAX - 2, 1, 8, 1, 2.0, &c),
+                   TARN_ENOMEM);
   assert_null(c);
   assert_int_equal(tarn_matrix_rand(rt, 6, 4, 2, 2, 1, &a), 0);
   assert_int_equal(tarn_matrix_rand(rt, 4, 6, 2, 2, 1, &b), 0);
@@ -578,6 +586,13 @@ static void bad_input_is_refused(void **state) {
   assert_int_equal(tarn_matrix_to_buffer(a, buf, 5), TARN_EINVAL); /* ld */
   assert_int_equal(tarn_matrix_from_buffer(rt, 6, 4, 2, 2, buf, 5, &c),
                    TARN_EINVAL);
+  /* an ld no buffer can have: the tasks' pointers wrapped (a read of
+   * other memory, returned as the matrix) */
+  assert_int_equal(tarn_matrix_to_buffer(a, buf, SIZE_MAX / 4), TARN_EINVAL);
+  assert_int_equal(
+      tarn_matrix_from_buffer(rt, 6, 4, 2, 2, buf, SIZE_MAX / 4, &c),
+      TARN_EINVAL);
+  assert_null(c);
   /* b is untouched by the refused operation. */
   double after[24], before[24];
   assert_int_equal(tarn_matrix_to_buffer(b, after, 4), 0);

@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(
   cmake make gcc pkg-config clang-format   # build and format check
+  g++                                      # the headers checked from C++
   libxxhash-dev libzstd-dev                # spill store checksums, compression
   libcmocka-dev                            # tests
   libopenblas-dev liblapacke-dev           # linalg tile kernels

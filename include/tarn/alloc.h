@@ -183,15 +183,17 @@ struct tarn__slab_bump {
  * only). */
 static inline int tarn_slab_alloc(tarn_slab *slab, size_t size, size_t align,
                                   void **out) {
-  if (slab != NULL && out != NULL) {
-    struct tarn__slab_bump *b = (struct tarn__slab_bump *)(void *)slab;
-    uintptr_t start = (b->cur + (align - 1)) & ~(uintptr_t)(align - 1);
+  if (slab != TARN__NULL && out != TARN__NULL) {
+    struct tarn__slab_bump *b =
+        TARN__REINTERPRET(struct tarn__slab_bump *, slab);
+    uintptr_t start =
+        (b->cur + (align - 1)) & ~TARN__CONVERT(uintptr_t, align - 1);
     /* One test covers the common case; anything unusual (size 0, a bad
      * alignment, too little room, poisoning builds) goes out of line. */
     if ((align & (align - 1)) == 0 && align - 1 < b->max_align &&
         start <= b->fast_end && size - 1 < b->fast_end - start) {
       b->cur = start + size;
-      *out = (void *)start;
+      *out = TARN__REINTERPRET(void *, start);
       return 0;
     }
   }

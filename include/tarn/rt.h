@@ -238,19 +238,41 @@ enum {
   TARN__ITEM_NAME = 4
 };
 
-#define TARN_R(r) ((tarn_item){TARN__ITEM_DEP, (r), NULL, TARN_READ})
-#define TARN_W(r) ((tarn_item){TARN__ITEM_DEP, (r), NULL, TARN_WRITE})
-#define TARN_RW(r) ((tarn_item){TARN__ITEM_DEP, (r), NULL, TARN_READ_WRITE})
-#define TARN_ARG(p) ((tarn_item){TARN__ITEM_ARG, NULL, (void *)(p), 0})
-#define TARN_PRIORITY(n) ((tarn_item){TARN__ITEM_PRIORITY, NULL, NULL, (n)})
-#define TARN_NAME(s) \
-  ((tarn_item){TARN__ITEM_NAME, NULL, (void *)(uintptr_t)(s), 0})
-#define TARN_END ((tarn_item){TARN__ITEM_END, NULL, NULL, 0})
+/* An item: a compound literal in C; in C++ (which has none) a braced
+ * temporary, and tarn_submit's array a lambda's local. TARN_ARG and
+ * TARN_NAME take pointers to const too, without a cast-qual warning in
+ * the caller's code (through uintptr_t in C; in C++ through const void *,
+ * so nullptr works). */
+#ifdef __cplusplus
+#define TARN__ITEM(tag, ref, ptr, value) \
+  (tarn_item{(tag), (ref), (ptr), (value)})
+#define TARN__PTR(p) const_cast<void *>(static_cast<const void *>(p))
+#else
+#define TARN__ITEM(tag, ref, ptr, value) \
+  ((tarn_item){(tag), (ref), (ptr), (value)})
+#define TARN__PTR(p) ((void *)(uintptr_t)(p))
+#endif
+#define TARN_R(r) TARN__ITEM(TARN__ITEM_DEP, (r), TARN__NULL, TARN_READ)
+#define TARN_W(r) TARN__ITEM(TARN__ITEM_DEP, (r), TARN__NULL, TARN_WRITE)
+#define TARN_RW(r) TARN__ITEM(TARN__ITEM_DEP, (r), TARN__NULL, TARN_READ_WRITE)
+#define TARN_ARG(p) TARN__ITEM(TARN__ITEM_ARG, TARN__NULL, TARN__PTR(p), 0)
+#define TARN_PRIORITY(n) \
+  TARN__ITEM(TARN__ITEM_PRIORITY, TARN__NULL, TARN__NULL, (n))
+#define TARN_NAME(s) TARN__ITEM(TARN__ITEM_NAME, TARN__NULL, TARN__PTR(s), 0)
+#define TARN_END TARN__ITEM(TARN__ITEM_END, TARN__NULL, TARN__NULL, 0)
 
 /* Submits `fn` with the items that follow (at least one). Returns as
- * tarn_task_submit. */
+ * tarn_task_submit. From C and from C++ (11 or later). */
+#ifdef __cplusplus
+#define tarn_submit(rt, fn, ...)                             \
+  ([&]() -> int {                                            \
+    const tarn_item tarn__items[] = {__VA_ARGS__, TARN_END}; \
+    return tarn_task_submit_items((rt), (fn), tarn__items);  \
+  }())
+#else
 #define tarn_submit(rt, fn, ...) \
   tarn_task_submit_items((rt), (fn), (const tarn_item[]){__VA_ARGS__, TARN_END})
+#endif
 
 /* The function behind tarn_submit: `items` ends with TARN_END. */
 TARN_API int tarn_task_submit_items(tarn_rt *rt, tarn_task_fn fn,

@@ -40,6 +40,16 @@ cc -std=c11 -Wall -Werror "$here/consumer/consumer.c" -o "$scratch/pc_static" \
   $(pkg-config --static --libs tarn | sed 's/-ltarn\b//')
 check "$scratch/pc_static"
 
+# C++11, with the warnings a strict C++ project turns on (tarn_submit's
+# array was a compound literal, which g++ refuses; its items cast with
+# C's casts and 0 as a null pointer).
+c++ -std=c++11 -Wall -Wextra -Wpedantic -Werror -Wcast-qual -Wold-style-cast \
+  -Wzero-as-null-pointer-constant -Wconversion -Wsign-conversion \
+  "$here/consumer/consumer.cpp" -o "$scratch/cxx" $(pkg-config --cflags --libs tarn)
+out=$(LD_LIBRARY_PATH=$libdir "$scratch/cxx")
+[ "$out" = "tarn from C++: 4" ] || { echo "C++ consumer printed '$out'"; exit 1; }
+echo "ok: C++"
+
 # The example programs, as a user who copied examples/ would build them,
 # against the installed tree; one of them runs.
 for e in matrices tasks least_squares out_of_core heat; do
@@ -55,3 +65,21 @@ cmake -S "$here/consumer" -B "$scratch/cm" -DCMAKE_PREFIX_PATH="$prefix" >/dev/n
 cmake --build "$scratch/cm" >/dev/null
 check "$scratch/cm/consumer_shared"
 check "$scratch/cm/consumer_static"
+
+# Install directories given as absolute paths (as Nix and Guix pass them):
+# tarn.pc writes one outside the prefix as it is, one inside relative to
+# the prefix (it pasted either after ${prefix}: "${prefix}//abs/lib").
+# Only configured: tarn.pc is made then.
+abs=$scratch/abs
+cmake -S "$here/../.." -B "$abs/build" -DTARN_TESTS=OFF -DTARN_BENCH=OFF \
+  -DTARN_EXAMPLES=OFF -DCMAKE_INSTALL_PREFIX="$abs/prefix" \
+  -DCMAKE_INSTALL_LIBDIR="$abs/prefix/lib64" \
+  -DCMAKE_INSTALL_INCLUDEDIR="$abs/headers/include" >/dev/null
+pc_var() { PKG_CONFIG_PATH=$abs/build pkg-config --variable="$1" tarn; }
+[ "$(pc_var includedir)" = "$abs/headers/include" ] ||
+  { echo "absolute includedir: tarn.pc says '$(pc_var includedir)'"; exit 1; }
+case "$(pc_var libdir)" in
+  */../../lib64) ;;
+  *) echo "absolute libdir in the prefix: tarn.pc says '$(pc_var libdir)'"; exit 1 ;;
+esac
+echo "ok: absolute install directories in tarn.pc"

@@ -243,6 +243,13 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
                               atomic_int *check, int trsm_priority,
                               int gemm_priority, int gemm_step);
 
+/* Submits a task that copies tile (i, j) of `from` into the same tile of
+ * `to` (same tiling), after the writers of `gate` when not NULL, unless
+ * *flag is not 0 when it starts (then it writes nothing). Returns 0 or a
+ * status of tarn_task_submit. */
+int tarn__submit_copy_unless(tarn_matrix *from, tarn_matrix *to, size_t i,
+                             size_t j, tarn_ref *gate, atomic_int *flag);
+
 /* Submits the backward solve op(T) X = Y from Y into B, up T's tile
  * columns. op(T) is the upper triangle of T's first N rows, or the
  * transpose of the lower triangle of the square T when `lower`; with a

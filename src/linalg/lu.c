@@ -767,9 +767,15 @@ static int submit_row_swaps(tarn_matrix *b, const size_t *piv, size_t npiv,
 
 /* A^T X = B with the factors (P A = L U, so A^T = U^T L^T P): the forward
  * solve U^T Z = Y on Y, whose trsm tasks check U's diagonal into *failed;
- * the backward solve L^T W = Z (unit L) from Y into B; then P^T on B, the
- * interchanges in reverse order on each tile column (after its backward
- * tasks, which wrote all of it), doing nothing once *failed is not 0. */
+ * the backward solve L^T W = Z (unit L) from Y into a new W; P^T on W,
+ * the interchanges in reverse order on each tile column (after its
+ * backward tasks, which wrote all of it); then W into B, a copy per tile.
+ * Every task from the backward pass on does nothing once *failed is not
+ * 0, and B is written by the copies alone, each after all of its tile
+ * column's work: so each tile of B holds X or what it held, whenever a
+ * submission fails. (Until 2026-12-05 the backward pass wrote W into B
+ * and the interchanges followed there: a submission failing after it
+ * began left W, not X, in B's tiles, the interchanges skipped.) */
 static int submit_trans(tarn_matrix *a, tarn_matrix *y, tarn_matrix *b,
                         const size_t *piv, tarn_dep *deps, atomic_int *failed) {
   int rc = 0;
@@ -778,8 +784,15 @@ static int submit_trans(tarn_matrix *a, tarn_matrix *y, tarn_matrix *b,
       rc = tarn__submit_forward_step(a, TARN__UPPER_TRANS, y, k, jb, failed,
                                      column_priority(k, k + 1 + jb, 1),
                                      column_priority(k, k + 1 + jb, 2), 0);
-  if (rc == 0) rc = tarn__submit_backward(a, true, true, y, b, failed, false);
-  return rc == 0 ? submit_row_swaps(b, piv, b->m, true, failed, deps) : rc;
+  tarn_matrix *w = NULL;
+  if (rc == 0) rc = tarn__matrix_new(b->rt, b->m, b->n, b->mb, b->nb, &w);
+  if (rc == 0) rc = tarn__submit_backward(a, true, true, y, w, failed, true);
+  if (rc == 0) rc = submit_row_swaps(w, piv, w->m, true, failed, deps);
+  for (size_t jb = 0; rc == 0 && jb < b->nt; jb++)
+    for (size_t i = 0; rc == 0 && i < b->mt; i++)
+      rc = tarn__submit_copy_unless(w, b, i, jb, NULL, failed);
+  tarn_matrix_destroy(w); /* its tiles go when their last task ends */
+  return rc;
 }
 
 /* ---- waiting for LU and solve -------------------------------------------- */

@@ -290,17 +290,16 @@ static int k_copy(tarn_task *t, void *arg) {
   return 0;
 }
 
-/* Submits k_copy of tile (i, j) from `from` into `to` (same tiling), after
- * the gate's writers. */
-static int submit_copy(tarn_matrix *from, tarn_matrix *to, size_t i, size_t j,
-                       tarn_ref *gate, atomic_int *flag) {
+int tarn__submit_copy_unless(tarn_matrix *from, tarn_matrix *to, size_t i,
+                             size_t j, tarn_ref *gate, atomic_int *flag) {
   tarn_dep d3[3] = {{tarn__tile(from, i, j), TARN_READ},
                     {tarn__tile(to, i, j), TARN_WRITE},
                     {gate, TARN_AFTER}};
   struct solve_job c = {.m = (int)tarn__tile_rows(from, i),
                         .n = (int)tarn__tile_cols(from, j),
                         .flag = flag};
-  return submit_job(from->rt, k_copy, &c, d3, 3, PRIO_TOP, "copy");
+  return submit_job(from->rt, k_copy, &c, d3, gate != NULL ? 3 : 2, PRIO_TOP,
+                    "copy");
 }
 
 /* The solve's tasks: the checks of T's diagonal tiles (unless unit), then
@@ -322,7 +321,7 @@ static int submit_triangular(tarn_matrix *t, bool forward, bool lower,
   }
   for (size_t i = 0; rc == 0 && i < b->mt; i++)
     for (size_t j = 0; rc == 0 && j < b->nt; j++)
-      rc = submit_copy(b, y, i, j, gate, failed);
+      rc = tarn__submit_copy_unless(b, y, i, j, gate, failed);
   if (rc != 0 || !forward)
     return rc != 0 ? rc
                    : tarn__submit_backward(t, lower, unit, y, b, failed, false);

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -59,12 +60,15 @@ static atomic_long calls;      /* allocations while armed */
 static atomic_long fail_at;    /* the first to fail; 0: none */
 static atomic_bool fail_after; /* every later one fails too */
 static atomic_long failures;   /* allocations made to fail */
+static atomic_bool fail_slowly; /* the failing one after 50 ms */
 
 static bool fails(void) {
   if (!atomic_load_explicit(&armed, memory_order_relaxed)) return false;
   long c = atomic_fetch_add(&calls, 1) + 1, k = atomic_load(&fail_at);
   if (k == 0 || c < k || (c > k && !atomic_load(&fail_after))) return false;
   atomic_fetch_add(&failures, 1);
+  if (atomic_load(&fail_slowly)) /* what was submitted before runs */
+    nanosleep(&(struct timespec){0, 50000000}, NULL);
   errno = ENOMEM;
   return true;
 }
@@ -126,7 +130,8 @@ enum verdict {
   WRONG_RESULT = 11,   /* every call succeeded with other bits */
   INPUT_CHANGED = 12,  /* A, only read, reads back otherwise */
   DESTROY_FAILED = 13, /* tarn_rt_destroy reported an error */
-  NO_RUNTIME = 14      /* the run without faults failed */
+  NO_RUNTIME = 14,     /* the run without faults failed */
+  TILE_OTHERWISE = 15  /* a failed solve left a tile of B neither X nor B */
 };
 
 /* A call fails the run at its first non-zero status, which must be one
@@ -268,9 +273,12 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
 
 /* Shared with the children: the reference outcome and the allocations of
  * the run without faults. */
+enum { SN = 96, SNRHS = 64 }; /* the solve workload's A and B */
+
 struct shared {
   struct outcome want;
   long calls;
+  double solve_x[SN * SNRHS]; /* the solve workload's X without faults */
 };
 
 static struct shared *shared_map(void) {
@@ -443,6 +451,102 @@ static enum verdict pool_workload(struct shared *sh, bool reference) {
 #undef ALLOWED
 }
 
+/* ---- a solve's right-hand sides ------------------------------------------
+ * tarn_matrix_lu_solve with the factors of a random SN x SN matrix, B
+ * SN x SNRHS (tiles of 32: two tile columns of B). Allocations fail only
+ * during the solve, the failing one after 50 ms, so that the tasks
+ * submitted before it have run. linalg.h: each tile of B then holds X, or
+ * its values before the call, or reads as TARN_ECANCELED; no tile holds
+ * anything else. With TARN_TRANS, B held the backward pass's W, the
+ * interchanges that make it X skipped, until 2026-12-05. */
+
+struct grabbed {
+  double b[SN * SNRHS];
+  bool seen[SN / NB][SNRHS / NB];
+};
+
+/* Copies its block of B into g->b and marks its tile seen (a tile that
+ * reads as cancelled is never handed to it). */
+static int grab(const tarn_block *blk, void *arg) {
+  struct grabbed *g = arg;
+  for (size_t q = 0; q < blk->cols; q++)
+    memcpy(&g->b[blk->row + (blk->col + q) * SN], &blk->data[0][q * blk->ld],
+           blk->rows * sizeof(double));
+  g->seen[blk->row / NB][blk->col / NB] = true;
+  return 0;
+}
+
+static enum verdict solve_run(struct shared *sh, bool reference,
+                              tarn_trans trans) {
+  tarn_rt_options o;
+  tarn_rt *rt = NULL;
+  tarn_matrix *a = NULL, *b = NULL;
+  size_t piv[SN];
+  int info = 0;
+  if (tarn_rt_options_init(&o) != 0) return NO_RUNTIME;
+  o.workers = 2;
+  if (tarn_rt_create(&o, &rt) != 0 ||
+      tarn_matrix_rand(rt, SN, SN, NB, NB, 3, &a) != 0 ||
+      tarn_matrix_lu(a, piv, &info) != 0 || info != 0 ||
+      tarn_matrix_rand(rt, SN, SNRHS, NB, NB, 4, &b) != 0)
+    return NO_RUNTIME;
+  static double before[SN * SNRHS];
+  if (tarn_matrix_to_buffer(b, before, SN) != 0) return NO_RUNTIME;
+  atomic_store(&fail_slowly, true);
+  atomic_store(&armed, true);
+  int rc = tarn_matrix_lu_solve(a, piv, trans, b, &info);
+  atomic_store(&armed, false);
+  enum verdict v = PASSED;
+  static struct grabbed g;
+  memset(&g, 0, sizeof g);
+  tarn_region *region = NULL;
+  tarn_matrix *const ms[] = {b};
+  const tarn_access r[] = {TARN_READ};
+  if (tarn_region_begin(rt, &region) != 0 ||
+      tarn_matrix_apply(ms, r, 1, grab, &g) != 0)
+    v = NO_RUNTIME;
+  if (region != NULL) (void)tarn_region_wait(region, NULL); /* cancelled? */
+  if (reference) {
+    if (rc != 0 || info != 0 || v != PASSED) return NO_RUNTIME;
+    memcpy(sh->solve_x, g.b, sizeof g.b);
+  } else if (rc != 0 && rc != TARN_ENOMEM && rc != TARN_ECANCELED) {
+    fprintf(stderr, "lu_solve: %s\n", tarn_strerror(rc));
+    v = BAD_STATUS;
+  }
+  for (size_t ti = 0; v == PASSED && ti < SN / NB; ti++)
+    for (size_t tj = 0; v == PASSED && tj < SNRHS / NB; tj++) {
+      if (!g.seen[ti][tj]) continue; /* cancelled */
+      bool x = true, old = true;
+      for (size_t j = tj * NB; j < (tj + 1) * NB; j++)
+        for (size_t i = ti * NB; i < (ti + 1) * NB; i++) {
+          size_t k = i + j * SN;
+          x &= memcmp(&g.b[k], &sh->solve_x[k], sizeof(double)) == 0;
+          old &= memcmp(&g.b[k], &before[k], sizeof(double)) == 0;
+        }
+      if (!x && !old) {
+        fprintf(stderr,
+                "lu_solve %s: %s: tile (%zu, %zu) of B neither X "
+                "nor B\n",
+                trans == TARN_TRANS ? "A^T" : "A", tarn_strerror(rc), ti, tj);
+        v = TILE_OTHERWISE;
+      }
+    }
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  int d = tarn_rt_destroy(rt);
+  if (d != 0 && d != TARN_ENOMEM && d != TARN_ECANCELED && v == PASSED)
+    v = DESTROY_FAILED;
+  return v;
+}
+
+static enum verdict solve_workload(struct shared *sh, bool reference) {
+  return solve_run(sh, reference, TARN_NO_TRANS);
+}
+
+static enum verdict solve_trans_workload(struct shared *sh, bool reference) {
+  return solve_run(sh, reference, TARN_TRANS);
+}
+
 /* ---- the children ---------------------------------------------------------
  */
 
@@ -482,6 +586,8 @@ static const char *verdict_name(int v) {
       return "destroying the runtime or pool failed";
     case NO_RUNTIME:
       return "the run without faults failed";
+    case TILE_OTHERWISE:
+      return "a failed solve left a tile of B neither X nor its values";
     default:
       return v >= 128 ? "killed by a signal (a crash, or a hang)"
                       : "another exit status (a leak: LeakSanitizer)";
@@ -526,6 +632,12 @@ static void linalg_without_a_limit_survives_failed_allocations(void **state) {
   every_allocation_fails_in_turn(linalg_unlimited_workload);
 }
 
+static void a_failed_solve_leaves_each_tile_of_b_x_or_b(void **state) {
+  (void)state;
+  every_allocation_fails_in_turn(solve_workload);
+  every_allocation_fails_in_turn(solve_trans_workload);
+}
+
 static void the_pool_keeps_its_data_when_allocations_fail(void **state) {
   (void)state;
   every_allocation_fails_in_turn(pool_workload);
@@ -536,6 +648,7 @@ int main(void) {
       cmocka_unit_test(the_pool_keeps_its_data_when_allocations_fail),
       cmocka_unit_test(linalg_survives_failed_allocations),
       cmocka_unit_test(linalg_without_a_limit_survives_failed_allocations),
+      cmocka_unit_test(a_failed_solve_leaves_each_tile_of_b_x_or_b),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,6 +4,8 @@
 #ifndef TARN_EXAMPLE_H
 #define TARN_EXAMPLE_H
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -17,7 +19,11 @@ static tarn_rt *example_rt;
  * if one is not (tarn_env_check). The runtime is destroyed first: that
  * waits for the tasks still running (those submitted before the failed
  * call). exit() with tasks running would run the libraries' destructors,
- * OpenBLAS's among them, under those tasks. */
+ * OpenBLAS's among them, under those tasks. The destroy's own status is
+ * printed too when it differs: a call that reads data a failed task was
+ * to write returns TARN_ECANCELED, and the failed task's status (a tile
+ * too large for the machine's memory: TARN_ENOMEM) comes back from the
+ * destroy, outside any region. */
 static void example_fail(const char *call, int rc) {
   const char *name = NULL;
   if (rc == TARN_EINVAL && tarn_env_check(&name) != 0)
@@ -25,7 +31,12 @@ static void example_fail(const char *call, int rc) {
             call, tarn_strerror(rc), name, getenv(name));
   else
     fprintf(stderr, "%s: %s\n", call, tarn_strerror(rc));
-  (void)tarn_rt_destroy(example_rt);
+  tarn_rt *rt = example_rt;
+  example_rt = NULL;
+  int destroyed = tarn_rt_destroy(rt);
+  if (destroyed != 0 && destroyed != rc)
+    fprintf(stderr, "(the failed task's own status: %s)\n",
+            tarn_strerror(destroyed));
   exit(1);
 }
 
@@ -51,18 +62,31 @@ static int example_finish(const char *name, int ok) {
   return ok ? 0 : 1;
 }
 
-/* argv[i] as a positive number, or `fallback` when there is no argv[i];
- * prints `usage` and exits with 2 when argv[i] is not one. */
-static size_t example_size(int argc, char **argv, int i, size_t fallback,
-                           const char *usage) {
+/* argv[i] as a positive number of at most `max`, or `fallback` when there
+ * is no argv[i]; prints `usage` and exits with 2 when argv[i] is not one
+ * (a number too large for an unsigned long long was taken as its largest
+ * value until 2026-12-05). */
+static size_t example_size_at_most(int argc, char **argv, int i,
+                                   size_t fallback, size_t max,
+                                   const char *usage) {
   if (argc <= i) return fallback;
   char *end;
+  errno = 0;
   unsigned long long v = strtoull(argv[i], &end, 10);
-  if (argv[i][0] < '0' || argv[i][0] > '9' || *end != '\0' || v == 0) {
-    fprintf(stderr, "usage: %s (positive numbers)\n", usage);
+  if (argv[i][0] < '0' || argv[i][0] > '9' || *end != '\0' || v == 0 ||
+      errno == ERANGE || v > max) {
+    fprintf(stderr, "usage: %s (positive numbers, at most %zu)\n", usage, max);
     exit(2);
   }
   return (size_t)v;
+}
+
+/* example_size_at_most with a bound of its own: 2^32, more than any size
+ * of these examples, so that their products of sizes (elements, bytes)
+ * cannot wrap a size_t. */
+static size_t example_size(int argc, char **argv, int i, size_t fallback,
+                           const char *usage) {
+  return example_size_at_most(argc, argv, i, fallback, (size_t)1 << 32, usage);
 }
 
 #endif

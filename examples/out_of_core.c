@@ -8,11 +8,11 @@
  * sees the difference. b is made from x_true = (1, ..., 1); the check
  * computes r = R^T (R x) + lambda x - b from R itself (A's tiles hold the
  * factor by then) and asks for the scaled residual
- * ||r|| / (||A|| ||x|| eps N) and the error ||x - x_true|| / ||x_true||,
- * which must also lie within N eps / rcond, rcond being A's reciprocal
- * condition number as tarn_matrix_cholesky_rcond estimates it from L.
- * It prints what the pool did: its peak against the limit, what it wrote
- * and read back.
+ * ||r|| / (||A|| ||x|| eps max(N, 16)) and the error ||x - x_true|| /
+ * ||x_true||, which must also lie within N eps / rcond, rcond being A's
+ * reciprocal condition number as tarn_matrix_cholesky_rcond estimates it from
+ * L. It prints what the pool did: its peak against the limit, what it wrote and
+ * read back.
  *
  * R comes from a file, as a job's data would: made, saved as r.npy and
  * opened (tarn_matrix_open_file: each tile is read from the file when a
@@ -27,8 +27,10 @@
  *                                                      a third of the data,
  *                                                      at least 1 MiB)
  *
- * Exits 0 when the pool stayed within its limit, really spilled, and the
- * answer is right; 1 otherwise. */
+ * Exits 0 when the pool stayed within its limit, really spilled (wrote
+ * tiles to its spill file, when the data is larger than the limit: with
+ * data just above it, nothing need be read back), and the answer is
+ * right; 1 otherwise. */
 #define _GNU_SOURCE
 #include <float.h>
 #include <math.h>
@@ -88,9 +90,8 @@ int main(int argc, char **argv) {
   /* R and A, and six vectors: x_true, b, x, u = R x, v = R^T u, r. */
   double data = (2.0 * (double)n * (double)n + 6.0 * (double)n) * 8.0;
   size_t limit =
-      (size_t)example_size(argc, argv, 3, (size_t)fmax(1.0, data / 3.0 / MIB),
-                           USAGE) *
-      (size_t)MIB;
+      example_size(argc, argv, 3, (size_t)fmax(1.0, data / 3.0 / MIB), USAGE) *
+      (size_t)MIB; /* at most 2^32 MiB: no wrap */
   double task_bytes = 3.0 * (double)tile * (double)tile * 8.0;
   if ((double)limit < task_bytes) {
     fprintf(stderr,
@@ -121,6 +122,10 @@ int main(int argc, char **argv) {
       example_rt_destroy();
       return 1;
     }
+  } else if (argv[4][0] == '\0') { /* "" made "/r.npy": the root's */
+    fprintf(stderr, "usage: %s (DIR not empty)\n", USAGE);
+    example_rt_destroy();
+    return 2;
   } else {
     snprintf(dir, sizeof dir, "%s", argv[4]);
   }
@@ -184,7 +189,10 @@ int main(int argc, char **argv) {
 
   tarn_pool_stats st;
   CHECK(tarn_pool_stats_get(tarn_rt_pool(rt), &st));
-  double residual = norm_r / (norm_a * norm_x * DBL_EPSILON * (double)n);
+  /* N at least 16 in the scale: for N = 1 a right answer's residual is an
+   * eps or two of ||A|| ||x|| (1.46 was seen), not a fraction of one */
+  double residual =
+      norm_r / (norm_a * norm_x * DBL_EPSILON * fmax((double)n, 16.0));
   double error = norm_err / norm_want;
   printf(
       "  pool: peak %.1f MiB resident (limit %.1f MiB); %.1f MiB written "
@@ -194,7 +202,7 @@ int main(int argc, char **argv) {
       (double)st.bytes_written / MIB, (unsigned long long)st.spills,
       (double)st.bytes_read / MIB, (unsigned long long)st.restores, st.io_mode,
       (double)st.source_bytes_read / MIB, (unsigned long long)st.source_reads);
-  printf("  ||A x - b|| / (||A|| ||x|| eps N) = %.3g (must be < 1)\n",
+  printf("  ||A x - b|| / (||A|| ||x|| eps max(N, 16)) = %.3g (must be < 1)\n",
          residual);
   printf(
       "  ||x - x_true|| / ||x_true|| = %.3g (must be < 1e-10, and below N "
@@ -205,7 +213,7 @@ int main(int argc, char **argv) {
   int ok = st.resident_peak <= limit && residual < 1.0 && error < 1e-10 &&
            rcond > 0 && error <= (double)n * DBL_EPSILON / rcond &&
            x_diff == 0.0;
-  if ((double)limit < data) ok &= st.bytes_written > 0 && st.bytes_read > 0;
+  if ((double)limit < data) ok &= st.bytes_written > 0;
 
   tarn_matrix *const all[] = {r, a, want, b, x, u, v, res, err, x_back, diff};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -170,8 +170,11 @@ static int pipeline(tarn_rt *rt, struct chunk *chunks, size_t count,
 }
 
 int main(int argc, char **argv) {
-  size_t count = example_size(argc, argv, 1, 64, USAGE),
-         len = example_size(argc, argv, 2, 131072, USAGE);
+  size_t count = example_size(argc, argv, 1, 64, USAGE);
+  /* the data, count * len doubles twice over, counted in a size_t (a len
+   * that wrapped it made refs of a page written far past their end) */
+  size_t len = example_size_at_most(
+      argc, argv, 2, 131072, SIZE_MAX / 2 / sizeof(double) / count, USAGE);
   if (count < 4) {
     fprintf(stderr, "tasks: at least 4 chunks (the fourth one fails)\n");
     return 2;

@@ -19,6 +19,16 @@
  * spill disk), that status is returned instead, *info still set, and the
  * outputs are as that status leaves them.
  *
+ * Inputs whose writer failed: TARN_ECANCELED, where a call below says
+ * "when a task submitted before to write A failed", means a tile of A the
+ * call reads (a call that reads one triangle does not see a failed tile
+ * of the other, which stays cancelled). What the call was to write then
+ * reads as TARN_ECANCELED too (rule 4): a solve's B, which goes through
+ * the factor, is lost with it (write it anew); a factorisation's A is.
+ * The same holds for a call whose region the program cancels (inside a
+ * region the program began and cancelled, a call's own region is
+ * cancelled with it: tarn/rt.h).
+ *
  * Memory limit: each task pins its tiles while it runs (a product's and
  * Cholesky's three, a QR update's three and a T tile, LU's panel and
  * interchanges a tile column, its updates three). A limit that cannot

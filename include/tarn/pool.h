@@ -300,7 +300,9 @@ TARN_API int tarn_ref_release(tarn_ref *ref);
  * later pin may try again); TARN_EIO or TARN_ENOSPC when evicting to make
  * room failed to write, as for tarn_ref_alloc; the status of a failed
  * source->read (the ref keeps its source; a later pin tries again);
- * TARN_EMISUSE on a dead ref; TARN_EINVAL. */
+ * TARN_EMISUSE on a dead ref; TARN_EINVAL. The pool knows nothing of
+ * tasks: a ref whose writing task failed or was cancelled (tarn/rt.h,
+ * rule 4) pins as any other, with the bytes it held before. */
 TARN_API int tarn_ref_pin(tarn_ref *ref, tarn_access mode, uint64_t timeout_ns,
                           void **data);
 

@@ -25,7 +25,11 @@
  *    ref it was to write, directly or through other such tasks, is
  *    cancelled (reports TARN_ECANCELED, never runs), and so is every task
  *    that reads a ref a cancelled task was to write. A ref stays so until a
- *    task writes it without reading it (TARN_WRITE). A task that only
+ *    task writes it without reading it (TARN_WRITE). The mark is the
+ *    runtime's, for tasks: the program's own tarn_ref_pin of such a ref
+ *    succeeds and shows the bytes as they were (the region's wait, or a
+ *    matrix call's TARN_ECANCELED, is what says they are not the
+ *    result). A task that only
  *    waits for a failed one (a write after its read, a write-only access
  *    after its write) still runs, as do independent tasks.
  * 5. tarn_region_wait blocks until every task submitted in the region (and
@@ -307,7 +311,8 @@ typedef int (*tarn_range_fn)(void *arg, size_t begin, size_t end);
  * at least `grain` long (the last may be shorter), on the calling worker
  * and, at the same time, on any worker that has nothing else to do, and
  * returns when every range is done. With no idle worker, or when count is
- * below 2 * grain, it is a single call body(arg, 0, count) on this thread.
+ * below 2 * grain, it is a single call body(arg, 0, count) on this thread
+ * (none when count is 0).
  * For a task whose data is one large tile (a gemm, an elementwise
  * operation, a stencil on a single tile) when there are fewer ready tasks
  * than workers. The bodies may read the task's data (tarn_task_data,

@@ -2,9 +2,10 @@
 # Builds tarn three ways and runs its tests: a release build (build/, every
 # test), a debug build with AddressSanitizer and UndefinedBehaviorSanitizer
 # (build-asan/, every test) and a ThreadSanitizer build (build-tsan/, the
-# tests labelled "concurrent"); then, when clang is installed, fuzzes the
-# pool's operation sequences with libFuzzer for 20 seconds and the .npy
-# header reader for 10 (build-fuzz/).
+# tests labelled "concurrent"); then, when clang is installed, fuzzes with
+# libFuzzer (build-fuzz/) the pool's operation sequences for 20 seconds,
+# the .npy header reader for 10, the pool under injected storage and
+# source faults for 20, and whole .npy files read, opened and saved for 15.
 # -Wall -Wextra -Werror everywhere. Installs missing Debian packages first.
 # Exits non-zero on the first failure.
 set -euo pipefail
@@ -64,6 +65,17 @@ if can_fuzz; then
   build-fuzz/tests/fuzz_npy -max_total_time=10 -seed=1 \
     -artifact_prefix=build-fuzz/ build-fuzz/corpus-npy tests/fuzz/npy 2>&1 |
     tail -n 2
+  # The pool with failing and short storage I/O and failing sources, for
+  # 20 seconds.
+  mkdir -p build-fuzz/corpus-pool-faults
+  build-fuzz/tests/fuzz_pool_faults -max_total_time=20 -seed=1 \
+    -artifact_prefix=build-fuzz/ build-fuzz/corpus-pool-faults \
+    tests/fuzz/pool_faults 2>&1 | tail -n 2
+  # Whole .npy files through from_file, open_file and to_file, for 15.
+  mkdir -p build-fuzz/corpus-npy-files
+  build-fuzz/tests/fuzz_npy_file -max_total_time=15 -seed=1 \
+    -artifact_prefix=build-fuzz/ build-fuzz/corpus-npy-files \
+    tests/fuzz/npy_files 2>&1 | tail -n 2
   passed=$((passed + 1))
   fuzz=ran
 fi

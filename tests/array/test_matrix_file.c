@@ -229,6 +229,15 @@ static void run_python(const char *python, const char *script) {
 
 enum { NM = 300, NN = 170 };
 
+/* Whether the file at `path` holds the values of an NM x NN matrix, read
+ * in tiles of mb x mb. */
+static void assert_file_holds_values(tarn_rt *rt, const char *path, size_t mb) {
+  tarn_matrix *back = NULL;
+  assert_int_equal(tarn_matrix_from_file(rt, path, mb, mb, &back), 0);
+  assert_holds_values(back, NM, NN, false);
+  tarn_matrix_destroy(back);
+}
+
 /* numpy saves the same values in every kind tarn reads. */
 static const char numpy_saves[] =
     "i = np.arange(300).reshape(300, 1)\n"
@@ -1472,10 +1481,7 @@ static void a_created_file_holds_the_matrix_once_committed(void **state) {
     }
     assert_int_equal(tarn_matrix_commit_file(c), 0);
     assert_false(the_temporary(temp, sizeof temp));
-    tarn_matrix *back = NULL;
-    assert_int_equal(tarn_matrix_from_file(rt, path, 32, 32, &back), 0);
-    assert_holds_values(back, NM, NN, false);
-    tarn_matrix_destroy(back);
+    assert_file_holds_values(rt, path, 32);
     tarn_matrix_destroy(v);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
@@ -1522,10 +1528,7 @@ static void a_failed_commit_keeps_the_matrix(void **state) {
   assert_int_equal(access(path, F_OK), -1);
   assert_holds_values(c, NM, NN, false);
   assert_int_equal(tarn_matrix_commit_file(c), 0);
-  tarn_matrix *back = NULL;
-  assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &back), 0);
-  assert_holds_values(back, NM, NN, false);
-  tarn_matrix_destroy(back);
+  assert_file_holds_values(rt, path, 64);
 
   /* A writer failed: nothing is committed. */
   assert_int_equal(tarn_matrix_create_file(rt, path, NM, NN, 64, 50, &c), 0);
@@ -1533,9 +1536,7 @@ static void a_failed_commit_keeps_the_matrix(void **state) {
   assert_int_equal(tarn_matrix_commit_file(c), TARN_ECANCELED);
   tarn_matrix_destroy(c);
   assert_false(the_temporary(temp, sizeof temp));
-  assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &back), 0);
-  assert_holds_values(back, NM, NN, false); /* the file committed before */
-  tarn_matrix_destroy(back);
+  assert_file_holds_values(rt, path, 64); /* the file committed before */
   tarn_matrix_destroy(v);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 
@@ -1640,10 +1641,7 @@ static void after_the_rename_only_eio(void **state) {
   assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
   assert_int_equal(rc, TARN_EIO);
   assert_false(the_temporary(temp, sizeof temp));
-  tarn_matrix *back = NULL;
-  assert_int_equal(tarn_matrix_from_file(rt, path, 64, 64, &back), 0);
-  assert_holds_values(back, NM, NN, false);
-  tarn_matrix_destroy(back);
+  assert_file_holds_values(rt, path, 64);
   tarn_matrix_destroy(v);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }

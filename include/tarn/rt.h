@@ -116,7 +116,8 @@ typedef struct tarn_rt_options {
    * program thread that submits to it runs tasks, or waits, until an
    * eighth of them have finished (checked by the program thread that
    * makes a region's 64th, 128th, ... submission, so the bound may be
-   * passed by 63). A loop that submits faster than its tasks run then
+   * passed by 63 for each thread that submits into the region at once).
+   * A loop that submits faster than its tasks run then
    * keeps about this many tasks in memory (some 450 bytes each, plus their
    * edges) instead of all of them. Tasks that tasks submit are never held
    * back. Default 0, no bound, or TARN_MAX_UNFINISHED from the
@@ -200,14 +201,18 @@ typedef struct tarn_task_desc {
   void *arg;
   const tarn_dep *deps;
   size_t ndeps;
-  /* Higher runs first among ready tasks. Default 0. */
+  /* Higher runs first among the ready tasks of a worker's queue (each
+   * worker has its own; a worker whose queue is empty steals from the
+   * others, so across workers the order is best effort). Default 0. */
   int priority;
   /* A label kept in the task for debuggers (gdb prints it with the task);
    * tarn itself does not read it. The string must outlive the task. */
   const char *name;
   /* Called with `arg` once the task is done, whether it ran, failed or was
    * cancelled (and when submission fails), so a task can own its
-   * argument. Optional. */
+   * argument. Optional. It runs on the thread that ends the task (a
+   * worker, or a waiting program thread); a task it submits goes to the
+   * runtime's root region and is never held back (max_unfinished). */
   void (*arg_free)(void *arg);
 } tarn_task_desc;
 

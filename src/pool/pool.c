@@ -187,6 +187,10 @@ struct tarn_pool {
   uint64_t source_reads, source_bytes_read, source_read_ns;
   uint64_t source_writes, source_bytes_written, source_write_ns;
   uint64_t write_failures; /* evictions whose write failed */
+  /* Failed writes the store did not see (it counts its own): a kind's
+   * save, a home's write, the staging buffer's allocation; eviction's and
+   * cleaning's both. tarn_pool_stats.write_failures adds them. */
+  uint64_t unstored_failures;
   /* Cleaning (see clean_candidate): a write in flight; off after a failed
    * one until an eviction's write succeeds; the last look found nothing
    * (only the clock hand makes new candidates); writes done. */
@@ -1103,8 +1107,9 @@ static int eviction_status(int rc) {
 /* Writes one victim's spill image, or stores it in its source (no lock
  * held); *ns gets the time a store took. Returns 0 or eviction_status. */
 static int write_victim(tarn_pool *p, tarn_ref *r, tarn__block *block,
-                        uint64_t *ns) {
+                        uint64_t *ns, bool *by_store) {
   *ns = 0;
+  *by_store = false;
   if (backed(r)) return eviction_status(store_in_source(r, ns));
   size_t cap = tarn__page_round(r->size);
   if (r->kind == NULL) {
@@ -1112,13 +1117,17 @@ static int write_victim(tarn_pool *p, tarn_ref *r, tarn__block *block,
      * last page goes too. It is the pool's, never a caller's, and may hold
      * a freed object's bytes: zeros go to the file instead. */
     memset((char *)r->data + r->size, 0, cap - r->size);
+    *by_store = true;
     return tarn__store_write(p->store, r->data, r->size, block);
   }
   void *staging = aligned_alloc(p->page, cap);
   if (staging == NULL) return TARN_ENOMEM;
   int rc = r->kind->save(r->kind->ctx, r->data, r->size, staging);
   memset((char *)staging + r->size, 0, cap - r->size);
-  if (rc == 0) rc = tarn__store_write(p->store, staging, r->size, block);
+  if (rc == 0) {
+    *by_store = true;
+    rc = tarn__store_write(p->store, staging, r->size, block);
+  }
   free(staging);
   return eviction_status(rc);
 }
@@ -1126,14 +1135,18 @@ static int write_victim(tarn_pool *p, tarn_ref *r, tarn__block *block,
 /* Finishes a write (lock held): an evicted object leaves RAM unless it was
  * pinned, escaped or died meanwhile; a cleaned one stays, clean. */
 static void finish_write(tarn_pool *p, tarn_ref *r, int rc,
-                         const tarn__block *block, uint64_t ns) {
+                         const tarn__block *block, uint64_t ns, bool by_store) {
   bool cleaning = r->cleaning;
   r->cleaning = false;
   if (cleaning)
     p->cleaning = false;
   else
     p->inflight -= r->charge;
+  if (rc != 0 && !by_store) p->unstored_failures++;
   if (rc != 0 && cleaning) {
+    /* counted (until 2026-12-05 a kind's save or a home's write failing
+     * here was not: the store counts only its own) */
+    p->last_error = rc;
     p->clean_off = true; /* the disk may be full: until a write succeeds */
   } else if (rc != 0) {
     p->write_failures++;
@@ -1196,9 +1209,10 @@ static void *io_main(void *arg) {
     pthread_mutex_unlock(&p->lock);
     tarn__block block;
     uint64_t ns;
-    int rc = write_victim(p, r, &block, &ns);
+    bool by_store;
+    int rc = write_victim(p, r, &block, &ns, &by_store);
     pthread_mutex_lock(&p->lock);
-    finish_write(p, r, rc, &block, ns);
+    finish_write(p, r, rc, &block, ns, by_store);
   }
   pthread_mutex_unlock(&p->lock);
   return NULL;
@@ -2096,15 +2110,16 @@ int tarn_pool_stats_get(tarn_pool *p, tarn_pool_stats *s) {
   s->cache_hits = p->cache_hits;
   s->cache_misses = p->cache_misses;
   s->last_error = p->last_error != 0 ? p->last_error : c.last_error;
-  failures = p->write_failures;
+  failures = p->unstored_failures;
   pthread_mutex_unlock(&p->lock);
   s->spilled_bytes = c.stored_bytes;
   s->bytes_written = c.bytes_written;
   s->bytes_read = c.bytes_read;
   s->write_ns = c.write_ns;
   s->read_ns = c.read_ns;
-  s->write_failures = c.write_failures;
-  if (s->write_failures < failures) s->write_failures = failures;
+  /* the store's own failed writes and the others (they were merged by
+   * their larger count: failures of both kinds at once were undercounted) */
+  s->write_failures = c.write_failures + failures;
   s->read_failures = c.read_failures;
   s->io_mode = tarn__store_io_mode(p->store);
   return 0;

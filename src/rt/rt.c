@@ -1984,6 +1984,10 @@ static tarn_task *task_here(void) {
 static tarn_region *region_now(tarn_rt *rt) {
   tarn_task *task = task_here();
   if (task != NULL) return task->rt == rt ? task->region : &rt->root;
+  /* the runtime's own code on a worker or the guest, outside a task: a
+   * task's arg_free, run as the task ends; the root, as on a worker
+   * (the guest's open regions are its program's, not the task's) */
+  if (current_worker != NULL) return &rt->root;
   for (tarn_region *r = current_region; r != NULL; r = r->parent)
     if (r->rt == rt) return r;
   return &rt->root;
@@ -2153,8 +2157,11 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
    * TARN_ECANCELED), and the caller gets the status. */
   if (rc != 0) atomic_store(&t->cancel, true);
   if (atomic_fetch_sub(&t->pending, 1) == 1) push(rt, t);
+  /* never on a worker or the guest, in a task or not (a task's arg_free
+   * submitting was held back on its worker, waiting for tasks only that
+   * worker could run, until 2026-12-05) */
   if (submitted % THROTTLE_EVERY == 0 && rt->max_unfinished != 0 &&
-      task_here() == NULL)
+      task_here() == NULL && current_worker == NULL)
     throttle(r, submitted);
   return rc;
 }

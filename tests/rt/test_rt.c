@@ -2835,6 +2835,36 @@ static int most_unfinished(unsigned max, int n, tarn_task_fn fn) {
   return most;
 }
 
+/* A task's arg_free that submits, on a runtime with a bound: the
+ * submission goes to the root and is never held back. Its worker was
+ * (arg_free runs as the task ends, outside it), waiting for tasks only
+ * that worker could run: one worker, 2000 such tasks under a bound of 8
+ * hung in about half the runs. */
+static tarn_rt *follow_up_rt;
+static atomic_int follow_ups_refused;
+
+static void submit_a_follow_up(void *arg) {
+  (void)arg;
+  if (tarn_submit(follow_up_rt, count_task, TARN_ARG(NULL)) != 0)
+    atomic_fetch_add(&follow_ups_refused, 1);
+}
+
+static void an_arg_free_that_submits_is_not_held_back(void **state) {
+  (void)state;
+  atomic_store(&ran_count, 0);
+  follow_up_rt = bounded_rt(1, 8);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(follow_up_rt, &region), 0);
+  for (int i = 0; i < 2000; i++) {
+    tarn_task_desc d = {count_task, NULL, NULL, 0, 0, NULL, submit_a_follow_up};
+    assert_int_equal(tarn_task_submit(follow_up_rt, &d), 0);
+  }
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_int_equal(tarn_rt_destroy(follow_up_rt), 0); /* waits for the root */
+  assert_int_equal(atomic_load(&follow_ups_refused), 0);
+  assert_int_equal(atomic_load(&ran_count), 4000);
+}
+
 static void a_flood_of_submissions_is_held_back(void **state) {
   (void)state;
   enum { tasks = 3000, bound = 256 };
@@ -3230,6 +3260,7 @@ int main(void) {
       cmocka_unit_test(regions_leave_the_pools_peaks_alone),
       cmocka_unit_test(many_tasks_in_flight_run_once_each),
       cmocka_unit_test(a_flood_of_submissions_is_held_back),
+      cmocka_unit_test(an_arg_free_that_submits_is_not_held_back),
       cmocka_unit_test(tasks_that_submit_are_never_held_back),
       cmocka_unit_test(threads_held_back_together_all_go_on),
       cmocka_unit_test(max_unfinished_comes_from_the_environment),

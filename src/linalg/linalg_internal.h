@@ -245,10 +245,13 @@ int tarn__submit_forward_step(tarn_matrix *t, tarn__forward_op op,
 
 /* Submits a task that copies tile (i, j) of `from` into the same tile of
  * `to` (same tiling), after the writers of `gate` when not NULL, unless
- * *flag is not 0 when it starts (then it writes nothing). Returns 0 or a
- * status of tarn_task_submit. */
+ * *flag is not 0 when it starts (then it writes nothing). `to_mode` is
+ * TARN_WRITE for a temporary, TARN_READ_WRITE for a tile whose bytes must
+ * stay when nothing is copied (a write-only pin of a spilled tile gets
+ * other bytes). Returns 0 or a status of tarn_task_submit. */
 int tarn__submit_copy_unless(tarn_matrix *from, tarn_matrix *to, size_t i,
-                             size_t j, tarn_ref *gate, atomic_int *flag);
+                             size_t j, tarn_ref *gate, atomic_int *flag,
+                             tarn_access to_mode);
 
 /* Submits the backward solve op(T) X = Y from Y into B, up T's tile
  * columns. op(T) is the upper triangle of T's first N rows, or the

@@ -772,8 +772,10 @@ static int submit_row_swaps(tarn_matrix *b, const size_t *piv, size_t npiv,
  * backward tasks, which wrote all of it); then W into B, a copy per tile.
  * Every task from the backward pass on does nothing once *failed is not
  * 0, and B is written by the copies alone, each after all of its tile
- * column's work: so each tile of B holds X or what it held, whenever a
- * submission fails. (Until 2026-12-05 the backward pass wrote W into B
+ * column's work and reading B's tile first (a copy that does nothing
+ * must leave it: a write-only pin of a spilled tile has other bytes): so
+ * each tile of B holds X or what it held, whenever a submission fails or
+ * U is singular. (Until 2026-12-05 the backward pass wrote W into B
  * and the interchanges followed there: a submission failing after it
  * began left W, not X, in B's tiles, the interchanges skipped.) */
 static int submit_trans(tarn_matrix *a, tarn_matrix *y, tarn_matrix *b,
@@ -790,7 +792,7 @@ static int submit_trans(tarn_matrix *a, tarn_matrix *y, tarn_matrix *b,
   if (rc == 0) rc = submit_row_swaps(w, piv, w->m, true, failed, deps);
   for (size_t jb = 0; rc == 0 && jb < b->nt; jb++)
     for (size_t i = 0; rc == 0 && i < b->mt; i++)
-      rc = tarn__submit_copy_unless(w, b, i, jb, NULL, failed);
+      rc = tarn__submit_copy_unless(w, b, i, jb, NULL, failed, TARN_READ_WRITE);
   tarn_matrix_destroy(w); /* its tiles go when their last task ends */
   return rc;
 }

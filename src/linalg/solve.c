@@ -291,9 +291,10 @@ static int k_copy(tarn_task *t, void *arg) {
 }
 
 int tarn__submit_copy_unless(tarn_matrix *from, tarn_matrix *to, size_t i,
-                             size_t j, tarn_ref *gate, atomic_int *flag) {
+                             size_t j, tarn_ref *gate, atomic_int *flag,
+                             tarn_access to_mode) {
   tarn_dep d3[3] = {{tarn__tile(from, i, j), TARN_READ},
-                    {tarn__tile(to, i, j), TARN_WRITE},
+                    {tarn__tile(to, i, j), to_mode},
                     {gate, TARN_AFTER}};
   struct solve_job c = {.m = (int)tarn__tile_rows(from, i),
                         .n = (int)tarn__tile_cols(from, j),
@@ -321,7 +322,7 @@ static int submit_triangular(tarn_matrix *t, bool forward, bool lower,
   }
   for (size_t i = 0; rc == 0 && i < b->mt; i++)
     for (size_t j = 0; rc == 0 && j < b->nt; j++)
-      rc = tarn__submit_copy_unless(b, y, i, j, gate, failed);
+      rc = tarn__submit_copy_unless(b, y, i, j, gate, failed, TARN_WRITE);
   if (rc != 0 || !forward)
     return rc != 0 ? rc
                    : tarn__submit_backward(t, lower, unit, y, b, failed, false);

@@ -899,6 +899,46 @@ static void test_lu_solve_concurrent(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* The same refusal with B's tiles spilled (512 x 512 factors and 128
+ * right-hand sides in tiles of 64 under 600 KB): B unchanged, both ways.
+ * With TARN_TRANS, B's copies (from the temporary the interchanges end
+ * on) took its tiles write-only the day they came, and wrote nothing: a
+ * spilled tile came back as other bytes. */
+static void test_lu_solve_singular_spilled(void **state) {
+  (void)state;
+  enum { N = 512, NRHS = 128, T = 64 };
+  tarn_rt *rt = test_rt(2, 600 * 1000);
+  double *a = test_random_matrix(N, N, 1.0, 21);
+  for (size_t i = 0; i < N; i++) a[i] = 0.0; /* U(0, 0) is zero */
+  tarn_matrix *f = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, N, T, T, a, N, &f), 0);
+  size_t *piv = malloc(N * sizeof *piv);
+  assert_non_null(piv);
+  int info = 0;
+  assert_int_equal(tarn_matrix_lu(f, piv, &info), TARN_EINVAL);
+  assert_int_equal(info, 1);
+  assert_int_equal(tarn_matrix_rand(rt, N, NRHS, T, T, 22, &b), 0);
+  double *b0 = test_buffer_of(b);
+  for (int trans = 0; trans < 2; trans++) {
+    info = 0;
+    assert_int_equal(tarn_matrix_lu_solve(
+                         f, piv, trans ? TARN_TRANS : TARN_NO_TRANS, b, &info),
+                     TARN_EINVAL);
+    assert_int_equal(info, 1);
+    double *b1 = test_buffer_of(b);
+    assert_memory_equal(b0, b1, (size_t)N * NRHS * sizeof *b0);
+    free(b1);
+  }
+  tarn_pool_stats st;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &st), 0);
+  assert_true(st.spills > 0);
+  free(b0);
+  free(piv);
+  free(a);
+  TEST_DESTROY_MATRICES(f, b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* Factors of a singular A (a zero column p: U(p, p) is zero) are refused
  * with tarn_matrix_lu's info, B unchanged; bad arguments and pivots are
  * refused and change nothing. */
@@ -1154,6 +1194,7 @@ int main(void) {
       cmocka_unit_test(test_lu_solve),
       cmocka_unit_test(test_lu_solve_concurrent),
       cmocka_unit_test(test_lu_solve_bad),
+      cmocka_unit_test(test_lu_solve_singular_spilled),
       cmocka_unit_test(test_permute_rows),
       cmocka_unit_test(test_permute_rows_with_factors),
       cmocka_unit_test(test_permute_rows_rectangular_lu),

@@ -289,8 +289,11 @@ TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
  * freed as its last task ends) gets the interchanges and the forward
  * (unit L) solve by tiles; the backward (U) solve then writes X into B.
  * For A^T X = B (A^T = U^T L^T P): the forward solve with U^T on Y, the
- * backward solve with the unit L^T from Y into B, then the interchanges
- * in reverse order on B.
+ * backward solve with the unit L^T from Y into a second temporary W of
+ * B's size, the interchanges in reverse order on W, then W copied into B
+ * tile by tile (so a call that fails leaves each tile of B X or as it
+ * was: twice B's size in temporaries, which spill as any tile under a
+ * memory limit).
  * B must have the factors' row tiling (B's mb equals theirs); its column
  * tiling is free.
  *

@@ -166,7 +166,7 @@ TARN_API int tarn_pool_limit_parse(const char *text, size_t *bytes);
  * tarn_pool_destroy. Returns TARN_EINVAL for bad options or environment;
  * when the spill file cannot be made (only with a limit or a storage of
  * the caller's): TARN_ENOENT (the spill directory does not exist, or
- * its path with the file's name, 18 bytes more, passes PATH_MAX),
+ * its path with the file's, 24 bytes more, passes PATH_MAX),
  * TARN_EACCES (it may not be written), TARN_ENOSPC, TARN_EBUSY (no file
  * descriptor left to the process or the system), or TARN_EIO;
  * TARN_ENOMEM. */
@@ -302,7 +302,10 @@ TARN_API int tarn_ref_release(tarn_ref *ref);
  * source->read (the ref keeps its source; a later pin tries again);
  * TARN_EMISUSE on a dead ref; TARN_EINVAL. The pool knows nothing of
  * tasks: a ref whose writing task failed or was cancelled (tarn/rt.h,
- * rule 4) pins as any other, with the bytes it held before. */
+ * rule 4) pins as any other, with what that task left: the bytes before
+ * for a task that never ran or wrote nothing through a read-write pin,
+ * partly written ones, or any bytes after a write-only pin (of a spilled
+ * ref too: its copy on the disk is dropped then). */
 TARN_API int tarn_ref_pin(tarn_ref *ref, tarn_access mode, uint64_t timeout_ns,
                           void **data);
 

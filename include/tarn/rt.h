@@ -27,9 +27,9 @@
  *    that reads a ref a cancelled task was to write. A ref stays so until a
  *    task writes it without reading it (TARN_WRITE). The mark is the
  *    runtime's, for tasks: the program's own tarn_ref_pin of such a ref
- *    succeeds and shows the bytes as they were (the region's wait, or a
- *    matrix call's TARN_ECANCELED, is what says they are not the
- *    result). A task that only
+ *    succeeds and shows what the failed task left (tarn/pool.h,
+ *    tarn_ref_pin; the region's wait, or a matrix call's TARN_ECANCELED,
+ *    is what says they are not the result). A task that only
  *    waits for a failed one (a write after its read, a write-only access
  *    after its write) still runs, as do independent tasks.
  * 5. tarn_region_wait blocks until every task submitted in the region (and
@@ -259,14 +259,15 @@ enum {
 #else
 #define TARN__ITEM(tag, ref, ptr, value) \
   ((tarn_item){(tag), (ref), (ptr), (value)})
-#define TARN__PTR(p) ((void *)(uintptr_t)(p))
+#define TARN__PTR(p) ((void *)(uintptr_t)(const void *)(p))
 #endif
 #define TARN_R(r) TARN__ITEM(TARN__ITEM_DEP, (r), TARN__NULL, TARN_READ)
 #define TARN_W(r) TARN__ITEM(TARN__ITEM_DEP, (r), TARN__NULL, TARN_WRITE)
 #define TARN_RW(r) TARN__ITEM(TARN__ITEM_DEP, (r), TARN__NULL, TARN_READ_WRITE)
 #define TARN_ARG(p) TARN__ITEM(TARN__ITEM_ARG, TARN__NULL, TARN__PTR(p), 0)
-#define TARN_PRIORITY(n) \
-  TARN__ITEM(TARN__ITEM_PRIORITY, TARN__NULL, TARN__NULL, (n))
+#define TARN_PRIORITY(n)                                  \
+  TARN__ITEM(TARN__ITEM_PRIORITY, TARN__NULL, TARN__NULL, \
+             TARN__CONVERT(int, (n)))
 #define TARN_NAME(s) TARN__ITEM(TARN__ITEM_NAME, TARN__NULL, TARN__PTR(s), 0)
 #define TARN_END TARN__ITEM(TARN__ITEM_END, TARN__NULL, TARN__NULL, 0)
 

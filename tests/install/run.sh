@@ -32,7 +32,8 @@ check() {
 
 # pkg-config, shared and static.
 export PKG_CONFIG_PATH=$libdir/pkgconfig
-cc -std=c11 -Wall -Werror "$here/consumer/consumer.c" -o "$scratch/pc_shared" \
+cc -std=c11 -Wall -Wextra -Wpedantic -Wcast-qual -Wbad-function-cast \
+  -Wconversion -Werror "$here/consumer/consumer.c" -o "$scratch/pc_shared" \
   $(pkg-config --cflags --libs tarn)
 LD_LIBRARY_PATH=$libdir check "$scratch/pc_shared"
 cc -std=c11 -Wall -Werror "$here/consumer/consumer.c" -o "$scratch/pc_static" \

@@ -5,6 +5,7 @@
  * allocation. Prints "tarn from C++: 4". */
 #include <tarn.h>
 
+#include <cstddef>
 #include <cstdio>
 
 static int add_two(tarn_task *t, void *arg) {
@@ -27,8 +28,9 @@ int main() {
   if (tarn_ref_pin(x, TARN_WRITE, 0, &zero) != 0) return 1;
   *static_cast<double *>(zero) = 0.0;
   if (tarn_ref_unpin(x) != 0) return 1;
+  std::size_t level = 1; /* a priority not of int: no narrowing error */
   int rc = tarn_submit(rt, add_two, TARN_ARG(&two), TARN_RW(x),
-                       TARN_PRIORITY(1), TARN_NAME("add two"));
+                       TARN_PRIORITY(level), TARN_NAME("add two"));
   if (rc == 0) rc = tarn_submit(rt, add_two, TARN_ARG(&two), TARN_RW(x));
   if (rc == 0) rc = tarn_region_wait(region, nullptr);
   double sum = 0.0;

@@ -210,9 +210,11 @@ typedef struct tarn_task_desc {
   const char *name;
   /* Called with `arg` once the task is done, whether it ran, failed or was
    * cancelled (and when submission fails), so a task can own its
-   * argument. Optional. It runs on the thread that ends the task (a
-   * worker, or a waiting program thread); a task it submits goes to the
-   * runtime's root region and is never held back (max_unfinished). */
+   * argument. Optional. When the task ends it runs on the thread that
+   * ends it (a worker, or a waiting program thread): a task it submits
+   * then goes to a region it began itself, else to the runtime's root
+   * region, and is never held back (max_unfinished). When submission
+   * fails it runs at once on the submitting thread. */
   void (*arg_free)(void *arg);
 } tarn_task_desc;
 

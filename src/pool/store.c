@@ -429,10 +429,16 @@ int tarn__store_write(tarn__store *store, const void *data, size_t size,
   const void *image;
   size_t packed;
   int rc = pack(store, data, size, &staging, &image, &packed);
-  if (rc != 0) return rc;
+  if (rc != 0) {
+    record(store, 1, rc, 0, 0); /* a failed write too, before any byte */
+    return rc;
+  }
   uint64_t offset, extent = round_up(packed), moved = 0;
   rc = extent_alloc(store, extent, &offset);
-  if (rc != 0) goto out;
+  if (rc != 0) {
+    record(store, 1, rc, 0, 0);
+    goto out;
+  }
   uint64_t t0 = tarn__clock_ns();
   rc = write_all(store, image, io_len(store, packed), offset, &moved);
   record(store, 1, rc, moved, tarn__clock_ns() - t0);
@@ -453,7 +459,10 @@ int tarn__store_read(tarn__store *store, const tarn__block *block, void *data) {
   void *staging = NULL;
   if (block->packed != block->size) {
     staging = staging_alloc(block->extent);
-    if (staging == NULL) return TARN_ENOMEM;
+    if (staging == NULL) {
+      record(store, 0, TARN_ENOMEM, 0, 0); /* a failed read, before any */
+      return TARN_ENOMEM;
+    }
   }
   uint64_t moved = 0, t0 = tarn__clock_ns();
   int rc = read_all(store, staging ? staging : data,

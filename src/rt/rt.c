@@ -448,6 +448,9 @@ static TARN_THREAD_LOCAL tarn_task *ranging_task;
 #define TASK_MARK_BYTES 16
 static TARN_THREAD_LOCAL struct worker *current_worker;
 static TARN_THREAD_LOCAL tarn_region *current_region;
+/* On the guest: current_region when the thread became it (its program's
+ * regions, which no task code it runs may join); NULL otherwise. */
+static TARN_THREAD_LOCAL tarn_region *program_regions;
 /* The region whose end this thread waits for (region_drain), or NULL. */
 static TARN_THREAD_LOCAL tarn_region *draining;
 
@@ -1984,11 +1987,11 @@ static tarn_task *task_here(void) {
 static tarn_region *region_now(tarn_rt *rt) {
   tarn_task *task = task_here();
   if (task != NULL) return task->rt == rt ? task->region : &rt->root;
-  /* the runtime's own code on a worker or the guest, outside a task: a
-   * task's arg_free, run as the task ends; the root, as on a worker
-   * (the guest's open regions are its program's, not the task's) */
-  if (current_worker != NULL) return &rt->root;
-  for (tarn_region *r = current_region; r != NULL; r = r->parent)
+  /* Else the thread's regions: on a worker or the guest, outside a task
+   * (a task's arg_free, run as the task ends), only those that code
+   * began, not the guest's program's (the root, as on a worker). */
+  tarn_region *outer = current_worker != NULL ? program_regions : NULL;
+  for (tarn_region *r = current_region; r != NULL && r != outer; r = r->parent)
     if (r->rt == rt) return r;
   return &rt->root;
 }
@@ -2243,12 +2246,14 @@ static struct worker *guest_enter(tarn_rt *rt) {
     return NULL;
   struct worker *g = &rt->workers[rt->nworkers];
   current_worker = g;
+  program_regions = current_region;
   return g;
 }
 
 static void guest_leave(struct worker *g) {
   if (g == NULL) return;
   current_worker = NULL;
+  program_regions = NULL;
   atomic_store(&g->rt->guest_busy, false);
 }
 

@@ -29,6 +29,16 @@
 #include "procfs.h"
 #include "tarn/status.h"
 
+/* posix_memalign (the store's staging buffers) wrapped at link time
+ * (tests/CMakeLists.txt): fails once when memalign_fails is set. */
+int __real_posix_memalign(void **p, size_t align, size_t size);
+static atomic_int memalign_fails;
+
+int __wrap_posix_memalign(void **p, size_t align, size_t size) {
+  if (atomic_exchange(&memalign_fails, 0) != 0) return ENOMEM;
+  return __real_posix_memalign(p, align, size);
+}
+
 #define KiB ((size_t)1 << 10)
 #define MiB ((size_t)1 << 20)
 #define UNIT ((size_t)4096)
@@ -493,6 +503,38 @@ static void test_custom_short_counts_continued(void **state) {
   mem_delete(m);
 }
 
+/* A write or read that fails before any byte moves (the compressed
+ * image's staging buffer cannot be had) is a failed write or read in the
+ * counters too (it was no one's: the pool counts only what the store
+ * does not). */
+static void test_failed_staging_is_counted(void **state) {
+  (void)state;
+  mem_storage *m = mem_new(16 * MiB);
+  tarn__store *store = open_mem_store(m, 1);
+  unsigned char *data = page_buffer(4 * UNIT);
+  fill(data, 4 * UNIT, 3, 1);
+  tarn__block b;
+  atomic_store(&memalign_fails, 1);
+  assert_int_equal(tarn__store_write(store, data, 4 * UNIT, &b), TARN_ENOMEM);
+  tarn__store_counters c = counters(store);
+  assert_int_equal(c.write_failures, 1);
+  assert_int_equal(c.last_error, TARN_ENOMEM);
+  assert_int_equal(c.stored_bytes, 0);
+  assert_int_equal(tarn__store_write(store, data, 4 * UNIT, &b), 0);
+  assert_true(b.packed < b.size); /* compressed: reading it needs staging */
+  atomic_store(&memalign_fails, 1);
+  unsigned char *back = page_buffer(4 * UNIT);
+  assert_int_equal(tarn__store_read(store, &b, back), TARN_ENOMEM);
+  assert_int_equal(counters(store).read_failures, 1);
+  assert_int_equal(tarn__store_read(store, &b, back), 0);
+  assert_memory_equal(back, data, 4 * UNIT);
+  tarn__store_free(store, &b);
+  free(back);
+  free(data);
+  tarn__store_close(store);
+  mem_delete(m);
+}
+
 static void test_custom_write_eio(void **state) {
   (void)state;
   mem_storage *m = mem_new(16 * MiB);
@@ -712,6 +754,7 @@ int main(void) {
       cmocka_unit_test(test_custom_round_trip),
       cmocka_unit_test(test_custom_short_counts_continued),
       cmocka_unit_test(test_custom_write_eio),
+      cmocka_unit_test(test_failed_staging_is_counted),
       cmocka_unit_test(test_custom_short_write_then_enospc),
       cmocka_unit_test(test_custom_disk_full),
       cmocka_unit_test(test_custom_corrupt_block),

@@ -2865,6 +2865,49 @@ static void an_arg_free_that_submits_is_not_held_back(void **state) {
   assert_int_equal(atomic_load(&ran_count), 4000);
 }
 
+/* An arg_free may begin a region of its own and wait for it: its tasks
+ * belong to that region (they went to the root for a while, and the
+ * wait returned before them; found reviewing the change above). On the
+ * waiting program thread the program's regions stay out of it. */
+static atomic_int own_region_ended, own_region_early, own_region_status;
+
+static int slow_end_task(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  nanosleep(&(struct timespec){0, 20000000}, NULL);
+  atomic_store(&own_region_ended, 1);
+  return 0;
+}
+
+static void wait_for_an_own_region(void *arg) {
+  (void)arg;
+  atomic_store(&own_region_ended, 0);
+  tarn_region *r = NULL;
+  int rc = tarn_region_begin(follow_up_rt, &r);
+  if (rc == 0) rc = tarn_submit(follow_up_rt, slow_end_task, TARN_ARG(NULL));
+  int waited = r != NULL ? tarn_region_wait(r, NULL) : rc;
+  if (atomic_load(&own_region_ended) == 0)
+    atomic_fetch_add(&own_region_early, 1);
+  atomic_store(&own_region_status, rc != 0 ? rc : waited);
+}
+
+static void an_arg_free_may_wait_for_its_own_region(void **state) {
+  (void)state;
+  follow_up_rt = make_rt(2, 0, 1);
+  atomic_store(&own_region_early, 0);
+  for (int i = 0; i < 5; i++) {
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(follow_up_rt, &region), 0);
+    tarn_task_desc d = {
+        count_task, NULL, NULL, 0, 0, NULL, wait_for_an_own_region};
+    assert_int_equal(tarn_task_submit(follow_up_rt, &d), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    assert_int_equal(atomic_load(&own_region_status), 0);
+  }
+  assert_int_equal(atomic_load(&own_region_early), 0);
+  assert_int_equal(tarn_rt_destroy(follow_up_rt), 0);
+}
+
 static void a_flood_of_submissions_is_held_back(void **state) {
   (void)state;
   enum { tasks = 3000, bound = 256 };
@@ -3261,6 +3304,7 @@ int main(void) {
       cmocka_unit_test(many_tasks_in_flight_run_once_each),
       cmocka_unit_test(a_flood_of_submissions_is_held_back),
       cmocka_unit_test(an_arg_free_that_submits_is_not_held_back),
+      cmocka_unit_test(an_arg_free_may_wait_for_its_own_region),
       cmocka_unit_test(tasks_that_submit_are_never_held_back),
       cmocka_unit_test(threads_held_back_together_all_go_on),
       cmocka_unit_test(max_unfinished_comes_from_the_environment),

@@ -1989,9 +1989,10 @@ static tarn_region *region_now(tarn_rt *rt) {
   if (task != NULL) return task->rt == rt ? task->region : &rt->root;
   /* Else the thread's regions: on a worker or the guest, outside a task
    * (a task's arg_free, run as the task ends), only those that code
-   * began, not the guest's program's (the root, as on a worker). */
-  tarn_region *outer = current_worker != NULL ? program_regions : NULL;
-  for (tarn_region *r = current_region; r != NULL && r != outer; r = r->parent)
+   * began, not the guest's program's (program_regions, NULL but on the
+   * guest: then the root, as on a worker). */
+  for (tarn_region *r = current_region; r != NULL && r != program_regions;
+       r = r->parent)
     if (r->rt == rt) return r;
   return &rt->root;
 }

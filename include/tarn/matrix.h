@@ -158,7 +158,8 @@ TARN_API int tarn_matrix_open_file(tarn_rt *rt, const char *path, size_t mb,
  * (the commit and the removal find it wherever the program is then),
  * where its absolute name fits PATH_MAX.
  * Returns at once: 0 and *out; TARN_EINVAL for a NULL argument, an empty
- * path, a size or tile size of 0, or more bytes than a file's size (an
+ * path, a path that names a directory (as for tarn_matrix_to_file), a
+ * size or tile size of 0, or more bytes than a file's size (an
  * off_t) holds;
  * TARN_ENOENT when the directory does not exist; TARN_EACCES when no file
  * may be made in it; TARN_ENOSPC when the disk (or a quota, or the file
@@ -201,7 +202,8 @@ TARN_API int tarn_matrix_commit_file(tarn_matrix *a);
  * mode 0666 less the umask; a symbolic link at `path` is replaced by the
  * file, not followed. Waits (not from a task: TARN_EDEADLK).
  * Returns 0; TARN_EINVAL for a NULL argument, an empty path or a path
- * that names a directory; TARN_ENOENT when the directory does not exist;
+ * that names a directory (one there, or a path ending in '/', "." or
+ * "..": refused before anything is written); TARN_ENOENT when the directory does not exist;
  * TARN_EACCES when no new file may be made in it (even where `path`
  * itself may be written);
  * TARN_ENOSPC when the disk, a quota or the process's file size limit is

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,9 +186,33 @@ static int temporary_name(const char *path, char *out, size_t size) {
   return n > 0 && (size_t)n < size ? 0 : TARN_ENOENT;
 }
 
+/* Whether `path` names a directory: its last component is empty (a
+ * trailing '/'), "." or "..", or it is one now (a symbolic link is not
+ * followed: the rename replaces a link, whatever it points to). Such a path is
+ * refused before anything is written: the rename would fail only after the
+ * whole file, and not always as EISDIR (EBUSY for
+ * "." and "..", ENOTDIR for "dir/"). */
+static bool names_directory(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *last = slash != NULL ? slash + 1 : path;
+  if (strcmp(last, "") == 0 || strcmp(last, ".") == 0 ||
+      strcmp(last, "..") == 0)
+    return true;
+  struct stat st;
+  return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The status of a failed rename over the caller's path: as any errno,
+ * but EBUSY (the path is a mount point or in use as a directory) is a
+ * path that cannot be replaced, TARN_EINVAL, not a failing disk. */
+static int rename_status(int err) {
+  return err == EBUSY ? TARN_EINVAL : tarn__status_of_errno(err);
+}
+
 int tarn__file_replace_begin(const char *path, tarn__file_replace *r) {
   r->fd = -1;
   r->path = path;
+  if (names_directory(path)) return TARN_EINVAL;
   for (int attempt = 0; attempt < 16; attempt++) {
     int rc = temporary_name(path, r->temp, sizeof r->temp);
     if (rc != 0) return rc;
@@ -236,8 +261,7 @@ int tarn__file_replace_commit(tarn__file_replace *r) {
   if (fdatasync(r->fd) != 0) rc = tarn__status_of_errno(errno);
   if (close(r->fd) != 0 && rc == 0) rc = tarn__status_of_errno(errno);
   r->fd = -1;
-  if (rc == 0 && rename(r->temp, r->path) != 0)
-    rc = tarn__status_of_errno(errno);
+  if (rc == 0 && rename(r->temp, r->path) != 0) rc = rename_status(errno);
   if (rc != 0) {
     unlink(r->temp);
     return rc;
@@ -247,7 +271,7 @@ int tarn__file_replace_commit(tarn__file_replace *r) {
 
 int tarn__file_replace_publish(tarn__file_replace *r) {
   if (fdatasync(r->fd) != 0) return tarn__status_of_errno(errno);
-  if (rename(r->temp, r->path) != 0) return tarn__status_of_errno(errno);
+  if (rename(r->temp, r->path) != 0) return rename_status(errno);
   r->temp[0] = '\0';
   return sync_directory(r->path);
 }

@@ -235,6 +235,11 @@ unsigned tarn__cpu_count(void);
  * the process's own pages do, so spilling to it frees none. Thread-safe. */
 int tarn__fs_in_memory(const char *path, int fd);
 
+/* Whether files may be made in directory `path` by this process (it may
+ * be written and searched, on a file system not mounted read-only).
+ * Thread-safe. */
+bool tarn__dir_writable(const char *path);
+
 /* ---- files the user names (src/prim/file.c) ---------------------------- */
 
 /* The tarn status for the errno of a failed file call: TARN_ENOENT (no
@@ -308,9 +313,10 @@ typedef struct tarn__file_replace {
   char temp[4096];  /* the new file's name until then ("" once renamed) */
 } tarn__file_replace;
 
-/* Makes the new file. Returns 0, or a status (TARN_ENOENT when the
- * directory does not exist, TARN_EACCES when it may not be written);
- * nothing is left behind then. */
+/* Makes the new file. Returns 0, or a status (TARN_EINVAL when `path`
+ * names a directory: it is one, or ends in '/', "." or "..";
+ * TARN_ENOENT when the directory does not exist, TARN_EACCES when it may
+ * not be written); nothing is left behind then. */
 int tarn__file_replace_begin(const char *path, tarn__file_replace *r);
 
 /* Claims `bytes` of disk for fd (fallocate; on a file system without it,

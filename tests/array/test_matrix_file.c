@@ -1617,10 +1617,11 @@ static void after_the_rename_only_eio(void **state) {
   tarn_rt *rt = test_rt(2, 0);
   tarn_matrix *v = values_matrix(rt, NM, NN, 64, 50), *c = NULL;
 
+  assert_int_equal(tarn_matrix_create_file(rt, path, NM, NN, 64, 50, &c), 0);
   assert_int_equal(mkdir(path, 0700), 0);
   assert_int_equal(tarn_matrix_to_file(v, path), TARN_EINVAL);
-  assert_false(the_temporary(temp, sizeof temp));
-  assert_int_equal(tarn_matrix_create_file(rt, path, NM, NN, 64, 50, &c), 0);
+  assert_true(the_temporary(temp, sizeof temp)); /* c's alone */
+  assert_int_equal(temporaries_left(), 1);
   assert_int_equal(tarn_matrix_axpb(v, 1.0, 0.0, &c), 0);
   assert_int_equal(tarn_matrix_commit_file(c), TARN_EINVAL);
   assert_true(the_temporary(temp, sizeof temp));
@@ -1642,6 +1643,52 @@ static void after_the_rename_only_eio(void **state) {
   assert_int_equal(rc, TARN_EIO);
   assert_false(the_temporary(temp, sizeof temp));
   assert_file_holds_values(rt, path, 64);
+  tarn_matrix_destroy(v);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A path that names a directory (one there, or ending in '/', "." or
+ * "..") is refused with TARN_EINVAL before a byte is written, by a save
+ * and by create_file alike: the rename would fail only after the whole
+ * file, as TARN_EIO for "." (EBUSY) or TARN_ENOENT for "sub/" (ENOTDIR),
+ * and an EIO from a commit says the matrix is gone. A symbolic link to a
+ * directory is not followed: the save replaces the link. */
+static void a_path_naming_a_directory_is_refused_first(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_matrix *v = values_matrix(rt, NM, NN, 64, 50), *c = NULL;
+  char sub[128], path[256];
+  assert_int_equal(mkdir(in_dir(sub, sizeof sub, "sub"), 0700), 0);
+  static const char *const names[] = {"sub", "sub/", "sub/.", "sub/..",
+                                      ".",   "..",   "sub//", "sub/./"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    in_dir(path, sizeof path, names[i]);
+    atomic_store(&writes_seen, 0);
+    assert_int_equal(tarn_matrix_to_file(v, path), TARN_EINVAL);
+    assert_int_equal(atomic_load(&writes_seen), 0);
+    c = v;
+    assert_int_equal(tarn_matrix_create_file(rt, path, NM, NN, 64, 50, &c),
+                     TARN_EINVAL);
+    assert_ptr_equal(c, v); /* *out untouched */
+    assert_int_equal(temporaries_left(), 0);
+  }
+  DIR *d = opendir(sub);
+  assert_non_null(d);
+  int entries = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) entries++;
+  closedir(d);
+  assert_int_equal(entries, 2); /* "." and "..": nothing made inside */
+
+  char link[128];
+  assert_int_equal(symlink(sub, in_dir(link, sizeof link, "link")), 0);
+  assert_int_equal(tarn_matrix_to_file(v, link), 0);
+  struct stat st;
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  assert_int_equal(lstat(sub, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  assert_file_holds_values(rt, link, 64);
+  assert_int_equal(rmdir(sub), 0);
   tarn_matrix_destroy(v);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
@@ -1688,6 +1735,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(not_from_a_task, setup, teardown),
       cmocka_unit_test_setup_teardown(a_tile_larger_than_the_limit_is_enomem,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          a_path_naming_a_directory_is_refused_first, setup, teardown),
       cmocka_unit_test_setup_teardown(a_relative_path_is_the_working_directory,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(

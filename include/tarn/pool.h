@@ -112,7 +112,8 @@ typedef struct tarn_pool_options {
   /* Directory in which the private spill file is made. Default
    * TARN_SPILL_DIR from the environment, else TMPDIR, else /tmp; but when
    * that one is kept in memory (tmpfs, as /tmp is on many systems) and
-   * /var/tmp is not, /var/tmp (see tarn_pool_stats.io_mode). The
+   * /var/tmp is not and may be written, /var/tmp (see
+   * tarn_pool_stats.io_mode). The
    * string is copied. A pool without a limit (and without a storage of the
    * caller's) never spills and makes no file: the directory is not used,
    * and need not exist (it may be NULL). Where it is used, NULL or an

@@ -429,7 +429,10 @@ typedef struct tarn_rt_stats {
   uint64_t task_pinned_peak;
 } tarn_rt_stats;
 
-/* A snapshot of the counters. Returns 0 or TARN_EINVAL. */
+/* A snapshot of the counters, read one by one while tasks may run, but
+ * never showing a task ended before it was submitted: run + cancelled,
+ * and failed, are at most submitted (so submitted - run - cancelled is
+ * the tasks not yet ended). Thread-safe. Returns 0 or TARN_EINVAL. */
 TARN_API int tarn_rt_stats_get(tarn_rt *rt, tarn_rt_stats *stats);
 
 #ifdef __cplusplus

@@ -303,15 +303,18 @@ int tarn__pool_env_check(const char **name) {
 }
 
 /* Where the spill file goes unless TARN_SPILL_DIR says: TMPDIR, else
- * /tmp, unless that is kept in memory (tmpfs) and /var/tmp is not. A
- * spill file in memory frees none (Debian 13, Fedora and Arch mount /tmp
- * as tmpfs; /var/tmp is for large temporary files, and the file is
- * removed at once, so nothing stays there). */
+ * /tmp, unless that is kept in memory (tmpfs) and /var/tmp is not and
+ * may be written. A spill file in memory frees none (Debian 13, Fedora
+ * and Arch mount /tmp as tmpfs; /var/tmp is for large temporary files,
+ * and the file is removed at once, so nothing stays there). A /var/tmp
+ * that may not be written (a container run with a read-only root and a
+ * tmpfs /tmp) would make every pool with a limit fail to open: TMPDIR
+ * then, which spills if nothing frees. */
 static const char *default_spill_dir(void) {
   const char *tmp = getenv("TMPDIR");
   if (tmp == NULL || tmp[0] == '\0') tmp = "/tmp";
   if (tarn__fs_in_memory(tmp, -1) == 1 &&
-      tarn__fs_in_memory("/var/tmp", -1) == 0)
+      tarn__fs_in_memory("/var/tmp", -1) == 0 && tarn__dir_writable("/var/tmp"))
     return "/var/tmp";
   return tmp;
 }

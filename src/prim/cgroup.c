@@ -256,20 +256,43 @@ static bool climbs(const char *path) {
   return false;
 }
 
-/* The path of group `group` under a mount of its hierarchy showing group
- * `top` at `mount_point`, into out: mount_point followed by what of
- * `group` lies below `top`. False when `group` is not below `top` (a
- * process outside its cgroup namespace sees its group as "/../..."). */
-static bool group_dir(const char *root, const char *mount_point,
-                      const char *top, const char *group, char *out,
-                      size_t size) {
-  if (climbs(group)) return false;
+/* What of group `group` lies below group `top` (a mount's top): "" for
+ * `top` itself, else a path beginning with '/'. NULL when `group` is not
+ * below `top` (a process outside its cgroup namespace sees its group as
+ * "/../..."). */
+static const char *below_top(const char *top, const char *group) {
+  if (climbs(group)) return NULL;
   size_t n = strcmp(top, "/") == 0 ? 0 : strlen(top);
   if (strncmp(group, top, n) != 0 || (group[n] != '/' && group[n] != '\0'))
-    return false;
+    return NULL;
   const char *below = group + n;
-  if (strcmp(below, "/") == 0) below = "";
-  return snprintf(out, size, "%s%s%s", root, mount_point, below) < (int)size;
+  return strcmp(below, "/") == 0 ? "" : below;
+}
+
+/* Which hierarchy's directory a mount may give, and the best one so far:
+ * the mount showing the most groups above the process's (the shortest
+ * `shown`, the length of the part of the group path at the mount's top).
+ * A bind mount of a subtree may come first in mountinfo; the full mount
+ * after it shows the groups above, whose limits count too. */
+struct group_dir {
+  const char *group; /* the process's group in the hierarchy */
+  char *dir;         /* out: the group's directory, "" for none */
+  size_t *top_len;   /* out: the length of dir's mount point part */
+  size_t shown;      /* SIZE_MAX while dir is "" */
+};
+
+/* Takes the mount of top group `top` at `mount_point` for `d` when it
+ * shows the process's group with more groups above than the best so far. */
+static void consider_mount(const char *root, const char *mount_point,
+                           const char *top, struct group_dir *d) {
+  const char *below = below_top(top, d->group);
+  if (below == NULL) return;
+  size_t shown = strlen(d->group) - strlen(below);
+  size_t prefix = strlen(root) + strlen(mount_point);
+  if (shown >= d->shown || prefix + strlen(below) >= PATH_MAX) return;
+  snprintf(d->dir, PATH_MAX, "%s%s%s", root, mount_point, below);
+  *d->top_len = prefix;
+  d->shown = shown;
 }
 
 /* Finds the group directories of `g` from /proc/self/mountinfo: fields
@@ -284,6 +307,8 @@ static void find_dirs(const char *root, const char *v1_name,
     return;
   char *text = read_whole(path);
   if (text == NULL) return;
+  struct group_dir v2 = {g->v2, v2_dir, v2_top_len, SIZE_MAX};
+  struct group_dir v1 = {g->v1, v1_dir, v1_top_len, SIZE_MAX};
   char *rest = text, *line;
   while ((line = next_line(&rest)) != NULL) {
     char *sep = strstr(line, " - ");
@@ -299,25 +324,11 @@ static void find_dirs(const char *root, const char *v1_name,
     if (nf < 5 || fstype == NULL) continue;
     unescape(fields[3]);
     unescape(fields[4]);
-    char *dir = NULL;
-    const char *group = NULL;
-    size_t *top_len = NULL;
-    if (strcmp(fstype, "cgroup2") == 0 && g->has_v2 && v2_dir[0] == '\0') {
-      dir = v2_dir;
-      group = g->v2;
-      top_len = v2_top_len;
-    } else if (strcmp(fstype, "cgroup") == 0 && options != NULL &&
-               list_has(options, v1_name) && g->has_v1 && v1_dir[0] == '\0') {
-      dir = v1_dir;
-      group = g->v1;
-      top_len = v1_top_len;
-    }
-    if (dir == NULL ||
-        !group_dir(root, fields[4], fields[3], group, dir, PATH_MAX)) {
-      if (dir != NULL) dir[0] = '\0';
-      continue;
-    }
-    *top_len = strlen(root) + strlen(fields[4]);
+    if (strcmp(fstype, "cgroup2") == 0 && g->has_v2)
+      consider_mount(root, fields[4], fields[3], &v2);
+    else if (strcmp(fstype, "cgroup") == 0 && options != NULL &&
+             list_has(options, v1_name) && g->has_v1)
+      consider_mount(root, fields[4], fields[3], &v1);
   }
   free(text);
 }

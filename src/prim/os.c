@@ -277,3 +277,7 @@ int tarn__fs_in_memory(const char *path, int fd) {
   if ((path != NULL ? statfs(path, &st) : fstatfs(fd, &st)) != 0) return -1;
   return st.f_type == FS_TMPFS_MAGIC || st.f_type == FS_RAMFS_MAGIC;
 }
+
+bool tarn__dir_writable(const char *path) {
+  return access(path, W_OK | X_OK) == 0;
+}

@@ -1216,10 +1216,10 @@ static void finish(struct worker *w, tarn_task *t, int status, bool ran,
     tarn__ref_demand(t->slots[i].ref, -1);
   }
   t->failed = status != 0;
-  if (status == TARN_ECANCELED)
-    atomic_fetch_add_explicit(&rt->cancelled, 1, memory_order_relaxed);
+  if (status == TARN_ECANCELED) /* release: as w->run */
+    atomic_fetch_add_explicit(&rt->cancelled, 1, memory_order_release);
   else if (status != 0)
-    atomic_fetch_add_explicit(&rt->failed, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rt->failed, 1, memory_order_release);
   /* Closed: no successor can be added, so none can take a reference. */
   struct edge *first = atomic_exchange(&t->successors, CLOSED);
   for (struct edge *e = first; e != NULL; e = edge_next(e)) {
@@ -1564,7 +1564,9 @@ static tarn_task *run(struct worker *w, tarn_task *t) {
   }
   if (marked) tarn_slab_unmark(w->scratch, &mark);
   add_relaxed(&w->run_ns, tarn__clock_coarse_ns() - t1);
-  atomic_store_explicit(&w->run, ran + 1, memory_order_relaxed);
+  /* Release: a snapshot that sees this count sees the task's submission
+   * counted (tarn_rt_stats_get). */
+  atomic_store_explicit(&w->run, ran + 1, memory_order_release);
   unpin_all(t);
   finish(w, t, rc, true, &next);
   task_done(w);
@@ -2790,18 +2792,22 @@ unsigned tarn_rt_workers(const tarn_rt *rt) {
 int tarn_rt_stats_get(tarn_rt *rt, tarn_rt_stats *s) {
   if (s == NULL || !rt_ok(rt)) return TARN_EINVAL;
   memset(s, 0, sizeof *s);
-  s->submitted = atomic_load(&rt->submitted);
-  s->cancelled = atomic_load(&rt->cancelled);
-  s->failed = atomic_load(&rt->failed);
-  s->held_back = atomic_load(&rt->held_back);
-  s->prefetches = atomic_load(&rt->prefetches);
-  s->task_pinned_peak = atomic_load(&rt->task_pinned_peak);
+  /* The ends first, the submissions last: each task is counted submitted
+   * before it can run or end, and these acquire loads see what came
+   * before the counts they read, so neither run + cancelled nor failed
+   * passes submitted in a snapshot taken while tasks run. */
   for (unsigned i = 0; i <= rt->nworkers; i++) { /* the guest too */
     struct worker *w = &rt->workers[i];
-    s->run += atomic_load_explicit(&w->run, memory_order_relaxed);
+    s->run += atomic_load_explicit(&w->run, memory_order_acquire);
     s->stolen += atomic_load_explicit(&w->stolen, memory_order_relaxed);
     s->run_ns += atomic_load_explicit(&w->run_ns, memory_order_relaxed);
     s->data_wait_ns += atomic_load_explicit(&w->wait_ns, memory_order_relaxed);
   }
+  s->cancelled = atomic_load_explicit(&rt->cancelled, memory_order_acquire);
+  s->failed = atomic_load_explicit(&rt->failed, memory_order_acquire);
+  s->held_back = atomic_load(&rt->held_back);
+  s->prefetches = atomic_load(&rt->prefetches);
+  s->task_pinned_peak = atomic_load(&rt->task_pinned_peak);
+  s->submitted = atomic_load(&rt->submitted);
   return 0;
 }

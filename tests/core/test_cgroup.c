@@ -170,6 +170,43 @@ static void a_container_sees_its_group_at_the_mount_top(void **state) {
   assert_int_equal(tarn__cpu_quota(root), 1);
 }
 
+/* Two mounts of the unified hierarchy: a bind mount of a subtree listed
+ * before the whole one. The whole one shows the groups above the
+ * subtree's top, and their limits count: the mount showing the most of
+ * the way up is read, whichever comes first. */
+static void the_mount_showing_most_groups_above_is_read(void **state) {
+  (void)state;
+  char line[512], mounts[1024] = "";
+  put("proc/self/cgroup", "0::/a/b/c\n");
+  mount_line(line, sizeof line, 41, "/a/b", "/mnt/sub", "cgroup2", "rw");
+  strcat(mounts, line);
+  mount_line(line, sizeof line, 31, "/", "/sys/fs/cgroup", "cgroup2", "rw");
+  strcat(mounts, line);
+  put("proc/self/mountinfo", mounts);
+  put("mnt/sub/c/cpu.max", "400000 100000\n");
+  put("mnt/sub/c/memory.max", "1073741824\n");
+  put("sys/fs/cgroup/a/b/c/cpu.max", "400000 100000\n");
+  put("sys/fs/cgroup/a/b/c/memory.max", "1073741824\n");
+  put("sys/fs/cgroup/a/cpu.max", "100000 100000\n");
+  put("sys/fs/cgroup/a/memory.max", "268435456\n");
+  assert_int_equal(tarn__cpu_quota(root), 1);
+  assert_int_equal(tarn__memory_limit(root), (size_t)256 << 20);
+  /* The same in the other order. */
+  snprintf(mounts, sizeof mounts, "%s", strchr(mounts, '\n') + 1);
+  mount_line(line, sizeof line, 41, "/a/b", "/mnt/sub", "cgroup2", "rw");
+  strcat(mounts, line);
+  put("proc/self/mountinfo", mounts);
+  assert_int_equal(tarn__cpu_quota(root), 1);
+  assert_int_equal(tarn__memory_limit(root), (size_t)256 << 20);
+  /* A mount that does not show the group at all is passed over for one
+   * that shows it with fewer groups above. */
+  put("proc/self/cgroup", "0::/x/y\n");
+  mount_line(line, sizeof line, 51, "/x/y", "/mnt/xy", "cgroup2", "rw");
+  put("proc/self/mountinfo", line);
+  put("mnt/xy/cpu.max", "200000 100000\n");
+  assert_int_equal(tarn__cpu_quota(root), 2);
+}
+
 /* Only a component that is exactly ".." leads outside the namespace: a
  * group's name may begin with two dots, and its limits and its parents'
  * count. */
@@ -590,6 +627,8 @@ int main(int argc, char **argv) {
           a_container_sees_its_group_at_the_mount_top, make_root, remove_root),
       cmocka_unit_test_setup_teardown(long_files_and_unended_lines_are_read,
                                       make_root, remove_root),
+      cmocka_unit_test_setup_teardown(
+          the_mount_showing_most_groups_above_is_read, make_root, remove_root),
       cmocka_unit_test_setup_teardown(a_group_name_may_begin_with_two_dots,
                                       make_root, remove_root),
       cmocka_unit_test_setup_teardown(an_escaped_mount_point_is_read, make_root,

@@ -17,8 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1130,6 +1132,70 @@ static void a_spill_file_in_memory_says_so_and_the_default_avoids_it(
   test_env_restore(vars, 2, saved);
 }
 
+/* A /var/tmp that may not be written (a container with a read-only root
+ * and a tmpfs /tmp: docker run --read-only --tmpfs /tmp) is not the
+ * default: TMPDIR stays, and a pool with a limit opens and spills there
+ * (it failed with TARN_EACCES). In a child with a mount namespace of its
+ * own, where /var/tmp is bound read-only; skipped where that cannot be
+ * made (not root, no namespaces) or /var/tmp is kept in memory. */
+static int read_only_var_tmp_child(void) {
+  if (unshare(CLONE_NEWNS) != 0) return 77;
+  if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) return 77;
+  if (mount("/var/tmp", "/var/tmp", NULL, MS_BIND, NULL) != 0 ||
+      mount("none", "/var/tmp", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY, NULL) !=
+          0)
+    return 77;
+  if (access("/var/tmp", W_OK) == 0) return 77; /* not read-only after all */
+  setenv("TMPDIR", "/dev/shm", 1);
+  unsetenv("TARN_SPILL_DIR");
+  tarn_pool_options o;
+  if (tarn_pool_options_init(&o) != 0) return 2;
+  if (strcmp(o.spill_dir, "/dev/shm") != 0) return 3;
+  o.mem_limit = 1 * MiB;
+  tarn_pool *p = NULL;
+  if (tarn_pool_create(&o, &p) != 0) return 4;
+  /* No cmocka assertion in the child: its failure would jump back into
+   * the parent's copy of the runner. */
+  tarn_ref *r[8];
+  for (int i = 0; i < 8; i++) {
+    unsigned char *bytes = NULL;
+    if (tarn_ref_alloc(p, 256 * KiB, 0, &r[i]) != 0 ||
+        tarn_ref_pin(r[i], TARN_WRITE, 0, (void **)&bytes) != 0)
+      return 5;
+    memset(bytes, 'a' + i, 256 * KiB);
+    if (tarn_ref_unpin(r[i]) != 0) return 5;
+  }
+  tarn_pool_stats s;
+  if (tarn_pool_stats_get(p, &s) != 0 || s.spills < 4) return 6;
+  for (int i = 0; i < 8; i++) {
+    unsigned char *bytes = NULL;
+    if (tarn_ref_pin(r[i], TARN_READ, 0, (void **)&bytes) != 0) return 7;
+    for (size_t j = 0; j < 256 * KiB; j++)
+      if (bytes[j] != 'a' + i) return 7;
+    if (tarn_ref_unpin(r[i]) != 0 || tarn_ref_release(r[i]) != 0) return 7;
+  }
+  return tarn_pool_destroy(p) == 0 ? 0 : 8;
+}
+
+static void a_read_only_var_tmp_is_not_the_default(void **state) {
+  (void)state;
+  if (in_memory("/dev/shm") != 1 || in_memory("/var/tmp") != 0) {
+    skip();
+    return;
+  }
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) _exit(read_only_var_tmp_child());
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) {
+    skip();
+    return;
+  }
+  assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void the_spill_file_leaves_nothing_behind(void **state) {
   (void)state;
   char dir[] = "/tmp/tarn-test-XXXXXX";
@@ -2239,6 +2305,7 @@ int main(void) {
       cmocka_unit_test(only_a_limit_needs_the_spill_directory),
       cmocka_unit_test(
           a_spill_file_in_memory_says_so_and_the_default_avoids_it),
+      cmocka_unit_test(a_read_only_var_tmp_is_not_the_default),
       cmocka_unit_test(only_a_limit_starts_io_threads),
       cmocka_unit_test(small_buffers_cost_their_pages),
       cmocka_unit_test(small_buffers_of_every_size_keep_their_bytes),

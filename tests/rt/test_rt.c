@@ -3238,6 +3238,58 @@ static void an_after_access_orders_without_pinning(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* tarn_rt_stats_get is a snapshot in which no task has ended before it
+ * was submitted: polled while two threads submit empty tasks, run +
+ * cancelled and failed never pass submitted (submitted was read first, so
+ * tasks submitted and run while the workers' counts were added showed up
+ * in run alone: run passed submitted by tens of thousands, and the
+ * unsigned submitted - run a program reports as progress wrapped). */
+struct stats_submitter {
+  tarn_rt *rt;
+  atomic_bool *stop;
+};
+
+static void *submit_until_stopped(void *arg) {
+  struct stats_submitter *s = arg;
+  while (!atomic_load(s->stop)) {
+    tarn_region *r = NULL;
+    if (tarn_region_begin(s->rt, &r) != 0) break;
+    for (int i = 0; i < 200; i++) {
+      tarn_task_desc d = {.fn = nothing_task};
+      if (tarn_task_submit(s->rt, &d) != 0) break;
+    }
+    tarn_region_wait(r, NULL);
+  }
+  return NULL;
+}
+
+static void stats_never_show_a_task_run_before_submitted(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 0);
+  atomic_bool stop = false;
+  struct stats_submitter s = {rt, &stop};
+  pthread_t th[2];
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(pthread_create(&th[i], NULL, submit_until_stopped, &s), 0);
+  uint64_t polls = 0, bad = 0, last = 0;
+  while (last < 100000) {
+    tarn_rt_stats st;
+    assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+    if (st.run + st.cancelled > st.submitted || st.failed > st.submitted) bad++;
+    assert_true(st.submitted >= last); /* and the counts only grow */
+    last = st.submitted;
+    polls++;
+  }
+  atomic_store(&stop, true);
+  for (int i = 0; i < 2; i++) assert_int_equal(pthread_join(th[i], NULL), 0);
+  tarn_rt_stats st;
+  assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+  assert_int_equal(st.run, st.submitted); /* all waited */
+  assert_true(polls > 0);
+  assert_int_equal(bad, 0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   /* These tests state what the defaults are and set the variables they
    * test themselves; a TARN_WORKERS or TARN_MAX_UNFINISHED from the shell
@@ -3319,6 +3371,7 @@ int main(void) {
       cmocka_unit_test(successors_readied_together_run_by_priority),
       cmocka_unit_test(idle_workers_sleep),
       cmocka_unit_test(a_task_submits_to_another_runtimes_root),
+      cmocka_unit_test(stats_never_show_a_task_run_before_submitted),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

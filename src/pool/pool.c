@@ -180,7 +180,8 @@ struct tarn_pool {
   bool has_reader;
   void (*owner_free)(void *ctx, void *owner);
   void *owner_ctx;
-  bool stopping;
+  bool stopping;        /* the writers end once their queue is empty */
+  bool reader_stopping; /* the reader drops its queue and ends */
   pthread_t *io;
   unsigned nio;
   uint64_t evictions, spills, restores, cache_hits, cache_misses;
@@ -1230,9 +1231,19 @@ static void *reader_main(void *arg) {
   tarn_pool *p = arg;
   pthread_mutex_lock(&p->lock);
   for (;;) {
-    while (p->reads == NULL && !p->stopping)
+    while (p->reads == NULL && !p->reader_stopping)
       pthread_cond_wait(&p->io_ready, &p->lock);
-    if (p->reads == NULL) break;
+    if (p->reader_stopping) { /* a prefetch is a wish: dropped */
+      while (p->reads != NULL) {
+        struct io_job *job = p->reads;
+        p->reads = job->next;
+        job->ref->queued = false;
+        job->ref->prefetching = false;
+        free(job);
+      }
+      p->reads_tail = NULL;
+      break;
+    }
     struct io_job *job = p->reads;
     p->reads = job->next;
     if (p->reads == NULL) p->reads_tail = NULL;
@@ -1358,12 +1369,19 @@ int tarn_pool_destroy(tarn_pool *p) {
 
 int tarn__pool_destroy(tarn_pool *p) {
   if (p == NULL) return 0;
+  /* The reader first: a read back it is making may evict, queueing
+   * writes, and wait for them; the writers end once their queue is
+   * empty, so they must outlive it (they wait for nothing). */
+  pthread_mutex_lock(&p->lock);
+  p->reader_stopping = true;
+  pthread_cond_broadcast(&p->io_ready);
+  pthread_mutex_unlock(&p->lock);
+  if (p->has_reader) pthread_join(p->reader, NULL);
   pthread_mutex_lock(&p->lock);
   p->stopping = true;
   pthread_cond_broadcast(&p->io_ready);
   pthread_mutex_unlock(&p->lock);
   for (unsigned i = 0; i < p->nio; i++) pthread_join(p->io[i], NULL);
-  if (p->has_reader) pthread_join(p->reader, NULL);
   pthread_mutex_lock(&p->lock);
   int leaked = (int)p->live;
   while (p->refs != NULL) {

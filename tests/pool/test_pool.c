@@ -1619,6 +1619,28 @@ static void prefetch_reads_back_off_the_caller(void **state) {
   memdisk_free(disk);
 }
 
+/* A pool destroyed while its reader reads prefetched objects back ends:
+ * a read back may evict and wait for the writes it queued, and the
+ * writers had been stopped first (they end once their queue is empty),
+ * so the reader waited for ever and the destroy with it (20 to 120 rounds
+ * of this loop). Each round leaves its refs to the destroy, which counts
+ * them. A hang is ended by the alarm (the test fails). */
+static void a_destroy_during_prefetches_ends(void **state) {
+  (void)state;
+  alarm(300);
+  for (int round = 0; round < 200; round++) {
+    tarn_pool *p = pool_with(1 * MiB, NULL);
+    tarn_ref *r[16];
+    for (int i = 0; i < 16; i++) {
+      r[i] = alloc(p, 200 * KiB);
+      fill(r[i], (uint32_t)i);
+    }
+    for (int i = 0; i < 8; i++) assert_true(tarn_ref_prefetch(r[i]) >= 0);
+    assert_int_equal(tarn_pool_destroy(p), 16);
+  }
+  alarm(0);
+}
+
 static void peak_can_be_reset(void **state) {
   (void)state;
   tarn_pool *p = pool_with(0, NULL);
@@ -2306,6 +2328,7 @@ int main(void) {
       cmocka_unit_test(
           a_spill_file_in_memory_says_so_and_the_default_avoids_it),
       cmocka_unit_test(a_read_only_var_tmp_is_not_the_default),
+      cmocka_unit_test(a_destroy_during_prefetches_ends),
       cmocka_unit_test(only_a_limit_starts_io_threads),
       cmocka_unit_test(small_buffers_cost_their_pages),
       cmocka_unit_test(small_buffers_of_every_size_keep_their_bytes),

@@ -361,7 +361,8 @@ typedef struct tarn_pool_stats {
   uint64_t cache_hits;     /* buffers (new objects, read backs) the cache
                               served */
   uint64_t cache_misses;   /* the same that needed fresh memory */
-  int last_error;          /* status of the last storage failure, or 0 */
+  int last_error; /* status of the last storage failure (a write, a read,
+                     a flush), or 0 */
   /* How spilled bytes leave memory: "direct" (O_DIRECT), "fadvise"
    * (written pages dropped from the page cache), "memory" (they do not:
    * the spill file is on a file system kept in memory, tmpfs or ramfs, so
@@ -402,7 +403,12 @@ TARN_API size_t tarn_pool_mem_limit(const tarn_pool *pool);
  * 0 or TARN_EINVAL. */
 TARN_API int tarn_pool_peak_reset(tarn_pool *pool);
 
-/* Fills *stats with a consistent snapshot. Returns 0 or TARN_EINVAL. */
+/* Fills *stats with the counters. At rest (no I/O in flight) they agree
+ * with each other; while the I/O threads work, the storage's counts
+ * (bytes_written, bytes_read, spilled_bytes, write_ns, read_ns) and the
+ * pool's (spills, restores, evictions, resident_bytes) are each exact
+ * but may be a write or read apart, as each is counted when its own part
+ * ends. Thread-safe. Returns 0 or TARN_EINVAL. */
 TARN_API int tarn_pool_stats_get(tarn_pool *pool, tarn_pool_stats *stats);
 
 #ifdef __cplusplus

@@ -424,15 +424,20 @@ typedef struct tarn_rt_stats {
   uint64_t run_ns;       /* time in task functions, summed over workers */
   uint64_t data_wait_ns; /* time pinning data, summed over workers */
   /* Under a memory limit, the most one task pinned at once: the bytes
-   * its refs count against the limit (each ref once, in whole pages).
+   * its refs count against the limit (each ref once: the pool's buffers
+   * in whole pages, an adopted object at its size).
    * No limit below it could have run that task. 0 without a limit. */
   uint64_t task_pinned_peak;
 } tarn_rt_stats;
 
-/* A snapshot of the counters, read one by one while tasks may run, but
- * never showing a task ended before it was submitted: run + cancelled,
- * and failed, are at most submitted (so submitted - run - cancelled is
- * the tasks not yet ended). Thread-safe. Returns 0 or TARN_EINVAL. */
+/* A snapshot of the counters, read one by one while tasks may run but
+ * never showing a task ended before it was submitted: run, cancelled and
+ * failed are each at most submitted. They count as tarn_region_stats
+ * does (a task that ran and returned TARN_ECANCELED is in run and in
+ * cancelled; one whose data could not be pinned in failed alone), so
+ * submitted - run - cancelled is not the tasks left to end: wait on a
+ * region (tarn_region_wait_timed) to know that. Thread-safe. Returns 0 or
+ * TARN_EINVAL. */
 TARN_API int tarn_rt_stats_get(tarn_rt *rt, tarn_rt_stats *stats);
 
 #ifdef __cplusplus

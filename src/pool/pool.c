@@ -1837,6 +1837,7 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
   if (r->kind == NULL && obj == NULL) obj = buffer_new(p, cap);
   rc = obj == NULL && r->kind == NULL ? TARN_ENOMEM : 0;
   bool read = (mode & TARN_READ) != 0;
+  bool store_failed = false; /* the store's read, not the heap's or load's */
   uint64_t t0 = 0;
   if (rc == 0 && from == EMPTY && read) memset(obj, 0, cap);
   if (rc == 0 && from_source && read) {
@@ -1845,11 +1846,13 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
     if (rc > 0) rc = TARN_EIO; /* not a status: the source broke its word */
   } else if (rc == 0 && from == SPILLED && r->kind == NULL && read) {
     rc = tarn__store_read(p->store, &r->block, obj);
+    store_failed = rc != 0;
   }
   if (rc == 0 && r->kind != NULL) {
     void *staging = aligned_alloc(p->page, tarn__page_round(r->size));
     rc = staging == NULL ? TARN_ENOMEM
                          : tarn__store_read(p->store, &r->block, staging);
+    store_failed = staging != NULL && rc != 0;
     if (rc == 0) rc = r->kind->load(r->kind->ctx, staging, r->size, &obj);
     free(staging);
   }
@@ -1860,6 +1863,9 @@ static int restore(tarn_pool *p, tarn_ref *r, tarn_access mode,
    * own failed read does not count: out of heap, a task that counted its
    * own failures retried for ever.) */
   if (rc == 0 || pins == 0) read_ended(p);
+  /* The pool's last_error is the last failure of either way: a read's
+   * too (a failed write's hid every later read's; the store counts it). */
+  if (store_failed) p->last_error = rc;
   if (rc != 0) {
     if (r->kind == NULL && obj != NULL)
       buffer_retire(p, obj, cap);
@@ -2066,6 +2072,9 @@ static int flush_end(tarn_ref *r, int status, uint64_t ns) {
   if (rc == 0 && status == 0) {
     stored_in_source(p, r, ns);
     if (!r->escaped) atomic_fetch_or(&r->pinword, CLEAN);
+  } else if (rc == 0) { /* a failed store, counted as a spill write's */
+    p->unstored_failures++;
+    p->last_error = status < 0 ? status : TARN_EIO;
   }
   if (rc == 0) {
     r->flushing = false;

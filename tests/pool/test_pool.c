@@ -931,6 +931,33 @@ static void bad_reads_never_return_wrong_bytes(void **state) {
   memdisk_free(disk);
 }
 
+/* last_error is the last failure, whichever way: a failed write's hid
+ * every later read's (a full disk, then a bad read: ENOSPC still). */
+static void last_error_is_the_last_failure(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_pool *p = pool_with(64 * KiB, disk);
+  tarn_ref *a = alloc(p, 64 * KiB), *b = NULL;
+  fill(a, 4);
+  disk->full_at = 1; /* the disk is full */
+  assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), TARN_ENOSPC);
+  assert_int_equal(stats(p).last_error, TARN_ENOSPC);
+  disk->full_at = 0;
+  b = alloc(p, 64 * KiB); /* a goes to the disk now */
+  tarn_ref_release(b);
+  assert_false(tarn_ref_is_resident(a));
+  void *d = NULL;
+  disk->fail_read = 1;
+  assert_int_equal(tarn_ref_pin(a, TARN_READ, 0, &d), TARN_EIO);
+  tarn_pool_stats s = stats(p);
+  assert_int_equal(s.read_failures, 1);
+  assert_int_equal(s.last_error, TARN_EIO);
+  assert_int_equal(check(a, 4), 0);
+  tarn_ref_release(a);
+  assert_int_equal(tarn_pool_destroy(p), 0);
+  memdisk_free(disk);
+}
+
 static void user_kinds_spill_through_save_and_load(void **state) {
   (void)state;
   struct memdisk *disk = memdisk_new();
@@ -2050,7 +2077,11 @@ static void sourced_refs_with_a_home_go_back_to_it(void **state) {
    * and making room fails with the store's status. */
   fill(a, 12);
   h.fail_write = TARN_ENOSPC;
+  uint64_t failures = stats(p).write_failures;
   assert_int_equal(tarn_ref_flush(a), TARN_ENOSPC);
+  /* counted as a failed spill write (it was not) */
+  assert_int_equal(stats(p).write_failures, failures + 1);
+  assert_int_equal(stats(p).last_error, TARN_ENOSPC);
   assert_int_equal(tarn_ref_alloc(p, 64 * KiB, 0, &b), TARN_ENOSPC);
   assert_true(tarn_ref_is_resident(a));
   assert_int_equal(check(a, 12), 0);
@@ -2322,6 +2353,7 @@ int main(void) {
       cmocka_unit_test(user_kinds_spill_through_save_and_load),
       cmocka_unit_test(a_failed_save_is_the_callers_eio),
       cmocka_unit_test(failed_saves_are_counted),
+      cmocka_unit_test(last_error_is_the_last_failure),
       cmocka_unit_test(the_spill_file_leaves_nothing_behind),
       cmocka_unit_test(a_spill_writes_no_bytes_the_caller_did_not_give),
       cmocka_unit_test(only_a_limit_needs_the_spill_directory),

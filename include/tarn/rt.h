@@ -161,7 +161,7 @@ TARN_API int tarn_rt_create(const tarn_rt_options *options, tarn_rt **rt);
  * error path may destroy a runtime without waiting). Their errors are not
  * reported. Returns the first error of a task outside any region, or 0;
  * TARN_EDEADLK, changing nothing, from a task (a task of the runtime
- * would wait for itself), and TARN_EINVAL for a runtime already
+ * would wait for itself) or an arg_free the runtime runs, and TARN_EINVAL for a runtime already
  * destroyed. NULL is a no-op. Must not be called while another thread
  * uses the runtime: a region another thread began must be waited for, or
  * that thread ended, first. A program destroys its runtimes before it
@@ -213,8 +213,10 @@ typedef struct tarn_task_desc {
    * argument. Optional. When the task ends it runs on the thread that
    * ends it (a worker, or a waiting program thread): a task it submits
    * then goes to a region it began itself, else to the runtime's root
-   * region, and is never held back (max_unfinished). When submission
-   * fails it runs at once on the submitting thread. */
+   * region, and is never held back (max_unfinished); it may wait for
+   * such a region (a worker then runs tasks meanwhile), not destroy the
+   * runtime (TARN_EDEADLK). When submission fails it runs at once on the
+   * submitting thread. */
   void (*arg_free)(void *arg);
 } tarn_task_desc;
 

@@ -2339,6 +2339,30 @@ static void wake_at_least_at(tarn_region *r, uint64_t target) {
     continue;
 }
 
+/* region_wait_for on a worker of r's runtime, outside a task (an
+ * arg_free that waits for a region it began): what it submitted went to
+ * its own queue, which no one else takes while it is busy (the guest
+ * takes only idle workers' tasks; with one worker there is no one), so it
+ * runs tasks as in its loop instead of sleeping: it hung, and
+ * tarn_rt_destroy with it. Looks with yields, then with short sleeps
+ * while other workers run what is left. */
+static bool worker_wait_for(struct worker *w, tarn_region *r, uint64_t target,
+                            uint64_t deadline) {
+  for (int idle = 0; !region_reached(r, target); idle++) {
+    if (deadline != 0 && tarn__clock_ns() >= deadline) return false;
+    tarn_task *t = take_or_lone(w);
+    if (t != NULL) {
+      while (t != NULL) t = run(w, t);
+      idle = 0;
+    } else if (idle < DRAIN_SPINS) {
+      sched_yield();
+    } else {
+      nanosleep(&(struct timespec){0, 50000}, NULL);
+    }
+  }
+  return true;
+}
+
 /* Waits until region_reached(r, target). Meanwhile the thread runs queued
  * tasks as the guest (any region's: a task it takes runs to its end, so
  * the wait may last that long): a program's thread that only waits would
@@ -2354,6 +2378,9 @@ static void wake_at_least_at(tarn_region *r, uint64_t target) {
 static bool region_wait_for(tarn_region *r, uint64_t target, int spins,
                             uint64_t deadline) {
   tarn_rt *rt = r->rt;
+  if (current_worker != NULL && current_worker->rt == rt &&
+      !current_worker->guest)
+    return worker_wait_for(current_worker, r, target, deadline);
   struct worker *g = spins > 0 ? guest_enter(rt) : NULL;
   /* A short region ends sooner than a sleeping thread wakes: look for a
    * while (yielding) before sleeping on the condition variable. */
@@ -2757,7 +2784,11 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
 int tarn_rt_destroy(tarn_rt *rt) {
   if (rt == NULL) return 0;
   if (!rt_ok(rt)) return TARN_EINVAL;
-  if (task_here() != NULL) return TARN_EDEADLK;
+  /* From a task, or from an arg_free on one of the runtime's workers or
+   * its guest (it would wait for the task ending, then join itself). */
+  if (task_here() != NULL ||
+      (current_worker != NULL && current_worker->rt == rt))
+    return TARN_EDEADLK;
   /* Regions never waited: their tasks run to the end, then they go. */
   for (;;) {
     pthread_mutex_lock(&rt->done_lock);

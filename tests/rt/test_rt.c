@@ -2879,8 +2879,12 @@ static int slow_end_task(tarn_task *t, void *arg) {
   return 0;
 }
 
+static atomic_int own_destroy_status;
+
 static void wait_for_an_own_region(void *arg) {
   (void)arg;
+  /* and the runtime may not be destroyed from here (it hung) */
+  atomic_store(&own_destroy_status, tarn_rt_destroy(follow_up_rt));
   atomic_store(&own_region_ended, 0);
   tarn_region *r = NULL;
   int rc = tarn_region_begin(follow_up_rt, &r);
@@ -2906,6 +2910,30 @@ static void an_arg_free_may_wait_for_its_own_region(void **state) {
   }
   assert_int_equal(atomic_load(&own_region_early), 0);
   assert_int_equal(tarn_rt_destroy(follow_up_rt), 0);
+}
+
+/* On a runtime of one worker the worker itself runs such a region's
+ * tasks: they sit in its own queue, which no other thread takes while it
+ * is busy, and its wait slept for ever (a program thread destroying the
+ * runtime meanwhile with it). A hang ends in the alarm. */
+static void a_lone_workers_arg_free_may_wait_for_its_region(void **state) {
+  (void)state;
+  alarm(120);
+  for (int i = 0; i < 5; i++) {
+    follow_up_rt = make_rt(1, 0, 1);
+    atomic_store(&own_region_early, 0);
+    atomic_store(&own_region_status, 1);
+    atomic_store(&own_destroy_status, 1);
+    tarn_task_desc d = {
+        count_task, NULL, NULL, 0, 0, NULL, wait_for_an_own_region};
+    assert_int_equal(tarn_task_submit(follow_up_rt, &d), 0);
+    nanosleep(&(struct timespec){0, 50000000}, NULL); /* the worker's */
+    assert_int_equal(tarn_rt_destroy(follow_up_rt), 0);
+    assert_int_equal(atomic_load(&own_region_status), 0);
+    assert_int_equal(atomic_load(&own_region_early), 0);
+    assert_int_equal(atomic_load(&own_destroy_status), TARN_EDEADLK);
+  }
+  alarm(0);
 }
 
 static void a_flood_of_submissions_is_held_back(void **state) {
@@ -3363,6 +3391,7 @@ int main(void) {
       cmocka_unit_test(a_flood_of_submissions_is_held_back),
       cmocka_unit_test(an_arg_free_that_submits_is_not_held_back),
       cmocka_unit_test(an_arg_free_may_wait_for_its_own_region),
+      cmocka_unit_test(a_lone_workers_arg_free_may_wait_for_its_region),
       cmocka_unit_test(tasks_that_submit_are_never_held_back),
       cmocka_unit_test(threads_held_back_together_all_go_on),
       cmocka_unit_test(max_unfinished_comes_from_the_environment),

@@ -161,9 +161,9 @@ TARN_API int tarn_rt_create(const tarn_rt_options *options, tarn_rt **rt);
  * error path may destroy a runtime without waiting). Their errors are not
  * reported. Returns the first error of a task outside any region, or 0;
  * TARN_EDEADLK, changing nothing, from a task (a task of the runtime
- * would wait for itself) or an arg_free the runtime runs, and TARN_EINVAL for a runtime already
- * destroyed. NULL is a no-op. Must not be called while another thread
- * uses the runtime: a region another thread began must be waited for, or
+ * would wait for itself) or an arg_free the runtime runs, and TARN_EINVAL for a
+ * runtime already destroyed. NULL is a no-op. Must not be called while another
+ * thread uses the runtime: a region another thread began must be waited for, or
  * that thread ended, first. A program destroys its runtimes before it
  * returns from main or calls exit(), also on its error paths: exit() runs
  * the libraries' destructors (OpenBLAS's among them) while tasks

@@ -3,14 +3,18 @@
  * arrive, and the JSON file of BENCH.md with a description of the machine
  * (CPU model, online cores, operating system, tarn version, date). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <regex.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,15 +116,20 @@ void bench_progress_clear(bench_run *run) {
   progress_owner = NULL;
 }
 
+/* Why the first write of bench_printf's that failed did (0: none did). */
+static int output_errno;
+
 int bench_printf(const char *format, ...) {
   if (progress_owner != NULL) bench_progress_clear(progress_owner);
   va_list ap;
   va_start(ap, format);
   int n = vprintf(format, ap);
   va_end(ap);
-  fflush(stdout);
+  if (fflush(stdout) != 0 && output_errno == 0) output_errno = errno;
   return n;
 }
+
+int bench_output_errno(void) { return output_errno; }
 
 int bench_wanted(bench_run *run, const char *name) {
   if (run->filter != NULL && regexec(run->filter, name, 0, NULL, 0) != 0)
@@ -738,9 +747,114 @@ int bench_close(double a, double b, double tol) {
   return fabs(a - b) <= tol * (1 + fabs(b));
 }
 
+/* ---- temporary directories and interrupts --------------------------------
+ *
+ * The directories the suites make for their files (files: the .npy files
+ * it saves and loads, 129 MiB at N = 2048; StarPU's home; the disk node of
+ * the ooc suite's StarPU child) are kept in fixed slots while they exist.
+ * A SIGINT or SIGTERM removes them before the process dies of it: they
+ * were left behind until 2026-12-05. The handler calls only what a signal
+ * handler may (open, openat, lseek, unlinkat, rmdir, close, strcmp,
+ * sigaction, raise, and getdents64, a bare system call that touches no
+ * state of the C library's), and reads a slot only after its flag, stored
+ * with release order once the path is in place, says it is in use. A
+ * suite makes at most three at once; one more than the slots hold would
+ * be made but not removed by an interrupt. */
+
+#define TEMP_DIRS_MAX 8
+#define TEMP_DIR_DEPTH 8 /* StarPU's home: .starpu/sampling/bus/FILE */
+
+static char temp_dirs[TEMP_DIRS_MAX][PATH_MAX];
+static atomic_int temp_dir_used[TEMP_DIRS_MAX];
+
+char *bench_temp_dir(char *template) {
+  if (mkdtemp(template) == NULL) return NULL;
+  for (int i = 0; i < TEMP_DIRS_MAX; i++)
+    if (atomic_load_explicit(&temp_dir_used[i], memory_order_relaxed) == 0 &&
+        strlen(template) < sizeof temp_dirs[i]) {
+      strcpy(temp_dirs[i], template);
+      atomic_store_explicit(&temp_dir_used[i], 1, memory_order_release);
+      break;
+    }
+  return template;
+}
+
+/* Forgets `dir`, which bench_remove_tree has removed. */
+static void temp_dir_forget(const char *dir) {
+  for (int i = 0; i < TEMP_DIRS_MAX; i++)
+    if (atomic_load_explicit(&temp_dir_used[i], memory_order_relaxed) != 0 &&
+        strcmp(temp_dirs[i], dir) == 0)
+      atomic_store_explicit(&temp_dir_used[i], 0, memory_order_relaxed);
+}
+
+/* Removes what the directory open as `fd` holds, `depth` levels down from
+ * a registered one; async-signal-safe. A few passes, as a worker may add
+ * a file while the first one runs. */
+static void empty_dir_at(int fd, int depth) {
+  char buf[2048] __attribute__((aligned(8)));
+  for (int pass = 0; pass < 4; pass++) {
+    int found = 0;
+    ssize_t n;
+    lseek(fd, 0, SEEK_SET);
+    while ((n = getdents64(fd, buf, sizeof buf)) > 0)
+      for (ssize_t at = 0; at < n;) {
+        struct dirent64 *e = (struct dirent64 *)(void *)(buf + at);
+        at += e->d_reclen;
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+          continue;
+        found = 1;
+        if (unlinkat(fd, e->d_name, 0) == 0 || errno != EISDIR ||
+            depth >= TEMP_DIR_DEPTH)
+          continue;
+        int sub = openat(fd, e->d_name,
+                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0) continue;
+        empty_dir_at(sub, depth + 1);
+        close(sub);
+        unlinkat(fd, e->d_name, AT_REMOVEDIR);
+      }
+    if (!found) return;
+  }
+}
+
+/* The handler of bench_catch_interrupts. */
+static void on_interrupt(int sig) {
+  for (int i = 0; i < TEMP_DIRS_MAX; i++) {
+    if (atomic_load_explicit(&temp_dir_used[i], memory_order_acquire) == 0)
+      continue;
+    int fd =
+        open(temp_dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    empty_dir_at(fd, 0);
+    close(fd);
+    rmdir(temp_dirs[i]);
+  }
+  /* dies of the signal once the handler returns (it is blocked until then) */
+  struct sigaction dfl = {.sa_handler = SIG_DFL};
+  sigemptyset(&dfl.sa_mask);
+  sigaction(sig, &dfl, NULL);
+  raise(sig);
+}
+
+void bench_catch_interrupts(void) {
+  static const int signals[] = {SIGINT, SIGTERM};
+  struct sigaction on = {.sa_handler = on_interrupt}, was;
+  sigfillset(&on.sa_mask); /* one cleanup at a time, not interrupted */
+  for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++)
+    if (sigaction(signals[i], NULL, &was) == 0 && was.sa_handler != SIG_IGN)
+      sigaction(signals[i], &on, NULL);
+}
+
 int bench_starpu_environment(const char *suite, char *dir, size_t size) {
-  snprintf(dir, size, "/tmp/tarn-bench-starpu-XXXXXX"); /* mkdtemp's template */
-  if (mkdtemp(dir) == NULL) {
+  /* under the spill directory, which a user sets for the bench's files
+   * (TARN_SPILL_DIR), not a fixed /tmp */
+  int n = snprintf(dir, size, "%s/tarn-bench-starpu-XXXXXX", bench_spill_dir());
+  if (n < 0 || (size_t)n >= size) {
+    fprintf(stderr, "tarn bench: %s: the spill directory's path is too long\n",
+            suite);
+    return 1;
+  }
+  if (bench_temp_dir(dir) == NULL) {
     fprintf(stderr, "tarn bench: %s: cannot make %s: %s\n", suite, dir,
             strerror(errno));
     return 1;
@@ -767,6 +881,7 @@ static int remove_entry(const char *path, const struct stat *st, int flag,
 
 void bench_remove_tree(const char *dir) {
   nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+  temp_dir_forget(dir);
 }
 
 int bench_find_program(const char *name, char *path, size_t size) {

@@ -172,6 +172,11 @@ void bench_progress_clear(bench_run *run);
  * first and flushes stdout after, so the two never mix on a terminal. */
 int bench_printf(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
+/* Why a write of bench_printf's to stdout failed (an errno value), or 0
+ * when none did: it flushes every time, so the caller's final fflush
+ * finds nothing left to fail on, only the stream's error flag. */
+int bench_output_errno(void);
+
 /* Runs fn with a doubling number of repetitions until one call takes a
  * sixth of `target_s`, then sets *reps so that a call takes about target_s.
  * The calls double as warm-up. Returns 0 or fn's failure. */
@@ -232,13 +237,25 @@ int bench_close(double a, double b, double tol);
 
 /* Prepares the environment StarPU reads at starpu_init: quiet, workers not
  * bound to cores, and its home (performance models, traces) in a fresh
- * temporary directory, whose path goes to dir (size bytes). Returns 0, or
- * 1 after printing why (naming `suite`). */
+ * directory of the spill directory (bench_temp_dir), whose path goes to
+ * dir (size bytes). Returns 0, or 1 after printing why (naming `suite`). */
 int bench_starpu_environment(const char *suite, char *dir, size_t size);
 
-/* Removes the directory tree `dir` (as made by bench_starpu_environment),
- * printing what cannot be removed. */
+/* mkdtemp(template), and the directory made is registered for removal by
+ * an interrupt (bench_catch_interrupts) until bench_remove_tree removes it.
+ * Returns template, or NULL with errno set as mkdtemp. Not thread-safe: a
+ * suite's main thread makes and removes its directories. */
+char *bench_temp_dir(char *template);
+
+/* Removes the directory tree `dir` (as made by bench_temp_dir), printing
+ * what cannot be removed, and forgets it. */
 void bench_remove_tree(const char *dir);
+
+/* From now on a SIGINT or SIGTERM removes the directories of bench_temp_dir
+ * that still exist, with what they hold, and the process then dies of the
+ * signal (the status a shell reports is 130 or 143). A signal ignored when
+ * the process started (a background job of a script) stays ignored. */
+void bench_catch_interrupts(void);
 
 /* Sets `path` to the helper program `name` (e.g. "tarn-burst-glibc") next
  * to this executable: <dir>/bench/ in a build tree, <dir>/../libexec/tarn/

@@ -416,7 +416,7 @@ int bench_files(bench_run *run) {
   if (bench_rt_open(run, "files", &rt) != 0) return 1;
   char dir[4096];
   snprintf(dir, sizeof dir, "%s/tarn-bench-files-XXXXXX", bench_spill_dir());
-  if (mkdtemp(dir) == NULL) {
+  if (bench_temp_dir(dir) == NULL) { /* removed by an interrupt too */
     tarn_rt_destroy(rt);
     return sys_failed("cannot make a directory in", bench_spill_dir());
   }
@@ -430,7 +430,7 @@ int bench_files(bench_run *run) {
         open_size(&c, run, rt, dir, sizes[k]) || run_size(run, &c, mbps[k]);
     close_size(&c);
   }
-  rmdir(dir);
+  bench_remove_tree(dir); /* empty by now: close_size removed its files */
   tarn_rt_destroy(rt);
   if (failed) return 1;
   bench_printf("  (in %s)\n", bench_spill_dir());

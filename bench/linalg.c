@@ -831,7 +831,7 @@ static int factors_open(struct ctx *c) {
   int rc = tarn_matrix_cholesky(c->t_l, NULL);
   if (rc != 0) return tarn_failed("tarn_matrix_cholesky", rc);
   rc = tarn_matrix_lu(c->t_lu, c->t_lu_piv, NULL);
-  if (rc != 0) return tarn_failed("tarn_matrix_lu", rc);
+  if (rc != 0) return linalg_lu_failed(c->n, c->b, rc);
   rc = tarn_matrix_qr(c->t_qr, 0, &c->t_qr_t);
   return rc == 0 ? 0 : tarn_failed("tarn_matrix_qr", rc);
 }

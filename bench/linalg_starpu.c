@@ -8,6 +8,7 @@
  * starpu_task_wait_for_all; the tiles are unregistered after it. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 #include "linalg_peers.h"
 #include "starpu_tiles.h"
 
-static char home[64];
+static char home[PATH_MAX];
 
 static int starpu_failed(const char *what, int rc) {
   return bench_starpu_failed("linalg", what, rc);

@@ -21,10 +21,12 @@
 #include <fcntl.h>
 #include <float.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -416,11 +418,13 @@ static int parse_size(const char *text, const char *what, size_t *v) {
   return 0;
 }
 
-/* argv: PEER OP N B LIMIT SAMPLES CORES DIR, as run_child passes them. */
-static int parse_job(int argc, char **argv, int *starpu, ooc_job *job) {
+/* argv: PEER OP N B LIMIT SAMPLES CORES DIR PARENT, as run_child passes
+ * them; PARENT (the parent's pid) goes to *parent. */
+static int parse_job(int argc, char **argv, int *starpu, ooc_job *job,
+                     size_t *parent) {
   size_t cores = 0;
-  if (argc != 8) {
-    fprintf(stderr, "tarn bench: %s: expected 8 arguments, got %d\n",
+  if (argc != 9) {
+    fprintf(stderr, "tarn bench: %s: expected 9 arguments, got %d\n",
             BENCH_OOC_CHILD, argc);
     return 1;
   }
@@ -436,7 +440,8 @@ static int parse_job(int argc, char **argv, int *starpu, ooc_job *job) {
       parse_size(argv[3], "block", &job->b) != 0 ||
       parse_size(argv[4], "limit", &job->limit) != 0 ||
       parse_size(argv[5], "samples", &job->samples) != 0 ||
-      parse_size(argv[6], "cores", &cores) != 0)
+      parse_size(argv[6], "cores", &cores) != 0 ||
+      parse_size(argv[8], "parent", parent) != 0)
     return 1;
   job->cores = (unsigned)cores;
   if (job->n == 0 || job->b == 0 || job->b > job->n || job->cores == 0 ||
@@ -462,10 +467,27 @@ static void print_figures(const ooc_job *job, const ooc_figures *f) {
   bench_printf("residual %.6g\nend\n", f->residual);
 }
 
+/* Makes the child die of SIGTERM (whose handler removes its directories,
+ * bench_catch_interrupts) when its parent dies: one interrupted or killed
+ * left it running, with StarPU's disk node, until its job ended. Returns
+ * 0, or 1 when the parent, whose pid was `parent`, is gone already. */
+static int die_with_parent(size_t parent) {
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) {
+    fprintf(stderr, "tarn bench: %s: prctl(PR_SET_PDEATHSIG): %s\n",
+            BENCH_OOC_CHILD, strerror(errno));
+    return 1;
+  }
+  /* a parent that died before the prctl sent nothing: the child has been
+   * given to another process since */
+  return (size_t)getppid() == parent ? 0 : 1;
+}
+
 int bench_ooc_child(int argc, char **argv) {
   int starpu = 0;
   ooc_job job;
-  if (parse_job(argc, argv, &starpu, &job) != 0) return 2;
+  size_t parent = 0;
+  if (parse_job(argc, argv, &starpu, &job, &parent) != 0) return 2;
+  if (die_with_parent(parent) != 0) return 1;
   openblas_set_num_threads(1); /* one BLAS thread per task, as tarn sets */
   static ooc_figures f;
   memset(&f, 0, sizeof f);
@@ -565,12 +587,13 @@ static int read_figures(FILE *in, size_t samples, ooc_figures *f) {
 
 /* Runs one configuration in a child process; fills *f. */
 static int run_child(const ooc_job *job, int starpu, ooc_figures *f) {
-  char n[24], b[24], limit[24], samples[24], cores[24];
+  char n[24], b[24], limit[24], samples[24], cores[24], parent[24];
   snprintf(n, sizeof n, "%zu", job->n);
   snprintf(b, sizeof b, "%zu", job->b);
   snprintf(limit, sizeof limit, "%zu", job->limit);
   snprintf(samples, sizeof samples, "%zu", job->samples);
   snprintf(cores, sizeof cores, "%u", job->cores);
+  snprintf(parent, sizeof parent, "%ld", (long)getpid());
   char *argv[] = {"tarn",
                   "bench",
                   BENCH_OOC_CHILD,
@@ -582,6 +605,7 @@ static int run_child(const ooc_job *job, int starpu, ooc_figures *f) {
                   samples,
                   cores,
                   (char *)job->dir,
+                  parent,
                   NULL};
   const char *self = "/proc/self/exe";
   pid_t pid;

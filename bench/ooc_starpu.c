@@ -51,7 +51,7 @@ static struct starpu_codelet fill_cl = {.cpu_funcs = {fill_cpu},
 struct state {
   const ooc_job *job;
   size_t nt;
-  char home[64];
+  char home[PATH_MAX];
   char disk[PATH_MAX];
   int started;
   starpu_data_handle_t *a, *b, *c;
@@ -194,7 +194,7 @@ static int start(struct state *st) {
 static int add_disk(struct state *st, ooc_figures *out) {
   snprintf(st->disk, sizeof st->disk, "%s/tarn-bench-starpu-disk-XXXXXX",
            st->job->dir);
-  if (mkdtemp(st->disk) == NULL) {
+  if (bench_temp_dir(st->disk) == NULL) {
     snprintf(out->note, sizeof out->note,
              "not measured: cannot make a directory for the disk node: %s",
              strerror(errno));

@@ -5,6 +5,7 @@
  * starpu_task_insert and the time ends at starpu_task_wait_for_all. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,7 @@ static struct starpu_codelet empty_cl = {
 static struct starpu_codelet inc_cl = {
     .cpu_funcs = {inc_cpu}, .nbuffers = 1, .modes = {STARPU_RW}, .name = "inc"};
 
-static char home[64];
+static char home[PATH_MAX];
 static uint64_t counter, counted; /* counted: tasks run on it so far */
 static starpu_data_handle_t counter_handle;
 

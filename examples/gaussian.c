@@ -79,6 +79,7 @@ static double serial_loglik(double *s, double *d, size_t n, size_t k) {
 }
 
 int main(int argc, char **argv) {
+  example_start(argc, argv, 3, USAGE);
   size_t n = example_size(argc, argv, 1, 1000, USAGE),
          k = example_size(argc, argv, 2, 300, USAGE),
          tile = example_size(argc, argv, 3, 256, USAGE);

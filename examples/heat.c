@@ -131,6 +131,7 @@ static int run(tarn_rt *rt, size_t n, size_t tile, size_t steps,
 }
 
 int main(int argc, char **argv) {
+  example_start(argc, argv, 3, USAGE);
   size_t n = example_size(argc, argv, 1, 1024, USAGE),
          tile = example_size(argc, argv, 2, 256, USAGE),
          steps = example_size(argc, argv, 3, 100, USAGE);

@@ -90,6 +90,7 @@ static int fill_observations(const tarn_block *b, void *arg) {
 int main(int argc, char **argv) {
   static const double known[] = {0.5,  -1.25, 2.0, 0.75, -3.0, 1.5,
                                  0.25, -0.5,  1.0, 2.5,  -1.0};
+  example_start(argc, argv, 3, USAGE);
   size_t m = example_size(argc, argv, 1, 200000, USAGE),
          degree = example_size(argc, argv, 2, 5, USAGE),
          tile = example_size(argc, argv, 3, 8192, USAGE);

@@ -43,6 +43,7 @@ static int agrees(const char *what, double got, double want) {
 }
 
 int main(int argc, char **argv) {
+  example_start(argc, argv, 3, USAGE);
   size_t m = example_size(argc, argv, 1, 3000, USAGE),
          n = example_size(argc, argv, 2, 2000, USAGE),
          tile = example_size(argc, argv, 3, 512, USAGE);

@@ -28,6 +28,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -66,11 +67,63 @@ struct demo_args {
   bool lu; /* --solver lu: tarn_matrix_solve instead of Cholesky */
 };
 
-static int demo_usage_error(const char *what, const char *value) {
-  fprintf(stderr, "tarn demo: %s, not '%s'\n%s", what, value, demo_usage);
+/* Prints "tarn demo: MESSAGE" and the usage to stderr; returns exit
+ * status 2. */
+static int demo_usage_error(const char *format, ...)
+    __attribute__((format(printf, 1, 2)));
+static int demo_usage_error(const char *format, ...) {
+  va_list ap;
+  va_start(ap, format);
+  fputs("tarn demo: ", stderr);
+  vfprintf(stderr, format, ap);
+  va_end(ap);
+  fprintf(stderr, "\n%s", demo_usage);
   return 2;
 }
 
+/* The options that take a value, each the next argument. */
+static bool is_option(const char *arg) {
+  static const char *const options[] = {"--size", "--tile", "--mem-limit",
+                                        "--solver", "--workers"};
+  for (size_t i = 0; i < sizeof options / sizeof options[0]; i++)
+    if (strcmp(arg, options[i]) == 0) return true;
+  return false;
+}
+
+/* Sets the option `arg` of *a from its value `v`. Returns 0 or exit status
+ * 2 after saying why. */
+static int parse_option(const char *arg, const char *v, struct demo_args *a) {
+  long long n = 0;
+  if (strcmp(arg, "--size") == 0) {
+    if (!tarn_args_count(v, 1, 1 << 20, &n))
+      return demo_usage_error("--size must be from 1 to 1048576, not '%s'", v);
+    a->n = (size_t)n;
+  } else if (strcmp(arg, "--tile") == 0) {
+    if (!tarn_args_count(v, 1, 1 << 15, &n))
+      return demo_usage_error("--tile must be from 1 to 32768, not '%s'", v);
+    a->tile = (size_t)n;
+  } else if (strcmp(arg, "--mem-limit") == 0) {
+    if (tarn_pool_limit_parse(v, &a->limit) != 0 || a->limit == 0)
+      return demo_usage_error(
+          "--mem-limit must be a size such as 128M, or 10%% of the memory, "
+          "not '%s'",
+          v);
+  } else if (strcmp(arg, "--solver") == 0) {
+    if (strcmp(v, "cholesky") != 0 && strcmp(v, "lu") != 0)
+      return demo_usage_error("--solver must be cholesky or lu, not '%s'", v);
+    a->lu = strcmp(v, "lu") == 0;
+  } else { /* --workers */
+    if (!tarn_args_count(v, 1, 1024, &n))
+      return demo_usage_error("--workers must be from 1 to 1024, not '%s'", v);
+    a->workers = (unsigned)n;
+  }
+  return 0;
+}
+
+/* Parses the arguments after "demo" into *a. Returns 0, -1 after printing
+ * the usage for --help, or exit status 2 after saying what is wrong: the
+ * option's name is checked before its value (`--bogus` was taken for an
+ * option missing its value until 2026-12-05). */
 static int parse_args(int argc, char **argv, struct demo_args *a) {
   *a = (struct demo_args){8192, 512, 0, 0, false};
   for (int i = 0; i < argc; i++) {
@@ -79,32 +132,10 @@ static int parse_args(int argc, char **argv, struct demo_args *a) {
       fputs(demo_usage, stdout);
       return -1;
     }
-    if (i + 1 == argc) return demo_usage_error("an option and its value", arg);
-    const char *v = argv[++i];
-    long long n = 0;
-    if (strcmp(arg, "--size") == 0) {
-      if (!tarn_args_count(v, 1, 1 << 20, &n))
-        return demo_usage_error("--size must be from 1 to 1048576", v);
-      a->n = (size_t)n;
-    } else if (strcmp(arg, "--tile") == 0) {
-      if (!tarn_args_count(v, 1, 1 << 15, &n))
-        return demo_usage_error("--tile must be from 1 to 32768", v);
-      a->tile = (size_t)n;
-    } else if (strcmp(arg, "--mem-limit") == 0) {
-      if (tarn_pool_limit_parse(v, &a->limit) != 0 || a->limit == 0)
-        return demo_usage_error(
-            "--mem-limit must be a size such as 128M, or 10% of the memory", v);
-    } else if (strcmp(arg, "--solver") == 0) {
-      if (strcmp(v, "cholesky") != 0 && strcmp(v, "lu") != 0)
-        return demo_usage_error("--solver must be cholesky or lu", v);
-      a->lu = strcmp(v, "lu") == 0;
-    } else if (strcmp(arg, "--workers") == 0) {
-      if (!tarn_args_count(v, 1, 1024, &n))
-        return demo_usage_error("--workers must be from 1 to 1024", v);
-      a->workers = (unsigned)n;
-    } else {
-      return demo_usage_error("unknown option", arg);
-    }
+    if (!is_option(arg)) return demo_usage_error("unknown option '%s'", arg);
+    if (i + 1 == argc) return demo_usage_error("%s needs a value", arg);
+    int bad = parse_option(arg, argv[++i], a);
+    if (bad != 0) return bad;
   }
   if (a->tile > a->n) a->tile = a->n;
   return 0;

@@ -4,12 +4,14 @@
  * benchmark suite, or every suite, through the harness of bench/bench.h, and
  * `bench compare BASE NEW`, which compares two JSON files of results. Exit
  * status 0 on success, 1 when a benchmark or the JSON file failed (compare:
- * a regression with --fail-on-regression), 2 for a command line it does not
- * understand. */
+ * a regression with --fail-on-regression) or standard output could not be
+ * written, 2 for a command line it does not understand. */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,9 +87,15 @@ static int usage_error(const char *format, ...) {
   return 2;
 }
 
+static bool is_help(const char *arg) {
+  return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+/* Prints the usage to stdout; main's check_output says whether it was
+ * written. */
 static int print_usage(void) {
   fputs(usage_text, stdout);
-  return fflush(stdout) == 0 ? 0 : 1;
+  return 0;
 }
 
 static const struct suite *find_suite(const char *name) {
@@ -120,7 +128,16 @@ static int parse_samples(const char *text, size_t *samples) {
   return 0;
 }
 
-/* Parses "256,1024,4096" into a->sizes. Returns 0 or exit status 2. */
+/* Whether `v` is among the first n of sizes. */
+static bool has_size(const size_t *sizes, size_t n, long long v) {
+  for (size_t i = 0; i < n; i++)
+    if (sizes[i] == (size_t)v) return true;
+  return false;
+}
+
+/* Parses "256,1024,4096" into a->sizes. Returns 0 or exit status 2. A size
+ * given twice is refused: its rows would be measured twice under one
+ * name, and the JSON file would hold two results of that name. */
 static int parse_sizes(const char *text, struct bench_args *a) {
   const char *p = text;
   a->nsizes = 0;
@@ -136,6 +153,8 @@ static int parse_sizes(const char *text, struct bench_args *a) {
           "--sizes must be up to %d comma-separated integers from 1 to %d, "
           "not '%s'",
           BENCH_SIZES_MAX, MAX_SIZE, text);
+    if (has_size(a->sizes, a->nsizes, v))
+      return usage_error("--sizes gives %lld twice, in '%s'", v, text);
     a->sizes[a->nsizes++] = (size_t)v;
     if (*end == '\0') return 0;
     p = end + 1;
@@ -170,7 +189,7 @@ static int parse_bench(int argc, char **argv, struct bench_args *a) {
   a->samples = BENCH_SAMPLES_DEFAULT;
   for (int i = 0; i < argc; i++) {
     const char *arg = argv[i];
-    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+    if (is_help(arg)) {
       a->help = 1;
     } else if (strcmp(arg, "--samples") == 0 || strcmp(arg, "--json") == 0 ||
                strcmp(arg, "--sizes") == 0 || strcmp(arg, "--filter") == 0 ||
@@ -232,6 +251,8 @@ static int finish_json(const bench_run *run, FILE *out, const char *path) {
 static int cmd_bench(int argc, char **argv) {
   if (argc > 0 && strcmp(argv[0], "compare") == 0)
     return bench_compare(argc - 1, argv + 1);
+  /* the temporary directories go with an interrupt (the child's too) */
+  bench_catch_interrupts();
   if (argc > 0 && strcmp(argv[0], BENCH_OOC_CHILD) == 0)
     return bench_ooc_child(argc - 1, argv + 1);
   struct bench_args a;
@@ -284,22 +305,66 @@ static int cmd_bench(int argc, char **argv) {
   return failed;
 }
 
-static int cmd_version(int argc) {
-  if (argc > 2) return usage_error("version takes no arguments");
+/* `tarn version [--help]`: argv holds the arguments after "version". */
+static int cmd_version(int argc, char **argv) {
+  if (argc == 1 && is_help(argv[0])) {
+    fputs(
+        "usage: tarn version\n"
+        "  prints the version of the tarn library, and the OpenBLAS and\n"
+        "  kernels the command runs\n",
+        stdout);
+    return 0;
+  }
+  if (argc > 0) return usage_error("version takes no arguments");
   char blas[160];
   printf("%s\nblas: %s\n", tarn_version(),
          blas_core_describe(blas, sizeof blas));
-  return fflush(stdout) == 0 ? 0 : 1;
+  return 0;
 }
 
-int main(int argc, char **argv) {
+/* Opens /dev/null onto each of descriptors 0, 1 and 2 that is closed. A
+ * command started with `>&-` would otherwise give descriptor 1 to the
+ * first file it opens (the pool's spill file, the --json file), and
+ * printf would write into that file. Returns false when one cannot be
+ * opened. */
+static bool open_standard_descriptors(void) {
+  for (int fd = 0; fd <= 2; fd++) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    /* the lowest free descriptor: fd, as those below it are open */
+    int opened = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (opened != fd) {
+      if (opened >= 0) close(opened);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Checks that everything the command printed reached stdout (a full disk
+ * loses it, and a script must not read exit status 0 then): when it did
+ * not, says so on stderr and returns 1 in place of a `status` of 0. Else
+ * returns `status`. */
+static int check_output(int status) {
+  errno = 0;
+  if (fflush(stdout) == 0 && !ferror(stdout)) return status;
+  /* the bench flushed each line itself: its own failure says why */
+  int why = errno != 0 ? errno : bench_output_errno();
+  if (why == 0) why = EIO;
+  fprintf(stderr, "tarn: write error: %s\n", strerror(why));
+  return status != 0 ? status : 1;
+}
+
+static int run_command(int argc, char **argv) {
   if (argc < 2) return usage_error("no command given");
   const char *cmd = argv[1];
-  if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 ||
-      strcmp(cmd, "-h") == 0)
-    return print_usage();
-  if (strcmp(cmd, "version") == 0) return cmd_version(argc);
+  if (strcmp(cmd, "help") == 0 || is_help(cmd)) return print_usage();
+  if (strcmp(cmd, "version") == 0) return cmd_version(argc - 2, argv + 2);
   if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 2, argv + 2);
   if (strcmp(cmd, "demo") == 0) return tarn_demo(argc - 2, argv + 2);
   return usage_error("unknown command '%s'", cmd);
+}
+
+int main(int argc, char **argv) {
+  if (!open_standard_descriptors()) return 1;
+  return check_output(run_command(argc, argv));
 }

@@ -314,4 +314,15 @@ if [ -r /proc/stat ]; then
 $(cat one-worker.json)"
 fi
 
+# A table that cannot be written (a full disk): status 1 and a message on
+# stderr (status 1 and no word until 2026-12-05), the help too.
+if [ -w /dev/full ]; then
+  for args in "base.json new.json" "--help"; do
+    out=$("$tarn" bench compare $args 2>&1 >/dev/full)
+    status=$?
+    expect_status 1 "compare $args >/dev/full"
+    expect_line '^tarn: write error: ' "compare $args >/dev/full"
+  done
+fi
+
 finish "ok: tarn bench compare"

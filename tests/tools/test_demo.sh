@@ -3,7 +3,9 @@
 # spill must finish with a right answer (the demo checks it and says "ok")
 # and report bytes written to and read from the disk; bad command lines
 # and bad TARN_ variables (for `tarn bench` too) exit with status 2 and
-# say why; Ctrl-C stops it cleanly with status 130. Under a
+# say why; Ctrl-C stops it cleanly with status 130; output that cannot be
+# written fails the command (`tarn help` and `version` too), and a closed
+# stdout is no file's descriptor. Under a
 # pseudo-terminal (script(1), when installed) the status line is drawn
 # too.
 # Usage: test_demo.sh TARN
@@ -96,8 +98,12 @@ bad --size 1024 --tile 512 --mem-limit 1M "must hold the three tiles"
 bad --size 300 --tile 100 --mem-limit 240000 "must hold the three tiles"
 bad --size 700 --tile 100 --mem-limit 556K --solver lu "must hold LU's panel"
 bad --solver qr "--solver must be cholesky or lu"
-bad --frobnicate 1 "unknown option"
-bad --size "an option and its value"
+bad --frobnicate 1 "unknown option '--frobnicate'"
+# the name is checked before the value (both were "an option and its
+# value" until 2026-12-05)
+bad --bogus "unknown option '--bogus'"
+bad foo "unknown option 'foo'"
+bad --size "--size needs a value"
 
 # An unusable spill directory: status 1, and the message says where.
 out=$(TARN_SPILL_DIR=/nonexistent/tarn-demo-test "$tarn" demo --size 400 --tile 100 2>&1)
@@ -118,5 +124,33 @@ done
 
 out=$("$tarn" demo --help 2>&1)
 [ $? -eq 0 ] && grep -q "usage: tarn demo" <<<"$out" || fail "demo --help"
+
+# `tarn version --help` (and -h) is the usage, not a refused argument.
+for help in --help -h; do
+  out=$("$tarn" version $help 2>/dev/null)
+  status=$?
+  [ "$status" -eq 0 ] || fail "version $help: exit status $status, not 0"
+  grep -q "^usage: tarn version" <<<"$out" || fail "version $help: no usage in: $out"
+done
+
+# A closed standard output: /dev/null takes descriptor 1, not the spill
+# file. Until 2026-12-05 printf wrote into the spill file (on /dev/shm,
+# which is not opened O_DIRECT), and the solve read a checksum error.
+if [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  out=$(TARN_SPILL_DIR=/dev/shm "$tarn" demo --size 512 --tile 64 2>&1 >&-)
+  status=$?
+  [ "$status" -eq 0 ] || fail "demo with stdout closed: exit status $status"$'\n'"$out"
+fi
+
+# Output that cannot be written (a full disk): status 1 and a message on
+# stderr (status 0, or 1 and no word, until 2026-12-05).
+if [ -w /dev/full ]; then
+  for cmd in "demo --size 64 --tile 32" "demo --help" "help" "version"; do
+    out=$("$tarn" $cmd 2>&1 >/dev/full)
+    status=$?
+    [ "$status" -eq 1 ] || fail "$cmd >/dev/full: exit status $status, not 1"
+    grep -q "^tarn: write error: " <<<"$out" || fail "$cmd >/dev/full: no message in: $out"
+  done
+fi
 
 finish "tarn demo solved its system under the limit and refused bad command lines"

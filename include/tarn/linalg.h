@@ -237,9 +237,10 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * piv[i] >= i, in the order i = 0, 1, ... (tarn_matrix_permute_rows
  * applies them, npiv = min(M, N), to any matrix of M rows).
  * Only a square A's factors serve the solves, estimates, determinants
- * and inverses below. A subnormal pivot (below DBL_MIN, not 0) in a
- * panel of one tile gives infinities in L, as OpenBLAS's dgetrf (and
- * LAPACKE_dgetrf on the whole matrix) does: it scales by the pivot's
+ * and inverses below. A pivot whose reciprocal overflows (below about
+ * 5.6e-309, subnormal) in a panel of one tile gives infinities in L
+ * below it, and NaN where the entry there is 0, as OpenBLAS's dgetrf
+ * (and LAPACKE_dgetrf on the whole matrix) does: it scales by the
  * reciprocal; a panel of several tiles divides, as netlib's dgetrf2
  * (docs/linalg.md).
  *

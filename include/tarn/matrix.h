@@ -181,7 +181,8 @@ TARN_API int tarn_matrix_create_file(tarn_rt *rt, const char *path, size_t m,
  * call may be made again, or the matrix saved elsewhere with
  * tarn_matrix_to_file. Waits (not from a task: TARN_EDEADLK). Returns 0;
  * TARN_EINVAL for NULL, a matrix not made by tarn_matrix_create_file, or
- * a `path` that is now a directory (the rename fails: the matrix stays);
+ * a `path` that is now a directory or a mount point (the rename fails:
+ * the matrix stays);
  * TARN_ECANCELED when a task submitted before to write the matrix failed;
  * TARN_ENOSPC, TARN_EIO when storing or flushing fails; TARN_EACCES,
  * TARN_ENOENT when the rename fails; TARN_EIO when only the directory's
@@ -203,16 +204,16 @@ TARN_API int tarn_matrix_commit_file(tarn_matrix *a);
  * file, not followed. Waits (not from a task: TARN_EDEADLK).
  * Returns 0; TARN_EINVAL for a NULL argument, an empty path or a path
  * that names a directory (one there, or a path ending in '/', "." or
- * "..": refused before anything is written); TARN_ENOENT when the directory
- * does not exist; TARN_EACCES when no new file may be made in it (even where
- * `path` itself may be written); TARN_ENOSPC when the disk, a quota or the
- * process's file size limit is reached (the last only where the program ignores
- * or catches SIGXFSZ: else the kernel stops the process, and the temporary file
- * stays; tarn leaves signal dispositions to the program); TARN_EIO when writing
- * or flushing fails (after the rename, only the directory's flush can fail: the
- * new file is then in place); TARN_ECANCELED when a task submitted before to
- * write the matrix failed; TARN_ENOMEM. Thread-safe, as the other operations on
- * a matrix. */
+ * "..": refused before anything is written) or a mount point; TARN_ENOENT when
+ * the directory does not exist; TARN_EACCES when no new file may be made in it
+ * (even where `path` itself may be written); TARN_ENOSPC when the disk, a quota
+ * or the process's file size limit is reached (the last only where the program
+ * ignores or catches SIGXFSZ: else the kernel stops the process, and the
+ * temporary file stays; tarn leaves signal dispositions to the program);
+ * TARN_EIO when writing or flushing fails (after the rename, only the
+ * directory's flush can fail: the new file is then in place); TARN_ECANCELED
+ * when a task submitted before to write the matrix failed; TARN_ENOMEM.
+ * Thread-safe, as the other operations on a matrix. */
 TARN_API int tarn_matrix_to_file(tarn_matrix *a, const char *path);
 
 /* Element (i, j), after every task submitted before on it. Waits. Returns

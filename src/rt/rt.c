@@ -267,6 +267,8 @@ struct tarn_region {
    * this one reset them; the owning thread's only. */
   size_t peak, live_peak;
   uint64_t begun_ticks; /* tarn_region_begin's tarn__ticks (0: the root) */
+  /* Begun by an arg_free (on a worker or the guest), which waits for it. */
+  bool in_arg_free;
   /* With eager_free off: refs released when the region ends. */
   pthread_mutex_t keep_lock;
   tarn_ref **kept;
@@ -388,6 +390,9 @@ struct tarn_rt {
   pthread_cond_t done;
   tarn_region root;  /* tasks submitted outside any region */
   tarn_region *live; /* begun, not yet waited (done_lock) */
+  /* arg_free calls running: the regions they begin are theirs to wait
+   * for, and tarn_rt_destroy leaves such regions alone meanwhile. */
+  atomic_int arg_frees_running;
   /* Orders the regions' peaks: the pool's window read and restarted, and
    * folded into the live regions' peak and live_peak (see
    * tarn_region_begin). Taken with no other lock held. */
@@ -453,6 +458,9 @@ static TARN_THREAD_LOCAL tarn_region *current_region;
 static TARN_THREAD_LOCAL tarn_region *program_regions;
 /* The region whose end this thread waits for (region_drain), or NULL. */
 static TARN_THREAD_LOCAL tarn_region *draining;
+/* While an arg_free runs: where its task's finish keeps the successor it
+ * readied to run next (see finish), for worker_wait_for to run. */
+static TARN_THREAD_LOCAL tarn_task **readied_next;
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -1257,7 +1265,17 @@ static void finish(struct worker *w, tarn_task *t, int status, bool ran,
     }
     e = after;
   }
-  if (t->arg_free != NULL) t->arg_free(t->arg);
+  if (t->arg_free != NULL) {
+    /* An arg_free that waits for a region it began runs tasks meanwhile
+     * (worker_wait_for): the successor kept in *next too, which no other
+     * thread can reach and that region's tasks may follow. */
+    tarn_task **was = readied_next;
+    readied_next = next;
+    atomic_fetch_add(&rt->arg_frees_running, 1);
+    t->arg_free(t->arg);
+    atomic_fetch_sub(&rt->arg_frees_running, 1);
+    readied_next = was;
+  }
   tarn_region *region = t->region;
   task_unref(t);
   region_done(rt, region, status, ran);
@@ -2339,18 +2357,33 @@ static void wake_at_least_at(tarn_region *r, uint64_t target) {
     continue;
 }
 
-/* region_wait_for on a worker of r's runtime, outside a task (an
- * arg_free that waits for a region it began): what it submitted went to
- * its own queue, which no one else takes while it is busy (the guest
- * takes only idle workers' tasks; with one worker there is no one), so it
+/* region_wait_for on a worker of r's runtime, or its guest, outside a
+ * task (an arg_free that waits for a region it began): what it submitted
+ * went to its own queue, which no one else takes while it is busy (the
+ * guest takes only idle workers' tasks; with one worker there is no one),
+ * and the successor its task's end readied waits in readied_next, so it
  * runs tasks as in its loop instead of sleeping: it hung, and
- * tarn_rt_destroy with it. Looks with yields, then with short sleeps
- * while other workers run what is left. */
+ * tarn_rt_destroy with it. The tasks it runs are task code of their own:
+ * their arg_free's submissions skip the waiting one's regions
+ * (program_regions). Looks with yields, then with short sleeps while
+ * other workers run what is left. */
 static bool worker_wait_for(struct worker *w, tarn_region *r, uint64_t target,
                             uint64_t deadline) {
+  tarn_region *was = program_regions;
+  program_regions = current_region;
+  bool reached = true;
   for (int idle = 0; !region_reached(r, target); idle++) {
-    if (deadline != 0 && tarn__clock_ns() >= deadline) return false;
-    tarn_task *t = take_or_lone(w);
+    if (deadline != 0 && tarn__clock_ns() >= deadline) {
+      reached = false;
+      break;
+    }
+    tarn_task *t = NULL;
+    if (readied_next != NULL && *readied_next != NULL) {
+      t = *readied_next;
+      *readied_next = NULL;
+    } else {
+      t = take_or_lone(w);
+    }
     if (t != NULL) {
       while (t != NULL) t = run(w, t);
       idle = 0;
@@ -2360,7 +2393,8 @@ static bool worker_wait_for(struct worker *w, tarn_region *r, uint64_t target,
       nanosleep(&(struct timespec){0, 50000}, NULL);
     }
   }
-  return true;
+  program_regions = was;
+  return reached;
 }
 
 /* Waits until region_reached(r, target). Meanwhile the thread runs queued
@@ -2378,8 +2412,7 @@ static bool worker_wait_for(struct worker *w, tarn_region *r, uint64_t target,
 static bool region_wait_for(tarn_region *r, uint64_t target, int spins,
                             uint64_t deadline) {
   tarn_rt *rt = r->rt;
-  if (current_worker != NULL && current_worker->rt == rt &&
-      !current_worker->guest)
+  if (current_worker != NULL && current_worker->rt == rt)
     return worker_wait_for(current_worker, r, target, deadline);
   struct worker *g = spins > 0 ? guest_enter(rt) : NULL;
   /* A short region ends sooner than a sleeping thread wakes: look for a
@@ -2573,8 +2606,11 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
    * (until 2026-12-05 only the parent itself: a region of another
    * runtime between them hid this one from the outer one's cancel) */
   tarn_region *up = r->parent;
-  while (up != NULL && up->rt != rt) up = up->parent;
-  r->cancel_parent = up;
+  while (up != NULL && up != program_regions && up->rt != rt) up = up->parent;
+  /* not past the guest's program's regions: an arg_free's region is not
+   * cancelled with a region of the program's that its task is not in */
+  r->cancel_parent = up != program_regions ? up : NULL;
+  r->in_arg_free = current_worker != NULL;
   current_region = r;
   r->begun_ticks = tarn__ticks();
   *out = r;
@@ -2789,14 +2825,25 @@ int tarn_rt_destroy(tarn_rt *rt) {
   if (task_here() != NULL ||
       (current_worker != NULL && current_worker->rt == rt))
     return TARN_EDEADLK;
-  /* Regions never waited: their tasks run to the end, then they go. */
+  /* Regions never waited: their tasks run to the end, then they go. An
+   * arg_free's regions are its own to wait for and retire while arg_free
+   * calls run (draining and retiring one too freed it twice); once none
+   * runs, any left are abandoned and go as the others. */
   for (;;) {
     pthread_mutex_lock(&rt->done_lock);
+    bool arg_frees = atomic_load(&rt->arg_frees_running) > 0;
     tarn_region *r = rt->live;
+    while (r != NULL && arg_frees && r->in_arg_free) r = r->next_live;
+    bool left = rt->live != NULL;
     pthread_mutex_unlock(&rt->done_lock);
-    if (r == NULL) break;
-    region_drain(r, 0);
-    region_retire(r);
+    if (r != NULL) {
+      region_drain(r, 0);
+      region_retire(r);
+    } else if (left) {
+      nanosleep(&(struct timespec){0, 100000}, NULL);
+    } else {
+      break;
+    }
   }
   /* The calling thread's stack of regions loses this runtime's: its next
    * submission to another runtime, or a wait of an enclosing region of
@@ -2825,7 +2872,7 @@ int tarn_rt_stats_get(tarn_rt *rt, tarn_rt_stats *s) {
   memset(s, 0, sizeof *s);
   /* The ends first, the submissions last: each task is counted submitted
    * before it can run or end, and these acquire loads see what came
-   * before the counts they read, so neither run + cancelled nor failed
+   * before the counts they read, so none of run, cancelled and failed
    * passes submitted in a snapshot taken while tasks run. */
   for (unsigned i = 0; i <= rt->nworkers; i++) { /* the guest too */
     struct worker *w = &rt->workers[i];

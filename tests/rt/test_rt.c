@@ -2936,6 +2936,146 @@ static void a_lone_workers_arg_free_may_wait_for_its_region(void **state) {
   alarm(0);
 }
 
+/* The arg_free waits above, with the program destroying the runtime
+ * meanwhile, tasks of their own, and the successor its task readied
+ * (found reviewing the change above):
+ * - tarn_rt_destroy drained and retired the region the arg_free waits
+ *   for, and the arg_free's wait retired it again: freed twice (or, the
+ *   worker finishing its last task, never woken: a hang);
+ * - a task run by the waiting worker whose own arg_free submits put that
+ *   task into the waiting arg_free's region, not the root;
+ * - the successor the ending task readied to run next sat in no queue
+ *   while the arg_free waited for a region whose task follows it. */
+static atomic_int af_waiting, af_wait_status, af_ran, af_order;
+static tarn_ref *af_ref;
+
+static int nap_task(tarn_task *t, void *arg) {
+  (void)t;
+  nanosleep(&(struct timespec){0, (long)(uintptr_t)arg}, NULL);
+  atomic_fetch_add(&af_ran, 1);
+  return 0;
+}
+
+static void wait_for_eight(void *arg) {
+  (void)arg;
+  tarn_region *r = NULL;
+  int rc = tarn_region_begin(follow_up_rt, &r);
+  for (int i = 0; rc == 0 && i < 8; i++)
+    rc = tarn_submit(follow_up_rt, nap_task, TARN_ARG((void *)2000000));
+  atomic_store(&af_waiting, 1);
+  int waited = r != NULL ? tarn_region_wait(r, NULL) : rc;
+  atomic_store(&af_wait_status, rc != 0 ? rc : waited);
+}
+
+static void a_destroy_waits_for_an_arg_frees_region(void **state) {
+  (void)state;
+  alarm(120);
+  for (int round = 0; round < 20; round++) {
+    follow_up_rt = make_rt(1 + round % 2, 0, 0);
+    atomic_store(&af_waiting, 0);
+    atomic_store(&af_wait_status, 1);
+    atomic_store(&af_ran, 0);
+    tarn_task_desc d = {nap_task, (void *)1000000, NULL, 0, 0,
+                        NULL,     wait_for_eight};
+    assert_int_equal(tarn_task_submit(follow_up_rt, &d), 0);
+    while (!atomic_load(&af_waiting)) sched_yield();
+    assert_int_equal(tarn_rt_destroy(follow_up_rt), 0);
+    assert_int_equal(atomic_load(&af_wait_status), 0);
+    assert_int_equal(atomic_load(&af_ran), 9);
+  }
+  alarm(0);
+}
+
+static int failing_eio_task(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  return TARN_EIO;
+}
+
+static void submit_a_failing_task(void *arg) {
+  (void)arg;
+  tarn_submit(follow_up_rt, failing_eio_task, TARN_ARG(NULL));
+}
+
+static void wait_for_one_and_count(void *arg) {
+  tarn_region_stats *st = arg;
+  tarn_region *r = NULL;
+  int rc = tarn_region_begin(follow_up_rt, &r);
+  if (rc == 0)
+    rc = tarn_submit(follow_up_rt, nap_task, TARN_ARG((void *)20000000));
+  int waited = r != NULL ? tarn_region_wait(r, st) : rc;
+  atomic_store(&af_wait_status, rc != 0 ? rc : waited);
+}
+
+/* Naps 20 ms; its arg is for its arg_free. */
+static int nap_stats_task(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  nanosleep(&(struct timespec){0, 20000000}, NULL);
+  return 0;
+}
+
+static void a_nested_arg_frees_task_goes_to_the_root(void **state) {
+  (void)state;
+  follow_up_rt = make_rt(1, 0, 0);
+  atomic_store(&af_wait_status, 1);
+  static tarn_region_stats st;
+  tarn_task_desc outer = {nap_stats_task,        &st, NULL, 0, 0, NULL,
+                          wait_for_one_and_count};
+  /* higher priority: the waiting worker runs it first, its arg_free
+   * nested in the outer one's wait */
+  tarn_task_desc inner = {nap_task, (void *)20000000,     NULL, 0, 10,
+                          NULL,     submit_a_failing_task};
+  assert_int_equal(tarn_task_submit(follow_up_rt, &outer), 0);
+  nanosleep(&(struct timespec){0, 5000000}, NULL);
+  assert_int_equal(tarn_task_submit(follow_up_rt, &inner), 0);
+  /* the failing task went to the root: its error is the destroy's */
+  assert_int_equal(tarn_rt_destroy(follow_up_rt), TARN_EIO);
+  assert_int_equal(atomic_load(&af_wait_status), 0);
+  assert_int_equal(st.submitted, 1);
+  assert_int_equal(st.failed, 0);
+}
+
+/* Appends its arg, a digit, to af_order. */
+static int order_task(tarn_task *t, void *arg) {
+  (void)t;
+  int was = atomic_load(&af_order);
+  atomic_store(&af_order, was * 10 + (int)(uintptr_t)arg);
+  return 0;
+}
+
+static void wait_for_a_follower(void *arg) {
+  (void)arg;
+  tarn_region *r = NULL;
+  int rc = tarn_region_begin(follow_up_rt, &r);
+  if (rc == 0)
+    rc = tarn_submit(follow_up_rt, order_task, TARN_W(af_ref),
+                     TARN_ARG((void *)2));
+  int waited = r != NULL ? tarn_region_wait_timed(r, 5000000000ull, NULL) : rc;
+  atomic_store(&af_wait_status, rc != 0 ? rc : waited);
+}
+
+static void an_arg_free_may_wait_for_its_tasks_successor(void **state) {
+  (void)state;
+  for (unsigned workers = 1; workers <= 2; workers++) {
+    follow_up_rt = make_rt(workers, 0, 0);
+    assert_int_equal(tarn_ref_alloc(tarn_rt_pool(follow_up_rt), 64, 0, &af_ref),
+                     0);
+    atomic_store(&af_wait_status, 1);
+    atomic_store(&af_order, 0);
+    tarn_dep w = {af_ref, TARN_WRITE}, rd = {af_ref, TARN_READ};
+    tarn_task_desc t1 = {nap_task, (void *)50000000,   &w, 1, 0,
+                         NULL,     wait_for_a_follower};
+    tarn_task_desc follower = {order_task, (void *)1, &rd, 1, 0, NULL, NULL};
+    assert_int_equal(tarn_task_submit(follow_up_rt, &t1), 0);
+    assert_int_equal(tarn_task_submit(follow_up_rt, &follower), 0);
+    assert_int_equal(tarn_ref_release(af_ref), 0);
+    assert_int_equal(tarn_rt_destroy(follow_up_rt), 0);
+    assert_int_equal(atomic_load(&af_wait_status), 0); /* not timed out */
+    assert_int_equal(atomic_load(&af_order), 12);      /* 1, then 2 */
+  }
+}
+
 static void a_flood_of_submissions_is_held_back(void **state) {
   (void)state;
   enum { tasks = 3000, bound = 256 };
@@ -3392,6 +3532,9 @@ int main(void) {
       cmocka_unit_test(an_arg_free_that_submits_is_not_held_back),
       cmocka_unit_test(an_arg_free_may_wait_for_its_own_region),
       cmocka_unit_test(a_lone_workers_arg_free_may_wait_for_its_region),
+      cmocka_unit_test(a_destroy_waits_for_an_arg_frees_region),
+      cmocka_unit_test(a_nested_arg_frees_task_goes_to_the_root),
+      cmocka_unit_test(an_arg_free_may_wait_for_its_tasks_successor),
       cmocka_unit_test(tasks_that_submit_are_never_held_back),
       cmocka_unit_test(threads_held_back_together_all_go_on),
       cmocka_unit_test(max_unfinished_comes_from_the_environment),

@@ -441,26 +441,30 @@ static int sample(struct ctx *c, int op, int v, double *t) {
 
 /* Compares a few elements of `got` (column-major n x cols, lower triangle
  * only for cholesky) with LAPACKE's `want`. */
+/* Whether `got` agrees with LAPACKE's `want` in every element (for
+ * Cholesky the lower triangle, what both compute), each within CHECK_TOL
+ * of the largest element of `want` (the rounding of a tiled order against
+ * LAPACKE's is relative to the matrix, not to each element). Until
+ * 2026-12-05 five elements were compared, and a wrong one elsewhere
+ * passed. Says which differs when one does. */
 static int check_buf(const struct ctx *c, int op, const char *who,
                      const double *got, const double *want, size_t cols) {
   size_t n = c->n;
-  size_t at[5][2] = {{0, 0},
-                     {n - 1, n - 1},
-                     {n / 2 + 1, n / 3},
-                     {n - 1, 0},
-                     {n / 3, n / 2 + 1}};
-  for (int k = 0; k < 5; k++) {
-    size_t i = at[k][0] % n, j = at[k][1] % cols;
-    if (op == OP_CHOL && i < j) continue;
-    double g = got[i + j * n], w = want[i + j * n];
-    if (!bench_close(g, w, CHECK_TOL)) {
+  double largest = 0;
+  for (size_t j = 0; j < cols; j++)
+    for (size_t i = op == OP_CHOL ? j : 0; i < n; i++)
+      largest = fmax(largest, fabs(want[i + j * n]));
+  double tol = CHECK_TOL * (1 + largest);
+  for (size_t j = 0; j < cols; j++)
+    for (size_t i = op == OP_CHOL ? j : 0; i < n; i++) {
+      double g = got[i + j * n], w = want[i + j * n];
+      if (fabs(g - w) <= tol) continue;
       fprintf(stderr,
               "tarn bench: linalg: N=%zu %s: element (%zu, %zu) is %.17g in "
               "%s, %.17g in LAPACKE\n",
               n, ops[op].name, i, j, g, who, w);
       return 1;
     }
-  }
   return 0;
 }
 
@@ -478,17 +482,21 @@ static int check_tarn(struct ctx *c, int op, tarn_matrix *out) {
   }
   int rc = tarn_matrix_to_buffer(out, c->chk, c->n);
   if (rc != 0) return tarn_failed("tarn_matrix_to_buffer", rc);
-  if (op == OP_QR) {
-    for (size_t i = 0; i < c->n; i++) {
-      double g = fabs(c->chk[i + i * c->n]), w = fabs(c->w[i + i * c->n]);
-      if (!bench_close(g, w, CHECK_TOL)) {
+  if (op == OP_QR) { /* R up to the signs of its rows: |R| on and above */
+    double largest = 0;
+    for (size_t j = 0; j < c->n; j++)
+      for (size_t i = 0; i <= j; i++)
+        largest = fmax(largest, fabs(c->w[i + j * c->n]));
+    for (size_t j = 0; j < c->n; j++)
+      for (size_t i = 0; i <= j; i++) {
+        double g = fabs(c->chk[i + j * c->n]), w = fabs(c->w[i + j * c->n]);
+        if (fabs(g - w) <= CHECK_TOL * (1 + largest)) continue;
         fprintf(stderr,
                 "tarn bench: linalg: N=%zu qr: |R(%zu, %zu)| is %.17g in "
                 "tarn, %.17g in LAPACKE\n",
-                c->n, i, i, g, w);
+                c->n, i, j, g, w);
         return 1;
       }
-    }
     return 0;
   }
   if (op == OP_LU)
@@ -912,6 +920,11 @@ int bench_linalg(bench_run *run) {
     for (int op = 0; op < OPS; op++)
       for (int v = 0; v < VARIANTS; v++) f.med[s][op][v] = -1;
   linalg_peer_threads_set((int)bench_threads(run));
+  /* LAPACKE's calls scan their matrices for NaN first unless told not to
+   * (LAPACKE_NANCHECK); tarn's do not, and a user timing LAPACK would not
+   * time a scan: it was a third of dgetrs's time at N = 256 (34.9 us
+   * against 9.2), 11 % of dpotrf's, and met goals it alone met. */
+  LAPACKE_set_nancheck(0);
   tarn_rt *rt;
   if (bench_rt_open(run, "linalg", &rt) != 0) return 1;
   int failed = 0;

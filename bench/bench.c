@@ -859,7 +859,12 @@ int bench_starpu_environment(const char *suite, char *dir, size_t size) {
             strerror(errno));
     return 1;
   }
+  /* STARPU_CATCH_SIGNALS=0: starpu_init installs its own SIGINT handler
+   * and never restores the one before it; from the second start on it
+   * saved its own, and a Ctrl-C was dropped (the suite ran on for minutes,
+   * its temporary directories kept) */
   if (setenv("STARPU_SILENT", "1", 1) != 0 ||
+      setenv("STARPU_CATCH_SIGNALS", "0", 1) != 0 ||
       setenv("STARPU_WORKERS_NOBIND", "1", 1) != 0 ||
       setenv("STARPU_HOME", dir, 1) != 0 ||
       setenv("STARPU_PERF_MODEL_DIR", dir, 1) != 0) {

@@ -50,6 +50,13 @@ bool tarn__triangle_fits(const tarn_matrix *a, bool lower);
  * holds for it. */
 bool tarn__solve_fits(const tarn_matrix *t, const tarn_matrix *b);
 
+/* Whether the solves with triangle or factors t (one tile) take B (one
+ * tile row) in one task per tile column of B, solved in place (lu.c's
+ * one_tile_lu_solve, solve.c's one_tile_triangular_solve); and whether
+ * such a task, pinning t's tile and one of B's, fits under the limit. */
+bool tarn__one_tile_solve(const tarn_matrix *t, const tarn_matrix *b);
+bool tarn__one_tile_solve_fits(const tarn_matrix *t, const tarn_matrix *b);
+
 /* Submits `fn` with a malloc'ed copy of the `size` bytes at `proto` as its
  * argument (freed by the runtime when the task is done). Returns as
  * tarn_task_submit, or TARN_ENOMEM. */

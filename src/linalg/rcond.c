@@ -77,8 +77,9 @@ static int apply_inverse(const tarn_matrix *a, inverse_fn inverse,
 }
 
 /* Which check of the solves estimate makes first (solves_fit): with LU's
- * factors, with a triangle, or none (its caller made it). */
-enum solves_check { CHECK_LU, CHECK_TRIANGLE, CHECKED };
+ * factors, with Cholesky's, with a triangle, or none (its caller made
+ * it). */
+enum solves_check { CHECK_LU, CHECK_CHOLESKY, CHECK_TRIANGLE, CHECKED };
 
 /* Whether the solves with a column of a's row tiling fit under the limit,
  * as each solve checks it (with LU's factors also the column's
@@ -90,8 +91,12 @@ static int solves_fit(const tarn_matrix *a, enum solves_check check) {
   tarn_matrix *x = NULL;
   int rc = tarn__matrix_new(a->rt, a->n, 1, a->mb, 1, &x);
   if (rc != 0) return rc;
-  bool fits = tarn__solve_fits(a, x) &&
-              (check != CHECK_LU || tarn__line_fits(x, false));
+  /* the LU and triangular solves of one tile solve in place; Cholesky's
+   * copies its right-hand side */
+  bool fits = check != CHECK_CHOLESKY && tarn__one_tile_solve(a, x)
+                  ? tarn__one_tile_solve_fits(a, x)
+                  : tarn__solve_fits(a, x) &&
+                        (check != CHECK_LU || tarn__line_fits(x, false));
   tarn_matrix_destroy(x);
   return fits ? 0 : TARN_ENOMEM;
 }
@@ -146,7 +151,7 @@ int tarn_matrix_lu_rcond(tarn_matrix *lu, const size_t *piv, tarn_norm kind,
 int tarn_matrix_cholesky_rcond(tarn_matrix *l, double anorm, double *rcond) {
   if (rcond == NULL || !tarn__factor_shape_ok(l) || !norm_ok(anorm))
     return TARN_EINVAL;
-  return estimate(l, cholesky_inverse, l, CHECK_TRIANGLE, false, anorm, rcond);
+  return estimate(l, cholesky_inverse, l, CHECK_CHOLESKY, false, anorm, rcond);
 }
 
 int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo, tarn_diag diag,

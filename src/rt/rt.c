@@ -2563,6 +2563,10 @@ static void region_fold_peaks(tarn_region *r, size_t peak, size_t live) {
 int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
   if (out == NULL || !rt_ok(rt)) return TARN_EINVAL;
   if (task_here() != NULL) return TARN_EDEADLK;
+  /* Set before the region is linked, under done_lock, where
+   * tarn_rt_destroy reads it (set after, destroy could take an arg_free's
+   * region for an abandoned one and retire it twice). */
+  bool in_arg_free = current_worker != NULL;
   /* The pool's peaks restart here; every region still open keeps them
    * first, those of other threads too (until 2026-12-05 only the
    * enclosing one: a region begun on another thread wiped what an open
@@ -2589,11 +2593,13 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
     /* A held-back thread's, never reached. */
     atomic_store_explicit(&r->wake_at, 0, memory_order_relaxed);
     atomic_store_explicit(&r->state, REGION_LIVE, memory_order_relaxed);
+    r->in_arg_free = in_arg_free;
     list_link(&rt->live, r);
   }
   pthread_mutex_unlock(&rt->done_lock);
   if (r == NULL && (r = aligned_alloc(64, sizeof *r)) != NULL) {
     region_init(r, rt);
+    r->in_arg_free = in_arg_free;
     pthread_mutex_lock(&rt->done_lock);
     list_link(&rt->live, r);
     pthread_mutex_unlock(&rt->done_lock);
@@ -2610,7 +2616,6 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
   /* not past the guest's program's regions: an arg_free's region is not
    * cancelled with a region of the program's that its task is not in */
   r->cancel_parent = up != program_regions ? up : NULL;
-  r->in_arg_free = current_worker != NULL;
   current_region = r;
   r->begun_ticks = tarn__ticks();
   *out = r;

@@ -209,7 +209,9 @@ TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
  * temporary of B's size, freed as its last task ends) gets the solve by
  * tiles, down the tile rows for L X = B and U^T X = B, up them for U X =
  * B and L^T X = B: a trsm solves each tile of X from Y's into B, and
- * gemm tasks update Y's tiles still to come with it.
+ * gemm tasks update Y's tiles still to come with it. When `t` is one
+ * tile (so B has one tile row), one task per tile column of B checks the
+ * diagonal, then solves B's tile in place: no copy.
  *
  * Waits (a region of its own; from a task: TARN_EDEADLK). *info (when not
  * NULL) gets 0, or k > 0 when T(k-1, k-1) is exactly zero, the first such
@@ -298,7 +300,9 @@ TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
  * B's size, the interchanges in reverse order on W, then W copied into B
  * tile by tile (so a call that fails leaves each tile of B X or as it
  * was: twice B's size in temporaries, which spill as any tile under a
- * memory limit).
+ * memory limit). When `lu` is one tile (so B has one tile row), one
+ * task per tile column of B checks U's diagonal, then runs dgetrs on
+ * B's tile in place: no temporary, each tile X or as it was.
  * B must have the factors' row tiling (B's mb equals theirs); its column
  * tiling is free.
  *

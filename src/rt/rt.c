@@ -332,6 +332,10 @@ struct worker {
    * of one task in RECENT_SAMPLE_EVERY, the last sample weighing 1/8.
    * Written by this worker only. */
   _Atomic uint64_t recent_ticks;
+  /* arg_free calls running on this thread (nested ones too): the regions
+   * they begin are theirs to wait for, and tarn_rt_destroy leaves such
+   * regions alone meanwhile. Written by this worker only. */
+  atomic_int arg_frees;
 } __attribute__((aligned(64)));
 
 struct tarn_rt {
@@ -390,9 +394,6 @@ struct tarn_rt {
   pthread_cond_t done;
   tarn_region root;  /* tasks submitted outside any region */
   tarn_region *live; /* begun, not yet waited (done_lock) */
-  /* arg_free calls running: the regions they begin are theirs to wait
-   * for, and tarn_rt_destroy leaves such regions alone meanwhile. */
-  atomic_int arg_frees_running;
   /* Orders the regions' peaks: the pool's window read and restarted, and
    * folded into the live regions' peak and live_peak (see
    * tarn_region_begin). Taken with no other lock held. */
@@ -1271,9 +1272,12 @@ static void finish(struct worker *w, tarn_task *t, int status, bool ran,
      * thread can reach and that region's tasks may follow. */
     tarn_task **was = readied_next;
     readied_next = next;
-    atomic_fetch_add(&rt->arg_frees_running, 1);
+    /* on the worker's own line: no shared count bounced between the
+     * workers for every task with an arg_free (most of linalg's) */
+    int running = atomic_load_explicit(&w->arg_frees, memory_order_relaxed);
+    atomic_store_explicit(&w->arg_frees, running + 1, memory_order_relaxed);
     t->arg_free(t->arg);
-    atomic_fetch_sub(&rt->arg_frees_running, 1);
+    atomic_store_explicit(&w->arg_frees, running, memory_order_relaxed);
     readied_next = was;
   }
   tarn_region *region = t->region;
@@ -2836,7 +2840,12 @@ int tarn_rt_destroy(tarn_rt *rt) {
    * runs, any left are abandoned and go as the others. */
   for (;;) {
     pthread_mutex_lock(&rt->done_lock);
-    bool arg_frees = atomic_load(&rt->arg_frees_running) > 0;
+    /* An arg_free's count is stored before it begins a region, which is
+     * linked under done_lock: seeing the region, this sees the count. */
+    bool arg_frees = false;
+    for (unsigned i = 0; i <= rt->nworkers; i++) /* the guest too */
+      arg_frees |= atomic_load_explicit(&rt->workers[i].arg_frees,
+                                        memory_order_relaxed) > 0;
     tarn_region *r = rt->live;
     while (r != NULL && arg_frees && r->in_arg_free) r = r->next_live;
     bool left = rt->live != NULL;

@@ -51,11 +51,32 @@ bool tarn__triangle_fits(const tarn_matrix *a, bool lower);
 bool tarn__solve_fits(const tarn_matrix *t, const tarn_matrix *b);
 
 /* Whether the solves with triangle or factors t (one tile) take B (one
- * tile row) in one task per tile column of B, solved in place (lu.c's
- * one_tile_lu_solve, solve.c's one_tile_triangular_solve); and whether
+ * tile row) in one task per tile column of B, solved in place
+ * (tarn__one_tile_solve_run with lu.c's k_getrs or solve.c's
+ * k_trsm_in_place); and whether
  * such a task, pinning t's tile and one of B's, fits under the limit. */
 bool tarn__one_tile_solve(const tarn_matrix *t, const tarn_matrix *b);
 bool tarn__one_tile_solve_fits(const tarn_matrix *t, const tarn_matrix *b);
+
+/* A task of such a solve (deps: t's tile, a tile of B): order n of the
+ * triangle or factors, nrhs columns of B's tile, their leading
+ * dimensions; what the kernel needs besides (LU's pivots, the triangle's
+ * side and kind); *failed: a zero on the diagonal (its 1-based order) or
+ * a failed submission (-1), after which a task writes nothing. */
+struct tarn__one_tile_job {
+  int n, nrhs, ldt, ldb;
+  const size_t *piv;
+  bool lower, trans, unit;
+  atomic_int *failed;
+};
+
+/* Runs such a solve in a region of its own, waited for: one task `fn`
+ * per tile column of B with `job` (its sizes and *failed filled in here),
+ * each checking the diagonal before it writes its tile, so a tile of B
+ * is X or as it was. Returns as tarn__region_outcome. */
+int tarn__one_tile_solve_run(tarn_matrix *t, tarn_matrix *b, tarn_task_fn fn,
+                             struct tarn__one_tile_job job, const char *name,
+                             int *info);
 
 /* Submits `fn` with a malloc'ed copy of the `size` bytes at `proto` as its
  * argument (freed by the runtime when the task is done). Returns as

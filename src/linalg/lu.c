@@ -883,27 +883,17 @@ int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
   return rc;
 }
 
-/* The solve with the factors of a one-tile LU, B of one tile row: one
- * task per tile column of B (deps: the LU tile, B's tile), which checks
- * U's diagonal into *failed and, with no zero there and nothing failed,
- * runs dgetrs on B's tile in place: A X = B or A^T X = B, the
- * interchanges, both triangles and the order between them in one call.
- * Until 2026-12-05 a copy of B and three tasks (interchanges, forward,
+/* The solve with the factors of a one-tile LU, B of one tile row
+ * (tarn__one_tile_solve_run): each task checks U's diagonal, then runs
+ * dgetrs on B's tile in place: A X = B or A^T X = B, the interchanges,
+ * both triangles and the order between them in one call. Until
+ * 2026-12-05 a copy of B and three tasks (interchanges, forward,
  * backward) cost about 10 us more than dgetrs's 9 at N = 256 with one
- * right-hand side, twice LAPACKE's time. Each task's tile is X or B:
- * every task finds a zero before it writes, and after a failed
- * submission *failed is set and the tasks not yet run do nothing. */
-struct getrs_job {
-  const size_t *piv;
-  int n, nrhs, lda, ldb;
-  bool trans;
-  atomic_int *failed;
-};
-
+ * right-hand side, twice LAPACKE's time. */
 static int k_getrs(tarn_task *t, void *arg) {
-  const struct getrs_job *j = arg;
+  const struct tarn__one_tile_job *j = arg;
   const double *lu = tarn_task_data(t, 0);
-  tarn__diagonal_check(lu, j->n, j->lda, 0, j->failed);
+  tarn__diagonal_check(lu, j->n, j->ldt, 0, j->failed);
   if (atomic_load(j->failed) != 0) return 0;
   lapack_int *ipiv = NULL;
   int rc = tarn_task_scratch(t, (size_t)j->n * sizeof *ipiv,
@@ -911,33 +901,8 @@ static int k_getrs(tarn_task *t, void *arg) {
   if (rc != 0) return rc;
   for (int i = 0; i < j->n; i++) ipiv[i] = (lapack_int)j->piv[i] + 1;
   LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, j->trans ? 'T' : 'N', j->n, j->nrhs, lu,
-                      j->lda, ipiv, tarn_task_data(t, 1), j->ldb);
+                      j->ldt, ipiv, tarn_task_data(t, 1), j->ldb);
   return 0;
-}
-
-static int one_tile_lu_solve(tarn_matrix *lu, const size_t *piv, bool trans,
-                             tarn_matrix *b, int *info) {
-  tarn__blas_init();
-  tarn_region *region = NULL;
-  int rc = tarn_region_begin(lu->rt, &region);
-  if (rc != 0) return rc;
-  atomic_int failed = 0;
-  int submitted = 0;
-  for (size_t jb = 0; submitted == 0 && jb < b->nt; jb++) {
-    tarn_dep deps[2] = {{tarn__tile(lu, 0, 0), TARN_READ},
-                        {tarn__tile(b, 0, jb), TARN_READ_WRITE}};
-    struct getrs_job j = {.piv = piv,
-                          .n = (int)lu->m,
-                          .nrhs = (int)tarn__tile_cols(b, jb),
-                          .lda = (int)lu->mb,
-                          .ldb = (int)b->mb,
-                          .trans = trans,
-                          .failed = &failed};
-    submitted =
-        tarn__submit_owned(lu->rt, k_getrs, &j, sizeof j, deps, 2, 0, "getrs");
-  }
-  if (submitted != 0) atomic_store(&failed, -1);
-  return tarn__region_outcome(region, submitted, &failed, info);
 }
 
 int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
@@ -950,7 +915,11 @@ int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
   if (tarn__one_tile_solve(lu, b))
     return tarn__one_tile_solve_fits(lu, b)
-               ? one_tile_lu_solve(lu, piv, ta == TARN_TRANS, b, info)
+               ? tarn__one_tile_solve_run(
+                     lu, b, k_getrs,
+                     (struct tarn__one_tile_job){.piv = piv,
+                                                 .trans = ta == TARN_TRANS},
+                     "getrs", info)
                : TARN_ENOMEM;
   if (!tarn__line_fits(b, false) || !tarn__solve_fits(lu, b))
     return TARN_ENOMEM;

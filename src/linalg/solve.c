@@ -344,21 +344,38 @@ static int submit_triangular(tarn_matrix *t, bool forward, bool lower,
   return rc;
 }
 
-/* The solve with a one-tile triangle, B of one tile row: one task per
- * tile column of B (deps: T's tile, B's tile), which checks T's diagonal
- * (unless unit) into *failed and, with no zero there and nothing failed,
- * solves B's tile in place. Until 2026-12-05 the checks, a copy Y of B
- * and the solve into B were three tasks and a new matrix: 11 us at
- * N = 256 with one right-hand side, where LAPACKE's dtrtrs takes 5. Each
- * tile of B is X or B, as in lu.c's one_tile_lu_solve. */
-struct trsm_job {
-  int n, nrhs, ldt, ldb;
-  bool lower, trans, unit;
-  atomic_int *failed;
-};
+int tarn__one_tile_solve_run(tarn_matrix *t, tarn_matrix *b, tarn_task_fn fn,
+                             struct tarn__one_tile_job job, const char *name,
+                             int *info) {
+  tarn__blas_init();
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(t->rt, &region);
+  if (rc != 0) return rc;
+  atomic_int failed = 0;
+  job.n = (int)t->n;
+  job.ldt = (int)t->mb;
+  job.ldb = (int)b->mb;
+  job.failed = &failed;
+  int submitted = 0;
+  for (size_t jb = 0; submitted == 0 && jb < b->nt; jb++) {
+    tarn_dep deps[2] = {{tarn__tile(t, 0, 0), TARN_READ},
+                        {tarn__tile(b, 0, jb), TARN_READ_WRITE}};
+    job.nrhs = (int)tarn__tile_cols(b, jb);
+    submitted =
+        tarn__submit_owned(t->rt, fn, &job, sizeof job, deps, 2, 0, name);
+  }
+  if (submitted != 0) atomic_store(&failed, -1);
+  return tarn__region_outcome(region, submitted, &failed, info);
+}
 
+/* The solve with a one-tile triangle, B of one tile row
+ * (tarn__one_tile_solve_run): each task checks T's diagonal (unless
+ * unit), then solves B's tile in place. Until 2026-12-05 the checks, a
+ * copy Y of B and the solve into B were three tasks and a new matrix:
+ * 11 us at N = 256 with one right-hand side, where LAPACKE's dtrtrs
+ * takes 5. */
 static int k_trsm_in_place(tarn_task *t, void *arg) {
-  const struct trsm_job *j = arg;
+  const struct tarn__one_tile_job *j = arg;
   const double *tri = tarn_task_data(t, 0);
   if (!j->unit) tarn__diagonal_check(tri, j->n, j->ldt, 0, j->failed);
   if (atomic_load(j->failed) != 0) return 0;
@@ -366,31 +383,6 @@ static int k_trsm_in_place(tarn_task *t, void *arg) {
                            j->trans ? CblasTrans : CblasNoTrans,
                            j->unit ? CblasUnit : CblasNonUnit, j->n, j->nrhs,
                            1.0, tri, j->ldt, tarn_task_data(t, 1), j->ldb);
-}
-
-static int one_tile_triangular_solve(tarn_matrix *t, bool lower, bool trans,
-                                     bool unit, tarn_matrix *b, int *info) {
-  tarn_region *region = NULL;
-  int rc = tarn_region_begin(t->rt, &region);
-  if (rc != 0) return rc;
-  atomic_int failed = 0;
-  int submitted = 0;
-  for (size_t jb = 0; submitted == 0 && jb < b->nt; jb++) {
-    tarn_dep deps[2] = {{tarn__tile(t, 0, 0), TARN_READ},
-                        {tarn__tile(b, 0, jb), TARN_READ_WRITE}};
-    struct trsm_job j = {.n = (int)t->n,
-                         .nrhs = (int)tarn__tile_cols(b, jb),
-                         .ldt = (int)t->mb,
-                         .ldb = (int)b->mb,
-                         .lower = lower,
-                         .trans = trans,
-                         .unit = unit,
-                         .failed = &failed};
-    submitted = tarn__submit_owned(t->rt, k_trsm_in_place, &j, sizeof j, deps,
-                                   2, 0, "trsm");
-  }
-  if (submitted != 0) atomic_store(&failed, -1);
-  return tarn__region_outcome(region, submitted, &failed, info);
 }
 
 int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
@@ -407,8 +399,12 @@ int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
   tarn__blas_init();
   if (tarn__one_tile_solve(t, b))
     return tarn__one_tile_solve_fits(t, b)
-               ? one_tile_triangular_solve(t, lower, trans == TARN_TRANS,
-                                           diag == TARN_UNIT, b, info)
+               ? tarn__one_tile_solve_run(
+                     t, b, k_trsm_in_place,
+                     (struct tarn__one_tile_job){.lower = lower,
+                                                 .trans = trans == TARN_TRANS,
+                                                 .unit = diag == TARN_UNIT},
+                     "trsm", info)
                : TARN_ENOMEM;
   if (!tarn__solve_fits(t, b)) return TARN_ENOMEM;
   /* L X = B and U^T X = B go down T's tile rows, U X = B and L^T X = B up */

@@ -42,6 +42,23 @@
  * exact: the largest task is one the call submits (tarn_rt_stats'
  * task_pinned_peak shows what a run pinned).
  *
+ * Solves of few right-hand sides: tarn_matrix_cholesky_solve,
+ * tarn_matrix_triangular_solve and tarn_matrix_lu_solve (so the
+ * condition estimates too) with a factor of one tile column, or with B of
+ * at most 8 columns, run one task per tile column of B. It pins the
+ * factor's tiles the solve reads (a triangle, or all of LU's) with that
+ * tile column of B, and solves the column in place, tile by tile, with
+ * no temporary: such a solve reads the factor once, bound by memory, and
+ * a task per tile and a copy of B cost more than the kernels (at N = 1024
+ * in 512 tiles with one right-hand side: docs/linalg.md). A solve goes so
+ * only when that task fits under the memory limit; else by tiles, as each
+ * call says. Each such task finds an exact zero on the factor's diagonal
+ * before B keeps anything: a tile column of up to 1 MiB is solved first,
+ * and put back from a copy when X is not finite and the diagonal holds a
+ * zero (a zero always leaves an infinity or NaN in X); a larger one is
+ * checked first. So B is unchanged when the factor is singular, as by
+ * tiles.
+ *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */
 #ifndef TARN_LINALG_H
@@ -167,10 +184,12 @@ TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
 /* Solves A X = B in place with the Cholesky factor L of A (A = L L^T, as
  * tarn_matrix_cholesky leaves it in the lower triangle; as LAPACK's
  * dpotrs): B (n x nrhs) becomes X. Only the lower triangle of `l` is read,
- * so several solves with one factor may run at once. A copy Y of B (a
- * temporary of B's size, freed as its last task ends) gets the forward
- * solve L Y = B by tiles; the backward solve L^T X = Y then writes X into
- * B. B must have the factor's row tiling (B's mb equals its); its column
+ * so several solves with one factor may run at once. By tiles, a copy Y
+ * of B (a temporary of B's size, freed as its last task ends) gets the
+ * forward solve L Y = B; the backward solve L^T X = Y then writes X into
+ * B. A factor of one tile, or B of a few columns, goes in one task per
+ * tile column of B instead ("Solves of few right-hand sides" above). B
+ * must have the factor's row tiling (B's mb equals its); its column
  * tiling is free.
  *
  * Waits (a region of its own; from a task: TARN_EDEADLK). *info (when not
@@ -185,8 +204,10 @@ TARN_API int tarn_matrix_cholesky(tarn_matrix *a, int *info);
  * B holds X, or its values before the call, or reads as TARN_ECANCELED
  * until written again (a tile whose task failed: tarn/rt.h, rule 4); no
  * tile holds anything else. TARN_ENOMEM at once, B unchanged, under a
- * memory limit below one task's tiles (a diagonal tile of the factor and
- * two of B's, or a tile of the factor and two of B's first tile column). */
+ * memory limit below one task's tiles (by tiles: a diagonal tile of the
+ * factor and two of B's, or a tile of the factor and two of B's first
+ * tile column; the task of one tile column of B pins more, and is taken
+ * only where it fits). */
 TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
                                         int *info);
 
@@ -209,9 +230,9 @@ TARN_API int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b,
  * temporary of B's size, freed as its last task ends) gets the solve by
  * tiles, down the tile rows for L X = B and U^T X = B, up them for U X =
  * B and L^T X = B: a trsm solves each tile of X from Y's into B, and
- * gemm tasks update Y's tiles still to come with it. When `t` is one
- * tile (so B has one tile row), one task per tile column of B checks the
- * diagonal, then solves B's tile in place: no copy.
+ * gemm tasks update Y's tiles still to come with it. When `t` has one
+ * tile column (so B has one tile row), or B a few columns, one task per
+ * tile column of B instead ("Solves of few right-hand sides" above).
  *
  * Waits (a region of its own; from a task: TARN_EDEADLK). *info (when not
  * NULL) gets 0, or k > 0 when T(k-1, k-1) is exactly zero, the first such
@@ -300,9 +321,9 @@ TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
  * B's size, the interchanges in reverse order on W, then W copied into B
  * tile by tile (so a call that fails leaves each tile of B X or as it
  * was: twice B's size in temporaries, which spill as any tile under a
- * memory limit). When `lu` is one tile (so B has one tile row), one
- * task per tile column of B checks U's diagonal, then runs dgetrs on
- * B's tile in place: no temporary, each tile X or as it was.
+ * memory limit). When `lu` is one tile (so B has one tile row), or B
+ * has a few columns, one task per tile column of B instead ("Solves of
+ * few right-hand sides" above; on one tile it runs dgetrs).
  * B must have the factors' row tiling (B's mb equals theirs); its column
  * tiling is free.
  *

@@ -50,33 +50,62 @@ bool tarn__triangle_fits(const tarn_matrix *a, bool lower);
  * holds for it. */
 bool tarn__solve_fits(const tarn_matrix *t, const tarn_matrix *b);
 
-/* Whether the solves with triangle or factors t (one tile) take B (one
- * tile row) in one task per tile column of B, solved in place
- * (tarn__one_tile_solve_run with lu.c's k_getrs or solve.c's
- * k_trsm_in_place); and whether
- * such a task, pinning t's tile and one of B's, fits under the limit. */
-bool tarn__one_tile_solve(const tarn_matrix *t, const tarn_matrix *b);
-bool tarn__one_tile_solve_fits(const tarn_matrix *t, const tarn_matrix *b);
+/* ---- solves in one task per tile column of B (column_solve.c) ---------- */
 
-/* A task of such a solve (deps: t's tile, a tile of B): order n of the
- * triangle or factors, nrhs columns of B's tile, their leading
- * dimensions; what the kernel needs besides (LU's pivots, the triangle's
- * side and kind); *failed: a zero on the diagonal (its 1-based order) or
- * a failed submission (-1), after which a task writes nothing. */
-struct tarn__one_tile_job {
-  int n, nrhs, ldt, ldb;
-  const size_t *piv;
+/* What a solve's factor is: a triangle (tarn_matrix_triangular_solve),
+ * Cholesky's L (L then L^T), LU's square factors with their
+ * interchanges. */
+enum tarn__solve_kind {
+  TARN__SOLVE_TRIANGLE,
+  TARN__SOLVE_CHOLESKY,
+  TARN__SOLVE_LU
+};
+
+/* The right-hand sides at most that a factor of several tile columns
+ * solves in one task per tile column of B: a few vectors, bound by
+ * memory (see column_solve.c); wider, the tiled solve shares the work by
+ * tiles. And the bytes at most that such a task pins: beyond them one
+ * core streaming the factor is slower than the tiles' tasks side by side
+ * on two (with one right-hand side, N = 2048 in 512 tiles took as long
+ * both ways, N = 4096 1.6x as long in one task; N = 1024, 8 MiB, less
+ * time in one: column_solve.c): 16 MiB takes N = 1024 (8 MiB of LU's
+ * factors), not 2048 (20 MiB of its triangle). */
+#define TARN__COLUMN_SOLVE_RHS 8
+#define TARN__COLUMN_SOLVE_BYTES ((size_t)16 << 20)
+
+/* Whether the solve with factor t (its lower triangle when `lower`, for
+ * TARN__SOLVE_TRIANGLE) takes B in one task per tile column of B, solved
+ * in place (tarn__column_solve_run): when t has one tile column, or B at
+ * most TARN__COLUMN_SOLVE_RHS columns, and such a task, pinning the
+ * factor's tiles that the solve reads and B's first tile column, fits
+ * under the memory limit, and pins at most TARN__COLUMN_SOLVE_BYTES with
+ * several tile columns. Else the solve goes by tiles. */
+bool tarn__column_solve(const tarn_matrix *t, const tarn_matrix *b,
+                        enum tarn__solve_kind kind, bool lower);
+
+/* A task of such a solve: `kind`, and for a triangle its side, op and
+ * diagonal (lower, trans, unit), for LU op (trans) and the pivots (piv,
+ * 0-based as tarn_matrix_lu's); the rest is filled in by
+ * tarn__column_solve_run: the factor's tile columns, order, tile width,
+ * rows and tile rows, the columns of the task's tile column of B, and
+ * *failed (a zero on the diagonal, its 1-based order, or a failed
+ * submission, -1), after which a task writes nothing. */
+struct tarn__column_job {
+  enum tarn__solve_kind kind;
   bool lower, trans, unit;
+  const size_t *piv;
+  size_t tiles, n, nb, t_m, t_mb;
+  int nrhs;
   atomic_int *failed;
 };
 
-/* Runs such a solve in a region of its own, waited for: one task `fn`
- * per tile column of B with `job` (its sizes and *failed filled in here),
- * each checking the diagonal before it writes its tile, so a tile of B
- * is X or as it was. Returns as tarn__region_outcome. */
-int tarn__one_tile_solve_run(tarn_matrix *t, tarn_matrix *b, tarn_task_fn fn,
-                             struct tarn__one_tile_job job, const char *name,
-                             int *info);
+/* Runs such a solve in a region of its own, waited for: one task per tile
+ * column of B, each checking the factor's diagonal (unless a unit
+ * triangle) before it writes B, so a tile column of B holds X or its
+ * values before the call. Returns as tarn__region_outcome, or
+ * TARN_ENOMEM. */
+int tarn__column_solve_run(tarn_matrix *t, tarn_matrix *b,
+                           struct tarn__column_job job, int *info);
 
 /* Submits `fn` with a malloc'ed copy of the `size` bytes at `proto` as its
  * argument (freed by the runtime when the task is done). Returns as

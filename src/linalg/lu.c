@@ -883,28 +883,6 @@ int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
   return rc;
 }
 
-/* The solve with the factors of a one-tile LU, B of one tile row
- * (tarn__one_tile_solve_run): each task checks U's diagonal, then runs
- * dgetrs on B's tile in place: A X = B or A^T X = B, the interchanges,
- * both triangles and the order between them in one call. Until
- * 2026-12-05 a copy of B and three tasks (interchanges, forward,
- * backward) cost about 10 us more than dgetrs's 9 at N = 256 with one
- * right-hand side, twice LAPACKE's time. */
-static int k_getrs(tarn_task *t, void *arg) {
-  const struct tarn__one_tile_job *j = arg;
-  const double *lu = tarn_task_data(t, 0);
-  tarn__diagonal_check(lu, j->n, j->ldt, 0, j->failed);
-  if (atomic_load(j->failed) != 0) return 0;
-  lapack_int *ipiv = NULL;
-  int rc = tarn_task_scratch(t, (size_t)j->n * sizeof *ipiv,
-                             _Alignof(lapack_int), (void **)&ipiv);
-  if (rc != 0) return rc;
-  for (int i = 0; i < j->n; i++) ipiv[i] = (lapack_int)j->piv[i] + 1;
-  LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, j->trans ? 'T' : 'N', j->n, j->nrhs, lu,
-                      j->ldt, ipiv, tarn_task_data(t, 1), j->ldb);
-  return 0;
-}
-
 int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
                          tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
@@ -913,14 +891,12 @@ int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
     return TARN_EINVAL;
   for (size_t i = 0; i < lu->m; i++)
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
-  if (tarn__one_tile_solve(lu, b))
-    return tarn__one_tile_solve_fits(lu, b)
-               ? tarn__one_tile_solve_run(
-                     lu, b, k_getrs,
-                     (struct tarn__one_tile_job){.piv = piv,
-                                                 .trans = ta == TARN_TRANS},
-                     "getrs", info)
-               : TARN_ENOMEM;
+  if (tarn__column_solve(lu, b, TARN__SOLVE_LU, false))
+    return tarn__column_solve_run(
+        lu, b,
+        (struct tarn__column_job){
+            .kind = TARN__SOLVE_LU, .trans = ta == TARN_TRANS, .piv = piv},
+        info);
   if (!tarn__line_fits(b, false) || !tarn__solve_fits(lu, b))
     return TARN_ENOMEM;
   return lu_region(lu, NULL, piv, ta == TARN_TRANS, b, info);

@@ -86,17 +86,19 @@ enum solves_check { CHECK_LU, CHECK_CHOLESKY, CHECK_TRIANGLE, CHECKED };
  * interchanges), before the column is uploaded: TARN_ENOMEM at once
  * rather than after the first upload. Returns 0, TARN_ENOMEM or a status
  * of making the column's (empty) matrix. */
-static int solves_fit(const tarn_matrix *a, enum solves_check check) {
+static int solves_fit(const tarn_matrix *a, enum solves_check check,
+                      bool lower) {
   if (check == CHECKED) return 0;
   tarn_matrix *x = NULL;
   int rc = tarn__matrix_new(a->rt, a->n, 1, a->mb, 1, &x);
   if (rc != 0) return rc;
-  /* the LU and triangular solves of one tile solve in place; Cholesky's
-   * copies its right-hand side */
-  bool fits = check != CHECK_CHOLESKY && tarn__one_tile_solve(a, x)
-                  ? tarn__one_tile_solve_fits(a, x)
-                  : tarn__solve_fits(a, x) &&
-                        (check != CHECK_LU || tarn__line_fits(x, false));
+  /* one task per tile column of the vector where it fits, else by tiles */
+  enum tarn__solve_kind kind = check == CHECK_LU         ? TARN__SOLVE_LU
+                               : check == CHECK_CHOLESKY ? TARN__SOLVE_CHOLESKY
+                                                         : TARN__SOLVE_TRIANGLE;
+  bool fits = tarn__column_solve(a, x, kind, lower) ||
+              (tarn__solve_fits(a, x) &&
+               (check != CHECK_LU || tarn__line_fits(x, false)));
   tarn_matrix_destroy(x);
   return fits ? 0 : TARN_ENOMEM;
 }
@@ -111,7 +113,7 @@ static int estimate(const tarn_matrix *a, inverse_fn inverse, void *factors,
     *rcond = 0; /* as dgecon: the zero matrix is singular */
     return 0;
   }
-  int fit = solves_fit(a, check);
+  int fit = solves_fit(a, check, true);
   if (fit != 0) return fit;
   lapack_int n = (lapack_int)a->n, kase = 0, isave[3] = {0, 0, 0};
   double *v = malloc(a->n * sizeof *v), *x = malloc(a->n * sizeof *x);
@@ -161,7 +163,8 @@ int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo, tarn_diag diag,
       (diag != TARN_NON_UNIT && diag != TARN_UNIT) ||
       (kind != TARN_NORM_ONE && kind != TARN_NORM_INF))
     return TARN_EINVAL;
-  int rc = solves_fit(t, CHECK_TRIANGLE); /* before the norm's tasks */
+  /* before the norm's tasks */
+  int rc = solves_fit(t, CHECK_TRIANGLE, uplo == TARN_LOWER);
   if (rc != 0) return rc;
   double tnorm = 0;
   rc = tarn__matrix_line_norm(t, kind == TARN_NORM_INF,

@@ -244,15 +244,6 @@ int tarn__submit_backward(tarn_matrix *t, bool lower, bool unit, tarn_matrix *y,
   return 0;
 }
 
-bool tarn__one_tile_solve(const tarn_matrix *t, const tarn_matrix *b) {
-  return t->mt == 1 && t->nt == 1 && b->mt == 1;
-}
-
-bool tarn__one_tile_solve_fits(const tarn_matrix *t, const tarn_matrix *b) {
-  return tarn__task_fits(
-      t->rt, tarn__tile_charge_at(t, 0, 0) + tarn__tile_charge_at(b, 0, 0));
-}
-
 bool tarn__solve_fits(const tarn_matrix *t, const tarn_matrix *b) {
   return tarn__task_fits(
       t->rt, tarn__tile_charge_at(t, 0, 0) + 2 * tarn__tile_charge_at(b, 0, 0));
@@ -261,6 +252,9 @@ bool tarn__solve_fits(const tarn_matrix *t, const tarn_matrix *b) {
 int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
   if (!tarn__solve_shapes_ok(l, b)) return TARN_EINVAL;
+  if (tarn__column_solve(l, b, TARN__SOLVE_CHOLESKY, true))
+    return tarn__column_solve_run(
+        l, b, (struct tarn__column_job){.kind = TARN__SOLVE_CHOLESKY}, info);
   if (!tarn__solve_fits(l, b)) return TARN_ENOMEM;
   tarn__blas_init();
   tarn_region *region = NULL;
@@ -344,47 +338,6 @@ static int submit_triangular(tarn_matrix *t, bool forward, bool lower,
   return rc;
 }
 
-int tarn__one_tile_solve_run(tarn_matrix *t, tarn_matrix *b, tarn_task_fn fn,
-                             struct tarn__one_tile_job job, const char *name,
-                             int *info) {
-  tarn__blas_init();
-  tarn_region *region = NULL;
-  int rc = tarn_region_begin(t->rt, &region);
-  if (rc != 0) return rc;
-  atomic_int failed = 0;
-  job.n = (int)t->n;
-  job.ldt = (int)t->mb;
-  job.ldb = (int)b->mb;
-  job.failed = &failed;
-  int submitted = 0;
-  for (size_t jb = 0; submitted == 0 && jb < b->nt; jb++) {
-    tarn_dep deps[2] = {{tarn__tile(t, 0, 0), TARN_READ},
-                        {tarn__tile(b, 0, jb), TARN_READ_WRITE}};
-    job.nrhs = (int)tarn__tile_cols(b, jb);
-    submitted =
-        tarn__submit_owned(t->rt, fn, &job, sizeof job, deps, 2, 0, name);
-  }
-  if (submitted != 0) atomic_store(&failed, -1);
-  return tarn__region_outcome(region, submitted, &failed, info);
-}
-
-/* The solve with a one-tile triangle, B of one tile row
- * (tarn__one_tile_solve_run): each task checks T's diagonal (unless
- * unit), then solves B's tile in place. Until 2026-12-05 the checks, a
- * copy Y of B and the solve into B were three tasks and a new matrix:
- * 11 us at N = 256 with one right-hand side, where LAPACKE's dtrtrs
- * takes 5. */
-static int k_trsm_in_place(tarn_task *t, void *arg) {
-  const struct tarn__one_tile_job *j = arg;
-  const double *tri = tarn_task_data(t, 0);
-  if (!j->unit) tarn__diagonal_check(tri, j->n, j->ldt, 0, j->failed);
-  if (atomic_load(j->failed) != 0) return 0;
-  return tarn__trsm_shared(t, CblasLeft, j->lower ? CblasLower : CblasUpper,
-                           j->trans ? CblasTrans : CblasNoTrans,
-                           j->unit ? CblasUnit : CblasNonUnit, j->n, j->nrhs,
-                           1.0, tri, j->ldt, tarn_task_data(t, 1), j->ldb);
-}
-
 int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                  tarn_trans trans, tarn_diag diag,
                                  tarn_matrix *b, int *info) {
@@ -396,17 +349,16 @@ int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
       (diag != TARN_NON_UNIT && diag != TARN_UNIT))
     return TARN_EINVAL;
   bool lower = uplo == TARN_LOWER;
-  tarn__blas_init();
-  if (tarn__one_tile_solve(t, b))
-    return tarn__one_tile_solve_fits(t, b)
-               ? tarn__one_tile_solve_run(
-                     t, b, k_trsm_in_place,
-                     (struct tarn__one_tile_job){.lower = lower,
-                                                 .trans = trans == TARN_TRANS,
-                                                 .unit = diag == TARN_UNIT},
-                     "trsm", info)
-               : TARN_ENOMEM;
+  if (tarn__column_solve(t, b, TARN__SOLVE_TRIANGLE, lower))
+    return tarn__column_solve_run(
+        t, b,
+        (struct tarn__column_job){.kind = TARN__SOLVE_TRIANGLE,
+                                  .lower = lower,
+                                  .trans = trans == TARN_TRANS,
+                                  .unit = diag == TARN_UNIT},
+        info);
   if (!tarn__solve_fits(t, b)) return TARN_ENOMEM;
+  tarn__blas_init();
   /* L X = B and U^T X = B go down T's tile rows, U X = B and L^T X = B up */
   bool forward = lower == (trans == TARN_NO_TRANS);
   /* Orders the copy Y of B after every check. Made without memory (a

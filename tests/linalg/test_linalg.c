@@ -1072,11 +1072,20 @@ static void test_cholesky_solve_bad(void **state) {
   double *a = spd(n, 91), *f = factor(rt, a, n, 4);
   f[p + p * n] = 0.0;
   f[9 + 9 * n] = 0.0;
-  tarn_matrix *sing = NULL, *l = NULL, *b = NULL;
+  tarn_matrix *sing = NULL, *l = NULL, *b = NULL, *wide = NULL;
   assert_int_equal(tarn_matrix_from_buffer(rt, n, n, 4, 4, f, n, &sing), 0);
+  /* two columns: one task per tile column of B; twelve: by tiles */
+  assert_int_equal(tarn_matrix_rand(rt, n, 12, 4, 5, 3, &wide), 0);
+  double *w0 = test_buffer_of(wide);
+  int info = 0;
+  assert_int_equal(tarn_matrix_cholesky_solve(sing, wide, &info), TARN_EINVAL);
+  assert_int_equal(info, (int)(p + 1));
+  test_matrix_holds(wide, w0);
+  free(w0);
+  tarn_matrix_destroy(wide);
   assert_int_equal(tarn_matrix_rand(rt, n, 2, 4, 1, 2, &b), 0);
   double *b0 = test_buffer_of(b);
-  int info = 0;
+  info = 0;
   assert_int_equal(tarn_matrix_cholesky_solve(sing, b, &info), TARN_EINVAL);
   assert_int_equal(info, (int)(p + 1));
   double *b1 = test_buffer_of(b);

@@ -275,12 +275,10 @@ static void test_triangular_concurrent(void **state) {
  * combination with a non-unit diagonal refuses with info p + 1 (the first
  * zero, whichever way the solve walks) and B unchanged; with a unit
  * diagonal (not read) the same T solves. */
-static void test_triangular_singular(void **state) {
-  (void)state;
-  tarn_rt *rt = test_rt(3, 0);
+static void check_singular(tarn_rt *rt, size_t nrhs) {
   size_t n = 12, p = 5, later = 10;
   tarn_matrix *b = NULL;
-  assert_int_equal(tarn_matrix_rand(rt, n, 3, 4, 2, 2, &b), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, nrhs, 4, 2, 2, &b), 0);
   double *b0 = test_buffer_of(b);
   for (int u = 0; u < 2; u++)
     for (int tr = 0; tr < 2; tr++) {
@@ -297,7 +295,7 @@ static void test_triangular_singular(void **state) {
           TARN_EINVAL);
       assert_int_equal(info, (int)(p + 1));
       double *b1 = test_buffer_of(b);
-      assert_memory_equal(b0, b1, n * 3 * sizeof *b0);
+      assert_memory_equal(b0, b1, n * nrhs * sizeof *b0);
       free(b1);
       /* a unit diagonal is not read: the zeros do not matter */
       info = 5;
@@ -308,10 +306,11 @@ static void test_triangular_singular(void **state) {
       assert_int_equal(info, 0);
       for (size_t i = 0; i < n; i++) dense[i + i * n] = 1.0;
       double *x = test_buffer_of(b);
-      assert_true(test_solve_residual(dense, x, b0, n, 3) < 20);
+      assert_true(test_solve_residual(dense, x, b0, n, nrhs) < 20);
       /* back to B's values for the next combination */
       tarn_matrix_destroy(b);
-      assert_int_equal(tarn_matrix_from_buffer(rt, n, 3, 4, 2, b0, n, &b), 0);
+      assert_int_equal(tarn_matrix_from_buffer(rt, n, nrhs, 4, 2, b0, n, &b),
+                       0);
       free(x);
       free(t);
       free(dense);
@@ -319,6 +318,113 @@ static void test_triangular_singular(void **state) {
     }
   free(b0);
   tarn_matrix_destroy(b);
+}
+
+/* Both ways a solve goes: a few right-hand sides in one task per tile
+ * column of B (solved first, B put back from a copy when a zero is
+ * found), more by tiles (the diagonal checked first). */
+static void test_triangular_singular(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(3, 0);
+  check_singular(rt, 3);
+  check_singular(rt, 12);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Infinities and NaNs in B are solved, not taken for a zero on T's
+ * diagonal (a solve in one task per tile column of B checks the diagonal
+ * only when X is not finite): with B's last element of column 0 infinite
+ * and its element 5 of column 1 NaN, L X = B returns 0, the rows above
+ * them as for a finite B to the bit, and those elements not finite. */
+static void non_finite_right_hand_sides_are_solved(void **state) {
+  (void)state;
+  enum { N = 40, NB = 16, NRHS = 2 };
+  tarn_rt *rt = test_rt(2, 0);
+  double *dense = NULL,
+         *t = triangle(N, TARN_LOWER, TARN_NO_TRANS, TARN_NON_UNIT, 31, &dense);
+  double b0[N * NRHS], bad[N * NRHS];
+  uint64_t x = 77;
+  for (size_t i = 0; i < N * NRHS; i++) b0[i] = bad[i] = test_rnd(&x);
+  bad[N - 1] = INFINITY;
+  bad[5 + N] = NAN;
+  tarn_matrix *tm = NULL, *fin = NULL, *inf = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, N, NB, NB, t, N, &tm), 0);
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, NRHS, NB, 1, b0, N, &fin), 0);
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, NRHS, NB, 1, bad, N, &inf),
+                   0);
+  int info = 5;
+  assert_int_equal(tarn_matrix_triangular_solve(tm, TARN_LOWER, TARN_NO_TRANS,
+                                                TARN_NON_UNIT, fin, &info),
+                   0);
+  assert_int_equal(info, 0);
+  info = 5;
+  assert_int_equal(tarn_matrix_triangular_solve(tm, TARN_LOWER, TARN_NO_TRANS,
+                                                TARN_NON_UNIT, inf, &info),
+                   0);
+  assert_int_equal(info, 0);
+  double *xf = test_buffer_of(fin), *xi = test_buffer_of(inf);
+  assert_true(test_solve_residual(dense, xf, b0, N, NRHS) < 20);
+  assert_memory_equal(xf, xi, (N - 1) * sizeof *xf);
+  assert_false(isfinite(xi[N - 1]));
+  assert_memory_equal(xf + N, xi + N, 5 * sizeof *xf);
+  assert_false(isfinite(xi[5 + N]));
+  free(xf);
+  free(xi);
+  free(t);
+  free(dense);
+  TEST_DESTROY_MATRICES(tm, fin, inf);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* The tasks one triangular solve submits (tarn_rt_stats' count). */
+static uint64_t solve_tasks(tarn_rt *rt, tarn_matrix *t, tarn_matrix *b) {
+  tarn_rt_stats before, after;
+  assert_int_equal(tarn_rt_stats_get(rt, &before), 0);
+  int info = 5;
+  assert_int_equal(tarn_matrix_triangular_solve(t, TARN_LOWER, TARN_NO_TRANS,
+                                                TARN_NON_UNIT, b, &info),
+                   0);
+  assert_int_equal(info, 0);
+  assert_int_equal(tarn_rt_stats_get(rt, &after), 0);
+  return after.submitted - before.submitted;
+}
+
+/* Which way a solve goes, as tarn/linalg.h says ("Solves of few
+ * right-hand sides"): a factor of several tiles with B of up to 8
+ * columns in one task per tile column of B (two here), with 9 columns by
+ * tiles; a factor whose triangle's tiles pass 16 MiB (2048 x 2048 in 512
+ * tiles: 20 MiB) by tiles with one column too. Each solves to a small
+ * residual. */
+static void few_right_hand_sides_go_in_one_task_per_tile_column(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  static const size_t cases[][4] = {
+      /* n, tile, nrhs, B's column tile */
+      {96, 32, 8, 4},
+      {96, 32, 9, 5},
+      {2048, 512, 1, 1},
+  };
+  for (size_t c = 0; c < 3; c++) {
+    size_t n = cases[c][0], nb = cases[c][1], nrhs = cases[c][2];
+    double *dense = NULL, *t = triangle(n, TARN_LOWER, TARN_NO_TRANS,
+                                        TARN_NON_UNIT, 40 + c, &dense);
+    tarn_matrix *tm = NULL, *b = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, t, n, &tm), 0);
+    assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, cases[c][3], 9, &b), 0);
+    double *rhs = test_buffer_of(b);
+    uint64_t tasks = solve_tasks(rt, tm, b);
+    if (c == 0)
+      assert_int_equal(tasks, 2);
+    else
+      assert_true(tasks > 6); /* a trsm and a check per diagonal tile */
+    double *x = test_buffer_of(b);
+    assert_true(test_solve_residual(dense, x, rhs, n, nrhs) < 20);
+    free(x);
+    free(rhs);
+    free(t);
+    free(dense);
+    TEST_DESTROY_MATRICES(tm, b);
+  }
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -467,6 +573,8 @@ int main(void) {
       cmocka_unit_test(test_triangular_qr_factor),
       cmocka_unit_test(test_triangular_concurrent),
       cmocka_unit_test(test_triangular_singular),
+      cmocka_unit_test(non_finite_right_hand_sides_are_solved),
+      cmocka_unit_test(few_right_hand_sides_go_in_one_task_per_tile_column),
       cmocka_unit_test(test_triangular_bad),
       cmocka_unit_test(test_triangular_after_failure),
       cmocka_unit_test(test_triangular_mem_limit),

@@ -1,0 +1,317 @@
+/* column_solve.c: the linear solves as one task per tile column of B
+ * (linalg_internal.h, tarn__column_solve): each task pins the factor's
+ * tiles that the solve reads and B's tile column, and solves that column
+ * in place, tile by tile, with the kernels that share their work with
+ * idle workers. tarn_matrix_triangular_solve, tarn_matrix_cholesky_solve
+ * and tarn_matrix_lu_solve (and so the condition estimates) take this
+ * path for a factor of one tile, and for a few right-hand sides when the
+ * whole factor fits under the memory limit beside them.
+ *
+ * Why: a solve with a few right-hand sides reads each element of the
+ * factor once, bound by memory; its tiled form (solve.c, lu.c) is a chain
+ * of trsm and gemm tasks that no core can share, on a copy Y of B, after
+ * a task per diagonal tile that checks it, and those tasks and the copy
+ * cost more than the kernels of a 1024 x 1024 factor in 512 tiles
+ * (`tarn bench linalg --sizes 1024`: trtrs 74 us against LAPACKE's 63,
+ * getrs 139 against 124-150, 2026-12-06; docs/linalg.md, "Solves in one
+ * task per tile column of B").
+ *
+ * Invariant: a task checks every diagonal tile it divides by before it
+ * writes B, and writes nothing once *failed is not 0 (a zero was found,
+ * by it or by the task of another tile column, or a submission failed):
+ * so each tile column of B holds X or its values before the call, unless
+ * its task failed (its tiles then read as TARN_ECANCELED: rule 4 of
+ * tarn/rt.h). */
+#include <cblas.h>
+#include <lapacke.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "array/matrix_internal.h"
+#include "linalg/linalg_internal.h"
+
+/* The factor's tiles that a solve reads, in the order of its task's deps:
+ * tiles (i, k) column by column, only i >= k (lower), i <= k (upper) or
+ * all (LU's square factors), rows below the order n not at all. */
+static size_t factor_tiles(size_t nt, enum tarn__solve_kind kind) {
+  return kind == TARN__SOLVE_LU ? nt * nt : nt * (nt + 1) / 2;
+}
+
+static bool reads_lower(const struct tarn__column_job *j) {
+  return j->kind == TARN__SOLVE_CHOLESKY ||
+         (j->kind == TARN__SOLVE_TRIANGLE && j->lower);
+}
+
+/* The task data slot of the factor's tile (i, k). */
+static size_t factor_slot(const struct tarn__column_job *j, size_t i,
+                          size_t k) {
+  size_t nt = j->tiles;
+  if (j->kind == TARN__SOLVE_LU) return i + k * nt;
+  if (reads_lower(j)) return k * nt - k * (k - 1) / 2 + (i - k);
+  return k * (k + 1) / 2 + i;
+}
+
+/* The width of tile column k of the factor: the height of B's tile row
+ * k. */
+static int width(const struct tarn__column_job *j, size_t k) {
+  size_t left = j->n - k * j->nb;
+  return (int)(left < j->nb ? left : j->nb);
+}
+
+/* The leading dimension of the factor's tiles in tile row i. */
+static int factor_ld(const struct tarn__column_job *j, size_t i) {
+  size_t left = j->t_m - i * j->t_mb;
+  return (int)(left < j->t_mb ? left : j->t_mb);
+}
+
+static double *factor(tarn_task *t, const struct tarn__column_job *j, size_t i,
+                      size_t k) {
+  return tarn_task_data(t, factor_slot(j, i, k));
+}
+
+static double *b_tile(tarn_task *t, const struct tarn__column_job *j,
+                      size_t i) {
+  return tarn_task_data(t, factor_tiles(j->tiles, j->kind) + i);
+}
+
+/* op(T) X = B on the task's tile column of B, T the factor's lower or
+ * upper triangle (unit: its diagonal taken as ones): down the tile rows
+ * for L and U^T, up them for U and L^T; each step a trsm on the diagonal
+ * tile, then B_i -= op(T)_ik X_k for the tile rows still to come (the
+ * kernels share a large tile's work with idle workers). */
+static int triangle_pass(tarn_task *t, const struct tarn__column_job *j,
+                         bool lower, bool trans, bool unit) {
+  size_t nt = j->tiles;
+  bool forward = lower != trans;
+  for (size_t step = 0; step < nt; step++) {
+    size_t k = forward ? step : nt - 1 - step;
+    int nk = width(j, k);
+    double *bk = b_tile(t, j, k);
+    int rc = tarn__trsm_shared(
+        t, CblasLeft, lower ? CblasLower : CblasUpper,
+        trans ? CblasTrans : CblasNoTrans, unit ? CblasUnit : CblasNonUnit, nk,
+        j->nrhs, 1.0, factor(t, j, k, k), factor_ld(j, k), bk, nk);
+    size_t from = forward ? k + 1 : 0, to = forward ? nt : k;
+    for (size_t i = from; rc == 0 && i < to; i++) {
+      /* op(T)_ik is T's tile (i, k), or the transpose of (k, i) */
+      size_t ti = trans ? k : i, tk = trans ? i : k;
+      int ni = width(j, i);
+      rc = tarn__gemm_shared(t, trans, false, ni, j->nrhs, nk, -1.0,
+                             factor(t, j, ti, tk), factor_ld(j, ti), bk, nk,
+                             1.0, b_tile(t, j, i), ni);
+    }
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+/* LU's interchanges on the task's tile column of B: rows i and piv[i]
+ * swapped for i = 0, 1, ..., or in the reverse order when `reverse`. */
+static void swap_rows(tarn_task *t, const struct tarn__column_job *j,
+                      bool reverse) {
+  for (size_t step = 0; step < j->n; step++) {
+    size_t r = reverse ? j->n - 1 - step : step, p = j->piv[r];
+    if (p == r) continue;
+    double *br = b_tile(t, j, r / j->nb), *bp = b_tile(t, j, p / j->nb);
+    size_t ldr = (size_t)width(j, r / j->nb), ldp = (size_t)width(j, p / j->nb);
+    br += r % j->nb;
+    bp += p % j->nb;
+    for (size_t c = 0; c < (size_t)j->nrhs; c++) {
+      double v = br[c * ldr];
+      br[c * ldr] = bp[c * ldp];
+      bp[c * ldp] = v;
+    }
+  }
+}
+
+/* LU's solve on one tile: dgetrs in one call (the interchanges, both
+ * triangles), 9 us at N = 256 with one right-hand side; the passes above
+ * add a call's cost each. */
+static int one_tile_getrs(tarn_task *t, const struct tarn__column_job *j) {
+  lapack_int *ipiv = NULL;
+  int n = width(j, 0);
+  int rc = tarn_task_scratch(t, (size_t)n * sizeof *ipiv, _Alignof(lapack_int),
+                             (void **)&ipiv);
+  if (rc != 0) return rc;
+  for (int i = 0; i < n; i++) ipiv[i] = (lapack_int)j->piv[i] + 1;
+  LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, j->trans ? 'T' : 'N', n, j->nrhs,
+                      factor(t, j, 0, 0), factor_ld(j, 0), ipiv,
+                      b_tile(t, j, 0), n);
+  return 0;
+}
+
+/* The bytes of B's tile column up to which a task solves first and
+ * checks the diagonal only when the solution is not finite (see
+ * k_column_solve). */
+#define SPECULATE_MAX_BYTES ((size_t)1 << 20)
+
+/* Copies B's tile column into `saved` (to_saved) or back. Tile i holds
+ * width(i) x nrhs doubles, contiguous (its leading dimension is its
+ * height). */
+static void copy_column(tarn_task *t, const struct tarn__column_job *j,
+                        double *saved, bool to_saved) {
+  for (size_t i = 0; i < j->tiles; i++) {
+    size_t count = (size_t)width(j, i) * (size_t)j->nrhs;
+    double *tile = b_tile(t, j, i);
+    memcpy(to_saved ? saved : tile, to_saved ? tile : saved,
+           count * sizeof *tile);
+    saved += count;
+  }
+}
+
+/* Whether every element of B's tile column is finite (no infinity, no
+ * NaN): its exponent bits not all ones. */
+static bool column_finite(tarn_task *t, const struct tarn__column_job *j) {
+  uint64_t bad = 0, exponent = UINT64_C(0x7ff0000000000000);
+  for (size_t i = 0; i < j->tiles; i++) {
+    const double *tile = b_tile(t, j, i);
+    size_t count = (size_t)width(j, i) * (size_t)j->nrhs;
+    for (size_t e = 0; e < count; e++) {
+      uint64_t bits;
+      memcpy(&bits, tile + e, sizeof bits);
+      bad |= (uint64_t)((bits & exponent) == exponent);
+    }
+  }
+  return bad == 0;
+}
+
+/* The first exact zero on the diagonals of the factor's tiles, lowered
+ * into *first (tarn__diagonal_check). */
+static void check_diagonal(tarn_task *t, const struct tarn__column_job *j,
+                           atomic_int *first) {
+  for (size_t k = 0; k < j->tiles; k++)
+    tarn__diagonal_check(factor(t, j, k, k), width(j, k), factor_ld(j, k),
+                         k * j->nb, first);
+}
+
+static int solve(tarn_task *t, const struct tarn__column_job *j) {
+  switch (j->kind) {
+    case TARN__SOLVE_TRIANGLE:
+      return triangle_pass(t, j, j->lower, j->trans, j->unit);
+    case TARN__SOLVE_CHOLESKY: {
+      int rc = triangle_pass(t, j, true, false, false);
+      return rc != 0 ? rc : triangle_pass(t, j, true, true, false);
+    }
+    case TARN__SOLVE_LU:
+      break;
+  }
+  if (j->tiles == 1) return one_tile_getrs(t, j);
+  int rc = 0;
+  if (!j->trans) { /* L U X = P B */
+    swap_rows(t, j, false);
+    rc = triangle_pass(t, j, true, false, true);
+    if (rc == 0) rc = triangle_pass(t, j, false, false, false);
+  } else { /* U^T L^T P X = B */
+    rc = triangle_pass(t, j, false, true, false);
+    if (rc == 0) rc = triangle_pass(t, j, true, true, true);
+    if (rc == 0) swap_rows(t, j, true);
+  }
+  return rc;
+}
+
+/* The task of a tile column of B (deps: the factor's tiles, factor_slot,
+ * then B's tile column). The check of the diagonal for an exact zero
+ * reads an element per column, each on its own cache line: 4.6 us of a
+ * 63 us task for a 1024 x 1024 triangle in 512 tiles (two diagonal
+ * tiles), where the solve takes 58. So a column of up to
+ * SPECULATE_MAX_BYTES is saved in scratch and solved first: a zero on the
+ * diagonal makes its element of X an infinity or NaN (a division by
+ * zero), and nothing the solve does after makes a non-finite element
+ * finite again. A finite X then proves the diagonal has no zero; else
+ * the diagonal is checked, and B restored from the copy when it has one
+ * (an X that overflowed, or non-finite input in B, stays). A larger
+ * column, or one whose copy finds no scratch, is checked first. */
+static int k_column_solve(tarn_task *t, void *arg) {
+  const struct tarn__column_job *j = arg;
+  if (atomic_load(j->failed) != 0) return 0;
+  if (j->kind == TARN__SOLVE_TRIANGLE && j->unit) return solve(t, j);
+  size_t bytes = j->n * (size_t)j->nrhs * sizeof(double);
+  double *saved = NULL;
+  if (bytes > SPECULATE_MAX_BYTES ||
+      tarn_task_scratch(t, bytes, _Alignof(double), (void **)&saved) != 0) {
+    check_diagonal(t, j, j->failed);
+    return atomic_load(j->failed) != 0 ? 0 : solve(t, j);
+  }
+  copy_column(t, j, saved, true);
+  int rc = solve(t, j);
+  if (rc != 0 || column_finite(t, j)) return rc;
+  atomic_int zero = 0;
+  check_diagonal(t, j, &zero);
+  if (atomic_load(&zero) == 0) return 0;
+  copy_column(t, j, saved, false);
+  check_diagonal(t, j, j->failed); /* *failed gets the zero's order */
+  return 0;
+}
+
+/* The factor's tiles of such a task into deps (factor_slot's order);
+ * returns their count. */
+static size_t factor_deps(tarn_matrix *t, const struct tarn__column_job *j,
+                          tarn_dep *deps) {
+  size_t n = 0, nt = t->nt;
+  for (size_t k = 0; k < nt; k++) {
+    size_t from = j->kind == TARN__SOLVE_LU || !reads_lower(j) ? 0 : k;
+    size_t to = j->kind == TARN__SOLVE_LU || reads_lower(j) ? nt : k + 1;
+    for (size_t i = from; i < to; i++)
+      deps[n++] = (tarn_dep){tarn__tile(t, i, k), TARN_READ};
+  }
+  return n;
+}
+
+/* What such a task pins: the factor's tiles and B's first (widest) tile
+ * column, as the pool charges them. */
+static size_t column_charge(const tarn_matrix *t, const tarn_matrix *b,
+                            enum tarn__solve_kind kind, bool lower) {
+  bool lu = kind == TARN__SOLVE_LU;
+  lower = kind == TARN__SOLVE_CHOLESKY || lower;
+  size_t bytes = 0;
+  for (size_t k = 0; k < t->nt; k++)
+    for (size_t i = lu || !lower ? 0 : k; i < (lu || lower ? t->nt : k + 1);
+         i++)
+      bytes += tarn__tile_charge_at(t, i, k);
+  for (size_t i = 0; i < b->mt; i++) bytes += tarn__tile_charge_at(b, i, 0);
+  return bytes;
+}
+
+bool tarn__column_solve(const tarn_matrix *t, const tarn_matrix *b,
+                        enum tarn__solve_kind kind, bool lower) {
+  if (t->nt > 1 && b->n > TARN__COLUMN_SOLVE_RHS) return false;
+  size_t bytes = column_charge(t, b, kind, lower);
+  return (t->nt == 1 || bytes <= TARN__COLUMN_SOLVE_BYTES) &&
+         tarn__task_fits(t->rt, bytes);
+}
+
+int tarn__column_solve_run(tarn_matrix *t, tarn_matrix *b,
+                           struct tarn__column_job job, int *info) {
+  tarn__blas_init();
+  size_t nfactor = factor_tiles(t->nt, job.kind);
+  tarn_dep *deps = malloc((nfactor + b->mt) * sizeof *deps);
+  if (deps == NULL) return TARN_ENOMEM;
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(t->rt, &region);
+  if (rc != 0) {
+    free(deps);
+    return rc;
+  }
+  atomic_int failed = 0;
+  job.tiles = t->nt;
+  job.n = t->n;
+  job.nb = tarn__triangle_row_tile(t);
+  job.t_m = t->m;
+  job.t_mb = t->mb;
+  job.failed = &failed;
+  factor_deps(t, &job, deps);
+  int submitted = 0;
+  for (size_t jb = 0; submitted == 0 && jb < b->nt; jb++) {
+    for (size_t i = 0; i < b->mt; i++)
+      deps[nfactor + i] = (tarn_dep){tarn__tile(b, i, jb), TARN_READ_WRITE};
+    job.nrhs = (int)tarn__tile_cols(b, jb);
+    submitted = tarn__submit_owned(t->rt, k_column_solve, &job, sizeof job,
+                                   deps, nfactor + b->mt, 0, "solve");
+  }
+  if (submitted != 0) atomic_store(&failed, -1);
+  rc = tarn__region_outcome(region, submitted, &failed, info);
+  free(deps);
+  return rc;
+}

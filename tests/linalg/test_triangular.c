@@ -376,6 +376,51 @@ static void non_finite_right_hand_sides_are_solved(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A zero on the factor's diagonal with B all zeros: X's element there is
+ * 0 / 0 (a solve of few right-hand sides finds the zero by the NaN it
+ * leaves, see tarn/linalg.h; a BLAS that skipped the division of a zero
+ * would leave 0 and hide it). Every solve refuses with info 31 and B
+ * still all +0, by a triangle (both, both ways), LU's factors (both
+ * ways) and a Cholesky factor, of one tile and of 3 x 3 tiles, with 1
+ * and 3 right-hand sides. */
+static void a_singular_factor_with_zero_b_is_refused(void **state) {
+  (void)state;
+  enum { N = 40 };
+  tarn_rt *rt = test_rt(2, 0);
+  double t[N * N], zeros[N * 3] = {0};
+  size_t piv[N];
+  for (size_t j = 0; j < N; j++) {
+    piv[j] = j;
+    for (size_t i = 0; i < N; i++)
+      t[i + j * N] = i == j ? 2.0 : 1.0 / (double)(1 + i + j);
+  }
+  t[30 + 30 * N] = 0.0;
+  for (size_t nb = 16; nb <= 64; nb += 48)
+    for (size_t nrhs = 1; nrhs <= 3; nrhs += 2)
+      for (int way = 0; way < 7; way++) {
+        tarn_matrix *tm = NULL, *b = NULL;
+        assert_int_equal(tarn_matrix_from_buffer(rt, N, N, nb, nb, t, N, &tm),
+                         0);
+        assert_int_equal(
+            tarn_matrix_from_buffer(rt, N, nrhs, nb, 1, zeros, N, &b), 0);
+        tarn_trans op = way % 2 ? TARN_TRANS : TARN_NO_TRANS;
+        int info = 0, rc;
+        if (way < 4)
+          rc = tarn_matrix_triangular_solve(tm,
+                                            way < 2 ? TARN_LOWER : TARN_UPPER,
+                                            op, TARN_NON_UNIT, b, &info);
+        else if (way < 6)
+          rc = tarn_matrix_lu_solve(tm, piv, op, b, &info);
+        else
+          rc = tarn_matrix_cholesky_solve(tm, b, &info);
+        assert_int_equal(rc, TARN_EINVAL);
+        assert_int_equal(info, 31);
+        test_matrix_holds(b, zeros); /* bit for bit: +0, not -0 */
+        TEST_DESTROY_MATRICES(tm, b);
+      }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* The tasks one triangular solve submits (tarn_rt_stats' count). */
 static uint64_t solve_tasks(tarn_rt *rt, tarn_matrix *t, tarn_matrix *b) {
   tarn_rt_stats before, after;
@@ -574,6 +619,7 @@ int main(void) {
       cmocka_unit_test(test_triangular_concurrent),
       cmocka_unit_test(test_triangular_singular),
       cmocka_unit_test(non_finite_right_hand_sides_are_solved),
+      cmocka_unit_test(a_singular_factor_with_zero_b_is_refused),
       cmocka_unit_test(few_right_hand_sides_go_in_one_task_per_tile_column),
       cmocka_unit_test(test_triangular_bad),
       cmocka_unit_test(test_triangular_after_failure),

@@ -218,8 +218,13 @@ static int solve(tarn_task *t, const struct tarn__column_job *j) {
  * tiles), where the solve takes 58. So a column of up to
  * SPECULATE_MAX_BYTES is saved in scratch and solved first: a zero on the
  * diagonal makes its element of X an infinity or NaN (a division by
- * zero), and nothing the solve does after makes a non-finite element
- * finite again. A finite X then proves the diagonal has no zero; else
+ * zero, 0 / 0 included: OpenBLAS's dtrsv and dtrsm kernels divide, or
+ * multiply by the reciprocal, whatever the element; the reference
+ * dtrsv skips a zero one, which would hide the zero, and
+ * a_singular_factor_with_zero_b_is_refused in test_triangular.c would
+ * fail), and nothing the solve does after makes a non-finite element
+ * finite again (it is only divided, and has products subtracted from
+ * it). A finite X then proves the diagonal has no zero; else
  * the diagonal is checked, and B restored from the copy when it has one
  * (an X that overflowed, or non-finite input in B, stays). A larger
  * column, or one whose copy finds no scratch, is checked first. */

@@ -45,7 +45,10 @@
  * Solves of few right-hand sides: tarn_matrix_cholesky_solve,
  * tarn_matrix_triangular_solve and tarn_matrix_lu_solve (so the
  * condition estimates too) with a factor of one tile column, or with B of
- * at most 8 columns, run one task per tile column of B. It pins the
+ * at most 8 columns and a factor whose tiles the solve reads take at most
+ * 16 MiB as the pool charges them (whole pages a tile: N = 1024 in 512
+ * tiles is 8 MiB of LU's factors; in tiles of 16, 16 MiB), run one task
+ * per tile column of B. It pins the
  * factor's tiles the solve reads (a triangle, or all of LU's) with that
  * tile column of B, and solves the column in place, tile by tile, with
  * no temporary: such a solve reads the factor once, bound by memory, and
@@ -55,9 +58,11 @@
  * call says. Each such task finds an exact zero on the factor's diagonal
  * before B keeps anything: a tile column of up to 1 MiB is solved first,
  * and put back from a copy when X is not finite and the diagonal holds a
- * zero (a zero always leaves an infinity or NaN in X); a larger one is
- * checked first. So B is unchanged when the factor is singular, as by
- * tiles.
+ * zero (a zero always leaves an infinity or NaN in X); a larger one, or
+ * one in a program that traps division by zero or invalid operations
+ * (feenableexcept; the workers inherit the traps of the thread that made
+ * the runtime), is checked first. So B is unchanged when the factor is
+ * singular, as by tiles.
  *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */

@@ -22,7 +22,9 @@
  * so each tile column of B holds X or its values before the call, unless
  * its task failed (its tiles then read as TARN_ECANCELED: rule 4 of
  * tarn/rt.h). */
+#define _GNU_SOURCE /* fegetexcept */
 #include <cblas.h>
+#include <fenv.h>
 #include <lapacke.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -129,17 +131,13 @@ static void swap_rows(tarn_task *t, const struct tarn__column_job *j,
 /* LU's solve on one tile: dgetrs in one call (the interchanges, both
  * triangles), 9 us at N = 256 with one right-hand side; the passes above
  * add a call's cost each. */
-static int one_tile_getrs(tarn_task *t, const struct tarn__column_job *j) {
-  lapack_int *ipiv = NULL;
+static void one_tile_getrs(tarn_task *t, const struct tarn__column_job *j,
+                           lapack_int *ipiv) {
   int n = width(j, 0);
-  int rc = tarn_task_scratch(t, (size_t)n * sizeof *ipiv, _Alignof(lapack_int),
-                             (void **)&ipiv);
-  if (rc != 0) return rc;
   for (int i = 0; i < n; i++) ipiv[i] = (lapack_int)j->piv[i] + 1;
   LAPACKE_dgetrs_work(LAPACK_COL_MAJOR, j->trans ? 'T' : 'N', n, j->nrhs,
                       factor(t, j, 0, 0), factor_ld(j, 0), ipiv,
                       b_tile(t, j, 0), n);
-  return 0;
 }
 
 /* The bytes of B's tile column up to which a task solves first and
@@ -186,7 +184,10 @@ static void check_diagonal(tarn_task *t, const struct tarn__column_job *j,
                          k * j->nb, first);
 }
 
-static int solve(tarn_task *t, const struct tarn__column_job *j) {
+/* The solve on the task's tile column of B; `ipiv`: scratch for LU's
+ * pivots on one tile (one_tile_getrs). */
+static int solve(tarn_task *t, const struct tarn__column_job *j,
+                 lapack_int *ipiv) {
   switch (j->kind) {
     case TARN__SOLVE_TRIANGLE:
       return triangle_pass(t, j, j->lower, j->trans, j->unit);
@@ -197,7 +198,10 @@ static int solve(tarn_task *t, const struct tarn__column_job *j) {
     case TARN__SOLVE_LU:
       break;
   }
-  if (j->tiles == 1) return one_tile_getrs(t, j);
+  if (j->tiles == 1) {
+    one_tile_getrs(t, j, ipiv);
+    return 0;
+  }
   int rc = 0;
   if (!j->trans) { /* L U X = P B */
     swap_rows(t, j, false);
@@ -227,20 +231,30 @@ static int solve(tarn_task *t, const struct tarn__column_job *j) {
  * it). A finite X then proves the diagonal has no zero; else
  * the diagonal is checked, and B restored from the copy when it has one
  * (an X that overflowed, or non-finite input in B, stays). A larger
- * column, or one whose copy finds no scratch, is checked first. */
+ * column, one whose copy finds no scratch, or a thread that traps
+ * division by zero or invalid operations, is checked first. */
 static int k_column_solve(tarn_task *t, void *arg) {
   const struct tarn__column_job *j = arg;
   if (atomic_load(j->failed) != 0) return 0;
-  if (j->kind == TARN__SOLVE_TRIANGLE && j->unit) return solve(t, j);
+  lapack_int *ipiv = NULL; /* before the copy: the copy may do without */
+  if (j->kind == TARN__SOLVE_LU && j->tiles == 1) {
+    int rc = tarn_task_scratch(t, j->n * sizeof *ipiv, _Alignof(lapack_int),
+                               (void **)&ipiv);
+    if (rc != 0) return rc;
+  }
+  if (j->kind == TARN__SOLVE_TRIANGLE && j->unit) return solve(t, j, ipiv);
   size_t bytes = j->n * (size_t)j->nrhs * sizeof(double);
   double *saved = NULL;
+  /* A program that traps division by zero (feenableexcept) gets the
+   * check first, as LAPACK's solvers check, and no trap. */
   if (bytes > SPECULATE_MAX_BYTES ||
+      (fegetexcept() & (FE_DIVBYZERO | FE_INVALID)) != 0 ||
       tarn_task_scratch(t, bytes, _Alignof(double), (void **)&saved) != 0) {
     check_diagonal(t, j, j->failed);
-    return atomic_load(j->failed) != 0 ? 0 : solve(t, j);
+    return atomic_load(j->failed) != 0 ? 0 : solve(t, j, ipiv);
   }
   copy_column(t, j, saved, true);
-  int rc = solve(t, j);
+  int rc = solve(t, j, ipiv);
   if (rc != 0 || column_finite(t, j)) return rc;
   atomic_int zero = 0;
   check_diagonal(t, j, &zero);

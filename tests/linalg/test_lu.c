@@ -918,6 +918,46 @@ static void a_column_solve_keeps_b_when_u_is_singular(void **state) {
   tarn_rt_destroy(rt);
 }
 
+/* A one-tile LU solve takes its pivots' scratch before the copy of B's
+ * tile column that lets it check U's diagonal after the solve: with a
+ * worker's scratch (64 KiB) just as large as that copy (1024 x 8
+ * doubles), the copy is left out and the diagonal checked first; both
+ * ways solve to a small residual. Before, the copy took it all and the
+ * pivots found none: TARN_ENOSPC, B lost (TARN_ECANCELED). */
+static void a_one_tile_solve_keeps_scratch_for_its_pivots(void **state) {
+  (void)state;
+  enum { N = 1024, NRHS = 8 };
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 2;
+  o.scratch_bytes = N * NRHS * sizeof(double);
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  double *a = test_random_matrix(N, N, 1.0, 5), *at = malloc(N * N * 8);
+  assert_non_null(at);
+  for (size_t j = 0; j < N; j++)
+    for (size_t i = 0; i < N; i++) at[j + i * N] = a[i + j * N];
+  for (int ta = 0; ta < 2; ta++) {
+    tarn_matrix *f = NULL, *b = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt, N, N, N, N, a, N, &f), 0);
+    size_t piv[N];
+    assert_int_equal(tarn_matrix_lu(f, piv, NULL), 0);
+    assert_int_equal(tarn_matrix_rand(rt, N, NRHS, N, NRHS, 6, &b), 0);
+    double *rhs = test_buffer_of(b);
+    int info = 5;
+    assert_int_equal(tarn_matrix_lu_solve(f, piv, (tarn_trans)ta, b, &info), 0);
+    assert_int_equal(info, 0);
+    double *x = test_buffer_of(b);
+    assert_true(test_solve_residual(ta ? at : a, x, rhs, N, NRHS) < 20);
+    free(x);
+    free(rhs);
+    TEST_DESTROY_MATRICES(f, b);
+  }
+  free(a);
+  free(at);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 static int lu_solve_fn(void *ctx, tarn_matrix *a, tarn_matrix *b, int *info) {
   return tarn_matrix_lu_solve(a, ctx, TARN_NO_TRANS, b, info);
 }
@@ -1234,6 +1274,7 @@ int main(void) {
       cmocka_unit_test(test_solve_bad),
       cmocka_unit_test(test_lu_solve),
       cmocka_unit_test(a_column_solve_keeps_b_when_u_is_singular),
+      cmocka_unit_test(a_one_tile_solve_keeps_scratch_for_its_pivots),
       cmocka_unit_test(test_lu_solve_concurrent),
       cmocka_unit_test(test_lu_solve_bad),
       cmocka_unit_test(test_lu_solve_singular_spilled),

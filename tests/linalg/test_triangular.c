@@ -15,6 +15,7 @@
  * the whole limit waits for its room. */
 #define _GNU_SOURCE
 #include <cblas.h>
+#include <fenv.h>
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -421,6 +422,50 @@ static void a_singular_factor_with_zero_b_is_refused(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A program that traps division by zero and invalid operations
+ * (feenableexcept before the runtime is made: its workers inherit the
+ * traps) gets info for a zero on the diagonal, not SIGFPE: a solve of
+ * few right-hand sides then checks the diagonal first instead of
+ * solving first, and a good triangle still solves. Before, the solve divided by
+ * the zero and the test died of SIGFPE. */
+static void a_program_that_traps_division_by_zero_gets_info(void **state) {
+  (void)state;
+  enum { N = 16, NRHS = 2 };
+  int before = fegetexcept();
+  assert_true(feenableexcept(FE_DIVBYZERO | FE_INVALID) != -1);
+  tarn_rt *rt = test_rt(2, 0);
+  double *dense = NULL,
+         *t = triangle(N, TARN_LOWER, TARN_NO_TRANS, TARN_NON_UNIT, 7, &dense);
+  double b0[N * NRHS];
+  uint64_t x = 3;
+  for (size_t i = 0; i < N * NRHS; i++) b0[i] = test_rnd(&x);
+  tarn_matrix *good = NULL, *bad = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, N, 8, 8, t, N, &good), 0);
+  t[5 + 5 * N] = 0.0;
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, N, 8, 8, t, N, &bad), 0);
+  assert_int_equal(tarn_matrix_from_buffer(rt, N, NRHS, 8, 1, b0, N, &b), 0);
+  int info = 0;
+  assert_int_equal(tarn_matrix_triangular_solve(bad, TARN_LOWER, TARN_NO_TRANS,
+                                                TARN_NON_UNIT, b, &info),
+                   TARN_EINVAL);
+  assert_int_equal(info, 6);
+  test_matrix_holds(b, b0);
+  info = 5;
+  assert_int_equal(tarn_matrix_triangular_solve(good, TARN_LOWER, TARN_NO_TRANS,
+                                                TARN_NON_UNIT, b, &info),
+                   0);
+  assert_int_equal(info, 0);
+  double *xs = test_buffer_of(b);
+  assert_true(test_solve_residual(dense, xs, b0, N, NRHS) < 20);
+  free(xs);
+  free(t);
+  free(dense);
+  TEST_DESTROY_MATRICES(good, bad, b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  fedisableexcept(FE_ALL_EXCEPT);
+  if (before != -1) feenableexcept(before);
+}
+
 /* The tasks one triangular solve submits (tarn_rt_stats' count). */
 static uint64_t solve_tasks(tarn_rt *rt, tarn_matrix *t, tarn_matrix *b) {
   tarn_rt_stats before, after;
@@ -620,6 +665,7 @@ int main(void) {
       cmocka_unit_test(test_triangular_singular),
       cmocka_unit_test(non_finite_right_hand_sides_are_solved),
       cmocka_unit_test(a_singular_factor_with_zero_b_is_refused),
+      cmocka_unit_test(a_program_that_traps_division_by_zero_gets_info),
       cmocka_unit_test(few_right_hand_sides_go_in_one_task_per_tile_column),
       cmocka_unit_test(test_triangular_bad),
       cmocka_unit_test(test_triangular_after_failure),

@@ -4,8 +4,9 @@
  * in place, tile by tile, with the kernels that share their work with
  * idle workers. tarn_matrix_triangular_solve, tarn_matrix_cholesky_solve
  * and tarn_matrix_lu_solve (and so the condition estimates) take this
- * path for a factor of one tile, and for a few right-hand sides when the
- * whole factor fits under the memory limit beside them.
+ * path for a factor of one tile column, and for a few right-hand sides
+ * when the factor's tiles take at most TARN__COLUMN_SOLVE_BYTES; always
+ * only where the task fits under the memory limit.
  *
  * Why: a solve with a few right-hand sides reads each element of the
  * factor once, bound by memory; its tiled form (solve.c, lu.c) is a chain
@@ -13,15 +14,17 @@
  * a task per diagonal tile that checks it, and those tasks and the copy
  * cost more than the kernels of a 1024 x 1024 factor in 512 tiles
  * (`tarn bench linalg --sizes 1024`: trtrs 74 us against LAPACKE's 63,
- * getrs 139 against 124-150, 2026-12-06; docs/linalg.md, "Solves in one
- * task per tile column of B").
+ * getrs 139 against 124-150, 2026-12-06; docs/linalg.md, "Few
+ * right-hand sides").
  *
- * Invariant: a task checks every diagonal tile it divides by before it
- * writes B, and writes nothing once *failed is not 0 (a zero was found,
- * by it or by the task of another tile column, or a submission failed):
- * so each tile column of B holds X or its values before the call, unless
- * its task failed (its tiles then read as TARN_ECANCELED: rule 4 of
- * tarn/rt.h). */
+ * Invariant: a task finds any exact zero on the diagonal it divides by
+ * before B keeps anything (it checks first, or solves first from a saved
+ * copy of its tile column and puts the copy back when it finds one: see
+ * k_column_solve), and writes nothing once *failed is not 0 (a zero was
+ * found, by it or by the task of another tile column, or a submission
+ * failed): so each tile column of B holds X or its values before the
+ * call, unless its task failed (its tiles then read as TARN_ECANCELED:
+ * rule 4 of tarn/rt.h). */
 #define _GNU_SOURCE /* fegetexcept */
 #include <cblas.h>
 #include <fenv.h>

@@ -3,7 +3,9 @@
  * backward solve, used by the LU, Cholesky and QR solves) and the solve
  * with a Cholesky factor (tarn_matrix_cholesky_solve, see tarn/linalg.h).
  *
- * The Cholesky solve runs, in one region, on a copy Y of B: the forward
+ * A solve of few right-hand sides, or with a factor of one tile column,
+ * goes in one task per tile column of B instead (column_solve.c). By
+ * tiles, the Cholesky solve runs, in one region, on a copy Y of B: the forward
  * solve L Y = B by tile rows (trsm on tile row k, gemm on the rows below;
  * each trsm first checks its diagonal tile for an exact zero), then the
  * backward solve L^T X = Y walking up (trsm from Y's tile row k into B's,

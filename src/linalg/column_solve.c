@@ -44,9 +44,20 @@ static size_t factor_tiles(size_t nt, enum tarn__solve_kind kind) {
   return kind == TARN__SOLVE_LU ? nt * nt : nt * (nt + 1) / 2;
 }
 
-static bool reads_lower(const struct tarn__column_job *j) {
-  return j->kind == TARN__SOLVE_CHOLESKY ||
-         (j->kind == TARN__SOLVE_TRIANGLE && j->lower);
+/* Whether the solve reads the factor's lower triangle (not for LU, which
+ * reads all of it); `lower`: a triangle's side. */
+static bool reads_lower(enum tarn__solve_kind kind, bool lower) {
+  return kind == TARN__SOLVE_CHOLESKY ||
+         (kind == TARN__SOLVE_TRIANGLE && lower);
+}
+
+/* The tile rows [*from, *to) of tile column k of the factor (nt tile
+ * columns) that the solve reads. */
+static void rows_read(enum tarn__solve_kind kind, bool lower, size_t nt,
+                      size_t k, size_t *from, size_t *to) {
+  bool all = kind == TARN__SOLVE_LU, below = reads_lower(kind, lower);
+  *from = all || !below ? 0 : k;
+  *to = all || below ? nt : k + 1;
 }
 
 /* The task data slot of the factor's tile (i, k). */
@@ -54,7 +65,7 @@ static size_t factor_slot(const struct tarn__column_job *j, size_t i,
                           size_t k) {
   size_t nt = j->tiles;
   if (j->kind == TARN__SOLVE_LU) return i + k * nt;
-  if (reads_lower(j)) return k * nt - k * (k - 1) / 2 + (i - k);
+  if (reads_lower(j->kind, j->lower)) return k * nt - k * (k - 1) / 2 + (i - k);
   return k * (k + 1) / 2 + i;
 }
 
@@ -271,10 +282,10 @@ static int k_column_solve(tarn_task *t, void *arg) {
  * returns their count. */
 static size_t factor_deps(tarn_matrix *t, const struct tarn__column_job *j,
                           tarn_dep *deps) {
-  size_t n = 0, nt = t->nt;
-  for (size_t k = 0; k < nt; k++) {
-    size_t from = j->kind == TARN__SOLVE_LU || !reads_lower(j) ? 0 : k;
-    size_t to = j->kind == TARN__SOLVE_LU || reads_lower(j) ? nt : k + 1;
+  size_t n = 0;
+  for (size_t k = 0; k < t->nt; k++) {
+    size_t from, to;
+    rows_read(j->kind, j->lower, t->nt, k, &from, &to);
     for (size_t i = from; i < to; i++)
       deps[n++] = (tarn_dep){tarn__tile(t, i, k), TARN_READ};
   }
@@ -285,13 +296,12 @@ static size_t factor_deps(tarn_matrix *t, const struct tarn__column_job *j,
  * column, as the pool charges them. */
 static size_t column_charge(const tarn_matrix *t, const tarn_matrix *b,
                             enum tarn__solve_kind kind, bool lower) {
-  bool lu = kind == TARN__SOLVE_LU;
-  lower = kind == TARN__SOLVE_CHOLESKY || lower;
   size_t bytes = 0;
-  for (size_t k = 0; k < t->nt; k++)
-    for (size_t i = lu || !lower ? 0 : k; i < (lu || lower ? t->nt : k + 1);
-         i++)
-      bytes += tarn__tile_charge_at(t, i, k);
+  for (size_t k = 0; k < t->nt; k++) {
+    size_t from, to;
+    rows_read(kind, lower, t->nt, k, &from, &to);
+    for (size_t i = from; i < to; i++) bytes += tarn__tile_charge_at(t, i, k);
+  }
   for (size_t i = 0; i < b->mt; i++) bytes += tarn__tile_charge_at(b, i, 0);
   return bytes;
 }

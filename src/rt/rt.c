@@ -68,8 +68,11 @@
 /* A worker times one task in this many for its recent mean (see run). */
 #define RECENT_SAMPLE_EVERY 8
 /* The guest takes a region's only task while such regions recently took
- * less than this on average, in ns (see guest_worthwhile). */
+ * less than this on average, in ns (see guest_worthwhile); or less than
+ * LONE_SERIAL_MAX_NS when the last such task shared no work
+ * (lone_worthwhile). */
 #define LONE_TASK_MAX_NS 50000
+#define LONE_SERIAL_MAX_NS 500000
 /* How long a region's only task waits for its waiter in rt->lone before
  * the workers take it, in ns (see hold_for_waiter). */
 #define LONE_HOLD_NS 20000
@@ -269,6 +272,9 @@ struct tarn_region {
   uint64_t begun_ticks; /* tarn_region_begin's tarn__ticks (0: the root) */
   /* Begun by an arg_free (on a worker or the guest), which waits for it. */
   bool in_arg_free;
+  /* A task of the region offered its work to idle workers (share_work):
+   * read when a region of one task is waited for (rt->lone_shared). */
+  atomic_bool shared;
   /* With eager_free off: refs released when the region ends. */
   pthread_mutex_t keep_lock;
   tarn_ref **kept;
@@ -353,9 +359,10 @@ struct tarn_rt {
    * frees the struct (rt_ok, prim.h). */
   uint32_t magic;
   /* GUEST_TASK_MAX_NS, WORKERS_BUSY_MAX_NS, HELP_SPIN_MAX_NS,
-   * LONE_TASK_MAX_NS and LONE_HOLD_NS in ticks (tarn__ticks). */
+   * LONE_TASK_MAX_NS, LONE_SERIAL_MAX_NS and LONE_HOLD_NS in ticks
+   * (tarn__ticks). */
   uint64_t guest_max_ticks, busy_max_ticks, help_spin_max_ticks;
-  uint64_t lone_max_ticks, lone_hold_ticks;
+  uint64_t lone_max_ticks, lone_serial_max_ticks, lone_hold_ticks;
   uint64_t idle_trim_ns;   /* rest before give_back_at_rest; 0: never */
   uint64_t max_unfinished; /* a region's bound for submitters; 0: none */
   /* Written by submitters that are not workers, per task. */
@@ -412,6 +419,9 @@ struct tarn_rt {
   /* Which share of the recent waits were for regions of one task, in
    * 1/LONE_SHARE_ONE: a running mean that weighs the last 1/8. */
   _Atomic uint32_t lone_share;
+  /* Whether the last region of one task waited for shared its work with
+   * idle workers (region_drain; lone_worthwhile). */
+  atomic_bool lone_shared;
   /* A waiting thread is the guest. Set and cleared at every wait, so on
    * a line of its own: beside `stopping`, which idle workers read at every
    * look, each wait cost two misses (0.2 us of a 5.5 us region of one
@@ -956,15 +966,38 @@ static bool tasks_short(const tarn_rt *rt, uint64_t max_ticks) {
   return sum < max_ticks * rt->nworkers;
 }
 
+/* Whether every worker is looking for work or asleep. */
+static bool workers_idle(const tarn_rt *rt) {
+  for (unsigned i = 0; i < rt->nworkers; i++)
+    if (!atomic_load_explicit(&rt->workers[i].idle, memory_order_relaxed))
+      return false;
+  return true;
+}
+
 /* Whether a waiter runs its region's only task itself, as the guest (see
  * guest_worthwhile): with pinned workers or a processor to spare, while
- * such regions took less than LONE_TASK_MAX_NS, and, when the workers
- * fill the cores, while they are not kept busy by long tasks of other
- * regions (WORKERS_BUSY_MAX_NS). */
+ * such regions took less than LONE_TASK_MAX_NS, or less than
+ * LONE_SERIAL_MAX_NS when the last one's task shared no work and no
+ * worker has a task (the guest would run beside it on its core), and, when
+ * the workers fill the cores, while they are not kept busy by long tasks
+ * of other regions (WORKERS_BUSY_MAX_NS).
+ *
+ * A task that shares no work loses nothing on the guest: the worker
+ * pinned to the guest's processor only yields it while it looks for work,
+ * and the hand-off to a worker and back costs a sched_yield's period on
+ * each side (1.2 us a call on the virtual machine of 2026-12-06): the
+ * N=1024 triangular solve in 512 tiles (one task of 59 to 65 us) took
+ * 61.7 to 63.9 us a region on the guest against 66.3 to 73.7 on a worker,
+ * 2.8 us from submission to the task's start and 3.5 from its end to the
+ * wait's return. One that shares its work keeps the shorter bound (see
+ * guest_worthwhile: a shared Cholesky of one 256 tile ran 4 % slower on
+ * the guest). */
 static bool lone_worthwhile(const tarn_rt *rt) {
+  uint64_t lone = atomic_load_explicit(&rt->lone_ticks, memory_order_relaxed);
+  bool serial = !atomic_load_explicit(&rt->lone_shared, memory_order_relaxed);
   return (rt->pinned || !rt->workers_fill_cores) &&
-         atomic_load_explicit(&rt->lone_ticks, memory_order_relaxed) <
-             rt->lone_max_ticks &&
+         (lone < rt->lone_max_ticks ||
+          (serial && lone < rt->lone_serial_max_ticks && workers_idle(rt))) &&
          (!rt->workers_fill_cores || tasks_short(rt, rt->busy_max_ticks));
 }
 
@@ -1727,6 +1760,8 @@ static int share_work(tarn_task *t, size_t count, size_t grain,
     int rc = count == 0 ? 0 : body(arg, 0, count);
     return lead_rc != 0 ? lead_rc : rc;
   }
+  /* For the waiter of a region of one task (lone_worthwhile). */
+  atomic_store_explicit(&t->region->shared, true, memory_order_relaxed);
   /* Ranges of at least `grain`, about two per worker, so that a helper
    * that arrives late still finds one. */
   size_t parts = 2 * (size_t)w->rt->nworkers;
@@ -2511,6 +2546,10 @@ static bool region_drain(tarn_region *r, uint64_t deadline) {
     uint64_t mean = atomic_load_explicit(&rt->lone_ticks, memory_order_relaxed);
     mean = took < mean ? mean - (mean - took) / 2 : mean + (took - mean) / 8;
     atomic_store_explicit(&rt->lone_ticks, mean, memory_order_relaxed);
+    atomic_store_explicit(
+        &rt->lone_shared,
+        atomic_load_explicit(&r->shared, memory_order_relaxed),
+        memory_order_relaxed);
   }
   for (size_t i = 0; i < r->nkept; i++) tarn_ref_release(r->kept[i]);
   free(r->kept);
@@ -2597,6 +2636,7 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
     /* A held-back thread's, never reached. */
     atomic_store_explicit(&r->wake_at, 0, memory_order_relaxed);
     atomic_store_explicit(&r->state, REGION_LIVE, memory_order_relaxed);
+    atomic_store_explicit(&r->shared, false, memory_order_relaxed);
     r->in_arg_free = in_arg_free;
     list_link(&rt->live, r);
   }
@@ -2765,6 +2805,7 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   rt->busy_max_ticks = tarn__ns_to_ticks(WORKERS_BUSY_MAX_NS);
   rt->help_spin_max_ticks = tarn__ns_to_ticks(HELP_SPIN_MAX_NS);
   rt->lone_max_ticks = tarn__ns_to_ticks(LONE_TASK_MAX_NS);
+  rt->lone_serial_max_ticks = tarn__ns_to_ticks(LONE_SERIAL_MAX_NS);
   rt->lone_hold_ticks = tarn__ns_to_ticks(LONE_HOLD_NS);
   rt->eager_free = o.eager_free;
   rt->may_spill = o.pool.mem_limit != 0;

@@ -4,7 +4,7 @@
  * ranges, many tasks sharing their work at once, and bad calls refused;
  * and the same of the runtime's internal tarn__task_parallel_for_lead,
  * whose lead runs once, beside the ranges other workers take; and its
- * tarn__task_alone. */
+ * tarn__task_alone; and which thread runs a region's only task. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>
@@ -591,6 +591,75 @@ static void a_waiter_running_its_only_task_is_alone(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Busy for `us` microseconds (a task's own work, no sleep). */
+static void busy_for(double us) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  do clock_gettime(CLOCK_MONOTONIC, &b);
+  while ((double)(b.tv_sec - a.tv_sec) * 1e6 +
+             (double)(b.tv_nsec - a.tv_nsec) / 1e3 <
+         us);
+}
+
+/* A region's only task: busy LONG_TASK_US alone, or shared in ranges of
+ * 5 us an index (LONG_SHARED_COUNT of them) with idle workers. */
+#define LONG_TASK_US 150.0
+#define LONG_SHARED_COUNT 64
+
+struct long_run {
+  pthread_t waiter;
+  bool shared, on_waiter;
+};
+
+static int busy_range(void *arg, size_t begin, size_t end) {
+  (void)arg;
+  busy_for(5.0 * (double)(end - begin));
+  return 0;
+}
+
+static int long_task(tarn_task *task, void *arg) {
+  struct long_run *r = arg;
+  r->on_waiter = pthread_equal(pthread_self(), r->waiter);
+  if (!r->shared) {
+    busy_for(LONG_TASK_US);
+    return 0;
+  }
+  return tarn_task_parallel_for(task, LONG_SHARED_COUNT, 1, busy_range, NULL);
+}
+
+/* Of `count` regions of one long_task each, how many ran on the waiter. */
+static int long_regions_on_waiter(tarn_rt *rt, bool shared, int count) {
+  int on_waiter = 0;
+  for (int i = 0; i < count; i++) {
+    struct long_run r = {.waiter = pthread_self(), .shared = shared};
+    tarn_region *region;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(tarn_submit(rt, long_task, TARN_ARG(&r)), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    on_waiter += r.on_waiter;
+  }
+  return on_waiter;
+}
+
+/* A region's only task that shares no work runs on the thread waiting for
+ * the region while such regions take under 500 us, where one that shares
+ * its work with idle workers goes to a worker once such regions take 50
+ * us (rt.c, lone_worthwhile). After 40 regions of 150 us to settle the
+ * runtime's running mean, the next 40: most on the waiter when serial
+ * (before 2026-12-06 none: the hand-off to a worker and back cost 5 us of
+ * the N=1024 triangular solve's 65), few when shared. */
+static void a_waiter_runs_its_long_serial_task_itself(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  (void)long_regions_on_waiter(rt, false, 40);
+  int serial = long_regions_on_waiter(rt, false, 40);
+  (void)long_regions_on_waiter(rt, true, 40);
+  int shared = long_regions_on_waiter(rt, true, 40);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_in_range(serial, 30, 40);
+  assert_in_range(shared, 0, 10);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_index_once),
@@ -607,6 +676,7 @@ int main(void) {
       cmocka_unit_test(lead_failure_returned_ranges_run),
       cmocka_unit_test(tasks_side_by_side_are_not_alone),
       cmocka_unit_test(a_waiter_running_its_only_task_is_alone),
+      cmocka_unit_test(a_waiter_runs_its_long_serial_task_itself),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

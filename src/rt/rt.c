@@ -985,11 +985,13 @@ static bool workers_idle(const tarn_rt *rt) {
  * A task that shares no work loses nothing on the guest: the worker
  * pinned to the guest's processor only yields it while it looks for work,
  * and the hand-off to a worker and back costs a sched_yield's period on
- * each side (1.2 us a call on the virtual machine of 2026-12-06): the
- * N=1024 triangular solve in 512 tiles (one task of 59 to 65 us) took
- * 61.7 to 63.9 us a region on the guest against 66.3 to 73.7 on a worker,
- * 2.8 us from submission to the task's start and 3.5 from its end to the
- * wait's return. One that shares its work keeps the shorter bound (see
+ * each side (1.2 us a call on the virtual machine of 2026-12-06): a
+ * region of one task running the N=1024 triangular solve's kernels on
+ * 512 tiles (59 to 61 us inside the task) took 61.2 to 63.2 us on the
+ * guest against 67.1 to 67.9 on a worker, whose hand-off took 2.8 us
+ * from submission to the task's start and 3.8 to 4.2 from its end to the
+ * wait's return (docs/rt.md). One that shares its work keeps the shorter
+ * bound (see
  * guest_worthwhile: a shared Cholesky of one 256 tile ran 4 % slower on
  * the guest). */
 static bool lone_worthwhile(const tarn_rt *rt) {

@@ -549,6 +549,14 @@ static void tasks_side_by_side_are_not_alone(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Runs `fn` with `arg` as the only task of a region, waited for. */
+static void one_task_region(tarn_rt *rt, tarn_task_fn fn, void *arg) {
+  tarn_region *region;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_submit(rt, fn, TARN_ARG(arg)), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+}
+
 struct lone_run {
   pthread_t waiter;
   bool on_waiter, alone;
@@ -579,10 +587,7 @@ static void a_waiter_running_its_only_task_is_alone(void **state) {
   now = start;
   while (!seen && now.tv_sec - start.tv_sec < 20) {
     struct lone_run r = {.waiter = pthread_self()};
-    tarn_region *region;
-    assert_int_equal(tarn_region_begin(rt, &region), 0);
-    assert_int_equal(tarn_submit(rt, lone_task, TARN_ARG(&r)), 0);
-    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    one_task_region(rt, lone_task, &r);
     seen = r.on_waiter && r.alone;
     clock_gettime(CLOCK_MONOTONIC, &now);
   }
@@ -632,10 +637,7 @@ static int long_regions_on_waiter(tarn_rt *rt, bool shared, int count) {
   int on_waiter = 0;
   for (int i = 0; i < count; i++) {
     struct long_run r = {.waiter = pthread_self(), .shared = shared};
-    tarn_region *region;
-    assert_int_equal(tarn_region_begin(rt, &region), 0);
-    assert_int_equal(tarn_submit(rt, long_task, TARN_ARG(&r)), 0);
-    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    one_task_region(rt, long_task, &r);
     on_waiter += r.on_waiter;
   }
   return on_waiter;
@@ -656,10 +658,7 @@ static void a_waiter_runs_its_long_serial_task_itself(void **state) {
   bool short_on_waiter = false;
   for (int i = 0; i < 2000 && !short_on_waiter; i++) {
     struct lone_run r = {.waiter = pthread_self()};
-    tarn_region *region;
-    assert_int_equal(tarn_region_begin(rt, &region), 0);
-    assert_int_equal(tarn_submit(rt, lone_task, TARN_ARG(&r)), 0);
-    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    one_task_region(rt, lone_task, &r);
     short_on_waiter = r.on_waiter;
   }
   if (!short_on_waiter) {

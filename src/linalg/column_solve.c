@@ -217,16 +217,21 @@ static void copy_column(tarn_task *t, const struct tarn__column_job *j,
 }
 
 /* Whether every element of B's tile column is finite (no infinity, no
- * NaN): its exponent bits not all ones. */
+ * NaN): the exponent bits, all in the high 32 bits of each, not all ones.
+ * Compared as 32-bit words, the loop runs in vectors without SSE4.1's
+ * 64-bit compare: 78 to 98 cycles for 256 elements against 281 to 317
+ * as 64-bit words, 320 to 369 for 1024 against 1008 to 1050 (a program
+ * outside the repository, 2026-12-06). */
 static bool column_finite(tarn_task *t, const struct tarn__column_job *j) {
-  uint64_t bad = 0, exponent = UINT64_C(0x7ff0000000000000);
+  uint32_t bad = 0, exponent = UINT32_C(0x7ff00000);
   for (size_t i = 0; i < j->tiles; i++) {
     const double *tile = b_tile(t, j, i);
     size_t count = (size_t)width(j, i) * (size_t)j->nrhs;
     for (size_t e = 0; e < count; e++) {
       uint64_t bits;
       memcpy(&bits, tile + e, sizeof bits);
-      bad |= (uint64_t)((bits & exponent) == exponent);
+      uint32_t high = (uint32_t)(bits >> 32);
+      bad |= (uint32_t)((high & exponent) == exponent);
     }
   }
   return bad == 0;

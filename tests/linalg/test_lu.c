@@ -918,48 +918,65 @@ static void a_column_solve_keeps_b_when_u_is_singular(void **state) {
   tarn_rt_destroy(rt);
 }
 
-/* A one-tile LU solve takes its pivots' scratch before the copy of B's
- * tile column that lets it check U's diagonal after the solve: with a
- * worker's scratch (64 KiB) just as large as that copy (1024 x 8
- * doubles), the copy is left out and the diagonal checked first; both
- * ways solve to a small residual. Before, the copy took it all and the
- * pivots found none: TARN_ENOSPC, B lost (TARN_ECANCELED). In two tiles
- * the copy takes it all and the interchanges, which gather B's column
- * into scratch of their own where there is room, swap in place. */
-static void a_one_tile_solve_keeps_scratch_for_its_pivots(void **state) {
-  (void)state;
-  enum { N = 1024, NRHS = 8 };
+/* Solves with the LU factors of a random N x N matrix in nb tiles, both
+ * ways, NRHS right-hand sides, on a runtime whose workers' scratch (64
+ * KiB) is just as large as the copy of B's tile column (1024 x 8 doubles)
+ * that lets the solve check U's diagonal after it: each to a small
+ * residual. */
+enum { SHORT_N = 1024, SHORT_NRHS = 8 };
+static void solve_short_of_scratch(size_t nb) {
   tarn_rt_options o;
   assert_int_equal(tarn_rt_options_init(&o), 0);
   o.workers = 2;
-  o.scratch_bytes = N * NRHS * sizeof(double);
+  o.scratch_bytes = SHORT_N * SHORT_NRHS * sizeof(double);
   tarn_rt *rt = NULL;
   assert_int_equal(tarn_rt_create(&o, &rt), 0);
-  double *a = test_random_matrix(N, N, 1.0, 5), *at = malloc(N * N * 8);
+  double *a = test_random_matrix(SHORT_N, SHORT_N, 1.0, 5);
+  double *at = malloc(SHORT_N * SHORT_N * sizeof *at);
   assert_non_null(at);
-  for (size_t j = 0; j < N; j++)
-    for (size_t i = 0; i < N; i++) at[j + i * N] = a[i + j * N];
-  for (size_t nb = N; nb >= N / 2; nb /= 2)
-    for (int ta = 0; ta < 2; ta++) {
-      tarn_matrix *f = NULL, *b = NULL;
-      assert_int_equal(tarn_matrix_from_buffer(rt, N, N, nb, nb, a, N, &f), 0);
-      size_t piv[N];
-      assert_int_equal(tarn_matrix_lu(f, piv, NULL), 0);
-      assert_int_equal(tarn_matrix_rand(rt, N, NRHS, nb, NRHS, 6, &b), 0);
-      double *rhs = test_buffer_of(b);
-      int info = 5;
-      assert_int_equal(tarn_matrix_lu_solve(f, piv, (tarn_trans)ta, b, &info),
-                       0);
-      assert_int_equal(info, 0);
-      double *x = test_buffer_of(b);
-      assert_true(test_solve_residual(ta ? at : a, x, rhs, N, NRHS) < 20);
-      free(x);
-      free(rhs);
-      TEST_DESTROY_MATRICES(f, b);
-    }
+  for (size_t j = 0; j < SHORT_N; j++)
+    for (size_t i = 0; i < SHORT_N; i++)
+      at[j + i * SHORT_N] = a[i + j * SHORT_N];
+  for (int ta = 0; ta < 2; ta++) {
+    tarn_matrix *f = NULL, *b = NULL;
+    assert_int_equal(
+        tarn_matrix_from_buffer(rt, SHORT_N, SHORT_N, nb, nb, a, SHORT_N, &f),
+        0);
+    size_t piv[SHORT_N];
+    assert_int_equal(tarn_matrix_lu(f, piv, NULL), 0);
+    assert_int_equal(
+        tarn_matrix_rand(rt, SHORT_N, SHORT_NRHS, nb, SHORT_NRHS, 6, &b), 0);
+    double *rhs = test_buffer_of(b);
+    int info = 5;
+    assert_int_equal(tarn_matrix_lu_solve(f, piv, (tarn_trans)ta, b, &info), 0);
+    assert_int_equal(info, 0);
+    double *x = test_buffer_of(b);
+    assert_true(test_solve_residual(ta ? at : a, x, rhs, SHORT_N, SHORT_NRHS) <
+                20);
+    free(x);
+    free(rhs);
+    TEST_DESTROY_MATRICES(f, b);
+  }
   free(a);
   free(at);
   assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A one-tile LU solve takes its pivots' scratch before the copy of B's
+ * tile column: the copy is then left out and the diagonal checked first.
+ * Before, the copy took it all and the pivots found none: TARN_ENOSPC, B
+ * lost (TARN_ECANCELED). */
+static void a_one_tile_solve_keeps_scratch_for_its_pivots(void **state) {
+  (void)state;
+  solve_short_of_scratch(SHORT_N);
+}
+
+/* In two tiles the copy takes the scratch, and the interchanges, which
+ * gather B's tile column into scratch of their own where there is room,
+ * swap in place in its tiles (the test fails when those are skipped). */
+static void interchanges_without_scratch_swap_in_place(void **state) {
+  (void)state;
+  solve_short_of_scratch(SHORT_N / 2);
 }
 
 static int lu_solve_fn(void *ctx, tarn_matrix *a, tarn_matrix *b, int *info) {
@@ -1279,6 +1296,7 @@ int main(void) {
       cmocka_unit_test(test_lu_solve),
       cmocka_unit_test(a_column_solve_keeps_b_when_u_is_singular),
       cmocka_unit_test(a_one_tile_solve_keeps_scratch_for_its_pivots),
+      cmocka_unit_test(interchanges_without_scratch_swap_in_place),
       cmocka_unit_test(test_lu_solve_concurrent),
       cmocka_unit_test(test_lu_solve_bad),
       cmocka_unit_test(test_lu_solve_singular_spilled),

@@ -362,16 +362,22 @@ bool tarn__column_solve(const tarn_matrix *t, const tarn_matrix *b,
          tarn__task_fits(t->rt, bytes);
 }
 
+/* Deps of a solve's task kept on the stack: a factor of up to 2 x 2 tiles
+ * with B's tile column (a malloc and a free fewer a call). */
+#define INLINE_DEPS 8
+
 int tarn__column_solve_run(tarn_matrix *t, tarn_matrix *b,
                            struct tarn__column_job job, int *info) {
   tarn__blas_init();
-  size_t nfactor = factor_tiles(t->nt, job.kind);
-  tarn_dep *deps = malloc((nfactor + b->mt) * sizeof *deps);
+  size_t nfactor = factor_tiles(t->nt, job.kind), ndeps = nfactor + b->mt;
+  tarn_dep inline_deps[INLINE_DEPS];
+  tarn_dep *deps =
+      ndeps <= INLINE_DEPS ? inline_deps : malloc(ndeps * sizeof *deps);
   if (deps == NULL) return TARN_ENOMEM;
   tarn_region *region = NULL;
   int rc = tarn_region_begin(t->rt, &region);
   if (rc != 0) {
-    free(deps);
+    if (deps != inline_deps) free(deps);
     return rc;
   }
   atomic_int failed = 0;
@@ -387,11 +393,21 @@ int tarn__column_solve_run(tarn_matrix *t, tarn_matrix *b,
     for (size_t i = 0; i < b->mt; i++)
       deps[nfactor + i] = (tarn_dep){tarn__tile(b, i, jb), TARN_READ_WRITE};
     job.nrhs = (int)tarn__tile_cols(b, jb);
-    submitted = tarn__submit_owned(t->rt, k_column_solve, &job, sizeof job,
-                                   deps, nfactor + b->mt, 0, "solve");
+    /* One tile column's task reads the job in this frame, as every task
+     * reads `failed`: the region is waited for before the frame ends. */
+    if (b->nt == 1)
+      submitted =
+          tarn_task_submit(t->rt, &(tarn_task_desc){.fn = k_column_solve,
+                                                    .arg = &job,
+                                                    .deps = deps,
+                                                    .ndeps = ndeps,
+                                                    .name = "solve"});
+    else
+      submitted = tarn__submit_owned(t->rt, k_column_solve, &job, sizeof job,
+                                     deps, ndeps, 0, "solve");
   }
   if (submitted != 0) atomic_store(&failed, -1);
   rc = tarn__region_outcome(region, submitted, &failed, info);
-  free(deps);
+  if (deps != inline_deps) free(deps);
   return rc;
 }

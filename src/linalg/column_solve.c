@@ -388,23 +388,22 @@ int tarn__column_solve_run(tarn_matrix *t, tarn_matrix *b,
   job.t_mb = t->mb;
   job.failed = &failed;
   factor_deps(t, &job, deps);
+  /* The tasks read their job in this frame, as they read `failed`: the
+   * region is waited for before it ends. Every tile column of B but the
+   * last has the same width. */
+  struct tarn__column_job last = job;
+  job.nrhs = (int)tarn__tile_cols(b, 0);
+  last.nrhs = (int)tarn__tile_cols(b, b->nt - 1);
   int submitted = 0;
   for (size_t jb = 0; submitted == 0 && jb < b->nt; jb++) {
     for (size_t i = 0; i < b->mt; i++)
       deps[nfactor + i] = (tarn_dep){tarn__tile(b, i, jb), TARN_READ_WRITE};
-    job.nrhs = (int)tarn__tile_cols(b, jb);
-    /* One tile column's task reads the job in this frame, as every task
-     * reads `failed`: the region is waited for before the frame ends. */
-    if (b->nt == 1)
-      submitted =
-          tarn_task_submit(t->rt, &(tarn_task_desc){.fn = k_column_solve,
-                                                    .arg = &job,
-                                                    .deps = deps,
-                                                    .ndeps = ndeps,
-                                                    .name = "solve"});
-    else
-      submitted = tarn__submit_owned(t->rt, k_column_solve, &job, sizeof job,
-                                     deps, ndeps, 0, "solve");
+    submitted = tarn_task_submit(
+        t->rt, &(tarn_task_desc){.fn = k_column_solve,
+                                 .arg = jb + 1 == b->nt ? &last : &job,
+                                 .deps = deps,
+                                 .ndeps = ndeps,
+                                 .name = "solve"});
   }
   if (submitted != 0) atomic_store(&failed, -1);
   rc = tarn__region_outcome(region, submitted, &failed, info);

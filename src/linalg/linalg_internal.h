@@ -35,6 +35,13 @@ bool tarn__line_fits(const tarn_matrix *m, bool row);
  * (1, 0) and (0, 1): more than a column of two tiles). */
 bool tarn__lu_fits(const tarn_matrix *a);
 
+/* For tests: whether LU gathers a panel of short tiles into its task's
+ * memory and factors it there (true, the default; panel_gathered in lu.c)
+ * or factors it in place, as every other panel, so that both ways can be
+ * checked on the same shapes. Thread-safe; a panel that runs meanwhile
+ * goes either way. */
+void tarn__lu_gather_short_panels(bool on);
+
 /* tarn__task_fits for the tasks of the tile algorithms on a's lower (or
  * upper, transposed) triangle that Cholesky, trtri and lauum share: a
  * diagonal tile's, two tiles' (tiles (0, 0) or (1, 1) with (1, 0)), and

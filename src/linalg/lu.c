@@ -84,7 +84,8 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
  *
  * Until 2026-12-04 a panel of several tiles was copied into one pool
  * temporary for dgetrf and back: under a memory limit that pinned twice
- * the tile column. */
+ * the tile column. A panel of short tiles, of 1 MiB at most, still is,
+ * into the task's scratch (panel_gathered, below). */
 #define PANEL_BLOCKED 129
 #define PANEL_NB 64
 #define BASE_COLUMNS 8
@@ -530,10 +531,91 @@ static void tile_units(struct panel_lu *s, const struct lu_job *j) {
   }
 }
 
+/* A panel of two tiles or more, each at most GATHER_TILE_ROWS rows high,
+ * and of at most GATHER_BYTES_MAX, is gathered into one column-major block
+ * of the task's memory, factored there by LAPACKE_dgetrf2_work and
+ * scattered back (panel_gathered). In place, its base columns made a BLAS
+ * call per tile and column (idamax, the scaling, the rank-one update),
+ * which for tiles of 32 rows cost more than the arithmetic. Medians of
+ * `tarn_matrix_lu` on 2 workers, in place -> gathered (a program outside
+ * the repository, 2026-12-06): 4096 x 32 in tiles of 32 0.56 to 0.60 ->
+ * 0.35 ms (LAPACKE_dgetrf 0.23 to 0.29), 256 x 32 in tiles of 32 31 to 32
+ * -> 23 to 27 us, 2048 x 64 in tiles of 64 0.46 -> 0.38 to 0.42 ms; 1024 x
+ * 1024 in tiles of 32 or 64 level (31 and 13 to 14.5 ms both ways), and
+ * 1024 x 128 in tiles of 128, whose calls are long enough, 0.58 in place
+ * against 0.61 gathered, hence the height. dgetrf2, not dgetrf: it divides
+ * by a subnormal pivot as the panels in place do, where OpenBLAS's dgetrf
+ * scales by its reciprocal, which overflows (test_lu_subnormal_pivots),
+ * and took as long. The choice depends on the shape alone, so a run under
+ * a memory limit gives the bits of a run without one (the copy, at most
+ * 1 MiB, is scratch, outside the pool's limit as every kernel's work
+ * memory is: docs/pool.md); but where the memory for the copy cannot be
+ * had, the panel is factored in place. Not a panel that shares its base
+ * columns with idle workers in place (BASE_SHARE_ROWS rows or more). The
+ * pivots and info are dgetrf's on the panel, as in place. */
+#define GATHER_TILE_ROWS 64
+#define GATHER_BYTES_MAX ((size_t)1 << 20)
+
+/* Off only in tests (tarn__lu_gather_short_panels). */
+static atomic_bool gather_short_panels = true;
+
+void tarn__lu_gather_short_panels(bool on) {
+  atomic_store_explicit(&gather_short_panels, on, memory_order_relaxed);
+}
+
+/* Copies the panel's tiles into `copy`, element (r, c) at r + c * rows,
+ * or with `back` the copy into the tiles. */
+static void panel_copy(const struct panel *q, double *copy, bool back) {
+  const struct lu_job *j = q->j;
+  size_t rows = j->rows, cols = (size_t)j->n;
+  for (size_t i = 0; i < j->ntiles; i++) {
+    size_t h = panel_tile_rows(q, i);
+    double *tile = tarn_task_data(q->t, i), *at = copy + i * j->tb;
+    for (size_t c = 0; c < cols; c++)
+      if (back)
+        memcpy(tile + c * h, at + c * rows, h * sizeof(double));
+      else
+        memcpy(at + c * rows, tile + c * h, h * sizeof(double));
+  }
+}
+
+/* Factors the panel of job j gathered (above), when it qualifies: returns
+ * whether it did, and then its status in *rc (0, or TARN_EINVAL when
+ * LAPACK refuses its arguments). */
+static bool panel_gathered(tarn_task *t, const struct lu_job *j, int *rc) {
+  size_t rows = j->rows, cols = (size_t)j->n;
+  if (j->ntiles < 2 || j->tb > GATHER_TILE_ROWS || rows >= BASE_SHARE_ROWS ||
+      !atomic_load_explicit(&gather_short_panels, memory_order_relaxed))
+    return false;
+  size_t bytes = rows * cols * sizeof(double);
+  if (bytes > GATHER_BYTES_MAX) return false;
+  size_t room =
+      (panel_pivot_count(rows, cols) * sizeof(lapack_int) + 63) / 64 * 64;
+  bool heap;
+  char *mem = tarn__task_memory(t, room + bytes, &heap);
+  if (mem == NULL) return false;
+  lapack_int *ipiv = (lapack_int *)(void *)mem;
+  double *copy = (double *)(void *)(mem + room);
+  struct panel q = {.t = t, .j = j};
+  panel_copy(&q, copy, false);
+  lapack_int info =
+      LAPACKE_dgetrf2_work(LAPACK_COL_MAJOR, (lapack_int)rows, (lapack_int)cols,
+                           copy, (lapack_int)rows, ipiv);
+  *rc = info < 0 ? TARN_EINVAL : 0;
+  if (info >= 0) {
+    panel_copy(&q, copy, true);
+    panel_pivots(j, ipiv, (int)info);
+  }
+  if (heap) free(mem);
+  return true;
+}
+
 /* Factors tile column k from its diagonal tile down in place (deps: tiles
  * (k..,k), slots 0..ntiles-1); pivots to piv[row0..row0+min(rows, n)). */
 static int k_panel(tarn_task *t, void *arg) {
   const struct lu_job *j = arg;
+  int gathered_rc;
+  if (panel_gathered(t, j, &gathered_rc)) return gathered_rc;
   size_t cols = (size_t)j->n;
   size_t room = (cols * sizeof(lapack_int) + 63) / 64 * 64;
   bool heap;

@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "linalg/linalg_internal.h"
 #include "support.h"
 #include "tarn.h"
 
@@ -1271,6 +1272,18 @@ static void test_permute_rows_with_factors(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+static int panels_in_place(void **state) {
+  (void)state;
+  tarn__lu_gather_short_panels(false);
+  return 0;
+}
+
+static int panels_gathered(void **state) {
+  (void)state;
+  tarn__lu_gather_short_panels(true);
+  return 0;
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lu_sizes),
@@ -1304,5 +1317,26 @@ int main(void) {
       cmocka_unit_test(test_permute_rows_with_factors),
       cmocka_unit_test(test_permute_rows_rectangular_lu),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  /* Panels of short tiles (64 rows or fewer) are gathered into one block
+   * and factored there (src/linalg/lu.c, panel_gathered), which most of
+   * the cases above are: the second group runs the tests of small tiles
+   * again with every panel factored in place across its tiles. */
+  const struct CMUnitTest in_place[] = {
+      cmocka_unit_test(test_lu_sizes),
+      cmocka_unit_test(test_lu_rectangular),
+      cmocka_unit_test(test_lu_rectangular_singular),
+      cmocka_unit_test(test_lu_nan_heading_its_column),
+      cmocka_unit_test(test_lu_two_zero_columns),
+      cmocka_unit_test(test_lu_subnormal_pivots),
+      cmocka_unit_test(test_lu_rectangular_mem_limit),
+      cmocka_unit_test(test_lu_tall_panel_in_place),
+      cmocka_unit_test(test_lu_zero_diagonal),
+      cmocka_unit_test(test_lu_singular),
+      cmocka_unit_test(test_solve),
+      cmocka_unit_test(test_solve_singular),
+  };
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  failed += cmocka_run_group_tests_name("panels in place", in_place,
+                                        panels_in_place, panels_gathered);
+  return failed;
 }

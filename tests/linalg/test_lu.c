@@ -9,7 +9,9 @@
  * factors left unchanged); singular factors, bad shapes and bad pivots
  * refused with B unchanged; a run under a memory limit that spills; the
  * row interchanges alone (tarn_matrix_permute_rows) against dlaswp, and
- * P^T L U = A with LU's factors. */
+ * P^T L U = A with LU's factors. The tests of small tiles run twice: with
+ * panels of short tiles gathered into one block (the default), and in
+ * place across their tiles (the group "panels in place"). */
 #include <cblas.h>
 #include <float.h>
 #include <lapacke.h>

@@ -11,7 +11,7 @@
  * row interchanges alone (tarn_matrix_permute_rows) against dlaswp, and
  * P^T L U = A with LU's factors. The tests of small tiles run twice: with
  * panels of short tiles gathered into one block (the default), and in
- * place across their tiles (the group "panels in place"). */
+ * place across their tiles (the group "small tiles, panels in place"). */
 #include <cblas.h>
 #include <float.h>
 #include <lapacke.h>
@@ -1287,9 +1287,12 @@ static int panels_gathered(void **state) {
 }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {
+  /* The tests of small tiles: LU's panels of short tiles are gathered into
+   * one block and factored there (src/linalg/lu.c, panel_gathered), so
+   * they run a second time, last, with every panel factored in place
+   * across its tiles. */
+  const struct CMUnitTest small_tiles[] = {
       cmocka_unit_test(test_lu_sizes),
-      cmocka_unit_test(test_lu_large_tiles),
       cmocka_unit_test(test_lu_rectangular),
       cmocka_unit_test(test_lu_rectangular_singular),
       cmocka_unit_test(test_lu_nan_heading_its_column),
@@ -1297,16 +1300,19 @@ int main(void) {
       cmocka_unit_test(test_lu_subnormal_pivots),
       cmocka_unit_test(test_lu_rectangular_mem_limit),
       cmocka_unit_test(test_lu_tall_panel_in_place),
+      cmocka_unit_test(test_lu_zero_diagonal),
+      cmocka_unit_test(test_lu_singular),
+      cmocka_unit_test(test_solve),
+      cmocka_unit_test(test_solve_singular),
+  };
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_lu_large_tiles),
       cmocka_unit_test(test_lu_limit_of_one_column),
       cmocka_unit_test(test_lu_limit_of_two_tile_rows),
       cmocka_unit_test(test_lu_tall_units),
-      cmocka_unit_test(test_lu_zero_diagonal),
-      cmocka_unit_test(test_lu_singular),
       cmocka_unit_test(test_solve_singular_short_of_memory),
       cmocka_unit_test(test_lu_bad),
       cmocka_unit_test(test_lu_mem_limit),
-      cmocka_unit_test(test_solve),
-      cmocka_unit_test(test_solve_singular),
       cmocka_unit_test(test_solve_bad),
       cmocka_unit_test(test_lu_solve),
       cmocka_unit_test(a_column_solve_keeps_b_when_u_is_singular),
@@ -1319,26 +1325,11 @@ int main(void) {
       cmocka_unit_test(test_permute_rows_with_factors),
       cmocka_unit_test(test_permute_rows_rectangular_lu),
   };
-  /* Panels of short tiles (64 rows or fewer) are gathered into one block
-   * and factored there (src/linalg/lu.c, panel_gathered), which most of
-   * the cases above are: the second group runs the tests of small tiles
-   * again with every panel factored in place across its tiles. */
-  const struct CMUnitTest in_place[] = {
-      cmocka_unit_test(test_lu_sizes),
-      cmocka_unit_test(test_lu_rectangular),
-      cmocka_unit_test(test_lu_rectangular_singular),
-      cmocka_unit_test(test_lu_nan_heading_its_column),
-      cmocka_unit_test(test_lu_two_zero_columns),
-      cmocka_unit_test(test_lu_subnormal_pivots),
-      cmocka_unit_test(test_lu_rectangular_mem_limit),
-      cmocka_unit_test(test_lu_tall_panel_in_place),
-      cmocka_unit_test(test_lu_zero_diagonal),
-      cmocka_unit_test(test_lu_singular),
-      cmocka_unit_test(test_solve),
-      cmocka_unit_test(test_solve_singular),
-  };
-  int failed = cmocka_run_group_tests(tests, NULL, NULL);
-  failed += cmocka_run_group_tests_name("panels in place", in_place,
-                                        panels_in_place, panels_gathered);
+  int failed =
+      cmocka_run_group_tests_name("small tiles", small_tiles, NULL, NULL);
+  failed += cmocka_run_group_tests_name("LU and its solves", tests, NULL, NULL);
+  failed +=
+      cmocka_run_group_tests_name("small tiles, panels in place", small_tiles,
+                                  panels_in_place, panels_gathered);
   return failed;
 }

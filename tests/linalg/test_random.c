@@ -1155,8 +1155,8 @@ static void run_case(uint64_t seed, unsigned index) {
   case_begin(&c, seed, index);
   /* LU's panels of short tiles gathered into one block in every other
    * round of the operations, factored in place across their tiles in the
-   * others (tarn__lu_gather_short_panels; not drawn, so the generator's
-   * draws are those of the cases before it) */
+   * others (tarn__lu_gather_short_panels; by the index, not drawn, so a
+   * case draws what it drew before) */
   bool gathered = index / NOPS % 2 == 0;
   tarn__lu_gather_short_panels(gathered);
   if (!gathered) describe(&c, "LU's panels in place; ");

@@ -180,9 +180,9 @@ struct panel_qr {
 /* A block of 2 to GEQR2_COLUMNS columns of a diagonal tile is factored by
  * dgeqr2 and its T formed by dlarft (the steps dgeqrf takes on a panel of
  * up to 32 columns), not by dgeqrt, which is the recursive dgeqrt3 and
- * forms T as it goes: the same reflectors and T (I - V T V^T is the
- * product of the block's reflectors either way), in less time. One
- * thread, medians of 1001 (a program outside the repository,
+ * forms T as it goes: the same reflectors and T up to rounding (I - V T
+ * V^T is the product of the block's reflectors either way), in less
+ * time. One thread, medians of 1001 (a program outside the repository,
  * 2026-12-06), dgeqrt with ib = w against dgeqr2 + dlarft: 256 x 32 73.9
  * against 52.1 us, 256 x 16 30.7 against 15.5, 512 x 32 129 against 101,
  * 4096 x 32 898 against 780, 4096 x 16 349 against 216, 32 x 32 27.4

@@ -563,22 +563,6 @@ void tarn__lu_gather_short_panels(bool on) {
   atomic_store_explicit(&gather_short_panels, on, memory_order_relaxed);
 }
 
-/* Copies the panel's tiles into `copy`, element (r, c) at r + c * rows,
- * or with `back` the copy into the tiles. */
-static void panel_copy(const struct panel *q, double *copy, bool back) {
-  const struct lu_job *j = q->j;
-  size_t rows = j->rows, cols = (size_t)j->n;
-  for (size_t i = 0; i < j->ntiles; i++) {
-    size_t h = panel_tile_rows(q, i);
-    double *tile = tarn_task_data(q->t, i), *at = copy + i * j->tb;
-    for (size_t c = 0; c < cols; c++)
-      if (back)
-        memcpy(tile + c * h, at + c * rows, h * sizeof(double));
-      else
-        memcpy(at + c * rows, tile + c * h, h * sizeof(double));
-  }
-}
-
 /* Factors the panel of job j gathered (above), when it qualifies: returns
  * whether it did, and then its status in *rc (0, or TARN_EINVAL when
  * LAPACK refuses its arguments). */
@@ -596,14 +580,13 @@ static bool panel_gathered(tarn_task *t, const struct lu_job *j, int *rc) {
   if (mem == NULL) return false;
   lapack_int *ipiv = (lapack_int *)(void *)mem;
   double *copy = (double *)(void *)(mem + room);
-  struct panel q = {.t = t, .j = j};
-  panel_copy(&q, copy, false);
+  tarn__tile_column_copy(t, 0, j->tb, rows, cols, copy, false);
   lapack_int info =
       LAPACKE_dgetrf2_work(LAPACK_COL_MAJOR, (lapack_int)rows, (lapack_int)cols,
                            copy, (lapack_int)rows, ipiv);
   *rc = info < 0 ? TARN_EINVAL : 0;
   if (info >= 0) {
-    panel_copy(&q, copy, true);
+    tarn__tile_column_copy(t, 0, j->tb, rows, cols, copy, true);
     panel_pivots(j, ipiv, (int)info);
   }
   if (heap) free(mem);

@@ -30,12 +30,13 @@
  * cancelled with it: tarn/rt.h).
  *
  * Memory limit: each task pins its tiles while it runs (a product's and
- * Cholesky's three, a QR update's three and a T tile, LU's panel and
- * interchanges a tile column, its updates three). A limit that cannot
- * hold one task's tiles can never run it: the call returns TARN_ENOMEM,
- * and by the runtime's rule 4 (tarn/rt.h) the matrices that task and the
- * ones after it were to write read as TARN_ECANCELED until written anew.
- * So every call here checks its largest tasks first (each tile's bytes
+ * Cholesky's three, a QR update's three and a T tile, or in QR's gathered
+ * layout a domain's tiles and the same rows of a tile column with a T
+ * tile, LU's panel and interchanges a tile column, its updates three). A limit
+ * that cannot hold one task's tiles can never run it: the call returns
+ * TARN_ENOMEM, and by the runtime's rule 4 (tarn/rt.h) the matrices that task
+ * and the ones after it were to write read as TARN_ECANCELED until written
+ * anew. So every call here checks its largest tasks first (each tile's bytes
  * rounded up to whole pages, as the pool charges them) and returns
  * TARN_ENOMEM before any task, its matrices unchanged and no new one
  * made, under a limit that could never run one of them; each check is
@@ -569,7 +570,9 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
  * vectors: those of each diagonal tile below its diagonal (unit diagonal
  * not stored), those of each tile folded into another tile's R in that
  * whole tile, and those of a head merged into another head (below) on
- * and above the head's diagonal, its own below it.
+ * and above the head's diagonal, its own below it; or, in the gathered
+ * layout (below), those of each domain below the diagonal of all its
+ * rows.
  *
  * ib is the inner block size (1 <= ib <= nb; 0 picks min(16, nb) for
  * an A at least 16 times as tall as wide, M >= 16 N, whose work is
@@ -582,10 +585,14 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
  * tile (i, k) of A (dgeqrt's for the diagonal tile and the heads, dtpqrt's
  * for the others; ib x cols, leading dimension ib, zeros elsewhere);
  * tiles with i < k are zero; tile (mt + d - 1, k) holds the T of the merge
- * of tile column k's domain d. Pass it with A to tarn_matrix_qr_q,
- * tarn_matrix_qr_solve or tarn_matrix_qr_multiply: they read the tree
- * from T's shape, so factors saved and read back into a runtime of other
- * workers apply the same way.
+ * of tile column k's domain d. In the gathered layout (A's tiles 64 rows
+ * high or less, two tile rows or more, below) T is ((2 f - 1) ib) x N
+ * instead (2 f - 1 < mt): tile (d, k) holds the T of tile column k's
+ * domain d (dgeqrt's on the domain's rows), tile (f + d - 1, k) that of
+ * its merge. Pass it with A to tarn_matrix_qr_q, tarn_matrix_qr_solve or
+ * tarn_matrix_qr_multiply: they read the tree and the layout from T's
+ * shape, so factors saved and read back into a runtime of other workers,
+ * or of another memory limit, apply the same way.
  *
  * Tasks, for each of the first min(mt, nt) tile columns k (those with a
  * diagonal tile; in a wide A the last one may be wider than tall, and
@@ -602,7 +609,23 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
  * reduced flat into its first tile (its head: geqrt, then tpqrt of the
  * others) side by side, then the heads' R merged pairwise, a binary tree,
  * into the diagonal tile (tpqrt of a triangle on a triangle); the same
- * flops. A tall, narrow tile of a flat tile column (16384 rows or
+ * flops. Short tiles (64 rows or fewer), where the tpqrt and tpmqrt of
+ * each tile are a few level-2 calls per column on vectors of a tile's
+ * height, slower than their arithmetic: each domain (the whole tile
+ * column when it has no tree) is gathered, one task copying its tiles
+ * into one block of its memory and factoring it there as dgeqrt does
+ * (the gathered layout), and its reflectors are applied to each tile
+ * column right of it by one task on that column's tiles over the same
+ * rows, gathered too (dgemqrt); where every domain's copy takes at most
+ * 1 MiB (with the workers' fan, or else the first larger fan, up to 64,
+ * whose trees cut the domains down to that: T's f), 2 f - 1 < mt, and,
+ * under a memory limit, the largest such task (a domain's tiles and
+ * another tile column's over its rows, with a T tile) takes at most an
+ * eighth of it: else the flat layout, whose bits
+ * under a limit are those of a run without one that keeps it too (the
+ * two layouts' R differ in the last bits, as two orders of the same sums
+ * do). A tall, narrow
+ * tile of a flat tile column (16384 rows or
  * more, 2 to 128 columns, on 2 workers or more) is factored
  * recursively instead of by dgeqrt or dtpqrt (and its Q applied by its
  * rows too, to a C of fewer than 128 columns from the left or rows from

@@ -35,12 +35,26 @@ bool tarn__line_fits(const tarn_matrix *m, bool row);
  * (1, 0) and (0, 1): more than a column of two tiles). */
 bool tarn__lu_fits(const tarn_matrix *a);
 
+/* Tiles at most this many rows high are short: a BLAS or LAPACK call per
+ * tile and column costs more than its arithmetic, so LU's panels
+ * (lu.c) and QR's domains (qr.c) of such tiles are gathered into one
+ * column-major block of the task's memory, of at most
+ * TARN__GATHER_BYTES_MAX, and factored there by one call. */
+#define TARN__GATHER_TILE_ROWS 64
+#define TARN__GATHER_BYTES_MAX ((size_t)1 << 20)
+
 /* For tests: whether LU gathers a panel of short tiles into its task's
  * memory and factors it there (true, the default; panel_gathered in lu.c)
  * or factors it in place, as every other panel, so that both ways can be
  * checked on the same shapes. Thread-safe; a panel that runs meanwhile
  * goes either way. */
 void tarn__lu_gather_short_panels(bool on);
+
+/* For tests: whether tarn_matrix_qr may gather the domains of short tiles
+ * (true, the default; see "gathered domains" in qr.c) or keeps every tile
+ * column's steps on its tiles, so that both layouts can be checked on the
+ * same shapes. Thread-safe; read once per factorisation. */
+void tarn__qr_gather_short_columns(bool on);
 
 /* tarn__task_fits for the tasks of the tile algorithms on a's lower (or
  * upper, transposed) triangle that Cholesky, trtri and lauum share: a

@@ -531,14 +531,14 @@ static void tile_units(struct panel_lu *s, const struct lu_job *j) {
   }
 }
 
-/* A panel of two tiles or more, each at most GATHER_TILE_ROWS rows high,
- * and of at most GATHER_BYTES_MAX, is gathered into one column-major block
- * of the task's memory, factored there by LAPACKE_dgetrf2_work and
- * scattered back (panel_gathered). In place, its base columns made a BLAS
- * call per tile and column (idamax, the scaling, the rank-one update),
- * which for tiles of 32 rows cost more than the arithmetic. Medians of
- * `tarn_matrix_lu` on 2 workers, in place -> gathered (a program outside
- * the repository, 2026-12-06): 4096 x 32 in tiles of 32 0.56 to 0.60 ->
+/* A panel of two tiles or more, each at most TARN__GATHER_TILE_ROWS rows
+ * high, and of at most TARN__GATHER_BYTES_MAX, is gathered into one
+ * column-major block of the task's memory, factored there by
+ * LAPACKE_dgetrf2_work and scattered back (panel_gathered). In place, its base
+ * columns made a BLAS call per tile and column (idamax, the scaling, the
+ * rank-one update), which for tiles of 32 rows cost more than the arithmetic.
+ * Medians of `tarn_matrix_lu` on 2 workers, in place -> gathered (a program
+ * outside the repository, 2026-12-06): 4096 x 32 in tiles of 32 0.56 to 0.60 ->
  * 0.35 ms (LAPACKE_dgetrf 0.23 to 0.29), 256 x 32 in tiles of 32 31 to 32
  * -> 23 to 27 us, 2048 x 64 in tiles of 64 0.46 -> 0.38 to 0.42 ms; 1024 x
  * 1024 in tiles of 32 or 64 level (31 and 13 to 14.5 ms both ways), and
@@ -553,9 +553,6 @@ static void tile_units(struct panel_lu *s, const struct lu_job *j) {
  * had, the panel is factored in place. Not a panel that shares its base
  * columns with idle workers in place (BASE_SHARE_ROWS rows or more). The
  * pivots and info are dgetrf's on the panel, as in place. */
-#define GATHER_TILE_ROWS 64
-#define GATHER_BYTES_MAX ((size_t)1 << 20)
-
 /* Off only in tests (tarn__lu_gather_short_panels). */
 static atomic_bool gather_short_panels = true;
 
@@ -568,11 +565,12 @@ void tarn__lu_gather_short_panels(bool on) {
  * LAPACK refuses its arguments). */
 static bool panel_gathered(tarn_task *t, const struct lu_job *j, int *rc) {
   size_t rows = j->rows, cols = (size_t)j->n;
-  if (j->ntiles < 2 || j->tb > GATHER_TILE_ROWS || rows >= BASE_SHARE_ROWS ||
+  if (j->ntiles < 2 || j->tb > TARN__GATHER_TILE_ROWS ||
+      rows >= BASE_SHARE_ROWS ||
       !atomic_load_explicit(&gather_short_panels, memory_order_relaxed))
     return false;
   size_t bytes = rows * cols * sizeof(double);
-  if (bytes > GATHER_BYTES_MAX) return false;
+  if (bytes > TARN__GATHER_BYTES_MAX) return false;
   size_t room =
       (panel_pivot_count(rows, cols) * sizeof(lapack_int) + 63) / 64 * 64;
   bool heap;

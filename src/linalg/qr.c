@@ -17,7 +17,9 @@
  * it the same way, the next block factored meanwhile on the task's own
  * thread (tarn__task_parallel_for_lead); but a tall, narrow tile of a
  * flat tile column is factored by qr_tall.c, by rows shared with idle
- * workers (qr_job.tall). The least-squares solve
+ * workers (qr_job.tall), and a domain of short tiles is gathered into one
+ * block and factored and applied there ("gathered domains" below). The
+ * least-squares solve
  * (tarn_matrix_qr_solve) applies Q^T with the same gemqrt and tpmqrt tasks,
  * then the backward solve of solve.c; tarn_matrix_qr_multiply applies Q or
  * Q^T alone, to a matrix of the caller's, from either side. Each task owns a
@@ -53,6 +55,7 @@ struct qr_job {
   bool tall;       /* by rows: geqrt or tpqrt by tarn__qr_tall
                     * (submit_step_factor), gemqrt or tpmqrt by
                     * tarn__qr_tall_apply (submit_step_apply) */
+  int span, tb;    /* a gathered domain's: its tiles, their height */
 };
 
 static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct qr_job *proto,
@@ -105,6 +108,10 @@ static int gemqrt_range(void *arg, size_t begin, size_t end) {
  * with a work array of ib x that count doubles, each range using its own
  * part of it. With j->tall, by the reflectors' rows instead: C's rows
  * from the left, its columns from the right (tarn__qr_tall_apply). */
+static int apply_run(tarn_task *t, const struct qr_job *j, bool pair,
+                     tarn_range_fn range, const double *v, const double *tt,
+                     double *a, double *b);
+
 static int apply_shared(tarn_task *t, const struct qr_job *j, bool pair,
                         tarn_range_fn range) {
   bool right = j->side == 'R';
@@ -117,14 +124,25 @@ static int apply_shared(tarn_task *t, const struct qr_job *j, bool pair,
         tarn_task_data(t, (size_t)(pair ? j->b : j->a)),
         (size_t)(right ? j->n : j->m), (size_t)(right ? j->m : j->n),
         (size_t)(pair ? j->ldb : j->lda));
+  return apply_run(t, j, pair, range, tarn_task_data(t, (size_t)j->v),
+                   tarn_task_data(t, (size_t)j->tt),
+                   tarn_task_data(t, (size_t)j->a),
+                   pair ? tarn_task_data(t, (size_t)j->b) : NULL);
+}
+
+/* apply_shared's ranges over C's columns (rows from the right), with the
+ * operands at v, tt, a and b (NULL but for a pair) and j's sizes. */
+static int apply_run(tarn_task *t, const struct qr_job *j, bool pair,
+                     tarn_range_fn range, const double *v, const double *tt,
+                     double *a, double *b) {
   bool heap;
-  size_t count = (size_t)(right ? j->m : j->n);
+  size_t count = (size_t)(j->side == 'R' ? j->m : j->n);
   struct apply_share s = {
       .j = j,
-      .v = tarn_task_data(t, (size_t)j->v),
-      .tt = tarn_task_data(t, (size_t)j->tt),
-      .a = tarn_task_data(t, (size_t)j->a),
-      .b = pair ? tarn_task_data(t, (size_t)j->b) : NULL,
+      .v = v,
+      .tt = tt,
+      .a = a,
+      .b = pair ? b : NULL,
       .work =
           tarn__task_memory(t, (size_t)j->ib * count * sizeof *s.work, &heap)};
   if (s.work == NULL) return TARN_ENOMEM;
@@ -270,12 +288,9 @@ static int panel_qr_lead(void *arg) {
  * what was there. Without `pair`: the QR of the m x n diagonal tile (slot
  * a). With it: the QR of [R; B], R the upper triangle of the diagonal tile
  * (slot a, n x n on top, lda), B the m x n tile below (slot b, ldb). */
-static int panel(tarn_task *t, const struct qr_job *j, bool pair) {
-  struct panel_qr p = {.j = j,
-                       .pair = pair,
-                       .a = tarn_task_data(t, (size_t)j->a),
-                       .b = pair ? tarn_task_data(t, (size_t)j->b) : NULL,
-                       .tt = tarn_task_data(t, (size_t)j->tt)};
+static int panel_run(tarn_task *t, const struct qr_job *j, bool pair, double *a,
+                     double *b, double *tt) {
+  struct panel_qr p = {.j = j, .pair = pair, .a = a, .b = b, .tt = tt};
   memset(p.tt, 0, (size_t)j->ldt * (size_t)j->n * sizeof *p.tt);
   if (j->tall)
     return tarn__qr_tall(t, pair ? p.a : NULL, (size_t)j->lda, pair ? p.b : p.a,
@@ -310,6 +325,14 @@ static int panel(tarn_task *t, const struct qr_job *j, bool pair) {
   return rc;
 }
 
+/* panel_run on the task's data: the tile (slot a), for a pair the tile
+ * below (slot b), and T (slot tt). */
+static int panel(tarn_task *t, const struct qr_job *j, bool pair) {
+  return panel_run(t, j, pair, tarn_task_data(t, (size_t)j->a),
+                   pair ? tarn_task_data(t, (size_t)j->b) : NULL,
+                   tarn_task_data(t, (size_t)j->tt));
+}
+
 /* QR of the diagonal tile (panel without a pair). */
 static int k_geqrt(tarn_task *t, void *arg) { return panel(t, arg, false); }
 
@@ -335,6 +358,97 @@ static int k_tpqrt_tt(tarn_task *t, void *arg) {
                                         j->ldb, tt, j->ldt, work);
   if (heap) free(work);
   return info == 0 ? 0 : TARN_EINVAL;
+}
+
+/* ---- gathered domains ------------------------------------------------------
+ * A domain of short tiles (see "gathered domains" below) is factored and
+ * applied as one block: its tiles copied into a column-major block of the
+ * task's memory, one dgeqrt-like panel (panel_run) or one dgemqrt there,
+ * and the block copied back. j->span tiles of j->tb rows (the last may be
+ * shorter), j->m rows in all. */
+
+/* Lines [l0, l1) of C's tiles over a domain (slots slot0 ..): from the
+ * left its columns, tiles of h x lines stacked down into the m x (l1 - l0)
+ * `block`; from the right its rows, tiles of lines x h side by side into
+ * the (l1 - l0) x m `block`. With to_tiles, the block back. */
+static void line_copy(tarn_task *t, const struct qr_job *j, size_t slot0,
+                      size_t l0, size_t l1, double *block, bool to_tiles) {
+  size_t rows = (size_t)j->m, lines = (size_t)j->n, tb = (size_t)j->tb;
+  size_t w = l1 - l0;
+  for (size_t x = 0; x * tb < rows; x++) {
+    size_t h = rows - x * tb < tb ? rows - x * tb : tb;
+    double *tile = tarn_task_data(t, slot0 + x);
+    size_t count = j->side == 'R' ? h : w;
+    for (size_t c = 0; c < count; c++) {
+      /* from the right: the tile's column c is the block's column x tb + c
+       * (lines l0 .. of it); from the left: C's column l0 + c */
+      double *tp = j->side == 'R' ? tile + c * lines + l0 : tile + (l0 + c) * h;
+      double *bp =
+          j->side == 'R' ? block + (x * tb + c) * w : block + c * rows + x * tb;
+      size_t len = j->side == 'R' ? w : h;
+      memcpy(to_tiles ? tp : bp, to_tiles ? bp : tp, len * sizeof *tp);
+    }
+  }
+}
+
+/* QR of a gathered domain (deps: its tiles of tile column k, slots 0 ..
+ * span - 1, then T's tile, slot span): j->m x j->n, inner block j->ib. */
+static int k_geqrt_gathered(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  size_t rows = (size_t)j->m, cols = (size_t)j->n;
+  bool heap;
+  double *block = tarn__task_memory(t, rows * cols * sizeof *block, &heap);
+  if (block == NULL) return TARN_ENOMEM;
+  tarn__tile_column_copy(t, 0, (size_t)j->tb, rows, cols, block, false);
+  struct qr_job g = *j;
+  g.lda = j->m;
+  int rc =
+      panel_run(t, &g, false, block, NULL, tarn_task_data(t, (size_t)j->span));
+  if (rc == 0)
+    tarn__tile_column_copy(t, 0, (size_t)j->tb, rows, cols, block, true);
+  if (heap) free(block);
+  return rc;
+}
+
+/* A gathered domain's reflectors (j->k of them, its tiles in slots span ..
+ * 2 span - 1, T in slot 2 span) applied to C's tiles over the domain
+ * (slots 0 .. span - 1: j->n lines, columns from the left, rows from the
+ * right), by chunks of lines whose copy takes at most
+ * TARN__GATHER_BYTES_MAX (each line is transformed alone), each shared by
+ * ranges of its lines with idle workers (apply_run). */
+static int k_gemqrt_gathered(tarn_task *t, void *arg) {
+  const struct qr_job *j = arg;
+  size_t rows = (size_t)j->m, lines = (size_t)j->n, kk = (size_t)j->k;
+  size_t span = (size_t)j->span;
+  bool right = j->side == 'R';
+  size_t chunk = TARN__GATHER_BYTES_MAX / (rows * sizeof(double));
+  if (chunk == 0) chunk = 1;
+  if (chunk > lines) chunk = lines;
+  bool heap;
+  double *v = tarn__task_memory(t, rows * (kk + chunk) * sizeof(double), &heap);
+  if (v == NULL) return TARN_ENOMEM;
+  double *c = v + rows * kk;
+  tarn__tile_column_copy(t, span, (size_t)j->tb, rows, kk, v, false);
+  const double *tt = tarn_task_data(t, 2 * span);
+  int rc = 0;
+  for (size_t l0 = 0; rc == 0 && l0 < lines; l0 += chunk) {
+    size_t l1 = lines - l0 < chunk ? lines : l0 + chunk;
+    int w = (int)(l1 - l0);
+    line_copy(t, j, 0, l0, l1, c, false);
+    struct qr_job sub = {.m = right ? w : j->m,
+                         .n = right ? j->m : w,
+                         .k = j->k,
+                         .ib = j->ib,
+                         .lda = right ? w : j->m,
+                         .ldv = j->m,
+                         .ldt = j->ldt,
+                         .trans = j->trans,
+                         .side = j->side};
+    rc = apply_run(t, &sub, false, gemqrt_range, v, tt, c, NULL);
+    if (rc == 0) line_copy(t, j, 0, l0, l1, c, true);
+  }
+  if (heap) free(v);
+  return rc;
 }
 
 /* Writes the tile of the identity at tile (ti, tj) (dep 0: rows x cols,
@@ -411,7 +525,29 @@ static tarn_ref *line_tile(tarn_matrix *c, char side, size_t x, size_t n) {
  * fan - 1 tile rows, tile (mt + d - 1, k) holding the T of the merge of
  * tile column k's domain d (d >= 1). The applies read the fan from T's
  * shape, so factors saved and read back apply the same way on any
- * runtime. */
+ * runtime.
+ *
+ * Gathered domains. A tpqrt of a short tile (TARN__GATHER_TILE_ROWS rows
+ * or fewer) is a few level-2 calls per column on vectors of a tile's
+ * height, slower than its arithmetic: 4096 x 32 in tiles of 32 took 1.3
+ * to 2.2 ms against dgeqrf's 0.6. So where every tile is short and no
+ * domain's copy takes more than TARN__GATHER_BYTES_MAX, each domain is
+ * one step: its tiles gathered into one block and factored there as a
+ * tall tile is (geqrt's panel: dgeqr2 and dlarft by blocks of ib
+ * columns), its reflectors applied to each tile line of C in one task
+ * the same way (dgemqrt on C's lines over the domain, gathered); the
+ * merges stay. Such a domain's reflectors fill its tiles below R (a unit
+ * lower trapezoid over all its rows) and its T is dgeqrt's. T records
+ * this layout too: it has 2 fan - 1 tile rows (fewer than mt, which a
+ * flat layout's T never has), tile (d, k) holding the T of tile column
+ * k's domain d and tile (fan + d - 1, k) that of its merge. Where the
+ * runtime's fan leaves a domain over TARN__GATHER_BYTES_MAX, the first
+ * larger fan whose trees cut them all down to it is the factorisation's
+ * (layout_for). A factorisation gathers only where its largest gathered
+ * task (a domain and the same rows of another tile column, with a T
+ * tile) takes at most an eighth of a memory limit: under a tighter limit
+ * it keeps the flat layout, whose tasks pin three tiles, and its bits
+ * differ from a run that gathered. */
 
 enum {
   TREE_MIN = 4,     /* tiles in the tile column for a tree */
@@ -425,6 +561,7 @@ enum {
  * T of domain i's merge at tile row t0 + i - 1 of T. */
 struct tree {
   size_t k, end, h, d, t0;
+  bool gathered; /* each domain one step (gathered domains) */
 };
 
 /* Whether tile column k of `a` is reduced by a tree of domains with the
@@ -451,10 +588,17 @@ static size_t tree_fan(const tarn_matrix *a, size_t workers) {
   return trees(a, fan) ? fan : 1;
 }
 
-/* The tree of tile column k (k < panels(a)) with the fan `fan`. */
-static struct tree tree_of(const tarn_matrix *a, size_t k, size_t fan) {
+/* The tree of tile column k (k < panels(a)) with the fan `fan`, its
+ * domains gathered or not. */
+static struct tree tree_of(const tarn_matrix *a, size_t k, size_t fan,
+                           bool gathered) {
   size_t p = a->mt - k;
-  struct tree tr = {.k = k, .end = a->mt, .h = p, .d = 1, .t0 = a->mt};
+  struct tree tr = {.k = k,
+                    .end = a->mt,
+                    .h = p,
+                    .d = 1,
+                    .t0 = gathered ? fan : a->mt,
+                    .gathered = gathered};
   if (!tree_used(a, k, fan)) return tr;
   tr.h = (p + fan - 1) / fan;
   if (tr.h < 2) tr.h = 2;
@@ -467,33 +611,126 @@ static struct tree tree_of(const tarn_matrix *a, size_t k, size_t fan) {
 
 /* One step of a tree: geqrt on tile `row` (a head: top == row), tpqrt of
  * tile `row` against head `top`'s R, or the merge of head `row`'s R into
- * head `top`'s (merge). */
+ * head `top`'s (merge); a gathered domain's geqrt on its `span` tiles from
+ * `row` (span 1: one tile). Its T in T's tile row `trow`. */
 struct qr_step {
-  size_t top, row;
+  size_t top, row, span, trow;
   bool merge;
 };
 
 /* The steps of tr: its tiles in order (each domain's head, then the
- * tiles below it), then the merges, level by level. */
+ * tiles below it), or its gathered domains, then the merges, level by
+ * level. */
 static size_t tree_steps(const struct tree *tr) {
-  return tr->end - tr->k + tr->d - 1;
+  return (tr->gathered ? tr->d : tr->end - tr->k) + tr->d - 1;
 }
 
 /* Step i (< tree_steps) of tr; steps in order make the factorisation. */
 static struct qr_step tree_step(const struct tree *tr, size_t i) {
-  size_t p = tr->end - tr->k;
-  if (i < p) {
-    size_t dom = i / tr->h < tr->d - 1 ? i / tr->h : tr->d - 1;
-    return (struct qr_step){.top = tr->k + dom * tr->h, .row = tr->k + i};
+  size_t p = tr->end - tr->k, firsts = tr->gathered ? tr->d : p;
+  if (i < firsts && tr->gathered) {
+    size_t top = tr->k + i * tr->h;
+    return (struct qr_step){.top = top,
+                            .row = top,
+                            .span = i + 1 < tr->d ? tr->h : tr->end - top,
+                            .trow = i};
   }
-  size_t q = i - p;
+  if (i < firsts) {
+    size_t dom = i / tr->h < tr->d - 1 ? i / tr->h : tr->d - 1;
+    return (struct qr_step){.top = tr->k + dom * tr->h,
+                            .row = tr->k + i,
+                            .span = 1,
+                            .trow = tr->k + i};
+  }
+  size_t q = i - firsts;
   for (size_t s = 1; s < tr->d; s *= 2)
     for (size_t t = 0; t + s < tr->d; t += 2 * s)
       if (q-- == 0)
         return (struct qr_step){.top = tr->k + t * tr->h,
                                 .row = tr->k + (t + s) * tr->h,
+                                .span = 1,
+                                .trow = tr->t0 + t + s - 1,
                                 .merge = true};
   return (struct qr_step){.top = tr->k, .row = tr->k}; /* not reached */
+}
+
+/* The rows of step st's span of tiles (st.span tiles from st.row). */
+static size_t span_rows(const tarn_matrix *a, struct qr_step st) {
+  size_t from = st.row * a->mb, to = (st.row + st.span) * a->mb;
+  return (to < a->m ? to : a->m) - from;
+}
+
+/* How T lays out a factorisation's T factors: the fan of its trees, its
+ * domains gathered or not (see "gathered domains" above). */
+struct layout {
+  size_t fan;
+  bool gathered;
+};
+
+/* Off only in tests (tarn__qr_gather_short_columns). */
+static atomic_bool gather_short_columns = true;
+
+void tarn__qr_gather_short_columns(bool on) {
+  atomic_store_explicit(&gather_short_columns, on, memory_order_relaxed);
+}
+
+/* Whether a's domains with the fan `fan` may be gathered: short tiles, two
+ * tile rows or more, fewer T tile rows gathered (2 fan - 1) than flat
+ * (mt + fan - 1 >= mt), and no domain's copy above
+ * TARN__GATHER_BYTES_MAX. */
+static bool gatherable(const tarn_matrix *a, size_t fan) {
+  if (a->mb > TARN__GATHER_TILE_ROWS || a->mt < 2 || 2 * fan - 1 >= a->mt)
+    return false;
+  for (size_t k = 0; k < panels(a); k++) {
+    struct tree tr = tree_of(a, k, fan, true);
+    size_t cols = tarn__tile_cols(a, k);
+    for (size_t i = 0; i < tr.d; i++)
+      if (span_rows(a, tree_step(&tr, i)) * cols * sizeof(double) >
+          TARN__GATHER_BYTES_MAX)
+        return false;
+  }
+  return true;
+}
+
+/* The charge of c's tiles over step st's span on c's tile line n (a tile
+ * column from the left, a row from the right). */
+static size_t span_charge(const tarn_matrix *c, char side, struct qr_step st,
+                          size_t n) {
+  size_t bytes = 0;
+  for (size_t x = st.row; x < st.row + st.span; x++)
+    bytes += side == 'R' ? tarn__tile_charge_at(c, n, x)
+                         : tarn__tile_charge_at(c, x, n);
+  return bytes;
+}
+
+/* The largest task of applying a's gathered domains (fan `fan`) to c's
+ * first tile line from `side`: a domain's tiles, c's over the same rows
+ * and a T tile of tee bytes. */
+static size_t gathered_apply_bytes(const tarn_matrix *a, const tarn_matrix *c,
+                                   char side, size_t fan, size_t tee) {
+  size_t most = 0;
+  for (size_t k = 0; k < panels(a); k++) {
+    struct tree tr = tree_of(a, k, fan, true);
+    for (size_t i = 0; i < tr.d; i++) {
+      struct qr_step st = tree_step(&tr, i);
+      size_t bytes = span_charge(a, 'L', st, k) + span_charge(c, side, st, 0);
+      if (bytes + tee > most) most = bytes + tee;
+    }
+  }
+  return most;
+}
+
+/* The layout T's shape records for a (see "gathered domains"), into *lay;
+ * false when it is none that tarn_matrix_qr makes. */
+static bool layout_of(const tarn_matrix *a, const tarn_matrix *tm,
+                      struct layout *lay) {
+  if (tm->mt >= a->mt) {
+    *lay = (struct layout){.fan = tm->mt - a->mt + 1};
+  } else {
+    *lay = (struct layout){.fan = (tm->mt + 1) / 2, .gathered = true};
+    if (tm->mt % 2 == 0 || !gatherable(a, lay->fan)) return false;
+  }
+  return lay->fan == 1 || (lay->fan <= TREE_FAN && trees(a, lay->fan));
 }
 
 /* Whether step st of tree tr, on a tile of `rows` rows and `cols`
@@ -506,24 +743,55 @@ static bool by_rows(const tarn_matrix *a, const struct tree *tr,
          tarn__qr_tall_wanted((size_t)rows, (size_t)cols);
 }
 
+/* A gathered domain's step on tile line n of c (see submit_step_apply;
+ * deps: room for 2 span + 1). */
+static int submit_gathered_apply(tarn_matrix *a, tarn_matrix *tm,
+                                 tarn_matrix *c, char side, size_t k,
+                                 struct qr_step st, size_t n, char trans,
+                                 int ibk, int priority, tarn_dep *deps) {
+  bool right = side == 'R';
+  for (size_t x = 0; x < st.span; x++) {
+    deps[x] = (tarn_dep){line_tile(c, side, st.row + x, n), TARN_READ_WRITE};
+    deps[st.span + x] = (tarn_dep){tarn__tile(a, st.row + x, k), TARN_READ};
+  }
+  deps[2 * st.span] = (tarn_dep){tarn__tile(tm, st.trow, k), TARN_READ};
+  struct qr_job u = {
+      .m = (int)span_rows(a, st),
+      .n = right ? (int)tarn__tile_rows(c, n) : (int)tarn__tile_cols(c, n),
+      .k = reflectors(a, k),
+      .ib = ibk,
+      .ldt = (int)tm->mb,
+      .trans = trans,
+      .side = side,
+      .span = (int)st.span,
+      .tb = (int)a->mb};
+  return submit_job(a->rt, k_gemqrt_gathered, &u, deps, 2 * st.span + 1,
+                    priority, "gemqrt");
+}
+
 /* Applies the reflectors of step st of tile column k (their V in a, T in
  * tm) to tile line n of c (a itself when factorising, Q when forming it):
  * from `side` with `trans`, inner block size ibk. A head's: gemqrt on c's
  * tile `row`; a tile's or a merge's: tpmqrt on c's tiles `top` and `row`
- * (a merge's on the first k rows, or columns, of both). */
+ * (a merge's on the first k rows, or columns, of both); a gathered
+ * domain's: gemqrt on c's tiles over the domain, gathered. `deps`: room
+ * for them (step_deps). */
 static int submit_step_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
                              char side, const struct tree *tr,
                              struct qr_step st, size_t n, char trans, int ibk,
-                             int priority) {
+                             int priority, tarn_dep *deps) {
   size_t k = tr->k;
+  if (st.span > 1)
+    return submit_gathered_apply(a, tm, c, side, k, st, n, trans, ibk, priority,
+                                 deps);
   bool right = side == 'R', head = st.top == st.row;
   int rr = (int)tarn__tile_rows(a, st.row), kk = reflectors(a, k);
   int lines = right ? (int)tarn__tile_rows(c, n) : (int)tarn__tile_cols(c, n);
-  size_t trow = st.merge ? tr->t0 + (st.row - k) / tr->h - 1 : st.row;
-  tarn_dep d[4] = {{line_tile(c, side, st.row, n), TARN_READ_WRITE},
-                   {tarn__tile(a, st.row, k), TARN_READ},
-                   {tarn__tile(tm, trow, k), TARN_READ},
-                   {line_tile(c, side, st.top, n), TARN_READ_WRITE}};
+  tarn_dep *d = deps;
+  d[0] = (tarn_dep){line_tile(c, side, st.row, n), TARN_READ_WRITE};
+  d[1] = (tarn_dep){tarn__tile(a, st.row, k), TARN_READ};
+  d[2] = (tarn_dep){tarn__tile(tm, st.trow, k), TARN_READ};
+  d[3] = (tarn_dep){line_tile(c, side, st.top, n), TARN_READ_WRITE};
   /* the part of c's tile `row` the reflectors touch: k rows of a merge */
   int part = st.merge ? kk : rr;
   struct qr_job u = {.m = right ? lines : part,
@@ -552,17 +820,31 @@ static int submit_step_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
 }
 
 /* Factors step st of tile column k (ck columns, inner block size ibk):
- * geqrt on a head, tpqrt of a tile against its head, or a merge; T into
- * tm. */
+ * geqrt on a head, tpqrt of a tile against its head, a merge, or a
+ * gathered domain's geqrt on its tiles; T into tm. `deps`: room for
+ * them (step_deps). */
 static int submit_step_factor(tarn_matrix *a, tarn_matrix *tm,
-                              const struct tree *tr, struct qr_step st,
-                              int ibk) {
+                              const struct tree *tr, struct qr_step st, int ibk,
+                              tarn_dep *deps) {
   size_t k = tr->k;
   int ck = (int)tarn__tile_cols(a, k), rr = (int)tarn__tile_rows(a, st.row);
-  size_t trow = st.merge ? tr->t0 + (st.row - k) / tr->h - 1 : st.row;
-  tarn_dep d[3] = {{tarn__tile(a, st.row, k), TARN_READ_WRITE},
-                   {tarn__tile(tm, trow, k), TARN_READ_WRITE},
-                   {tarn__tile(a, st.top, k), TARN_READ_WRITE}};
+  if (st.span > 1) {
+    for (size_t x = 0; x < st.span; x++)
+      deps[x] = (tarn_dep){tarn__tile(a, st.row + x, k), TARN_READ_WRITE};
+    deps[st.span] = (tarn_dep){tarn__tile(tm, st.trow, k), TARN_READ_WRITE};
+    struct qr_job g = {.m = (int)span_rows(a, st),
+                       .n = ck,
+                       .ib = ibk,
+                       .ldt = (int)tm->mb,
+                       .span = (int)st.span,
+                       .tb = (int)a->mb};
+    return submit_job(a->rt, k_geqrt_gathered, &g, deps, st.span + 1, PRIO_TOP,
+                      "geqrt");
+  }
+  tarn_dep *d = deps;
+  d[0] = (tarn_dep){tarn__tile(a, st.row, k), TARN_READ_WRITE};
+  d[1] = (tarn_dep){tarn__tile(tm, st.trow, k), TARN_READ_WRITE};
+  d[2] = (tarn_dep){tarn__tile(a, st.top, k), TARN_READ_WRITE};
   struct qr_job g = {.m = rr,
                      .n = ck,
                      .ib = ibk,
@@ -582,24 +864,29 @@ static int submit_step_factor(tarn_matrix *a, tarn_matrix *tm,
   return submit_job(a->rt, k_tpqrt_tt, &g, d, 3, PRIO_TOP, "tpqrt_tt");
 }
 
-/* The fan that T's shape records (tree_fan when T was made). */
-static size_t fan_of(const tarn_matrix *a, const tarn_matrix *tm) {
-  return tm->mt - a->mt + 1;
+/* Room for the deps of any step's task on a: a tpmqrt's four, a gathered
+ * domain's apply 2 mt + 1 at most. */
+static tarn_dep *step_deps(const tarn_matrix *a) {
+  return malloc((2 * a->mt + 2) * sizeof(tarn_dep));
 }
 
-static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib) {
+static int submit_qr(tarn_matrix *a, tarn_matrix *tm, size_t ib,
+                     struct layout lay) {
+  tarn_dep *deps = step_deps(a);
+  if (deps == NULL) return TARN_ENOMEM;
   int rc = 0;
   for (size_t k = 0; rc == 0 && k < panels(a); k++) {
-    struct tree tr = tree_of(a, k, fan_of(a, tm));
+    struct tree tr = tree_of(a, k, lay.fan, lay.gathered);
     int ibk = inner(a, k, ib);
     for (size_t i = 0; rc == 0 && i < tree_steps(&tr); i++) {
       struct qr_step st = tree_step(&tr, i);
-      rc = submit_step_factor(a, tm, &tr, st, ibk);
+      rc = submit_step_factor(a, tm, &tr, st, ibk, deps);
       for (size_t n = k + 1; rc == 0 && n < a->nt; n++)
         rc = submit_step_apply(a, tm, a, 'L', &tr, st, n, 'T', ibk,
-                               column_priority(k, n));
+                               column_priority(k, n), deps);
     }
   }
+  free(deps);
   return rc;
 }
 
@@ -615,19 +902,24 @@ static int submit_apply(tarn_matrix *a, tarn_matrix *tm, tarn_matrix *c,
                         char side, char trans, bool from_k) {
   bool in_order = (side == 'R') == (trans == 'N');
   size_t lines = side == 'R' ? c->mt : c->nt;
+  struct layout lay;
+  if (!layout_of(a, tm, &lay)) return TARN_EINVAL; /* checked before */
+  tarn_dep *deps = step_deps(a);
+  if (deps == NULL) return TARN_ENOMEM;
   int rc = 0;
   for (size_t step = 0; rc == 0 && step < panels(a); step++) {
     size_t k = in_order ? step : panels(a) - 1 - step;
-    struct tree tr = tree_of(a, k, fan_of(a, tm));
+    struct tree tr = tree_of(a, k, lay.fan, lay.gathered);
     size_t steps = tree_steps(&tr);
     int ibk = inner(a, k, (size_t)tm->mb);
     for (size_t b = 0; rc == 0 && b < steps; b++) {
       struct qr_step st = tree_step(&tr, in_order ? b : steps - 1 - b);
       for (size_t j = from_k ? k : 0; rc == 0 && j < lines; j++)
         rc = submit_step_apply(a, tm, c, side, &tr, st, j, trans, ibk,
-                               PRIO_TOP - 1);
+                               PRIO_TOP - 1, deps);
     }
   }
+  free(deps);
   return rc;
 }
 
@@ -711,14 +1003,36 @@ static bool qr_fits(const tarn_matrix *a, size_t tee) {
   return fits;
 }
 
+/* The layout of a's factorisation on its runtime (T's tiles of tee
+ * bytes): gathered with the runtime's fan (tree_fan), or else with the
+ * first larger fan whose trees cut every domain down to
+ * TARN__GATHER_BYTES_MAX (16384 x 32 in tiles of 32 on 2 workers: 4
+ * domains of 4096 rows), where the domains may be gathered (gatherable)
+ * and, under a memory limit, their largest task, applying a domain to
+ * another of A's tile columns, takes at most an eighth of it; else flat,
+ * with the runtime's fan. */
+static struct layout layout_for(const tarn_matrix *a, size_t tee) {
+  struct layout flat = {.fan = tree_fan(a, tarn_rt_workers(a->rt))};
+  if (!atomic_load_explicit(&gather_short_columns, memory_order_relaxed))
+    return flat;
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
+  for (size_t f = flat.fan; f <= TREE_FAN && 2 * f - 1 < a->mt; f++) {
+    if ((f != flat.fan && !trees(a, f)) || !gatherable(a, f)) continue;
+    if (limit != 0 && gathered_apply_bytes(a, a, 'L', f, tee) > limit / 8)
+      return flat;
+    return (struct layout){.fan = f, .gathered = true};
+  }
+  return flat;
+}
+
 int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t) {
   if (t != NULL) *t = NULL;
   if (t == NULL || !qr_shape(a) || ib > a->nb) return TARN_EINVAL;
   if (ib == 0) ib = default_inner(a);
   /* T's tiles: ib x nb */
-  if (!qr_fits(a,
-               tarn__page_round(ib * tarn__tile_cols(a, 0) * sizeof(double))))
-    return TARN_ENOMEM;
+  size_t tee = tarn__page_round(ib * tarn__tile_cols(a, 0) * sizeof(double));
+  if (!qr_fits(a, tee)) return TARN_ENOMEM;
+  struct layout lay = layout_for(a, tee);
   tarn__blas_init();
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);
@@ -726,9 +1040,9 @@ int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t) {
   /* T's zeros in the region too, so that their tasks' failures are the
    * region's (the tiles with i < k are written by nothing else) */
   tarn_matrix *tm = NULL;
-  size_t rows = (a->mt + tree_fan(a, tarn_rt_workers(a->rt)) - 1) * ib;
+  size_t rows = (lay.gathered ? 2 * lay.fan - 1 : a->mt + lay.fan - 1) * ib;
   int submitted = tarn_matrix_zeros(a->rt, rows, a->n, ib, a->nb, &tm);
-  if (submitted == 0) submitted = submit_qr(a, tm, ib);
+  if (submitted == 0) submitted = submit_qr(a, tm, ib, lay);
   rc = tarn_region_wait(region, NULL);
   if (submitted != 0) rc = submitted;
   if (rc != 0) {
@@ -743,20 +1057,26 @@ int tarn_matrix_qr(tarn_matrix *a, size_t ib, tarn_matrix **t) {
  * tarn_matrix_qr makes: two matrices of one runtime, a of a shape QR
  * takes, t of the shape and tiling made for it. */
 static bool qr_factors_ok(const tarn_matrix *a, const tarn_matrix *t) {
+  struct layout lay;
   return qr_shape(a) && tarn__matrix_ok(t) && a != t && a->rt == t->rt &&
          t->n == a->n && t->nb == a->nb && t->mb != 0 && t->mb <= a->nb &&
-         t->m == t->mt * t->mb && t->mt >= a->mt &&
-         (fan_of(a, t) == 1 ||
-          (fan_of(a, t) <= TREE_FAN && trees(a, fan_of(a, t))));
+         t->m == t->mt * t->mb && layout_of(a, t, &lay);
 }
 
 /* Whether applying Q (A's reflectors, T) to C from the left or the right
  * fits under the limit (tarn__task_fits): gemqrt with the first tile's
  * reflectors and T tile on one tile of C and, with two tile rows,
  * tpmqrt with tile (1, 0)'s on two (where tile row 1 is short, the
- * smaller of the two). */
+ * smaller of the two); with gathered domains, the largest domain's tiles
+ * with C's first tile line over the same rows and a T tile (a merge's
+ * tpmqrt pins less). */
 static bool apply_fits(const tarn_matrix *a, const tarn_matrix *t,
                        const tarn_matrix *c, bool right) {
+  struct layout lay;
+  if (layout_of(a, t, &lay) && lay.gathered)
+    return tarn__task_fits(
+        a->rt, gathered_apply_bytes(a, c, right ? 'R' : 'L', lay.fan,
+                                    tarn__tile_charge_at(t, 0, 0)));
   size_t c00 = tarn__tile_charge_at(c, 0, 0);
   bool fits = tarn__task_fits(a->rt, tarn__tile_charge_at(a, 0, 0) +
                                          tarn__tile_charge_at(t, 0, 0) + c00);

@@ -32,6 +32,7 @@
 
 #include <cmocka.h>
 
+#include "linalg/linalg_internal.h"
 #include "support.h"
 #include "tarn.h"
 
@@ -64,21 +65,92 @@ static void qr_residuals(const double *a, const double *f, const double *q,
   free(g);
 }
 
-/* T's tile rows for an m x n A in square tiles of tb (clamped to the
- * matrix) on `workers` workers, as tarn/linalg.h gives them: mt, or mt +
- * f - 1 with f = min(workers, 64) when f >= 2 and some tile column k <
- * min(mt, nt) is reduced by a tree: the tile columns from k on are at most
- * f, and tile column k has 4 tiles or more, 4 times as many as those tile
- * columns, and 2048 rows or more. */
-static size_t t_tile_rows(size_t m, size_t n, size_t tb, size_t workers) {
-  size_t mb = tb < m ? tb : m, nb = tb < n ? tb : n;
-  size_t mt = (m + mb - 1) / mb, nt = (n + nb - 1) / nb;
+/* Whether QR gathers its domains (tarn__qr_gather_short_columns, on
+ * unless a group of tests turns it off). */
+static bool gathering = true;
+
+/* An m x n A in square tiles of tb (clamped to the matrix), as
+ * tarn/linalg.h describes its QR. */
+struct qr_shape {
+  size_t m, n, mb, nb, mt, nt, panels;
+};
+
+static struct qr_shape qr_shape_of(size_t m, size_t n, size_t tb) {
+  struct qr_shape q = {.m = m, .n = n};
+  q.mb = tb < m ? tb : m;
+  q.nb = tb < n ? tb : n;
+  q.mt = (m + q.mb - 1) / q.mb;
+  q.nt = (n + q.nb - 1) / q.nb;
+  q.panels = q.mt < q.nt ? q.mt : q.nt;
+  return q;
+}
+
+/* Whether tile column k is reduced by a tree with the fan f: f >= 2, the
+ * tile columns from k on at most f, and tile column k 4 tiles or more, 4
+ * times as many as those tile columns, and 2048 rows or more. */
+static bool tree_at(const struct qr_shape *q, size_t k, size_t f) {
+  return f > 1 && q->nt - k <= f && q->mt - k >= 4 &&
+         q->mt - k >= 4 * (q->nt - k) && q->m - k * q->mb >= 2048;
+}
+
+static bool some_tree(const struct qr_shape *q, size_t f) {
+  for (size_t k = 0; k < q->panels; k++)
+    if (tree_at(q, k, f)) return true;
+  return false;
+}
+
+/* Whether the domains with the fan f may be gathered: tiles of 64 rows or
+ * fewer, 2 f - 1 < mt, each domain's copy 1 MiB at most (a tree's domains
+ * h = max(2, ceil(p / f)) tiles each, the last holding the rest, and a
+ * last domain that would start with a short tile joins the one before). */
+static bool gatherable_with(const struct qr_shape *q, size_t f) {
+  if (q->mb > 64 || q->mt < 2 || 2 * f - 1 >= q->mt) return false;
+  for (size_t k = 0; k < q->panels; k++) {
+    size_t p = q->mt - k, h = p, d = 1;
+    size_t cols = (k + 1) * q->nb <= q->n ? q->nb : q->n - k * q->nb;
+    if (tree_at(q, k, f)) {
+      h = (p + f - 1) / f;
+      if (h < 2) h = 2;
+      d = (p + h - 1) / h;
+      size_t first = (k + (d - 1) * h) * q->mb; /* the last domain's */
+      if ((first + q->mb <= q->m ? q->mb : q->m - first) < cols) d--;
+    }
+    for (size_t i = 0; i < d; i++) {
+      size_t from = (k + i * h) * q->mb;
+      size_t to = i + 1 < d ? from + h * q->mb : q->m;
+      if ((to - from) * cols * sizeof(double) > 1 << 20) return false;
+    }
+  }
+  return true;
+}
+
+/* T's tile rows for an m x n A in square tiles of tb on `workers` workers
+ * with no memory limit, as tarn/linalg.h gives them. The runtime's fan
+ * f: min(workers, 64) when that makes a tree somewhere, else 1. Gathered
+ * (with may_gather): 2 g - 1 for the first fan g from f on (a larger g
+ * only where it makes a tree) whose domains may be gathered and 2 g - 1 <
+ * mt; else flat, mt + f - 1. */
+static size_t t_tile_rows(size_t m, size_t n, size_t tb, size_t workers,
+                          bool may_gather) {
+  struct qr_shape q = qr_shape_of(m, n, tb);
   size_t f = workers < 64 ? workers : 64;
-  for (size_t k = 0; f > 1 && k < mt && k < nt; k++)
-    if (nt - k <= f && mt - k >= 4 && mt - k >= 4 * (nt - k) &&
-        m - k * mb >= 2048)
-      return mt + f - 1;
-  return mt;
+  if (!some_tree(&q, f)) f = 1;
+  for (size_t g = f; may_gather && g <= 64 && 2 * g - 1 < q.mt; g++)
+    if ((g == f || some_tree(&q, g)) && gatherable_with(&q, g))
+      return 2 * g - 1;
+  return q.mt + f - 1;
+}
+
+/* QR of x, under a memory limit too tight for gathered domains (a
+ * quarter of the small matrices of the tests below: their tasks would
+ * take more than an eighth of it), keeps the flat layout, and its bits are
+ * those of a run without a limit only in the same layout: with `flat`,
+ * x's factorisation keeps it whatever the group of tests wants. */
+static int qr_flat_if(bool flat, tarn_matrix *x, size_t ib, tarn_matrix **t) {
+  tarn__qr_gather_short_columns(gathering && !flat);
+  int rc = tarn_matrix_qr(x, ib, t);
+  tarn__qr_gather_short_columns(gathering);
+  return rc;
 }
 
 /* Factors an m x n random matrix of tb x tb tiles with inner block ib and
@@ -94,8 +166,12 @@ static void check_qr(tarn_rt *rt, size_t m, size_t n, size_t tb, size_t ib,
   /* ib 0: 16 for an A 16 times as tall as wide or more, else 32 */
   size_t ib0 = m / 16 >= n ? 16 : 32;
   size_t ibe = ib == 0 ? (nb < ib0 ? nb : ib0) : ib;
-  assert_int_equal(tarn_matrix_rows(t),
-                   t_tile_rows(m, n, tb, tarn_rt_workers(rt)) * ibe);
+  /* under a memory limit, the flat layout where gathering does not fit */
+  size_t trows = tarn_matrix_rows(t) / ibe, workers = tarn_rt_workers(rt);
+  bool limited = tarn_pool_mem_limit(tarn_rt_pool(rt)) != 0;
+  assert_int_equal(tarn_matrix_rows(t) % ibe, 0);
+  assert_true(trows == t_tile_rows(m, n, tb, workers, gathering) ||
+              (limited && trows == t_tile_rows(m, n, tb, workers, false)));
   assert_int_equal(tarn_matrix_cols(t), n);
   assert_int_equal(tarn_matrix_tile_rows(t), ibe);
   assert_int_equal(tarn_matrix_tile_cols(t), nb);
@@ -249,7 +325,8 @@ static void test_qr_bad(void **state) {
 }
 
 /* Under a memory limit of a quarter of the matrix: tiles spill, and the
- * factors, T and Q have the same bits (and so the same residuals). */
+ * factors, T and Q have the same bits (and so the same residuals) as a
+ * run without a limit in the flat layout (qr_flat_if). */
 static void check_qr_mem_limit(size_t m, size_t n) {
   size_t nb = 32, k = m < n ? m : n;
   size_t bytes = m * n * sizeof(double), qbytes = m * k * sizeof(double);
@@ -259,7 +336,7 @@ static void check_qr_mem_limit(size_t m, size_t n) {
     tarn_matrix *x = NULL, *t = NULL, *q = NULL;
     assert_int_equal(tarn_matrix_rand(rt, m, n, nb, nb, 42, &x), 0);
     if (run == 0) a = test_buffer_of(x);
-    assert_int_equal(tarn_matrix_qr(x, 8, &t), 0);
+    assert_int_equal(qr_flat_if(run == 0, x, 8, &t), 0);
     assert_int_equal(tarn_matrix_qr_q(x, t, &q), 0);
     f[run] = test_buffer_of(x);
     qb[run] = test_buffer_of(q);
@@ -631,7 +708,7 @@ static void test_qr_solve_after_failure(void **state) {
 }
 
 /* Under a memory limit of a quarter of the matrix: both solves give X
- * with the same bits. */
+ * with the bits of a run without one (in the flat layout: qr_flat_if). */
 static void test_qr_solve_mem_limit(void **state) {
   (void)state;
   size_t m = 224, n = 192, nb = 32, nrhs = 40;
@@ -643,7 +720,7 @@ static void test_qr_solve_mem_limit(void **state) {
     assert_int_equal(tarn_matrix_rand(rt, m, n, nb, nb, 43, &f), 0);
     assert_int_equal(tarn_matrix_rand(rt, m, nrhs, nb, nb, 44, &b), 0);
     assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, nb, 45, &bt), 0);
-    assert_int_equal(tarn_matrix_qr(f, 8, &t), 0);
+    assert_int_equal(qr_flat_if(run == 0, f, 8, &t), 0);
     assert_int_equal(tarn_matrix_qr_solve(f, t, TARN_NO_TRANS, b, &x, NULL), 0);
     xb[run][0] = test_buffer_of(x);
     tarn_matrix_destroy(x);
@@ -811,6 +888,9 @@ static void test_qr_multiply(void **state) {
       {100, 7, 32, 3, 20, 32},
       {33, 20, 8, 3, 40, 7},
       {130, 97, 16, 16, 5, 5},
+      /* gathered (a domain of 1100 rows), C's lines by two chunks: 1100 x
+       * 130 doubles are over 1 MiB */
+      {1100, 8, 8, 0, 130, 130},
       /* wide */
       {20, 33, 8, 3, 40, 7},
       {7, 30, 32, 0, 3, 2},
@@ -856,6 +936,15 @@ static void test_qr_tree(void **state) {
   tarn_rt *rt = test_rt(3, 0);
   check_qr_multiply(rt, 2078, 40, 512, 0, 7, 3, 820);
   check_qr_multiply(rt, 2100, 70, 35, 5, 3, 2, 821);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  /* gathered with a larger fan than the workers': 16384 x 32 in tiles of
+   * 32 on 2 workers has domains of 8192 rows (2 MiB) with theirs, of 4096
+   * (1 MiB) with 4, so T has 2 4 - 1 tile rows (flat: 512 + 2 - 1) */
+  rt = test_rt(2, 0);
+  assert_int_equal(t_tile_rows(16384, 32, 32, 2, gathering),
+                   gathering ? 7 : 513);
+  check_qr(rt, 16384, 32, 32, 0, 822);
+  check_qr_solve(rt, TARN_NO_TRANS, 16384, 32, 32, 32, 0, 3, 3, 823);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -1077,9 +1166,11 @@ static void test_qr_limit_of_one_task(void **state) {
 }
 
 /* The tree is T's, not the runtime's: factors made on 3 workers (a tree
- * of 3 domains), copied into runtimes of 1 and 8 workers, give there the
- * thin Q of that factorisation; and a T whose extra tile rows do not fit
- * A (a square A's, or more than 63) is refused. */
+ * of 3 domains, gathered or not), copied into runtimes of 1 and 8
+ * workers, give there the thin Q of that factorisation; and a T whose
+ * tile rows fit no layout for A is refused: a square A's with one extra
+ * tile row, 64 extra ones, fewer than A's and even, or 2 f - 1 for a fan
+ * f that makes no tree. */
 static void test_qr_tree_elsewhere(void **state) {
   (void)state;
   size_t m = 2100, n = 30, tb = 30;
@@ -1089,7 +1180,8 @@ static void test_qr_tree_elsewhere(void **state) {
   double *a = test_buffer_of(x);
   assert_int_equal(tarn_matrix_qr(x, 6, &t), 0);
   size_t tm = tarn_matrix_rows(t);
-  assert_int_equal(tm, (70 + 2) * 6);
+  assert_int_equal(tm, t_tile_rows(m, n, tb, 3, gathering) * 6);
+  assert_int_equal(tm, (gathering ? 2 * 3 - 1 : 70 + 2) * 6);
   double *f = test_buffer_of(x), *tf = test_buffer_of(t);
   static const unsigned others[] = {1, 8};
   for (size_t o = 0; o < 2; o++) {
@@ -1120,6 +1212,19 @@ static void test_qr_tree_elsewhere(void **state) {
   assert_int_equal(tarn_matrix_zeros(rt, (70 + 64) * 6, n, 6, tb, &big), 0);
   assert_int_equal(tarn_matrix_qr_q(x, big, &q), TARN_EINVAL);
   assert_null(q);
+  tarn_matrix *even = NULL, *no_tree = NULL;
+  assert_int_equal(tarn_matrix_zeros(rt, 4 * 6, n, 6, tb, &even), 0);
+  assert_int_equal(tarn_matrix_qr_q(x, even, &q), TARN_EINVAL);
+  /* 60 x 30 in tiles of 30 has no tree: 3 tile rows (fan 2) refused, 1
+   * (fan 1) taken */
+  tarn_matrix *low = NULL, *one = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 60, 30, 30, 30, 832, &low), 0);
+  assert_int_equal(tarn_matrix_zeros(rt, 3 * 6, 30, 6, 30, &no_tree), 0);
+  assert_int_equal(tarn_matrix_qr_q(low, no_tree, &q), TARN_EINVAL);
+  assert_null(q);
+  assert_int_equal(tarn_matrix_zeros(rt, 1 * 6, 30, 6, 30, &one), 0);
+  assert_int_equal(tarn_matrix_qr_q(low, one, &q), 0);
+  TEST_DESTROY_MATRICES(even, no_tree, low, one, q);
   free(a);
   free(f);
   free(tf);
@@ -1129,14 +1234,15 @@ static void test_qr_tree_elsewhere(void **state) {
 
 /* Bad operands are refused with C unchanged (and nothing run); a task that
  * failed on C before cancels the products' tasks that read it; under a
- * memory limit of a quarter of the matrix, C gets the same bits. */
+ * memory limit of a quarter of the matrix, C gets the bits of a run
+ * without one (in the flat layout: qr_flat_if). */
 static void test_qr_multiply_bad_and_limits(void **state) {
   (void)state;
   tarn_rt *rt = test_rt(3, 0), *rt2 = test_rt(2, 0);
   tarn_matrix *f = NULL, *t = NULL, *g = NULL, *tg = NULL, *c = NULL,
               *rows = NULL, *tiles = NULL, *other = NULL;
   assert_int_equal(tarn_matrix_rand(rt, 12, 8, 4, 4, 1, &f), 0);
-  assert_int_equal(tarn_matrix_rand(rt, 16, 8, 4, 4, 2, &g), 0);
+  assert_int_equal(tarn_matrix_rand(rt, 16, 12, 4, 4, 2, &g), 0);
   assert_int_equal(tarn_matrix_rand(rt, 12, 5, 4, 2, 3, &c), 0);
   assert_int_equal(tarn_matrix_rand(rt, 8, 5, 4, 2, 4, &rows), 0);
   assert_int_equal(tarn_matrix_rand(rt, 12, 5, 3, 2, 5, &tiles), 0);
@@ -1203,7 +1309,7 @@ static void test_qr_multiply_bad_and_limits(void **state) {
     rt = test_rt(3, run == 0 ? 0 : bytes / 4);
     assert_int_equal(tarn_matrix_rand(rt, m, n, nb, nb, 46, &f), 0);
     assert_int_equal(tarn_matrix_rand(rt, m, ncols, nb, nb, 47, &c), 0);
-    assert_int_equal(tarn_matrix_qr(f, 8, &t), 0);
+    assert_int_equal(qr_flat_if(run == 0, f, 8, &t), 0);
     assert_int_equal(tarn_matrix_qr_multiply(f, t, TARN_LEFT, TARN_TRANS, c),
                      0);
     cb[run] = test_buffer_of(c);
@@ -1372,8 +1478,62 @@ static void test_ata_limit_of_one_task(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* Gathered domains under a memory limit that their largest task takes at
+ * most an eighth of (256 x 1024 in tiles of 32: a domain of 8 tiles and
+ * the same rows of another tile column, 128 KiB, with a T tile, under
+ * 1.25 MiB, A 2 MiB): T has the gathered layout's one tile row, tiles
+ * spill, and the factors, T and Q have the bits of a run without a limit. */
+static void test_qr_gathered_under_limit(void **state) {
+  (void)state;
+  enum { M = 256, N = 1024, NB = 32, IB = 8 };
+  size_t limit = 1280 * 1024, bytes = (size_t)M * N * sizeof(double);
+  double *f[2], *tb[2], *qb[2];
+  for (int run = 0; run < 2; run++) {
+    tarn_rt *rt = test_rt(2, run == 0 ? 0 : limit);
+    tarn_matrix *x = NULL, *t = NULL, *q = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, M, N, NB, NB, 850, &x), 0);
+    assert_int_equal(tarn_matrix_qr(x, IB, &t), 0);
+    assert_int_equal(tarn_matrix_rows(t), (gathering ? 1 : M / NB) * IB);
+    assert_int_equal(tarn_matrix_qr_q(x, t, &q), 0);
+    f[run] = test_buffer_of(x);
+    tb[run] = test_buffer_of(t);
+    qb[run] = test_buffer_of(q);
+    TEST_DESTROY_MATRICES(x, t, q);
+    if (run == 1)
+      test_rt_destroy_spilled(rt, limit);
+    else
+      assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  assert_memory_equal(f[0], f[1], bytes);
+  assert_memory_equal(tb[0], tb[1],
+                      (gathering ? 1 : M / NB) * IB * N * sizeof(double));
+  assert_memory_equal(qb[0], qb[1], (size_t)M * M * sizeof(double));
+  for (int run = 0; run < 2; run++) {
+    free(f[run]);
+    free(tb[run]);
+    free(qb[run]);
+  }
+}
+
+static int layout_flat(void **state) {
+  (void)state;
+  gathering = false;
+  tarn__qr_gather_short_columns(false);
+  return 0;
+}
+
+static int layout_gathered(void **state) {
+  (void)state;
+  gathering = true;
+  tarn__qr_gather_short_columns(true);
+  return 0;
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {
+  /* QR's tests: most of their tiles are short (64 rows or fewer), whose
+   * domains QR gathers (src/linalg/qr.c, "gathered domains"), so they run
+   * a second time, last, with every factorisation in the flat layout. */
+  const struct CMUnitTest qr_tests[] = {
       cmocka_unit_test(test_qr_sizes),
       cmocka_unit_test(test_qr_workers),
       cmocka_unit_test(test_qr_large_tiles),
@@ -1391,9 +1551,16 @@ int main(void) {
       cmocka_unit_test(test_qr_solve_mem_limit),
       cmocka_unit_test(test_qr_multiply),
       cmocka_unit_test(test_qr_multiply_bad_and_limits),
+      cmocka_unit_test(test_qr_gathered_under_limit),
+  };
+  const struct CMUnitTest ata_tests[] = {
       cmocka_unit_test(test_ata),
       cmocka_unit_test(test_ata_mem_limit),
       cmocka_unit_test(test_ata_limit_of_one_task),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  int failed = cmocka_run_group_tests_name("QR", qr_tests, NULL, NULL);
+  failed += cmocka_run_group_tests_name("A^T A", ata_tests, NULL, NULL);
+  failed += cmocka_run_group_tests_name("QR, flat layout", qr_tests,
+                                        layout_flat, layout_gathered);
+  return failed;
 }

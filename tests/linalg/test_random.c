@@ -1153,13 +1153,15 @@ enum { NOPS = sizeof ops / sizeof ops[0] };
 static void run_case(uint64_t seed, unsigned index) {
   struct tcase c = {0};
   case_begin(&c, seed, index);
-  /* LU's panels of short tiles gathered into one block in every other
-   * round of the operations, factored in place across their tiles in the
-   * others (tarn__lu_gather_short_panels; by the index, not drawn, so a
-   * case draws what it drew before) */
+  /* LU's panels and QR's domains of short tiles gathered into one block
+   * in every other round of the operations, factored in place across
+   * their tiles in the others (tarn__lu_gather_short_panels,
+   * tarn__qr_gather_short_columns; by the index, not drawn, so a case
+   * draws what it drew before) */
   bool gathered = index / NOPS % 2 == 0;
   tarn__lu_gather_short_panels(gathered);
-  if (!gathered) describe(&c, "LU's panels in place; ");
+  tarn__qr_gather_short_columns(gathered);
+  if (!gathered) describe(&c, "LU's panels and QR's domains in place; ");
   ops[index % NOPS](&c);
   case_finish(&c);
 }

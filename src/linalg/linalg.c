@@ -533,8 +533,13 @@ int tarn__syrk_shared(tarn_task *t, CBLAS_TRANSPOSE trans, int n, int k,
   return tarn_task_parallel_for(t, pieces, 1, syrk_range, &s);
 }
 
-/* Tiles from this order on are factored by blocks of POTRF_NB columns. */
-#define POTRF_BLOCKED 256
+/* Tiles from this order on are factored by blocks of POTRF_NB columns,
+ * their updates shared. Below it one dpotrf: a tile of 256 took 1.04x
+ * LAPACKE's one-thread time in one call against 1.11x to 1.20x by shared
+ * blocks (`tarn bench linalg --sizes 256 --filter cholesky`, medians of
+ * three alternated runs of each build, 2026-12-06); 320 came out level
+ * and 384 by blocks 0.76x against 1.00x in one call (--sizes 320, 384). */
+#define POTRF_BLOCKED 300
 #define POTRF_NB 64
 
 /* A blocked potrf's state (tarn__potrf_shared): the tile, the block

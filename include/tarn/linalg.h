@@ -617,11 +617,11 @@ TARN_API int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c,
  * (the gathered layout), and its reflectors are applied to each tile
  * column right of it by one task on that column's tiles over the same
  * rows, gathered too (dgemqrt); where every domain's copy takes at most
- * 1 MiB (with the workers' fan, or else the first larger fan, up to 64,
- * whose trees cut the domains down to that: T's f), 2 f - 1 < mt, and,
- * under a memory limit, the largest such task (a domain's tiles and
- * another tile column's over its rows, with a T tile) takes at most an
- * eighth of it: else the flat layout, whose bits
+ * 1 MiB and, under a memory limit, the largest such task (a domain's
+ * tiles and another tile column's over its rows, with a T tile) takes at
+ * most an eighth of it, with the workers' fan or else the first larger
+ * one, up to 64, whose trees cut the domains down to that (T's f), and
+ * 2 f - 1 < mt: else the flat layout, whose bits
  * under a limit are those of a run without one that keeps it too (the
  * two layouts' R differ in the last bits, as two orders of the same sums
  * do). A tall, narrow

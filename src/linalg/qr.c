@@ -1005,12 +1005,11 @@ static bool qr_fits(const tarn_matrix *a, size_t tee) {
 
 /* The layout of a's factorisation on its runtime (T's tiles of tee
  * bytes): gathered with the runtime's fan (tree_fan), or else with the
- * first larger fan whose trees cut every domain down to
- * TARN__GATHER_BYTES_MAX (16384 x 32 in tiles of 32 on 2 workers: 4
- * domains of 4096 rows), where the domains may be gathered (gatherable)
- * and, under a memory limit, their largest task, applying a domain to
- * another of A's tile columns, takes at most an eighth of it; else flat,
- * with the runtime's fan. */
+ * first larger fan whose trees cut every domain down to what may be
+ * gathered (gatherable: TARN__GATHER_BYTES_MAX; 16384 x 32 in tiles of 32
+ * on 2 workers gets 4 domains of 4096 rows) and, under a memory limit,
+ * to a largest task (applying a domain to another of A's tile columns)
+ * of at most an eighth of it; else flat, with the runtime's fan. */
 static struct layout layout_for(const tarn_matrix *a, size_t tee) {
   struct layout flat = {.fan = tree_fan(a, tarn_rt_workers(a->rt))};
   if (!atomic_load_explicit(&gather_short_columns, memory_order_relaxed))
@@ -1019,7 +1018,7 @@ static struct layout layout_for(const tarn_matrix *a, size_t tee) {
   for (size_t f = flat.fan; f <= TREE_FAN && 2 * f - 1 < a->mt; f++) {
     if ((f != flat.fan && !trees(a, f)) || !gatherable(a, f)) continue;
     if (limit != 0 && gathered_apply_bytes(a, a, 'L', f, tee) > limit / 8)
-      return flat;
+      continue; /* a larger fan's domains may fit */
     return (struct layout){.fan = f, .gathered = true};
   }
   return flat;

@@ -166,12 +166,16 @@ static void check_qr(tarn_rt *rt, size_t m, size_t n, size_t tb, size_t ib,
   /* ib 0: 16 for an A 16 times as tall as wide or more, else 32 */
   size_t ib0 = m / 16 >= n ? 16 : 32;
   size_t ibe = ib == 0 ? (nb < ib0 ? nb : ib0) : ib;
-  /* under a memory limit, the flat layout where gathering does not fit */
+  /* under a memory limit, the flat layout where gathering does not fit,
+   * or gathered with a larger fan (2 f - 1 < mt tile rows) */
   size_t trows = tarn_matrix_rows(t) / ibe, workers = tarn_rt_workers(rt);
   bool limited = tarn_pool_mem_limit(tarn_rt_pool(rt)) != 0;
+  size_t gathered = t_tile_rows(m, n, tb, workers, gathering);
   assert_int_equal(tarn_matrix_rows(t) % ibe, 0);
-  assert_true(trows == t_tile_rows(m, n, tb, workers, gathering) ||
-              (limited && trows == t_tile_rows(m, n, tb, workers, false)));
+  assert_true(trows == gathered ||
+              (limited && (trows == t_tile_rows(m, n, tb, workers, false) ||
+                           (gathering && trows % 2 == 1 && trows > gathered &&
+                            trows < qr_shape_of(m, n, tb).mt))));
   assert_int_equal(tarn_matrix_cols(t), n);
   assert_int_equal(tarn_matrix_tile_rows(t), ibe);
   assert_int_equal(tarn_matrix_tile_cols(t), nb);
@@ -1482,7 +1486,8 @@ static void test_ata_limit_of_one_task(void **state) {
  * most an eighth of (256 x 1024 in tiles of 32: a domain of 8 tiles and
  * the same rows of another tile column, 128 KiB, with a T tile, under
  * 1.25 MiB, A 2 MiB): T has the gathered layout's one tile row, tiles
- * spill, and the factors, T and Q have the bits of a run without a limit. */
+ * spill, and the factors, T and Q have the bits of a run without a limit.
+ * And a limit that takes a larger fan than the workers' (below). */
 static void test_qr_gathered_under_limit(void **state) {
   (void)state;
   enum { M = 256, N = 1024, NB = 32, IB = 8 };
@@ -1513,6 +1518,26 @@ static void test_qr_gathered_under_limit(void **state) {
     free(tb[run]);
     free(qb[run]);
   }
+  /* 4096 x 32 in tiles of 32 on 2 workers under 2.5 MiB: the workers' fan
+   * (domains of 64 tiles) makes a task of two such columns over an eighth
+   * of the limit, so the first fan whose domains of h = ceil(128 / f)
+   * tiles make one of at most an eighth (7 on 4 KiB pages) is taken, and T
+   * has 2 f - 1 tile rows; the residuals as check_qr wants them */
+  size_t tall_limit = 2560 * 1024, fan = 2;
+  for (;; fan++) {
+    size_t h = (128 + fan - 1) / fan;
+    if (2 * h * test_tile_charge(32, 32) + test_tile_charge(16, 32) <=
+        tall_limit / 8)
+      break;
+  }
+  tarn_rt *rt = test_rt(2, tall_limit);
+  tarn_matrix *x = NULL, *t = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, 4096, 32, 32, 32, 851, &x), 0);
+  assert_int_equal(tarn_matrix_qr(x, 16, &t), 0);
+  assert_int_equal(tarn_matrix_rows(t), (gathering ? 2 * fan - 1 : 129) * 16);
+  TEST_DESTROY_MATRICES(x, t);
+  check_qr(rt, 4096, 32, 32, 16, 852);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
 static int layout_flat(void **state) {

@@ -744,13 +744,98 @@ static size_t panel_count(const tarn_matrix *a, size_t k) {
   return panel_pivot_count(a->m - k * a->mb, tarn__tile_cols(a, k));
 }
 
-/* Panel k's updates of tile column j of `m`: its interchanges, then its
- * elimination (submit_eliminate). */
+/* Panel k's updates of tile column j in one task (k_column_update). */
+struct column_update {
+  struct lu_job swap; /* the interchanges: the column's tiles from slot p */
+  size_t p;           /* tiles from tile row k down */
+  int nk, ldk;        /* L_kk's triangle: nk x nk, leading dimension ldk */
+  int kcols;          /* the gemm's inner size: tile column k's width */
+};
+
+/* Panel k's updates of tile column j of `m` in one task (deps: the
+ * panel's tiles (k.., k), read, then the column's (k.., j)), with the
+ * calls its separate tasks make (submit_swap, submit_eliminate), in the
+ * same order on each tile, so the same bits: the interchanges, L_kk^-1 on
+ * tile row k, and the gemm of each tile below. Where tiles are short, a
+ * task per tile cost more than its gemm: N=1024 LU in tiles of 32 ran
+ * some eleven thousand tasks (see coalesce_updates). */
+static int k_column_update(tarn_task *t, void *arg) {
+  const struct column_update *u = arg;
+  struct panel q = {.t = t, .j = &u->swap};
+  int rc = tarn_task_parallel_for(t, (size_t)u->swap.n, COLUMN_GRAIN,
+                                  swap_range, &q);
+  if (rc != 0) return rc;
+  int nj = u->swap.n, h0 = (int)panel_tile_rows(&q, 0);
+  double *ukj = tarn_task_data(t, u->p);
+  rc = tarn__trsm_shared(t, CblasLeft, CblasLower, CblasNoTrans, CblasUnit,
+                         u->nk, nj, 1.0, tarn_task_data(t, 0), u->ldk, ukj, h0);
+  for (size_t x = 1; rc == 0 && x < u->p; x++) {
+    int hx = (int)panel_tile_rows(&q, x);
+    rc = tarn__gemm_shared(t, false, false, hx, nj, u->kcols, -1.0,
+                           tarn_task_data(t, x), hx, ukj, h0, 1.0,
+                           tarn_task_data(t, u->p + x), hx);
+  }
+  return rc;
+}
+
+/* Whether panel k's updates of tile column j of `m` go in one task
+ * (k_column_update): short tiles (TARN__GATHER_TILE_ROWS rows or fewer),
+ * two tile rows or more from k, at least twice as many tile columns to
+ * update after panel k (`columns`) as workers, so that the column tasks
+ * keep them busy (else each column's tiles are tasks the workers share:
+ * 16384 x 128 in tiles of 64, one column to update, took 12.9 ms in one
+ * task against 11.4 in tasks per tile), and the task's tiles (two tile
+ * columns from row k) at most an eighth of a memory limit. The bits are
+ * those of the separate tasks either way. Best of five LUs on 2 workers,
+ * tasks per tile -> per column (a program outside the repository,
+ * 2026-12-06): N=1024 in tiles of 32 30.4-31.8 -> 25.7-26.8 ms, N=2048 in
+ * 32 226 -> 180-188, in 64 97-99 -> 92-93, 4096 x 512 in 32 41 -> 33,
+ * N=512 in 32 4.4 -> 3.9. */
+static bool coalesce_updates(const tarn_matrix *a, const tarn_matrix *m,
+                             size_t k, size_t j, size_t columns) {
+  if (a->mb > TARN__GATHER_TILE_ROWS || a->mt - k < 2 ||
+      columns < 2 * (size_t)tarn_rt_workers(a->rt) ||
+      !atomic_load_explicit(&gather_short_panels, memory_order_relaxed))
+    return false;
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt)), bytes = 0;
+  for (size_t i = k; limit != 0 && i < a->mt; i++)
+    bytes += tarn__tile_charge_at(a, i, k) + tarn__tile_charge_at(m, i, j);
+  return limit == 0 || bytes <= limit / 8;
+}
+
+/* Panel k's updates of tile column j of `m`, one of `columns` tile
+ * columns it updates: its interchanges, then its elimination
+ * (submit_eliminate); in one task where coalesce_updates says. `deps`:
+ * room for 2 (mt - k). */
 static int submit_update(tarn_matrix *a, tarn_matrix *m, size_t k, size_t j,
-                         size_t at, const size_t *piv, tarn_dep *deps) {
-  int rc = submit_swap(a, m, k, j, panel_count(a, k), piv, deps,
-                       column_priority(k, at, 0));
-  return rc != 0 ? rc : submit_eliminate(a, m, k, j, at, NULL);
+                         size_t at, size_t columns, const size_t *piv,
+                         tarn_dep *deps) {
+  if (!coalesce_updates(a, m, k, j, columns)) {
+    int rc = submit_swap(a, m, k, j, panel_count(a, k), piv, deps,
+                         column_priority(k, at, 0));
+    return rc != 0 ? rc : submit_eliminate(a, m, k, j, at, NULL);
+  }
+  size_t p = a->mt - k;
+  for (size_t x = 0; x < p; x++) {
+    deps[x] = (tarn_dep){tarn__tile(a, k + x, k), TARN_READ};
+    deps[p + x] = (tarn_dep){tarn__tile(m, k + x, j), TARN_READ_WRITE};
+  }
+  int nk = (int)tarn__tile_cols(a, k), ldk = (int)tarn__tile_rows(a, k);
+  struct column_update u = {.swap = {.n = (int)tarn__tile_cols(m, j),
+                                     .tb = a->mb,
+                                     .row0 = k * a->mb,
+                                     .rows = a->m - k * a->mb,
+                                     .first = k * a->mb,
+                                     .count = panel_count(a, k),
+                                     .ntiles = p,
+                                     .slot0 = p,
+                                     .piv = piv},
+                            .p = p,
+                            .nk = ldk < nk ? ldk : nk,
+                            .ldk = ldk,
+                            .kcols = nk};
+  return tarn__submit_owned(a->rt, k_column_update, &u, sizeof u, deps, 2 * p,
+                            column_priority(k, at, 0), "update");
 }
 
 /* LU's tasks, a panel for each of the first min(mt, nt) tile columns;
@@ -773,10 +858,11 @@ static int submit_lu(tarn_matrix *a, size_t *piv, atomic_int *info,
                        .piv_out = piv,
                        .info = info};
     int rc = submit_job(a->rt, k_panel, &p, deps, mt - k, PRIO_TOP, "getrf");
+    size_t columns = a->nt - k - 1 + (y != NULL ? y->nt : 0);
     for (size_t j = k + 1; rc == 0 && j < a->nt; j++)
-      rc = submit_update(a, a, k, j, j, piv, deps);
+      rc = submit_update(a, a, k, j, j, columns, piv, deps);
     for (size_t jb = 0; rc == 0 && y != NULL && jb < y->nt; jb++)
-      rc = submit_update(a, y, k, jb, a->nt + jb, piv, deps);
+      rc = submit_update(a, y, k, jb, a->nt + jb, columns, piv, deps);
     /* The left part, as dgetrf does: off the critical path. */
     for (size_t j = 0; rc == 0 && j < k; j++)
       rc = submit_swap(a, a, k, j, panel_count(a, k), piv, deps, 0);
@@ -875,7 +961,7 @@ static int lu_region(tarn_matrix *a, size_t *factor_piv,
                      const size_t *given_piv, bool trans, tarn_matrix *b,
                      int *info) {
   tarn__blas_init();
-  tarn_dep *deps = malloc((a->mt + 1) * sizeof *deps);
+  tarn_dep *deps = malloc(2 * (a->mt + 1) * sizeof *deps);
   if (deps == NULL) return TARN_ENOMEM;
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);

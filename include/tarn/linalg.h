@@ -32,7 +32,9 @@
  * Memory limit: each task pins its tiles while it runs (a product's and
  * Cholesky's three, a QR update's three and a T tile, or in QR's gathered
  * layout a domain's tiles and the same rows of a tile column with a T
- * tile, LU's panel and interchanges a tile column, its updates three). A limit
+ * tile, LU's panel and interchanges a tile column, its updates three, or
+ * with short tiles under a limit eight times as large two tile columns
+ * from the panel's row down). A limit
  * that cannot hold one task's tiles can never run it: the call returns
  * TARN_ENOMEM, and by the runtime's rule 4 (tarn/rt.h) the matrices that task
  * and the ones after it were to write read as TARN_ECANCELED until written

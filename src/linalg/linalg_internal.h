@@ -45,9 +45,11 @@ bool tarn__lu_fits(const tarn_matrix *a);
 
 /* For tests: whether LU gathers a panel of short tiles into its task's
  * memory and factors it there (true, the default; panel_gathered in lu.c)
- * or factors it in place, as every other panel, so that both ways can be
- * checked on the same shapes. Thread-safe; a panel that runs meanwhile
- * goes either way. */
+ * and updates each tile column after a panel in one task
+ * (coalesce_updates), or factors the panel in place and updates by tasks
+ * per tile, as for other tiles, so that both ways can be checked on the
+ * same shapes. Thread-safe; a panel that runs meanwhile goes either
+ * way. */
 void tarn__lu_gather_short_panels(bool on);
 
 /* For tests: whether tarn_matrix_qr may gather the domains of short tiles

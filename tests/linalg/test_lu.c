@@ -10,8 +10,9 @@
  * refused with B unchanged; a run under a memory limit that spills; the
  * row interchanges alone (tarn_matrix_permute_rows) against dlaswp, and
  * P^T L U = A with LU's factors. The tests of small tiles run twice: with
- * panels of short tiles gathered into one block (the default), and in
- * place across their tiles (the group "small tiles, panels in place"). */
+ * panels of short tiles gathered into one block and each tile column's
+ * updates in one task (the default), and in place across their tiles with
+ * tasks per tile (the group "small tiles, panels in place"). */
 #include <cblas.h>
 #include <float.h>
 #include <lapacke.h>
@@ -1288,9 +1289,10 @@ static int panels_gathered(void **state) {
 
 int main(void) {
   /* The tests of small tiles: LU's panels of short tiles are gathered into
-   * one block and factored there (src/linalg/lu.c, panel_gathered), so
-   * they run a second time, last, with every panel factored in place
-   * across its tiles. */
+   * one block and factored there (src/linalg/lu.c, panel_gathered), and
+   * each tile column's updates go in one task (coalesce_updates), so they
+   * run a second time, last, with every panel factored in place across
+   * its tiles and the updates in tasks per tile. */
   const struct CMUnitTest small_tiles[] = {
       cmocka_unit_test(test_lu_sizes),
       cmocka_unit_test(test_lu_rectangular),

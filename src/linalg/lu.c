@@ -788,9 +788,9 @@ static int k_column_update(tarn_task *t, void *arg) {
  * columns from row k) at most an eighth of a memory limit. The bits are
  * those of the separate tasks either way. Best of five LUs on 2 workers,
  * tasks per tile -> per column (a program outside the repository,
- * 2026-12-06): N=1024 in tiles of 32 30.4-31.8 -> 25.7-26.8 ms, N=2048 in
- * 32 226 -> 180-188, in 64 97-99 -> 92-93, 4096 x 512 in 32 41 -> 33,
- * N=512 in 32 4.4 -> 3.9. */
+ * 2026-12-06): N=1024 in tiles of 32 30.2-31.8 -> 25.1-26.8 ms, N=2048 in
+ * 32 226 -> 180-194, in 64 97-99 -> 91-93, 4096 x 512 in 32 41-43 ->
+ * 33.5-33.9, N=512 in 32 4.4 -> 3.7-3.9. */
 static bool coalesce_updates(const tarn_matrix *a, const tarn_matrix *m,
                              size_t k, size_t j, size_t columns) {
   if (a->mb > TARN__GATHER_TILE_ROWS || a->mt - k < 2 ||

@@ -160,7 +160,7 @@ static void swap_rows(tarn_task *t, const struct tarn__column_job *j,
     return;
   }
   size_t slot0 = factor_tiles(j->tiles, j->kind); /* B's first tile */
-  tarn__tile_column_copy(t, slot0, j->nb, n, nrhs, x, false);
+  tarn__tile_column_copy(t, slot0, j->nb, n, 0, nrhs, x, false);
   for (size_t step = 0; step < n; step++) {
     size_t r = reverse ? n - 1 - step : step, p = j->piv[r];
     if (p == r) continue;
@@ -170,7 +170,7 @@ static void swap_rows(tarn_task *t, const struct tarn__column_job *j,
       x[c * n + p] = v;
     }
   }
-  tarn__tile_column_copy(t, slot0, j->nb, n, nrhs, x, true);
+  tarn__tile_column_copy(t, slot0, j->nb, n, 0, nrhs, x, true);
 }
 
 /* LU's solve on one tile: dgetrs in one call (the interchanges, both

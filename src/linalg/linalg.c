@@ -86,10 +86,12 @@ int tarn__region_outcome(tarn_region *region, int submitted, atomic_int *failed,
 }
 
 void tarn__tile_column_copy(tarn_task *t, size_t slot0, size_t tb, size_t rows,
-                            size_t cols, double *block, bool to_tiles) {
+                            size_t col0, size_t cols, double *block,
+                            bool to_tiles) {
   for (size_t i = 0; i * tb < rows; i++) {
     size_t h = rows - i * tb < tb ? rows - i * tb : tb;
-    double *tile = tarn_task_data(t, slot0 + i), *at = block + i * tb;
+    double *tile = (double *)tarn_task_data(t, slot0 + i) + col0 * h;
+    double *at = block + i * tb;
     for (size_t c = 0; c < cols; c++)
       memcpy(to_tiles ? tile + c * h : at + c * rows,
              to_tiles ? at + c * rows : tile + c * h, h * sizeof *tile);

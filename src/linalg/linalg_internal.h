@@ -130,14 +130,16 @@ struct tarn__column_job {
 int tarn__column_solve_run(tarn_matrix *t, tarn_matrix *b,
                            struct tarn__column_job job, int *info);
 
-/* Copies a tile column that task `t` holds in its data slots slot0,
- * slot0 + 1, ... (tiles of tb rows, the last shorter, `rows` in all, each
- * of `cols` columns with its height as leading dimension) into the rows x
- * cols column-major `block` (leading dimension rows), or with `to_tiles`
- * the block back into the tiles: LU's gathered panels (lu.c) and the
- * column solve's gathered interchanges (column_solve.c). */
+/* Copies columns col0 .. col0 + cols - 1 of a tile column that task `t`
+ * holds in its data slots slot0, slot0 + 1, ... (tiles of tb rows, the
+ * last shorter, `rows` in all, each with its height as leading dimension)
+ * into the rows x cols column-major `block` (leading dimension rows), or
+ * with `to_tiles` the block back into the tiles: LU's gathered panels
+ * (lu.c), the column solve's gathered interchanges (column_solve.c) and
+ * QR's gathered domains (qr.c). */
 void tarn__tile_column_copy(tarn_task *t, size_t slot0, size_t tb, size_t rows,
-                            size_t cols, double *block, bool to_tiles);
+                            size_t col0, size_t cols, double *block,
+                            bool to_tiles);
 
 /* Submits `fn` with a malloc'ed copy of the `size` bytes at `proto` as its
  * argument (freed by the runtime when the task is done). Returns as

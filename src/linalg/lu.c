@@ -531,6 +531,13 @@ static void tile_units(struct panel_lu *s, const struct lu_job *j) {
   }
 }
 
+/* Off only in tests (tarn__lu_gather_short_panels). */
+static atomic_bool gather_short_panels = true;
+
+void tarn__lu_gather_short_panels(bool on) {
+  atomic_store_explicit(&gather_short_panels, on, memory_order_relaxed);
+}
+
 /* A panel of two tiles or more, each at most TARN__GATHER_TILE_ROWS rows
  * high, and of at most TARN__GATHER_BYTES_MAX, is gathered into one
  * column-major block of the task's memory, factored there by
@@ -552,15 +559,9 @@ static void tile_units(struct panel_lu *s, const struct lu_job *j) {
  * memory is: docs/pool.md); but where the memory for the copy cannot be
  * had, the panel is factored in place. Not a panel that shares its base
  * columns with idle workers in place (BASE_SHARE_ROWS rows or more). The
- * pivots and info are dgetrf's on the panel, as in place. */
-/* Off only in tests (tarn__lu_gather_short_panels). */
-static atomic_bool gather_short_panels = true;
-
-void tarn__lu_gather_short_panels(bool on) {
-  atomic_store_explicit(&gather_short_panels, on, memory_order_relaxed);
-}
-
-/* Factors the panel of job j gathered (above), when it qualifies: returns
+ * pivots and info are dgetrf's on the panel, as in place.
+ *
+ * Factors the panel of job j gathered, when it qualifies: returns
  * whether it did, and then its status in *rc (0, or TARN_EINVAL when
  * LAPACK refuses its arguments). */
 static bool panel_gathered(tarn_task *t, const struct lu_job *j, int *rc) {
@@ -578,13 +579,13 @@ static bool panel_gathered(tarn_task *t, const struct lu_job *j, int *rc) {
   if (mem == NULL) return false;
   lapack_int *ipiv = (lapack_int *)(void *)mem;
   double *copy = (double *)(void *)(mem + room);
-  tarn__tile_column_copy(t, 0, j->tb, rows, cols, copy, false);
+  tarn__tile_column_copy(t, 0, j->tb, rows, 0, cols, copy, false);
   lapack_int info =
       LAPACKE_dgetrf2_work(LAPACK_COL_MAJOR, (lapack_int)rows, (lapack_int)cols,
                            copy, (lapack_int)rows, ipiv);
   *rc = info < 0 ? TARN_EINVAL : 0;
   if (info >= 0) {
-    tarn__tile_column_copy(t, 0, j->tb, rows, cols, copy, true);
+    tarn__tile_column_copy(t, 0, j->tb, rows, 0, cols, copy, true);
     panel_pivots(j, ipiv, (int)info);
   }
   if (heap) free(mem);

@@ -367,26 +367,25 @@ static int k_tpqrt_tt(tarn_task *t, void *arg) {
  * and the block copied back. j->span tiles of j->tb rows (the last may be
  * shorter), j->m rows in all. */
 
-/* Lines [l0, l1) of C's tiles over a domain (slots slot0 ..): from the
- * left its columns, tiles of h x lines stacked down into the m x (l1 - l0)
- * `block`; from the right its rows, tiles of lines x h side by side into
- * the (l1 - l0) x m `block`. With to_tiles, the block back. */
-static void line_copy(tarn_task *t, const struct qr_job *j, size_t slot0,
-                      size_t l0, size_t l1, double *block, bool to_tiles) {
+/* Lines [l0, l1) of C's tiles over a domain (slots 0 ..): from the left
+ * its columns, tiles of h x lines stacked down into the m x (l1 - l0)
+ * `block` (tarn__tile_column_copy); from the right its rows, tiles of
+ * lines x h side by side into the (l1 - l0) x m `block`. With to_tiles,
+ * the block back. */
+static void line_copy(tarn_task *t, const struct qr_job *j, size_t l0,
+                      size_t l1, double *block, bool to_tiles) {
   size_t rows = (size_t)j->m, lines = (size_t)j->n, tb = (size_t)j->tb;
   size_t w = l1 - l0;
+  if (j->side != 'R') {
+    tarn__tile_column_copy(t, 0, tb, rows, l0, w, block, to_tiles);
+    return;
+  }
   for (size_t x = 0; x * tb < rows; x++) {
     size_t h = rows - x * tb < tb ? rows - x * tb : tb;
-    double *tile = tarn_task_data(t, slot0 + x);
-    size_t count = j->side == 'R' ? h : w;
-    for (size_t c = 0; c < count; c++) {
-      /* from the right: the tile's column c is the block's column x tb + c
-       * (lines l0 .. of it); from the left: C's column l0 + c */
-      double *tp = j->side == 'R' ? tile + c * lines + l0 : tile + (l0 + c) * h;
-      double *bp =
-          j->side == 'R' ? block + (x * tb + c) * w : block + c * rows + x * tb;
-      size_t len = j->side == 'R' ? w : h;
-      memcpy(to_tiles ? tp : bp, to_tiles ? bp : tp, len * sizeof *tp);
+    double *tile = tarn_task_data(t, x);
+    for (size_t c = 0; c < h; c++) { /* block column x tb + c */
+      double *tp = tile + c * lines + l0, *bp = block + (x * tb + c) * w;
+      memcpy(to_tiles ? tp : bp, to_tiles ? bp : tp, w * sizeof *tp);
     }
   }
 }
@@ -399,13 +398,13 @@ static int k_geqrt_gathered(tarn_task *t, void *arg) {
   bool heap;
   double *block = tarn__task_memory(t, rows * cols * sizeof *block, &heap);
   if (block == NULL) return TARN_ENOMEM;
-  tarn__tile_column_copy(t, 0, (size_t)j->tb, rows, cols, block, false);
+  tarn__tile_column_copy(t, 0, (size_t)j->tb, rows, 0, cols, block, false);
   struct qr_job g = *j;
   g.lda = j->m;
   int rc =
       panel_run(t, &g, false, block, NULL, tarn_task_data(t, (size_t)j->span));
   if (rc == 0)
-    tarn__tile_column_copy(t, 0, (size_t)j->tb, rows, cols, block, true);
+    tarn__tile_column_copy(t, 0, (size_t)j->tb, rows, 0, cols, block, true);
   if (heap) free(block);
   return rc;
 }
@@ -428,13 +427,13 @@ static int k_gemqrt_gathered(tarn_task *t, void *arg) {
   double *v = tarn__task_memory(t, rows * (kk + chunk) * sizeof(double), &heap);
   if (v == NULL) return TARN_ENOMEM;
   double *c = v + rows * kk;
-  tarn__tile_column_copy(t, span, (size_t)j->tb, rows, kk, v, false);
+  tarn__tile_column_copy(t, span, (size_t)j->tb, rows, 0, kk, v, false);
   const double *tt = tarn_task_data(t, 2 * span);
   int rc = 0;
   for (size_t l0 = 0; rc == 0 && l0 < lines; l0 += chunk) {
     size_t l1 = lines - l0 < chunk ? lines : l0 + chunk;
     int w = (int)(l1 - l0);
-    line_copy(t, j, 0, l0, l1, c, false);
+    line_copy(t, j, l0, l1, c, false);
     struct qr_job sub = {.m = right ? w : j->m,
                          .n = right ? j->m : w,
                          .k = j->k,
@@ -445,7 +444,7 @@ static int k_gemqrt_gathered(tarn_task *t, void *arg) {
                          .trans = j->trans,
                          .side = j->side};
     rc = apply_run(t, &sub, false, gemqrt_range, v, tt, c, NULL);
-    if (rc == 0) line_copy(t, j, 0, l0, l1, c, true);
+    if (rc == 0) line_copy(t, j, l0, l1, c, true);
   }
   if (heap) free(v);
   return rc;

@@ -73,6 +73,42 @@ bool tarn__triangle_fits(const tarn_matrix *a, bool lower);
  * holds for it. */
 bool tarn__solve_fits(const tarn_matrix *t, const tarn_matrix *b);
 
+/* ---- many right-hand sides in pieces (solve.c) --------------------------- */
+
+/* The width of the column pieces that a tiled solve with factor t (a
+ * triangle, Cholesky's or LU's) runs B in, or 0 for B's own tiling: when
+ * B has fewer tile columns than the pieces, at most one a worker and
+ * TARN__SOLVE_PIECE_COLS_MIN columns or more each, and the factor has two
+ * tile columns or more but no more than the workers; and, under a memory
+ * limit, when three copies of B take at most an eighth of it and the
+ * solve's tasks on B's own tiles fit (tarn__solve_fits). With so
+ * few tile columns of the factor each step of a solve on a narrow B is
+ * one trsm or gemm shared by columns with the idle workers, a wait for
+ * them at every step; in pieces each worker runs a chain of its own (see
+ * tarn__solve_in_pieces). On 2 workers, medians of 7 against LAPACKE's
+ * two threads (a program outside the repository, 2026-12-06): N = 1024
+ * in 512 tiles with 256 right-hand sides, the Cholesky solve 8.3 to 8.9
+ * ms -> 7.3 to 7.4 (LAPACKE 7.4 to 7.8), the LU solve 8.7 to 9.0 -> 7.5
+ * to 7.6, the triangular 4.3 to 4.5 -> 3.9; N = 600 in 300 tiles with
+ * 100, 1.6 -> 1.35 and 1.7 -> 1.4 ms. Where the factor has more tile
+ * columns, a step's gemms on the tile rows below keep the workers busy
+ * and the copies cost more than the waits: N = 2048 in 512 tiles with 256
+ * took 33 to 36 ms for the Cholesky solve, 38 in pieces of 128. */
+#define TARN__SOLVE_PIECE_COLS_MIN 32
+size_t tarn__solve_piece_cols(const tarn_matrix *t, const tarn_matrix *b);
+
+/* Runs `solve` (a public solve, on its context `ctx`) on a copy of B in
+ * tiles of `cols` columns (tarn_matrix_retile, waited for), then, when it
+ * returns 0, copies X back into B's tiles (a task per tile of B, waited
+ * for). So B is written only after the solve succeeded, each tile by one
+ * task: it holds X, its values before the call, or (that task failed)
+ * reads as TARN_ECANCELED, as the solves promise. Returns the copies'
+ * or the solve's status. */
+int tarn__solve_in_pieces(tarn_matrix *b, size_t cols,
+                          int (*solve)(void *ctx, tarn_matrix *piece,
+                                       int *info),
+                          void *ctx, int *info);
+
 /* ---- solves in one task per tile column of B (column_solve.c) ---------- */
 
 /* What a solve's factor is: a triangle (tarn_matrix_triangular_solve),

@@ -1033,6 +1033,18 @@ int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
   return rc;
 }
 
+/* An LU solve's arguments but B, for its pieces. */
+struct lu_solve {
+  tarn_matrix *lu;
+  const size_t *piv;
+  tarn_trans ta;
+};
+
+static int lu_piece(void *ctx, tarn_matrix *piece, int *info) {
+  const struct lu_solve *s = ctx;
+  return tarn_matrix_lu_solve(s->lu, s->piv, s->ta, piece, info);
+}
+
 int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
                          tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
@@ -1047,6 +1059,11 @@ int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
         (struct tarn__column_job){
             .kind = TARN__SOLVE_LU, .trans = ta == TARN_TRANS, .piv = piv},
         info);
+  size_t cols = tarn__solve_piece_cols(lu, b);
+  if (cols != 0) {
+    struct lu_solve ctx = {lu, piv, ta};
+    return tarn__solve_in_pieces(b, cols, lu_piece, &ctx, info);
+  }
   if (!tarn__line_fits(b, false) || !tarn__solve_fits(lu, b))
     return TARN_ENOMEM;
   return lu_region(lu, NULL, piv, ta == TARN_TRANS, b, info);

@@ -4,7 +4,9 @@
  * with a Cholesky factor (tarn_matrix_cholesky_solve, see tarn/linalg.h).
  *
  * A solve of few right-hand sides, or with a factor of one tile column,
- * goes in one task per tile column of B instead (column_solve.c). By
+ * goes in one task per tile column of B instead (column_solve.c); a solve
+ * of many with a factor of few tile columns, on a copy of B in pieces of
+ * its columns ("many right-hand sides in pieces" below). By
  * tiles, the Cholesky solve runs, in one region, on a copy Y of B: the forward
  * solve L Y = B by tile rows (trsm on tile row k, gemm on the rows below;
  * each trsm first checks its diagonal tile for an exact zero), then the
@@ -251,12 +253,59 @@ bool tarn__solve_fits(const tarn_matrix *t, const tarn_matrix *b) {
       t->rt, tarn__tile_charge_at(t, 0, 0) + 2 * tarn__tile_charge_at(b, 0, 0));
 }
 
+/* ---- many right-hand sides in pieces ------------------------------------ */
+
+size_t tarn__solve_piece_cols(const tarn_matrix *t, const tarn_matrix *b) {
+  size_t workers = tarn_rt_workers(b->rt);
+  size_t pieces = b->n / TARN__SOLVE_PIECE_COLS_MIN;
+  if (pieces > workers) pieces = workers;
+  if (pieces < 2 || b->nt >= pieces || t->nt < 2 || t->nt > workers) return 0;
+  size_t cols = (b->n + pieces - 1) / pieces;
+  /* a limit below the solve's tasks: refused by tiles, before any copy */
+  if (cols >= b->nb || !tarn__solve_fits(t, b)) return 0;
+  size_t limit = tarn_pool_mem_limit(tarn_rt_pool(b->rt));
+  double bytes = (double)b->m * (double)b->n * (double)sizeof(double);
+  return limit == 0 || 3.0 * bytes <= (double)limit / 8 ? cols : 0;
+}
+
+/* tarn_matrix_retile(from, mb, nb, to) in a region of its own, waited
+ * for. */
+static int retile_waiting(tarn_matrix *from, size_t mb, size_t nb,
+                          tarn_matrix **to) {
+  tarn_region *region = NULL;
+  int rc = tarn_region_begin(from->rt, &region);
+  if (rc != 0) return rc;
+  int submitted = tarn_matrix_retile(from, mb, nb, to);
+  rc = tarn_region_wait(region, NULL);
+  return submitted != 0 ? submitted : rc;
+}
+
+int tarn__solve_in_pieces(tarn_matrix *b, size_t cols,
+                          int (*solve)(void *ctx, tarn_matrix *piece,
+                                       int *info),
+                          void *ctx, int *info) {
+  tarn_matrix *pieces = NULL;
+  int rc = retile_waiting(b, b->mb, cols, &pieces);
+  if (rc == 0) rc = solve(ctx, pieces, info);
+  if (rc == 0) rc = retile_waiting(pieces, b->mb, b->nb, &b);
+  tarn_matrix_destroy(pieces);
+  return rc;
+}
+
+/* ---- the Cholesky solve, public ------------------------------------------ */
+
+static int cholesky_piece(void *l, tarn_matrix *piece, int *info) {
+  return tarn_matrix_cholesky_solve(l, piece, info);
+}
+
 int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
   if (!tarn__solve_shapes_ok(l, b)) return TARN_EINVAL;
   if (tarn__column_solve(l, b, TARN__SOLVE_CHOLESKY, true))
     return tarn__column_solve_run(
         l, b, (struct tarn__column_job){.kind = TARN__SOLVE_CHOLESKY}, info);
+  size_t cols = tarn__solve_piece_cols(l, b);
+  if (cols != 0) return tarn__solve_in_pieces(b, cols, cholesky_piece, l, info);
   if (!tarn__solve_fits(l, b)) return TARN_ENOMEM;
   tarn__blas_init();
   tarn_region *region = NULL;
@@ -340,6 +389,20 @@ static int submit_triangular(tarn_matrix *t, bool forward, bool lower,
   return rc;
 }
 
+/* A triangular solve's arguments but B, for its pieces. */
+struct triangle_solve {
+  tarn_matrix *t;
+  tarn_uplo uplo;
+  tarn_trans trans;
+  tarn_diag diag;
+};
+
+static int triangle_piece(void *ctx, tarn_matrix *piece, int *info) {
+  const struct triangle_solve *s = ctx;
+  return tarn_matrix_triangular_solve(s->t, s->uplo, s->trans, s->diag, piece,
+                                      info);
+}
+
 int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                  tarn_trans trans, tarn_diag diag,
                                  tarn_matrix *b, int *info) {
@@ -359,6 +422,11 @@ int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                   .trans = trans == TARN_TRANS,
                                   .unit = diag == TARN_UNIT},
         info);
+  size_t cols = tarn__solve_piece_cols(t, b);
+  if (cols != 0) {
+    struct triangle_solve ctx = {t, uplo, trans, diag};
+    return tarn__solve_in_pieces(b, cols, triangle_piece, &ctx, info);
+  }
   if (!tarn__solve_fits(t, b)) return TARN_ENOMEM;
   tarn__blas_init();
   /* L X = B and U^T X = B go down T's tile rows, U X = B and L^T X = B up */

@@ -6,8 +6,10 @@
  * matrices (a zero column, also inside a later block of such a panel) reported
  * by info; solves with one and several right-hand sides by their residual,
  * factoring A or with factors given (also from several threads at once,
- * factors left unchanged); singular factors, bad shapes and bad pivots
- * refused with B unchanged; a run under a memory limit that spills; the
+ * factors left unchanged; with many right-hand sides in pieces of B's
+ * columns, the same bits as on a B tiled so); singular factors, bad
+ * shapes and bad pivots refused with B unchanged; a run under a memory
+ * limit that spills; the
  * row interchanges alone (tarn_matrix_permute_rows) against dlaswp, and
  * P^T L U = A with LU's factors. The tests of small tiles run twice: with
  * panels of short tiles gathered into one block and each tile column's
@@ -983,6 +985,106 @@ static void interchanges_without_scratch_swap_in_place(void **state) {
   solve_short_of_scratch(SHORT_N / 2);
 }
 
+/* The solves with factors made before that go in pieces of B's columns
+ * (linalg_internal.h, tarn__solve_piece_cols): 0 Cholesky's, 1 and 2 LU's
+ * (A X = B, A^T X = B), 3 the triangle L^T of Cholesky's factor, 4 the
+ * triangle U of LU's. */
+enum { PIECE_SOLVES = 5 };
+
+static int piece_solve(int kind, tarn_matrix *l, tarn_matrix *lu,
+                       const size_t *piv, tarn_matrix *b, int *info) {
+  switch (kind) {
+    case 0:
+      return tarn_matrix_cholesky_solve(l, b, info);
+    case 1:
+    case 2:
+      return tarn_matrix_lu_solve(lu, piv, (tarn_trans)(kind - 1), b, info);
+    case 3:
+      return tarn_matrix_triangular_solve(l, TARN_LOWER, TARN_TRANS,
+                                          TARN_NON_UNIT, b, info);
+    default:
+      return tarn_matrix_triangular_solve(lu, TARN_UPPER, TARN_NO_TRANS,
+                                          TARN_NON_UNIT, b, info);
+  }
+}
+
+/* `b` (of `rt`) in tiles of its rows by `cols` columns: a new matrix,
+ * waited for. */
+static tarn_matrix *retiled(tarn_rt *rt, tarn_matrix *b, size_t cols) {
+  tarn_region *region = NULL;
+  tarn_matrix *out = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_matrix_retile(b, tarn_matrix_tile_rows(b), cols, &out),
+                   0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  return out;
+}
+
+/* On 3 workers, B of 96 columns in one tile column with a factor of 3
+ * tile columns goes in 3 pieces of 32 columns: for each solve X is, bit
+ * for bit, what the same solve leaves in a B the caller tiled so (the
+ * pieces are that solve; B's own tiles get their copies), and solves A X
+ * = B for Cholesky's; with a zero on the factor's diagonal every solve
+ * returns TARN_EINVAL with its order in info and B unchanged; after a
+ * failed task on B, TARN_ECANCELED. Under a memory limit whose eighth
+ * three copies of B do not fit in, B keeps its tiling and still solves. */
+static void many_right_hand_sides_go_in_pieces(void **state) {
+  (void)state;
+  enum { n = 150, nb = 60, nrhs = 96 };
+  double *spd = test_spd_matrix(n, 1.0, 71);
+  for (size_t limit = 0; limit <= ((size_t)2 << 20); limit += (size_t)2 << 20) {
+    tarn_rt *rt = test_rt(3, limit);
+    tarn_matrix *l = NULL, *lu = NULL, *b = NULL, *narrow = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, spd, n, &l), 0);
+    assert_int_equal(tarn_matrix_cholesky(l, NULL), 0);
+    assert_int_equal(tarn_matrix_rand(rt, n, n, nb, nb, 72, &lu), 0);
+    size_t piv[n];
+    assert_int_equal(tarn_matrix_lu(lu, piv, NULL), 0);
+    assert_int_equal(tarn_matrix_rand(rt, n, nrhs, nb, nrhs, 73, &b), 0);
+    assert_int_equal(tarn__solve_piece_cols(l, b), limit == 0 ? 32 : 0);
+    double *rhs = test_buffer_of(b);
+    for (int kind = 0; kind < PIECE_SOLVES; kind++) {
+      tarn_matrix *x = NULL;
+      assert_int_equal(
+          tarn_matrix_from_buffer(rt, n, nrhs, nb, nrhs, rhs, n, &x), 0);
+      narrow = retiled(rt, x, 32);
+      int info = -1;
+      assert_int_equal(piece_solve(kind, l, lu, piv, x, &info), 0);
+      assert_int_equal(info, 0);
+      assert_int_equal(piece_solve(kind, l, lu, piv, narrow, &info), 0);
+      double *got = test_buffer_of(x);
+      test_matrix_holds(narrow, got);
+      if (kind == 0)
+        assert_true(test_solve_residual(spd, got, rhs, n, nrhs) < 20);
+      free(got);
+      TEST_DESTROY_MATRICES(x, narrow);
+    }
+    /* zeros on the diagonals, in the second tile */
+    double *f = test_buffer_of(l), *g = test_buffer_of(lu);
+    f[70 + 70 * n] = 0.0;
+    g[70 + 70 * n] = 0.0;
+    tarn_matrix *ls = NULL, *lus = NULL;
+    assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, f, n, &ls), 0);
+    assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, g, n, &lus), 0);
+    for (int kind = 0; kind < PIECE_SOLVES; kind++) {
+      int info = 0;
+      assert_int_equal(piece_solve(kind, ls, lus, piv, b, &info), TARN_EINVAL);
+      assert_int_equal(info, 71);
+      test_matrix_holds(b, rhs);
+    }
+    test_fail_first_tile(rt, b);
+    int info = 5;
+    assert_int_equal(tarn_matrix_cholesky_solve(l, b, &info), TARN_ECANCELED);
+    assert_int_equal(info, 0);
+    free(f);
+    free(g);
+    free(rhs);
+    TEST_DESTROY_MATRICES(l, lu, b, ls, lus);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  free(spd);
+}
+
 static int lu_solve_fn(void *ctx, tarn_matrix *a, tarn_matrix *b, int *info) {
   return tarn_matrix_lu_solve(a, ctx, TARN_NO_TRANS, b, info);
 }
@@ -1320,6 +1422,7 @@ int main(void) {
       cmocka_unit_test(a_column_solve_keeps_b_when_u_is_singular),
       cmocka_unit_test(a_one_tile_solve_keeps_scratch_for_its_pivots),
       cmocka_unit_test(interchanges_without_scratch_swap_in_place),
+      cmocka_unit_test(many_right_hand_sides_go_in_pieces),
       cmocka_unit_test(test_lu_solve_concurrent),
       cmocka_unit_test(test_lu_solve_bad),
       cmocka_unit_test(test_lu_solve_singular_spilled),

@@ -67,19 +67,21 @@
  * the runtime), is checked first. So B is unchanged when the factor is
  * singular, as by tiles.
  *
- * Solves of many right-hand sides in pieces: the same three, by tiles,
- * with a factor of two tile columns or more but no more than the
- * runtime's workers, and B of fewer tile columns than P, the workers or
- * B's columns / 32 if fewer (P 2 or more), solve a copy of B in tiles of
- * B's columns / P (rounded up: the pieces) and then copy X into B's
- * tiles, a task per tile, once that solve succeeded: each worker then
- * runs the chain of a piece of its own where the steps on B's few tile
- * columns would each share one kernel with the idle workers
- * (N = 1024 in 512 tiles with 256 right-hand sides on 2 workers:
- * 11 to 17 % less time; docs/linalg.md, "Many right-hand sides in
- * pieces"). The copy is one more temporary of B's size, taken only where
- * three copies of B take at most an eighth of the memory limit (or there
- * is none). What a call promises of B's tiles on failure is unchanged.
+ * Solves of many right-hand sides in pieces: the same three by tiles, and
+ * tarn_matrix_qr_solve (whose factor's tile columns are A's), with a
+ * factor of two tile columns or more but no more than the runtime's
+ * workers, and B of fewer tile columns than P, the workers or B's
+ * columns / 32 if fewer (P 2 or more), solve a copy of B in tiles of B's
+ * columns / P (rounded up: the pieces), then copy X into B's tiles (the
+ * QR solve: into its new X), a task per tile, once that solve succeeded.
+ * Each worker then runs the chain of a piece of its own where the steps
+ * on B's few tile columns would each share one kernel with the idle
+ * workers (N = 1024 in 512 tiles with 256 right-hand sides on 2 workers:
+ * 11 to 17 % less time, the QR solve 13 to 17 %; docs/linalg.md, "Many
+ * right-hand sides in pieces"). The copy is one more temporary of B's
+ * size, taken only where three copies of B take at most an eighth of
+ * the memory limit (or there is none). What a call promises of B's tiles
+ * on failure is unchanged.
  *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */
@@ -708,7 +710,10 @@ TARN_API int tarn_matrix_qr_q(tarn_matrix *a, tarn_matrix *t, tarn_matrix **q);
  * (A is rank deficient); *info (when not NULL; else 0) then gets the
  * 1-based index of the first zero, as dtrtrs reports it, and the call
  * returns TARN_EINVAL with *x NULL. Nearly rank-deficient matrices are not
- * detected (as in dgels).
+ * detected (as in dgels). With an A of no more tile columns than the
+ * workers and a wide B of few tile columns, in pieces of B's columns as
+ * the other solves ("Solves of many right-hand sides in pieces" above):
+ * B's copy in pieces solved into an X in pieces, copied into *x.
  *
  * Waits (from a task: TARN_EDEADLK). Returns 0; TARN_EINVAL for NULL
  * arguments, a and t that tarn_matrix_qr did not make so (as for

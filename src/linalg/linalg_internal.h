@@ -76,7 +76,8 @@ bool tarn__solve_fits(const tarn_matrix *t, const tarn_matrix *b);
 /* ---- many right-hand sides in pieces (solve.c) --------------------------- */
 
 /* The width of the column pieces that a tiled solve with factor t (a
- * triangle, Cholesky's or LU's) runs B in, or 0 for B's own tiling: when
+ * triangle, Cholesky's, LU's or QR's A) runs B in, or 0 for B's own
+ * tiling: when
  * B has fewer tile columns than the pieces, at most one a worker and
  * TARN__SOLVE_PIECE_COLS_MIN columns or more each, and the factor has two
  * tile columns or more but no more than the workers; and, under a memory
@@ -97,8 +98,13 @@ bool tarn__solve_fits(const tarn_matrix *t, const tarn_matrix *b);
 #define TARN__SOLVE_PIECE_COLS_MIN 32
 size_t tarn__solve_piece_cols(const tarn_matrix *t, const tarn_matrix *b);
 
+/* tarn_matrix_retile(from, mb, nb, to) in a region of its own, waited
+ * for: its status, or the first failed task's. */
+int tarn__retile_waiting(tarn_matrix *from, size_t mb, size_t nb,
+                         tarn_matrix **to);
+
 /* Runs `solve` (a public solve, on its context `ctx`) on a copy of B in
- * tiles of `cols` columns (tarn_matrix_retile, waited for), then, when it
+ * tiles of `cols` columns (tarn__retile_waiting), then, when it
  * returns 0, copies X back into B's tiles (a task per tile of B, waited
  * for). So B is written only after the solve succeeded, each tile by one
  * task: it holds X, its values before the call, or (that task failed)

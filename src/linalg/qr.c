@@ -1181,6 +1181,26 @@ static bool qr_solve_fits(const tarn_matrix *a, const tarn_matrix *t,
          tarn__task_fits(a->rt, a00 + b00 + x00);
 }
 
+/* The QR solve of B in pieces of `cols` columns (linalg_internal.h,
+ * tarn__solve_piece_cols): B copied into such tiles, solved into X in
+ * them, and X copied into a new matrix of the tiling the call promises
+ * (*x; NULL on failure). B is only read, as by tiles. */
+static int qr_solve_in_pieces(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
+                              tarn_matrix *b, size_t cols, tarn_matrix **x,
+                              int *info) {
+  tarn_matrix *pieces = NULL, *xp = NULL;
+  int rc = tarn__retile_waiting(b, b->mb, cols, &pieces);
+  if (rc == 0) rc = tarn_matrix_qr_solve(a, t, ta, pieces, &xp, info);
+  if (rc == 0) rc = tarn__retile_waiting(xp, xp->mb, b->nb, x);
+  tarn_matrix_destroy(pieces);
+  tarn_matrix_destroy(xp);
+  if (rc != 0) {
+    tarn_matrix_destroy(*x);
+    *x = NULL;
+  }
+  return rc;
+}
+
 int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
                          tarn_matrix *b, tarn_matrix **x, int *info) {
   if (x != NULL) *x = NULL;
@@ -1201,6 +1221,11 @@ int tarn_matrix_qr_solve(tarn_matrix *a, tarn_matrix *t, tarn_trans ta,
   if (!qr_solve_fits(a, t, b, out, trans)) {
     tarn_matrix_destroy(out);
     return TARN_ENOMEM;
+  }
+  size_t cols = tarn__solve_piece_cols(a, b);
+  if (cols != 0) {
+    tarn_matrix_destroy(out);
+    return qr_solve_in_pieces(a, t, ta, b, cols, x, info);
   }
   tarn_region *region = NULL;
   rc = tarn_region_begin(a->rt, &region);

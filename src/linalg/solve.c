@@ -268,10 +268,8 @@ size_t tarn__solve_piece_cols(const tarn_matrix *t, const tarn_matrix *b) {
   return limit == 0 || 3.0 * bytes <= (double)limit / 8 ? cols : 0;
 }
 
-/* tarn_matrix_retile(from, mb, nb, to) in a region of its own, waited
- * for. */
-static int retile_waiting(tarn_matrix *from, size_t mb, size_t nb,
-                          tarn_matrix **to) {
+int tarn__retile_waiting(tarn_matrix *from, size_t mb, size_t nb,
+                         tarn_matrix **to) {
   tarn_region *region = NULL;
   int rc = tarn_region_begin(from->rt, &region);
   if (rc != 0) return rc;
@@ -285,9 +283,9 @@ int tarn__solve_in_pieces(tarn_matrix *b, size_t cols,
                                        int *info),
                           void *ctx, int *info) {
   tarn_matrix *pieces = NULL;
-  int rc = retile_waiting(b, b->mb, cols, &pieces);
+  int rc = tarn__retile_waiting(b, b->mb, cols, &pieces);
   if (rc == 0) rc = solve(ctx, pieces, info);
-  if (rc == 0) rc = retile_waiting(pieces, b->mb, b->nb, &b);
+  if (rc == 0) rc = tarn__retile_waiting(pieces, b->mb, b->nb, &b);
   tarn_matrix_destroy(pieces);
   return rc;
 }

@@ -9,7 +9,8 @@
  * (A^T A)^-1. The solves with the factors (tarn_matrix_qr_solve):
  * least squares by the orthogonality of its residual to A's columns,
  * minimum norm by its residual and against dgels, one and many right-hand
- * sides, from three threads at once, rank-deficient matrices reported,
+ * sides (many in pieces of their columns: the bits of a B tiled so), from
+ * three threads at once, rank-deficient matrices reported,
  * bad operands refused, a failure before, a memory limit. Q or Q^T applied
  * alone, from either side (tarn_matrix_qr_multiply): Q^T A = [R; 0], the
  * whole Q orthogonal and its first columns the thin Q, products against
@@ -708,6 +709,73 @@ static void test_qr_solve_after_failure(void **state) {
   tarn_matrix_destroy(f);
   tarn_matrix_destroy(t);
   tarn_matrix_destroy(b);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* `b` (of `rt`) in tiles of its rows by `cols` columns: a new matrix,
+ * waited for. */
+static tarn_matrix *retiled(tarn_rt *rt, tarn_matrix *b, size_t cols) {
+  tarn_region *region = NULL;
+  tarn_matrix *out = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_matrix_retile(b, tarn_matrix_tile_rows(b), cols, &out),
+                   0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  return out;
+}
+
+/* On 3 workers, factors of 300 x 150 in tiles of 60 (3 tile columns) and
+ * B of 96 columns in one tile column: both solves go in 3 pieces of 32
+ * columns (linalg_internal.h, tarn__solve_piece_cols), and X has B's
+ * column tiling and, bit for bit, the values the same call gives for a
+ * B the test tiled in 32 columns itself; B is unchanged. With a zero
+ * column in A, TARN_EINVAL, info and no X; after a failed task on B,
+ * TARN_ECANCELED and no X. */
+static void qr_solves_of_many_right_hand_sides_go_in_pieces(void **state) {
+  (void)state;
+  enum { m = 300, n = 150, nb = 60, nrhs = 96 };
+  tarn_rt *rt = test_rt(3, 0);
+  tarn_matrix *f = NULL, *t = NULL, *zf = NULL, *zt = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, m, n, nb, nb, 120, &f), 0);
+  double *a = test_buffer_of(f);
+  for (size_t i = 0; i < m; i++) a[i + 70 * (size_t)m] = 0.0;
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, n, nb, nb, a, m, &zf), 0);
+  assert_int_equal(tarn_matrix_qr(f, 0, &t), 0);
+  assert_int_equal(tarn_matrix_qr(zf, 0, &zt), 0);
+  for (int o = 0; o < 2; o++) {
+    tarn_trans ta = o == 0 ? TARN_NO_TRANS : TARN_TRANS;
+    tarn_matrix *b = NULL, *narrow = NULL, *x = NULL, *xn = NULL;
+    assert_int_equal(
+        tarn_matrix_rand(rt, o == 0 ? m : n, nrhs, nb, nrhs, 121, &b), 0);
+    assert_int_equal(tarn__solve_piece_cols(f, b), 32);
+    double *b0 = test_buffer_of(b);
+    narrow = retiled(rt, b, 32);
+    int info = -1;
+    assert_int_equal(tarn_matrix_qr_solve(f, t, ta, b, &x, &info), 0);
+    assert_int_equal(info, 0);
+    assert_int_equal(tarn_matrix_tile_cols(x), nrhs);
+    assert_int_equal(tarn_matrix_qr_solve(f, t, ta, narrow, &xn, &info), 0);
+    double *got = test_buffer_of(x);
+    test_matrix_holds(xn, got);
+    test_matrix_holds(b, b0);
+    free(got);
+    TEST_DESTROY_MATRICES(x, xn, narrow);
+    x = (tarn_matrix *)1;
+    assert_int_equal(tarn_matrix_qr_solve(zf, zt, ta, b, &x, &info),
+                     TARN_EINVAL);
+    assert_null(x);
+    assert_int_equal(info, 71);
+    test_matrix_holds(b, b0);
+    test_fail_first_tile(rt, b);
+    x = (tarn_matrix *)1;
+    assert_int_equal(tarn_matrix_qr_solve(f, t, ta, b, &x, &info),
+                     TARN_ECANCELED);
+    assert_null(x);
+    free(b0);
+    tarn_matrix_destroy(b);
+  }
+  free(a);
+  TEST_DESTROY_MATRICES(f, t, zf, zt);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -1573,6 +1641,7 @@ int main(void) {
       cmocka_unit_test(test_qr_solve_shared_and_bad),
       cmocka_unit_test(test_qr_solve_rank_deficient),
       cmocka_unit_test(test_qr_solve_after_failure),
+      cmocka_unit_test(qr_solves_of_many_right_hand_sides_go_in_pieces),
       cmocka_unit_test(test_qr_solve_mem_limit),
       cmocka_unit_test(test_qr_multiply),
       cmocka_unit_test(test_qr_multiply_bad_and_limits),

@@ -96,6 +96,19 @@ static inline double *test_spd_matrix(size_t n, double s, uint64_t seed) {
   return a;
 }
 
+/* `a` (of `rt`) in tiles of its rows by `cols` columns: a new matrix,
+ * waited for (the caller destroys it). */
+static inline tarn_matrix *test_retiled(tarn_rt *rt, tarn_matrix *a,
+                                        size_t cols) {
+  tarn_region *region = NULL;
+  tarn_matrix *out = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_matrix_retile(a, tarn_matrix_tile_rows(a), cols, &out),
+                   0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  return out;
+}
+
 /* Destroys each of the matrices given (a NULL one is skipped, as
  * tarn_matrix_destroy skips it). */
 #define TEST_DESTROY_MATRICES(...)                                           \

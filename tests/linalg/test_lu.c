@@ -1008,18 +1008,6 @@ static int piece_solve(int kind, tarn_matrix *l, tarn_matrix *lu,
   }
 }
 
-/* `b` (of `rt`) in tiles of its rows by `cols` columns: a new matrix,
- * waited for. */
-static tarn_matrix *retiled(tarn_rt *rt, tarn_matrix *b, size_t cols) {
-  tarn_region *region = NULL;
-  tarn_matrix *out = NULL;
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  assert_int_equal(tarn_matrix_retile(b, tarn_matrix_tile_rows(b), cols, &out),
-                   0);
-  assert_int_equal(tarn_region_wait(region, NULL), 0);
-  return out;
-}
-
 /* On 3 workers, B of 96 columns in one tile column with a factor of 3
  * tile columns goes in 3 pieces of 32 columns: for each solve X is, bit
  * for bit, what the same solve leaves in a B the caller tiled so (the
@@ -1047,7 +1035,7 @@ static void many_right_hand_sides_go_in_pieces(void **state) {
       tarn_matrix *x = NULL;
       assert_int_equal(
           tarn_matrix_from_buffer(rt, n, nrhs, nb, nrhs, rhs, n, &x), 0);
-      narrow = retiled(rt, x, 32);
+      narrow = test_retiled(rt, x, 32);
       int info = -1;
       assert_int_equal(piece_solve(kind, l, lu, piv, x, &info), 0);
       assert_int_equal(info, 0);

@@ -712,18 +712,6 @@ static void test_qr_solve_after_failure(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
-/* `b` (of `rt`) in tiles of its rows by `cols` columns: a new matrix,
- * waited for. */
-static tarn_matrix *retiled(tarn_rt *rt, tarn_matrix *b, size_t cols) {
-  tarn_region *region = NULL;
-  tarn_matrix *out = NULL;
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  assert_int_equal(tarn_matrix_retile(b, tarn_matrix_tile_rows(b), cols, &out),
-                   0);
-  assert_int_equal(tarn_region_wait(region, NULL), 0);
-  return out;
-}
-
 /* On 3 workers, factors of 300 x 150 in tiles of 60 (3 tile columns) and
  * B of 96 columns in one tile column: both solves go in 3 pieces of 32
  * columns (linalg_internal.h, tarn__solve_piece_cols), and X has B's
@@ -749,7 +737,7 @@ static void qr_solves_of_many_right_hand_sides_go_in_pieces(void **state) {
         tarn_matrix_rand(rt, o == 0 ? m : n, nrhs, nb, nrhs, 121, &b), 0);
     assert_int_equal(tarn__solve_piece_cols(f, b), 32);
     double *b0 = test_buffer_of(b);
-    narrow = retiled(rt, b, 32);
+    narrow = test_retiled(rt, b, 32);
     int info = -1;
     assert_int_equal(tarn_matrix_qr_solve(f, t, ta, b, &x, &info), 0);
     assert_int_equal(info, 0);

@@ -77,21 +77,20 @@ bool tarn__solve_fits(const tarn_matrix *t, const tarn_matrix *b);
 
 /* The width of the column pieces that a tiled solve with factor t (a
  * triangle, Cholesky's, LU's or QR's A) runs B in, or 0 for B's own
- * tiling: when
- * B has fewer tile columns than the pieces, at most one a worker and
- * TARN__SOLVE_PIECE_COLS_MIN columns or more each, and the factor has two
- * tile columns or more but no more than the workers; and, under a memory
- * limit, when three copies of B take at most an eighth of it and the
- * solve's tasks on B's own tiles fit (tarn__solve_fits). With so
- * few tile columns of the factor each step of a solve on a narrow B is
- * one trsm or gemm shared by columns with the idle workers, a wait for
- * them at every step; in pieces each worker runs a chain of its own (see
- * tarn__solve_in_pieces). On 2 workers, medians of 7 against LAPACKE's
- * two threads (a program outside the repository, 2026-12-06): N = 1024
- * in 512 tiles with 256 right-hand sides, the Cholesky solve 8.3 to 8.9
- * ms -> 7.3 to 7.4 (LAPACKE 7.4 to 7.8), the LU solve 8.7 to 9.0 -> 7.5
- * to 7.6, the triangular 4.3 to 4.5 -> 3.9; N = 600 in 300 tiles with
- * 100, 1.6 -> 1.35 and 1.7 -> 1.4 ms. Where the factor has more tile
+ * tiling: when B has fewer tile columns than the pieces, at most one a
+ * worker and TARN__SOLVE_PIECE_COLS_MIN columns or more each, and the
+ * factor has two tile columns or more but no more than the workers; and
+ * when the solve's tasks on B's own tiles fit (tarn__solve_fits) and,
+ * under a memory limit, three copies of B take at most an eighth of it.
+ * With so few tile columns of the factor each step of a solve on a narrow
+ * B is one trsm or gemm shared by columns with the idle workers, a wait
+ * for them at every step; in pieces each worker runs a chain of its own
+ * (see tarn__solve_in_pieces). On 2 workers, medians of 7 against
+ * LAPACKE's two threads (a program outside the repository, 2026-12-06):
+ * N = 1024 in 512 tiles with 256 right-hand sides, the Cholesky solve 8.3
+ * to 8.9 ms -> 7.3 to 7.4 (LAPACKE 7.4 to 7.8), the LU solve 8.7 to 9.0
+ * -> 7.5 to 7.6, the triangular 4.3 to 4.5 -> 3.9; N = 600 in 300 tiles
+ * with 100, 1.6 -> 1.35 and 1.7 -> 1.4 ms. Where the factor has more tile
  * columns, a step's gemms on the tile rows below keep the workers busy
  * and the copies cost more than the waits: N = 2048 in 512 tiles with 256
  * took 33 to 36 ms for the Cholesky solve, 38 in pieces of 128. */

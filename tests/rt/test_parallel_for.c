@@ -673,7 +673,8 @@ static void a_waiter_runs_its_long_serial_task_itself(void **state) {
    * run, 2026-12-06). A runtime that never gives the waiter such a task,
    * or gives it shared ones, fails all five. */
   int serial = 0, shared = 40;
-  for (int try = 0; try < 5 && (serial < 30 || shared > 10); try++) {
+  for (int attempt = 0; attempt < 5 && (serial < 30 || shared > 10);
+       attempt++) {
     (void)long_regions_on_waiter(rt, false, 40);
     int s = long_regions_on_waiter(rt, false, 40);
     (void)long_regions_on_waiter(rt, true, 40);

@@ -269,7 +269,13 @@ struct tarn_region {
   /* The pool's peaks (resident, live) before the last region begun inside
    * this one reset them; the owning thread's only. */
   size_t peak, live_peak;
-  uint64_t begun_ticks; /* tarn_region_begin's tarn__ticks (0: the root) */
+  /* tarn__ticks at the region's first submission, on the thread that
+   * began it (region_now); what a region of one task took is counted from
+   * there (region_drain). Not at tarn_region_begin: a clock read costs 30
+   * ns where the kernel keeps time by its hypervisor's clock, and the
+   * first submission reads it anyway when it holds its task
+   * (hold_for_waiter). */
+  uint64_t first_ticks;
   /* Begun by an arg_free (on a worker or the guest), which waits for it. */
   bool in_arg_free;
   /* A task of the region offered its work to idle workers (share_work):
@@ -1025,7 +1031,8 @@ static bool hold_for_waiter(tarn_rt *rt, tarn_task *t) {
       !lone_worthwhile(rt) ||
       atomic_load_explicit(&rt->lone, memory_order_relaxed) != NULL)
     return false;
-  atomic_store_explicit(&rt->lone_since, tarn__ticks(), memory_order_relaxed);
+  atomic_store_explicit(&rt->lone_since, t->region->first_ticks,
+                        memory_order_relaxed);
   tarn_task *none = NULL;
   if (!atomic_compare_exchange_strong(&rt->lone, &none, t)) return false;
   wake(rt); /* a sleeping worker looks again (seq_cst: see wake()) */
@@ -2216,6 +2223,7 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   }
   tarn_region *r = t->region;
   uint64_t submitted = atomic_fetch_add(&r->submitted, 1) + 1;
+  if (submitted == 1 && r != &rt->root) r->first_ticks = tarn__ticks();
   atomic_fetch_add_explicit(&rt->submitted, 1, memory_order_relaxed);
   /* Failed half-way through tracking: the task is in the graph for some
    * refs, so it stays, cancelled (it and its dependants report
@@ -2448,13 +2456,17 @@ static bool worker_wait_for(struct worker *w, tarn_region *r, uint64_t target,
  * load on each side (as in region_done) mean that either the sleeper sees
  * the count or the finisher sees what the sleeper waits for. With a
  * `deadline` (tarn__clock_ns; 0: none) it gives up once that has passed
- * (a task it took still runs to its end first). Returns whether the
- * target was reached. */
+ * (a task it took still runs to its end first). Once the target is
+ * reached it returns without done_lock, which only orders a sleep with
+ * the finisher's wake (an empty region, begun and waited, took 160 ns
+ * with it, 130 without; a region's memory outlives any finisher still
+ * reading it: see region_done). Returns whether the target was reached. */
 static bool region_wait_for(tarn_region *r, uint64_t target, int spins,
                             uint64_t deadline) {
   tarn_rt *rt = r->rt;
   if (current_worker != NULL && current_worker->rt == rt)
     return worker_wait_for(current_worker, r, target, deadline);
+  if (region_reached(r, target)) return true;
   struct worker *g = spins > 0 ? guest_enter(rt) : NULL;
   /* A short region ends sooner than a sleeping thread wakes: look for a
    * while (yielding) before sleeping on the condition variable. */
@@ -2474,6 +2486,7 @@ static bool region_wait_for(tarn_region *r, uint64_t target, int spins,
     sched_yield(); /* the workers get the core when they need it */
   }
   guest_leave(g);
+  if (region_reached(r, target)) return true;
   struct timespec until = {(time_t)(deadline / 1000000000u),
                            (long)(deadline % 1000000000u)};
   pthread_mutex_lock(&rt->done_lock);
@@ -2530,21 +2543,21 @@ static bool region_drain(tarn_region *r, uint64_t deadline) {
   atomic_store(&r->waiting, false); /* a finisher may still wake it: no harm */
   if (!done) return false;
   bool lone = atomic_load(&r->submitted) == 1;
-  if (r->begun_ticks != 0) {
+  if (r != &rt->root) {
     uint32_t share =
         atomic_load_explicit(&rt->lone_share, memory_order_relaxed);
     atomic_store_explicit(&rt->lone_share,
                           share - share / 8 + (lone ? LONE_SHARE_ONE / 8 : 0),
                           memory_order_relaxed);
   }
-  if (r->begun_ticks != 0 && lone) {
+  if (r != &rt->root && lone) {
     /* A region of one task: how long it took feeds rt->lone_ticks, falling
      * fast and rising slowly. A long region the guest runs costs it a few
      * percent (LONE_TASK_MAX_NS), a short one handed to a worker a third
      * of its time: with 1/8 both ways, an N=256 matvec right after 256 x
      * 256 matmuls (220 us) went to a worker for its first ten regions,
      * 5.5 to 7 us each instead of 3.8 to 4.0. */
-    uint64_t took = tarn__ticks() - r->begun_ticks;
+    uint64_t took = tarn__ticks() - r->first_ticks;
     uint64_t mean = atomic_load_explicit(&rt->lone_ticks, memory_order_relaxed);
     mean = took < mean ? mean - (mean - took) / 2 : mean + (took - mean) / 8;
     atomic_store_explicit(&rt->lone_ticks, mean, memory_order_relaxed);
@@ -2663,7 +2676,6 @@ int tarn_region_begin(tarn_rt *rt, tarn_region **out) {
    * cancelled with a region of the program's that its task is not in */
   r->cancel_parent = up != program_regions ? up : NULL;
   current_region = r;
-  r->begun_ticks = tarn__ticks();
   *out = r;
   return 0;
 }

@@ -23,15 +23,25 @@
 #include "tarn.h"
 
 /* A runtime of `workers` workers whose pool has the memory limit `limit`
- * (0: none). */
-static inline tarn_rt *test_rt(unsigned workers, size_t limit) {
+ * (0: none), whose linear algebra works in tiles of `work_tile` where the
+ * caller's are small (tarn_rt_options.work_tile; 0: never). */
+static inline tarn_rt *test_rt_work(unsigned workers, size_t limit,
+                                    unsigned work_tile) {
   tarn_rt_options o;
   assert_int_equal(tarn_rt_options_init(&o), 0);
   o.workers = workers;
   o.pool.mem_limit = limit;
+  o.work_tile = work_tile;
   tarn_rt *rt = NULL;
   assert_int_equal(tarn_rt_create(&o, &rt), 0);
   return rt;
+}
+
+/* test_rt_work with no work tiles: the tests of the tiled algorithms run
+ * them on the small tiles they choose (tests/linalg/test_work_tiles.c
+ * tests the copies into work tiles). */
+static inline tarn_rt *test_rt(unsigned workers, size_t limit) {
+  return test_rt_work(workers, limit, 0);
 }
 
 /* What the pool charges for a tile of rows x cols doubles: whole pages. */

@@ -128,21 +128,33 @@ typedef struct tarn_rt_options {
    * does after submitting them must not set one: a held-back thread would
    * wait for them forever. */
   unsigned max_unfinished;
+  /* Linear algebra on small tiles (tarn/linalg.h, "Small tiles"): where a
+   * task of tarn_matrix_gemm, tarn_matrix_syrk_ata, tarn_matrix_cholesky,
+   * tarn_matrix_lu or tarn_matrix_solve would multiply tiles of fewer than
+   * 64 x 64 elements (a kernel too small for BLAS's rate, and a task a
+   * microsecond or two of its own), the call works on a copy of its
+   * operands in tiles of work_tile x work_tile (clamped to the matrix) and
+   * copies the result back into the caller's tiles; only without a memory
+   * limit, or where the copies take at most an eighth of it. Default 256,
+   * or TARN_WORK_TILE from the environment; at most 4096; 0: never, every
+   * operation runs on the caller's tiles. */
+  unsigned work_tile;
 } tarn_rt_options;
 
 /* Fills `options` with the defaults (and the pool's, from the
  * environment; a variable set to the empty string counts as unset).
  * Returns 0, or TARN_EINVAL when TARN_WORKERS, TARN_IDLE_TRIM_MS,
- * TARN_MAX_UNFINISHED (all digits, no sign or space), TARN_PIN_WORKERS or
+ * TARN_MAX_UNFINISHED, TARN_WORK_TILE (all digits, no sign or space),
+ * TARN_PIN_WORKERS or
  * a pool variable cannot be parsed. */
 TARN_API int tarn_rt_options_init(tarn_rt_options *options);
 
 /* Checks the environment variables tarn reads: TARN_MEM_LIMIT,
- * TARN_HUGE_PAGES, TARN_WORKERS, TARN_PIN_WORKERS, TARN_IDLE_TRIM_MS and
- * TARN_MAX_UNFINISHED (TARN_SPILL_DIR takes any path). Returns 0 when each
- * is unset, empty or valid; else TARN_EINVAL, the status with which
- * tarn_rt_options_init, tarn_pool_options_init and the create functions
- * given NULL options fail, and *name (when `name` is not NULL) is the
+ * TARN_HUGE_PAGES, TARN_WORKERS, TARN_PIN_WORKERS, TARN_IDLE_TRIM_MS,
+ * TARN_MAX_UNFINISHED and TARN_WORK_TILE (TARN_SPILL_DIR takes any path).
+ * Returns 0 when each is unset, empty or valid; else TARN_EINVAL, the status
+ * with which tarn_rt_options_init, tarn_pool_options_init and the create
+ * functions given NULL options fail, and *name (when `name` is not NULL) is the
  * first variable in that order that is not valid, a static string, so a
  * program can say which (*name is NULL on 0). Reads the environment only;
  * thread-safe as getenv is. */

@@ -690,6 +690,7 @@ static int file_matrix(tarn_rt *rt, struct backing_file *f, size_t mb,
   if (rc == 0 && !tarn__task_fits(rt, tarn__tile_charge_at(a, 0, 0)))
     rc = TARN_ENOMEM;
   if (rc == 0) {
+    a->in_file = true;
     f->mb = a->mb;
     f->nb = a->nb;
     f->mt = a->mt;

@@ -37,6 +37,9 @@ struct tarn_matrix {
    * writes (prim.h), so the dead word outlives the free until the memory
    * is reused. */
   uint32_t magic;
+  /* Made over a file (tarn_matrix_open_file, tarn_matrix_create_file):
+   * its tiles are read from it as tasks first need them. */
+  bool in_file;
   tarn_ref *tiles[]; /* mt * nt, by columns */
 };
 

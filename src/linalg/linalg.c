@@ -951,8 +951,15 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
                        : tarn_matrix_axpb(cm, beta, -0.0, c);
   }
   size_t kt = tra ? a->mt : a->nt;
+  size_t work = 0;
+  if (n > 1) /* a task: C's first tile times one tile of K */
+    work = tarn__work_tile(a->rt, m, n, ka,
+                           (double)cm->mb * (double)cm->nb * (double)ak,
+                           (tarn_matrix *[]){a, b, cm}, 3);
   if (!product_fits(a, tra, b, trb, cm, kt)) {
     rc = TARN_ENOMEM;
+  } else if (work != 0) {
+    rc = tarn__gemm_work(a, ta, b, tb, alpha, beta, cm, work);
   } else if (n == 1) {
     rc = tarn__gemv_submit(a, tra, b, trb, alpha, beta, cm);
   } else {
@@ -1096,6 +1103,10 @@ int tarn_matrix_cholesky(tarn_matrix *a, int *info) {
   if (!tarn__factor_shape_ok(a)) return TARN_EINVAL;
   if (!tarn__triangle_fits(a, true)) return TARN_ENOMEM;
   tarn__blas_init();
+  size_t work =
+      tarn__work_tile(a->rt, a->m, a->n, a->n,
+                      (double)a->nb * (double)a->nb * (double)a->nb, &a, 1);
+  if (work != 0) return tarn__cholesky_work(a, work, info);
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);
   if (rc != 0) return rc;

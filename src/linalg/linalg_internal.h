@@ -1,9 +1,11 @@
 /* linalg_internal.h: what the linalg layer's modules (linalg.c, gemv.c,
- * inverse.c, logdet.c, lu.c, qr.c, qr_tall.c, rcond.c, solve.c) share: OpenBLAS
- * set to one thread, BLAS-sized tiles, submitting a tile task that owns a copy
- * of its job, task working memory, the tile kernels that share their work with
- * idle workers (gemm, trsm, syrk and a blocked Cholesky of one tile, split by
- * tarn_task_parallel_for), and the parts of the linear solves. */
+ * inverse.c, logdet.c, lu.c, qr.c, qr_tall.c, rcond.c, solve.c,
+ * work_tiles.c) share: OpenBLAS set to one thread, BLAS-sized tiles,
+ * submitting a tile task that owns a copy of its job, task working
+ * memory, the tile kernels that share their work with idle workers (gemm,
+ * trsm, syrk and a blocked Cholesky of one tile, split by
+ * tarn_task_parallel_for), the parts of the linear solves, and the
+ * operations on small tiles worked on in larger ones. */
 #ifndef TARN_LINALG_INTERNAL_H
 #define TARN_LINALG_INTERNAL_H
 
@@ -13,6 +15,7 @@
 #include <stddef.h>
 
 #include "array/matrix_internal.h"
+#include "tarn/linalg.h"
 #include "tarn/rt.h"
 
 /* Sets OpenBLAS to one thread for the process, once. Thread-safe. */
@@ -113,6 +116,36 @@ int tarn__solve_in_pieces(tarn_matrix *b, size_t cols,
                           int (*solve)(void *ctx, tarn_matrix *piece,
                                        int *info),
                           void *ctx, int *info);
+
+/* ---- small tiles on a copy in work tiles (work_tiles.c) ------------------ */
+
+/* The tile size an operation on small tiles works in, or 0 for the
+ * caller's tiles: the runtime's work tile (tarn_rt_options.work_tile)
+ * when the operation's task multiplies fewer than 64^3 multiply-adds
+ * (`task_madds`), a task of work tiles would multiply more (the work tile
+ * clamped to the product's sides m, n and k: so never again for the
+ * copies), none of its matrices `ops` (the nops matrices copied, the same
+ * one listed twice counted once) lives in a file, and without a memory
+ * limit, or when the copies take at most an eighth of it as the pool
+ * charges them, and so does each task that copies a work tile there or
+ * back. Thread-safe. */
+size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
+                       double task_madds, tarn_matrix *const *ops, size_t nops);
+
+/* The operations on copies of their operands in tiles of w x w, the
+ * result copied back into the caller's tiles (the public call's checks
+ * made before): tarn_matrix_gemm into C (asynchronous, as it), A^T A into
+ * *c (made, in A's column tiles), and the waiting tarn_matrix_cholesky,
+ * tarn_matrix_lu (the factors copied back also for a singular A) and
+ * tarn_matrix_solve (A's factors copied back also for a singular A, B
+ * only on success). Return the public call's statuses. */
+int tarn__gemm_work(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
+                    tarn_trans tb, double alpha, double beta, tarn_matrix *c,
+                    size_t w);
+int tarn__ata_work(tarn_matrix *a, size_t w, tarn_matrix **c);
+int tarn__cholesky_work(tarn_matrix *a, size_t w, int *info);
+int tarn__lu_work(tarn_matrix *a, size_t *piv, size_t w, int *info);
+int tarn__solve_work(tarn_matrix *a, tarn_matrix *b, size_t w, int *info);
 
 /* ---- solves in one task per tile column of B (column_solve.c) ---------- */
 

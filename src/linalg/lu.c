@@ -1013,10 +1013,21 @@ bool tarn__lu_fits(const tarn_matrix *a) {
   return fits;
 }
 
+/* The work tile of an LU of `a` (tarn__work_tile), with B copied too when
+ * not NULL: an update's task multiplies a tile by a tile of the panel's
+ * row (mb x nb x nb). */
+static size_t lu_work_tile(tarn_matrix *a, tarn_matrix *b) {
+  return tarn__work_tile(a->rt, a->m, a->n, a->n,
+                         (double)a->mb * (double)a->nb * (double)a->nb,
+                         (tarn_matrix *[]){a, b}, b != NULL ? 2 : 1);
+}
+
 int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
   if (info != NULL) *info = 0;
   if (piv == NULL || !lu_shape_ok(a)) return TARN_EINVAL;
   if (!tarn__lu_fits(a)) return TARN_ENOMEM;
+  size_t work = lu_work_tile(a, NULL);
+  if (work != 0) return tarn__lu_work(a, piv, work, info);
   return lu_region(a, piv, NULL, false, NULL, info);
 }
 
@@ -1026,6 +1037,8 @@ int tarn_matrix_solve(tarn_matrix *a, tarn_matrix *b, int *info) {
   if (!tarn__lu_fits(a) || !tarn__line_fits(b, false) ||
       !tarn__solve_fits(a, b))
     return TARN_ENOMEM;
+  size_t work = lu_work_tile(a, b);
+  if (work != 0) return tarn__solve_work(a, b, work, info);
   size_t *piv = malloc(a->m * sizeof *piv);
   if (piv == NULL) return TARN_ENOMEM;
   int rc = lu_region(a, piv, NULL, false, b, info);

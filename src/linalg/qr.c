@@ -1602,7 +1602,17 @@ int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c) {
   tarn_matrix *out = NULL;
   int rc = tarn__matrix_new(a->rt, a->n, a->n, a->nb, a->nb, &out);
   if (rc == 0 && !ata_fits(a, out)) rc = TARN_ENOMEM;
-  if (rc == 0) rc = submit_ata(a, out);
+  /* an update: a tile of C (nb x nb) from a tile row of A (mb) */
+  size_t work =
+      rc != 0 ? 0
+              : tarn__work_tile(a->rt, a->n, a->n, a->m,
+                                (double)a->nb * (double)a->nb * (double)a->mb,
+                                (tarn_matrix *[]){a, out}, 2);
+  if (work != 0) {
+    rc = tarn__ata_work(a, work, &out);
+  } else if (rc == 0) {
+    rc = submit_ata(a, out);
+  }
   if (rc != 0) {
     tarn_matrix_destroy(out);
     return rc;

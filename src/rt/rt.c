@@ -42,6 +42,10 @@
 /* How long a worker sleeps before it gives its scratch pages back by
  * default, in ms (tarn_rt_options.idle_trim_ms; see give_back_at_rest). */
 #define IDLE_TRIM_MS_DEFAULT 20
+
+/* tarn_rt_options.work_tile: the default and the largest accepted. */
+#define WORK_TILE_DEFAULT 256
+#define WORK_TILE_MAX 4096
 /* Spare task structs kept through a rest (see spare_trim). */
 #define SPARE_KEEP 4096
 /* A program thread checks its region against max_unfinished once every
@@ -371,6 +375,7 @@ struct tarn_rt {
   uint64_t lone_max_ticks, lone_serial_max_ticks, lone_hold_ticks;
   uint64_t idle_trim_ns;   /* rest before give_back_at_rest; 0: never */
   uint64_t max_unfinished; /* a region's bound for submitters; 0: none */
+  size_t work_tile;        /* tarn_rt_options.work_tile (linalg's) */
   /* Written by submitters that are not workers, per task. */
   _Alignas(64) atomic_bool spare_lock; /* spare: tasks for such submitters */
   tarn_task *spare;
@@ -459,6 +464,8 @@ static bool rt_ok(const tarn_rt *rt) {
 
 bool tarn__rt_ok(const tarn_rt *rt) { return rt_ok(rt); }
 
+size_t tarn__rt_work_tile(const tarn_rt *rt) { return rt->work_tile; }
+
 static TARN_THREAD_LOCAL tarn_task *current_task;
 /* The task whose ranges this thread runs now (help_run), or NULL: a body
  * that splits its range again makes one call, on whichever thread. */
@@ -513,6 +520,9 @@ static const char *env_runtime(tarn_rt_options *o) {
   if (env_count("TARN_MAX_UNFINISHED", 0, UINT_MAX, &o->max_unfinished) != 0 &&
       bad == NULL)
     bad = "TARN_MAX_UNFINISHED";
+  if (env_count("TARN_WORK_TILE", 0, WORK_TILE_MAX, &o->work_tile) != 0 &&
+      bad == NULL)
+    bad = "TARN_WORK_TILE";
   return bad;
 }
 
@@ -529,6 +539,7 @@ int tarn_rt_options_init(tarn_rt_options *o) {
    * first ones. */
   o->pin_workers = o->workers >= tarn__cpus_allowed(NULL, 0);
   o->idle_trim_ms = IDLE_TRIM_MS_DEFAULT;
+  o->work_tile = WORK_TILE_DEFAULT;
   if (env_runtime(o) != NULL) rc = TARN_EINVAL;
   return rc;
 }
@@ -2802,7 +2813,8 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   else if (rc != 0)
     return rc;
   if (out == NULL || o.workers == 0 || o.workers > 1024 ||
-      o.scratch_bytes == 0 || o.scratch_bytes > SIZE_MAX - TASK_MARK_BYTES)
+      o.scratch_bytes == 0 || o.scratch_bytes > SIZE_MAX - TASK_MARK_BYTES ||
+      o.work_tile > WORK_TILE_MAX)
     return TARN_EINVAL;
   tarn_rt *rt = aligned_alloc(64, sizeof *rt);
   if (rt == NULL) return TARN_ENOMEM;
@@ -2825,6 +2837,7 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   rt->may_spill = o.pool.mem_limit != 0;
   rt->idle_trim_ns = (uint64_t)o.idle_trim_ms * 1000000u;
   rt->max_unfinished = o.max_unfinished;
+  rt->work_tile = o.work_tile;
   pthread_mutex_init(&rt->idle_lock, NULL);
   pthread_condattr_t monotonic; /* sleep_or_take's, timed waits' deadlines */
   pthread_condattr_init(&monotonic);

@@ -34,4 +34,8 @@ bool tarn__task_alone(tarn_task *task);
  * destroyed (while its memory is not reused). Thread-safe. */
 bool tarn__rt_ok(const tarn_rt *rt);
 
+/* tarn_rt_options.work_tile as `rt` was made with (0: linalg works on
+ * the caller's tiles). Thread-safe: fixed for the runtime's life. */
+size_t tarn__rt_work_tile(const tarn_rt *rt);
+
 #endif

@@ -94,13 +94,19 @@ static void footprint(struct tcase *c, size_t m, size_t n, size_t mb,
 
 /* The case's runtime, once the operation has counted its matrices: under
  * a limit, the largest task's pins (a tile column, and four tiles) and 0
- * to 4 pages more, so every task fits and the rest spills. */
+ * to 4 pages more, so every task fits and the rest spills. A third of the
+ * cases each run the operations on their own tiles, in work tiles of 64
+ * (several, for the larger matrices) and of 256 (tarn/linalg.h, "Small
+ * tiles"; under a limit where the copies fit). */
 static void start(struct tcase *c) {
+  static const unsigned work_tiles[] = {0, 64, 256};
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   if (c->limited)
     c->limit = c->max_col + 4 * c->max_tile + range(c, 0, 4) * page;
-  describe(c, "; %u workers, limit %zu", c->workers, c->limit);
-  c->rt = test_rt(c->workers, c->limit);
+  unsigned work = work_tiles[c->index % 3];
+  describe(c, "; %u workers, limit %zu, work tile %u", c->workers, c->limit,
+           work);
+  c->rt = test_rt_work(c->workers, c->limit, work);
 }
 
 /* ---- host matrices ------------------------------------------------------ */

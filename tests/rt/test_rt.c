@@ -928,19 +928,40 @@ static void max_unfinished_comes_from_the_environment(void **state) {
                                    "1000000", 0, bad, sizeof bad / sizeof *bad);
 }
 
+static unsigned work_tile_of(const tarn_rt_options *o) { return o->work_tile; }
+
+/* TARN_WORK_TILE sets work_tile (default 256; 0 turns the copies off):
+ * up to 4096; a runtime refuses a larger one given in its options. */
+static void work_tile_comes_from_the_environment(void **state) {
+  (void)state;
+  const char *bad[] = {"-1", "4097", "256 ", "big", "99999999999999999999"};
+  count_comes_from_the_environment("TARN_WORK_TILE", work_tile_of, "4096", 256,
+                                   bad, sizeof bad / sizeof *bad);
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.work_tile = 4097;
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), TARN_EINVAL);
+  assert_null(rt);
+  o.work_tile = 4096;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* tarn_env_check passes unset, empty and valid variables, and names the
  * first one that is not valid, in rt.h's order; the options and a
  * runtime with default options then fail as it says. */
 static void the_environment_check_names_a_bad_variable(void **state) {
   (void)state;
-  enum { VARIABLES = 6 };
+  enum { VARIABLES = 7 };
   static const char *const vars[VARIABLES] = {
       "TARN_MEM_LIMIT",   "TARN_HUGE_PAGES",   "TARN_WORKERS",
-      "TARN_PIN_WORKERS", "TARN_IDLE_TRIM_MS", "TARN_MAX_UNFINISHED"};
-  static const char *const good[VARIABLES] = {"64M", "0",   "3",
-                                              "0",   "250", "1000"};
-  static const char *const bad[VARIABLES] = {"lots", "yes", "0",
-                                             "2",    "-1",  "1e3"};
+      "TARN_PIN_WORKERS", "TARN_IDLE_TRIM_MS", "TARN_MAX_UNFINISHED",
+      "TARN_WORK_TILE"};
+  static const char *const good[VARIABLES] = {"64M", "0",    "3", "0",
+                                              "250", "1000", "64"};
+  static const char *const bad[VARIABLES] = {"lots", "yes", "0",   "2",
+                                             "-1",   "1e3", "5000"};
   char *saved[VARIABLES];
   test_env_save(vars, VARIABLES, saved);
   const char *name = "untouched";
@@ -976,6 +997,7 @@ static void the_environment_check_names_a_bad_variable(void **state) {
   assert_int_equal(o.pool.mem_limit, 64 * MiB);
   assert_int_equal(o.workers, 3);
   assert_int_equal(o.max_unfinished, 1000);
+  assert_int_equal(o.work_tile, 64);
   test_env_restore(vars, VARIABLES, saved);
 }
 
@@ -3466,7 +3488,7 @@ int main(void) {
    * good, as rt.h warns), so the runtime's variables start unset. */
   static const char *const runtime_variables[] = {
       "TARN_WORKERS", "TARN_PIN_WORKERS", "TARN_IDLE_TRIM_MS",
-      "TARN_MAX_UNFINISHED"};
+      "TARN_MAX_UNFINISHED", "TARN_WORK_TILE"};
   for (size_t i = 0; i < sizeof runtime_variables / sizeof *runtime_variables;
        i++)
     unsetenv(runtime_variables[i]);
@@ -3538,6 +3560,7 @@ int main(void) {
       cmocka_unit_test(tasks_that_submit_are_never_held_back),
       cmocka_unit_test(threads_held_back_together_all_go_on),
       cmocka_unit_test(max_unfinished_comes_from_the_environment),
+      cmocka_unit_test(work_tile_comes_from_the_environment),
       cmocka_unit_test(bad_submissions_are_refused),
       cmocka_unit_test(one_ref_twice_is_one_access),
       cmocka_unit_test(successors_readied_together_run_by_priority),

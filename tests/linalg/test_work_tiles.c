@@ -1,0 +1,413 @@
+/* test_work_tiles.c: linear algebra on matrices of small tiles, run on
+ * copies in work tiles (tarn_rt_options.work_tile; tarn/linalg.h, "Small
+ * tiles"). The products (all four transposes, beta 0 and not, C given or
+ * made, A times itself), A^T A, Cholesky, LU (square, wide, singular) and
+ * the solve leave the caller's matrices in their own tiles holding the
+ * same bits as the same calls on copies the test makes in work tiles
+ * itself, in far fewer tasks than tile by tile; with work_tile 0, or
+ * under a memory limit the copies do not fit in, they go tile by tile. A
+ * matrix that is not positive definite, and a singular system, leave what
+ * the calls promise (A as it was; LU's factors; B as it was); a failed
+ * writer cancels the result; a matrix in a file is not copied (a Cholesky
+ * reads only its lower triangle's tiles). The other linalg tests run
+ * their tiled algorithms on their small tiles (tests/support.h, test_rt). */
+#define _GNU_SOURCE
+#include <cblas.h>
+#include <float.h>
+#include <lapacke.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "support.h"
+#include "tarn.h"
+
+#include "reference.h"
+
+/* Tiles of 16: a task of 16^3 multiply-adds is small. Work tiles of 48:
+ * the matrices below take several, and their kernels are too small to be
+ * shared with idle workers, which could change their last bits (docs/
+ * linalg.md): the copies' results are compared bit for bit. */
+enum { WORK = 48, TILE = 16 };
+
+/* Tasks the runtime has had submitted so far. */
+static uint64_t submitted(tarn_rt *rt) {
+  tarn_rt_stats st;
+  assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+  return st.submitted;
+}
+
+/* `a` (of `rt`) in tiles of mb x nb (a new matrix, waited for). */
+static tarn_matrix *retiled(tarn_rt *rt, tarn_matrix *a, size_t mb, size_t nb) {
+  tarn_region *region = NULL;
+  tarn_matrix *out = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_matrix_retile(a, mb, nb, &out), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  return out;
+}
+
+/* A tiles x tiles matrix of the m x n buffer `v` (ld m). */
+static tarn_matrix *upload(tarn_rt *rt, const double *v, size_t m, size_t n,
+                           size_t tiles) {
+  tarn_matrix *a = NULL;
+  assert_int_equal(tarn_matrix_from_buffer(rt, m, n, tiles, tiles, v, m, &a),
+                   0);
+  return a;
+}
+
+/* Asserts that `a` is in tiles of TILE (clamped to it) and holds the bits
+ * of `want`. */
+static void same_matrix(tarn_matrix *a, tarn_matrix *want) {
+  size_t m = tarn_matrix_rows(a), n = tarn_matrix_cols(a);
+  assert_int_equal(tarn_matrix_tile_rows(a), m < TILE ? m : TILE);
+  assert_int_equal(tarn_matrix_tile_cols(a), n < TILE ? n : TILE);
+  double *w = test_buffer_of(want);
+  test_matrix_holds(a, w);
+  free(w);
+}
+
+/* ---- products ------------------------------------------------------------ */
+
+/* C = 0.75 op(A) op(B) + beta C with M = 150, N = 130, K = 170 in tiles of
+ * 16 (C given when `given`); returns the tasks it took. Checks C's tiles,
+ * with `work` its bits against the product of copies in work tiles, and
+ * its values against cblas_dgemm. */
+static uint64_t check_product(tarn_rt *rt, tarn_trans ta, tarn_trans tb,
+                              double beta, bool given, bool work) {
+  enum { M = 150, N = 130, K = 170 };
+  bool tra = ta == TARN_TRANS, trb = tb == TARN_TRANS;
+  size_t am = tra ? K : M, an = tra ? M : K, bm = trb ? N : K, bn = trb ? K : N;
+  double *av = test_random_matrix(am, an, 0, 11),
+         *bv = test_random_matrix(bm, bn, 0, 12),
+         *cv = test_random_matrix(M, N, 0, 13);
+  tarn_matrix *a = upload(rt, av, am, an, TILE),
+              *b = upload(rt, bv, bm, bn, TILE),
+              *c = given ? upload(rt, cv, M, N, TILE) : NULL;
+  /* the reference first: the same product of copies in work tiles */
+  tarn_matrix *aw = retiled(rt, a, WORK, WORK),
+              *bw = retiled(rt, b, WORK, WORK),
+              *cw = given ? retiled(rt, c, WORK, WORK) : NULL;
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_matrix_gemm(aw, ta, bw, tb, 0.75, beta, &cw), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  uint64_t before = submitted(rt);
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_matrix_gemm(a, ta, b, tb, 0.75, beta, &c), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  uint64_t tasks = submitted(rt) - before;
+  if (work) same_matrix(c, cw);
+  double *ref = given ? cv : calloc(M * N, sizeof *ref);
+  assert_non_null(ref);
+  cblas_dgemm(CblasColMajor, tra ? CblasTrans : CblasNoTrans,
+              trb ? CblasTrans : CblasNoTrans, M, N, K, 0.75, av, (int)am, bv,
+              (int)bm, given ? beta : 0.0, ref, M);
+  double *got = test_buffer_of(c);
+  for (size_t i = 0; i < (size_t)M * N; i++)
+    assert_true(fabs(got[i] - ref[i]) <= 1e-12 * K);
+  free(got);
+  if (!given) free(ref);
+  TEST_DESTROY_MATRICES(a, b, c, aw, bw, cw);
+  free(av);
+  free(bv);
+  free(cv);
+  return tasks;
+}
+
+/* Tile by tile the product takes 10 x 9 x 11 = 990 tasks; in work tiles
+ * of 48 (4 x 3 of C, 4 along K), 48 products and the copies (A's 16 work
+ * tiles, B's 12, C's 12 when read, and a task per tile of C to copy it
+ * back, 90). */
+static void products_of_small_tiles_run_in_work_tiles(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt_work(2, 0, WORK);
+  for (int ta = 0; ta < 2; ta++)
+    for (int tb = 0; tb < 2; tb++) {
+      uint64_t tasks =
+          check_product(rt, (tarn_trans)ta, (tarn_trans)tb, 0.0, true, true);
+      assert_true(tasks <= 16 + 12 + 48 + 90);
+      tasks =
+          check_product(rt, (tarn_trans)ta, (tarn_trans)tb, -0.5, true, true);
+      assert_true(tasks <= 16 + 12 + 12 + 48 + 90);
+      check_product(rt, (tarn_trans)ta, (tarn_trans)tb, 0.0, false, true);
+    }
+  /* A times itself: one copy of A serves both operands */
+  double *av = test_random_matrix(150, 170, 0, 14);
+  tarn_matrix *a = upload(rt, av, 150, 170, TILE), *c = NULL, *cw = NULL;
+  tarn_matrix *aw = retiled(rt, a, WORK, WORK);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(
+      tarn_matrix_gemm(aw, TARN_NO_TRANS, aw, TARN_TRANS, 1.0, 0.0, &cw), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  uint64_t before = submitted(rt);
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(
+      tarn_matrix_gemm(a, TARN_NO_TRANS, a, TARN_TRANS, 1.0, 0.0, &c), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_true(submitted(rt) - before <= 16 + 64 + 100);
+  same_matrix(c, cw);
+  TEST_DESTROY_MATRICES(a, c, aw, cw);
+  free(av);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+
+  /* work_tile 0: tile by tile */
+  rt = test_rt_work(2, 0, 0);
+  assert_true(
+      check_product(rt, TARN_NO_TRANS, TARN_NO_TRANS, 0.0, true, false) >= 990);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A^T A of 170 x 150 in tiles of 16: C in tiles of 16 x 16 with the bits
+ * of A^T A of a copy in work tiles, in few tasks. */
+static void a_transposed_times_a_of_small_tiles(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt_work(2, 0, WORK);
+  double *av = test_random_matrix(170, 150, 0, 15);
+  tarn_matrix *a = upload(rt, av, 170, 150, TILE), *c = NULL, *cw = NULL;
+  tarn_matrix *aw = retiled(rt, a, WORK, WORK);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_matrix_syrk_ata(aw, &cw), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  uint64_t before = submitted(rt);
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_matrix_syrk_ata(a, &c), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_true(submitted(rt) - before <= 16 + 40 + 100);
+  same_matrix(c, cw);
+  TEST_DESTROY_MATRICES(a, c, aw, cw);
+  free(av);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* ---- factorisations ----------------------------------------------------- */
+
+/* Cholesky of the n x n SPD buffer `spd` (with A(k, k) = -1 when k >= 0):
+ * its status and info, A in its tiles against the call on a copy in work
+ * tiles (the factor), or against `spd` itself (not positive definite: A as
+ * it was). Returns the tasks the call took. */
+static uint64_t check_cholesky(tarn_rt *rt, double *spd, size_t n, long k) {
+  if (k >= 0) spd[k + k * n] = -1.0;
+  tarn_matrix *a = upload(rt, spd, n, n, TILE),
+              *aw = retiled(rt, a, WORK, WORK);
+  int want_info = -1, info = -1;
+  int want = tarn_matrix_cholesky(aw, &want_info);
+  uint64_t before = submitted(rt);
+  assert_int_equal(tarn_matrix_cholesky(a, &info), want);
+  uint64_t tasks = submitted(rt) - before;
+  assert_int_equal(info, want_info);
+  if (k >= 0) {
+    assert_int_equal(want, TARN_EINVAL);
+    assert_true(info > 0 && info <= k + 1);
+    test_matrix_holds(a, spd);
+  } else {
+    assert_int_equal(want, 0);
+    same_matrix(a, aw);
+  }
+  TEST_DESTROY_MATRICES(a, aw);
+  return tasks;
+}
+
+/* LU of the m x n buffer `v`: status, info, pivots and factors against
+ * the call on a copy in work tiles (a singular A's factors too), and P A
+ * = L U. */
+static void check_lu(tarn_rt *rt, const double *v, size_t m, size_t n,
+                     int want_rc, int want_info) {
+  size_t k = m < n ? m : n;
+  tarn_matrix *a = upload(rt, v, m, n, TILE), *aw = retiled(rt, a, WORK, WORK);
+  size_t *piv = malloc(k * sizeof *piv), *want_piv = malloc(k * sizeof *piv);
+  assert_non_null(piv);
+  assert_non_null(want_piv);
+  int info = -1, wi = -1;
+  assert_int_equal(tarn_matrix_lu(aw, want_piv, &wi), want_rc);
+  assert_int_equal(wi, want_info);
+  assert_int_equal(tarn_matrix_lu(a, piv, &info), want_rc);
+  assert_int_equal(info, want_info);
+  assert_memory_equal(piv, want_piv, k * sizeof *piv);
+  same_matrix(a, aw);
+  double *f = test_buffer_of(a);
+  assert_true(test_lu_residual(v, f, piv, m, n) < 20);
+  free(f);
+  free(piv);
+  free(want_piv);
+  TEST_DESTROY_MATRICES(a, aw);
+}
+
+/* A X = B with A 150 x 150 (column `zero` zeroed when >= 0) and B of 7
+ * columns, both in tiles of 16: status, info, A and B against the call on
+ * copies in work tiles; singular: A holds its factors, B as it was. */
+static void check_solve(tarn_rt *rt, long zero) {
+  enum { N = 150, NRHS = 7 };
+  double *av = test_random_matrix(N, N, 2.0, 16),
+         *bv = test_random_matrix(N, NRHS, 0, 17);
+  if (zero >= 0)
+    for (size_t i = 0; i < N; i++) av[i + (size_t)zero * N] = 0.0;
+  tarn_matrix *a = upload(rt, av, N, N, TILE),
+              *b = upload(rt, bv, N, NRHS, TILE);
+  tarn_matrix *aw = retiled(rt, a, WORK, WORK),
+              *bw = retiled(rt, b, WORK, WORK);
+  int info = -1, wi = -1;
+  int want = tarn_matrix_solve(aw, bw, &wi);
+  assert_int_equal(tarn_matrix_solve(a, b, &info), want);
+  assert_int_equal(info, wi);
+  same_matrix(a, aw);
+  if (zero >= 0) {
+    assert_int_equal(want, TARN_EINVAL);
+    assert_int_equal(info, zero + 1);
+    test_matrix_holds(b, bv);
+  } else {
+    assert_int_equal(want, 0);
+    same_matrix(b, bw);
+    double *x = test_buffer_of(b);
+    assert_true(test_solve_residual(av, x, bv, N, NRHS) < 20);
+    free(x);
+  }
+  TEST_DESTROY_MATRICES(a, b, aw, bw);
+  free(av);
+  free(bv);
+}
+
+static void factorisations_of_small_tiles_run_in_work_tiles(void **state) {
+  (void)state;
+  enum { N = 150 };
+  tarn_rt *rt = test_rt_work(2, 0, WORK);
+  double *spd = test_spd_matrix(N, 1.0, 18);
+  /* tile by tile 10 potrf, 45 trsm, 45 syrk and 120 gemm tasks; in work
+   * tiles 16 copies out, 4 + 6 + 6 + 4 tasks, 100 copies back */
+  assert_true(check_cholesky(rt, spd, N, -1) <= 16 + 20 + 100);
+  check_cholesky(rt, spd, N, 100); /* not positive definite */
+  free(spd);
+  double *v = test_random_matrix(N, N, 0, 19);
+  check_lu(rt, v, N, N, 0, 0);
+  for (size_t i = 0; i < N; i++) v[i + 70 * N] = 0.0;
+  check_lu(rt, v, N, N, TARN_EINVAL, 71); /* singular: factors still */
+  free(v);
+  v = test_random_matrix(120, 170, 0, 20);
+  check_lu(rt, v, 120, 170, 0, 0);
+  free(v);
+  check_solve(rt, -1);
+  check_solve(rt, 40);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+
+  rt = test_rt_work(2, 0, 0); /* tile by tile */
+  spd = test_spd_matrix(N, 1.0, 18);
+  tarn_matrix *a = upload(rt, spd, N, N, TILE);
+  uint64_t before = submitted(rt);
+  assert_int_equal(tarn_matrix_cholesky(a, NULL), 0);
+  assert_true(submitted(rt) - before >= 220);
+  tarn_matrix_destroy(a);
+  free(spd);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Under a memory limit the copies (and each task copying a work tile)
+ * must take at most an eighth of it: A of 150 x 150 (176 KiB, 100 tiles
+ * of a page) goes tile by tile under 1 MiB and in work tiles under 16
+ * MiB, each to the bits of the call without a limit that goes the same
+ * way. */
+static void the_copies_need_room_under_a_limit(void **state) {
+  (void)state;
+  enum { N = 150 };
+  double *spd = test_spd_matrix(N, 1.0, 21);
+  double *want[2];
+  for (int work = 0; work < 2; work++) {
+    tarn_rt *rt = test_rt_work(2, 0, work ? WORK : 0);
+    tarn_matrix *a = upload(rt, spd, N, N, TILE);
+    assert_int_equal(tarn_matrix_cholesky(a, NULL), 0);
+    want[work] = test_buffer_of(a);
+    tarn_matrix_destroy(a);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  static const size_t limits[2] = {(size_t)1 << 20, (size_t)16 << 20};
+  for (int work = 0; work < 2; work++) {
+    tarn_rt *rt = test_rt_work(2, limits[work], WORK);
+    tarn_matrix *a = upload(rt, spd, N, N, TILE);
+    uint64_t before = submitted(rt);
+    assert_int_equal(tarn_matrix_cholesky(a, NULL), 0);
+    uint64_t tasks = submitted(rt) - before;
+    assert_true(work ? tasks <= 16 + 20 + 100 : tasks >= 220);
+    test_matrix_holds(a, want[work]);
+    tarn_matrix_destroy(a);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  free(want[0]);
+  free(want[1]);
+  free(spd);
+}
+
+/* A failed task that wrote A's first tile: the factorisations return
+ * TARN_ECANCELED, and a product that reads A leaves C reading as
+ * cancelled. */
+static void a_failed_writer_cancels_the_work(void **state) {
+  (void)state;
+  enum { N = 150 };
+  tarn_rt *rt = test_rt_work(2, 0, WORK);
+  double *spd = test_spd_matrix(N, 1.0, 22);
+  tarn_matrix *a = upload(rt, spd, N, N, TILE), *c = NULL;
+  test_fail_first_tile(rt, a);
+  int info = -1;
+  assert_int_equal(tarn_matrix_cholesky(a, &info), TARN_ECANCELED);
+  size_t piv[N];
+  assert_int_equal(tarn_matrix_lu(a, piv, &info), TARN_ECANCELED);
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(
+      tarn_matrix_gemm(a, TARN_NO_TRANS, a, TARN_NO_TRANS, 1.0, 0.0, &c), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), TARN_ECANCELED);
+  double sum = 0;
+  assert_int_equal(tarn_matrix_sum(c, &sum), TARN_ECANCELED);
+  TEST_DESTROY_MATRICES(a, c);
+  free(spd);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* A matrix in a file is read tile by tile as its tasks need it: its
+ * Cholesky in tiles of 16 reads only the 55 tiles of its lower triangle,
+ * where a copy would read all 100. */
+static void a_matrix_in_a_file_is_not_copied(void **state) {
+  (void)state;
+  enum { N = 150 };
+  char dir[] = "/tmp/tarn-work-tiles-XXXXXX", path[64];
+  assert_non_null(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/a.npy", dir);
+  tarn_rt *rt = test_rt_work(2, 0, WORK);
+  double *spd = test_spd_matrix(N, 1.0, 23);
+  tarn_matrix *a = upload(rt, spd, N, N, TILE);
+  assert_int_equal(tarn_matrix_to_file(a, path), 0);
+  tarn_matrix_destroy(a);
+  tarn_pool_stats ps;
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+  uint64_t before = ps.source_reads;
+  assert_int_equal(tarn_matrix_open_file(rt, path, TILE, TILE, &a), 0);
+  assert_int_equal(tarn_matrix_cholesky(a, NULL), 0);
+  assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+  assert_int_equal(ps.source_reads - before, 10 * 11 / 2);
+  tarn_matrix_destroy(a);
+  free(spd);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_int_equal(unlink(path), 0);
+  assert_int_equal(rmdir(dir), 0);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(products_of_small_tiles_run_in_work_tiles),
+      cmocka_unit_test(a_transposed_times_a_of_small_tiles),
+      cmocka_unit_test(factorisations_of_small_tiles_run_in_work_tiles),
+      cmocka_unit_test(the_copies_need_room_under_a_limit),
+      cmocka_unit_test(a_failed_writer_cancels_the_work),
+      cmocka_unit_test(a_matrix_in_a_file_is_not_copied),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

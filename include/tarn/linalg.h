@@ -83,6 +83,32 @@
  * the memory limit (or there is none). What a call promises of B's tiles
  * on failure is unchanged.
  *
+ * Small tiles: tarn_matrix_gemm (not a product by a single column, which
+ * is tarn_matrix_gemv's), tarn_matrix_syrk_ata, tarn_matrix_cholesky,
+ * tarn_matrix_lu and tarn_matrix_solve, where one of their tasks would
+ * multiply fewer than 64^3 multiply-adds (tiles under 64 x 64: a kernel
+ * too small for BLAS's rate, and a task that costs about as much as its
+ * arithmetic), work on copies of their operands in tiles of the
+ * runtime's work tile (tarn_rt_options.work_tile, default 256, clamped
+ * to the matrix; 0 turns this off) and copy the result back into the
+ * caller's tiles, which keep their tiling. On 2 workers at N = 1024 in
+ * tiles of 32, the product went from 74-75 to 24-25 ms, LU from 27 to
+ * 13-14, Cholesky from 14 to 7-8 (docs/linalg.md, "Small tiles"). The copies
+ * take the operands' size again (and A^T A's result's); under a memory limit
+ * they are made only where they take at most an eighth of it as the pool
+ * charges them (so the bits of a result, which depend on the tiles it is
+ * computed in, may differ with the limit), and never for a matrix made
+ * over a file (tarn_matrix_open_file, tarn_matrix_create_file), whose
+ * tiles the call reads only as its tasks need them. A call on copies
+ * writes the caller's matrices only by the copy back, once the call on
+ * the copies returned its result (for LU and the solve, A's factors also
+ * when A is singular): so a matrix that is not positive definite, or a
+ * failure before the copy back, leaves A as it was (a factorisation's
+ * A is otherwise unspecified then). An LU whose panel becomes one work
+ * tile factors it as a panel of one tile (a subnormal pivot's infinities:
+ * tarn_matrix_lu). Waiting calls wait for their copies too; a product's
+ * copies are tasks of the caller's region.
+ *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */
 #ifndef TARN_LINALG_H
@@ -122,8 +148,9 @@ typedef enum { TARN_NON_UNIT, TARN_UNIT } tarn_diag;
  * here), whatever A and B hold or whether their writers failed. A and B
  * may be the same matrix; C may be neither.
  *
- * One task per C tile and K tile, in K order on each C tile (one tile of A,
- * B and C pinned at a time); when op(B) has one column, the tasks are
+ * With tiles under 64 x 64, on copies in work tiles ("Small tiles"
+ * above). One task per C tile and K tile, in K order on each C tile (one tile
+ * of A, B and C pinned at a time); when op(B) has one column, the tasks are
  * tarn_matrix_gemv's. When C has fewer tiles than twice the workers (on 2
  * workers or more) and K has 4 tiles or more, each C tile's K tiles go in
  * groups (2 or more each) side by side, about twice the workers' chains
@@ -184,7 +211,9 @@ TARN_API int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,
  * triangle is left as it was. A must be square with square tiles (mb == nb
  * after clamping to the matrix).
  *
- * Right-looking tiled algorithm: for each tile column k, potrf on the
+ * With tiles under 64 x 64, on a copy in work tiles ("Small tiles" above;
+ * not positive definite, A is then left as it was). Right-looking tiled
+ * algorithm: for each tile column k, potrf on the
  * diagonal tile, trsm on the tiles below it, syrk and gemm on the trailing
  * matrix, with priorities that favour the critical path (potrf, then
  * trsm, then the updates of the next tile columns).
@@ -281,17 +310,17 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * P A = L U for an M x N A (square or not), where L (M x min(M, N), unit
  * lower triangular or trapezoidal, its diagonal not stored) goes below
  * the diagonal of A and U (min(M, N) x N, upper triangular or
- * trapezoidal) on and above it. A's tiles must be square (mb == nb after
- * clamping to the matrix), unless A has one tile column (N <= mb) or one
- * tile row (M <= nb). piv (min(M, N) entries, owned by the caller) gets
- * the interchanges, 0-based: row i was interchanged with row
- * piv[i] >= i, in the order i = 0, 1, ... (tarn_matrix_permute_rows
- * applies them, npiv = min(M, N), to any matrix of M rows).
- * Only a square A's factors serve the solves, estimates, determinants
- * and inverses below. A pivot whose reciprocal overflows (below about
- * 5.6e-309, subnormal) in a panel of one tile gives infinities in L
- * below it, and NaN where the entry there is 0, as OpenBLAS's dgetrf
- * (and LAPACKE_dgetrf on the whole matrix) does: it scales by the
+ * trapezoidal) on and above it (with tiles whose update multiplies under
+ * 64^3, on a copy in work tiles: "Small tiles" above). A's tiles must be square
+ * (mb == nb after clamping to the matrix), unless A has one tile column (N <=
+ * mb) or one tile row (M <= nb). piv (min(M, N) entries, owned by the caller)
+ * gets the interchanges, 0-based: row i was interchanged with row piv[i] >= i,
+ * in the order i = 0, 1, ... (tarn_matrix_permute_rows applies them, npiv =
+ * min(M, N), to any matrix of M rows). Only a square A's factors serve the
+ * solves, estimates, determinants and inverses below. A pivot whose reciprocal
+ * overflows (below about 5.6e-309, subnormal) in a panel of one tile gives
+ * infinities in L below it, and NaN where the entry there is 0, as OpenBLAS's
+ * dgetrf (and LAPACKE_dgetrf on the whole matrix) does: it scales by the
  * reciprocal; a panel of several tiles divides, as netlib's dgetrf2
  * (docs/linalg.md).
  *
@@ -400,7 +429,8 @@ TARN_API int tarn_matrix_permute_rows(tarn_matrix *b, const size_t *piv,
  * size, freed as its last task ends) gets each panel's interchanges and
  * forward (unit L) updates along with A's tile columns, so the forward
  * solve runs during the factorisation; the backward (U) solve by tiles
- * then writes X into B. B must have A's row tiling (B's mb equals A's);
+ * then writes X into B (with small tiles, on copies of A and B in work
+ * tiles: "Small tiles" above). B must have A's row tiling (B's mb equals A's);
  * its column tiling is free. A and B must be different matrices of one
  * runtime.
  *
@@ -764,20 +794,20 @@ TARN_API int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t,
 
 /* C = A^T A, full (both triangles), N x N for an M x N matrix A. *c gets
  * a new matrix, owned by the caller, with tiles nb x nb (A's column
- * tiling); any tiling of A is taken. Tasks: for each tile of the lower
- * half, syrk (diagonal tiles, lower triangle) or gemm over A's tile rows
- * in order, the last of which also mirrors its tile into the upper half
- * (a diagonal tile's upper triangle, or tile (j, i) from (i, j)); under a
- * memory limit that the lower half does not fit in, by blocks of it, then
- * one task per tile that mirrors it. A tall A whose C has fewer tiles
- * than twice the workers (on 2 workers or more) has each tile's updates
- * cut into groups of A's tile rows (2 or more each) run side by side,
- * about twice the workers' chains in all (at most 64 groups; under a
- * memory limit, only when their temporaries and a tile row of A per group
- * fit in seven eighths of it): the first group into the tile, each other
- * into a temporary tile in the pool, then one task adds the temporaries
- * into the tile (freeing them) and mirrors it; so the sums' order, and
- * C's last bits, depend on the workers.
+ * tiling); any tiling of A is taken (tiles whose update multiplies under
+ * 64^3, on a copy in work tiles: "Small tiles" above). Tasks: for each tile of
+ * the lower half, syrk (diagonal tiles, lower triangle) or gemm over A's tile
+ * rows in order, the last of which also mirrors its tile into the upper half (a
+ * diagonal tile's upper triangle, or tile (j, i) from (i, j)); under a memory
+ * limit that the lower half does not fit in, by blocks of it, then one task per
+ * tile that mirrors it. A tall A whose C has fewer tiles than twice the workers
+ * (on 2 workers or more) has each tile's updates cut into groups of A's tile
+ * rows (2 or more each) run side by side, about twice the workers' chains in
+ * all (at most 64 groups; under a memory limit, only when their temporaries and
+ * a tile row of A per group fit in seven eighths of it): the first group into
+ * the tile, each other into a temporary tile in the pool, then one task adds
+ * the temporaries into the tile (freeing them) and mirrors it; so the sums'
+ * order, and C's last bits, depend on the workers.
  *
  * Submits and returns at once (results ordered as the runtime's rules
  * say). Returns 0; TARN_EINVAL for NULL arguments or tiles too large for

@@ -262,6 +262,58 @@ static int add_second_into_first(const tarn_block *b, void *arg) {
   return 0;
 }
 
+/* Tasks the runtime has had submitted so far. */
+static uint64_t tasks_submitted(tarn_rt *rt) {
+  tarn_rt_stats st;
+  assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+  return st.submitted;
+}
+
+/* A retile into small tiles writes them in blocks, a task each: 301 x
+ * 203 from tiles of 64 into tiles of 16 x 8 (19 x 26 = 494 tiles, in
+ * blocks of 16 x 32: 2 tasks) and of 7 x 5 (43 x 41 = 1763, blocks of
+ * 36 x 28 clamped to 1024 tiles: a few tasks), and from those back into
+ * 13 x 11; each the same bits. Under a limit that holds a tile's task but
+ * not a block's (256 KiB), or whose eighth does not hold a block's (4
+ * MiB: a block of 16 x 8 tiles takes 2 MiB of pages), one task per tile,
+ * the same bits. */
+static void a_retile_into_small_tiles_goes_in_blocks(void **state) {
+  (void)state;
+  enum { M = 301, N = 203 };
+  static const size_t tilings[][3] = {{16, 8, 2}, {7, 5, 8}, {13, 11, 6}};
+  static const size_t limits[] = {0, (size_t)256 << 10, (size_t)4 << 20};
+  for (size_t l = 0; l < sizeof limits / sizeof *limits; l++) {
+    bool limited = limits[l] != 0;
+    tarn_rt *rt = test_rt(2, limits[l]);
+    tarn_matrix *a = NULL;
+    assert_int_equal(tarn_matrix_rand(rt, M, N, 64, 64, 9, &a), 0);
+    double *want = test_buffer_of(a);
+    tarn_matrix *from = a;
+    for (size_t k = 0; k < sizeof tilings / sizeof *tilings; k++) {
+      size_t mb = tilings[k][0], nb = tilings[k][1];
+      size_t tiles = ((M + mb - 1) / mb) * ((N + nb - 1) / nb);
+      tarn_matrix *out = NULL;
+      tarn_region *region = NULL;
+      uint64_t before = tasks_submitted(rt);
+      assert_int_equal(tarn_region_begin(rt, &region), 0);
+      assert_int_equal(tarn_matrix_retile(from, mb, nb, &out), 0);
+      assert_int_equal(tarn_region_wait(region, NULL), 0);
+      uint64_t tasks = tasks_submitted(rt) - before;
+      if (limited)
+        assert_int_equal(tasks, tiles);
+      else
+        assert_true(tasks <= tilings[k][2]);
+      test_matrix_holds(out, want);
+      if (from != a) tarn_matrix_destroy(from);
+      from = out;
+    }
+    tarn_matrix_destroy(from);
+    tarn_matrix_destroy(a);
+    free(want);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
 /* Under a limit below one task's tiles each operation returns TARN_ENOMEM
  * before any task, every matrix as it was; each went ahead, and the task
  * that could never fit failed, leaving what it was to write cancelled (a
@@ -887,6 +939,7 @@ int main(void) {
       cmocka_unit_test(every_operation_matches_a_serial_loop),
       cmocka_unit_test(spilled_tiles_give_the_same_results),
       cmocka_unit_test(operations_refuse_a_limit_below_one_task),
+      cmocka_unit_test(a_retile_into_small_tiles_goes_in_blocks),
       cmocka_unit_test(constants_and_zeros),
       cmocka_unit_test(random_values_depend_on_the_element_alone),
       cmocka_unit_test(a_copy_keeps_every_bit),

@@ -86,14 +86,14 @@
  * Small tiles: tarn_matrix_gemm (not a product by a single column, which
  * is tarn_matrix_gemv's), tarn_matrix_syrk_ata, tarn_matrix_cholesky,
  * tarn_matrix_lu and tarn_matrix_solve, where one of their tasks would
- * multiply fewer than 64^3 multiply-adds (tiles under 64 x 64: a kernel
+ * multiply at most 64^3 multiply-adds (tiles of 64 x 64 or less: a kernel
  * too small for BLAS's rate, and a task that costs about as much as its
  * arithmetic), work on copies of their operands in tiles of the
  * runtime's work tile (tarn_rt_options.work_tile, default 256, clamped
  * to the matrix; 0 turns this off) and copy the result back into the
  * caller's tiles, which keep their tiling. On 2 workers at N = 1024 in
- * tiles of 32, the product went from 74-75 to 24-25 ms, LU from 27 to
- * 13-14, Cholesky from 14 to 7-8 (docs/linalg.md, "Small tiles"). The copies
+ * tiles of 32, the product went from 73-80 to 24 ms, LU from 25-28 to
+ * 12, Cholesky from 14-15 to 6 (docs/linalg.md, "Small tiles"). The copies
  * take the operands' size again (and A^T A's result's); under a memory limit
  * they are made only where they take at most an eighth of it as the pool
  * charges them (so the bits of a result, which depend on the tiles it is
@@ -148,7 +148,7 @@ typedef enum { TARN_NON_UNIT, TARN_UNIT } tarn_diag;
  * here), whatever A and B hold or whether their writers failed. A and B
  * may be the same matrix; C may be neither.
  *
- * With tiles under 64 x 64, on copies in work tiles ("Small tiles"
+ * With tiles of 64 x 64 or less, on copies in work tiles ("Small tiles"
  * above). One task per C tile and K tile, in K order on each C tile (one tile
  * of A, B and C pinned at a time); when op(B) has one column, the tasks are
  * tarn_matrix_gemv's. When C has fewer tiles than twice the workers (on 2
@@ -211,7 +211,7 @@ TARN_API int tarn_matrix_gemv(tarn_matrix *a, tarn_trans ta, tarn_matrix *x,
  * triangle is left as it was. A must be square with square tiles (mb == nb
  * after clamping to the matrix).
  *
- * With tiles under 64 x 64, on a copy in work tiles ("Small tiles" above;
+ * With tiles of 64 x 64 or less, on a copy in work tiles ("Small tiles" above;
  * not positive definite, A is then left as it was). Right-looking tiled
  * algorithm: for each tile column k, potrf on the
  * diagonal tile, trsm on the tiles below it, syrk and gemm on the trailing
@@ -310,18 +310,18 @@ TARN_API int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
  * P A = L U for an M x N A (square or not), where L (M x min(M, N), unit
  * lower triangular or trapezoidal, its diagonal not stored) goes below
  * the diagonal of A and U (min(M, N) x N, upper triangular or
- * trapezoidal) on and above it (with tiles whose update multiplies under
- * 64^3, on a copy in work tiles: "Small tiles" above). A's tiles must be square
- * (mb == nb after clamping to the matrix), unless A has one tile column (N <=
- * mb) or one tile row (M <= nb). piv (min(M, N) entries, owned by the caller)
- * gets the interchanges, 0-based: row i was interchanged with row piv[i] >= i,
- * in the order i = 0, 1, ... (tarn_matrix_permute_rows applies them, npiv =
- * min(M, N), to any matrix of M rows). Only a square A's factors serve the
- * solves, estimates, determinants and inverses below. A pivot whose reciprocal
- * overflows (below about 5.6e-309, subnormal) in a panel of one tile gives
- * infinities in L below it, and NaN where the entry there is 0, as OpenBLAS's
- * dgetrf (and LAPACKE_dgetrf on the whole matrix) does: it scales by the
- * reciprocal; a panel of several tiles divides, as netlib's dgetrf2
+ * trapezoidal) on and above it (with tiles whose update multiplies at
+ * most 64^3, on a copy in work tiles: "Small tiles" above). A's tiles must be
+ * square (mb == nb after clamping to the matrix), unless A has one tile column
+ * (N <= mb) or one tile row (M <= nb). piv (min(M, N) entries, owned by the
+ * caller) gets the interchanges, 0-based: row i was interchanged with row
+ * piv[i] >= i, in the order i = 0, 1, ... (tarn_matrix_permute_rows applies
+ * them, npiv = min(M, N), to any matrix of M rows). Only a square A's factors
+ * serve the solves, estimates, determinants and inverses below. A pivot whose
+ * reciprocal overflows (below about 5.6e-309, subnormal) in a panel of one tile
+ * gives infinities in L below it, and NaN where the entry there is 0, as
+ * OpenBLAS's dgetrf (and LAPACKE_dgetrf on the whole matrix) does: it scales by
+ * the reciprocal; a panel of several tiles divides, as netlib's dgetrf2
  * (docs/linalg.md).
  *
  * Right-looking tiled algorithm: for each of the first min(mt, nt) tile
@@ -794,7 +794,7 @@ TARN_API int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t,
 
 /* C = A^T A, full (both triangles), N x N for an M x N matrix A. *c gets
  * a new matrix, owned by the caller, with tiles nb x nb (A's column
- * tiling); any tiling of A is taken (tiles whose update multiplies under
+ * tiling); any tiling of A is taken (tiles whose update multiplies at most
  * 64^3, on a copy in work tiles: "Small tiles" above). Tasks: for each tile of
  * the lower half, syrk (diagonal tiles, lower triangle) or gemm over A's tile
  * rows in order, the last of which also mirrors its tile into the upper half (a

@@ -130,13 +130,13 @@ typedef struct tarn_rt_options {
   unsigned max_unfinished;
   /* Linear algebra on small tiles (tarn/linalg.h, "Small tiles"): where a
    * task of tarn_matrix_gemm, tarn_matrix_syrk_ata, tarn_matrix_cholesky,
-   * tarn_matrix_lu or tarn_matrix_solve would multiply tiles of fewer than
-   * 64 x 64 elements (a kernel too small for BLAS's rate, and a task a
-   * microsecond or two of its own), the call works on a copy of its
-   * operands in tiles of work_tile x work_tile (clamped to the matrix) and
-   * copies the result back into the caller's tiles; only without a memory
-   * limit, or where the copies take at most an eighth of it. Default 256,
-   * or TARN_WORK_TILE from the environment; at most 4096; 0: never, every
+   * tarn_matrix_lu or tarn_matrix_solve would multiply at most 64^3
+   * multiply-adds (tiles of 64 x 64 or less: a kernel too small for
+   * BLAS's rate, and a task a microsecond or two of its own), the call works on
+   * a copy of its operands in tiles of work_tile x work_tile (clamped to the
+   * matrix) and copies the result back into the caller's tiles; only without a
+   * memory limit, or where the copies take at most an eighth of it. Default
+   * 256, or TARN_WORK_TILE from the environment; at most 4096; 0: never, every
    * operation runs on the caller's tiles. */
   unsigned work_tile;
 } tarn_rt_options;

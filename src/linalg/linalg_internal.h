@@ -121,7 +121,7 @@ int tarn__solve_in_pieces(tarn_matrix *b, size_t cols,
 
 /* The tile size an operation on small tiles works in, or 0 for the
  * caller's tiles: the runtime's work tile (tarn_rt_options.work_tile)
- * when the operation's task multiplies fewer than 64^3 multiply-adds
+ * when the operation's task multiplies at most 64^3 multiply-adds
  * (`task_madds`), a task of work tiles would multiply more (the work tile
  * clamped to the product's sides m, n and k: so never again for the
  * copies), none of its matrices `ops` (the nops matrices copied, the same

@@ -2,12 +2,14 @@
  * tiles, run on a copy in larger tiles (tarn_rt_options.work_tile; see
  * tarn/linalg.h, "Small tiles").
  *
- * A task of tiles under 64 x 64 multiplies too little for BLAS to reach
- * its rate and costs about as much to run as its arithmetic: on 2 workers
- * a product of order 1024 in tiles of 32 took 75 ms and in tiles of 16
- * 403 ms, against 24 in tiles of 256 (LU 29 and 74 ms against 13,
- * Cholesky 14 and 60 against 5). Copying the operands into tiles of 256
- * costs about a millisecond a matrix at that order. So tarn_matrix_gemm,
+ * A task of tiles of 64 x 64 or less multiplies too little for BLAS to
+ * reach its rate and costs about as much to run as its arithmetic: on 2
+ * workers a product of order 1024 in tiles of 32 took 75 ms and in tiles
+ * of 16 403 ms, against 24 in tiles of 256 (LU 27 and 69 to 97 ms against
+ * 11 to 13, Cholesky 14 and 54 to 64 against 5); in tiles of 64 the
+ * product took 28 to 30 ms, and at order 2048 251 to 259 against 184 to
+ * 187 on copies. Copying the operands into tiles of 256 costs about a
+ * millisecond a matrix at order 1024. So tarn_matrix_gemm,
  * tarn_matrix_syrk_ata, tarn_matrix_cholesky, tarn_matrix_lu and
  * tarn_matrix_solve copy their operands into work tiles
  * (tarn_matrix_retile), call themselves on the copies (whose tasks are
@@ -25,8 +27,8 @@
 #include "tarn/linalg.h"
 #include "tarn/pool.h"
 
-/* A task of fewer multiply-adds than this is small (a product of tiles
- * under 64 x 64). */
+/* A task of at most this many multiply-adds is small (a product of tiles
+ * of 64 x 64 or less). */
 #define SMALL_TASK_MADDS ((double)64 * 64 * 64)
 
 static size_t clamp(size_t w, size_t n) { return w < n ? w : n; }
@@ -52,7 +54,7 @@ size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
                        double task_madds, tarn_matrix *const *ops,
                        size_t nops) {
   size_t w = tarn__rt_work_tile(rt);
-  if (w == 0 || task_madds >= SMALL_TASK_MADDS) return 0;
+  if (w == 0 || task_madds > SMALL_TASK_MADDS) return 0;
   /* the work tiles' task must be larger: never for a matrix of one tile
    * (a copy could not change its tasks), and never a second time */
   if ((double)clamp(w, m) * (double)clamp(w, n) * (double)clamp(w, k) <=

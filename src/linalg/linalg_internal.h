@@ -147,6 +147,32 @@ int tarn__cholesky_work(tarn_matrix *a, size_t w, int *info);
 int tarn__lu_work(tarn_matrix *a, size_t *piv, size_t w, int *info);
 int tarn__solve_work(tarn_matrix *a, tarn_matrix *b, size_t w, int *info);
 
+/* Solves with factors made before go on copies in work tiles only for a B
+ * of this many columns or more: the factor's copy, read once more than
+ * the solve reads it, is then a small part of the work (N = 1024 in tiles
+ * of 32 on 2 workers: with 32 right-hand sides the triangular solve took
+ * 1.40 ms on its tiles, 0.72 in tiles of 256 and about 0.7 more for the
+ * copies; with 64, 2.80 against 1.16 and the copies). */
+#define TARN__SOLVE_WORK_COLS_MIN 64
+
+/* The work tile of a solve with the square factor t into b
+ * (tarn__work_tile: a task multiplies a tile of t by one of b), or 0 for
+ * a B of fewer than TARN__SOLVE_WORK_COLS_MIN columns, a factor that is
+ * not square (a tall matrix's leading triangle), or one in tiles of 64 x
+ * 64 or more (N = 1024 in tiles of 64 with 256 right-hand sides: the
+ * triangular solve took 3.6 ms on its tiles, 4.2 on copies). */
+size_t tarn__solve_work_tile(tarn_matrix *t, tarn_matrix *b);
+
+/* Runs `solve` (a public solve, on its context `ctx`) on copies of the
+ * factor t and of B in tiles of w x w (tarn__retile_waiting), then, when
+ * it returns 0, copies X back into B's tiles (waited for). So B is
+ * written only after the solve succeeded, as tarn__solve_in_pieces.
+ * Returns the copies' or the solve's status. */
+int tarn__solve_in_work_tiles(tarn_matrix *t, tarn_matrix *b, size_t w,
+                              int (*solve)(void *ctx, tarn_matrix *tw,
+                                           tarn_matrix *bw, int *info),
+                              void *ctx, int *info);
+
 /* ---- solves in one task per tile column of B (column_solve.c) ---------- */
 
 /* What a solve's factor is: a triangle (tarn_matrix_triangular_solve),

@@ -1058,6 +1058,11 @@ static int lu_piece(void *ctx, tarn_matrix *piece, int *info) {
   return tarn_matrix_lu_solve(s->lu, s->piv, s->ta, piece, info);
 }
 
+static int lu_work(void *ctx, tarn_matrix *luw, tarn_matrix *bw, int *info) {
+  const struct lu_solve *s = ctx;
+  return tarn_matrix_lu_solve(luw, s->piv, s->ta, bw, info);
+}
+
 int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
                          tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
@@ -1072,11 +1077,12 @@ int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
         (struct tarn__column_job){
             .kind = TARN__SOLVE_LU, .trans = ta == TARN_TRANS, .piv = piv},
         info);
+  struct lu_solve ctx = {lu, piv, ta};
+  size_t work = tarn__solve_work_tile(lu, b);
+  if (work != 0)
+    return tarn__solve_in_work_tiles(lu, b, work, lu_work, &ctx, info);
   size_t cols = tarn__solve_piece_cols(lu, b);
-  if (cols != 0) {
-    struct lu_solve ctx = {lu, piv, ta};
-    return tarn__solve_in_pieces(b, cols, lu_piece, &ctx, info);
-  }
+  if (cols != 0) return tarn__solve_in_pieces(b, cols, lu_piece, &ctx, info);
   if (!tarn__line_fits(b, false) || !tarn__solve_fits(lu, b))
     return TARN_ENOMEM;
   return lu_region(lu, NULL, piv, ta == TARN_TRANS, b, info);

@@ -296,12 +296,21 @@ static int cholesky_piece(void *l, tarn_matrix *piece, int *info) {
   return tarn_matrix_cholesky_solve(l, piece, info);
 }
 
+static int cholesky_work(void *ctx, tarn_matrix *lw, tarn_matrix *bw,
+                         int *info) {
+  (void)ctx;
+  return tarn_matrix_cholesky_solve(lw, bw, info);
+}
+
 int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b, int *info) {
   if (info != NULL) *info = 0;
   if (!tarn__solve_shapes_ok(l, b)) return TARN_EINVAL;
   if (tarn__column_solve(l, b, TARN__SOLVE_CHOLESKY, true))
     return tarn__column_solve_run(
         l, b, (struct tarn__column_job){.kind = TARN__SOLVE_CHOLESKY}, info);
+  size_t work = tarn__solve_work_tile(l, b);
+  if (work != 0)
+    return tarn__solve_in_work_tiles(l, b, work, cholesky_work, NULL, info);
   size_t cols = tarn__solve_piece_cols(l, b);
   if (cols != 0) return tarn__solve_in_pieces(b, cols, cholesky_piece, l, info);
   if (!tarn__solve_fits(l, b)) return TARN_ENOMEM;
@@ -401,6 +410,12 @@ static int triangle_piece(void *ctx, tarn_matrix *piece, int *info) {
                                       info);
 }
 
+static int triangle_work(void *ctx, tarn_matrix *tw, tarn_matrix *bw,
+                         int *info) {
+  const struct triangle_solve *s = ctx;
+  return tarn_matrix_triangular_solve(tw, s->uplo, s->trans, s->diag, bw, info);
+}
+
 int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                  tarn_trans trans, tarn_diag diag,
                                  tarn_matrix *b, int *info) {
@@ -420,11 +435,13 @@ int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                   .trans = trans == TARN_TRANS,
                                   .unit = diag == TARN_UNIT},
         info);
+  struct triangle_solve ctx = {t, uplo, trans, diag};
+  size_t work = tarn__solve_work_tile(t, b);
+  if (work != 0)
+    return tarn__solve_in_work_tiles(t, b, work, triangle_work, &ctx, info);
   size_t cols = tarn__solve_piece_cols(t, b);
-  if (cols != 0) {
-    struct triangle_solve ctx = {t, uplo, trans, diag};
+  if (cols != 0)
     return tarn__solve_in_pieces(b, cols, triangle_piece, &ctx, info);
-  }
   if (!tarn__solve_fits(t, b)) return TARN_ENOMEM;
   tarn__blas_init();
   /* L X = B and U^T X = B go down T's tile rows, U X = B and L^T X = B up */

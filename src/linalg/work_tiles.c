@@ -155,3 +155,25 @@ int tarn__solve_work(tarn_matrix *a, tarn_matrix *b, size_t w, int *info) {
   copies_destroy(aw, bw, NULL);
   return rc;
 }
+
+size_t tarn__solve_work_tile(tarn_matrix *t, tarn_matrix *b) {
+  if (b->n < TARN__SOLVE_WORK_COLS_MIN || t->m != t->n ||
+      t->mb * t->nb >= 64 * 64)
+    return 0;
+  return tarn__work_tile(t->rt, t->m, b->n, t->n,
+                         (double)t->mb * (double)t->nb * (double)b->nb,
+                         (tarn_matrix *[]){t, b}, 2);
+}
+
+int tarn__solve_in_work_tiles(tarn_matrix *t, tarn_matrix *b, size_t w,
+                              int (*solve)(void *ctx, tarn_matrix *tw,
+                                           tarn_matrix *bw, int *info),
+                              void *ctx, int *info) {
+  tarn_matrix *tw = NULL, *bw = NULL;
+  int rc = tarn__retile_waiting(t, w, w, &tw);
+  if (rc == 0) rc = tarn__retile_waiting(b, w, w, &bw);
+  if (rc == 0) rc = solve(ctx, tw, bw, info);
+  if (rc == 0) rc = tarn__retile_waiting(bw, b->mb, b->nb, &b);
+  copies_destroy(tw, bw, NULL);
+  return rc;
+}

@@ -311,6 +311,104 @@ static void factorisations_of_small_tiles_run_in_work_tiles(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* A solve with factors of 150 x 150 in tiles of 16 into `b` (in tiles of
+ * 16, `cols` columns; kind 0 Cholesky's, 1 and 2 the triangular solve
+ * with L and L^T, 3 and 4 LU's both ways): status and info against the
+ * same call on copies in work tiles, B's bits against that call's X when
+ * `copied` (else its values), or B as it was when the factor is singular.
+ * Returns the tasks it took. */
+static uint64_t check_factor_solve(tarn_rt *rt, tarn_matrix *l, tarn_matrix *lu,
+                                   const size_t *piv, int kind, size_t cols,
+                                   bool copied, int want_rc) {
+  enum { N = 150 };
+  double *bv = test_random_matrix(N, cols, 0, 30 + (uint64_t)kind);
+  tarn_matrix *b = upload(rt, bv, N, cols, TILE);
+  tarn_matrix *f = kind >= 3 ? lu : l, *fw = retiled(rt, f, WORK, WORK),
+              *bw = retiled(rt, b, WORK, WORK);
+  int wi = -1, info = -1, want = 0, got = 0;
+  uint64_t before = 0;
+  for (int on = 0; on < 2; on++) {
+    tarn_matrix *x = on ? b : bw, *g = on ? f : fw;
+    if (on) before = submitted(rt);
+    int *i = on ? &info : &wi;
+    int rc;
+    if (kind == 0)
+      rc = tarn_matrix_cholesky_solve(g, x, i);
+    else if (kind <= 2)
+      rc = tarn_matrix_triangular_solve(g, TARN_LOWER,
+                                        kind == 1 ? TARN_NO_TRANS : TARN_TRANS,
+                                        TARN_NON_UNIT, x, i);
+    else
+      rc = tarn_matrix_lu_solve(g, piv, kind == 3 ? TARN_NO_TRANS : TARN_TRANS,
+                                x, i);
+    if (on)
+      got = rc;
+    else
+      want = rc;
+  }
+  uint64_t tasks = submitted(rt) - before;
+  assert_int_equal(want, want_rc);
+  assert_int_equal(got, want_rc);
+  assert_int_equal(info, wi);
+  if (want_rc != 0) {
+    test_matrix_holds(b, bv);
+  } else if (copied) {
+    same_matrix(b, bw);
+  } else { /* by tiles: the same X but for rounding */
+    double *x = test_buffer_of(b), *y = test_buffer_of(bw);
+    for (size_t k = 0; k < N * cols; k++)
+      assert_true(fabs(x[k] - y[k]) <= 1e-9 * (1.0 + fabs(y[k])));
+    free(x);
+    free(y);
+  }
+  TEST_DESTROY_MATRICES(b, fw, bw);
+  free(bv);
+  return tasks;
+}
+
+/* The solves with factors of small tiles, with 70 right-hand sides, run
+ * on copies: X with the bits of the same call on copies, in a few tasks;
+ * with U singular, TARN_EINVAL and B as it was. With 40 right-hand sides
+ * (under 64), or with work_tile 0, tile by tile. */
+static void solves_of_many_columns_run_in_work_tiles(void **state) {
+  (void)state;
+  enum { N = 150 };
+  double *spd = test_spd_matrix(N, 1.0, 24),
+         *av = test_random_matrix(N, N, 2.0, 25);
+  size_t piv[N];
+  uint64_t tiled[2] = {0, 0};
+  for (int work = 1; work >= 0; work--) {
+    tarn_rt *rt = test_rt_work(2, 0, work ? WORK : 0);
+    tarn_matrix *l = upload(rt, spd, N, N, TILE),
+                *lu = upload(rt, av, N, N, TILE);
+    assert_int_equal(tarn_matrix_cholesky(l, NULL), 0);
+    assert_int_equal(tarn_matrix_lu(lu, piv, NULL), 0);
+    for (int kind = 0; kind < 5; kind++) {
+      uint64_t tasks = check_factor_solve(rt, l, lu, piv, kind, 70, work, 0);
+      if (work)
+        assert_true(tasks <= 80);
+      else
+        tiled[kind % 2] = tasks;
+    }
+    if (work) {
+      assert_true(check_factor_solve(rt, l, lu, piv, 1, 40, false, 0) >= 200);
+      /* U(70, 70) = 0: singular, both ways */
+      double *f = test_buffer_of(lu);
+      f[70 + 70 * N] = 0.0;
+      tarn_matrix *sing = upload(rt, f, N, N, TILE);
+      check_factor_solve(rt, l, sing, piv, 3, 70, true, TARN_EINVAL);
+      check_factor_solve(rt, l, sing, piv, 4, 70, true, TARN_EINVAL);
+      tarn_matrix_destroy(sing);
+      free(f);
+    }
+    TEST_DESTROY_MATRICES(l, lu);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  assert_true(tiled[0] >= 300 && tiled[1] >= 300);
+  free(spd);
+  free(av);
+}
+
 /* Under a memory limit the copies (and each task copying a work tile)
  * must take at most an eighth of it: A of 150 x 150 (176 KiB, 100 tiles
  * of a page) goes tile by tile under 1 MiB and in work tiles under 16
@@ -405,6 +503,7 @@ int main(void) {
       cmocka_unit_test(products_of_small_tiles_run_in_work_tiles),
       cmocka_unit_test(a_transposed_times_a_of_small_tiles),
       cmocka_unit_test(factorisations_of_small_tiles_run_in_work_tiles),
+      cmocka_unit_test(solves_of_many_columns_run_in_work_tiles),
       cmocka_unit_test(the_copies_need_room_under_a_limit),
       cmocka_unit_test(a_failed_writer_cancels_the_work),
       cmocka_unit_test(a_matrix_in_a_file_is_not_copied),

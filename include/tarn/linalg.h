@@ -106,8 +106,12 @@
  * failure before the copy back, leaves A as it was (a factorisation's
  * A is otherwise unspecified then). An LU whose panel becomes one work
  * tile factors it as a panel of one tile (a subnormal pivot's infinities:
- * tarn_matrix_lu). Waiting calls wait for their copies too; a product's
- * copies are tasks of the caller's region.
+ * tarn_matrix_lu). The solves with factors made before
+ * (tarn_matrix_cholesky_solve, tarn_matrix_triangular_solve with a square
+ * T, tarn_matrix_lu_solve) go on copies too, for factors in tiles under 64
+ * x 64 and a B of 64 columns or more (the factor is copied at every
+ * call): X is copied back once the solve succeeded. Waiting calls wait for
+ * their copies too; a product's copies are tasks of the caller's region.
  *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */

@@ -130,7 +130,9 @@ typedef struct tarn_rt_options {
   unsigned max_unfinished;
   /* Linear algebra on small tiles (tarn/linalg.h, "Small tiles"): where a
    * task of tarn_matrix_gemm, tarn_matrix_syrk_ata, tarn_matrix_cholesky,
-   * tarn_matrix_lu or tarn_matrix_solve would multiply at most 64^3
+   * tarn_matrix_lu or tarn_matrix_solve (or, for 64 right-hand sides or
+   * more and tiles under 64 x 64, of a solve with factors made before)
+   * would multiply at most 64^3
    * multiply-adds (tiles of 64 x 64 or less: a kernel too small for
    * BLAS's rate, and a task a microsecond or two of its own), the call works on
    * a copy of its operands in tiles of work_tile x work_tile (clamped to the

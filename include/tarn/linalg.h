@@ -22,7 +22,8 @@
  * Inputs whose writer failed: TARN_ECANCELED, where a call below says
  * "when a task submitted before to write A failed", means a tile of A the
  * call reads (a call that reads one triangle does not see a failed tile
- * of the other, which stays cancelled). What the call was to write then
+ * of the other, which stays cancelled, unless it works on copies in work
+ * tiles: "Small tiles" below). What the call was to write then
  * reads as TARN_ECANCELED too (rule 4): a solve's B, which goes through
  * the factor, is lost with it (write it anew); a factorisation's A is.
  * The same holds for a call whose region the program cancels (inside a
@@ -106,12 +107,16 @@
  * failure before the copy back, leaves A as it was (a factorisation's
  * A is otherwise unspecified then). An LU whose panel becomes one work
  * tile factors it as a panel of one tile (a subnormal pivot's infinities:
- * tarn_matrix_lu). The solves with factors made before
- * (tarn_matrix_cholesky_solve, tarn_matrix_triangular_solve with a square
- * T, tarn_matrix_lu_solve) go on copies too, for factors in tiles under 64
- * x 64 and a B of 64 columns or more (the factor is copied at every
- * call): X is copied back once the solve succeeded. Waiting calls wait for
- * their copies too; a product's copies are tasks of the caller's region.
+ * tarn_matrix_lu). The copies are of whole matrices: a call that reads
+ * one triangle (Cholesky's, a triangular solve) reads the other's tiles
+ * too, so a failed writer of one of them cancels it (TARN_ECANCELED, the
+ * caller's matrices as they were), and a Cholesky writes the strictly
+ * upper triangle back with the bits it held. The solves with factors made
+ * before (tarn_matrix_cholesky_solve, tarn_matrix_triangular_solve with a
+ * square T, tarn_matrix_lu_solve) go on copies too, for factors in tiles under
+ * 64 x 64 and a B of 64 columns or more (the factor is copied at every call): X
+ * is copied back once the solve succeeded. Waiting calls wait for their copies
+ * too; a product's copies are tasks of the caller's region.
  *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */

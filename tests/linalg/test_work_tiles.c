@@ -444,9 +444,18 @@ static void the_copies_need_room_under_a_limit(void **state) {
   free(spd);
 }
 
+/* Fails on the block that holds element (0, N - 1) of a 150 x 150
+ * matrix: a tile of its strictly upper triangle. */
+static int fail_at_the_top_right(const tarn_block *blk, void *arg) {
+  (void)arg;
+  return blk->row == 0 && blk->col + blk->cols == 150 ? -78 : 0;
+}
+
 /* A failed task that wrote A's first tile: the factorisations return
  * TARN_ECANCELED, and a product that reads A leaves C reading as
- * cancelled. */
+ * cancelled. A failed writer of a tile of the strictly upper triangle
+ * cancels a Cholesky on copies too (the copy reads it), A's lower
+ * triangle as it was. */
 static void a_failed_writer_cancels_the_work(void **state) {
   (void)state;
   enum { N = 150 };
@@ -465,7 +474,18 @@ static void a_failed_writer_cancels_the_work(void **state) {
   assert_int_equal(tarn_region_wait(region, NULL), TARN_ECANCELED);
   double sum = 0;
   assert_int_equal(tarn_matrix_sum(c, &sum), TARN_ECANCELED);
-  TEST_DESTROY_MATRICES(a, c);
+  tarn_matrix *u = upload(rt, spd, N, N, TILE);
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  tarn_matrix *const ms[] = {u};
+  const tarn_access rw[] = {TARN_READ_WRITE};
+  assert_int_equal(tarn_matrix_apply(ms, rw, 1, fail_at_the_top_right, NULL),
+                   0);
+  assert_int_equal(tarn_region_wait(region, NULL), -78);
+  assert_int_equal(tarn_matrix_cholesky(u, &info), TARN_ECANCELED);
+  double got = 0;
+  assert_int_equal(tarn_matrix_get(u, 149, 0, &got), 0);
+  assert_true(got == spd[149]);
+  TEST_DESTROY_MATRICES(a, c, u);
   free(spd);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }

@@ -98,7 +98,9 @@
  * take the operands' size again (and A^T A's result's); under a memory limit
  * they are made only where they take at most an eighth of it as the pool
  * charges them (so the bits of a result, which depend on the tiles it is
- * computed in, may differ with the limit), and never for a matrix made
+ * computed in, may differ with the limit), without one only where they
+ * take at most an eighth of the memory the process may use (the
+ * machine's, or its control groups'), and never for a matrix made
  * over a file (tarn_matrix_open_file, tarn_matrix_create_file), whose
  * tiles the call reads only as its tasks need them. A call on copies
  * writes the caller's matrices only by the copy back, once the call on

@@ -136,10 +136,11 @@ typedef struct tarn_rt_options {
    * multiply-adds (tiles of 64 x 64 or less: a kernel too small for
    * BLAS's rate, and a task a microsecond or two of its own), the call works on
    * a copy of its operands in tiles of work_tile x work_tile (clamped to the
-   * matrix) and copies the result back into the caller's tiles; only without a
-   * memory limit, or where the copies take at most an eighth of it. Default
-   * 256, or TARN_WORK_TILE from the environment; at most 4096; 0: never, every
-   * operation runs on the caller's tiles. */
+   * matrix) and copies the result back into the caller's tiles; only where
+   * the copies take at most an eighth of the pool's memory limit (without
+   * one, of the memory the process may use: the machine's, or its control
+   * groups'). Default 256, or TARN_WORK_TILE from the environment; at most
+   * 4096; 0: never, every operation runs on the caller's tiles. */
   unsigned work_tile;
 } tarn_rt_options;
 

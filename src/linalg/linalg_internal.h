@@ -125,10 +125,11 @@ int tarn__solve_in_pieces(tarn_matrix *b, size_t cols,
  * (`task_madds`), a task of work tiles would multiply more (the work tile
  * clamped to the product's sides m, n and k: so never again for the
  * copies), none of its matrices `ops` (the nops matrices copied, the same
- * one listed twice counted once) lives in a file, and without a memory
- * limit, or when the copies take at most an eighth of it as the pool
- * charges them, and so does each task that copies a work tile there or
- * back. Thread-safe. */
+ * one listed twice counted once) lives in a file, and the copies take at
+ * most an eighth of the pool's memory limit as the pool charges them, as
+ * does each task that copies a work tile there or back (without a limit,
+ * an eighth of the memory the process may use: tarn__memory_usable).
+ * Thread-safe. */
 size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
                        double task_madds, tarn_matrix *const *ops, size_t nops);
 

@@ -21,6 +21,9 @@
  * promises to leave in them (its result, or LU's factors of a singular
  * matrix); a call that fails before leaves them as they were. The copies
  * are freed as their last task ends. */
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include "linalg/linalg_internal.h"
 #include "prim/prim.h"
 #include "rt/rt_internal.h"
@@ -50,6 +53,18 @@ static double work_charge(const tarn_matrix *a, size_t w, double *task) {
   return tiles * tile;
 }
 
+/* The memory the process may use (tarn__memory_usable), read once: 0
+ * when it cannot be read. */
+static size_t usable_memory(void) {
+  static _Atomic size_t usable = SIZE_MAX; /* not read yet */
+  size_t u = atomic_load_explicit(&usable, memory_order_relaxed);
+  if (u == SIZE_MAX) {
+    u = tarn__memory_usable();
+    atomic_store_explicit(&usable, u, memory_order_relaxed);
+  }
+  return u;
+}
+
 size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
                        double task_madds, tarn_matrix *const *ops,
                        size_t nops) {
@@ -72,10 +87,11 @@ size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
     if (!again) copies += work_charge(ops[i], w, &task);
     if (task > largest) largest = task;
   }
-  return limit == 0 ||
-                 (copies <= (double)limit / 8 && largest <= (double)limit / 8)
-             ? w
-             : 0;
+  /* without a limit, at most an eighth of the memory the process may use
+   * (the machine's, or its control groups'): a matrix of gigabytes in
+   * small tiles is not doubled */
+  double room = limit != 0 ? (double)limit : (double)usable_memory();
+  return room == 0 || (copies <= room / 8 && largest <= room / 8) ? w : 0;
 }
 
 /* Destroys the copies that were made (NULL for the others). */

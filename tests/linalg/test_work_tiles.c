@@ -28,6 +28,7 @@
 
 #include <cmocka.h>
 
+#include "linalg/linalg_internal.h"
 #include "support.h"
 #include "tarn.h"
 
@@ -518,6 +519,28 @@ static void a_matrix_in_a_file_is_not_copied(void **state) {
   assert_int_equal(rmdir(dir), 0);
 }
 
+/* Without a memory limit the copies must take at most an eighth of the
+ * memory the process may use: a matrix of 2^20 x 2^20 doubles (8 TiB,
+ * made without memory: its tiles are not written) in tiles of 16 would be
+ * worked on its tiles, one of 1024 x 1024 on copies. */
+static void no_limit_still_bounds_the_copies(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt_work(2, 0, WORK);
+  const double madds = (double)TILE * TILE * TILE;
+  tarn_matrix *huge = NULL, *small = NULL;
+  assert_int_equal(tarn__matrix_new(rt, (size_t)1 << 20, (size_t)1 << 20,
+                                    (size_t)1 << 16, (size_t)1 << 16, &huge),
+                   0);
+  assert_int_equal(tarn__matrix_new(rt, 1024, 1024, TILE, TILE, &small), 0);
+  assert_int_equal(tarn__work_tile(rt, (size_t)1 << 20, (size_t)1 << 20,
+                                   (size_t)1 << 20, madds, &huge, 1),
+                   0);
+  assert_int_equal(tarn__work_tile(rt, 1024, 1024, 1024, madds, &small, 1),
+                   WORK);
+  TEST_DESTROY_MATRICES(huge, small);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(products_of_small_tiles_run_in_work_tiles),
@@ -527,6 +550,7 @@ int main(void) {
       cmocka_unit_test(the_copies_need_room_under_a_limit),
       cmocka_unit_test(a_failed_writer_cancels_the_work),
       cmocka_unit_test(a_matrix_in_a_file_is_not_copied),
+      cmocka_unit_test(no_limit_still_bounds_the_copies),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -106,17 +106,29 @@ static inline double *test_spd_matrix(size_t n, double s, uint64_t seed) {
   return a;
 }
 
-/* `a` (of `rt`) in tiles of its rows by `cols` columns: a new matrix,
- * waited for (the caller destroys it). */
-static inline tarn_matrix *test_retiled(tarn_rt *rt, tarn_matrix *a,
-                                        size_t cols) {
+/* `a` (of `rt`) in tiles of mb x nb: a new matrix, waited for (the
+ * caller destroys it). */
+static inline tarn_matrix *test_retiled_to(tarn_rt *rt, tarn_matrix *a,
+                                           size_t mb, size_t nb) {
   tarn_region *region = NULL;
   tarn_matrix *out = NULL;
   assert_int_equal(tarn_region_begin(rt, &region), 0);
-  assert_int_equal(tarn_matrix_retile(a, tarn_matrix_tile_rows(a), cols, &out),
-                   0);
+  assert_int_equal(tarn_matrix_retile(a, mb, nb, &out), 0);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
   return out;
+}
+
+/* `a` (of `rt`) in tiles of its rows by `cols` columns (test_retiled_to). */
+static inline tarn_matrix *test_retiled(tarn_rt *rt, tarn_matrix *a,
+                                        size_t cols) {
+  return test_retiled_to(rt, a, tarn_matrix_tile_rows(a), cols);
+}
+
+/* The tasks `rt` has had submitted so far. */
+static inline uint64_t test_tasks_submitted(tarn_rt *rt) {
+  tarn_rt_stats st;
+  assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
+  return st.submitted;
 }
 
 /* Destroys each of the matrices given (a NULL one is skipped, as
@@ -169,16 +181,23 @@ static inline int test_fail_at_the_origin(const tarn_block *blk, void *arg) {
   return blk->row == 0 && blk->col == 0 ? -77 : 0;
 }
 
-/* A task that reads and writes b's first tile fails (status -77), waited
- * for: b's tiles are then as a failed task left them (rt.h, rule 4). */
-static inline void test_fail_first_tile(tarn_rt *rt, tarn_matrix *b) {
+/* The kernel `fail` run over b, reading and writing it, waited for: the
+ * region fails with `status`, the status fail returns on the blocks it
+ * fails on, whose tiles are then as a failed task left them (rt.h, rule
+ * 4). */
+static inline void test_fail_by(tarn_rt *rt, tarn_matrix *b, tarn_block_fn fail,
+                                int status) {
   tarn_region *region = NULL;
   assert_int_equal(tarn_region_begin(rt, &region), 0);
   tarn_matrix *const ms[] = {b};
   const tarn_access rw[] = {TARN_READ_WRITE};
-  assert_int_equal(tarn_matrix_apply(ms, rw, 1, test_fail_at_the_origin, NULL),
-                   0);
-  assert_int_equal(tarn_region_wait(region, NULL), -77);
+  assert_int_equal(tarn_matrix_apply(ms, rw, 1, fail, NULL), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), status);
+}
+
+/* A task that reads and writes b's first tile fails (status -77). */
+static inline void test_fail_first_tile(tarn_rt *rt, tarn_matrix *b) {
+  test_fail_by(rt, b, test_fail_at_the_origin, -77);
 }
 
 /* sqrt(sum x[k]^2) over n values. */

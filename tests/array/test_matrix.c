@@ -262,13 +262,6 @@ static int add_second_into_first(const tarn_block *b, void *arg) {
   return 0;
 }
 
-/* Tasks the runtime has had submitted so far. */
-static uint64_t tasks_submitted(tarn_rt *rt) {
-  tarn_rt_stats st;
-  assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
-  return st.submitted;
-}
-
 /* A retile into small tiles writes them in blocks, a task each: 301 x
  * 203 from tiles of 64 into tiles of 16 x 8 (19 x 26 = 494 tiles, in
  * blocks of 16 x 32: 2 tasks) and of 7 x 5 (43 x 41 = 1763, blocks of
@@ -294,11 +287,11 @@ static void a_retile_into_small_tiles_goes_in_blocks(void **state) {
       size_t tiles = ((M + mb - 1) / mb) * ((N + nb - 1) / nb);
       tarn_matrix *out = NULL;
       tarn_region *region = NULL;
-      uint64_t before = tasks_submitted(rt);
+      uint64_t before = test_tasks_submitted(rt);
       assert_int_equal(tarn_region_begin(rt, &region), 0);
       assert_int_equal(tarn_matrix_retile(from, mb, nb, &out), 0);
       assert_int_equal(tarn_region_wait(region, NULL), 0);
-      uint64_t tasks = tasks_submitted(rt) - before;
+      uint64_t tasks = test_tasks_submitted(rt) - before;
       if (limited)
         assert_int_equal(tasks, tiles);
       else

@@ -40,23 +40,6 @@
  * linalg.md): the copies' results are compared bit for bit. */
 enum { WORK = 48, TILE = 16 };
 
-/* Tasks the runtime has had submitted so far. */
-static uint64_t submitted(tarn_rt *rt) {
-  tarn_rt_stats st;
-  assert_int_equal(tarn_rt_stats_get(rt, &st), 0);
-  return st.submitted;
-}
-
-/* `a` (of `rt`) in tiles of mb x nb (a new matrix, waited for). */
-static tarn_matrix *retiled(tarn_rt *rt, tarn_matrix *a, size_t mb, size_t nb) {
-  tarn_region *region = NULL;
-  tarn_matrix *out = NULL;
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  assert_int_equal(tarn_matrix_retile(a, mb, nb, &out), 0);
-  assert_int_equal(tarn_region_wait(region, NULL), 0);
-  return out;
-}
-
 /* A tiles x tiles matrix of the m x n buffer `v` (ld m). */
 static tarn_matrix *upload(tarn_rt *rt, const double *v, size_t m, size_t n,
                            size_t tiles) {
@@ -95,18 +78,18 @@ static uint64_t check_product(tarn_rt *rt, tarn_trans ta, tarn_trans tb,
               *b = upload(rt, bv, bm, bn, TILE),
               *c = given ? upload(rt, cv, M, N, TILE) : NULL;
   /* the reference first: the same product of copies in work tiles */
-  tarn_matrix *aw = retiled(rt, a, WORK, WORK),
-              *bw = retiled(rt, b, WORK, WORK),
-              *cw = given ? retiled(rt, c, WORK, WORK) : NULL;
+  tarn_matrix *aw = test_retiled_to(rt, a, WORK, WORK),
+              *bw = test_retiled_to(rt, b, WORK, WORK),
+              *cw = given ? test_retiled_to(rt, c, WORK, WORK) : NULL;
   tarn_region *region = NULL;
   assert_int_equal(tarn_region_begin(rt, &region), 0);
   assert_int_equal(tarn_matrix_gemm(aw, ta, bw, tb, 0.75, beta, &cw), 0);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
-  uint64_t before = submitted(rt);
+  uint64_t before = test_tasks_submitted(rt);
   assert_int_equal(tarn_region_begin(rt, &region), 0);
   assert_int_equal(tarn_matrix_gemm(a, ta, b, tb, 0.75, beta, &c), 0);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
-  uint64_t tasks = submitted(rt) - before;
+  uint64_t tasks = test_tasks_submitted(rt) - before;
   if (work) same_matrix(c, cw);
   double *ref = given ? cv : calloc(M * N, sizeof *ref);
   assert_non_null(ref);
@@ -145,18 +128,18 @@ static void products_of_small_tiles_run_in_work_tiles(void **state) {
   /* A times itself: one copy of A serves both operands */
   double *av = test_random_matrix(150, 170, 0, 14);
   tarn_matrix *a = upload(rt, av, 150, 170, TILE), *c = NULL, *cw = NULL;
-  tarn_matrix *aw = retiled(rt, a, WORK, WORK);
+  tarn_matrix *aw = test_retiled_to(rt, a, WORK, WORK);
   tarn_region *region = NULL;
   assert_int_equal(tarn_region_begin(rt, &region), 0);
   assert_int_equal(
       tarn_matrix_gemm(aw, TARN_NO_TRANS, aw, TARN_TRANS, 1.0, 0.0, &cw), 0);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
-  uint64_t before = submitted(rt);
+  uint64_t before = test_tasks_submitted(rt);
   assert_int_equal(tarn_region_begin(rt, &region), 0);
   assert_int_equal(
       tarn_matrix_gemm(a, TARN_NO_TRANS, a, TARN_TRANS, 1.0, 0.0, &c), 0);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
-  assert_true(submitted(rt) - before <= 64 + 8);
+  assert_true(test_tasks_submitted(rt) - before <= 64 + 8);
   same_matrix(c, cw);
   TEST_DESTROY_MATRICES(a, c, aw, cw);
   free(av);
@@ -176,16 +159,16 @@ static void a_transposed_times_a_of_small_tiles(void **state) {
   tarn_rt *rt = test_rt_work(2, 0, WORK);
   double *av = test_random_matrix(170, 150, 0, 15);
   tarn_matrix *a = upload(rt, av, 170, 150, TILE), *c = NULL, *cw = NULL;
-  tarn_matrix *aw = retiled(rt, a, WORK, WORK);
+  tarn_matrix *aw = test_retiled_to(rt, a, WORK, WORK);
   tarn_region *region = NULL;
   assert_int_equal(tarn_region_begin(rt, &region), 0);
   assert_int_equal(tarn_matrix_syrk_ata(aw, &cw), 0);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
-  uint64_t before = submitted(rt);
+  uint64_t before = test_tasks_submitted(rt);
   assert_int_equal(tarn_region_begin(rt, &region), 0);
   assert_int_equal(tarn_matrix_syrk_ata(a, &c), 0);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
-  assert_true(submitted(rt) - before <= 40 + 8);
+  assert_true(test_tasks_submitted(rt) - before <= 40 + 8);
   same_matrix(c, cw);
   TEST_DESTROY_MATRICES(a, c, aw, cw);
   free(av);
@@ -201,12 +184,12 @@ static void a_transposed_times_a_of_small_tiles(void **state) {
 static uint64_t check_cholesky(tarn_rt *rt, double *spd, size_t n, long k) {
   if (k >= 0) spd[k + k * n] = -1.0;
   tarn_matrix *a = upload(rt, spd, n, n, TILE),
-              *aw = retiled(rt, a, WORK, WORK);
+              *aw = test_retiled_to(rt, a, WORK, WORK);
   int want_info = -1, info = -1;
   int want = tarn_matrix_cholesky(aw, &want_info);
-  uint64_t before = submitted(rt);
+  uint64_t before = test_tasks_submitted(rt);
   assert_int_equal(tarn_matrix_cholesky(a, &info), want);
-  uint64_t tasks = submitted(rt) - before;
+  uint64_t tasks = test_tasks_submitted(rt) - before;
   assert_int_equal(info, want_info);
   if (k >= 0) {
     assert_int_equal(want, TARN_EINVAL);
@@ -226,7 +209,8 @@ static uint64_t check_cholesky(tarn_rt *rt, double *spd, size_t n, long k) {
 static void check_lu(tarn_rt *rt, const double *v, size_t m, size_t n,
                      int want_rc, int want_info) {
   size_t k = m < n ? m : n;
-  tarn_matrix *a = upload(rt, v, m, n, TILE), *aw = retiled(rt, a, WORK, WORK);
+  tarn_matrix *a = upload(rt, v, m, n, TILE),
+              *aw = test_retiled_to(rt, a, WORK, WORK);
   size_t *piv = malloc(k * sizeof *piv), *want_piv = malloc(k * sizeof *piv);
   assert_non_null(piv);
   assert_non_null(want_piv);
@@ -256,8 +240,8 @@ static void check_solve(tarn_rt *rt, long zero) {
     for (size_t i = 0; i < N; i++) av[i + (size_t)zero * N] = 0.0;
   tarn_matrix *a = upload(rt, av, N, N, TILE),
               *b = upload(rt, bv, N, NRHS, TILE);
-  tarn_matrix *aw = retiled(rt, a, WORK, WORK),
-              *bw = retiled(rt, b, WORK, WORK);
+  tarn_matrix *aw = test_retiled_to(rt, a, WORK, WORK),
+              *bw = test_retiled_to(rt, b, WORK, WORK);
   int info = -1, wi = -1;
   int want = tarn_matrix_solve(aw, bw, &wi);
   assert_int_equal(tarn_matrix_solve(a, b, &info), want);
@@ -304,9 +288,9 @@ static void factorisations_of_small_tiles_run_in_work_tiles(void **state) {
   rt = test_rt_work(2, 0, 0); /* tile by tile */
   spd = test_spd_matrix(N, 1.0, 18);
   tarn_matrix *a = upload(rt, spd, N, N, TILE);
-  uint64_t before = submitted(rt);
+  uint64_t before = test_tasks_submitted(rt);
   assert_int_equal(tarn_matrix_cholesky(a, NULL), 0);
-  assert_true(submitted(rt) - before >= 220);
+  assert_true(test_tasks_submitted(rt) - before >= 220);
   tarn_matrix_destroy(a);
   free(spd);
   assert_int_equal(tarn_rt_destroy(rt), 0);
@@ -324,13 +308,13 @@ static uint64_t check_factor_solve(tarn_rt *rt, tarn_matrix *l, tarn_matrix *lu,
   enum { N = 150 };
   double *bv = test_random_matrix(N, cols, 0, 30 + (uint64_t)kind);
   tarn_matrix *b = upload(rt, bv, N, cols, TILE);
-  tarn_matrix *f = kind >= 3 ? lu : l, *fw = retiled(rt, f, WORK, WORK),
-              *bw = retiled(rt, b, WORK, WORK);
+  tarn_matrix *f = kind >= 3 ? lu : l, *fw = test_retiled_to(rt, f, WORK, WORK),
+              *bw = test_retiled_to(rt, b, WORK, WORK);
   int wi = -1, info = -1, want = 0, got = 0;
   uint64_t before = 0;
   for (int on = 0; on < 2; on++) {
     tarn_matrix *x = on ? b : bw, *g = on ? f : fw;
-    if (on) before = submitted(rt);
+    if (on) before = test_tasks_submitted(rt);
     int *i = on ? &info : &wi;
     int rc;
     if (kind == 0)
@@ -347,7 +331,7 @@ static uint64_t check_factor_solve(tarn_rt *rt, tarn_matrix *l, tarn_matrix *lu,
     else
       want = rc;
   }
-  uint64_t tasks = submitted(rt) - before;
+  uint64_t tasks = test_tasks_submitted(rt) - before;
   assert_int_equal(want, want_rc);
   assert_int_equal(got, want_rc);
   assert_int_equal(info, wi);
@@ -432,9 +416,9 @@ static void the_copies_need_room_under_a_limit(void **state) {
   for (int work = 0; work < 2; work++) {
     tarn_rt *rt = test_rt_work(2, limits[work], WORK);
     tarn_matrix *a = upload(rt, spd, N, N, TILE);
-    uint64_t before = submitted(rt);
+    uint64_t before = test_tasks_submitted(rt);
     assert_int_equal(tarn_matrix_cholesky(a, NULL), 0);
-    uint64_t tasks = submitted(rt) - before;
+    uint64_t tasks = test_tasks_submitted(rt) - before;
     assert_true(work ? tasks <= 20 + 8 : tasks >= 220);
     test_matrix_holds(a, want[work]);
     tarn_matrix_destroy(a);
@@ -476,12 +460,7 @@ static void a_failed_writer_cancels_the_work(void **state) {
   double sum = 0;
   assert_int_equal(tarn_matrix_sum(c, &sum), TARN_ECANCELED);
   tarn_matrix *u = upload(rt, spd, N, N, TILE);
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  tarn_matrix *const ms[] = {u};
-  const tarn_access rw[] = {TARN_READ_WRITE};
-  assert_int_equal(tarn_matrix_apply(ms, rw, 1, fail_at_the_top_right, NULL),
-                   0);
-  assert_int_equal(tarn_region_wait(region, NULL), -78);
+  test_fail_by(rt, u, fail_at_the_top_right, -78);
   assert_int_equal(tarn_matrix_cholesky(u, &info), TARN_ECANCELED);
   double got = 0;
   assert_int_equal(tarn_matrix_get(u, 149, 0, &got), 0);

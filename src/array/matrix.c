@@ -685,16 +685,27 @@ int tarn_matrix_transpose(tarn_matrix *a, tarn_matrix **out) {
 #define RETILE_BLOCK_SIDE 256
 #define RETILE_BLOCK_TILES 1024
 
-/* A retile task: writes a block of tiles of the new tiling (deps 0 ..
- * dtis * dtjs - 1, by columns) from the source tiles that overlap it
- * (the deps after them, by columns), whose layout the job carries. */
+/* A retile task: writes a block of tiles of the new tiling from the
+ * source tiles that overlap it, whose layout the job carries: of the
+ * elements of `part` ('F' all, 'L' those on or below the diagonal, 'U'
+ * those on or above), only the block's tiles holding some, and only the
+ * source tiles that overlap the block in some, are the task's deps. */
 struct retile_job {
   size_t m, n;                   /* the matrix */
   size_t mb, nb;                 /* the new tiling */
   size_t dti0, dtj0, dtis, dtjs; /* the tiles written */
   size_t src_mb, src_nb;         /* the source tiling */
-  size_t ti0, tj0, tis, tjs;     /* the source tiles read */
+  size_t ti0, tj0, tis, tjs;     /* the source tiles that overlap them */
+  char part;
+  /* The destination was made by the retile: its tiles' other elements
+   * are zeros (else they keep their values, and such tiles are read). */
+  bool zero_rest;
+  /* The task data slot of each tile written (by columns), then of each
+   * source tile (by columns); NOT_A_DEP for those with nothing of part. */
+  size_t slot[];
 };
+
+#define NOT_A_DEP SIZE_MAX
 
 /* The elements [*lo, *hi) of tile `t` of size `tile` along a side of `len`. */
 static void tile_span(size_t t, size_t tile, size_t len, size_t *lo,
@@ -703,74 +714,168 @@ static void tile_span(size_t t, size_t tile, size_t len, size_t *lo,
   *hi = len - *lo < tile ? len : *lo + tile;
 }
 
-/* Copies into the new tile (di, dj) at `c` the parts of the source tiles
- * that overlap it. */
+/* Whether the rows [r0, r1) and columns [c0, c1) hold an element of
+ * `part`, and whether they hold only such. */
+static bool part_any(char part, size_t r0, size_t r1, size_t c0, size_t c1) {
+  if (r0 >= r1 || c0 >= c1) return false;
+  return part == 'F' || (part == 'L' ? r1 - 1 >= c0 : r0 <= c1 - 1);
+}
+
+static bool part_all(char part, size_t r0, size_t r1, size_t c0, size_t c1) {
+  return part == 'F' || (part == 'L' ? r0 >= c1 - 1 : r1 - 1 <= c0);
+}
+
+/* The rows [*lo, *hi) of column q in rows [r0, r1) that are in `part`. */
+static void part_rows(char part, size_t q, size_t r0, size_t r1, size_t *lo,
+                      size_t *hi) {
+  size_t edge = part == 'L' ? q : q + 1; /* the first row after 'U''s */
+  edge = edge < r0 ? r0 : edge > r1 ? r1 : edge;
+  *lo = part == 'L' ? edge : r0;
+  *hi = part == 'U' ? edge : r1;
+}
+
+/* Zeros the elements outside r->part of the new tile (rows [r0, r1),
+ * columns [c0, c1)) at `c`. */
+static void retile_zero_rest(const struct retile_job *r, size_t r0, size_t r1,
+                             size_t c0, size_t c1, double *c) {
+  for (size_t q = c0; q < c1; q++) {
+    size_t lo, hi;
+    part_rows(r->part, q, r0, r1, &lo, &hi);
+    double *col = c + (q - c0) * (r1 - r0);
+    memset(col, 0, (lo - r0) * sizeof(double));
+    memset(col + (hi - r0), 0, (r1 - hi) * sizeof(double));
+  }
+}
+
+/* Copies into the new tile (di, dj) at `c` the elements of r->part of the
+ * source tiles that overlap it. */
 static void retile_one(tarn_task *t, const struct retile_job *r, size_t di,
                        size_t dj, double *c) {
   size_t d_r0, d_r1, d_c0, d_c1;
   tile_span(di, r->mb, r->m, &d_r0, &d_r1);
   tile_span(dj, r->nb, r->n, &d_c0, &d_c1);
-  size_t ndst = r->dtis * r->dtjs;
+  if (r->zero_rest && !part_all(r->part, d_r0, d_r1, d_c0, d_c1))
+    retile_zero_rest(r, d_r0, d_r1, d_c0, d_c1, c);
+  const size_t *src_slot = r->slot + r->dtis * r->dtjs;
   for (size_t tj = d_c0 / r->src_nb; tj * r->src_nb < d_c1; tj++)
     for (size_t ti = d_r0 / r->src_mb; ti * r->src_mb < d_r1; ti++) {
-      const double *s =
-          tarn_task_data(t, ndst + (tj - r->tj0) * r->tis + (ti - r->ti0));
       size_t s_r0, s_r1, s_c0, s_c1;
       tile_span(ti, r->src_mb, r->m, &s_r0, &s_r1);
       tile_span(tj, r->src_nb, r->n, &s_c0, &s_c1);
       /* The overlap, in matrix coordinates. */
       size_t r0 = s_r0 > d_r0 ? s_r0 : d_r0, r1 = s_r1 < d_r1 ? s_r1 : d_r1;
       size_t c0 = s_c0 > d_c0 ? s_c0 : d_c0, c1 = s_c1 < d_c1 ? s_c1 : d_c1;
-      for (size_t q = c0; q < c1; q++)
-        memcpy(c + (r0 - d_r0) + (q - d_c0) * (d_r1 - d_r0),
-               s + (r0 - s_r0) + (q - s_c0) * (s_r1 - s_r0),
-               (r1 - r0) * sizeof(double));
+      if (!part_any(r->part, r0, r1, c0, c1)) continue;
+      const double *s =
+          tarn_task_data(t, src_slot[(tj - r->tj0) * r->tis + (ti - r->ti0)]);
+      for (size_t q = c0; q < c1; q++) {
+        size_t lo, hi;
+        part_rows(r->part, q, r0, r1, &lo, &hi);
+        memcpy(c + (lo - d_r0) + (q - d_c0) * (d_r1 - d_r0),
+               s + (lo - s_r0) + (q - s_c0) * (s_r1 - s_r0),
+               (hi - lo) * sizeof(double));
+      }
     }
 }
 
 static int k_retile(tarn_task *t, void *arg) {
   const struct retile_job *r = arg;
   for (size_t dj = 0; dj < r->dtjs; dj++)
-    for (size_t di = 0; di < r->dtis; di++)
-      retile_one(t, r, r->dti0 + di, r->dtj0 + dj,
-                 tarn_task_data(t, dj * r->dtis + di));
+    for (size_t di = 0; di < r->dtis; di++) {
+      size_t slot = r->slot[dj * r->dtis + di];
+      if (slot != NOT_A_DEP)
+        retile_one(t, r, r->dti0 + di, r->dtj0 + dj, tarn_task_data(t, slot));
+    }
   return 0;
 }
 
-/* The tiles of a that overlap c's tiles [ti, ti + tis) x [tj, tj + tjs)
- * (c a retiled): tile rows [*ti0, *ti0 + *sis) and columns [*tj0, *tj0 +
- * *sjs). */
-static void retile_sources(const tarn_matrix *a, const tarn_matrix *c,
-                           size_t ti, size_t tj, size_t tis, size_t tjs,
-                           size_t *ti0, size_t *sis, size_t *tj0, size_t *sjs) {
+/* The job of the task writing c's tiles [ti, ti + tis) x [tj, tj + tjs)
+ * (c a retiled, in `part`), its slots not filled. */
+static struct retile_job retile_layout(const tarn_matrix *a,
+                                       const tarn_matrix *c, char part,
+                                       bool made, size_t ti, size_t tj,
+                                       size_t tis, size_t tjs) {
   size_t row0 = ti * c->mb, col0 = tj * c->nb;
   size_t row1 = (ti + tis - 1) * c->mb + tarn__tile_rows(c, ti + tis - 1);
   size_t col1 = (tj + tjs - 1) * c->nb + tarn__tile_cols(c, tj + tjs - 1);
-  *ti0 = row0 / a->mb;
-  *tj0 = col0 / a->nb;
-  *sis = (row1 - 1) / a->mb - *ti0 + 1;
-  *sjs = (col1 - 1) / a->nb - *tj0 + 1;
+  size_t ti0 = row0 / a->mb, tj0 = col0 / a->nb;
+  return (struct retile_job){.m = a->m,
+                             .n = a->n,
+                             .mb = c->mb,
+                             .nb = c->nb,
+                             .dti0 = ti,
+                             .dtj0 = tj,
+                             .dtis = tis,
+                             .dtjs = tjs,
+                             .src_mb = a->mb,
+                             .src_nb = a->nb,
+                             .ti0 = ti0,
+                             .tj0 = tj0,
+                             .tis = (row1 - 1) / a->mb - ti0 + 1,
+                             .tjs = (col1 - 1) / a->nb - tj0 + 1,
+                             .part = part,
+                             .zero_rest = made};
+}
+
+/* The deps of r's task (c's tiles it writes, then a's it reads, each by
+ * columns), into deps[] and r->slot[] when deps is not NULL; returns
+ * their number, and in *charge what the pool charges for them. */
+static size_t retile_deps(const tarn_matrix *a, const tarn_matrix *c,
+                          struct retile_job *r, tarn_dep *deps,
+                          size_t *charge) {
+  size_t n = 0, k = 0;
+  *charge = 0;
+  for (size_t dj = r->dtj0; dj < r->dtj0 + r->dtjs; dj++)
+    for (size_t di = r->dti0; di < r->dti0 + r->dtis; di++, k++) {
+      size_t r0, r1, c0, c1;
+      tile_span(di, c->mb, c->m, &r0, &r1);
+      tile_span(dj, c->nb, c->n, &c0, &c1);
+      bool in = part_any(r->part, r0, r1, c0, c1);
+      if (deps != NULL) r->slot[k] = in ? n : NOT_A_DEP;
+      if (!in) continue;
+      *charge += tarn__tile_charge_at(c, di, dj);
+      if (deps != NULL)
+        deps[n] = (tarn_dep){tarn__tile(c, di, dj),
+                             r->zero_rest || part_all(r->part, r0, r1, c0, c1)
+                                 ? TARN_WRITE
+                                 : TARN_READ_WRITE};
+      n++;
+    }
+  /* the block's rows and columns */
+  size_t b_r0 = r->dti0 * c->mb, b_c0 = r->dtj0 * c->nb, b_r1, b_c1, lo;
+  tile_span(r->dti0 + r->dtis - 1, c->mb, c->m, &lo, &b_r1);
+  tile_span(r->dtj0 + r->dtjs - 1, c->nb, c->n, &lo, &b_c1);
+  for (size_t sj = r->tj0; sj < r->tj0 + r->tjs; sj++)
+    for (size_t si = r->ti0; si < r->ti0 + r->tis; si++, k++) {
+      size_t r0, r1, c0, c1;
+      tile_span(si, a->mb, a->m, &r0, &r1);
+      tile_span(sj, a->nb, a->n, &c0, &c1);
+      bool in = part_any(r->part, r0 > b_r0 ? r0 : b_r0, r1 < b_r1 ? r1 : b_r1,
+                         c0 > b_c0 ? c0 : b_c0, c1 < b_c1 ? c1 : b_c1);
+      if (deps != NULL) r->slot[k] = in ? n : NOT_A_DEP;
+      if (!in) continue;
+      *charge += tarn__tile_charge_at(a, si, sj);
+      if (deps != NULL) deps[n] = (tarn_dep){tarn__tile(a, si, sj), TARN_READ};
+      n++;
+    }
+  return n;
 }
 
 /* What the pool charges for the task writing c's tiles [ti, ti + tis) x
- * [tj, tj + tjs): them and the tiles of a they overlap. */
+ * [tj, tj + tjs) of `part`: them and the tiles of a they overlap. */
 static size_t retile_charge(const tarn_matrix *a, const tarn_matrix *c,
-                            size_t ti, size_t tj, size_t tis, size_t tjs) {
-  size_t ti0, sis, tj0, sjs, charge = 0;
-  retile_sources(a, c, ti, tj, tis, tjs, &ti0, &sis, &tj0, &sjs);
-  for (size_t dj = tj; dj < tj + tjs; dj++)
-    for (size_t di = ti; di < ti + tis; di++)
-      charge += tarn__tile_charge_at(c, di, dj);
-  for (size_t sj = tj0; sj < tj0 + sjs; sj++)
-    for (size_t si = ti0; si < ti0 + sis; si++)
-      charge += tarn__tile_charge_at(a, si, sj);
+                            char part, size_t ti, size_t tj, size_t tis,
+                            size_t tjs) {
+  struct retile_job r = retile_layout(a, c, part, true, ti, tj, tis, tjs);
+  size_t charge;
+  retile_deps(a, c, &r, NULL, &charge);
   return charge;
 }
 
 /* The block of c's tiles a retile task writes, *bm x *bn: one tile, or
  * for small tiles a block (see RETILE_SMALL_BYTES), when it fits. */
-static void retile_block(const tarn_matrix *a, const tarn_matrix *c, size_t *bm,
-                         size_t *bn) {
+static void retile_block(const tarn_matrix *a, const tarn_matrix *c, char part,
+                         size_t *bm, size_t *bn) {
   *bm = *bn = 1;
   if (c->mb * c->nb * sizeof(double) >= RETILE_SMALL_BYTES) return;
   size_t m = RETILE_BLOCK_SIDE / c->mb, n = RETILE_BLOCK_SIDE / c->nb;
@@ -785,80 +890,84 @@ static void retile_block(const tarn_matrix *a, const tarn_matrix *c, size_t *bm,
       n /= 2;
   }
   size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
-  if (limit != 0 && retile_charge(a, c, 0, 0, m, n) > limit / 8) return;
+  if (limit != 0 && retile_charge(a, c, part, 0, 0, m, n) > limit / 8) return;
   *bm = m;
   *bn = n;
 }
 
 /* Whether every retile task (a block of c's tiles and the tiles of a it
  * overlaps, as many as the alignment makes them) fits under the limit. */
-static bool retile_fits(const tarn_matrix *a, const tarn_matrix *c, size_t bm,
-                        size_t bn) {
+static bool retile_fits(const tarn_matrix *a, const tarn_matrix *c, char part,
+                        size_t bm, size_t bn) {
   size_t limit = tarn_pool_mem_limit(tarn_rt_pool(a->rt));
   for (size_t tj = 0; limit != 0 && tj < c->nt; tj += bn)
     for (size_t ti = 0; ti < c->mt; ti += bm) {
       size_t tis = c->mt - ti < bm ? c->mt - ti : bm;
       size_t tjs = c->nt - tj < bn ? c->nt - tj : bn;
-      if (retile_charge(a, c, ti, tj, tis, tjs) > limit) return false;
+      if (retile_charge(a, c, part, ti, tj, tis, tjs) > limit) return false;
     }
   return true;
 }
 
-static int submit_retile(tarn_matrix *a, tarn_matrix *c, size_t ti, size_t tj,
-                         size_t tis, size_t tjs) {
-  struct retile_job *r = malloc(sizeof *r);
-  if (r == NULL) return TARN_ENOMEM;
-  *r = (struct retile_job){.m = a->m,
-                           .n = a->n,
-                           .mb = c->mb,
-                           .nb = c->nb,
-                           .dti0 = ti,
-                           .dtj0 = tj,
-                           .dtis = tis,
-                           .dtjs = tjs,
-                           .src_mb = a->mb,
-                           .src_nb = a->nb};
-  retile_sources(a, c, ti, tj, tis, tjs, &r->ti0, &r->tis, &r->tj0, &r->tjs);
-  size_t ndst = tis * tjs, nd = ndst + r->tis * r->tjs;
-  tarn_dep *deps = malloc(nd * sizeof *deps);
-  if (deps == NULL) {
+static int submit_retile(tarn_matrix *a, tarn_matrix *c, char part, bool made,
+                         size_t ti, size_t tj, size_t tis, size_t tjs) {
+  struct retile_job layout = retile_layout(a, c, part, made, ti, tj, tis, tjs);
+  size_t ntiles = tis * tjs + layout.tis * layout.tjs;
+  struct retile_job *r = malloc(sizeof *r + ntiles * sizeof r->slot[0]);
+  tarn_dep *deps = malloc(ntiles * sizeof *deps);
+  if (r == NULL || deps == NULL) {
     free(r);
+    free(deps);
     return TARN_ENOMEM;
   }
-  size_t k = 0;
-  for (size_t dj = tj; dj < tj + tjs; dj++)
-    for (size_t di = ti; di < ti + tis; di++)
-      deps[k++] = (tarn_dep){tarn__tile(c, di, dj), TARN_WRITE};
-  for (size_t sj = r->tj0; sj < r->tj0 + r->tjs; sj++)
-    for (size_t si = r->ti0; si < r->ti0 + r->tis; si++)
-      deps[k++] = (tarn_dep){tarn__tile(a, si, sj), TARN_READ};
-  tarn_task_desc d = {
-      .fn = k_retile, .arg = r, .deps = deps, .ndeps = nd, .arg_free = free};
-  int rc = tarn_task_submit(a->rt, &d);
+  *r = layout;
+  size_t charge, nd = retile_deps(a, c, r, deps, &charge);
+  int rc = 0;
+  bool writes = false;
+  for (size_t k = 0; k < tis * tjs; k++) writes |= r->slot[k] != NOT_A_DEP;
+  if (writes) {
+    tarn_task_desc d = {
+        .fn = k_retile, .arg = r, .deps = deps, .ndeps = nd, .arg_free = free};
+    rc = tarn_task_submit(a->rt, &d);
+  } else {
+    free(r); /* a block with nothing of part */
+  }
   free(deps);
   return rc;
 }
 
-int tarn_matrix_retile(tarn_matrix *a, size_t mb, size_t nb,
+/* The retile of the elements of `part` (see struct retile_job). */
+static int retile_part(tarn_matrix *a, char part, size_t mb, size_t nb,
                        tarn_matrix **out) {
   if (!tarn__matrix_ok(a) || out == NULL || *out == a) return TARN_EINVAL;
   bool made = false;
   int rc = tarn__matrix_destination(a->rt, a->m, a->n, mb, nb, out, &made);
   size_t bm = 1, bn = 1;
-  if (rc == 0) retile_block(a, *out, &bm, &bn);
-  if (rc == 0 && bm * bn > 1 && !retile_fits(a, *out, bm, bn))
+  if (rc == 0) retile_block(a, *out, part, &bm, &bn);
+  if (rc == 0 && bm * bn > 1 && !retile_fits(a, *out, part, bm, bn))
     bm = bn = 1; /* a block of another alignment than the first's */
-  if (rc == 0 && !retile_fits(a, *out, bm, bn)) rc = TARN_ENOMEM;
+  if (rc == 0 && !retile_fits(a, *out, part, bm, bn)) rc = TARN_ENOMEM;
   tarn_matrix *c = rc == 0 ? *out : NULL;
   for (size_t tj = 0; rc == 0 && tj < c->nt; tj += bn)
     for (size_t ti = 0; rc == 0 && ti < c->mt; ti += bm)
-      rc = submit_retile(a, c, ti, tj, c->mt - ti < bm ? c->mt - ti : bm,
+      rc = submit_retile(a, c, part, made, ti, tj,
+                         c->mt - ti < bm ? c->mt - ti : bm,
                          c->nt - tj < bn ? c->nt - tj : bn);
   if (rc != 0 && made) {
     tarn_matrix_destroy(*out);
     *out = NULL;
   }
   return rc;
+}
+
+int tarn_matrix_retile(tarn_matrix *a, size_t mb, size_t nb,
+                       tarn_matrix **out) {
+  return retile_part(a, 'F', mb, nb, out);
+}
+
+int tarn__matrix_retile_triangle(tarn_matrix *a, bool lower, size_t mb,
+                                 size_t nb, tarn_matrix **out) {
+  return retile_part(a, lower ? 'L' : 'U', mb, nb, out);
 }
 
 /* ---- reductions ------------------------------------------------------------

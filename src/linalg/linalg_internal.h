@@ -105,6 +105,13 @@ size_t tarn__solve_piece_cols(const tarn_matrix *t, const tarn_matrix *b);
 int tarn__retile_waiting(tarn_matrix *from, size_t mb, size_t nb,
                          tarn_matrix **to);
 
+/* The same of a part of from's elements: all ('F'), or the triangle on
+ * and below ('L') or on and above ('U') the diagonal
+ * (tarn__matrix_retile_triangle: only the tiles holding some of it are
+ * read and written). */
+int tarn__retile_part_waiting(tarn_matrix *from, char part, size_t mb,
+                              size_t nb, tarn_matrix **to);
+
 /* Runs `solve` (a public solve, on its context `ctx`) on a copy of B in
  * tiles of `cols` columns (tarn__retile_waiting), then, when it
  * returns 0, copies X back into B's tiles (a task per tile of B, waited
@@ -165,11 +172,14 @@ int tarn__solve_work(tarn_matrix *a, tarn_matrix *b, size_t w, int *info);
 size_t tarn__solve_work_tile(tarn_matrix *t, tarn_matrix *b);
 
 /* Runs `solve` (a public solve, on its context `ctx`) on copies of the
- * factor t and of B in tiles of w x w (tarn__retile_waiting), then, when
- * it returns 0, copies X back into B's tiles (waited for). So B is
- * written only after the solve succeeded, as tarn__solve_in_pieces.
- * Returns the copies' or the solve's status. */
-int tarn__solve_in_work_tiles(tarn_matrix *t, tarn_matrix *b, size_t w,
+ * part of the factor t it reads (as tarn__retile_part_waiting: 'F' all,
+ * 'L' or 'U' a triangle) and of B in tiles of w x w, then, when it
+ * returns 0, copies X back into B's tiles (waited for). So B is written
+ * only after the solve succeeded, as tarn__solve_in_pieces, and the
+ * tiles of t read are those the solve reads on t's own tiles. Returns
+ * the copies' or the solve's status. */
+int tarn__solve_in_work_tiles(tarn_matrix *t, char part, tarn_matrix *b,
+                              size_t w,
                               int (*solve)(void *ctx, tarn_matrix *tw,
                                            tarn_matrix *bw, int *info),
                               void *ctx, int *info);

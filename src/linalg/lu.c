@@ -1080,7 +1080,7 @@ int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
   struct lu_solve ctx = {lu, piv, ta};
   size_t work = tarn__solve_work_tile(lu, b);
   if (work != 0)
-    return tarn__solve_in_work_tiles(lu, b, work, lu_work, &ctx, info);
+    return tarn__solve_in_work_tiles(lu, 'F', b, work, lu_work, &ctx, info);
   size_t cols = tarn__solve_piece_cols(lu, b);
   if (cols != 0) return tarn__solve_in_pieces(b, cols, lu_piece, &ctx, info);
   if (!tarn__line_fits(b, false) || !tarn__solve_fits(lu, b))

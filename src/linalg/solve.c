@@ -268,14 +268,21 @@ size_t tarn__solve_piece_cols(const tarn_matrix *t, const tarn_matrix *b) {
   return limit == 0 || 3.0 * bytes <= (double)limit / 8 ? cols : 0;
 }
 
-int tarn__retile_waiting(tarn_matrix *from, size_t mb, size_t nb,
-                         tarn_matrix **to) {
+int tarn__retile_part_waiting(tarn_matrix *from, char part, size_t mb,
+                              size_t nb, tarn_matrix **to) {
   tarn_region *region = NULL;
   int rc = tarn_region_begin(from->rt, &region);
   if (rc != 0) return rc;
-  int submitted = tarn_matrix_retile(from, mb, nb, to);
+  int submitted =
+      part == 'F' ? tarn_matrix_retile(from, mb, nb, to)
+                  : tarn__matrix_retile_triangle(from, part == 'L', mb, nb, to);
   rc = tarn_region_wait(region, NULL);
   return submitted != 0 ? submitted : rc;
+}
+
+int tarn__retile_waiting(tarn_matrix *from, size_t mb, size_t nb,
+                         tarn_matrix **to) {
+  return tarn__retile_part_waiting(from, 'F', mb, nb, to);
 }
 
 int tarn__solve_in_pieces(tarn_matrix *b, size_t cols,
@@ -310,7 +317,8 @@ int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b, int *info) {
         l, b, (struct tarn__column_job){.kind = TARN__SOLVE_CHOLESKY}, info);
   size_t work = tarn__solve_work_tile(l, b);
   if (work != 0)
-    return tarn__solve_in_work_tiles(l, b, work, cholesky_work, NULL, info);
+    return tarn__solve_in_work_tiles(l, 'L', b, work, cholesky_work, NULL,
+                                     info);
   size_t cols = tarn__solve_piece_cols(l, b);
   if (cols != 0) return tarn__solve_in_pieces(b, cols, cholesky_piece, l, info);
   if (!tarn__solve_fits(l, b)) return TARN_ENOMEM;
@@ -438,7 +446,8 @@ int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
   struct triangle_solve ctx = {t, uplo, trans, diag};
   size_t work = tarn__solve_work_tile(t, b);
   if (work != 0)
-    return tarn__solve_in_work_tiles(t, b, work, triangle_work, &ctx, info);
+    return tarn__solve_in_work_tiles(t, lower ? 'L' : 'U', b, work,
+                                     triangle_work, &ctx, info);
   size_t cols = tarn__solve_piece_cols(t, b);
   if (cols != 0)
     return tarn__solve_in_pieces(b, cols, triangle_piece, &ctx, info);

@@ -128,9 +128,10 @@ int tarn__ata_work(tarn_matrix *a, size_t w, tarn_matrix **c) {
 
 int tarn__cholesky_work(tarn_matrix *a, size_t w, int *info) {
   tarn_matrix *aw = NULL;
-  int rc = tarn__retile_waiting(a, w, w, &aw);
+  /* the lower triangle, read and written as on A's own tiles */
+  int rc = tarn__retile_part_waiting(a, 'L', w, w, &aw);
   if (rc == 0) rc = tarn_matrix_cholesky(aw, info);
-  if (rc == 0) rc = tarn__retile_waiting(aw, a->mb, a->nb, &a);
+  if (rc == 0) rc = tarn__retile_part_waiting(aw, 'L', a->mb, a->nb, &a);
   copies_destroy(aw, NULL, NULL);
   return rc;
 }
@@ -181,12 +182,13 @@ size_t tarn__solve_work_tile(tarn_matrix *t, tarn_matrix *b) {
                          (tarn_matrix *[]){t, b}, 2);
 }
 
-int tarn__solve_in_work_tiles(tarn_matrix *t, tarn_matrix *b, size_t w,
+int tarn__solve_in_work_tiles(tarn_matrix *t, char part, tarn_matrix *b,
+                              size_t w,
                               int (*solve)(void *ctx, tarn_matrix *tw,
                                            tarn_matrix *bw, int *info),
                               void *ctx, int *info) {
   tarn_matrix *tw = NULL, *bw = NULL;
-  int rc = tarn__retile_waiting(t, w, w, &tw);
+  int rc = tarn__retile_part_waiting(t, part, w, w, &tw);
   if (rc == 0) rc = tarn__retile_waiting(b, w, w, &bw);
   if (rc == 0) rc = solve(ctx, tw, bw, info);
   if (rc == 0) rc = tarn__retile_waiting(bw, b->mb, b->nb, &b);

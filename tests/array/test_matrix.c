@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "array/matrix_internal.h"
 #include "dead_handles.h"
 #include "destroyed.h"
 #include "support.h"
@@ -305,6 +306,109 @@ static void a_retile_into_small_tiles_goes_in_blocks(void **state) {
     free(want);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
+}
+
+/* Whether element (i, j) is in the triangle: on or below the diagonal
+ * (lower), or on or above it. */
+static bool in_triangle(bool lower, size_t i, size_t j) {
+  return lower ? i >= j : i <= j;
+}
+
+/* Fail on the block holding the top right element of a 61 x 53 matrix,
+ * or the bottom left: in the tilings below, a tile above the diagonal
+ * and one below it. */
+static int fail_top_right(const tarn_block *blk, void *arg) {
+  (void)arg;
+  return blk->row == 0 && blk->col + blk->cols == 53 ? -79 : 0;
+}
+
+static int fail_bottom_left(const tarn_block *blk, void *arg) {
+  (void)arg;
+  return blk->row + blk->rows == 61 && blk->col == 0 ? -79 : 0;
+}
+
+/* What the pool charges for the tiles of an m x n matrix in mb x nb
+ * tiles that hold an element of the triangle. */
+static size_t triangle_charge(bool lower, size_t m, size_t n, size_t mb,
+                              size_t nb) {
+  size_t charge = 0;
+  for (size_t c0 = 0; c0 < n; c0 += nb)
+    for (size_t r0 = 0; r0 < m; r0 += mb) {
+      size_t rows = m - r0 < mb ? m - r0 : mb, cols = n - c0 < nb ? n - c0 : nb;
+      if (lower ? r0 + rows - 1 >= c0 : r0 <= c0 + cols - 1)
+        charge += test_tile_charge(rows, cols);
+    }
+  return charge;
+}
+
+/* tarn__matrix_retile_triangle(a, lower, mb, nb, out) waited for. */
+static void retile_triangle(tarn_rt *rt, tarn_matrix *a, bool lower, size_t mb,
+                            size_t nb, tarn_matrix **out) {
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn__matrix_retile_triangle(a, lower, mb, nb, out), 0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+}
+
+/* The retile of a triangle (array/matrix_internal.h) of 61 x 53 from
+ * tiles of 7 x 5 into 16 x 8 and 13 x 11, both triangles: into a new
+ * matrix, the triangle's elements and zeros elsewhere, the new tiles
+ * with nothing of the triangle given no memory; into a given matrix, its
+ * other elements as they were, bit for bit. A failed writer of a source
+ * tile with nothing of the triangle does not reach the copy, and one of
+ * such a tile of the given matrix leaves it failed (not written). */
+static void a_triangle_retile_touches_only_its_tiles(void **state) {
+  (void)state;
+  enum { M = 61, N = 53 };
+  static const size_t tilings[][2] = {{16, 8}, {13, 11}};
+  tarn_rt *rt = test_rt(2, 0);
+  tarn_pool_stats ps;
+  for (int lower = 0; lower < 2; lower++)
+    for (size_t k = 0; k < 2; k++) {
+      size_t mb = tilings[k][0], nb = tilings[k][1];
+      tarn_matrix *a = NULL, *made = NULL, *given = NULL;
+      assert_int_equal(tarn_matrix_rand(rt, M, N, 7, 5, 9, &a), 0);
+      assert_int_equal(tarn_matrix_fill(rt, M, N, mb, nb, -2.5, &given), 0);
+      double *av = test_buffer_of(a), *gv = test_buffer_of(given);
+      double *want_made = malloc(M * N * sizeof *want_made),
+             *want_given = malloc(M * N * sizeof *want_given);
+      assert_non_null(want_made);
+      assert_non_null(want_given);
+      for (size_t j = 0; j < N; j++)
+        for (size_t i = 0; i < M; i++) {
+          bool in = in_triangle(lower, i, j);
+          want_made[i + j * M] = in ? av[i + j * M] : 0.0;
+          want_given[i + j * M] = in ? av[i + j * M] : gv[i + j * M];
+        }
+      assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+      size_t before = ps.resident_bytes - ps.cache_bytes;
+      retile_triangle(rt, a, lower, mb, nb, &made);
+      assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+      assert_int_equal(ps.resident_bytes - ps.cache_bytes - before,
+                       triangle_charge(lower, M, N, mb, nb));
+      test_matrix_holds(made, want_made);
+      retile_triangle(rt, a, lower, mb, nb, &given);
+      test_matrix_holds(given, want_given);
+      /* failed tiles off the triangle, in a and in given */
+      tarn_block_fn fail = lower ? fail_top_right : fail_bottom_left;
+      test_fail_by(rt, a, fail, -79);
+      test_fail_by(rt, given, fail, -79);
+      tarn_matrix_destroy(made);
+      made = NULL;
+      retile_triangle(rt, a, lower, mb, nb, &made);
+      test_matrix_holds(made, want_made);
+      retile_triangle(rt, a, lower, mb, nb, &given);
+      double v = 0;
+      assert_int_equal(
+          tarn_matrix_get(given, lower ? 0 : M - 1, lower ? N - 1 : 0, &v),
+          TARN_ECANCELED);
+      TEST_DESTROY_MATRICES(a, made, given);
+      free(av);
+      free(gv);
+      free(want_made);
+      free(want_given);
+    }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
 /* Under a limit below one task's tiles each operation returns TARN_ENOMEM
@@ -933,6 +1037,7 @@ int main(void) {
       cmocka_unit_test(spilled_tiles_give_the_same_results),
       cmocka_unit_test(operations_refuse_a_limit_below_one_task),
       cmocka_unit_test(a_retile_into_small_tiles_goes_in_blocks),
+      cmocka_unit_test(a_triangle_retile_touches_only_its_tiles),
       cmocka_unit_test(constants_and_zeros),
       cmocka_unit_test(random_values_depend_on_the_element_alone),
       cmocka_unit_test(a_copy_keeps_every_bit),

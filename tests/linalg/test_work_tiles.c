@@ -436,11 +436,20 @@ static int fail_at_the_top_right(const tarn_block *blk, void *arg) {
   return blk->row == 0 && blk->col + blk->cols == 150 ? -78 : 0;
 }
 
+/* ... and the one that holds element (N - 1, 0), below it. */
+static int fail_at_the_bottom_left(const tarn_block *blk, void *arg) {
+  (void)arg;
+  return blk->row + blk->rows == 150 && blk->col == 0 ? -78 : 0;
+}
+
 /* A failed task that wrote A's first tile: the factorisations return
  * TARN_ECANCELED, and a product that reads A leaves C reading as
  * cancelled. A failed writer of a tile of the strictly upper triangle
- * cancels a Cholesky on copies too (the copy reads it), A's lower
- * triangle as it was. */
+ * does not reach a Cholesky on copies, which copy only the lower
+ * triangle's tiles (as on A's own tiles): the same factor as without
+ * it, that tile left failed; nor the solves with 70 right-hand sides with
+ * that factor, or with an upper triangle whose bottom left tile failed:
+ * the same X as with a factor without a failed tile. */
 static void a_failed_writer_cancels_the_work(void **state) {
   (void)state;
   enum { N = 150 };
@@ -459,14 +468,105 @@ static void a_failed_writer_cancels_the_work(void **state) {
   assert_int_equal(tarn_region_wait(region, NULL), TARN_ECANCELED);
   double sum = 0;
   assert_int_equal(tarn_matrix_sum(c, &sum), TARN_ECANCELED);
-  tarn_matrix *u = upload(rt, spd, N, N, TILE);
+  tarn_matrix *u = upload(rt, spd, N, N, TILE),
+              *l = upload(rt, spd, N, N, TILE);
   test_fail_by(rt, u, fail_at_the_top_right, -78);
-  assert_int_equal(tarn_matrix_cholesky(u, &info), TARN_ECANCELED);
-  double got = 0;
-  assert_int_equal(tarn_matrix_get(u, 149, 0, &got), 0);
-  assert_true(got == spd[149]);
-  TEST_DESTROY_MATRICES(a, c, u);
+  assert_int_equal(tarn_matrix_cholesky(u, &info), 0);
+  assert_int_equal(tarn_matrix_cholesky(l, NULL), 0);
+  double got = 0, want = 0;
+  for (size_t i = 0; i < N; i += 7)
+    for (size_t j = 0; j <= i; j += 5) {
+      assert_int_equal(tarn_matrix_get(u, i, j, &got), 0);
+      assert_int_equal(tarn_matrix_get(l, i, j, &want), 0);
+      assert_true(memcmp(&got, &want, sizeof got) == 0);
+    }
+  assert_int_equal(tarn_matrix_get(u, 0, N - 1, &got), TARN_ECANCELED);
+  /* the solves with a triangle likewise: X as with a factor that has no
+   * failed tile */
+  tarn_matrix *up = upload(rt, spd, N, N, TILE),
+              *clean = upload(rt, spd, N, N, TILE);
+  test_fail_by(rt, up, fail_at_the_bottom_left, -78);
+  double *bv = test_random_matrix(N, 70, 0, 28);
+  for (int kind = 0; kind < 3; kind++) {
+    tarn_matrix *b[2] = {upload(rt, bv, N, 70, TILE),
+                         upload(rt, bv, N, 70, TILE)};
+    for (int failed = 0; failed < 2; failed++)
+      if (kind == 0)
+        assert_int_equal(
+            tarn_matrix_cholesky_solve(failed ? u : l, b[failed], &info), 0);
+      else
+        assert_int_equal(
+            tarn_matrix_triangular_solve(
+                kind == 1 ? (failed ? u : l) : (failed ? up : clean),
+                kind == 1 ? TARN_LOWER : TARN_UPPER, TARN_NO_TRANS,
+                TARN_NON_UNIT, b[failed], &info),
+            0);
+    double *x = test_buffer_of(b[0]);
+    test_matrix_holds(b[1], x);
+    free(x);
+    TEST_DESTROY_MATRICES(b[0], b[1]);
+  }
+  TEST_DESTROY_MATRICES(a, c, u, l, up, clean);
+  free(bv);
   free(spd);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* The Cholesky, its solve and the triangular solves read only their
+ * triangle's tiles on copies too, and write back only the lower
+ * triangle's: with NaNs on the other side, in tiles of 16 (work tiles
+ * of 48 hold three) and of 10 (tiles straddle the work tiles), A's
+ * triangle holds the bits of the call on a whole copy the test makes, the
+ * NaNs theirs, and X the bits of the solves on whole copies. */
+static void triangles_are_copied_alone(void **state) {
+  (void)state;
+  enum { N = 150, NRHS = 70 };
+  static const size_t tilings[] = {TILE, 10};
+  tarn_rt *rt = test_rt_work(2, 0, WORK);
+  double *spd = test_spd_matrix(N, 1.0, 26),
+         *bv = test_random_matrix(N, NRHS, 0, 27);
+  for (size_t j = 1; j < N; j++)
+    for (size_t i = 0; i < j; i++) spd[i + j * N] = NAN;
+  for (size_t k = 0; k < 2; k++) {
+    size_t tile = tilings[k];
+    tarn_matrix *a = upload(rt, spd, N, N, tile),
+                *aw = test_retiled_to(rt, a, WORK, WORK);
+    assert_int_equal(tarn_matrix_cholesky(aw, NULL), 0);
+    uint64_t before = test_tasks_submitted(rt);
+    assert_int_equal(tarn_matrix_cholesky(a, NULL), 0);
+    assert_true(test_tasks_submitted(rt) - before <= 28);
+    double *want = test_buffer_of(aw);
+    test_matrix_holds(a, want);
+    free(want);
+    /* L^T, upper, with NaNs below */
+    tarn_matrix *ut = NULL, *utw = NULL;
+    assert_int_equal(tarn_matrix_transpose(a, &ut), 0);
+    assert_int_equal(tarn_matrix_transpose(aw, &utw), 0);
+    for (int kind = 0; kind < 3; kind++) {
+      tarn_matrix *b = upload(rt, bv, N, NRHS, tile),
+                  *bw = test_retiled_to(rt, b, WORK, WORK);
+      for (int on = 0; on < 2; on++) {
+        tarn_matrix *x = on ? b : bw;
+        before = test_tasks_submitted(rt);
+        if (kind == 0)
+          assert_int_equal(tarn_matrix_cholesky_solve(on ? a : aw, x, NULL), 0);
+        else
+          assert_int_equal(tarn_matrix_triangular_solve(
+                               kind == 1 ? (on ? a : aw) : (on ? ut : utw),
+                               kind == 1 ? TARN_LOWER : TARN_UPPER,
+                               TARN_NO_TRANS, TARN_NON_UNIT, x, NULL),
+                           0);
+        if (on) assert_true(test_tasks_submitted(rt) - before <= 80);
+      }
+      double *x = test_buffer_of(bw);
+      test_matrix_holds(b, x);
+      free(x);
+      TEST_DESTROY_MATRICES(b, bw);
+    }
+    TEST_DESTROY_MATRICES(a, aw, ut, utw);
+  }
+  free(spd);
+  free(bv);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -528,6 +628,7 @@ int main(void) {
       cmocka_unit_test(solves_of_many_columns_run_in_work_tiles),
       cmocka_unit_test(the_copies_need_room_under_a_limit),
       cmocka_unit_test(a_failed_writer_cancels_the_work),
+      cmocka_unit_test(triangles_are_copied_alone),
       cmocka_unit_test(a_matrix_in_a_file_is_not_copied),
       cmocka_unit_test(no_limit_still_bounds_the_copies),
   };

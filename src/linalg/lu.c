@@ -95,9 +95,14 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct lu_job *proto,
 #define COLUMN_GRAIN 32
 
 /* A recursive block's trailing updates of at least this many multiply-adds
- * are shared with idle workers, by ranges of at least ROW_GRAIN rows. */
+ * are shared with idle workers, by pieces of ROW_PIECE rows (from the
+ * block's first row below its top), a dgemm each (per tile), so that the
+ * factors do not depend on how the pieces were dealt: a dgemm split in
+ * rows keeps its bits with OpenBLAS's Haswell kernels, not with its
+ * SkylakeX and Cooperlake ones (C -= A B of 100 x 100 x 100 split at row
+ * 50 differs in the last bits). */
 #define SHARE_MADDS ((double)(1 << 22))
-#define ROW_GRAIN 64
+#define ROW_PIECE 2048
 
 /* One interchange in a tile column: the two rows' first elements and the
  * leading dimensions of their tiles. */
@@ -361,6 +366,19 @@ static int gemm_rows_range(void *arg, size_t begin, size_t end) {
   return 0;
 }
 
+/* The same over pieces [begin, end) of ROW_PIECE rows: a dgemm per piece
+ * and tile, whichever thread runs it and whatever pieces go with it. */
+static int gemm_pieces_range(void *arg, size_t begin, size_t end) {
+  const struct gemm_rows *g = arg;
+  size_t rows = g->s->rows - g->r0;
+  for (size_t p = begin; p < end; p++) {
+    size_t lo = p * ROW_PIECE,
+           hi = rows - lo < ROW_PIECE ? rows : lo + ROW_PIECE;
+    gemm_rows_range(arg, lo, hi);
+  }
+  return 0;
+}
+
 /* LU of columns [c0, c0 + w) from row c0 down, recursively as dgetrf2:
  * pivots to ipiv[c0, c0 + w), relative to the panel. Returns 0 or a
  * status of tarn_task_parallel_for. */
@@ -377,10 +395,10 @@ static int recursive_factor(struct panel_lu *s, size_t c0, size_t w) {
   struct gemm_rows g = {
       .s = s, .r0 = c1, .k0 = c0, .kw = n1, .c1 = c1, .c2 = c2};
   size_t rows = s->rows - c1;
-  rc =
-      s->share && (double)rows * (double)(w - n1) * (double)n1 >= SHARE_MADDS
-          ? tarn_task_parallel_for(s->q.t, rows, ROW_GRAIN, gemm_rows_range, &g)
-          : gemm_rows_range(&g, 0, rows);
+  rc = s->share && (double)rows * (double)(w - n1) * (double)n1 >= SHARE_MADDS
+           ? tarn_task_parallel_for(s->q.t, (rows - 1) / ROW_PIECE + 1, 1,
+                                    gemm_pieces_range, &g)
+           : gemm_rows_range(&g, 0, rows);
   if (rc == 0) rc = recursive_factor(s, c1, w - n1);
   if (rc == 0) swap_columns(s->at + c1, w - n1, c0, c1);
   return rc;

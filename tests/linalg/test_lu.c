@@ -1015,7 +1015,10 @@ static int piece_solve(int kind, tarn_matrix *l, tarn_matrix *lu,
  * = B for Cholesky's; with a zero on the factor's diagonal every solve
  * returns TARN_EINVAL with its order in info and B unchanged; after a
  * failed task on B, TARN_ECANCELED. Under a memory limit whose eighth
- * three copies of B do not fit in, B keeps its tiling and still solves. */
+ * three copies of B do not fit in, B keeps its tiling and still solves:
+ * the same X but for rounding (with OpenBLAS's SkylakeX or Cooperlake
+ * kernels a product on 96 columns and three on 32 differ in the last
+ * bits). */
 static void many_right_hand_sides_go_in_pieces(void **state) {
   (void)state;
   enum { n = 150, nb = 60, nrhs = 96 };
@@ -1041,7 +1044,15 @@ static void many_right_hand_sides_go_in_pieces(void **state) {
       assert_int_equal(info, 0);
       assert_int_equal(piece_solve(kind, l, lu, piv, narrow, &info), 0);
       double *got = test_buffer_of(x);
-      test_matrix_holds(narrow, got);
+      if (limit == 0) {
+        test_matrix_holds(narrow, got);
+      } else { /* B's own tiles: the same X but for rounding (a BLAS call
+                  on 96 columns need not round as three on 32) */
+        double *want = test_buffer_of(narrow);
+        for (size_t k = 0; k < n * nrhs; k++)
+          assert_true(fabs(got[k] - want[k]) <= 1e-9 * (1.0 + fabs(want[k])));
+        free(want);
+      }
       if (kind == 0)
         assert_true(test_solve_residual(spd, got, rhs, n, nrhs) < 20);
       free(got);

@@ -109,11 +109,12 @@
  * failure before the copy back, leaves A as it was (a factorisation's
  * A is otherwise unspecified then). An LU whose panel becomes one work
  * tile factors it as a panel of one tile (a subnormal pivot's infinities:
- * tarn_matrix_lu). The copies are of whole matrices: a call that reads
- * one triangle (Cholesky's, a triangular solve) reads the other's tiles
- * too, so a failed writer of one of them cancels it (TARN_ECANCELED, the
- * caller's matrices as they were), and a Cholesky writes the strictly
- * upper triangle back with the bits it held. The solves with factors made
+ * tarn_matrix_lu). A call that reads one triangle (Cholesky's, its solve,
+ * a triangular solve) copies only the tiles that hold some of it, and a
+ * Cholesky writes back only the tiles of its lower triangle (in diagonal
+ * tiles, only their lower triangle): the tiles read and written are those
+ * of the call on the caller's tiles, and so is what a failed writer of a
+ * tile of the other triangle does to it (nothing). The solves with factors made
  * before (tarn_matrix_cholesky_solve, tarn_matrix_triangular_solve with a
  * square T, tarn_matrix_lu_solve) go on copies too, for factors in tiles under
  * 64 x 64 and a B of 64 columns or more (the factor is copied at every call): X

@@ -16,6 +16,11 @@
  * large: the call does not come back here), and copy the result into the
  * caller's tiles.
  *
+ * A Cholesky and the solves with a triangle copy only the tiles holding
+ * some of that triangle, and a Cholesky copies back only its lower
+ * triangle (tarn__matrix_retile_triangle), so they read and write the
+ * caller's tiles as the call on those tiles does.
+ *
  * Invariant: the caller's matrices are written only by the copy back,
  * which starts only once the call on the copies returned what the call
  * promises to leave in them (its result, or LU's factors of a singular

@@ -354,61 +354,67 @@ static void retile_triangle(tarn_rt *rt, tarn_matrix *a, bool lower, size_t mb,
  * tiles of 7 x 5 into 16 x 8 and 13 x 11, both triangles: into a new
  * matrix, the triangle's elements and zeros elsewhere, the new tiles
  * with nothing of the triangle given no memory; into a given matrix, its
- * other elements as they were, bit for bit. A failed writer of a source
+ * other elements as they were, bit for bit, also under a limit that has
+ * its tiles spilled and read back. A failed writer of a source
  * tile with nothing of the triangle does not reach the copy, and one of
  * such a tile of the given matrix leaves it failed (not written). */
 static void a_triangle_retile_touches_only_its_tiles(void **state) {
   (void)state;
   enum { M = 61, N = 53 };
   static const size_t tilings[][2] = {{16, 8}, {13, 11}};
-  tarn_rt *rt = test_rt(2, 0);
   tarn_pool_stats ps;
-  for (int lower = 0; lower < 2; lower++)
-    for (size_t k = 0; k < 2; k++) {
-      size_t mb = tilings[k][0], nb = tilings[k][1];
-      tarn_matrix *a = NULL, *made = NULL, *given = NULL;
-      assert_int_equal(tarn_matrix_rand(rt, M, N, 7, 5, 9, &a), 0);
-      assert_int_equal(tarn_matrix_fill(rt, M, N, mb, nb, -2.5, &given), 0);
-      double *av = test_buffer_of(a), *gv = test_buffer_of(given);
-      double *want_made = malloc(M * N * sizeof *want_made),
-             *want_given = malloc(M * N * sizeof *want_given);
-      assert_non_null(want_made);
-      assert_non_null(want_given);
-      for (size_t j = 0; j < N; j++)
-        for (size_t i = 0; i < M; i++) {
-          bool in = in_triangle(lower, i, j);
-          want_made[i + j * M] = in ? av[i + j * M] : 0.0;
-          want_given[i + j * M] = in ? av[i + j * M] : gv[i + j * M];
-        }
-      assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
-      size_t before = ps.resident_bytes - ps.cache_bytes;
-      retile_triangle(rt, a, lower, mb, nb, &made);
-      assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
-      assert_int_equal(ps.resident_bytes - ps.cache_bytes - before,
-                       triangle_charge(lower, M, N, mb, nb));
-      test_matrix_holds(made, want_made);
-      retile_triangle(rt, a, lower, mb, nb, &given);
-      test_matrix_holds(given, want_given);
-      /* failed tiles off the triangle, in a and in given */
-      tarn_block_fn fail = lower ? fail_top_right : fail_bottom_left;
-      test_fail_by(rt, a, fail, -79);
-      test_fail_by(rt, given, fail, -79);
-      tarn_matrix_destroy(made);
-      made = NULL;
-      retile_triangle(rt, a, lower, mb, nb, &made);
-      test_matrix_holds(made, want_made);
-      retile_triangle(rt, a, lower, mb, nb, &given);
-      double v = 0;
-      assert_int_equal(
-          tarn_matrix_get(given, lower ? 0 : M - 1, lower ? N - 1 : 0, &v),
-          TARN_ECANCELED);
-      TEST_DESTROY_MATRICES(a, made, given);
-      free(av);
-      free(gv);
-      free(want_made);
-      free(want_given);
-    }
-  assert_int_equal(tarn_rt_destroy(rt), 0);
+  for (int spill = 0; spill < 2; spill++)
+    for (int lower = 0; lower < 2; lower++)
+      for (size_t k = 0; k < 2; k++) {
+        /* 64 KiB: the tiles (a page each) spill and are read back */
+        tarn_rt *rt = test_rt(2, spill ? (size_t)64 << 10 : 0);
+        size_t mb = tilings[k][0], nb = tilings[k][1];
+        tarn_matrix *a = NULL, *made = NULL, *given = NULL;
+        assert_int_equal(tarn_matrix_rand(rt, M, N, 7, 5, 9, &a), 0);
+        assert_int_equal(tarn_matrix_fill(rt, M, N, mb, nb, -2.5, &given), 0);
+        double *av = test_buffer_of(a), *gv = test_buffer_of(given);
+        double *want_made = malloc(M * N * sizeof *want_made),
+               *want_given = malloc(M * N * sizeof *want_given);
+        assert_non_null(want_made);
+        assert_non_null(want_given);
+        for (size_t j = 0; j < N; j++)
+          for (size_t i = 0; i < M; i++) {
+            bool in = in_triangle(lower, i, j);
+            want_made[i + j * M] = in ? av[i + j * M] : 0.0;
+            want_given[i + j * M] = in ? av[i + j * M] : gv[i + j * M];
+          }
+        assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+        size_t before = ps.resident_bytes - ps.cache_bytes;
+        retile_triangle(rt, a, lower, mb, nb, &made);
+        assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+        if (!spill)
+          assert_int_equal(ps.resident_bytes - ps.cache_bytes - before,
+                           triangle_charge(lower, M, N, mb, nb));
+        test_matrix_holds(made, want_made);
+        retile_triangle(rt, a, lower, mb, nb, &given);
+        test_matrix_holds(given, want_given);
+        /* failed tiles off the triangle, in a and in given */
+        tarn_block_fn fail = lower ? fail_top_right : fail_bottom_left;
+        test_fail_by(rt, a, fail, -79);
+        test_fail_by(rt, given, fail, -79);
+        tarn_matrix_destroy(made);
+        made = NULL;
+        retile_triangle(rt, a, lower, mb, nb, &made);
+        test_matrix_holds(made, want_made);
+        retile_triangle(rt, a, lower, mb, nb, &given);
+        double v = 0;
+        assert_int_equal(
+            tarn_matrix_get(given, lower ? 0 : M - 1, lower ? N - 1 : 0, &v),
+            TARN_ECANCELED);
+        TEST_DESTROY_MATRICES(a, made, given);
+        free(av);
+        free(gv);
+        free(want_made);
+        free(want_given);
+        assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+        assert_true(spill ? ps.restores > 0 : ps.spills == 0);
+        assert_int_equal(tarn_rt_destroy(rt), 0);
+      }
 }
 
 /* Under a limit below one task's tiles each operation returns TARN_ENOMEM

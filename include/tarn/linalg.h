@@ -95,7 +95,8 @@
  * caller's tiles, which keep their tiling. On 2 workers at N = 1024 in
  * tiles of 32, the product went from 73-80 to 24 ms, LU from 25-28 to
  * 12, Cholesky from 14-15 to 6 (docs/linalg.md, "Small tiles"). The copies
- * take the operands' size again (and A^T A's result's); under a memory limit
+ * take the operands' size again (and A^T A's result's; a triangle's work
+ * tiles for the calls below that read one); under a memory limit
  * they are made only where they take at most an eighth of it as the pool
  * charges them (so the bits of a result, which depend on the tiles it is
  * computed in, may differ with the limit), without one only where they

@@ -955,7 +955,7 @@ int tarn_matrix_gemm(tarn_matrix *a, tarn_trans ta, tarn_matrix *b,
   if (n > 1) /* a task: C's first tile times one tile of K */
     work = tarn__work_tile(a->rt, m, n, ka,
                            (double)cm->mb * (double)cm->nb * (double)ak,
-                           (tarn_matrix *[]){a, b, cm}, 3);
+                           (tarn_matrix *[]){a, b, cm}, 3, 'F');
   if (!product_fits(a, tra, b, trb, cm, kt)) {
     rc = TARN_ENOMEM;
   } else if (work != 0) {
@@ -1103,9 +1103,9 @@ int tarn_matrix_cholesky(tarn_matrix *a, int *info) {
   if (!tarn__factor_shape_ok(a)) return TARN_EINVAL;
   if (!tarn__triangle_fits(a, true)) return TARN_ENOMEM;
   tarn__blas_init();
-  size_t work =
-      tarn__work_tile(a->rt, a->m, a->n, a->n,
-                      (double)a->nb * (double)a->nb * (double)a->nb, &a, 1);
+  size_t work = tarn__work_tile(a->rt, a->m, a->n, a->n,
+                                (double)a->nb * (double)a->nb * (double)a->nb,
+                                &a, 1, 'L');
   if (work != 0) return tarn__cholesky_work(a, work, info);
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);

@@ -136,9 +136,11 @@ int tarn__solve_in_pieces(tarn_matrix *b, size_t cols,
  * most an eighth of the pool's memory limit as the pool charges them, as
  * does each task that copies a work tile there or back (without a limit,
  * an eighth of the memory the process may use: tarn__memory_usable).
- * Thread-safe. */
+ * ops[0] is copied whole (part0 'F') or as a triangle ('L', 'U': only
+ * the work tiles holding some of it). Thread-safe. */
 size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
-                       double task_madds, tarn_matrix *const *ops, size_t nops);
+                       double task_madds, tarn_matrix *const *ops, size_t nops,
+                       char part0);
 
 /* The operations on copies of their operands in tiles of w x w, the
  * result copied back into the caller's tiles (the public call's checks
@@ -168,8 +170,9 @@ int tarn__solve_work(tarn_matrix *a, tarn_matrix *b, size_t w, int *info);
  * a B of fewer than TARN__SOLVE_WORK_COLS_MIN columns, a factor that is
  * not square (a tall matrix's leading triangle), or one in tiles of 64 x
  * 64 or more (N = 1024 in tiles of 64 with 256 right-hand sides: the
- * triangular solve took 3.6 ms on its tiles, 4.2 on copies). */
-size_t tarn__solve_work_tile(tarn_matrix *t, tarn_matrix *b);
+ * triangular solve took 3.6 ms on its tiles, 4.2 on copies). `part` is
+ * the part of t the solve reads (tarn__solve_in_work_tiles). */
+size_t tarn__solve_work_tile(tarn_matrix *t, char part, tarn_matrix *b);
 
 /* Runs `solve` (a public solve, on its context `ctx`) on copies of the
  * part of the factor t it reads (as tarn__retile_part_waiting: 'F' all,

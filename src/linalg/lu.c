@@ -1040,7 +1040,7 @@ bool tarn__lu_fits(const tarn_matrix *a) {
 static size_t lu_work_tile(tarn_matrix *a, tarn_matrix *b) {
   return tarn__work_tile(a->rt, a->m, a->n, a->n,
                          (double)a->mb * (double)a->nb * (double)a->nb,
-                         (tarn_matrix *[]){a, b}, b != NULL ? 2 : 1);
+                         (tarn_matrix *[]){a, b}, b != NULL ? 2 : 1, 'F');
 }
 
 int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info) {
@@ -1099,7 +1099,7 @@ int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
             .kind = TARN__SOLVE_LU, .trans = ta == TARN_TRANS, .piv = piv},
         info);
   struct lu_solve ctx = {lu, piv, ta};
-  size_t work = tarn__solve_work_tile(lu, b);
+  size_t work = tarn__solve_work_tile(lu, 'F', b);
   if (work != 0)
     return tarn__solve_in_work_tiles(lu, 'F', b, work, lu_work, &ctx, info);
   size_t cols = tarn__solve_piece_cols(lu, b);

@@ -1607,7 +1607,7 @@ int tarn_matrix_syrk_ata(tarn_matrix *a, tarn_matrix **c) {
       rc != 0 ? 0
               : tarn__work_tile(a->rt, a->n, a->n, a->m,
                                 (double)a->nb * (double)a->nb * (double)a->mb,
-                                (tarn_matrix *[]){a, out}, 2);
+                                (tarn_matrix *[]){a, out}, 2, 'F');
   if (work != 0) {
     rc = tarn__ata_work(a, work, &out);
   } else if (rc == 0) {

@@ -315,7 +315,7 @@ int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b, int *info) {
   if (tarn__column_solve(l, b, TARN__SOLVE_CHOLESKY, true))
     return tarn__column_solve_run(
         l, b, (struct tarn__column_job){.kind = TARN__SOLVE_CHOLESKY}, info);
-  size_t work = tarn__solve_work_tile(l, b);
+  size_t work = tarn__solve_work_tile(l, 'L', b);
   if (work != 0)
     return tarn__solve_in_work_tiles(l, 'L', b, work, cholesky_work, NULL,
                                      info);
@@ -444,7 +444,7 @@ int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                   .unit = diag == TARN_UNIT},
         info);
   struct triangle_solve ctx = {t, uplo, trans, diag};
-  size_t work = tarn__solve_work_tile(t, b);
+  size_t work = tarn__solve_work_tile(t, lower ? 'L' : 'U', b);
   if (work != 0)
     return tarn__solve_in_work_tiles(t, lower ? 'L' : 'U', b, work,
                                      triangle_work, &ctx, info);

@@ -42,14 +42,18 @@
 static size_t clamp(size_t w, size_t n) { return w < n ? w : n; }
 
 /* What the pool charges (whole pages a tile) for `a` in work tiles of w x
- * w, and in *task the largest copy's task: a work tile with the caller's
- * tiles it overlaps (one more each way where they do not line up), or a
- * caller's tile with the work tiles it overlaps, whichever is more. */
-static double work_charge(const tarn_matrix *a, size_t w, double *task) {
+ * w, all of them (part 'F') or those of a triangle of a square `a`
+ * ('L', 'U': the diagonal's and those on one side), and in *task the
+ * largest copy's task: a work tile with the caller's tiles it overlaps
+ * (one more each way where they do not line up), or a caller's tile with
+ * the work tiles it overlaps, whichever is more. */
+static double work_charge(const tarn_matrix *a, size_t w, char part,
+                          double *task) {
   size_t wm = clamp(w, a->m), wn = clamp(w, a->n);
   double tile = (double)tarn__page_round(wm * wn * sizeof(double));
-  double tiles =
-      (double)((a->m + wm - 1) / wm) * (double)((a->n + wn - 1) / wn);
+  double rows = (double)((a->m + wm - 1) / wm),
+         cols = (double)((a->n + wn - 1) / wn);
+  double tiles = part == 'F' ? rows * cols : rows * (rows + 1) / 2;
   double over = (double)((wm + a->mb - 1) / a->mb + 1) *
                 (double)((wn + a->nb - 1) / a->nb + 1);
   double out = tile + over * (double)tarn__tile_charge(a);
@@ -71,8 +75,8 @@ static size_t usable_memory(void) {
 }
 
 size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
-                       double task_madds, tarn_matrix *const *ops,
-                       size_t nops) {
+                       double task_madds, tarn_matrix *const *ops, size_t nops,
+                       char part0) {
   size_t w = tarn__rt_work_tile(rt);
   if (w == 0 || task_madds > SMALL_TASK_MADDS) return 0;
   /* the work tiles' task must be larger: never for a matrix of one tile
@@ -89,7 +93,7 @@ size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
      * Cholesky only its lower triangle): not copied whole */
     if (ops[i]->in_file) return 0;
     double task = 0;
-    if (!again) copies += work_charge(ops[i], w, &task);
+    if (!again) copies += work_charge(ops[i], w, i == 0 ? part0 : 'F', &task);
     if (task > largest) largest = task;
   }
   /* without a limit, at most an eighth of the memory the process may use
@@ -178,13 +182,13 @@ int tarn__solve_work(tarn_matrix *a, tarn_matrix *b, size_t w, int *info) {
   return rc;
 }
 
-size_t tarn__solve_work_tile(tarn_matrix *t, tarn_matrix *b) {
+size_t tarn__solve_work_tile(tarn_matrix *t, char part, tarn_matrix *b) {
   if (b->n < TARN__SOLVE_WORK_COLS_MIN || t->m != t->n ||
       t->mb * t->nb >= 64 * 64)
     return 0;
   return tarn__work_tile(t->rt, t->m, b->n, t->n,
                          (double)t->mb * (double)t->nb * (double)b->nb,
-                         (tarn_matrix *[]){t, b}, 2);
+                         (tarn_matrix *[]){t, b}, 2, part);
 }
 
 int tarn__solve_in_work_tiles(tarn_matrix *t, char part, tarn_matrix *b,

@@ -395,10 +395,10 @@ static void solves_of_many_columns_run_in_work_tiles(void **state) {
 }
 
 /* Under a memory limit the copies (and each task copying a work tile)
- * must take at most an eighth of it: A of 150 x 150 (176 KiB, 100 tiles
- * of a page) goes tile by tile under 1 MiB and in work tiles under 16
- * MiB, each to the bits of the call without a limit that goes the same
- * way. */
+ * must take at most an eighth of it: the Cholesky of A of 150 x 150 (176
+ * KiB, 100 tiles of a page) goes tile by tile under 1 MiB and in work
+ * tiles under 1.75 MiB (only its lower triangle is copied) and 16 MiB,
+ * each to the bits of the call without a limit that goes the same way. */
 static void the_copies_need_room_under_a_limit(void **state) {
   (void)state;
   enum { N = 150 };
@@ -412,14 +412,20 @@ static void the_copies_need_room_under_a_limit(void **state) {
     tarn_matrix_destroy(a);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
-  static const size_t limits[2] = {(size_t)1 << 20, (size_t)16 << 20};
-  for (int work = 0; work < 2; work++) {
-    tarn_rt *rt = test_rt_work(2, limits[work], WORK);
+  /* 1.75 MiB: an eighth holds the lower triangle's 10 work tiles (whole
+   * tiles of 20 KiB: 200 KiB), not all 16 */
+  static const size_t limits[3] = {(size_t)1 << 20, (size_t)7 << 18,
+                                   (size_t)16 << 20};
+  for (int l = 0; l < 3; l++) {
+    int work = l > 0;
+    tarn_rt *rt = test_rt_work(2, limits[l], WORK);
     tarn_matrix *a = upload(rt, spd, N, N, TILE);
     uint64_t before = test_tasks_submitted(rt);
     assert_int_equal(tarn_matrix_cholesky(a, NULL), 0);
     uint64_t tasks = test_tasks_submitted(rt) - before;
-    assert_true(work ? tasks <= 20 + 8 : tasks >= 220);
+    /* under 1.75 MiB the copies go a tile a task (a block of them takes
+     * more than an eighth): 10 work tiles out, 55 of A's back */
+    assert_true(l == 0 ? tasks >= 220 : tasks <= (l == 1 ? 20 + 65 : 20 + 8));
     test_matrix_holds(a, want[work]);
     tarn_matrix_destroy(a);
     assert_int_equal(tarn_rt_destroy(rt), 0);
@@ -611,11 +617,14 @@ static void no_limit_still_bounds_the_copies(void **state) {
                                     (size_t)1 << 16, (size_t)1 << 16, &huge),
                    0);
   assert_int_equal(tarn__matrix_new(rt, 1024, 1024, TILE, TILE, &small), 0);
-  assert_int_equal(tarn__work_tile(rt, (size_t)1 << 20, (size_t)1 << 20,
-                                   (size_t)1 << 20, madds, &huge, 1),
-                   0);
-  assert_int_equal(tarn__work_tile(rt, 1024, 1024, 1024, madds, &small, 1),
-                   WORK);
+  for (int lower = 0; lower < 2; lower++) {
+    char part = lower ? 'L' : 'F';
+    assert_int_equal(tarn__work_tile(rt, (size_t)1 << 20, (size_t)1 << 20,
+                                     (size_t)1 << 20, madds, &huge, 1, part),
+                     0);
+    assert_int_equal(
+        tarn__work_tile(rt, 1024, 1024, 1024, madds, &small, 1, part), WORK);
+  }
   TEST_DESTROY_MATRICES(huge, small);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }

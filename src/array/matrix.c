@@ -819,12 +819,12 @@ static struct retile_job retile_layout(const tarn_matrix *a,
 
 /* The deps of r's task (c's tiles it writes, then a's it reads, each by
  * columns), into deps[] and r->slot[] when deps is not NULL; returns
- * their number, and in *charge what the pool charges for them. */
+ * their number, and in *charge what the pool charges for them when
+ * charge is not NULL. */
 static size_t retile_deps(const tarn_matrix *a, const tarn_matrix *c,
                           struct retile_job *r, tarn_dep *deps,
                           size_t *charge) {
-  size_t n = 0, k = 0;
-  *charge = 0;
+  size_t n = 0, k = 0, sum = 0;
   for (size_t dj = r->dtj0; dj < r->dtj0 + r->dtjs; dj++)
     for (size_t di = r->dti0; di < r->dti0 + r->dtis; di++, k++) {
       size_t r0, r1, c0, c1;
@@ -833,7 +833,7 @@ static size_t retile_deps(const tarn_matrix *a, const tarn_matrix *c,
       bool in = part_any(r->part, r0, r1, c0, c1);
       if (deps != NULL) r->slot[k] = in ? n : NOT_A_DEP;
       if (!in) continue;
-      *charge += tarn__tile_charge_at(c, di, dj);
+      sum += tarn__tile_charge_at(c, di, dj);
       if (deps != NULL)
         deps[n] = (tarn_dep){tarn__tile(c, di, dj),
                              r->zero_rest || part_all(r->part, r0, r1, c0, c1)
@@ -854,10 +854,11 @@ static size_t retile_deps(const tarn_matrix *a, const tarn_matrix *c,
                          c0 > b_c0 ? c0 : b_c0, c1 < b_c1 ? c1 : b_c1);
       if (deps != NULL) r->slot[k] = in ? n : NOT_A_DEP;
       if (!in) continue;
-      *charge += tarn__tile_charge_at(a, si, sj);
+      sum += tarn__tile_charge_at(a, si, sj);
       if (deps != NULL) deps[n] = (tarn_dep){tarn__tile(a, si, sj), TARN_READ};
       n++;
     }
+  if (charge != NULL) *charge = sum;
   return n;
 }
 
@@ -921,7 +922,7 @@ static int submit_retile(tarn_matrix *a, tarn_matrix *c, char part, bool made,
     return TARN_ENOMEM;
   }
   *r = layout;
-  size_t charge, nd = retile_deps(a, c, r, deps, &charge);
+  size_t nd = retile_deps(a, c, r, deps, NULL);
   int rc = 0;
   bool writes = false;
   for (size_t k = 0; k < tis * tjs; k++) writes |= r->slot[k] != NOT_A_DEP;
@@ -936,9 +937,8 @@ static int submit_retile(tarn_matrix *a, tarn_matrix *c, char part, bool made,
   return rc;
 }
 
-/* The retile of the elements of `part` (see struct retile_job). */
-static int retile_part(tarn_matrix *a, char part, size_t mb, size_t nb,
-                       tarn_matrix **out) {
+int tarn__matrix_retile_part(tarn_matrix *a, char part, size_t mb, size_t nb,
+                             tarn_matrix **out) {
   if (!tarn__matrix_ok(a) || out == NULL || *out == a) return TARN_EINVAL;
   bool made = false;
   int rc = tarn__matrix_destination(a->rt, a->m, a->n, mb, nb, out, &made);
@@ -962,12 +962,7 @@ static int retile_part(tarn_matrix *a, char part, size_t mb, size_t nb,
 
 int tarn_matrix_retile(tarn_matrix *a, size_t mb, size_t nb,
                        tarn_matrix **out) {
-  return retile_part(a, 'F', mb, nb, out);
-}
-
-int tarn__matrix_retile_triangle(tarn_matrix *a, bool lower, size_t mb,
-                                 size_t nb, tarn_matrix **out) {
-  return retile_part(a, lower ? 'L' : 'U', mb, nb, out);
+  return tarn__matrix_retile_part(a, 'F', mb, nb, out);
 }
 
 /* ---- reductions ------------------------------------------------------------

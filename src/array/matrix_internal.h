@@ -107,15 +107,16 @@ bool tarn__matrix_same_layout(const tarn_matrix *a, const tarn_matrix *b);
  * submitted, under a limit below one tile. */
 int tarn__matrix_fill_in(tarn_matrix *a, double value);
 
-/* tarn_matrix_retile of a triangle of `a`'s elements: those on or below
- * the diagonal (`lower`), or on or above it. Reads only a's tiles that
- * hold some of them, and writes only the destination's tiles that hold
- * some: in a destination it makes, the other tiles are never written
- * (they have no memory, and read as zeros) and the other elements of
- * those tiles are zeros; in a given one, they keep their values (such a
- * tile is read and written). Same statuses as tarn_matrix_retile. */
-int tarn__matrix_retile_triangle(tarn_matrix *a, bool lower, size_t mb,
-                                 size_t nb, tarn_matrix **out);
+/* tarn_matrix_retile of a part of `a`'s elements: all of them (part
+ * 'F': tarn_matrix_retile), or a triangle: those on or below the
+ * diagonal ('L'), or on or above it ('U'). Reads only a's tiles that hold
+ * some of them, and writes only the destination's tiles that hold some:
+ * in a destination it makes, the other tiles are never written (they
+ * have no memory, and read as zeros) and the other elements of those
+ * tiles are zeros; in a given one, they keep their values (such a tile
+ * is read and written). Same statuses as tarn_matrix_retile. */
+int tarn__matrix_retile_part(tarn_matrix *a, char part, size_t mb, size_t nb,
+                             tarn_matrix **out);
 
 /* The destination of an operation: *out when given (a live matrix with
  * the layout it must have: TARN_EINVAL otherwise), else a new matrix. *made

@@ -107,8 +107,8 @@ int tarn__retile_waiting(tarn_matrix *from, size_t mb, size_t nb,
 
 /* The same of a part of from's elements: all ('F'), or the triangle on
  * and below ('L') or on and above ('U') the diagonal
- * (tarn__matrix_retile_triangle: only the tiles holding some of it are
- * read and written). */
+ * (tarn__matrix_retile_part: only the tiles holding some of it are read
+ * and written). */
 int tarn__retile_part_waiting(tarn_matrix *from, char part, size_t mb,
                               size_t nb, tarn_matrix **to);
 

@@ -273,9 +273,7 @@ int tarn__retile_part_waiting(tarn_matrix *from, char part, size_t mb,
   tarn_region *region = NULL;
   int rc = tarn_region_begin(from->rt, &region);
   if (rc != 0) return rc;
-  int submitted =
-      part == 'F' ? tarn_matrix_retile(from, mb, nb, to)
-                  : tarn__matrix_retile_triangle(from, part == 'L', mb, nb, to);
+  int submitted = tarn__matrix_retile_part(from, part, mb, nb, to);
   rc = tarn_region_wait(region, NULL);
   return submitted != 0 ? submitted : rc;
 }

@@ -18,7 +18,7 @@
  *
  * A Cholesky and the solves with a triangle copy only the tiles holding
  * some of that triangle, and a Cholesky copies back only its lower
- * triangle (tarn__matrix_retile_triangle), so they read and write the
+ * triangle (tarn__matrix_retile_part), so they read and write the
  * caller's tiles as the call on those tiles does.
  *
  * Invariant: the caller's matrices are written only by the copy back,

@@ -341,12 +341,14 @@ static size_t triangle_charge(bool lower, size_t m, size_t n, size_t mb,
   return charge;
 }
 
-/* tarn__matrix_retile_triangle(a, lower, mb, nb, out) waited for. */
+/* The retile of a's lower or upper triangle (tarn__matrix_retile_part)
+ * waited for. */
 static void retile_triangle(tarn_rt *rt, tarn_matrix *a, bool lower, size_t mb,
                             size_t nb, tarn_matrix **out) {
   tarn_region *region = NULL;
   assert_int_equal(tarn_region_begin(rt, &region), 0);
-  assert_int_equal(tarn__matrix_retile_triangle(a, lower, mb, nb, out), 0);
+  assert_int_equal(tarn__matrix_retile_part(a, lower ? 'L' : 'U', mb, nb, out),
+                   0);
   assert_int_equal(tarn_region_wait(region, NULL), 0);
 }
 

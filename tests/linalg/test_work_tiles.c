@@ -108,6 +108,36 @@ static uint64_t check_product(tarn_rt *rt, tarn_trans ta, tarn_trans tb,
   return tasks;
 }
 
+/* A product of A with itself into a new C. */
+typedef int (*self_product)(tarn_matrix *a, tarn_matrix **c);
+
+static int a_times_its_transpose(tarn_matrix *a, tarn_matrix **c) {
+  return tarn_matrix_gemm(a, TARN_NO_TRANS, a, TARN_TRANS, 1.0, 0.0, c);
+}
+
+/* `product` of a random m x n A (seed) in tiles of TILE, in a region of
+ * its own: C in tiles of TILE with the bits of the same product of a
+ * copy of A in work tiles, in at most max_tasks tasks. */
+static void check_self_product(tarn_rt *rt, size_t m, size_t n, uint64_t seed,
+                               self_product product, uint64_t max_tasks) {
+  double *av = test_random_matrix(m, n, 0, seed);
+  tarn_matrix *a = upload(rt, av, m, n, TILE), *c = NULL, *cw = NULL;
+  tarn_matrix *aw = test_retiled_to(rt, a, WORK, WORK);
+  uint64_t tasks[2];
+  for (int on = 0; on < 2; on++) {
+    tarn_region *region = NULL;
+    uint64_t before = test_tasks_submitted(rt);
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(product(on ? a : aw, on ? &c : &cw), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    tasks[on] = test_tasks_submitted(rt) - before;
+  }
+  assert_true(tasks[1] <= max_tasks);
+  same_matrix(c, cw);
+  TEST_DESTROY_MATRICES(a, c, aw, cw);
+  free(av);
+}
+
 /* Tile by tile the product takes 10 x 9 x 11 = 990 tasks; in work tiles
  * of 48 (4 x 3 of C, 4 along K), 48 products and the copies, each a task
  * or two (a retile into small tiles goes in blocks of them: A's, B's, C's
@@ -126,23 +156,7 @@ static void products_of_small_tiles_run_in_work_tiles(void **state) {
       check_product(rt, (tarn_trans)ta, (tarn_trans)tb, 0.0, false, true);
     }
   /* A times itself: one copy of A serves both operands */
-  double *av = test_random_matrix(150, 170, 0, 14);
-  tarn_matrix *a = upload(rt, av, 150, 170, TILE), *c = NULL, *cw = NULL;
-  tarn_matrix *aw = test_retiled_to(rt, a, WORK, WORK);
-  tarn_region *region = NULL;
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  assert_int_equal(
-      tarn_matrix_gemm(aw, TARN_NO_TRANS, aw, TARN_TRANS, 1.0, 0.0, &cw), 0);
-  assert_int_equal(tarn_region_wait(region, NULL), 0);
-  uint64_t before = test_tasks_submitted(rt);
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  assert_int_equal(
-      tarn_matrix_gemm(a, TARN_NO_TRANS, a, TARN_TRANS, 1.0, 0.0, &c), 0);
-  assert_int_equal(tarn_region_wait(region, NULL), 0);
-  assert_true(test_tasks_submitted(rt) - before <= 64 + 8);
-  same_matrix(c, cw);
-  TEST_DESTROY_MATRICES(a, c, aw, cw);
-  free(av);
+  check_self_product(rt, 150, 170, 14, a_times_its_transpose, 64 + 8);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 
   /* work_tile 0: tile by tile */
@@ -157,21 +171,7 @@ static void products_of_small_tiles_run_in_work_tiles(void **state) {
 static void a_transposed_times_a_of_small_tiles(void **state) {
   (void)state;
   tarn_rt *rt = test_rt_work(2, 0, WORK);
-  double *av = test_random_matrix(170, 150, 0, 15);
-  tarn_matrix *a = upload(rt, av, 170, 150, TILE), *c = NULL, *cw = NULL;
-  tarn_matrix *aw = test_retiled_to(rt, a, WORK, WORK);
-  tarn_region *region = NULL;
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  assert_int_equal(tarn_matrix_syrk_ata(aw, &cw), 0);
-  assert_int_equal(tarn_region_wait(region, NULL), 0);
-  uint64_t before = test_tasks_submitted(rt);
-  assert_int_equal(tarn_region_begin(rt, &region), 0);
-  assert_int_equal(tarn_matrix_syrk_ata(a, &c), 0);
-  assert_int_equal(tarn_region_wait(region, NULL), 0);
-  assert_true(test_tasks_submitted(rt) - before <= 40 + 8);
-  same_matrix(c, cw);
-  TEST_DESTROY_MATRICES(a, c, aw, cw);
-  free(av);
+  check_self_product(rt, 170, 150, 15, tarn_matrix_syrk_ata, 40 + 8);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 

@@ -4,7 +4,9 @@
  * on one 8-byte ref. Then tarn alone on two graphs, in tasks per second: a
  * fan-out/fan-in (one writer, FAN_K readers each writing its own ref, one
  * task reading all of them; repeated) and a random graph of RANDOM_TASKS
- * tasks over RANDOM_REFS refs with random modes; and FLOOD_TASKS empty
+ * tasks over RANDOM_REFS refs with random modes; tasks that each read
+ * all RANDOM_REFS refs (the cost of a task of many accesses, per task);
+ * and FLOOD_TASKS empty
  * tasks submitted in one region, with the most seen unfinished after the
  * last submission, without a bound and with max_unfinished FLOOD_BOUND. And the
  * cost of a small region whose one task shares its work
@@ -255,6 +257,14 @@ static int touch_fn(tarn_task *task, void *arg) {
   return 0;
 }
 
+/* Reads the RANDOM_REFS refs it is given; touches the first and last. */
+static int wide_fn(tarn_task *task, void *arg) {
+  (void)arg;
+  bench_escape(tarn_task_data(task, 0));
+  bench_escape(tarn_task_data(task, RANDOM_REFS - 1));
+  return 0;
+}
+
 /* The shared region's work: columns [begin, end) of the block set to the
  * stamp the task's argument points to. */
 struct fill_share {
@@ -353,6 +363,19 @@ static int submit_random(struct tarn_bench *b, uint64_t reps) {
   return 0;
 }
 
+/* Tasks that each read every one of the random graph's refs. */
+static int submit_wide(struct tarn_bench *b, uint64_t reps) {
+  tarn_dep deps[RANDOM_REFS];
+  for (size_t k = 0; k < RANDOM_REFS; k++)
+    deps[k] = (tarn_dep){b->refs[k], TARN_READ};
+  tarn_task_desc desc = {.fn = wide_fn, .deps = deps, .ndeps = RANDOM_REFS};
+  for (uint64_t i = 0; i < reps; i++) {
+    int rc = tarn_task_submit(b->rt, &desc);
+    if (rc != 0) return tarn_failed("tarn_task_submit", rc);
+  }
+  return 0;
+}
+
 /* Empty tasks, and the most seen unfinished after the last submission
  * (a program that submits faster than tasks run is held back at
  * tarn_rt_options.max_unfinished). */
@@ -392,6 +415,10 @@ static int tarn_fan(void *arg, uint64_t reps, double *seconds) {
 
 static int tarn_random(void *arg, uint64_t reps, double *seconds) {
   return timed_region(arg, reps, submit_random, seconds);
+}
+
+static int tarn_wide(void *arg, uint64_t reps, double *seconds) {
+  return timed_region(arg, reps, submit_wide, seconds);
 }
 
 /* reps regions, each of one fill_fn task, waited one by one; then checks
@@ -467,6 +494,11 @@ static int run_tarn(bench_run *run, unsigned w, struct figures *f) {
     snprintf(what, sizeof what, "random graph 1M tasks %d refs", RANDOM_REFS);
     row_name(name, sizeof name, PEER_TARN, what, w);
     failed = rate_row(run, name, tarn_random, &b, 1, RANDOM_TASKS, NULL);
+  }
+  if (!failed) {
+    snprintf(what, sizeof what, "task reading %d refs", RANDOM_REFS);
+    row_name(name, sizeof name, PEER_TARN, what, w);
+    failed = per_task_row(run, name, tarn_wide, &b) < 0;
   }
   if (!failed) {
     failed = flood_rows(run, &b, w);

@@ -3226,6 +3226,261 @@ static void bad_submissions_are_refused(void **state) {
   assert_null(none);
 }
 
+/* ---- tasks of many accesses ---------------------------------------------- */
+
+enum { wide_refs = 600, wide_tasks = 50, wide_max = 200 };
+
+/* A task of 1 to wide_max accesses drawn with repeats from wide_refs refs,
+ * each a read, a write, both or TARN_AFTER; `slot_ref` and `slot_mode`: its
+ * slots as rt.h states them (one per ref, in the order of first access,
+ * the modes merged; TARN_AFTER alone: no bits, never pinned). */
+struct wtask {
+  uint64_t id;
+  size_t ndeps, nslots;
+  int which[wide_max];
+  tarn_access mode[wide_max];
+  int slot_ref[wide_max];
+  unsigned slot_mode[wide_max];
+};
+
+static void random_wtask(struct wtask *t, uint64_t id, uint64_t *seed) {
+  t->id = id;
+  /* half of them few, half many: the runtime matches a few by scans and
+   * many by sorting */
+  t->ndeps = 1 + rng(seed) % (rng(seed) % 2 ? 24 : wide_max);
+  t->nslots = 0;
+  for (size_t i = 0; i < t->ndeps; i++) {
+    t->which[i] = (int)(rng(seed) % wide_refs);
+    unsigned m = (unsigned)(rng(seed) % 4);
+    t->mode[i] = m == 0 ? TARN_AFTER : (tarn_access)m;
+    size_t k = 0;
+    while (k < t->nslots && t->slot_ref[k] != t->which[i]) k++;
+    if (k == t->nslots) {
+      t->slot_ref[k] = t->which[i];
+      t->slot_mode[k] = 0;
+      t->nslots++;
+    }
+    if (t->mode[i] != TARN_AFTER) t->slot_mode[k] |= (unsigned)t->mode[i];
+  }
+}
+
+/* As apply, over the slots: h = id + every value read; a value read and
+ * written becomes 3x + h, one only written h + its slot. */
+static void wide_apply(const struct wtask *g, uint64_t **v) {
+  uint64_t h = g->id;
+  for (size_t k = 0; k < g->nslots; k++)
+    if (g->slot_mode[k] & TARN_READ) h += *v[k];
+  for (size_t k = 0; k < g->nslots; k++) {
+    if (g->slot_mode[k] == TARN_READ_WRITE)
+      *v[k] = 3 * *v[k] + h;
+    else if (g->slot_mode[k] == TARN_WRITE)
+      *v[k] = h + k;
+  }
+}
+
+/* Fails unless the task has nslots slots, those of TARN_AFTER alone
+ * unpinned (NULL), the others pinned, each read one its ref's (its mark). */
+static int wide_task(tarn_task *t, void *arg) {
+  const struct wtask *g = arg;
+  uint64_t *v[wide_max];
+  if (tarn_task_data(t, g->nslots) != NULL) return -1;
+  for (size_t k = 0; k < g->nslots; k++) {
+    v[k] = tarn_task_data(t, k);
+    if ((v[k] == NULL) != (g->slot_mode[k] == 0)) return -2;
+    if (g->slot_mode[k] & TARN_READ &&
+        *v[k] >> 32 != (uint64_t)g->slot_ref[k] + 1)
+      return -3; /* a write alone may find any bytes (tarn_ref_pin) */
+  }
+  wide_apply(g, v);
+  for (size_t k = 0; k < g->nslots; k++) /* keep the ref's mark */
+    if (v[k] != NULL && g->slot_mode[k] & TARN_WRITE)
+      *v[k] = (*v[k] & 0xffffffffu) | ((uint64_t)g->slot_ref[k] + 1) << 32;
+  return 0;
+}
+
+/* One random graph of wide_tasks tasks of up to wide_max accesses, with
+ * repeated refs among them, on refs of `bytes`, against the sequential
+ * order: each task sees its slots as rt.h states them (checked in
+ * wide_task), and every ref's value is the sequential one, so the tasks
+ * ran in an order the merged accesses allow. The high word of a ref's
+ * value is its mark, the low its value. */
+static void one_wide_graph(tarn_rt *rt, size_t bytes, uint64_t x) {
+  static struct wtask g[wide_tasks];
+  static uint64_t expect[wide_refs];
+  static tarn_ref *refs[wide_refs];
+  for (int r = 0; r < wide_refs; r++) {
+    expect[r] = ((uint64_t)r + 1) << 32 | (uint64_t)r;
+    refs[r] = sized_word_ref(rt, expect[r], bytes);
+  }
+  tarn_region *region = NULL;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  for (int k = 0; k < wide_tasks; k++) {
+    struct wtask *t = &g[k];
+    random_wtask(t, x * 1000 + (uint64_t)k, &x);
+    tarn_dep deps[wide_max];
+    for (size_t i = 0; i < t->ndeps; i++)
+      deps[i] = (tarn_dep){refs[t->which[i]], t->mode[i]};
+    tarn_task_desc d = {.fn = wide_task,
+                        .arg = t,
+                        .deps = deps,
+                        .ndeps = t->ndeps,
+                        .name = "wide"};
+    assert_int_equal(tarn_task_submit(rt, &d), 0);
+    uint64_t low[wide_max], *v[wide_max];
+    for (size_t s = 0; s < t->nslots; s++) {
+      low[s] = expect[t->slot_ref[s]] & 0xffffffffu;
+      v[s] = &low[s];
+    }
+    wide_apply(t, v); /* the sequential reference */
+    for (size_t s = 0; s < t->nslots; s++)
+      expect[t->slot_ref[s]] =
+          (low[s] & 0xffffffffu) | ((uint64_t)t->slot_ref[s] + 1) << 32;
+  }
+  tarn_region_stats st;
+  assert_int_equal(tarn_region_wait(region, &st), 0);
+  assert_int_equal(st.run, wide_tasks);
+  for (int r = 0; r < wide_refs; r++) {
+    assert_int_equal(word_of(refs[r]), expect[r]);
+    assert_int_equal(tarn_ref_release(refs[r]), 0);
+  }
+}
+
+/* Without a limit, and under one that holds a third of the refs (pages),
+ * where they spill and are read back as the merged modes say (a write
+ * alone reads nothing back, a read alone writes nothing out). */
+static void tasks_of_many_accesses_match_sequential_order(void **state) {
+  (void)state;
+  const unsigned workers[] = {1, 2, 4};
+  const size_t page = 4096;
+  for (size_t w = 0; w < 3; w++) {
+    tarn_rt *rt = make_rt(workers[w], 0, 1);
+    for (uint64_t seed = 1; seed <= 12; seed++)
+      one_wide_graph(rt, sizeof(uint64_t), seed * 104729 + w);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+    rt = make_rt(workers[w], wide_refs / 3 * page, 1);
+    for (uint64_t seed = 1; seed <= 4; seed++)
+      one_wide_graph(rt, page, seed * 7727 + w);
+    tarn_pool_stats ps;
+    assert_int_equal(tarn_pool_stats_get(tarn_rt_pool(rt), &ps), 0);
+    assert_true(ps.spills > 0 && ps.restores > 0);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* A bad access anywhere among many (a NULL ref, a ref of another
+ * runtime's pool, an unknown mode) fails the submission with TARN_EINVAL
+ * before anything is tracked: the task never runs, no ref is held or
+ * ordered behind it, and a later writer of the same refs runs at once. */
+static void a_bad_access_among_many_submits_nothing(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1), *other = make_rt(1, 0, 1);
+  enum { n = 100 };
+  tarn_ref *refs[n], *foreign = word_ref(other, 1);
+  for (int r = 0; r < n; r++) refs[r] = word_ref(rt, (uint64_t)r);
+  tarn_dep deps[3 * n];
+  for (int bad = 0; bad < 3; bad++) {
+    for (size_t i = 0; i < 3 * n; i++) /* every ref three times */
+      deps[i] = (tarn_dep){refs[(i * 7) % n], (tarn_access)(1 + i % 3)};
+    size_t at = bad == 0 ? 3 * n - 1 : bad == 1 ? 150 : 40;
+    if (bad == 0) deps[at].ref = NULL;
+    if (bad == 1) deps[at].ref = foreign;
+    if (bad == 2) deps[at].mode = (tarn_access)9;
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    tarn_task_desc d = {
+        .fn = fail_task, .arg = NULL, .deps = deps, .ndeps = 3 * n};
+    assert_int_equal(tarn_task_submit(rt, &d), TARN_EINVAL);
+    for (int r = 0; r < n; r++)
+      assert_int_equal(tarn_submit(rt, add_one, TARN_RW(refs[r])), 0);
+    tarn_region_stats st;
+    assert_int_equal(tarn_region_wait(region, &st), 0);
+    assert_int_equal(st.submitted, n);
+    assert_int_equal(st.failed, 0);
+  }
+  for (int r = 0; r < n; r++) {
+    assert_int_equal(word_of(refs[r]), (uint64_t)r + 3);
+    assert_int_equal(tarn_ref_release(refs[r]), 0);
+  }
+  assert_int_equal(tarn_ref_release(foreign), 0);
+  assert_int_equal(tarn_rt_destroy(other), 0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* Program threads that submit tasks of many accesses to the same refs,
+ * each task in an order of its own: a task's refs are locked in one order
+ * whatever the order of its accesses (their states' addresses), so no
+ * two submissions wait for each other in a cycle, and every task runs
+ * once. (Locked in the order of their accesses, four threads deadlocked
+ * here in four runs of four: a hang until the test's timeout.) */
+enum { shared_refs = 40, wide_threads = 4, wide_rounds = 5000 };
+
+struct wide_submitter {
+  tarn_rt *rt;
+  tarn_ref **refs;
+  uint64_t seed;
+  uint64_t counts[shared_refs]; /* the tasks each ref was in */
+  int rc;
+};
+
+static int add_one_to_each(tarn_task *t, void *arg) {
+  size_t n = (size_t)(uintptr_t)arg;
+  for (size_t k = 0; k < n; k++) *(uint64_t *)tarn_task_data(t, k) += 1;
+  return 0;
+}
+
+static void *wide_submissions(void *arg) {
+  struct wide_submitter *s = arg;
+  tarn_region *region = NULL;
+  s->rc = tarn_region_begin(s->rt, &region);
+  for (int round = 0; round < wide_rounds && s->rc == 0; round++) {
+    int order[shared_refs];
+    for (int i = 0; i < shared_refs; i++) order[i] = i;
+    for (int i = shared_refs - 1; i > 0; i--) {
+      int j = (int)(rng(&s->seed) % (uint64_t)(i + 1)), o = order[i];
+      order[i] = order[j];
+      order[j] = o;
+    }
+    size_t n = 33 + rng(&s->seed) % (shared_refs - 33);
+    tarn_dep deps[shared_refs];
+    for (size_t k = 0; k < n; k++) {
+      deps[k] = (tarn_dep){s->refs[order[k]], TARN_READ_WRITE};
+      s->counts[order[k]]++;
+    }
+    s->rc =
+        tarn_task_submit(s->rt, &(tarn_task_desc){.fn = add_one_to_each,
+                                                  .arg = (void *)(uintptr_t)n,
+                                                  .deps = deps,
+                                                  .ndeps = n});
+  }
+  int rc = region != NULL ? tarn_region_wait(region, NULL) : 0;
+  if (s->rc == 0) s->rc = rc;
+  return NULL;
+}
+
+static void threads_submitting_many_accesses_never_deadlock(void **state) {
+  (void)state;
+  tarn_rt *rt = make_rt(2, 0, 1);
+  tarn_ref *refs[shared_refs];
+  for (int r = 0; r < shared_refs; r++) refs[r] = word_ref(rt, 0);
+  static struct wide_submitter s[wide_threads];
+  pthread_t th[wide_threads];
+  for (int i = 0; i < wide_threads; i++) {
+    s[i] = (struct wide_submitter){.rt = rt, .refs = refs, .seed = 77 + i};
+    assert_int_equal(pthread_create(&th[i], NULL, wide_submissions, &s[i]), 0);
+  }
+  for (int i = 0; i < wide_threads; i++) {
+    assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_int_equal(s[i].rc, 0);
+  }
+  for (int r = 0; r < shared_refs; r++) {
+    uint64_t expect = 0;
+    for (int i = 0; i < wide_threads; i++) expect += s[i].counts[r];
+    assert_int_equal(word_of(refs[r]), expect);
+    assert_int_equal(tarn_ref_release(refs[r]), 0);
+  }
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 static int seen_modes(tarn_task *t, void *arg) {
   (void)arg;
   return tarn_task_data(t, 0) != NULL && tarn_task_data(t, 1) == NULL ? 0 : -1;
@@ -3563,6 +3818,9 @@ int main(void) {
       cmocka_unit_test(work_tile_comes_from_the_environment),
       cmocka_unit_test(bad_submissions_are_refused),
       cmocka_unit_test(one_ref_twice_is_one_access),
+      cmocka_unit_test(tasks_of_many_accesses_match_sequential_order),
+      cmocka_unit_test(a_bad_access_among_many_submits_nothing),
+      cmocka_unit_test(threads_submitting_many_accesses_never_deadlock),
       cmocka_unit_test(successors_readied_together_run_by_priority),
       cmocka_unit_test(idle_workers_sleep),
       cmocka_unit_test(a_task_submits_to_another_runtimes_root),

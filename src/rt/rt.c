@@ -2077,28 +2077,24 @@ static tarn_region *region_now(tarn_rt *rt) {
 }
 
 /* A task of at most this many accesses matches them to its refs and
- * orders its refs' states by scans, quadratic in the count; beyond, by
- * sorting (keyed_sort). By scans (until 2026-12-06) a task of 4160
+ * orders its refs by scans, quadratic in the count; beyond, by sorting
+ * them once (sort_slots). By scans (until 2026-12-06) a task of 4160
  * accesses (an LU solve's factor of 64 x 64 tiles and B's tile column)
  * took about 5 ms to submit, and `tarn bench rt`'s task reading 1000 refs
  * 489 to 642 us against 91 to 131 by sorting. */
 #define SCAN_MAX 32
 
-/* An address and the index it came from, sorted by address, then index. */
+/* An access's ref and its index among the accesses. */
 struct keyed {
-  uintptr_t key;
+  uintptr_t ref;
   size_t index;
 };
 
+/* By ref address, then index. */
 static int keyed_cmp(const void *a, const void *b) {
   const struct keyed *x = a, *y = b;
-  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  if (x->ref != y->ref) return x->ref < y->ref ? -1 : 1;
   return (x->index > y->index) - (x->index < y->index);
-}
-
-/* Sorts keys[0..n) by address, then index. */
-static void keyed_sort(struct keyed *keys, size_t n) {
-  qsort(keys, n, sizeof *keys, keyed_cmp);
 }
 
 /* Whether dep is a valid access of a task of `rt`. */
@@ -2110,34 +2106,40 @@ static bool dep_valid(const tarn_rt *rt, const tarn_dep *dep) {
          tarn__ref_pool(dep->ref) == rt->pool;
 }
 
-/* The slot of each of a task's ndeps (> SCAN_MAX) accesses into slot_of:
- * the slots numbered in the order of each ref's first access, as the scan
- * in fill_slots numbers them; returns the count of slots, or 0 when out of
- * memory. */
-static size_t number_slots(const tarn_dep *deps, size_t ndeps,
-                           size_t *slot_of) {
+/* For a task of ndeps (> SCAN_MAX) accesses, by one sort of them by ref:
+ * the slot of each access into slot_of (slots numbered in the order of
+ * each ref's first access, as fill_slots' scan numbers them) and the
+ * slots in their refs' address order into order. Returns 0, or
+ * TARN_ENOMEM. */
+static int sort_slots(const tarn_dep *deps, size_t ndeps, size_t *slot_of,
+                      size_t *order) {
   struct keyed *by_ref = malloc(ndeps * sizeof *by_ref);
-  if (by_ref == NULL) return 0;
+  if (by_ref == NULL) return TARN_ENOMEM;
   for (size_t i = 0; i < ndeps; i++)
     by_ref[i] = (struct keyed){(uintptr_t)deps[i].ref, i};
-  keyed_sort(by_ref, ndeps);
+  qsort(by_ref, ndeps, sizeof *by_ref, keyed_cmp);
   /* slot_of[i]: first the index of the ref's first access (the first of
    * its run in by_ref); then, in the order of the accesses, a first access
    * takes the next slot, and any other the slot of its first. */
   for (size_t k = 0, first = 0; k < ndeps; k++) {
-    if (by_ref[k].key != by_ref[first].key) first = k;
+    if (by_ref[k].ref != by_ref[first].ref) first = k;
     slot_of[by_ref[k].index] = by_ref[first].index;
   }
-  free(by_ref);
-  size_t n = 0;
-  for (size_t i = 0; i < ndeps; i++)
+  for (size_t i = 0, n = 0; i < ndeps; i++)
     slot_of[i] = slot_of[i] == i ? n++ : slot_of[slot_of[i]];
-  return n;
+  for (size_t k = 0, n = 0; k < ndeps; k++)
+    if (k == 0 || by_ref[k].ref != by_ref[k - 1].ref)
+      order[n++] = slot_of[by_ref[k].index];
+  free(by_ref);
+  return 0;
 }
 
 /* Copies the accesses, one slot per ref with the modes merged, the slots
- * in the order of each ref's first access. */
-static int fill_slots(tarn_task *t, const tarn_dep *deps, size_t ndeps) {
+ * in the order of each ref's first access; and the slots in their refs'
+ * address order into order (room for ndeps), the order in which track_all
+ * locks them. */
+static int fill_slots(tarn_task *t, const tarn_dep *deps, size_t ndeps,
+                      size_t *order) {
   t->slots = t->inline_slots_;
   for (size_t i = 0; i < ndeps; i++)
     if (!dep_valid(t->rt, &deps[i])) return TARN_EINVAL;
@@ -2148,9 +2150,11 @@ static int fill_slots(tarn_task *t, const tarn_dep *deps, size_t ndeps) {
   size_t *slot_of = NULL;
   if (ndeps > SCAN_MAX) {
     slot_of = malloc(ndeps * sizeof *slot_of);
-    if (slot_of == NULL || number_slots(deps, ndeps, slot_of) == 0) {
+    int rc =
+        slot_of == NULL ? TARN_ENOMEM : sort_slots(deps, ndeps, slot_of, order);
+    if (rc != 0) {
       free(slot_of);
-      return TARN_ENOMEM;
+      return rc;
     }
   }
   for (size_t i = 0; i < ndeps; i++) {
@@ -2166,7 +2170,17 @@ static int fill_slots(tarn_task *t, const tarn_dep *deps, size_t ndeps) {
     if (!after) t->slots[k].mode |= deps[i].mode;
     t->slots[k].unpinned &= after;
   }
+  bool sorted = slot_of != NULL;
   free(slot_of);
+  for (size_t i = 0; !sorted && i < t->n; i++) {
+    size_t k = i; /* insertion sort by ref address */
+    while (k > 0 &&
+           (uintptr_t)t->slots[order[k - 1]].ref > (uintptr_t)t->slots[i].ref) {
+      order[k] = order[k - 1];
+      k--;
+    }
+    order[k] = i;
+  }
   /* TARN_AFTER is ordered as a read is, where the task has no other
    * access to the ref; with one, that one decides (until 2026-12-05 the
    * read was added to it: TARN_AFTER with TARN_WRITE was a read-write,
@@ -2196,33 +2210,10 @@ static int retain_own(tarn_task *t, struct ref_state **states) {
   return 0;
 }
 
-/* The indexes of states[0..n) (distinct) in address order into order.
- * Returns 0, or TARN_ENOMEM. */
-static int order_states(struct ref_state *const *states, size_t n,
-                        size_t *order) {
-  if (n > SCAN_MAX) {
-    struct keyed *by_state = malloc(n * sizeof *by_state);
-    if (by_state == NULL) return TARN_ENOMEM;
-    for (size_t i = 0; i < n; i++)
-      by_state[i] = (struct keyed){(uintptr_t)states[i], i};
-    keyed_sort(by_state, n);
-    for (size_t k = 0; k < n; k++) order[k] = by_state[k].index;
-    free(by_state);
-    return 0;
-  }
-  for (size_t i = 0; i < n; i++) {
-    size_t k = i; /* insertion sort */
-    while (k > 0 && (uintptr_t)states[order[k - 1]] > (uintptr_t)states[i]) {
-      order[k] = order[k - 1];
-      k--;
-    }
-    order[k] = i;
-  }
-  return 0;
-}
-
 /* Tracks every access of `t` while holding the states of all its refs,
- * locked in address order: concurrent submitters on shared refs are then
+ * locked in `order` (fill_slots': their refs' address order; until
+ * 2026-12-06 the states' own addresses): concurrent submitters on shared
+ * refs are then
  * ordered the same way on every ref (no cycle), and submitters on
  * different refs never wait for each other. Each slot ends up holding a
  * reference to its ref, its own or its writer's (track), and, when the
@@ -2231,23 +2222,16 @@ static int order_states(struct ref_state *const *states, size_t n,
  * TARN_EINVAL (a dead ref) or TARN_ENOMEM with `t` in no ref's graph and
  * holding nothing (*tracked false); or TARN_ENOMEM half-way (*tracked
  * true: the slots that hold a reference say so). */
-static int track_all(tarn_task *t, bool *tracked) {
+static int track_all(tarn_task *t, const size_t *order, bool *tracked) {
   *tracked = false;
   struct ref_state *st[inline_slots], **states = st;
-  size_t order_inline[inline_slots], *order = order_inline;
   if (t->n > inline_slots) {
     states = malloc(t->n * sizeof *states);
-    order = malloc(t->n * sizeof *order);
-    if (states == NULL || order == NULL) {
-      if (states != st) free(states);
-      if (order != order_inline) free(order);
-      return TARN_ENOMEM;
-    }
+    if (states == NULL) return TARN_ENOMEM;
   }
   int rc = 0;
   for (size_t i = 0; i < t->n && rc == 0; i++)
     if ((states[i] = state_of(t->slots[i].ref)) == NULL) rc = TARN_ENOMEM;
-  if (rc == 0) rc = order_states(states, t->n, order);
   if (rc == 0) {
     for (size_t k = 0; k < t->n; k++) spin_lock(&states[order[k]]->lock);
     rc = retain_own(t, states);
@@ -2281,7 +2265,6 @@ static int track_all(tarn_task *t, bool *tracked) {
     for (size_t k = t->n; k-- > 0;) spin_unlock(&states[order[k]]->lock);
   }
   if (states != st) free(states);
-  if (order != order_inline) free(order);
   return rc;
 }
 
@@ -2307,15 +2290,20 @@ int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *d) {
   t->arg_free = d->arg_free;
   t->priority = d->priority;
   t->name = d->name;
-  int rc = fill_slots(t, d->deps, d->ndeps);
+  /* The slots in their refs' address order: track_all's locking order. */
+  size_t order_inline[SCAN_MAX], *order = order_inline;
+  if (d->ndeps > SCAN_MAX) order = malloc(d->ndeps * sizeof *order);
+  int rc =
+      order == NULL ? TARN_ENOMEM : fill_slots(t, d->deps, d->ndeps, order);
   bool tracked = false;
   if (rc == 0) {
     atomic_init(&t->pending, 1);
     atomic_init(&t->refcount, 1);
     t->region = region_now(rt);
     t->seq = atomic_fetch_add_explicit(&rt->seq, 1, memory_order_relaxed);
-    rc = track_all(t, &tracked);
+    rc = track_all(t, order, &tracked);
   }
+  if (order != order_inline) free(order);
   if (rc != 0 && !tracked) {
     task_free(t);
     return submit_failed(d, rc);

@@ -92,20 +92,26 @@ struct gtask {
   tarn_access mode[max_deps];
 };
 
-/* h = id + every value read; then every value read and written, x,
- * becomes 3x + h, and every value only written becomes h + i (a
- * TARN_WRITE access does not see the old bytes: under a memory limit
- * they are not read back). */
-static void apply(const struct gtask *g, uint64_t **v) {
-  uint64_t h = g->id;
-  for (size_t i = 0; i < g->n; i++)
-    if (g->mode[i] & TARN_READ) h += *v[i];
-  for (size_t i = 0; i < g->n; i++) {
-    if (g->mode[i] == TARN_READ_WRITE)
+/* The values v[0..n) accessed with mode[0..n): h = id + every value read;
+ * then every value read and written, x, becomes 3x + h, and every value
+ * only written becomes h + i (a TARN_WRITE access does not see the old
+ * bytes: under a memory limit they are not read back). A mode of 0 (an
+ * ordering alone) neither reads nor writes. */
+static void apply_modes(uint64_t id, size_t n, const tarn_access *mode,
+                        uint64_t **v) {
+  uint64_t h = id;
+  for (size_t i = 0; i < n; i++)
+    if (mode[i] & TARN_READ) h += *v[i];
+  for (size_t i = 0; i < n; i++) {
+    if (mode[i] == TARN_READ_WRITE)
       *v[i] = 3 * *v[i] + h;
-    else if (g->mode[i] == TARN_WRITE)
+    else if (mode[i] == TARN_WRITE)
       *v[i] = h + i;
   }
+}
+
+static void apply(const struct gtask *g, uint64_t **v) {
+  apply_modes(g->id, g->n, g->mode, v);
 }
 
 static int graph_task(tarn_task *t, void *arg) {
@@ -159,6 +165,17 @@ static void graph_refs_check(const uint64_t *expect, tarn_ref **refs) {
   }
 }
 
+/* Submits fn(arg) with the n accesses refs[which[i]] in mode[i]. */
+static void submit_drawn(tarn_rt *rt, tarn_task_fn fn, void *arg,
+                         tarn_ref **refs, const int *which,
+                         const tarn_access *mode, size_t n) {
+  tarn_dep deps[512];
+  assert_true(n <= 512);
+  for (size_t i = 0; i < n; i++) deps[i] = (tarn_dep){refs[which[i]], mode[i]};
+  tarn_task_desc d = {.fn = fn, .arg = arg, .deps = deps, .ndeps = n};
+  assert_int_equal(tarn_task_submit(rt, &d), 0);
+}
+
 static void one_graph(tarn_rt *rt, size_t bytes, uint64_t seed) {
   struct gtask g[graph_tasks];
   uint64_t expect[graph_refs];
@@ -169,15 +186,7 @@ static void one_graph(tarn_rt *rt, size_t bytes, uint64_t seed) {
   for (int k = 0; k < graph_tasks; k++) {
     struct gtask *t = &g[k];
     random_gtask(t, seed * 1000 + (uint64_t)k, &seed);
-    tarn_dep deps[max_deps];
-    for (size_t i = 0; i < t->n; i++)
-      deps[i] = (tarn_dep){refs[t->which[i]], t->mode[i]};
-    tarn_task_desc d = {.fn = graph_task,
-                        .arg = t,
-                        .deps = deps,
-                        .ndeps = t->n,
-                        .name = "graph"};
-    assert_int_equal(tarn_task_submit(rt, &d), 0);
+    submit_drawn(rt, graph_task, t, refs, t->which, t->mode, t->n);
     uint64_t *v[max_deps];
     for (size_t i = 0; i < t->n; i++) v[i] = &expect[t->which[i]];
     apply(t, v); /* the sequential reference */
@@ -3240,7 +3249,7 @@ struct wtask {
   int which[wide_max];
   tarn_access mode[wide_max];
   int slot_ref[wide_max];
-  unsigned slot_mode[wide_max];
+  tarn_access slot_mode[wide_max];
 };
 
 static void random_wtask(struct wtask *t, uint64_t id, uint64_t *seed) {
@@ -3260,22 +3269,13 @@ static void random_wtask(struct wtask *t, uint64_t id, uint64_t *seed) {
       t->slot_mode[k] = 0;
       t->nslots++;
     }
-    if (t->mode[i] != TARN_AFTER) t->slot_mode[k] |= (unsigned)t->mode[i];
+    if (t->mode[i] != TARN_AFTER) t->slot_mode[k] |= t->mode[i];
   }
 }
 
-/* As apply, over the slots: h = id + every value read; a value read and
- * written becomes 3x + h, one only written h + its slot. */
+/* apply over a task's slots, with their merged modes. */
 static void wide_apply(const struct wtask *g, uint64_t **v) {
-  uint64_t h = g->id;
-  for (size_t k = 0; k < g->nslots; k++)
-    if (g->slot_mode[k] & TARN_READ) h += *v[k];
-  for (size_t k = 0; k < g->nslots; k++) {
-    if (g->slot_mode[k] == TARN_READ_WRITE)
-      *v[k] = 3 * *v[k] + h;
-    else if (g->slot_mode[k] == TARN_WRITE)
-      *v[k] = h + k;
-  }
+  apply_modes(g->id, g->nslots, g->slot_mode, v);
 }
 
 /* Fails unless the task has nslots slots, those of TARN_AFTER alone
@@ -3317,15 +3317,7 @@ static void one_wide_graph(tarn_rt *rt, size_t bytes, uint64_t x) {
   for (int k = 0; k < wide_tasks; k++) {
     struct wtask *t = &g[k];
     random_wtask(t, x * 1000 + (uint64_t)k, &x);
-    tarn_dep deps[wide_max];
-    for (size_t i = 0; i < t->ndeps; i++)
-      deps[i] = (tarn_dep){refs[t->which[i]], t->mode[i]};
-    tarn_task_desc d = {.fn = wide_task,
-                        .arg = t,
-                        .deps = deps,
-                        .ndeps = t->ndeps,
-                        .name = "wide"};
-    assert_int_equal(tarn_task_submit(rt, &d), 0);
+    submit_drawn(rt, wide_task, t, refs, t->which, t->mode, t->ndeps);
     uint64_t low[wide_max], *v[wide_max];
     for (size_t s = 0; s < t->nslots; s++) {
       low[s] = expect[t->slot_ref[s]] & 0xffffffffu;

@@ -2081,7 +2081,7 @@ static tarn_region *region_now(tarn_rt *rt) {
  * them once (sort_slots). By scans (until 2026-12-06) a task of 4160
  * accesses (an LU solve's factor of 64 x 64 tiles and B's tile column)
  * took about 5 ms to submit, and `tarn bench rt`'s task reading 1000 refs
- * 489 to 642 us against 91 to 131 by sorting. */
+ * 420 to 620 us against 68 to 79 by sorting. */
 #define SCAN_MAX 32
 
 /* An access's ref and its index among the accesses. */

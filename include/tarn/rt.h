@@ -245,7 +245,8 @@ typedef struct tarn_task_desc {
  * a region the thread running the task has open. Thread-safe. With
  * tarn_rt_options.max_unfinished set, a program thread (not a task) may run
  * queued tasks or wait here first, until its region holds fewer unfinished
- * tasks. */
+ * tasks. A submission takes time O(n log n) in the task's n accesses (a
+ * task of thousands of accesses is fine: docs/rt.md, "Dependencies"). */
 TARN_API int tarn_task_submit(tarn_rt *rt, const tarn_task_desc *desc);
 
 /* Items of tarn_submit, a compact form of tarn_task_submit:

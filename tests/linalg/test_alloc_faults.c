@@ -460,9 +460,15 @@ static enum verdict pool_workload(struct shared *sh, bool reference) {
  * anything else. With TARN_TRANS, B held the backward pass's W, the
  * interchanges that make it X skipped, until 2026-12-05. */
 
+/* The column solve's tiles (src/linalg/column_solve.c): a factor of 12 x
+ * 12 of them and a vector is one task of 156 accesses, which the runtime
+ * merges and orders by sorting (more than 32). */
+enum { SMALL_NB = 8 };
+
 struct grabbed {
+  size_t nb; /* B's tiles */
   double b[SN * SNRHS];
-  bool seen[SN / NB][SNRHS / NB];
+  bool seen[SN / SMALL_NB][SNRHS / SMALL_NB];
 };
 
 /* Copies its block of B into g->b and marks its tile seen (a tile that
@@ -472,12 +478,14 @@ static int grab(const tarn_block *blk, void *arg) {
   for (size_t q = 0; q < blk->cols; q++)
     memcpy(&g->b[blk->row + (blk->col + q) * SN], &blk->data[0][q * blk->ld],
            blk->rows * sizeof(double));
-  g->seen[blk->row / NB][blk->col / NB] = true;
+  g->seen[blk->row / g->nb][blk->col / g->nb] = true;
   return 0;
 }
 
+/* The LU solve of an SN x nrhs B with SN x SN factors, both in tiles of
+ * nb, with allocations failing: each tile of B must be X or as it was. */
 static enum verdict solve_run(struct shared *sh, bool reference,
-                              tarn_trans trans) {
+                              tarn_trans trans, size_t nb, size_t nrhs) {
   tarn_rt_options o;
   tarn_rt *rt = NULL;
   tarn_matrix *a = NULL, *b = NULL;
@@ -486,9 +494,9 @@ static enum verdict solve_run(struct shared *sh, bool reference,
   if (tarn_rt_options_init(&o) != 0) return NO_RUNTIME;
   o.workers = 2;
   if (tarn_rt_create(&o, &rt) != 0 ||
-      tarn_matrix_rand(rt, SN, SN, NB, NB, 3, &a) != 0 ||
+      tarn_matrix_rand(rt, SN, SN, nb, nb, 3, &a) != 0 ||
       tarn_matrix_lu(a, piv, &info) != 0 || info != 0 ||
-      tarn_matrix_rand(rt, SN, SNRHS, NB, NB, 4, &b) != 0)
+      tarn_matrix_rand(rt, SN, nrhs, nb, nb, 4, &b) != 0)
     return NO_RUNTIME;
   static double before[SN * SNRHS];
   if (tarn_matrix_to_buffer(b, before, SN) != 0) return NO_RUNTIME;
@@ -499,6 +507,7 @@ static enum verdict solve_run(struct shared *sh, bool reference,
   enum verdict v = PASSED;
   static struct grabbed g;
   memset(&g, 0, sizeof g);
+  g.nb = nb;
   tarn_region *region = NULL;
   tarn_matrix *const ms[] = {b};
   const tarn_access r[] = {TARN_READ};
@@ -513,12 +522,12 @@ static enum verdict solve_run(struct shared *sh, bool reference,
     fprintf(stderr, "lu_solve: %s\n", tarn_strerror(rc));
     v = BAD_STATUS;
   }
-  for (size_t ti = 0; v == PASSED && ti < SN / NB; ti++)
-    for (size_t tj = 0; v == PASSED && tj < SNRHS / NB; tj++) {
+  for (size_t ti = 0; v == PASSED && ti < SN / nb; ti++)
+    for (size_t tj = 0; v == PASSED && tj * nb < nrhs; tj++) {
       if (!g.seen[ti][tj]) continue; /* cancelled */
       bool x = true, old = true;
-      for (size_t j = tj * NB; j < (tj + 1) * NB; j++)
-        for (size_t i = ti * NB; i < (ti + 1) * NB; i++) {
+      for (size_t j = tj * nb; j < (tj + 1) * nb && j < nrhs; j++)
+        for (size_t i = ti * nb; i < (ti + 1) * nb; i++) {
           size_t k = i + j * SN;
           x &= memcmp(&g.b[k], &sh->solve_x[k], sizeof(double)) == 0;
           old &= memcmp(&g.b[k], &before[k], sizeof(double)) == 0;
@@ -540,11 +549,15 @@ static enum verdict solve_run(struct shared *sh, bool reference,
 }
 
 static enum verdict solve_workload(struct shared *sh, bool reference) {
-  return solve_run(sh, reference, TARN_NO_TRANS);
+  return solve_run(sh, reference, TARN_NO_TRANS, NB, SNRHS);
 }
 
 static enum verdict solve_trans_workload(struct shared *sh, bool reference) {
-  return solve_run(sh, reference, TARN_TRANS);
+  return solve_run(sh, reference, TARN_TRANS, NB, SNRHS);
+}
+
+static enum verdict column_solve_workload(struct shared *sh, bool reference) {
+  return solve_run(sh, reference, TARN_NO_TRANS, SMALL_NB, 1);
 }
 
 /* ---- the children ---------------------------------------------------------
@@ -636,6 +649,7 @@ static void a_failed_solve_leaves_each_tile_of_b_x_or_b(void **state) {
   (void)state;
   every_allocation_fails_in_turn(solve_workload);
   every_allocation_fails_in_turn(solve_trans_workload);
+  every_allocation_fails_in_turn(column_solve_workload);
 }
 
 static void the_pool_keeps_its_data_when_allocations_fail(void **state) {

@@ -86,7 +86,9 @@
  *
  * Small tiles: tarn_matrix_gemm (not a product by a single column, which
  * is tarn_matrix_gemv's), tarn_matrix_syrk_ata, tarn_matrix_cholesky,
- * tarn_matrix_lu and tarn_matrix_solve, where one of their tasks would
+ * tarn_matrix_lu, tarn_matrix_solve and the inverses
+ * (tarn_matrix_cholesky_inverse, tarn_matrix_lu_inverse,
+ * tarn_matrix_inverse), where one of their tasks would
  * multiply at most 64^3 multiply-adds (tiles of 64 x 64 or less: a kernel
  * too small for BLAS's rate, and a task that costs about as much as its
  * arithmetic), work on copies of their operands in tiles of the

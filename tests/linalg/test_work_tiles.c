@@ -1,10 +1,10 @@
 /* test_work_tiles.c: linear algebra on matrices of small tiles, run on
  * copies in work tiles (tarn_rt_options.work_tile; tarn/linalg.h, "Small
  * tiles"). The products (all four transposes, beta 0 and not, C given or
- * made, A times itself), A^T A, Cholesky, LU (square, wide, singular) and
- * the solve leave the caller's matrices in their own tiles holding the
- * same bits as the same calls on copies the test makes in work tiles
- * itself, in far fewer tasks than tile by tile; with work_tile 0, or
+ * made, A times itself), A^T A, Cholesky, LU (square, wide, singular),
+ * the solve and the inverses leave the caller's matrices in their own tiles
+ * holding the same bits as the same calls on copies the test makes in work
+ * tiles itself, in far fewer tasks than tile by tile; with work_tile 0, or
  * under a memory limit the copies do not fit in, they go tile by tile. A
  * matrix that is not positive definite, and a singular system, leave what
  * the calls promise (A as it was; LU's factors; B as it was); a failed
@@ -394,6 +394,98 @@ static void solves_of_many_columns_run_in_work_tiles(void **state) {
   free(av);
 }
 
+/* ---- inverses ------------------------------------------------------------ */
+
+/* Which inverse check_inverse runs: Cholesky's from L, LU's from its
+ * factors and pivots, tarn_matrix_inverse from A. */
+enum inverse_kind { INV_CHOLESKY, INV_LU, INV_WHOLE };
+
+static int invert(enum inverse_kind kind, tarn_matrix *a, const size_t *piv,
+                  int *info) {
+  switch (kind) {
+    case INV_CHOLESKY:
+      return tarn_matrix_cholesky_inverse(a, info);
+    case INV_LU:
+      return tarn_matrix_lu_inverse(a, piv, info);
+    case INV_WHOLE:
+      break;
+  }
+  return tarn_matrix_inverse(a, info);
+}
+
+/* The inverse of the n x n buffer `v` in tiles of 16: status, info and
+ * (`copied`: the call goes on copies) bits against the same call on a
+ * copy in work tiles the test makes itself, or (want_info > 0: a zero on
+ * the diagonal) TARN_EINVAL with the matrix as it was. Returns the tasks
+ * it took. */
+static uint64_t check_inverse(tarn_rt *rt, enum inverse_kind kind,
+                              const double *v, size_t n, const size_t *piv,
+                              int want_info, bool copied) {
+  tarn_matrix *a = upload(rt, v, n, n, TILE),
+              *aw = test_retiled_to(rt, a, WORK, WORK);
+  int info_w = -1, info = -1;
+  int want = invert(kind, aw, piv, &info_w);
+  uint64_t before = test_tasks_submitted(rt);
+  assert_int_equal(invert(kind, a, piv, &info), want);
+  uint64_t tasks = test_tasks_submitted(rt) - before;
+  assert_int_equal(info, info_w);
+  assert_int_equal(info, want_info);
+  if (want_info > 0) {
+    assert_int_equal(want, TARN_EINVAL);
+    if (kind != INV_WHOLE) test_matrix_holds(a, v);
+  } else {
+    assert_int_equal(want, 0);
+    if (copied) same_matrix(a, aw);
+  }
+  TEST_DESTROY_MATRICES(a, aw);
+  return tasks;
+}
+
+/* The inverses of 150 x 150 matrices in tiles of 16 go on copies in work
+ * tiles, and a zero on the diagonal leaves the factor as it was; with
+ * work_tile 0 they go tile by tile, in many more tasks. */
+static void inverses_of_small_tiles_run_in_work_tiles(void **state) {
+  (void)state;
+  enum { N = 150 };
+  uint64_t tasks[2][3];
+  for (int by_tiles = 0; by_tiles < 2; by_tiles++) {
+    tarn_rt *rt = test_rt_work(2, 0, by_tiles ? 0 : WORK);
+    double *spd = test_spd_matrix(N, 1.0, 18);
+    tarn_matrix *l = upload(rt, spd, N, N, TILE);
+    assert_int_equal(tarn_matrix_cholesky(l, NULL), 0);
+    double *lv = test_buffer_of(l);
+    tasks[by_tiles][0] =
+        check_inverse(rt, INV_CHOLESKY, lv, N, NULL, 0, !by_tiles);
+    double *v = test_random_matrix(N, N, 0, 21);
+    size_t piv[N];
+    tarn_matrix *lu = upload(rt, v, N, N, TILE);
+    assert_int_equal(tarn_matrix_lu(lu, piv, NULL), 0);
+    double *luv = test_buffer_of(lu);
+    tasks[by_tiles][1] = check_inverse(rt, INV_LU, luv, N, piv, 0, !by_tiles);
+    tasks[by_tiles][2] = check_inverse(rt, INV_WHOLE, v, N, NULL, 0, !by_tiles);
+    if (!by_tiles) {
+      lv[100 + 100 * N] = 0.0;
+      luv[70 + 70 * N] = 0.0;
+      check_inverse(rt, INV_CHOLESKY, lv, N, NULL, 101, true);
+      check_inverse(rt, INV_LU, luv, N, piv, 71, true);
+      for (size_t i = 0; i < N; i++) v[i + 70 * N] = 0.0; /* singular */
+      check_inverse(rt, INV_WHOLE, v, N, NULL, 71, true);
+    }
+    TEST_DESTROY_MATRICES(l, lu);
+    free(spd);
+    free(lv);
+    free(v);
+    free(luv);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  for (int k = 0; k < 3; k++) {
+    print_message("inverse %d: %llu tasks on copies, %llu by tiles\n", k,
+                  (unsigned long long)tasks[0][k],
+                  (unsigned long long)tasks[1][k]);
+    assert_true(4 * tasks[0][k] < tasks[1][k]);
+  }
+}
+
 /* Under a memory limit the copies (and each task copying a work tile)
  * must take at most an eighth of it: the Cholesky of A of 150 x 150 (176
  * KiB, 100 tiles of a page) goes tile by tile under 1 MiB and in work
@@ -635,6 +727,7 @@ int main(void) {
       cmocka_unit_test(a_transposed_times_a_of_small_tiles),
       cmocka_unit_test(factorisations_of_small_tiles_run_in_work_tiles),
       cmocka_unit_test(solves_of_many_columns_run_in_work_tiles),
+      cmocka_unit_test(inverses_of_small_tiles_run_in_work_tiles),
       cmocka_unit_test(the_copies_need_room_under_a_limit),
       cmocka_unit_test(a_failed_writer_cancels_the_work),
       cmocka_unit_test(triangles_are_copied_alone),

@@ -33,7 +33,10 @@
  *   the pivots say, in reverse order.
  *
  * Each task owns a small job struct freed by the runtime when it is done;
- * the trsm, gemm and syrk kernels share their work with idle workers. */
+ * the trsm, gemm and syrk kernels share their work with idle workers.
+ * On small tiles the Cholesky and LU inverses run on a copy in work tiles
+ * (inverse_work; tarn/linalg.h, "Small tiles"), copied back whole once
+ * the call on the copy succeeded. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <stdatomic.h>

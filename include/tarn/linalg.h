@@ -86,9 +86,11 @@
  *
  * Small tiles: tarn_matrix_gemm (not a product by a single column, which
  * is tarn_matrix_gemv's), tarn_matrix_syrk_ata, tarn_matrix_cholesky,
- * tarn_matrix_lu, tarn_matrix_solve and the inverses
+ * tarn_matrix_lu, tarn_matrix_solve, the inverses
  * (tarn_matrix_cholesky_inverse, tarn_matrix_lu_inverse,
- * tarn_matrix_inverse), where one of their tasks would
+ * tarn_matrix_inverse) and the condition estimates from LU's and
+ * Cholesky's factors (whose solves run on one copy of the factor, nothing
+ * copied back), where one of their tasks would
  * multiply at most 64^3 multiply-adds (tiles of 64 x 64 or less: a kernel
  * too small for BLAS's rate, and a task that costs about as much as its
  * arithmetic), work on copies of their operands in tiles of the

@@ -486,6 +486,58 @@ static void inverses_of_small_tiles_run_in_work_tiles(void **state) {
   }
 }
 
+/* The condition estimates from LU's and Cholesky's factors of 150 x 150
+ * in tiles of 16 solve on a copy of the factor in work tiles: the bits of
+ * the same call on a copy the test makes, in fewer tasks than the call
+ * with work_tile 0 (here each of its solves is one task of the whole
+ * factor; at N = 1024 in tiles of 16, thousands), whose estimate may
+ * differ in its last bits. */
+static void condition_estimates_of_small_tiles_run_on_copies(void **state) {
+  (void)state;
+  enum { N = 150 };
+  uint64_t tasks[2][2];
+  double got[2][2];
+  for (int by_tiles = 0; by_tiles < 2; by_tiles++) {
+    tarn_rt *rt = test_rt_work(2, 0, by_tiles ? 0 : WORK);
+    double *spd = test_spd_matrix(N, 1.0, 18),
+           *v = test_random_matrix(N, N, 0, 21);
+    tarn_matrix *l = upload(rt, spd, N, N, TILE),
+                *lu = upload(rt, v, N, N, TILE);
+    size_t piv[N];
+    assert_int_equal(tarn_matrix_cholesky(l, NULL), 0);
+    assert_int_equal(tarn_matrix_lu(lu, piv, NULL), 0);
+    tarn_matrix *lw = test_retiled_to(rt, l, WORK, WORK),
+                *luw = test_retiled_to(rt, lu, WORK, WORK);
+    double want[2];
+    assert_int_equal(tarn_matrix_cholesky_rcond(lw, 2.0, &want[0]), 0);
+    assert_int_equal(
+        tarn_matrix_lu_rcond(luw, piv, TARN_NORM_INF, 3.0, &want[1]), 0);
+    uint64_t before = test_tasks_submitted(rt);
+    assert_int_equal(tarn_matrix_cholesky_rcond(l, 2.0, &got[by_tiles][0]), 0);
+    tasks[by_tiles][0] = test_tasks_submitted(rt) - before;
+    before = test_tasks_submitted(rt);
+    assert_int_equal(
+        tarn_matrix_lu_rcond(lu, piv, TARN_NORM_INF, 3.0, &got[by_tiles][1]),
+        0);
+    tasks[by_tiles][1] = test_tasks_submitted(rt) - before;
+    for (int k = 0; k < 2; k++) {
+      if (!by_tiles) assert_memory_equal(&got[0][k], &want[k], sizeof want[k]);
+      assert_true(got[by_tiles][k] > 0 && got[by_tiles][k] <= 1);
+    }
+    TEST_DESTROY_MATRICES(l, lu, lw, luw);
+    free(spd);
+    free(v);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  for (int k = 0; k < 2; k++) {
+    print_message("rcond %d: %llu tasks on a copy, %llu by tiles\n", k,
+                  (unsigned long long)tasks[0][k],
+                  (unsigned long long)tasks[1][k]);
+    assert_true(tasks[0][k] < tasks[1][k]);
+    assert_true(fabs(got[0][k] - got[1][k]) <= 1e-12 * got[1][k]);
+  }
+}
+
 /* Under a memory limit the copies (and each task copying a work tile)
  * must take at most an eighth of it: the Cholesky of A of 150 x 150 (176
  * KiB, 100 tiles of a page) goes tile by tile under 1 MiB and in work
@@ -728,6 +780,7 @@ int main(void) {
       cmocka_unit_test(factorisations_of_small_tiles_run_in_work_tiles),
       cmocka_unit_test(solves_of_many_columns_run_in_work_tiles),
       cmocka_unit_test(inverses_of_small_tiles_run_in_work_tiles),
+      cmocka_unit_test(condition_estimates_of_small_tiles_run_on_copies),
       cmocka_unit_test(the_copies_need_room_under_a_limit),
       cmocka_unit_test(a_failed_writer_cancels_the_work),
       cmocka_unit_test(triangles_are_copied_alone),

@@ -552,16 +552,9 @@ int tarn_matrix_triangular_inverse(tarn_matrix *t, tarn_uplo uplo,
   return run_region(t, triangle_tasks, &args);
 }
 
-/* The work tile (tarn/linalg.h, "Small tiles") in which the inverse of a
- * square `a` in small tiles runs, or 0: the copy of all of it, as its
- * inverse fills it. */
-static size_t inverse_work_tile(tarn_matrix *a) {
-  return tarn__work_tile(a->rt, a->m, a->n, a->n,
-                         (double)a->mb * (double)a->nb * (double)a->nb, &a, 1,
-                         'F');
-}
-
-/* The inverse on a copy of `a` in work tiles of w: `part` of `a` copied
+/* The inverse on a copy of `a` in work tiles of w (tarn/linalg.h, "Small
+ * tiles"; the room counted for all of `a`, which the inverse fills):
+ * `part` of `a` copied
  * ('L': Cholesky's factor; 'F': LU's), inverted there by `invert`, and
  * all of it copied back once that succeeded, so a zero on the diagonal,
  * or any failure before the copy back, leaves `a` as it was. */
@@ -591,7 +584,7 @@ int tarn_matrix_cholesky_inverse(tarn_matrix *l, int *info) {
   if (!tarn__factor_shape_ok(l)) return TARN_EINVAL;
   if (!tarn__triangle_fits(l, true)) return TARN_ENOMEM;
   tarn__blas_init();
-  size_t work = inverse_work_tile(l);
+  size_t work = tarn__factor_work_tile(l, 'F');
   if (work != 0) return inverse_work(l, 'L', work, cholesky_invert, NULL, info);
   int rc = check_diagonal(l, info);
   return rc != 0 ? rc : run_region(l, cholesky_tasks, NULL);
@@ -662,7 +655,7 @@ int tarn_matrix_inverse(tarn_matrix *a, int *info) {
   if (piv == NULL) return TARN_ENOMEM;
   /* LU reports an exact zero on U's diagonal itself: no check after it */
   int rc = tarn_matrix_lu(a, piv, info);
-  size_t work = rc == 0 ? inverse_work_tile(a) : 0;
+  size_t work = rc == 0 ? tarn__factor_work_tile(a, 'F') : 0;
   if (rc == 0)
     rc = work != 0 ? inverse_work(a, 'F', work, lu_invert, piv, NULL)
                    : run_region(a, lu_tasks, piv);
@@ -677,7 +670,7 @@ int tarn_matrix_lu_inverse(tarn_matrix *lu, const size_t *piv, int *info) {
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
   if (!lu_inverse_fits(lu)) return TARN_ENOMEM;
   tarn__blas_init();
-  size_t work = inverse_work_tile(lu);
+  size_t work = tarn__factor_work_tile(lu, 'F');
   if (work != 0) return inverse_work(lu, 'F', work, lu_invert, piv, info);
   int rc = check_diagonal(lu, info);
   return rc != 0 ? rc : run_region(lu, lu_tasks, piv);

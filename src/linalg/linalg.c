@@ -1103,9 +1103,7 @@ int tarn_matrix_cholesky(tarn_matrix *a, int *info) {
   if (!tarn__factor_shape_ok(a)) return TARN_EINVAL;
   if (!tarn__triangle_fits(a, true)) return TARN_ENOMEM;
   tarn__blas_init();
-  size_t work = tarn__work_tile(a->rt, a->m, a->n, a->n,
-                                (double)a->nb * (double)a->nb * (double)a->nb,
-                                &a, 1, 'L');
+  size_t work = tarn__factor_work_tile(a, 'L');
   if (work != 0) return tarn__cholesky_work(a, work, info);
   tarn_region *region = NULL;
   int rc = tarn_region_begin(a->rt, &region);

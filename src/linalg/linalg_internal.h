@@ -142,6 +142,11 @@ size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
                        double task_madds, tarn_matrix *const *ops, size_t nops,
                        char part0);
 
+/* tarn__work_tile for a call on the square matrix `a` (square tiles)
+ * alone, whose tasks multiply tiles of `a` (a tile's order cubed): the
+ * Cholesky, the inverses and the condition estimates. `part` as part0. */
+size_t tarn__factor_work_tile(tarn_matrix *a, char part);
+
 /* The operations on copies of their operands in tiles of w x w, the
  * result copied back into the caller's tiles (the public call's checks
  * made before): tarn_matrix_gemm into C (asynchronous, as it), A^T A into

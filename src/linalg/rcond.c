@@ -13,7 +13,9 @@
  * row tiling, which the solves work on.
  *
  * On small tiles the LU and Cholesky estimates run on a copy of the
- * factor in work tiles (rcond_work_tile), made once for all the solves.
+ * factor in work tiles (tarn__factor_work_tile), made once for all the
+ * solves: each solve of one vector on tiles of 16 is thousands of tasks,
+ * and an estimate makes up to eleven.
  *
  * Where LAPACK scales its triangular solves against overflow (dlatrs), a
  * product here that overflows, or meets a NaN in the factors, makes the
@@ -141,17 +143,6 @@ static int estimate(const tarn_matrix *a, inverse_fn inverse, void *factors,
 
 static bool norm_ok(double anorm) { return anorm >= 0 && isfinite(anorm); }
 
-/* The work tile (tarn/linalg.h, "Small tiles") in which the estimate from
- * a factor in small tiles runs its solves, or 0: each solve of one vector
- * on tiles of 16 is thousands of tasks, and the estimate makes up to
- * eleven; the copy of `part` of the factor ('F' LU's, 'L' Cholesky's) is
- * made once. */
-static size_t rcond_work_tile(tarn_matrix *f, char part) {
-  return tarn__work_tile(f->rt, f->m, f->n, f->n,
-                         (double)f->mb * (double)f->nb * (double)f->nb, &f, 1,
-                         part);
-}
-
 int tarn_matrix_lu_rcond(tarn_matrix *lu, const size_t *piv, tarn_norm kind,
                          double anorm, double *rcond) {
   if (piv == NULL || rcond == NULL || !tarn__factor_shape_ok(lu) ||
@@ -159,7 +150,7 @@ int tarn_matrix_lu_rcond(tarn_matrix *lu, const size_t *piv, tarn_norm kind,
     return TARN_EINVAL;
   for (size_t i = 0; i < lu->m; i++)
     if (piv[i] < i || piv[i] >= lu->m) return TARN_EINVAL;
-  size_t work = rcond_work_tile(lu, 'F');
+  size_t work = tarn__factor_work_tile(lu, 'F');
   if (work != 0) { /* the same call on a copy in work tiles */
     tarn_matrix *luw = NULL;
     int rc = tarn__retile_part_waiting(lu, 'F', work, work, &luw);
@@ -175,7 +166,7 @@ int tarn_matrix_lu_rcond(tarn_matrix *lu, const size_t *piv, tarn_norm kind,
 int tarn_matrix_cholesky_rcond(tarn_matrix *l, double anorm, double *rcond) {
   if (rcond == NULL || !tarn__factor_shape_ok(l) || !norm_ok(anorm))
     return TARN_EINVAL;
-  size_t work = rcond_work_tile(l, 'L');
+  size_t work = tarn__factor_work_tile(l, 'L');
   if (work != 0) { /* the same call on a copy of L in work tiles */
     tarn_matrix *lw = NULL;
     int rc = tarn__retile_part_waiting(l, 'L', work, work, &lw);

@@ -103,6 +103,12 @@ size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
   return room == 0 || (copies <= room / 8 && largest <= room / 8) ? w : 0;
 }
 
+size_t tarn__factor_work_tile(tarn_matrix *a, char part) {
+  return tarn__work_tile(a->rt, a->m, a->n, a->n,
+                         (double)a->nb * (double)a->nb * (double)a->nb, &a, 1,
+                         part);
+}
+
 /* Destroys the copies that were made (NULL for the others). */
 static void copies_destroy(tarn_matrix *x, tarn_matrix *y, tarn_matrix *z) {
   tarn_matrix_destroy(x);

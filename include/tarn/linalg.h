@@ -88,9 +88,11 @@
  * is tarn_matrix_gemv's), tarn_matrix_syrk_ata, tarn_matrix_cholesky,
  * tarn_matrix_lu, tarn_matrix_solve, the inverses
  * (tarn_matrix_cholesky_inverse, tarn_matrix_lu_inverse,
- * tarn_matrix_inverse) and the condition estimates from LU's and
- * Cholesky's factors (whose solves run on one copy of the factor, nothing
- * copied back), where one of their tasks would
+ * tarn_matrix_inverse, tarn_matrix_qr_ata_inverse, which inverts R^T on
+ * a copy, and tarn_matrix_triangular_inverse of a square T in tiles under
+ * 64 x 64) and the condition estimates from LU's and Cholesky's factors
+ * and of a square triangle (whose solves run on one copy of the factor,
+ * nothing copied back), where one of their tasks would
  * multiply at most 64^3 multiply-adds (tiles of 64 x 64 or less: a kernel
  * too small for BLAS's rate, and a task that costs about as much as its
  * arithmetic), work on copies of their operands in tiles of the
@@ -115,9 +117,9 @@
  * A is otherwise unspecified then). An LU whose panel becomes one work
  * tile factors it as a panel of one tile (a subnormal pivot's infinities:
  * tarn_matrix_lu). A call that reads one triangle (Cholesky's, its solve,
- * a triangular solve) copies only the tiles that hold some of it, and a
- * Cholesky writes back only the tiles of its lower triangle (in diagonal
- * tiles, only their lower triangle): the tiles read and written are those
+ * a triangular solve, inverse or estimate) copies only the tiles that hold
+ * some of it, and a Cholesky or a triangular inverse writes back only the
+ * tiles of its triangle (in diagonal tiles, only that triangle): the tiles read and written are those
  * of the call on the caller's tiles, and so is what a failed writer of a
  * tile of the other triangle does to it (nothing). The solves with factors made
  * before (tarn_matrix_cholesky_solve, tarn_matrix_triangular_solve with a

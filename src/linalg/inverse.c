@@ -34,9 +34,11 @@
  *
  * Each task owns a small job struct freed by the runtime when it is done;
  * the trsm, gemm and syrk kernels share their work with idle workers.
- * On small tiles the Cholesky and LU inverses run on a copy in work tiles
- * (inverse_work; tarn/linalg.h, "Small tiles"), copied back whole once
- * the call on the copy succeeded. */
+ * On small tiles the inverses run on a copy in work tiles (inverse_work;
+ * tarn/linalg.h, "Small tiles"): the Cholesky and LU inverses' copied
+ * back whole, a triangle's only its triangle, once the call on the copy
+ * succeeded; (A^T A)^-1 transposes R into its result's tiles and inverts
+ * that on a copy. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <stdatomic.h>
@@ -535,6 +537,51 @@ static int lu_tasks(tarn_matrix *a, const void *arg) {
   return rc == 0 ? submit_getri(a, arg) : rc;
 }
 
+/* The inverse on a copy of `a` in work tiles of w (tarn/linalg.h, "Small
+ * tiles"; the room counted for the part copied): `part` of `a` copied
+ * ('L' or 'U': a triangle, 'F': all), inverted there by `invert` (the
+ * public call, on the copy, with `arg`), and `back` of it copied back
+ * once that succeeded ('F': all, which the Cholesky and LU inverses fill;
+ * a triangle: the triangular inverse's, the other triangle's elements
+ * neither read nor written), so a zero on the diagonal, or any failure
+ * before the copy back, leaves `a` as it was. */
+static int inverse_work(tarn_matrix *a, char part, char back, size_t w,
+                        int (*invert)(tarn_matrix *aw, const void *arg,
+                                      int *info),
+                        const void *arg, int *info) {
+  tarn_matrix *aw = NULL;
+  int rc = tarn__retile_part_waiting(a, part, w, w, &aw);
+  if (rc == 0) rc = invert(aw, arg, info);
+  if (rc == 0) rc = tarn__retile_part_waiting(aw, back, a->mb, a->nb, &a);
+  tarn_matrix_destroy(aw);
+  return rc;
+}
+
+static int cholesky_invert(tarn_matrix *lw, const void *arg, int *info) {
+  (void)arg;
+  return tarn_matrix_cholesky_inverse(lw, info);
+}
+
+static int lu_invert(tarn_matrix *luw, const void *piv, int *info) {
+  return tarn_matrix_lu_inverse(luw, piv, info);
+}
+
+static int triangle_invert(tarn_matrix *tw, const void *arg, int *info) {
+  const struct triangle_args *t = arg;
+  return tarn_matrix_triangular_inverse(tw, t->lower ? TARN_LOWER : TARN_UPPER,
+                                        t->unit ? TARN_UNIT : TARN_NON_UNIT,
+                                        info);
+}
+
+/* The triangular inverse goes on a copy in work tiles only for tiles
+ * smaller than this: alone (no lauum or getri after it) it has little to
+ * gain from larger tiles, and at N = 1024 on 2 workers its tasks in tiles
+ * of 64 took 5.3 to 5.4 ms against 6.3 to 6.5 on a copy in tiles of 256,
+ * where in tiles of 32 they took 7.7 to 7.9 against 6.4 to 6.8, and in
+ * tiles of 16 27 to 28 against 7.6 to 8.3 (medians of 21, a program
+ * outside the repository, 2026-12-06). */
+#define TRIANGLE_COPY_TILE_MAX 64
+
 int tarn_matrix_triangular_inverse(tarn_matrix *t, tarn_uplo uplo,
                                    tarn_diag diag, int *info) {
   if (info != NULL) *info = 0;
@@ -545,38 +592,19 @@ int tarn_matrix_triangular_inverse(tarn_matrix *t, tarn_uplo uplo,
   if (!tarn__triangle_fits(t, uplo == TARN_LOWER)) return TARN_ENOMEM;
   tarn__blas_init();
   struct triangle_args args = {uplo == TARN_LOWER, diag == TARN_UNIT};
+  /* a square T in tiles under TRIANGLE_COPY_TILE_MAX: on a copy of its
+   * triangle (a tall T's block goes by its tiles, as its solves do) */
+  char part = args.lower ? 'L' : 'U';
+  size_t work = t->m == t->n && t->nb < TRIANGLE_COPY_TILE_MAX
+                    ? tarn__factor_work_tile(t, part)
+                    : 0;
+  if (work != 0)
+    return inverse_work(t, part, part, work, triangle_invert, &args, info);
   if (!args.unit) {
     int rc = check_diagonal(t, info);
     if (rc != 0) return rc;
   }
   return run_region(t, triangle_tasks, &args);
-}
-
-/* The inverse on a copy of `a` in work tiles of w (tarn/linalg.h, "Small
- * tiles"; the room counted for all of `a`, which the inverse fills):
- * `part` of `a` copied
- * ('L': Cholesky's factor; 'F': LU's), inverted there by `invert`, and
- * all of it copied back once that succeeded, so a zero on the diagonal,
- * or any failure before the copy back, leaves `a` as it was. */
-static int inverse_work(tarn_matrix *a, char part, size_t w,
-                        int (*invert)(tarn_matrix *aw, const size_t *piv,
-                                      int *info),
-                        const size_t *piv, int *info) {
-  tarn_matrix *aw = NULL;
-  int rc = tarn__retile_part_waiting(a, part, w, w, &aw);
-  if (rc == 0) rc = invert(aw, piv, info);
-  if (rc == 0) rc = tarn__retile_waiting(aw, a->mb, a->nb, &a);
-  tarn_matrix_destroy(aw);
-  return rc;
-}
-
-static int cholesky_invert(tarn_matrix *lw, const size_t *piv, int *info) {
-  (void)piv;
-  return tarn_matrix_cholesky_inverse(lw, info);
-}
-
-static int lu_invert(tarn_matrix *luw, const size_t *piv, int *info) {
-  return tarn_matrix_lu_inverse(luw, piv, info);
 }
 
 int tarn_matrix_cholesky_inverse(tarn_matrix *l, int *info) {
@@ -585,7 +613,8 @@ int tarn_matrix_cholesky_inverse(tarn_matrix *l, int *info) {
   if (!tarn__triangle_fits(l, true)) return TARN_ENOMEM;
   tarn__blas_init();
   size_t work = tarn__factor_work_tile(l, 'F');
-  if (work != 0) return inverse_work(l, 'L', work, cholesky_invert, NULL, info);
+  if (work != 0)
+    return inverse_work(l, 'L', 'F', work, cholesky_invert, NULL, info);
   int rc = check_diagonal(l, info);
   return rc != 0 ? rc : run_region(l, cholesky_tasks, NULL);
 }
@@ -620,9 +649,17 @@ int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c, int *info) {
                                               tarn__tile_charge_at(a, 0, 0)) ||
                   !tarn__triangle_fits(out, true)))
     rc = TARN_ENOMEM;
-  /* R^T is the Cholesky factor of A^T A = R^T R */
-  if (rc == 0) rc = check_diagonal_after(out, transpose_r_tasks, a, info);
-  if (rc == 0) rc = run_region(out, cholesky_tasks, NULL);
+  /* R^T is the Cholesky factor of A^T A = R^T R; on small tiles its
+   * inverse goes on a copy (which checks the diagonal) */
+  size_t work = rc == 0 ? tarn__factor_work_tile(out, 'L') : 0;
+  if (rc == 0 && work != 0) {
+    rc = run_region(out, transpose_r_tasks, a);
+    if (rc == 0)
+      rc = inverse_work(out, 'L', 'F', work, cholesky_invert, NULL, info);
+  } else if (rc == 0) {
+    rc = check_diagonal_after(out, transpose_r_tasks, a, info);
+    if (rc == 0) rc = run_region(out, cholesky_tasks, NULL);
+  }
   if (rc != 0) {
     tarn_matrix_destroy(out);
     return rc;
@@ -657,7 +694,7 @@ int tarn_matrix_inverse(tarn_matrix *a, int *info) {
   int rc = tarn_matrix_lu(a, piv, info);
   size_t work = rc == 0 ? tarn__factor_work_tile(a, 'F') : 0;
   if (rc == 0)
-    rc = work != 0 ? inverse_work(a, 'F', work, lu_invert, piv, NULL)
+    rc = work != 0 ? inverse_work(a, 'F', 'F', work, lu_invert, piv, NULL)
                    : run_region(a, lu_tasks, piv);
   free(piv);
   return rc;
@@ -671,7 +708,7 @@ int tarn_matrix_lu_inverse(tarn_matrix *lu, const size_t *piv, int *info) {
   if (!lu_inverse_fits(lu)) return TARN_ENOMEM;
   tarn__blas_init();
   size_t work = tarn__factor_work_tile(lu, 'F');
-  if (work != 0) return inverse_work(lu, 'F', work, lu_invert, piv, info);
+  if (work != 0) return inverse_work(lu, 'F', 'F', work, lu_invert, piv, info);
   int rc = check_diagonal(lu, info);
   return rc != 0 ? rc : run_region(lu, lu_tasks, piv);
 }

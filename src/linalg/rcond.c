@@ -12,8 +12,9 @@
  * where dlacn2 works on it, and a matrix of one column of the factors'
  * row tiling, which the solves work on.
  *
- * On small tiles the LU and Cholesky estimates run on a copy of the
- * factor in work tiles (tarn__factor_work_tile), made once for all the
+ * On small tiles the estimates run on a copy of the factor in work tiles
+ * (tarn__factor_work_tile; of a triangle's, Cholesky's and a square
+ * triangular T's, only the triangle), made once for the norm and all the
  * solves: each solve of one vector on tiles of 16 is thousands of tasks,
  * and an estimate makes up to eleven.
  *
@@ -184,6 +185,17 @@ int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo, tarn_diag diag,
       (diag != TARN_NON_UNIT && diag != TARN_UNIT) ||
       (kind != TARN_NORM_ONE && kind != TARN_NORM_INF))
     return TARN_EINVAL;
+  /* a square T on small tiles: the same call on a copy of its triangle
+   * (a tall T's block goes by its tiles, as its solves do) */
+  char part = uplo == TARN_LOWER ? 'L' : 'U';
+  size_t work = t->m == t->n ? tarn__factor_work_tile(t, part) : 0;
+  if (work != 0) {
+    tarn_matrix *tw = NULL;
+    int rc = tarn__retile_part_waiting(t, part, work, work, &tw);
+    if (rc == 0) rc = tarn_matrix_triangular_rcond(tw, uplo, diag, kind, rcond);
+    tarn_matrix_destroy(tw);
+    return rc;
+  }
   /* before the norm's tasks */
   int rc = solves_fit(t, CHECK_TRIANGLE, uplo == TARN_LOWER);
   if (rc != 0) return rc;

@@ -116,8 +116,9 @@ struct outcome {
   double rcond[3];       /* from S's LU and Cholesky factors, and L alone */
   double logdet[2];      /* of S, from its LU and Cholesky factors */
   int sign;              /* of det S, from its LU factors */
-  double inv[3][N * N];  /* S^-1 from its LU and Cholesky factors, and
-                            (A^T A)^-1 from A's QR factor */
+  double inv[4][N * N];  /* S^-1 from its LU and Cholesky factors,
+                            (A^T A)^-1 from A's QR factor, and L^-1 of
+                            S's Cholesky factor */
   double a[M * N];       /* A as the run left it */
   double lu_wide[N * M]; /* LU's factors of the wide A^T */
   size_t piv_wide[N];    /* and its pivots */
@@ -160,7 +161,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
               *b2 = NULL, *f = NULL, *t = NULL, *bq = NULL, *x = NULL,
               *at = NULL, *nb = NULL, *xv = NULL, *atv = NULL, *w = NULL,
               *aw = NULL, *b3 = NULL, *lui = NULL, *si = NULL, *cv = NULL,
-              *pb = NULL, *qb = NULL, *luw = NULL;
+              *pb = NULL, *qb = NULL, *luw = NULL, *li = NULL;
   size_t piv[N];
   atomic_store(&armed, true);
   tarn_rt_options o;
@@ -198,6 +199,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
   STEP(tarn_matrix_lu_inverse(lui, piv, &info));
   STEP(tarn_matrix_copy(s, &si));
   STEP(tarn_matrix_cholesky_inverse(si, &info));
+  STEP(tarn_matrix_copy(s, &li));
+  STEP(tarn_matrix_triangular_inverse(li, TARN_LOWER, TARN_NON_UNIT, &info));
   STEP(tarn_matrix_rand(rt, N, NRHS, NB, NRHS, 2, &b2));
   STEP(tarn_matrix_lu_solve(lu, piv, TARN_NO_TRANS, b2, &info));
   STEP(tarn_matrix_copy(a, &f));
@@ -234,6 +237,7 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
     STEP(tarn_matrix_to_buffer(lui, out->inv[0], N));
     STEP(tarn_matrix_to_buffer(si, out->inv[1], N));
     STEP(tarn_matrix_to_buffer(cv, out->inv[2], N));
+    STEP(tarn_matrix_to_buffer(li, out->inv[3], N));
     STEP(tarn_matrix_to_buffer(pb, out->perm, N));
     STEP(tarn_matrix_to_buffer(qb, out->qt_b, M));
     STEP(tarn_matrix_to_buffer(luw, out->lu_wide, N));
@@ -252,8 +256,8 @@ static enum verdict run_workload(struct outcome *out, int *rc_out,
       v = INPUT_CHANGED;
     }
   }
-  tarn_matrix *all[] = {a,  ata, s, b,  lu, b2,  f,  t,  bq, x,  at, nb,
-                        xv, atv, w, aw, b3, lui, si, cv, pb, qb, luw};
+  tarn_matrix *all[] = {a,  ata, s, b,  lu, b2,  f,  t,  bq, x,  at,  nb,
+                        xv, atv, w, aw, b3, lui, si, cv, pb, qb, luw, li};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++)
     tarn_matrix_destroy(all[i]);
   tarn_pool_stats ps;

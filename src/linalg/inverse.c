@@ -650,8 +650,9 @@ int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c, int *info) {
                   !tarn__triangle_fits(out, true)))
     rc = TARN_ENOMEM;
   /* R^T is the Cholesky factor of A^T A = R^T R; on small tiles its
-   * inverse goes on a copy (which checks the diagonal) */
-  size_t work = rc == 0 ? tarn__factor_work_tile(out, 'L') : 0;
+   * inverse goes on a copy (which checks the diagonal; the room counted
+   * for all of it, as the inverse fills it) */
+  size_t work = rc == 0 ? tarn__factor_work_tile(out, 'F') : 0;
   if (rc == 0 && work != 0) {
     rc = run_region(out, transpose_r_tasks, a);
     if (rc == 0)

@@ -119,14 +119,15 @@
  * tarn_matrix_lu). A call that reads one triangle (Cholesky's, its solve,
  * a triangular solve, inverse or estimate) copies only the tiles that hold
  * some of it, and a Cholesky or a triangular inverse writes back only the
- * tiles of its triangle (in diagonal tiles, only that triangle): the tiles read and written are those
- * of the call on the caller's tiles, and so is what a failed writer of a
- * tile of the other triangle does to it (nothing). The solves with factors made
- * before (tarn_matrix_cholesky_solve, tarn_matrix_triangular_solve with a
- * square T, tarn_matrix_lu_solve) go on copies too, for factors in tiles under
- * 64 x 64 and a B of 64 columns or more (the factor is copied at every call): X
- * is copied back once the solve succeeded. Waiting calls wait for their copies
- * too; a product's copies are tasks of the caller's region.
+ * tiles of its triangle (in diagonal tiles, only that triangle): the tiles read
+ * and written are those of the call on the caller's tiles, and so is what a
+ * failed writer of a tile of the other triangle does to it (nothing). The
+ * solves with factors made before (tarn_matrix_cholesky_solve,
+ * tarn_matrix_triangular_solve with a square T, tarn_matrix_lu_solve) go on
+ * copies too, for factors in tiles under 64 x 64 and a B of 64 columns or more
+ * (the factor is copied at every call): X is copied back once the solve
+ * succeeded. Waiting calls wait for their copies too; a product's copies are
+ * tasks of the caller's region.
  *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */

@@ -15,16 +15,19 @@
  * - trtri (T^-1 in T's triangle): for each tile column k of a lower T,
  *   T_ik = -T_ik T_kk^-1 below the diagonal tile (trsm), T_ij += T_ik T_kj
  *   left of column k below it (gemm), T_kj = T_kk^-1 T_kj left of the
- *   diagonal tile (trsm), then T_kk = T_kk^-1 (dtrtri, in two halves
- *   shared with an idle worker on a large tile); an upper T the same,
+ *   diagonal tile (trsm), then T_kk = T_kk^-1 (in halves, recursively:
+ *   trsm on the block off the diagonal, shared with idle workers on a
+ *   large tile, then each half, the two on two threads where a worker is
+ *   idle; dtrtri from order TRIANGLE_BASE down); an upper T the same,
  *   transposed. The runtime orders each tile's readers and writers
  *   as they were submitted, so the gemm of step k reads T_kj before that
  *   step's trsm rewrites it.
  * - lauum (L^T L in the lower triangle, L = the inverse of Cholesky's
  *   factor): for each tile row k, A_jj += L_kj^T L_kj (syrk) and A_ij +=
  *   L_ki^T L_kj (gemm) for j < i < k, L_kj = L_kk^T L_kj (trmm), then
- *   dlauum on the diagonal tile; tarn__submit_mirror then fills the upper
- *   half.
+ *   L_kk^T L_kk on the diagonal tile (in halves, recursively, as dlauum's
+ *   blocks: syrk and trmm shared with idle workers; dlauum from order
+ *   TRIANGLE_BASE down); tarn__submit_mirror then fills the upper half.
  * - getri (A^-1 = U^-1 L^-1 P): trtri on U, then X L = U^-1 column by
  *   column of tiles from the right: tile column k of L goes to a
  *   temporary W (and zeros in A), X_rk -= X_ri W_ik for the columns i > k
@@ -33,7 +36,8 @@
  *   the pivots say, in reverse order.
  *
  * Each task owns a small job struct freed by the runtime when it is done;
- * the trsm, gemm and syrk kernels share their work with idle workers.
+ * the trsm, gemm, syrk and trmm kernels share their work with idle
+ * workers.
  * On small tiles the inverses run on a copy in work tiles (inverse_work;
  * tarn/linalg.h, "Small tiles"): the Cholesky and LU inverses' copied
  * back whole, a triangle's only its triangle, once the call on the copy
@@ -128,28 +132,24 @@ static int k_syrk(tarn_task *t, void *arg) {
 /* B (dep 1) = L^T B, L the lower triangle of dep 0. */
 static int k_trmm(tarn_task *t, void *arg) {
   const struct inv_job *j = arg;
-  cblas_dtrmm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasNonUnit,
-              j->m, j->n, 1.0, tarn_task_data(t, 0), j->lda,
-              tarn_task_data(t, 1), j->ldb);
-  return 0;
+  return tarn__trmm_shared(t, CblasLeft, CblasLower, CblasTrans, CblasNonUnit,
+                           j->m, j->n, 1.0, tarn_task_data(t, 0), j->lda,
+                           tarn_task_data(t, 1), j->ldb);
 }
 
-/* A diagonal tile of this order or more is inverted in two halves whose
- * work is shared with idle workers (trtri_shared). A matrix of one tile
- * (`tarn bench linalg --sizes 256 --filter inverse --samples 21`, three
- * alternated runs, 2026-12-02): from Cholesky's L 756-782 us against
- * 815-902 with one dtrtri call, from LU's factors 1.02-1.08 ms against
- * 1.07-1.17. */
-#define TRTRI_SPLIT_MIN 128
+/* Triangles of this order or less are inverted (trtri) or multiplied
+ * (lauum) by one LAPACK call; larger ones recursively in halves, where
+ * most of the work is trsm, syrk and trmm on blocks, shared with idle
+ * workers on a large tile. OpenBLAS's dtrtri and dlauum run their own
+ * unblocked loops (level 2 BLAS) on small blocks: on one core a 256
+ * triangle took 794 us by dtrtri against 594 in halves down to 16 (591
+ * to 32, 599 to 64), and 274 by dlauum against 209 (222, 290; medians of
+ * 201, a program outside the repository, 2026-12-06). */
+#define TRIANGLE_BASE 16
 
-/* The triangle of order n at a (leading dimension lda) and its halves:
- * the first h rows and columns, and the rest. */
-struct trtri_halves {
-  CBLAS_UPLO uplo;
-  CBLAS_DIAG diag;
-  int n, h, lda;
-  double *a;
-};
+/* The order of the first half of a triangle of order n: 8-aligned for the
+ * kernels, as tarn__trsm's blocks. */
+static int first_half(int n) { return (n / 2 + 7) / 8 * 8; }
 
 static lapack_int dtrtri(CBLAS_UPLO uplo, CBLAS_DIAG diag, int n, double *a,
                          int lda) {
@@ -157,63 +157,107 @@ static lapack_int dtrtri(CBLAS_UPLO uplo, CBLAS_DIAG diag, int n, double *a,
                              diag == CblasUnit ? 'U' : 'N', n, a, lda);
 }
 
-/* Halves [begin, end) inverted, each by one dtrtri. */
+/* T^-1 in place, T (n x n at a) with no zero on its diagonal (checked
+ * before): the block off the diagonal, B, becomes -T11^-1 B T22^-1 (upper)
+ * or -T22^-1 B T11^-1 (lower) by two trsm, then T11 and T22 are inverted
+ * the same way. `t` not NULL: the trsm shared with idle workers (the
+ * halves are then inverted one on each of two threads where a worker is
+ * idle, each without sharing). */
+static int trtri_halves(tarn_task *t, CBLAS_UPLO uplo, CBLAS_DIAG diag, int n,
+                        double *a, int lda);
+
+/* The halves of a triangle (trtri_halves): the first h rows and columns,
+ * and the rest. */
+struct trtri_halves {
+  CBLAS_UPLO uplo;
+  CBLAS_DIAG diag;
+  int n, h, lda;
+  double *a;
+};
+
+/* Halves [begin, end) inverted, each without sharing. */
 static int trtri_halves_range(void *arg, size_t begin, size_t end) {
   const struct trtri_halves *s = arg;
-  for (size_t q = begin; q < end; q++) {
+  int rc = 0;
+  for (size_t q = begin; rc == 0 && q < end; q++) {
     size_t at = q == 0 ? 0 : (size_t)s->h;
     int n = q == 0 ? s->h : s->n - s->h;
-    if (dtrtri(s->uplo, s->diag, n, s->a + at + at * (size_t)s->lda, s->lda) !=
-        0)
-      return TARN_EINVAL;
+    rc = trtri_halves(NULL, s->uplo, s->diag, n,
+                      s->a + at + at * (size_t)s->lda, s->lda);
   }
+  return rc;
+}
+
+/* tarn__trsm, shared in task `t` when not NULL. */
+static int trsm_maybe_shared(tarn_task *t, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                             CBLAS_DIAG diag, int m, int n, double alpha,
+                             const double *tri, int lda, double *b) {
+  if (t != NULL)
+    return tarn__trsm_shared(t, side, uplo, CblasNoTrans, diag, m, n, alpha,
+                             tri, lda, b, lda);
+  tarn__trsm(side, uplo, CblasNoTrans, diag, m, n, alpha, tri, lda, b, lda);
   return 0;
 }
 
-/* T^-1 in place, T (n x n at a) with no zero on its diagonal (checked
- * before). A large T in halves: the block off the diagonal, B, becomes
- * -T11^-1 B T22^-1 (upper) or -T22^-1 B T11^-1 (lower) by two shared
- * trsm, then T11 and T22 are inverted, one on each of two threads when a
- * worker is idle. */
-static int trtri_shared(tarn_task *t, CBLAS_UPLO uplo, CBLAS_DIAG diag, int n,
+static int trtri_halves(tarn_task *t, CBLAS_UPLO uplo, CBLAS_DIAG diag, int n,
                         double *a, int lda) {
-  if (n < TRTRI_SPLIT_MIN)
+  if (n <= TRIANGLE_BASE)
     return dtrtri(uplo, diag, n, a, lda) == 0 ? 0 : TARN_EINVAL;
-  int h = n / 2, n2 = n - h;
+  int h = first_half(n), n2 = n - h;
   double *a11 = a, *a22 = a + h + (size_t)h * (size_t)lda;
   int rc;
   if (uplo == CblasLower) {
     double *a21 = a + h; /* n2 x h */
-    rc = tarn__trsm_shared(t, CblasRight, CblasLower, CblasNoTrans, diag, n2, h,
-                           -1.0, a11, lda, a21, lda);
+    rc = trsm_maybe_shared(t, CblasRight, uplo, diag, n2, h, -1.0, a11, lda,
+                           a21);
     if (rc == 0)
-      rc = tarn__trsm_shared(t, CblasLeft, CblasLower, CblasNoTrans, diag, n2,
-                             h, 1.0, a22, lda, a21, lda);
+      rc = trsm_maybe_shared(t, CblasLeft, uplo, diag, n2, h, 1.0, a22, lda,
+                             a21);
   } else {
     double *a12 = a + (size_t)h * (size_t)lda; /* h x n2 */
-    rc = tarn__trsm_shared(t, CblasLeft, CblasUpper, CblasNoTrans, diag, h, n2,
-                           -1.0, a11, lda, a12, lda);
+    rc =
+        trsm_maybe_shared(t, CblasLeft, uplo, diag, h, n2, -1.0, a11, lda, a12);
     if (rc == 0)
-      rc = tarn__trsm_shared(t, CblasRight, CblasUpper, CblasNoTrans, diag, h,
-                             n2, 1.0, a22, lda, a12, lda);
+      rc = trsm_maybe_shared(t, CblasRight, uplo, diag, h, n2, 1.0, a22, lda,
+                             a12);
   }
   if (rc != 0) return rc;
   struct trtri_halves s = {uplo, diag, n, h, lda, a};
-  return tarn_task_parallel_for(t, 2, 1, trtri_halves_range, &s);
+  return t != NULL ? tarn_task_parallel_for(t, 2, 1, trtri_halves_range, &s)
+                   : trtri_halves_range(&s, 0, 2);
 }
 
 /* The diagonal tile's triangle inverted in place. */
 static int k_trtri(tarn_task *t, void *arg) {
   const struct inv_job *j = arg;
-  return trtri_shared(t, j->uplo, j->diag, j->n, tarn_task_data(t, 0), j->lda);
+  return trtri_halves(t, j->uplo, j->diag, j->n, tarn_task_data(t, 0), j->lda);
+}
+
+/* The lower triangle of A (n x n at a) = L^T L, L its lower triangle, as
+ * dlauum('L'), in halves: with L = [L11 0; L21 L22], A11 = L11^T L11 +
+ * L21^T L21, A21 = L22^T L21, A22 = L22^T L22, in that order (each step
+ * reads what the next overwrites); the syrk and trmm shared with idle
+ * workers. */
+static int lauum_halves(tarn_task *t, int n, double *a, int lda) {
+  if (n <= TRIANGLE_BASE)
+    return LAPACKE_dlauum_work(LAPACK_COL_MAJOR, 'L', n, a, lda) == 0
+               ? 0
+               : TARN_EINVAL;
+  int h = first_half(n), n2 = n - h;
+  double *a21 = a + h, *a22 = a + h + (size_t)h * (size_t)lda;
+  int rc = lauum_halves(t, h, a, lda);
+  if (rc == 0)
+    rc = tarn__syrk_shared(t, CblasTrans, h, n2, 1.0, a21, lda, 1.0, a, lda);
+  if (rc == 0)
+    rc = tarn__trmm_shared(t, CblasLeft, CblasLower, CblasTrans, CblasNonUnit,
+                           n2, h, 1.0, a22, lda, a21, lda);
+  return rc == 0 ? lauum_halves(t, n2, a22, lda) : rc;
 }
 
 /* The lower triangle of the diagonal tile = L^T L, L its lower triangle. */
 static int k_lauum(tarn_task *t, void *arg) {
   const struct inv_job *j = arg;
-  lapack_int info = LAPACKE_dlauum_work(LAPACK_COL_MAJOR, 'L', j->n,
-                                        tarn_task_data(t, 0), j->lda);
-  return info == 0 ? 0 : TARN_EINVAL;
+  return lauum_halves(t, j->n, tarn_task_data(t, 0), j->lda);
 }
 
 /* getri: L's part of tile (i, k) (dep 0, m x n) into W (dep 1), zeros in

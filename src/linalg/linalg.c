@@ -444,6 +444,48 @@ int tarn__trsm_shared(tarn_task *t, CBLAS_SIDE side, CBLAS_UPLO uplo,
   return tarn_task_parallel_for(t, count, SHARE_GRAIN, trsm_range, &s);
 }
 
+/* B = alpha op(T) B (left) or alpha B op(T) (right), T the triangle, by
+ * columns (left) or rows (right) [begin, end) of B: each is its own
+ * product, so the split does not change the bits. */
+static int trmm_range(void *arg, size_t begin, size_t end) {
+  const struct trsm_share *s = arg;
+  int m = s->m, n = s->n;
+  double *b = s->b;
+  if (s->side == CblasLeft) {
+    b += begin * (size_t)s->ldb;
+    n = (int)(end - begin);
+  } else {
+    b += begin;
+    m = (int)(end - begin);
+  }
+  cblas_dtrmm(CblasColMajor, s->side, s->uplo, s->trans, s->diag, m, n,
+              s->alpha, s->tri, s->ldt, b, s->ldb);
+  return 0;
+}
+
+int tarn__trmm_shared(tarn_task *t, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                      CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m, int n,
+                      double alpha, const double *tri, int ldt, double *b,
+                      int ldb) {
+  struct trsm_share s = {.side = side,
+                         .uplo = uplo,
+                         .trans = trans,
+                         .diag = diag,
+                         .m = m,
+                         .n = n,
+                         .ldt = ldt,
+                         .ldb = ldb,
+                         .alpha = alpha,
+                         .tri = tri,
+                         .b = b};
+  bool left = side == CblasLeft;
+  size_t count = (size_t)(left ? n : m);
+  double side_len = left ? m : n; /* the triangle's order */
+  if ((double)m * n * side_len / 2 < SHARE_MIN_MADDS)
+    return trmm_range(&s, 0, count);
+  return tarn_task_parallel_for(t, count, SHARE_GRAIN, trmm_range, &s);
+}
+
 /* A syrk's operands, shared by pieces of C's lower triangle: with C11 and
  * C22 its diagonal blocks of order n1 and n - n1, C21 (n - n1 x n1) holds
  * half of the work and each of them a quarter. Pieces [0, gemms) are

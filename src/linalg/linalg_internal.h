@@ -363,6 +363,14 @@ int tarn__trsm_shared(tarn_task *t, CBLAS_SIDE side, CBLAS_UPLO uplo,
                       double alpha, const double *tri, int ldt, double *b,
                       int ldb);
 
+/* B = alpha op(T) B (CblasLeft) or alpha B op(T) (CblasRight), B m x n,
+ * as cblas_dtrmm, in task `t`, split with idle workers by columns of B
+ * (left) or rows (right): the same bits either way. */
+int tarn__trmm_shared(tarn_task *t, CBLAS_SIDE side, CBLAS_UPLO uplo,
+                      CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m, int n,
+                      double alpha, const double *tri, int ldt, double *b,
+                      int ldb);
+
 /* The lower triangle of C (n x n) = alpha op(A) op(A)^T + beta C, where
  * op(A) is A (n x k, CblasNoTrans) or A^T (A k x n, CblasTrans); split
  * into the dsyrk of its two diagonal blocks of order n/2 (a quarter of the

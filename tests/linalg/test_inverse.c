@@ -42,7 +42,8 @@ static double relative_difference(const double *x, const double *y, size_t n) {
   return d / s;
 }
 
-/* n, nb: tiles of 131 and 301 are inverted in halves (trtri_shared) */
+/* n, nb: tiles over 16 are inverted (and multiplied, L^T L) in halves
+ * (trtri_halves, lauum_halves), those of 131 and 301 with shared kernels */
 static const size_t sizes[][2] = {{1, 1},    {2, 1},     {7, 3},
                                   {40, 40},  {100, 32},  {129, 16},
                                   {200, 64}, {262, 131}, {301, 301}};

@@ -285,8 +285,8 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
   return tarn_task_parallel_for(t, count, grain, gemm_range, &g);
 }
 
-/* A trsm's operands, shared by ranges of B's columns (left side: each
- * column is solved alone) or rows (right side). */
+/* A trsm's or trmm's operands, shared by ranges of B's columns (left
+ * side: each column is solved or multiplied alone) or rows (right side). */
 struct trsm_share {
   CBLAS_SIDE side;
   CBLAS_UPLO uplo;
@@ -404,86 +404,81 @@ void tarn__trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
                   tri, ldt, b + i, ldb);
 }
 
-/* Columns (left) or rows (right) [begin, end) of B. */
+/* Columns (left) or rows (right) [begin, end) of B: their first element,
+ * and B's sizes narrowed to them in *m and *n. */
+static double *b_range(const struct trsm_share *s, size_t begin, size_t end,
+                       int *m, int *n) {
+  *m = s->m;
+  *n = s->n;
+  if (s->side == CblasLeft) {
+    *n = (int)(end - begin);
+    return s->b + begin * (size_t)s->ldb;
+  }
+  *m = (int)(end - begin);
+  return s->b + begin;
+}
+
+/* The solve on columns (left) or rows (right) [begin, end) of B. */
 static int trsm_range(void *arg, size_t begin, size_t end) {
   const struct trsm_share *s = arg;
-  int m = s->m, n = s->n;
-  double *b = s->b;
-  if (s->side == CblasLeft) {
-    b += begin * (size_t)s->ldb;
-    n = (int)(end - begin);
-  } else {
-    b += begin;
-    m = (int)(end - begin);
-  }
+  int m, n;
+  double *b = b_range(s, begin, end, &m, &n);
   tarn__trsm(s->side, s->uplo, s->trans, s->diag, m, n, s->alpha, s->tri,
              s->ldt, b, s->ldb);
   return 0;
+}
+
+/* B = alpha op(T) B (left) or alpha B op(T) (right) on columns (left) or
+ * rows (right) [begin, end) of B: each is its own product, so the split
+ * does not change the bits. */
+static int trmm_range(void *arg, size_t begin, size_t end) {
+  const struct trsm_share *s = arg;
+  int m, n;
+  double *b = b_range(s, begin, end, &m, &n);
+  cblas_dtrmm(CblasColMajor, s->side, s->uplo, s->trans, s->diag, m, n,
+              s->alpha, s->tri, s->ldt, b, s->ldb);
+  return 0;
+}
+
+/* `range` (trsm_range, trmm_range) over all of B, split with idle workers
+ * by columns (left) or rows (right) when the triangle's work is large. */
+static int triangle_shared(tarn_task *t, tarn_range_fn range, CBLAS_SIDE side,
+                           CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
+                           CBLAS_DIAG diag, int m, int n, double alpha,
+                           const double *tri, int ldt, double *b, int ldb) {
+  struct trsm_share s = {.side = side,
+                         .uplo = uplo,
+                         .trans = trans,
+                         .diag = diag,
+                         .m = m,
+                         .n = n,
+                         .ldt = ldt,
+                         .ldb = ldb,
+                         .alpha = alpha,
+                         .tri = tri,
+                         .b = b};
+  bool left = side == CblasLeft;
+  size_t count = (size_t)(left ? n : m);
+  double side_len = left ? m : n; /* the triangle's order */
+  if ((double)m * n * side_len / 2 < SHARE_MIN_MADDS)
+    return range(&s, 0, count);
+  return tarn_task_parallel_for(t, count, SHARE_GRAIN, range, &s);
 }
 
 int tarn__trsm_shared(tarn_task *t, CBLAS_SIDE side, CBLAS_UPLO uplo,
                       CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m, int n,
                       double alpha, const double *tri, int ldt, double *b,
                       int ldb) {
-  struct trsm_share s = {.side = side,
-                         .uplo = uplo,
-                         .trans = trans,
-                         .diag = diag,
-                         .m = m,
-                         .n = n,
-                         .ldt = ldt,
-                         .ldb = ldb,
-                         .alpha = alpha,
-                         .tri = tri,
-                         .b = b};
-  bool left = side == CblasLeft;
-  size_t count = (size_t)(left ? n : m);
-  double side_len = left ? m : n; /* the triangle's order */
-  if ((double)m * n * side_len / 2 < SHARE_MIN_MADDS)
-    return trsm_range(&s, 0, count);
-  return tarn_task_parallel_for(t, count, SHARE_GRAIN, trsm_range, &s);
-}
-
-/* B = alpha op(T) B (left) or alpha B op(T) (right), T the triangle, by
- * columns (left) or rows (right) [begin, end) of B: each is its own
- * product, so the split does not change the bits. */
-static int trmm_range(void *arg, size_t begin, size_t end) {
-  const struct trsm_share *s = arg;
-  int m = s->m, n = s->n;
-  double *b = s->b;
-  if (s->side == CblasLeft) {
-    b += begin * (size_t)s->ldb;
-    n = (int)(end - begin);
-  } else {
-    b += begin;
-    m = (int)(end - begin);
-  }
-  cblas_dtrmm(CblasColMajor, s->side, s->uplo, s->trans, s->diag, m, n,
-              s->alpha, s->tri, s->ldt, b, s->ldb);
-  return 0;
+  return triangle_shared(t, trsm_range, side, uplo, trans, diag, m, n, alpha,
+                         tri, ldt, b, ldb);
 }
 
 int tarn__trmm_shared(tarn_task *t, CBLAS_SIDE side, CBLAS_UPLO uplo,
                       CBLAS_TRANSPOSE trans, CBLAS_DIAG diag, int m, int n,
                       double alpha, const double *tri, int ldt, double *b,
                       int ldb) {
-  struct trsm_share s = {.side = side,
-                         .uplo = uplo,
-                         .trans = trans,
-                         .diag = diag,
-                         .m = m,
-                         .n = n,
-                         .ldt = ldt,
-                         .ldb = ldb,
-                         .alpha = alpha,
-                         .tri = tri,
-                         .b = b};
-  bool left = side == CblasLeft;
-  size_t count = (size_t)(left ? n : m);
-  double side_len = left ? m : n; /* the triangle's order */
-  if ((double)m * n * side_len / 2 < SHARE_MIN_MADDS)
-    return trmm_range(&s, 0, count);
-  return tarn_task_parallel_for(t, count, SHARE_GRAIN, trmm_range, &s);
+  return triangle_shared(t, trmm_range, side, uplo, trans, diag, m, n, alpha,
+                         tri, ldt, b, ldb);
 }
 
 /* A syrk's operands, shared by pieces of C's lower triangle: with C11 and

@@ -89,9 +89,9 @@
  * tarn_matrix_lu, tarn_matrix_solve, the inverses
  * (tarn_matrix_cholesky_inverse, tarn_matrix_lu_inverse,
  * tarn_matrix_inverse, tarn_matrix_qr_ata_inverse, which inverts R^T on
- * a copy, and tarn_matrix_triangular_inverse of a square T in tiles under
- * 64 x 64) and the condition estimates from LU's and Cholesky's factors
- * and of a square triangle (whose solves run on one copy of the factor,
+ * a copy, and tarn_matrix_triangular_inverse in tiles under 64 x 64) and
+ * the condition estimates from LU's and Cholesky's factors and of a
+ * triangle (whose solves run on one copy of the factor,
  * nothing copied back), where one of their tasks would
  * multiply at most 64^3 multiply-adds (tiles of 64 x 64 or less: a kernel
  * too small for BLAS's rate, and a task that costs about as much as its
@@ -118,11 +118,13 @@
  * tile factors it as a panel of one tile (a subnormal pivot's infinities:
  * tarn_matrix_lu). A call that reads one triangle (Cholesky's, its solve,
  * a triangular solve, inverse or estimate) copies only the tiles that hold
- * some of it, and a Cholesky or a triangular inverse writes back only the
- * tiles of its triangle (in diagonal tiles, only that triangle): the tiles read
- * and written are those of the call on the caller's tiles, and so is what a
- * failed writer of a tile of the other triangle does to it (nothing). The
- * solves with factors made before (tarn_matrix_cholesky_solve,
+ * some of it (the triangular inverse and estimate of a tall matrix's
+ * leading block, only of its upper triangle, a QR's R: a lower one goes
+ * by the matrix's tiles), and a Cholesky or a triangular inverse writes back
+ * only the tiles of its triangle (in diagonal tiles, only that triangle): the
+ * tiles read and written are those of the call on the caller's tiles, and so is
+ * what a failed writer of a tile of the other triangle does to it (nothing).
+ * The solves with factors made before (tarn_matrix_cholesky_solve,
  * tarn_matrix_triangular_solve with a square T, tarn_matrix_lu_solve) go on
  * copies too, for factors in tiles under 64 x 64 and a B of 64 columns or more
  * (the factor is copied at every call): X is copied back once the solve

@@ -636,10 +636,10 @@ int tarn_matrix_triangular_inverse(tarn_matrix *t, tarn_uplo uplo,
   if (!tarn__triangle_fits(t, uplo == TARN_LOWER)) return TARN_ENOMEM;
   tarn__blas_init();
   struct triangle_args args = {uplo == TARN_LOWER, diag == TARN_UNIT};
-  /* a square T in tiles under TRIANGLE_COPY_TILE_MAX: on a copy of its
-   * triangle (a tall T's block goes by its tiles, as its solves do) */
-  char part = args.lower ? 'L' : 'U';
-  size_t work = t->m == t->n && t->nb < TRIANGLE_COPY_TILE_MAX
+  /* in tiles under TRIANGLE_COPY_TILE_MAX: on a copy of its triangle
+   * (tarn__triangle_copy_part) */
+  char part = tarn__triangle_copy_part(t, args.lower);
+  size_t work = part != 0 && t->nb < TRIANGLE_COPY_TILE_MAX
                     ? tarn__factor_work_tile(t, part)
                     : 0;
   if (work != 0)

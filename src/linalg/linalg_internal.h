@@ -147,6 +147,14 @@ size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
  * Cholesky, the inverses and the condition estimates. `part` as part0. */
 size_t tarn__factor_work_tile(tarn_matrix *a, char part);
 
+/* The part of `t` (tarn__triangle_shape_ok) a call on its triangle T
+ * (the lower one when `lower`) copies into work tiles: T's triangle of a
+ * square t ('L', 'U'); of a tall t (T its leading block), the upper
+ * triangle ('U': only elements of T, in t's top rows: a QR's R), but not
+ * the lower (0: its elements below T's rows, the reflectors of a QR,
+ * would be copied and written back too), which goes by t's tiles. */
+char tarn__triangle_copy_part(const tarn_matrix *t, bool lower);
+
 /* The operations on copies of their operands in tiles of w x w, the
  * result copied back into the caller's tiles (the public call's checks
  * made before): tarn_matrix_gemm into C (asynchronous, as it), A^T A into

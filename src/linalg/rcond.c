@@ -13,10 +13,10 @@
  * row tiling, which the solves work on.
  *
  * On small tiles the estimates run on a copy of the factor in work tiles
- * (tarn__factor_work_tile; of a triangle's, Cholesky's and a square
- * triangular T's, only the triangle), made once for the norm and all the
- * solves: each solve of one vector on tiles of 16 is thousands of tasks,
- * and an estimate makes up to eleven.
+ * (tarn__factor_work_tile; of a triangle's, Cholesky's and a triangular
+ * T's, only the triangle: tarn__triangle_copy_part), made once for the
+ * norm and all the solves: each solve of one vector on tiles of 16 is thousands
+ * of tasks, and an estimate makes up to eleven.
  *
  * Where LAPACK scales its triangular solves against overflow (dlatrs), a
  * product here that overflows, or meets a NaN in the factors, makes the
@@ -185,10 +185,10 @@ int tarn_matrix_triangular_rcond(tarn_matrix *t, tarn_uplo uplo, tarn_diag diag,
       (diag != TARN_NON_UNIT && diag != TARN_UNIT) ||
       (kind != TARN_NORM_ONE && kind != TARN_NORM_INF))
     return TARN_EINVAL;
-  /* a square T on small tiles: the same call on a copy of its triangle
-   * (a tall T's block goes by its tiles, as its solves do) */
-  char part = uplo == TARN_LOWER ? 'L' : 'U';
-  size_t work = t->m == t->n ? tarn__factor_work_tile(t, part) : 0;
+  /* on small tiles: the same call on a copy of its triangle
+   * (tarn__triangle_copy_part) */
+  char part = tarn__triangle_copy_part(t, uplo == TARN_LOWER);
+  size_t work = part != 0 ? tarn__factor_work_tile(t, part) : 0;
   if (work != 0) {
     tarn_matrix *tw = NULL;
     int rc = tarn__retile_part_waiting(t, part, work, work, &tw);

@@ -26,6 +26,7 @@
  * promises to leave in them (its result, or LU's factors of a singular
  * matrix); a call that fails before leaves them as they were. The copies
  * are freed as their last task ends. */
+#include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -42,8 +43,10 @@
 static size_t clamp(size_t w, size_t n) { return w < n ? w : n; }
 
 /* What the pool charges (whole pages a tile) for `a` in work tiles of w x
- * w, all of them (part 'F') or those of a triangle of a square `a`
- * ('L', 'U': the diagonal's and those on one side), and in *task the
+ * w, all of them (part 'F') or those holding some of a triangle ('L',
+ * 'U': the diagonal's and those on one side; of a tall `a`, the upper
+ * one's lie in its top tile rows, the lower one's reach its last), and in
+ * *task the
  * largest copy's task: a work tile with the caller's tiles it overlaps
  * (one more each way where they do not line up), or a caller's tile with
  * the work tiles it overlaps, whichever is more. */
@@ -53,7 +56,13 @@ static double work_charge(const tarn_matrix *a, size_t w, char part,
   double tile = (double)tarn__page_round(wm * wn * sizeof(double));
   double rows = (double)((a->m + wm - 1) / wm),
          cols = (double)((a->n + wn - 1) / wn);
-  double tiles = part == 'F' ? rows * cols : rows * (rows + 1) / 2;
+  double tiles = rows * cols;
+  if (part != 'F') { /* tile column j holds min(j + 1, rows) above, rows -
+                        min(j, rows) below */
+    tiles = 0;
+    for (double j = 0; j < cols; j++)
+      tiles += part == 'U' ? fmin(j + 1, rows) : rows - fmin(j, rows);
+  }
   double over = (double)((wm + a->mb - 1) / a->mb + 1) *
                 (double)((wn + a->nb - 1) / a->nb + 1);
   double out = tile + over * (double)tarn__tile_charge(a);
@@ -107,6 +116,11 @@ size_t tarn__factor_work_tile(tarn_matrix *a, char part) {
   return tarn__work_tile(a->rt, a->m, a->n, a->n,
                          (double)a->nb * (double)a->nb * (double)a->nb, &a, 1,
                          part);
+}
+
+char tarn__triangle_copy_part(const tarn_matrix *t, bool lower) {
+  if (t->m == t->n) return lower ? 'L' : 'U';
+  return lower ? 0 : 'U';
 }
 
 /* Destroys the copies that were made (NULL for the others). */

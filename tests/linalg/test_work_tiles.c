@@ -541,36 +541,38 @@ static void condition_estimates_of_small_tiles_run_on_copies(void **state) {
 
 /* ---- triangles ----------------------------------------------------------- */
 
-/* The n x n triangle (`lower` or upper) of the Cholesky factor of an SPD
- * matrix, NaNs in the other triangle, `zero` (when not negative) on the
- * diagonal at (zero, zero). */
-static double *triangle_with_nans(size_t n, bool lower, long zero) {
+/* An m x n matrix (m >= n) whose leading n x n block's triangle (`lower`
+ * or upper) is that of the Cholesky factor of an SPD matrix, NaNs
+ * elsewhere (the rows below the block too), `zero` (when not negative) on
+ * the diagonal at (zero, zero). */
+static double *triangle_with_nans(size_t m, size_t n, bool lower, long zero) {
   double *spd = test_spd_matrix(n, 1.0, 31);
   lapack_int info =
       LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, spd, (lapack_int)n);
   assert_int_equal(info, 0);
-  double *t = malloc(n * n * sizeof *t);
+  double *t = malloc(m * n * sizeof *t);
   assert_non_null(t);
   for (size_t j = 0; j < n; j++)
-    for (size_t i = 0; i < n; i++) {
-      bool in = lower ? i >= j : i <= j;
-      t[i + j * n] = !in ? NAN : lower ? spd[i + j * n] : spd[j + i * n];
+    for (size_t i = 0; i < m; i++) {
+      bool in = i < n && (lower ? i >= j : i <= j);
+      t[i + j * m] = !in ? NAN : lower ? spd[i + j * n] : spd[j + i * n];
     }
-  if (zero >= 0) t[(size_t)zero + (size_t)zero * n] = 0.0;
+  if (zero >= 0) t[(size_t)zero + (size_t)zero * m] = 0.0;
   free(spd);
   return t;
 }
 
-/* T^-1 of an n x n triangle in tiles of `tile` on `rt`: status and info
- * against the same call on a whole copy the test makes in work tiles, the
- * triangle's bits too when `copied` (the NaNs of the other triangle kept:
- * neither read nor written), T as it was for a zero on the diagonal.
- * Returns the tasks it took. */
-static uint64_t check_triangular_inverse(tarn_rt *rt, size_t n, size_t tile,
-                                         bool lower, tarn_diag diag, long zero,
+/* T^-1 of the n x n triangle of an m x n matrix in tiles of `tile` on
+ * `rt`: status and info against the same call on a whole copy the test
+ * makes in work tiles, the matrix's bits too when `copied` (the NaNs
+ * around the triangle kept: neither read nor written), as it was for a
+ * zero on the diagonal. Returns the tasks it took. */
+static uint64_t check_triangular_inverse(tarn_rt *rt, size_t m, size_t n,
+                                         size_t tile, bool lower,
+                                         tarn_diag diag, long zero,
                                          bool copied) {
-  double *v = triangle_with_nans(n, lower, zero);
-  tarn_matrix *t = upload(rt, v, n, n, tile),
+  double *v = triangle_with_nans(m, n, lower, zero);
+  tarn_matrix *t = upload(rt, v, m, n, tile),
               *tw = test_retiled_to(rt, t, WORK, WORK);
   tarn_uplo uplo = lower ? TARN_LOWER : TARN_UPPER;
   int info_w = -1, info = -1;
@@ -601,25 +603,32 @@ static uint64_t check_triangular_inverse(tarn_rt *rt, size_t n, size_t tile,
  * one, the bits of the call on a copy, the other triangle's NaNs kept; a
  * zero on the diagonal leaves T as it was (with a unit diagonal the zero is
  * not read); with work_tile 0 it goes tile by tile, in many more tasks.
- * A tall T (R of a QR) and a T in tiles of 64 (whose tasks are as fast as
- * the copy's) go by their own tiles. */
+ * So does the upper T of a tall 300 x 150 matrix (a QR's R), the NaNs
+ * below it kept; a tall matrix's lower T (the rows below it would be
+ * copied) and a T in tiles of 64 (whose tasks are as fast as the copy's)
+ * go by their own tiles. */
 static void triangular_inverses_of_small_tiles_run_on_copies(void **state) {
   (void)state;
   enum { N = 150 };
-  uint64_t tasks[2][2];
+  uint64_t tasks[2][3];
   for (int by_tiles = 0; by_tiles < 2; by_tiles++) {
     tarn_rt *rt = test_rt_work(2, 0, by_tiles ? 0 : WORK);
     for (int lower = 0; lower < 2; lower++) {
       tasks[by_tiles][lower] = check_triangular_inverse(
-          rt, N, TILE, lower, TARN_NON_UNIT, -1, !by_tiles);
+          rt, N, N, TILE, lower, TARN_NON_UNIT, -1, !by_tiles);
       if (by_tiles) continue;
-      check_triangular_inverse(rt, N, TILE, lower, TARN_UNIT, -1, true);
-      check_triangular_inverse(rt, N, TILE, lower, TARN_NON_UNIT, 100, true);
-      check_triangular_inverse(rt, N, TILE, lower, TARN_UNIT, 100, true);
+      check_triangular_inverse(rt, N, N, TILE, lower, TARN_UNIT, -1, true);
+      check_triangular_inverse(rt, N, N, TILE, lower, TARN_NON_UNIT, 100, true);
+      check_triangular_inverse(rt, N, N, TILE, lower, TARN_UNIT, 100, true);
     }
+    tasks[by_tiles][2] = check_triangular_inverse(rt, 2 * N, N, TILE, false,
+                                                  TARN_NON_UNIT, -1, !by_tiles);
+    if (!by_tiles)
+      check_triangular_inverse(rt, 2 * N, N, TILE, false, TARN_NON_UNIT, 100,
+                               true);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < 3; k++) {
     print_message(
         "triangular inverse %d: %llu tasks on a copy, %llu by tiles\n", k,
         (unsigned long long)tasks[0][k], (unsigned long long)tasks[1][k]);
@@ -629,18 +638,10 @@ static void triangular_inverses_of_small_tiles_run_on_copies(void **state) {
   uint64_t own[2][2];
   for (int by_tiles = 0; by_tiles < 2; by_tiles++) {
     tarn_rt *rt = test_rt_work(2, 0, by_tiles ? 0 : 256);
-    double *v = test_random_matrix(2 * N, N, 0, 33);
-    for (size_t i = 0; i < N; i++) v[i + i * 2 * N] += N;
-    tarn_matrix *tall = upload(rt, v, 2 * N, N, TILE);
-    uint64_t before = test_tasks_submitted(rt);
-    assert_int_equal(
-        tarn_matrix_triangular_inverse(tall, TARN_UPPER, TARN_NON_UNIT, NULL),
-        0);
-    own[by_tiles][0] = test_tasks_submitted(rt) - before;
-    own[by_tiles][1] = check_triangular_inverse(rt, 4 * 64, 64, true,
+    own[by_tiles][0] = check_triangular_inverse(rt, 2 * N, N, TILE, true,
                                                 TARN_NON_UNIT, -1, false);
-    tarn_matrix_destroy(tall);
-    free(v);
+    own[by_tiles][1] = check_triangular_inverse(rt, 4 * 64, 4 * 64, 64, true,
+                                                TARN_NON_UNIT, -1, false);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
   assert_int_equal(own[0][0], own[1][0]);
@@ -648,23 +649,26 @@ static void triangular_inverses_of_small_tiles_run_on_copies(void **state) {
 }
 
 /* The condition estimate of a 150 x 150 triangle in tiles of 16 runs on a
- * copy of the triangle in work tiles: lower and upper, each norm, the bits
+ * copy of the triangle in work tiles: lower and upper (and the upper of a
+ * tall 300 x 150 matrix, a QR's R), each norm, the bits
  * of the same call on a whole copy the test makes (NaNs in the other
  * triangle: not read), in fewer tasks than with work_tile 0, within
  * 1e-12 relative of that call's estimate. */
 static void triangle_condition_estimates_run_on_copies(void **state) {
   (void)state;
-  enum { N = 150 };
-  uint64_t tasks[2][4];
-  double got[2][4];
+  enum { N = 150, CASES = 6 };
+  uint64_t tasks[2][CASES];
+  double got[2][CASES];
   for (int by_tiles = 0; by_tiles < 2; by_tiles++) {
     tarn_rt *rt = test_rt_work(2, 0, by_tiles ? 0 : WORK);
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < CASES; k++) {
+      /* lower, upper, then the upper T of a tall 300 x 150 matrix */
       bool lower = k < 2;
+      size_t m = k < 4 ? N : 2 * N;
       tarn_norm kind = k % 2 ? TARN_NORM_INF : TARN_NORM_ONE;
       tarn_uplo uplo = lower ? TARN_LOWER : TARN_UPPER;
-      double *v = triangle_with_nans(N, lower, -1);
-      tarn_matrix *t = upload(rt, v, N, N, TILE),
+      double *v = triangle_with_nans(m, N, lower, -1);
+      tarn_matrix *t = upload(rt, v, m, N, TILE),
                   *tw = test_retiled_to(rt, t, WORK, WORK);
       double want = 0;
       assert_int_equal(
@@ -682,7 +686,7 @@ static void triangle_condition_estimates_run_on_copies(void **state) {
     }
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < CASES; k++) {
     print_message("triangle rcond %d: %llu tasks on a copy, %llu by tiles\n", k,
                   (unsigned long long)tasks[0][k],
                   (unsigned long long)tasks[1][k]);

@@ -125,9 +125,11 @@
  * tiles read and written are those of the call on the caller's tiles, and so is
  * what a failed writer of a tile of the other triangle does to it (nothing).
  * The solves with factors made before (tarn_matrix_cholesky_solve,
- * tarn_matrix_triangular_solve with a square T, tarn_matrix_lu_solve) go on
- * copies too, for factors in tiles under 64 x 64 and a B of 64 columns or more
- * (the factor is copied at every call): X is copied back once the solve
+ * tarn_matrix_triangular_solve with a square T or a tall matrix's upper one,
+ * tarn_matrix_lu_solve) go on copies too, for factors in tiles under 32 x 32
+ * and a B of 64 columns or more, and (Cholesky's and LU's, which pass over the
+ * copy twice) in tiles under 64 x 64 and a B of 256 columns or more (the
+ * factor is copied at every call): X is copied back once the solve
  * succeeded. Waiting calls wait for their copies too; a product's copies are
  * tasks of the caller's region.
  *

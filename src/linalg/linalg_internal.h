@@ -170,22 +170,36 @@ int tarn__cholesky_work(tarn_matrix *a, size_t w, int *info);
 int tarn__lu_work(tarn_matrix *a, size_t *piv, size_t w, int *info);
 int tarn__solve_work(tarn_matrix *a, tarn_matrix *b, size_t w, int *info);
 
-/* Solves with factors made before go on copies in work tiles only for a B
- * of this many columns or more: the factor's copy, read once more than
- * the solve reads it, is then a small part of the work (N = 1024 in tiles
- * of 32 on 2 workers: with 32 right-hand sides the triangular solve took
- * 1.40 ms on its tiles, 0.72 in tiles of 256 and about 0.7 more for the
- * copies; with 64, 2.80 against 1.16 and the copies). */
+/* Solves with factors made before go on copies in work tiles only where
+ * the factor's copy, read once more than the solve reads it, is a small
+ * part of the work: for a factor in tiles under 32 x 32 and a B of
+ * TARN__SOLVE_WORK_COLS_MIN columns or more; in tiles of 32 x 32 to 63 x
+ * 63, only for the solves of two passes over the factor (Cholesky's L
+ * then L^T, LU's L then U: the copy serves both) and a B of
+ * TARN__SOLVE_WORK_COLS_WIDE columns or more. N = 1024 on 2 workers
+ * (medians of 11, on tiles against on copies, two alternated runs,
+ * 2026-12-06, ms; a program outside the repository): in tiles of 24 all
+ * three solves gain from 64 columns (the triangular 2.2-2.5 -> 1.8-2.0,
+ * Cholesky's 4.3 -> 2.7-2.9, LU's 7.1-7.2 -> 4.9-5.0); in tiles of 32
+ * the triangular solve loses with 64 (1.3 -> 1.9-2.0) and is level with
+ * 256 (5.7-6.2 -> 5.6-5.8), Cholesky's and LU's are level with 64 and
+ * gain with 256 (14.7-14.8 -> 10.5-11.3, 9.8-11.2 -> 9.2); in tiles of
+ * 48 the triangular solve loses with 256 too (3.9-4.4 -> 5.1-5.2),
+ * Cholesky's gains (11.2-11.4 -> 10.4). Until then the bound was tiles
+ * under 64 and 64 columns for all three, when the solve on tiles of 32
+ * took 2.80 ms with 64 right-hand sides against 1.16 on copies. */
 #define TARN__SOLVE_WORK_COLS_MIN 64
+#define TARN__SOLVE_WORK_COLS_WIDE 256
 
-/* The work tile of a solve with the square factor t into b
- * (tarn__work_tile: a task multiplies a tile of t by one of b), or 0 for
- * a B of fewer than TARN__SOLVE_WORK_COLS_MIN columns, a factor that is
- * not square (a tall matrix's leading triangle), or one in tiles of 64 x
- * 64 or more (N = 1024 in tiles of 64 with 256 right-hand sides: the
- * triangular solve took 3.6 ms on its tiles, 4.2 on copies). `part` is
- * the part of t the solve reads (tarn__solve_in_work_tiles). */
-size_t tarn__solve_work_tile(tarn_matrix *t, char part, tarn_matrix *b);
+/* The work tile of a solve with the factor t (square, or tall with its
+ * leading block's upper triangle read) into b, of `passes` passes over
+ * the factor (1: a triangular solve; 2: Cholesky's, LU's), by the bounds
+ * above (and tarn__work_tile: a task multiplies a tile of t by one of b),
+ * or 0: also for a tall t whose triangle is not copied alone
+ * (tarn__triangle_copy_part: a lower one). `part` is the part of t the
+ * solve reads (tarn__solve_in_work_tiles). */
+size_t tarn__solve_work_tile(tarn_matrix *t, char part, tarn_matrix *b,
+                             int passes);
 
 /* Runs `solve` (a public solve, on its context `ctx`) on copies of the
  * part of the factor t it reads (as tarn__retile_part_waiting: 'F' all,

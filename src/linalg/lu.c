@@ -1099,7 +1099,7 @@ int tarn_matrix_lu_solve(tarn_matrix *lu, const size_t *piv, tarn_trans ta,
             .kind = TARN__SOLVE_LU, .trans = ta == TARN_TRANS, .piv = piv},
         info);
   struct lu_solve ctx = {lu, piv, ta};
-  size_t work = tarn__solve_work_tile(lu, 'F', b);
+  size_t work = tarn__solve_work_tile(lu, 'F', b, 2);
   if (work != 0)
     return tarn__solve_in_work_tiles(lu, 'F', b, work, lu_work, &ctx, info);
   size_t cols = tarn__solve_piece_cols(lu, b);

@@ -313,7 +313,7 @@ int tarn_matrix_cholesky_solve(tarn_matrix *l, tarn_matrix *b, int *info) {
   if (tarn__column_solve(l, b, TARN__SOLVE_CHOLESKY, true))
     return tarn__column_solve_run(
         l, b, (struct tarn__column_job){.kind = TARN__SOLVE_CHOLESKY}, info);
-  size_t work = tarn__solve_work_tile(l, 'L', b);
+  size_t work = tarn__solve_work_tile(l, 'L', b, 2);
   if (work != 0)
     return tarn__solve_in_work_tiles(l, 'L', b, work, cholesky_work, NULL,
                                      info);
@@ -442,7 +442,7 @@ int tarn_matrix_triangular_solve(tarn_matrix *t, tarn_uplo uplo,
                                   .unit = diag == TARN_UNIT},
         info);
   struct triangle_solve ctx = {t, uplo, trans, diag};
-  size_t work = tarn__solve_work_tile(t, lower ? 'L' : 'U', b);
+  size_t work = tarn__solve_work_tile(t, lower ? 'L' : 'U', b, 1);
   if (work != 0)
     return tarn__solve_in_work_tiles(t, lower ? 'L' : 'U', b, work,
                                      triangle_work, &ctx, info);

@@ -202,11 +202,15 @@ int tarn__solve_work(tarn_matrix *a, tarn_matrix *b, size_t w, int *info) {
   return rc;
 }
 
-size_t tarn__solve_work_tile(tarn_matrix *t, char part, tarn_matrix *b) {
-  if (b->n < TARN__SOLVE_WORK_COLS_MIN || t->m != t->n ||
-      t->mb * t->nb >= 64 * 64)
+size_t tarn__solve_work_tile(tarn_matrix *t, char part, tarn_matrix *b,
+                             int passes) {
+  bool small = t->mb * t->nb < 32 * 32 && b->n >= TARN__SOLVE_WORK_COLS_MIN;
+  bool wide = t->mb * t->nb < 64 * 64 && passes >= 2 &&
+              b->n >= TARN__SOLVE_WORK_COLS_WIDE;
+  if ((!small && !wide) ||
+      (t->m != t->n && part != tarn__triangle_copy_part(t, part == 'L')))
     return 0;
-  return tarn__work_tile(t->rt, t->m, b->n, t->n,
+  return tarn__work_tile(t->rt, t->n, b->n, t->n,
                          (double)t->mb * (double)t->nb * (double)b->nb,
                          (tarn_matrix *[]){t, b}, 2, part);
 }

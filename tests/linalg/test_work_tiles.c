@@ -395,6 +395,77 @@ static void solves_of_many_columns_run_in_work_tiles(void **state) {
   free(av);
 }
 
+/* Solve kind `kind` (as check_factor_solve's: 0 Cholesky's, 1 the
+ * triangular with L, 3 LU's) with factor f into x. */
+static int solve_kind(int kind, tarn_matrix *f, const size_t *piv,
+                      tarn_matrix *x) {
+  if (kind == 0) return tarn_matrix_cholesky_solve(f, x, NULL);
+  if (kind == 1)
+    return tarn_matrix_triangular_solve(f, TARN_LOWER, TARN_NO_TRANS,
+                                        TARN_NON_UNIT, x, NULL);
+  return tarn_matrix_lu_solve(f, piv, TARN_NO_TRANS, x, NULL);
+}
+
+/* Factors of 150 x 150 in tiles of 32: a solve goes on copies only where
+ * the factor's copy pays (linalg_internal.h, TARN__SOLVE_WORK_COLS_WIDE):
+ * Cholesky's and LU's with 256 right-hand sides (two passes over the
+ * copy), in fewer tasks than with work_tile 0 and with the bits of the
+ * same solve on copies the test makes; with 64, and the triangular solve
+ * (one pass) with 256, the tasks of work_tile 0. */
+static void solves_on_tiles_of_32_are_copied_only_when_wide(void **state) {
+  (void)state;
+  enum { N = 150, T32 = 32 };
+  static const struct {
+    int kind;
+    size_t cols;
+    bool copied;
+  } cases[] = {{0, 256, true}, {3, 256, true},  {0, 64, false},
+               {3, 64, false}, {1, 256, false}, {1, 64, false}};
+  enum { CASES = sizeof cases / sizeof cases[0] };
+  double *spd = test_spd_matrix(N, 1.0, 24),
+         *av = test_random_matrix(N, N, 2.0, 25);
+  size_t piv[N];
+  uint64_t tasks[2][CASES];
+  for (int by_tiles = 0; by_tiles < 2; by_tiles++) {
+    tarn_rt *rt = test_rt_work(2, 0, by_tiles ? 0 : WORK);
+    tarn_matrix *l = upload(rt, spd, N, N, T32),
+                *lu = upload(rt, av, N, N, T32);
+    assert_int_equal(tarn_matrix_cholesky(l, NULL), 0);
+    assert_int_equal(tarn_matrix_lu(lu, piv, NULL), 0);
+    for (size_t c = 0; c < CASES; c++) {
+      double *bv = test_random_matrix(N, cases[c].cols, 0, 40 + c);
+      tarn_matrix *f = cases[c].kind == 3 ? lu : l,
+                  *b = upload(rt, bv, N, cases[c].cols, T32),
+                  *fw = test_retiled_to(rt, f, WORK, WORK),
+                  *bw = test_retiled_to(rt, b, WORK, WORK);
+      assert_int_equal(solve_kind(cases[c].kind, fw, piv, bw), 0);
+      uint64_t before = test_tasks_submitted(rt);
+      assert_int_equal(solve_kind(cases[c].kind, f, piv, b), 0);
+      tasks[by_tiles][c] = test_tasks_submitted(rt) - before;
+      if (!by_tiles && cases[c].copied) {
+        double *x = test_buffer_of(bw);
+        test_matrix_holds(b, x);
+        free(x);
+      }
+      TEST_DESTROY_MATRICES(b, fw, bw);
+      free(bv);
+    }
+    TEST_DESTROY_MATRICES(l, lu);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  for (size_t c = 0; c < CASES; c++) {
+    print_message("solve %d with %zu columns: %llu tasks, %llu by tiles\n",
+                  cases[c].kind, cases[c].cols, (unsigned long long)tasks[0][c],
+                  (unsigned long long)tasks[1][c]);
+    if (cases[c].copied)
+      assert_true(tasks[0][c] < tasks[1][c]);
+    else
+      assert_int_equal(tasks[0][c], tasks[1][c]);
+  }
+  free(spd);
+  free(av);
+}
+
 /* ---- inverses ------------------------------------------------------------ */
 
 /* Which inverse check_inverse runs: Cholesky's from L, LU's from its
@@ -695,6 +766,54 @@ static void triangle_condition_estimates_run_on_copies(void **state) {
   }
 }
 
+/* Solves with the upper triangle of a tall 300 x 150 matrix in tiles of
+ * 16 (a QR's R, NaNs elsewhere) and 70 right-hand sides run on copies of
+ * the triangle and of B: X with the bits of the same solve on whole copies
+ * the test makes, T as it was, in a few tasks; with work_tile 0, tile by
+ * tile. The lower triangle of a tall matrix goes by tiles either way. */
+static void tall_triangular_solves_run_on_copies(void **state) {
+  (void)state;
+  enum { M = 300, N = 150, NRHS = 70 };
+  double *bv = test_random_matrix(N, NRHS, 0, 37);
+  uint64_t tasks[2][3];
+  for (int by_tiles = 0; by_tiles < 2; by_tiles++) {
+    tarn_rt *rt = test_rt_work(2, 0, by_tiles ? 0 : WORK);
+    for (int k = 0; k < 3; k++) {
+      bool lower = k == 2;
+      tarn_trans trans = k == 1 ? TARN_TRANS : TARN_NO_TRANS;
+      tarn_uplo uplo = lower ? TARN_LOWER : TARN_UPPER;
+      double *v = triangle_with_nans(M, N, lower, -1);
+      tarn_matrix *t = upload(rt, v, M, N, TILE),
+                  *tw = test_retiled_to(rt, t, WORK, WORK),
+                  *b = upload(rt, bv, N, NRHS, TILE),
+                  *bw = test_retiled_to(rt, b, WORK, WORK);
+      assert_int_equal(tarn_matrix_triangular_solve(tw, uplo, trans,
+                                                    TARN_NON_UNIT, bw, NULL),
+                       0);
+      uint64_t before = test_tasks_submitted(rt);
+      assert_int_equal(
+          tarn_matrix_triangular_solve(t, uplo, trans, TARN_NON_UNIT, b, NULL),
+          0);
+      tasks[by_tiles][k] = test_tasks_submitted(rt) - before;
+      double *x = test_buffer_of(bw);
+      if (!by_tiles && !lower) test_matrix_holds(b, x);
+      test_matrix_holds(t, v);
+      free(x);
+      TEST_DESTROY_MATRICES(t, tw, b, bw);
+      free(v);
+    }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  for (int k = 0; k < 3; k++)
+    print_message("tall triangular solve %d: %llu tasks, %llu by tiles\n", k,
+                  (unsigned long long)tasks[0][k],
+                  (unsigned long long)tasks[1][k]);
+  assert_true(tasks[0][0] <= 80 && tasks[1][0] >= 300);
+  assert_true(tasks[0][1] <= 80 && tasks[1][1] >= 300);
+  assert_int_equal(tasks[0][2], tasks[1][2]);
+  free(bv);
+}
+
 /* (A^T A)^-1 from the QR factor of A 200 x 150 in tiles of 16 inverts R^T
  * on a copy in work tiles: its result in tiles of 16 holds the bits of the
  * call on the factor retiled by the test into work tiles, in far fewer
@@ -984,10 +1103,12 @@ int main(void) {
       cmocka_unit_test(a_transposed_times_a_of_small_tiles),
       cmocka_unit_test(factorisations_of_small_tiles_run_in_work_tiles),
       cmocka_unit_test(solves_of_many_columns_run_in_work_tiles),
+      cmocka_unit_test(solves_on_tiles_of_32_are_copied_only_when_wide),
       cmocka_unit_test(inverses_of_small_tiles_run_in_work_tiles),
       cmocka_unit_test(condition_estimates_of_small_tiles_run_on_copies),
       cmocka_unit_test(triangular_inverses_of_small_tiles_run_on_copies),
       cmocka_unit_test(triangle_condition_estimates_run_on_copies),
+      cmocka_unit_test(tall_triangular_solves_run_on_copies),
       cmocka_unit_test(qr_covariance_of_small_tiles_runs_on_a_copy),
       cmocka_unit_test(the_copies_need_room_under_a_limit),
       cmocka_unit_test(a_failed_writer_cancels_the_work),

@@ -142,9 +142,10 @@ size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
                        double task_madds, tarn_matrix *const *ops, size_t nops,
                        char part0);
 
-/* tarn__work_tile for a call on the square matrix `a` (square tiles)
- * alone, whose tasks multiply tiles of `a` (a tile's order cubed): the
- * Cholesky, the inverses and the condition estimates. `part` as part0. */
+/* tarn__work_tile for a call on the square matrix `a` (square tiles), or
+ * on a tall one's leading n x n block, alone, whose tasks multiply tiles
+ * of `a` (a tile's order cubed): the Cholesky, the inverses and the
+ * condition estimates. `part` as part0. */
 size_t tarn__factor_work_tile(tarn_matrix *a, char part);
 
 /* The part of `t` (tarn__triangle_shape_ok) a call on its triangle T

@@ -113,7 +113,9 @@ size_t tarn__work_tile(tarn_rt *rt, size_t m, size_t n, size_t k,
 }
 
 size_t tarn__factor_work_tile(tarn_matrix *a, char part) {
-  return tarn__work_tile(a->rt, a->m, a->n, a->n,
+  /* the work is on the n x n factor (a tall a's leading block): so the
+   * copy, whose tiles are clamped to n, is never copied again */
+  return tarn__work_tile(a->rt, a->n, a->n, a->n,
                          (double)a->nb * (double)a->nb * (double)a->nb, &a, 1,
                          part);
 }

@@ -814,6 +814,51 @@ static void tall_triangular_solves_run_on_copies(void **state) {
   free(bv);
 }
 
+/* A tall matrix narrower than the work tile (300 x 40 in tiles of 16,
+ * work tiles of 48): the copy of its upper triangle is one tile column of
+ * 48 x 40, which is not copied again (the calls on it once recursed
+ * without end); the inverse, the estimate and a solve of 70 columns have
+ * the bits of the same calls on a whole copy the test makes. */
+static void a_narrow_tall_triangle_is_copied_once(void **state) {
+  (void)state;
+  enum { M = 300, N = 40, NRHS = 70 };
+  tarn_rt *rt = test_rt_work(2, 0, WORK);
+  double *v = triangle_with_nans(M, N, false, -1),
+         *bv = test_random_matrix(N, NRHS, 0, 39);
+  tarn_matrix *t = upload(rt, v, M, N, TILE),
+              *tw = test_retiled_to(rt, t, WORK, WORK),
+              *b = upload(rt, bv, N, NRHS, TILE),
+              *bw = test_retiled_to(rt, b, WORK, WORK);
+  double got = 0, want = 0;
+  assert_int_equal(tarn_matrix_triangular_rcond(tw, TARN_UPPER, TARN_NON_UNIT,
+                                                TARN_NORM_ONE, &want),
+                   0);
+  assert_int_equal(tarn_matrix_triangular_rcond(t, TARN_UPPER, TARN_NON_UNIT,
+                                                TARN_NORM_ONE, &got),
+                   0);
+  assert_memory_equal(&got, &want, sizeof got);
+  assert_int_equal(tarn_matrix_triangular_solve(tw, TARN_UPPER, TARN_NO_TRANS,
+                                                TARN_NON_UNIT, bw, NULL),
+                   0);
+  assert_int_equal(tarn_matrix_triangular_solve(t, TARN_UPPER, TARN_NO_TRANS,
+                                                TARN_NON_UNIT, b, NULL),
+                   0);
+  double *x = test_buffer_of(bw);
+  test_matrix_holds(b, x);
+  free(x);
+  assert_int_equal(
+      tarn_matrix_triangular_inverse(tw, TARN_UPPER, TARN_NON_UNIT, NULL), 0);
+  assert_int_equal(
+      tarn_matrix_triangular_inverse(t, TARN_UPPER, TARN_NON_UNIT, NULL), 0);
+  double *w = test_buffer_of(tw);
+  test_matrix_holds(t, w);
+  free(w);
+  TEST_DESTROY_MATRICES(t, tw, b, bw);
+  free(v);
+  free(bv);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 /* (A^T A)^-1 from the QR factor of A 200 x 150 in tiles of 16 inverts R^T
  * on a copy in work tiles: its result in tiles of 16 holds the bits of the
  * call on the factor retiled by the test into work tiles, in far fewer
@@ -1109,6 +1154,7 @@ int main(void) {
       cmocka_unit_test(triangular_inverses_of_small_tiles_run_on_copies),
       cmocka_unit_test(triangle_condition_estimates_run_on_copies),
       cmocka_unit_test(tall_triangular_solves_run_on_copies),
+      cmocka_unit_test(a_narrow_tall_triangle_is_copied_once),
       cmocka_unit_test(qr_covariance_of_small_tiles_runs_on_a_copy),
       cmocka_unit_test(the_copies_need_room_under_a_limit),
       cmocka_unit_test(a_failed_writer_cancels_the_work),

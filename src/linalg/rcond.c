@@ -13,10 +13,10 @@
  * row tiling, which the solves work on.
  *
  * On small tiles the estimates run on a copy of the factor in work tiles
- * (tarn__factor_work_tile; of a triangle's, Cholesky's and a triangular
- * T's, only the triangle: tarn__triangle_copy_part), made once for the
- * norm and all the solves: each solve of one vector on tiles of 16 is thousands
- * of tasks, and an estimate makes up to eleven.
+ * (tarn__factor_work_tile; of Cholesky's and a triangular T's, only the
+ * triangle: tarn__triangle_copy_part), made once for the norm and all
+ * the solves: each solve of one vector on tiles of 16 is thousands of
+ * tasks, and an estimate makes up to eleven.
  *
  * Where LAPACK scales its triangular solves against overflow (dlatrs), a
  * product here that overflows, or meets a NaN in the factors, makes the

@@ -45,11 +45,10 @@ static size_t clamp(size_t w, size_t n) { return w < n ? w : n; }
 /* What the pool charges (whole pages a tile) for `a` in work tiles of w x
  * w, all of them (part 'F') or those holding some of a triangle ('L',
  * 'U': the diagonal's and those on one side; of a tall `a`, the upper
- * one's lie in its top tile rows, the lower one's reach its last), and in
- * *task the
- * largest copy's task: a work tile with the caller's tiles it overlaps
- * (one more each way where they do not line up), or a caller's tile with
- * the work tiles it overlaps, whichever is more. */
+ * one's lie in its top tile rows, the lower one's reach its last), and
+ * in *task the largest copy's task: a work tile with the caller's tiles
+ * it overlaps (one more each way where they do not line up), or a
+ * caller's tile with the work tiles it overlaps, whichever is more. */
 static double work_charge(const tarn_matrix *a, size_t w, char part,
                           double *task) {
   size_t wm = clamp(w, a->m), wn = clamp(w, a->n);

@@ -88,12 +88,11 @@
  * is tarn_matrix_gemv's), tarn_matrix_syrk_ata, tarn_matrix_cholesky,
  * tarn_matrix_lu, tarn_matrix_solve, the inverses
  * (tarn_matrix_cholesky_inverse, tarn_matrix_lu_inverse,
- * tarn_matrix_inverse, tarn_matrix_qr_ata_inverse, which inverts R^T on
- * a copy, and tarn_matrix_triangular_inverse in tiles under 64 x 64) and
- * the condition estimates from LU's and Cholesky's factors and of a
- * triangle (whose solves run on one copy of the factor,
- * nothing copied back), where one of their tasks would
- * multiply at most 64^3 multiply-adds (tiles of 64 x 64 or less: a kernel
+ * tarn_matrix_inverse, tarn_matrix_qr_ata_inverse, on a copy of R, and
+ * tarn_matrix_triangular_inverse in tiles under 64 x 64) and the condition
+ * estimates from LU's and Cholesky's factors and of a triangle (whose solves
+ * run on one copy of the factor, nothing copied back), where one of their tasks
+ * would multiply at most 64^3 multiply-adds (tiles of 64 x 64 or less: a kernel
  * too small for BLAS's rate, and a task that costs about as much as its
  * arithmetic), work on copies of their operands in tiles of the
  * runtime's work tile (tarn_rt_options.work_tile, default 256, clamped

@@ -41,8 +41,8 @@
  * On small tiles the inverses run on a copy in work tiles (inverse_work;
  * tarn/linalg.h, "Small tiles"): the Cholesky and LU inverses' copied
  * back whole, a triangle's only its triangle, once the call on the copy
- * succeeded; (A^T A)^-1 transposes R into its result's tiles and inverts
- * that on a copy. */
+ * succeeded; (A^T A)^-1 is the same call on a copy of R, its result
+ * retiled. */
 #include <cblas.h>
 #include <lapacke.h>
 #include <stdatomic.h>
@@ -693,15 +693,23 @@ int tarn_matrix_qr_ata_inverse(tarn_matrix *a, tarn_matrix **c, int *info) {
                                               tarn__tile_charge_at(a, 0, 0)) ||
                   !tarn__triangle_fits(out, true)))
     rc = TARN_ENOMEM;
-  /* R^T is the Cholesky factor of A^T A = R^T R; on small tiles its
-   * inverse goes on a copy (which checks the diagonal; the room counted
-   * for all of it, as the inverse fills it) */
-  size_t work = rc == 0 ? tarn__factor_work_tile(out, 'F') : 0;
+  /* On small tiles, the same call on a copy of R in work tiles (the room
+   * counted for R's triangle and the whole result), its result retiled
+   * into out's tiles. */
+  size_t work = 0;
+  if (rc == 0)
+    work = tarn__work_tile(a->rt, a->n, a->n, a->n,
+                           (double)a->nb * (double)a->nb * (double)a->nb,
+                           (tarn_matrix *[]){a, out}, 2, 'U');
   if (rc == 0 && work != 0) {
-    rc = run_region(out, transpose_r_tasks, a);
-    if (rc == 0)
-      rc = inverse_work(out, 'L', 'F', work, cholesky_invert, NULL, info);
+    tarn_matrix *rw = NULL, *cw = NULL;
+    rc = tarn__retile_part_waiting(a, 'U', work, work, &rw);
+    if (rc == 0) rc = tarn_matrix_qr_ata_inverse(rw, &cw, info);
+    if (rc == 0) rc = tarn__retile_waiting(cw, out->mb, out->nb, &out);
+    tarn_matrix_destroy(rw);
+    tarn_matrix_destroy(cw);
   } else if (rc == 0) {
+    /* R^T is the Cholesky factor of A^T A = R^T R */
     rc = check_diagonal_after(out, transpose_r_tasks, a, info);
     if (rc == 0) rc = run_region(out, cholesky_tasks, NULL);
   }

@@ -564,6 +564,13 @@ static enum verdict column_solve_workload(struct shared *sh, bool reference) {
   return solve_run(sh, reference, TARN_NO_TRANS, SMALL_NB, 1);
 }
 
+/* In tiles of 8 with 64 right-hand sides the solve goes on copies in work
+ * tiles (linalg_internal.h, TARN__SOLVE_WORK_COLS_MIN); in tiles of 32 it
+ * goes by tiles (until 2026-12-06 it went on copies there too). */
+static enum verdict copied_solve_workload(struct shared *sh, bool reference) {
+  return solve_run(sh, reference, TARN_NO_TRANS, SMALL_NB, SNRHS);
+}
+
 /* ---- the children ---------------------------------------------------------
  */
 
@@ -654,6 +661,7 @@ static void a_failed_solve_leaves_each_tile_of_b_x_or_b(void **state) {
   every_allocation_fails_in_turn(solve_workload);
   every_allocation_fails_in_turn(solve_trans_workload);
   every_allocation_fails_in_turn(column_solve_workload);
+  every_allocation_fails_in_turn(copied_solve_workload);
 }
 
 static void the_pool_keeps_its_data_when_allocations_fail(void **state) {

@@ -859,8 +859,8 @@ static void a_narrow_tall_triangle_is_copied_once(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
-/* (A^T A)^-1 from the QR factor of A 200 x 150 in tiles of 16 inverts R^T
- * on a copy in work tiles: its result in tiles of 16 holds the bits of the
+/* (A^T A)^-1 from the QR factor of A 200 x 150 in tiles of 16 runs on a
+ * copy of R in work tiles: its result in tiles of 16 holds the bits of the
  * call on the factor retiled by the test into work tiles, in far fewer
  * tasks than with work_tile 0; a zero on R's diagonal gives TARN_EINVAL,
  * its order in info and no result, as there. */

@@ -158,45 +158,35 @@ static lapack_int dtrtri(CBLAS_UPLO uplo, CBLAS_DIAG diag, int n, double *a,
 }
 
 /* T^-1 in place, T (n x n at a) with no zero on its diagonal (checked
- * before): the block off the diagonal, B, becomes -T11^-1 B T22^-1 (upper)
- * or -T22^-1 B T11^-1 (lower) by two trsm, then T11 and T22 are inverted
- * the same way. `t` not NULL: the trsm shared with idle workers (the
- * halves are then inverted one on each of two threads where a worker is
- * idle, each without sharing). */
+ * before), in task `t`: the block off the diagonal, B, becomes -T11^-1 B
+ * T22^-1 (upper) or -T22^-1 B T11^-1 (lower) by two trsm shared with
+ * idle workers, then T11 and T22 are inverted the same way, one on each
+ * of two threads where a worker is idle (inside those ranges the
+ * runtime runs each nested split as one plain call). */
 static int trtri_halves(tarn_task *t, CBLAS_UPLO uplo, CBLAS_DIAG diag, int n,
                         double *a, int lda);
 
 /* The halves of a triangle (trtri_halves): the first h rows and columns,
  * and the rest. */
 struct trtri_halves {
+  tarn_task *task;
   CBLAS_UPLO uplo;
   CBLAS_DIAG diag;
   int n, h, lda;
   double *a;
 };
 
-/* Halves [begin, end) inverted, each without sharing. */
+/* Halves [begin, end) inverted. */
 static int trtri_halves_range(void *arg, size_t begin, size_t end) {
   const struct trtri_halves *s = arg;
   int rc = 0;
   for (size_t q = begin; rc == 0 && q < end; q++) {
     size_t at = q == 0 ? 0 : (size_t)s->h;
     int n = q == 0 ? s->h : s->n - s->h;
-    rc = trtri_halves(NULL, s->uplo, s->diag, n,
+    rc = trtri_halves(s->task, s->uplo, s->diag, n,
                       s->a + at + at * (size_t)s->lda, s->lda);
   }
   return rc;
-}
-
-/* tarn__trsm, shared in task `t` when not NULL. */
-static int trsm_maybe_shared(tarn_task *t, CBLAS_SIDE side, CBLAS_UPLO uplo,
-                             CBLAS_DIAG diag, int m, int n, double alpha,
-                             const double *tri, int lda, double *b) {
-  if (t != NULL)
-    return tarn__trsm_shared(t, side, uplo, CblasNoTrans, diag, m, n, alpha,
-                             tri, lda, b, lda);
-  tarn__trsm(side, uplo, CblasNoTrans, diag, m, n, alpha, tri, lda, b, lda);
-  return 0;
 }
 
 static int trtri_halves(tarn_task *t, CBLAS_UPLO uplo, CBLAS_DIAG diag, int n,
@@ -205,26 +195,19 @@ static int trtri_halves(tarn_task *t, CBLAS_UPLO uplo, CBLAS_DIAG diag, int n,
     return dtrtri(uplo, diag, n, a, lda) == 0 ? 0 : TARN_EINVAL;
   int h = first_half(n), n2 = n - h;
   double *a11 = a, *a22 = a + h + (size_t)h * (size_t)lda;
-  int rc;
-  if (uplo == CblasLower) {
-    double *a21 = a + h; /* n2 x h */
-    rc = trsm_maybe_shared(t, CblasRight, uplo, diag, n2, h, -1.0, a11, lda,
-                           a21);
-    if (rc == 0)
-      rc = trsm_maybe_shared(t, CblasLeft, uplo, diag, n2, h, 1.0, a22, lda,
-                             a21);
-  } else {
-    double *a12 = a + (size_t)h * (size_t)lda; /* h x n2 */
-    rc =
-        trsm_maybe_shared(t, CblasLeft, uplo, diag, h, n2, -1.0, a11, lda, a12);
-    if (rc == 0)
-      rc = trsm_maybe_shared(t, CblasRight, uplo, diag, h, n2, 1.0, a22, lda,
-                             a12);
-  }
+  /* B: A21 (n2 x h) of a lower T, A12 (h x n2) of an upper one */
+  bool lower = uplo == CblasLower;
+  double *b = lower ? a + h : a + (size_t)h * (size_t)lda;
+  int m = lower ? n2 : h, cols = lower ? h : n2;
+  int rc =
+      tarn__trsm_shared(t, lower ? CblasRight : CblasLeft, uplo, CblasNoTrans,
+                        diag, m, cols, -1.0, a11, lda, b, lda);
+  if (rc == 0)
+    rc = tarn__trsm_shared(t, lower ? CblasLeft : CblasRight, uplo,
+                           CblasNoTrans, diag, m, cols, 1.0, a22, lda, b, lda);
   if (rc != 0) return rc;
-  struct trtri_halves s = {uplo, diag, n, h, lda, a};
-  return t != NULL ? tarn_task_parallel_for(t, 2, 1, trtri_halves_range, &s)
-                   : trtri_halves_range(&s, 0, 2);
+  struct trtri_halves s = {t, uplo, diag, n, h, lda, a};
+  return tarn_task_parallel_for(t, 2, 1, trtri_halves_range, &s);
 }
 
 /* The diagonal tile's triangle inverted in place. */

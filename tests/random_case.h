@@ -15,7 +15,8 @@
  *
  * Environment: TARN_RANDOM_SEED=S runs seed S alone, TARN_RANDOM_CASE=C
  * case C alone, TARN_RANDOM_COUNT=N N cases per seed (default 240, or the
- * test's RANDOM_CASES_PER_SEED, defined before the include). */
+ * test's RANDOM_CASES_PER_SEED, defined before the include), and
+ * TARN_RANDOM_VERBOSE=1 prints each case's description as it passes. */
 #ifndef TARN_TESTS_RANDOM_CASE_H
 #define TARN_TESTS_RANDOM_CASE_H
 
@@ -44,6 +45,12 @@ static size_t range(struct tcase *c, size_t lo, size_t hi) {
 static size_t min_z(size_t a, size_t b) { return a < b ? a : b; }
 static size_t max_z(size_t a, size_t b) { return a > b ? a : b; }
 static size_t cdiv(size_t a, size_t b) { return (a + b - 1) / b; }
+
+/* The environment variable `name` as a number, or `otherwise`. */
+static long env_or(const char *name, long otherwise) {
+  const char *v = getenv(name);
+  return v != NULL && *v != '\0' ? strtol(v, NULL, 10) : otherwise;
+}
 
 /* ---- description and failures ------------------------------------------- */
 
@@ -116,6 +123,8 @@ static void case_finish(struct tcase *c) {
   CALL(c, 0, tarn_pool_stats_get(tarn_rt_pool(c->rt), &ps));
   CHECK(c, c->limit == 0 || ps.resident_peak <= c->limit,
         "resident peak %zu over the limit", ps.resident_peak);
+  if (env_or("TARN_RANDOM_VERBOSE", 0) != 0)
+    fprintf(stderr, "case %u: %s\n", c->index, c->desc);
   totals.cases++;
   totals.limited += c->limit != 0;
   totals.spilled += ps.spills != 0;
@@ -137,11 +146,6 @@ enum {
   RANDOM_SEEDS = sizeof random_seeds / sizeof random_seeds[0],
   RANDOM_COUNT = RANDOM_CASES_PER_SEED
 };
-
-static long env_or(const char *name, long otherwise) {
-  const char *v = getenv(name);
-  return v != NULL && *v != '\0' ? strtol(v, NULL, 10) : otherwise;
-}
 
 static void test_seed(void **state) {
   uint64_t seed = *(const uint64_t *)*state;

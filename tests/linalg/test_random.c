@@ -21,7 +21,8 @@
  * (seed, case) alone, so a case runs the same alone as in the batch. A
  * failure prints the seed, the case and all its parameters; rerun it with
  *   TARN_RANDOM_SEED=S TARN_RANDOM_CASE=C build/tests/test_random
- * and run more cases per seed with TARN_RANDOM_COUNT=N (default 360). */
+ * and run more cases per seed with TARN_RANDOM_COUNT=N (default 360), or
+ * larger ones with TARN_RANDOM_SCALE=K (random_scale). */
 #include <cblas.h>
 #include <float.h>
 #include <inttypes.h>
@@ -64,17 +65,33 @@ struct tcase {
 #define RANDOM_CASES_PER_SEED 360
 #include "random_case.h"
 
-/* A dimension of 1 to `max` into *d and a tile size for it into *t: one
- * tile (a size at or past the dimension, which tarn clamps), or at most
- * 12 tiles along it that divide it or not. */
+/* TARN_RANDOM_SCALE=K (1 to 16; default 1) multiplies every size limit
+ * and the largest tile by K: sizes up to 70 K in tiles up to 32 K, so the
+ * kernels that split larger tiles (from 128: "Sharing a tile's work" in
+ * docs/linalg.md) and the work tiles of several tiles run too. Cases take
+ * about K^3 times longer; the suite runs K = 1. Read once. */
+static size_t random_scale(void) {
+  static long scale;
+  if (scale == 0) {
+    long k = env_or("TARN_RANDOM_SCALE", 1);
+    scale = k < 1 ? 1 : k > 16 ? 16 : k;
+  }
+  return (size_t)scale;
+}
+
+/* A dimension of 1 to `max` (times random_scale) into *d and a tile size
+ * for it into *t: one tile (a size at or past the dimension, which tarn
+ * clamps), or at most 12 tiles along it that divide it or not. */
 static void draw_dim(struct tcase *c, size_t max, size_t *d, size_t *t) {
+  size_t k = random_scale();
+  max *= k;
   *d = chance(c, 0.2) ? range(c, 1, min_z(8, max)) : range(c, 1, max);
   double u = unit(c);
   if (u < 0.15) {
     *t = *d + range(c, 0, 8);
     return;
   }
-  *t = range(c, cdiv(*d, 12), 32);
+  *t = range(c, cdiv(*d, 12), 32 * k);
   if (u < 0.45 && *d >= *t) *d -= *d % *t; /* a multiple of the tile */
 }
 
@@ -106,6 +123,8 @@ static void start(struct tcase *c) {
   unsigned work = work_tiles[c->index % 3];
   describe(c, "; %u workers, limit %zu, work tile %u", c->workers, c->limit,
            work);
+  if (random_scale() > 1) /* the rerun line needs it too */
+    describe(c, "; TARN_RANDOM_SCALE=%zu", random_scale());
   c->rt = test_rt_work(c->workers, c->limit, work);
 }
 
@@ -525,6 +544,7 @@ static void draw_qr(struct tcase *c, size_t nmax, size_t mmax, size_t *m,
                     size_t *n, size_t *mb, size_t *nb, size_t *ib) {
   size_t t;
   draw_dim(c, nmax, n, &t);
+  mmax *= random_scale();
   *m = *n + (chance(c, 0.3) ? 0 : range(c, 1, mmax - *n));
   *mb = t;
   *nb = other_clamped(c, *n, t);

@@ -439,8 +439,27 @@ void bench_cpu_times_read(bench_cpu_times *t) {
   fclose(f);
 }
 
+/* The goal lines printed since the suite began (goal_tally_end). */
+static struct { unsigned met, missed, unmeasured; } goal_tally;
+
+/* Ends the suite's goal lines with their count ("36 of 43 goals met"),
+ * when it printed any, and starts the next suite's count. */
+static void goal_tally_end(void) {
+  unsigned measured = goal_tally.met + goal_tally.missed;
+  if (measured + goal_tally.unmeasured > 0) {
+    char unmeasured[48] = "";
+    if (goal_tally.unmeasured > 0)
+      snprintf(unmeasured, sizeof unmeasured, " (%u not measured)",
+               goal_tally.unmeasured);
+    bench_printf("  %u of %u goals met%s\n", goal_tally.met, measured,
+                 unmeasured);
+  }
+  memset(&goal_tally, 0, sizeof goal_tally);
+}
+
 void bench_steal_end(bench_run *run, const char *suite,
                      const bench_cpu_times *before) {
+  goal_tally_end();
   bench_cpu_times after;
   bench_cpu_times_read(&after);
   double share = -1;
@@ -623,9 +642,14 @@ void bench_goal(const char *what, double value, const char *unit, int at_most,
   }
   if (value < 0 || signbit(value)) {
     bench_printf("  %-42s %12s   goal %s\n", what, "not measured", goal);
+    goal_tally.unmeasured++;
     return;
   }
   int met = at_most ? value <= limit : value >= limit;
+  if (met)
+    goal_tally.met++;
+  else
+    goal_tally.missed++;
   snprintf(figure, sizeof figure, "%.2f%s", value, unit);
   bench_printf("  %-42s %12s   goal %-9s %s\n", what, figure, goal,
                met ? "met" : "NOT met");

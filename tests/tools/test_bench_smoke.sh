@@ -23,6 +23,14 @@ suite() {
     grep -qF -- "$row" <<<"$out" || fail "$name: no row '$row'"
   done
   grep -q '^settings: ' <<<"$out" || fail "$name: no settings line"
+  # the goal lines end with their count (since 2026-12-07)
+  local judged missed
+  judged=$(grep -Ec '   goal [<>]=.* met$' <<<"$out")
+  missed=$(grep -Ec '   goal [<>]=.* NOT met$' <<<"$out")
+  if [ "$judged" -gt 0 ]; then
+    grep -Eq "^  $((judged - missed)) of $judged goals met( \([0-9]+ not measured\))?\$" \
+      <<<"$out" || fail "$name: no count of $judged goals in:"$'\n'"$out"
+  fi
 }
 
 # Bad command lines: status 2 and the option's message, nothing run

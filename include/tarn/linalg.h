@@ -128,9 +128,11 @@
  * tarn_matrix_lu_solve) go on copies too, for factors in tiles under 32 x 32
  * and a B of 64 columns or more, and (Cholesky's and LU's, which pass over the
  * copy twice) in tiles under 64 x 64 and a B of 256 columns or more (the
- * factor is copied at every call): X is copied back once the solve
- * succeeded. Waiting calls wait for their copies too; a product's copies are
- * tasks of the caller's region.
+ * factor is copied at every call: a program that solves many times with
+ * one factor does better to retile it, and B, once with tarn_matrix_retile,
+ * docs/linalg.md): X is copied back once the solve succeeded. Waiting calls
+ * wait for their copies too; a product's copies are tasks of the caller's
+ * region.
  *
  * Thread-safety: as tarn/matrix.h (calls on different matrices from any
  * threads; calls on one matrix ordered by the caller). */

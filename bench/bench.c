@@ -15,6 +15,7 @@
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,20 @@ uint64_t bench_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Every goal line printed in the run, for the JSON file's "goals"
+ * (run_json): its suite (set when the suite ends, goal_tally_end), what it
+ * judges, the figure (negative: not measured) and the goal. */
+struct goal_line {
+  char suite[32], what[96], unit[16];
+  double value, limit;
+  int at_most, measured, met;
+};
+static struct goal_line *goal_lines;
+static size_t goal_count, goal_cap;
+/* A goal line that found no memory to be kept: the file then says nothing
+ * of goals rather than a part of them. */
+static bool goal_lines_lost;
+
 void bench_run_init(bench_run *run, size_t samples) {
   memset(run, 0, sizeof *run);
   run->samples = samples;
@@ -60,6 +75,10 @@ void bench_run_free(bench_run *run) {
   }
   free(run->results);
   memset(run, 0, sizeof *run);
+  free(goal_lines);
+  goal_lines = NULL;
+  goal_count = goal_cap = 0;
+  goal_lines_lost = false;
 }
 
 /* Whether a --filter is in force: goals that were not measured are then
@@ -442,9 +461,37 @@ void bench_cpu_times_read(bench_cpu_times *t) {
 /* The goal lines printed since the suite began (goal_tally_end). */
 static struct { unsigned met, missed, unmeasured; } goal_tally;
 
+/* Keeps a goal line for the JSON file. */
+static void goal_keep(const char *what, double value, const char *unit,
+                      int at_most, double limit, int measured, int met) {
+  if (goal_count == goal_cap) {
+    size_t cap = goal_cap > 0 ? 2 * goal_cap : 64;
+    struct goal_line *grown = realloc(goal_lines, cap * sizeof *grown);
+    if (grown == NULL) {
+      goal_lines_lost = true;
+      return;
+    }
+    goal_lines = grown;
+    goal_cap = cap;
+  }
+  struct goal_line *g = &goal_lines[goal_count++];
+  memset(g, 0, sizeof *g);
+  snprintf(g->what, sizeof g->what, "%s", what);
+  snprintf(g->unit, sizeof g->unit, "%s", unit);
+  g->value = value;
+  g->limit = limit;
+  g->at_most = at_most;
+  g->measured = measured;
+  g->met = met;
+}
+
 /* Ends the suite's goal lines with their count ("36 of 43 goals met"),
- * when it printed any, and starts the next suite's count. */
-static void goal_tally_end(void) {
+ * when it printed any, and starts the next suite's count. The lines kept
+ * for the JSON file get the suite's name. */
+static void goal_tally_end(const char *suite) {
+  for (size_t i = goal_count; i > 0 && goal_lines[i - 1].suite[0] == '\0'; i--)
+    snprintf(goal_lines[i - 1].suite, sizeof goal_lines[i - 1].suite, "%s",
+             suite);
   unsigned measured = goal_tally.met + goal_tally.missed;
   if (measured + goal_tally.unmeasured > 0) {
     char unmeasured[48] = "";
@@ -459,7 +506,7 @@ static void goal_tally_end(void) {
 
 void bench_steal_end(bench_run *run, const char *suite,
                      const bench_cpu_times *before) {
-  goal_tally_end();
+  goal_tally_end(suite);
   bench_cpu_times after;
   bench_cpu_times_read(&after);
   double share = -1;
@@ -562,6 +609,28 @@ static json_t *result_json(const bench_result *r) {
   return o;
 }
 
+/* A goal line as the JSON file's "goals" hold it: {"suite", "name",
+ * "value" (null when not measured, or not a finite number), "unit",
+ * "at_most", "limit", "met" (null when not measured)}. */
+static json_t *goal_json(const struct goal_line *g) {
+  json_t *o = json_object();
+  if (o == NULL) return NULL;
+  bool measured = g->measured, met = g->met;
+  if (set_new(o, "suite", json_string(g->suite)) != 0 ||
+      set_new(o, "name", json_string(g->what)) != 0 ||
+      set_new(o, "value",
+              measured && isfinite(g->value) ? json_real(g->value)
+                                             : json_null()) != 0 ||
+      set_new(o, "unit", json_string(g->unit)) != 0 ||
+      set_new(o, "at_most", json_boolean(g->at_most)) != 0 ||
+      set_new(o, "limit", json_real(g->limit)) != 0 ||
+      set_new(o, "met", measured ? json_boolean(met) : json_null()) != 0) {
+    json_decref(o);
+    return NULL;
+  }
+  return o;
+}
+
 static json_t *run_json(const bench_run *run) {
   json_t *doc = json_object();
   json_t *results = json_array();
@@ -580,6 +649,20 @@ static json_t *run_json(const bench_run *run) {
     if (r == NULL || json_array_append_new(results, r) != 0) {
       json_decref(doc);
       return NULL;
+    }
+  }
+  if (goal_count > 0 && !goal_lines_lost) {
+    json_t *goals = json_array();
+    if (set_new(doc, "goals", goals) != 0) {
+      json_decref(doc);
+      return NULL;
+    }
+    for (size_t i = 0; i < goal_count; i++) {
+      json_t *g = goal_json(&goal_lines[i]);
+      if (g == NULL || json_array_append_new(goals, g) != 0) {
+        json_decref(doc);
+        return NULL;
+      }
     }
   }
   return doc;
@@ -640,12 +723,14 @@ void bench_goal(const char *what, double value, const char *unit, int at_most,
     bench_printf("\n%s\n", goal_heading);
     goal_heading[0] = '\0';
   }
-  if (value < 0 || signbit(value)) {
+  int measured = !(value < 0 || signbit(value));
+  int met = measured && (at_most ? value <= limit : value >= limit);
+  goal_keep(what, value, unit, at_most, limit, measured, met);
+  if (!measured) {
     bench_printf("  %-42s %12s   goal %s\n", what, "not measured", goal);
     goal_tally.unmeasured++;
     return;
   }
-  int met = at_most ? value <= limit : value >= limit;
   if (met)
     goal_tally.met++;
   else

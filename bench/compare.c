@@ -109,6 +109,7 @@ typedef struct result_file {
   const char *blas_core;         /* OpenBLAS's kernels; NULL: unknown */
   json_int_t settings[SETTINGS]; /* of setting_keys; -1: unknown */
   json_t *steal; /* machine.steal: suite -> share taken (bench.c); or NULL */
+  json_t *goals; /* the "goals" array (bench.c's goal_json); or NULL */
 } result_file;
 
 enum verdict {
@@ -391,6 +392,8 @@ static int read_file(result_file *f) {
   f->blas_core = json_string_value(json_object_get(machine, "blas_core"));
   f->steal = json_object_get(machine, "steal");
   if (!json_is_object(f->steal)) f->steal = NULL;
+  f->goals = json_object_get(f->doc, "goals");
+  if (!json_is_array(f->goals)) f->goals = NULL;
   for (size_t k = 0; k < SETTINGS; k++) {
     json_t *v = json_object_get(machine, setting_keys[k]);
     f->settings[k] = json_is_integer(v) && json_integer_value(v) >= 0
@@ -765,6 +768,104 @@ static void print_summary(const row *rows, size_t n, const size_t *count,
   print_section(rows, n, NOISE_SLOWER, NOISE_FASTER, title);
 }
 
+/* ---- goals ---------------------------------------------------------------
+ *
+ * A file of `tarn bench --json` holds the goal lines the run printed
+ * ("goals": suite, name, value, unit, at_most, limit, met; met null when
+ * not measured). Where both files have them: how many each met, and the
+ * goals met in one and missed in the other (same suite and name, measured
+ * in both). A goal entry that lacks a field counts as not measured. */
+
+/* Goal g's suite and name into *suite and *name, and its state: 1 met, 0
+ * missed, -1 not measured or not readable. */
+static int goal_state(json_t *g, const char **suite, const char **name) {
+  *suite = json_string_value(json_object_get(g, "suite"));
+  *name = json_string_value(json_object_get(g, "name"));
+  json_t *met = json_object_get(g, "met");
+  if (*suite == NULL || *name == NULL || !json_is_boolean(met)) return -1;
+  return json_is_true(met) ? 1 : 0;
+}
+
+/* The goal of `goals` with that suite and name, or NULL. */
+static json_t *find_goal(json_t *goals, const char *suite, const char *name) {
+  size_t i;
+  json_t *g;
+  json_array_foreach(goals, i, g) {
+    const char *s, *n;
+    (void)goal_state(g, &s, &n);
+    if (s != NULL && n != NULL && strcmp(s, suite) == 0 && strcmp(n, name) == 0)
+      return g;
+  }
+  return NULL;
+}
+
+/* "1.06x" or "not measured": goal g's figure. */
+static void goal_figure(char *buf, size_t size, json_t *g) {
+  json_t *v = json_object_get(g, "value");
+  const char *unit = json_string_value(json_object_get(g, "unit"));
+  if (json_is_number(v))
+    snprintf(buf, size, "%.2f%s", json_number_value(v), unit ? unit : "");
+  else
+    snprintf(buf, size, "not measured");
+}
+
+/* "<= 1.1x": goal g's bound. */
+static void goal_bound(char *buf, size_t size, json_t *g) {
+  json_t *limit = json_object_get(g, "limit");
+  const char *unit = json_string_value(json_object_get(g, "unit"));
+  snprintf(buf, size, "%s %g%s",
+           json_is_true(json_object_get(g, "at_most")) ? "<=" : ">=",
+           json_is_number(limit) ? json_number_value(limit) : 0.0,
+           unit ? unit : "");
+}
+
+/* Counts the goals of `goals` met and judged (met or missed). */
+static void count_goals(json_t *goals, size_t *met, size_t *judged) {
+  size_t i;
+  json_t *g;
+  *met = *judged = 0;
+  json_array_foreach(goals, i, g) {
+    const char *s, *n;
+    int state = goal_state(g, &s, &n);
+    if (state < 0) continue;
+    (*judged)++;
+    *met += (size_t)state;
+  }
+}
+
+/* The goals of new met (want 1) or missed (want 0) that base judged the
+ * other way, under `title`; nothing when there are none. */
+static void print_goal_changes(const result_file *base, const result_file *new,
+                               int want, const char *title) {
+  size_t i, shown = 0;
+  json_t *g;
+  json_array_foreach(new->goals, i, g) {
+    const char *s, *n;
+    if (goal_state(g, &s, &n) != want) continue;
+    json_t *was = find_goal(base->goals, s, n);
+    const char *bs, *bn;
+    if (was == NULL || goal_state(was, &bs, &bn) != !want) continue;
+    char before[32], after[32], bound[40];
+    goal_figure(before, sizeof before, was);
+    goal_figure(after, sizeof after, g);
+    goal_bound(bound, sizeof bound, g);
+    if (shown++ == 0) printf("\n%s:\n", title);
+    printf("  %s: %s  %s -> %s  (goal %s)\n", s, n, before, after, bound);
+  }
+}
+
+/* The goals' counts and changes, where both files have goals. */
+static void print_goals(const result_file *base, const result_file *new) {
+  if (base->goals == NULL || new->goals == NULL) return;
+  size_t bmet, bjudged, nmet, njudged;
+  count_goals(base->goals, &bmet, &bjudged);
+  count_goals(new->goals, &nmet, &njudged);
+  printf("\ngoals: %zu of %zu met in base, %zu of %zu in new\n", bmet, bjudged,
+         nmet, njudged);
+  print_goal_changes(base, new, 1, "goals met in new, missed in base");
+  print_goal_changes(base, new, 0, "goals missed in new, met in base");
+}
+
 /* Writes s as a gnuplot single-quoted string: ' doubled, control
  * characters as '?', and % doubled where the string is a format (a tic's
  * label is: a name with a % failed the whole picture, "Bad format
@@ -995,6 +1096,7 @@ static int compare(const result_file *base, const result_file *new,
   int rc = print_table(rows, n);
   if (rc == 0) {
     print_summary(rows, n, count, o->threshold);
+    print_goals(base, new);
     draw_picture(rows, n, o, o->svg != NULL ? o->svg : svg);
   }
   free(svg);

@@ -314,6 +314,64 @@ if [ -r /proc/stat ]; then
 $(cat one-worker.json)"
 fi
 
+# Written files record the goal lines the run printed ("goals": suite,
+# name, value, unit, at_most, limit, met; since 2026-12-07).
+"$tarn" bench array --sizes 256 --samples 3 \
+  --filter 'tarn/.*add|openmp/.*add' --json goals.json >/dev/null 2>&1 ||
+  fail "bench array --json: exit status $?"
+flat=$(tr -d ' \n' <goals.json)
+grep -Eq '"goals":\[\{"suite":"array","name":"N=256add:[^"]+","value":[-0-9.e+]+,"unit":"x","at_most":false,"limit":[-0-9.e+]+,"met":(true|false)\}' \
+  <<<"$flat" || fail "written files: no goals of the array suite in:
+$(cat goals.json)"
+
+# Where both files have goals, compare counts those met in each and lists
+# those met in one and missed in the other (same suite and name, measured
+# in both); not measured in one, or of another suite, is no change.
+cat >gbase.json <<'JSON'
+{"machine": {"cpu": "A", "cores": 2},
+ "results": [{"name": "linalg/x", "median_s": 0.001}],
+ "goals": [
+  {"suite": "linalg", "name": "N=256 getrs: tarn / best lapacke", "value": 1.13,
+   "unit": "x", "at_most": true, "limit": 1.1, "met": false},
+  {"suite": "linalg", "name": "N=1024 matmul: best lapacke / tarn",
+   "value": 1.02, "unit": "x", "at_most": false, "limit": 1, "met": true},
+  {"suite": "linalg", "name": "N=256 qr: tarn / best lapacke", "value": 0.7,
+   "unit": "x", "at_most": true, "limit": 1.1, "met": true},
+  {"suite": "alloc", "name": "one thread", "value": 9.1, "unit": " ns",
+   "at_most": true, "limit": 25, "met": true},
+  {"suite": "linalg", "name": "N=256 matvec: tarn / best lapacke",
+   "value": null, "unit": "x", "at_most": true, "limit": 1.1, "met": null}
+ ]}
+JSON
+cat >gnew.json <<'JSON'
+{"machine": {"cpu": "A", "cores": 2},
+ "results": [{"name": "linalg/x", "median_s": 0.001}],
+ "goals": [
+  {"suite": "linalg", "name": "N=256 getrs: tarn / best lapacke", "value": 1.06,
+   "unit": "x", "at_most": true, "limit": 1.1, "met": true},
+  {"suite": "linalg", "name": "N=1024 matmul: best lapacke / tarn",
+   "value": 0.98, "unit": "x", "at_most": false, "limit": 1, "met": false},
+  {"suite": "linalg", "name": "N=256 qr: tarn / best lapacke", "value": 0.75,
+   "unit": "x", "at_most": true, "limit": 1.1, "met": true},
+  {"suite": "stencil", "name": "one thread", "value": 30, "unit": " ns",
+   "at_most": true, "limit": 25, "met": false},
+  {"suite": "linalg", "name": "N=256 matvec: tarn / best lapacke",
+   "value": 1.5, "unit": "x", "at_most": true, "limit": 1.1, "met": false}
+ ]}
+JSON
+run gbase.json gnew.json --svg g.svg
+expect_status 0 "goals"
+expect_line '^goals: 3 of 4 met in base, 2 of 5 in new$' "goals: the counts"
+expect_line '^  linalg: N=256 getrs: tarn / best lapacke  1\.13x -> 1\.06x  \(goal <= 1\.1x\)$' \
+  "goals: one now met"
+expect_line '^  linalg: N=1024 matmul: best lapacke / tarn  1\.02x -> 0\.98x  \(goal >= 1x\)$' \
+  "goals: one now missed"
+[ "$(grep -c '^  [a-z]*: ' <<<"$out")" -eq 2 ] ||
+  fail "goals: not exactly two changes listed in:
+$out"
+run base.json new.json --svg x.svg
+expect_no_line '^goals:' "files without goals: no goals line"
+
 # A table that cannot be written (a full disk): status 1 and a message on
 # stderr (status 1 and no word until 2026-12-05), the help too.
 if [ -w /dev/full ]; then

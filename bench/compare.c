@@ -57,6 +57,8 @@ static const char help_text[] =
     "in every run.\n"
     "Files from different machines, page settings or tarn settings\n"
     "(workers, mem_limit, max_unfinished, ...) are compared, with a note.\n"
+    "Where both files hold the goals their runs printed, the goals met in\n"
+    "each are counted, and those met in one and missed in the other listed.\n"
     "\n"
     "options:\n"
     "  --threshold PERCENT   the threshold, 0 to 1000 (default 25)\n"

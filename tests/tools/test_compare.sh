@@ -327,38 +327,34 @@ $(cat goals.json)"
 # Where both files have goals, compare counts those met in each and lists
 # those met in one and missed in the other (same suite and name, measured
 # in both); not measured in one, or of another suite, is no change.
-cat >gbase.json <<'JSON'
-{"machine": {"cpu": "A", "cores": 2},
- "results": [{"name": "linalg/x", "median_s": 0.001}],
- "goals": [
-  {"suite": "linalg", "name": "N=256 getrs: tarn / best lapacke", "value": 1.13,
-   "unit": "x", "at_most": true, "limit": 1.1, "met": false},
-  {"suite": "linalg", "name": "N=1024 matmul: best lapacke / tarn",
-   "value": 1.02, "unit": "x", "at_most": false, "limit": 1, "met": true},
-  {"suite": "linalg", "name": "N=256 qr: tarn / best lapacke", "value": 0.7,
-   "unit": "x", "at_most": true, "limit": 1.1, "met": true},
-  {"suite": "alloc", "name": "one thread", "value": 9.1, "unit": " ns",
-   "at_most": true, "limit": 25, "met": true},
-  {"suite": "linalg", "name": "N=256 matvec: tarn / best lapacke",
-   "value": null, "unit": "x", "at_most": true, "limit": 1.1, "met": null}
- ]}
-JSON
-cat >gnew.json <<'JSON'
-{"machine": {"cpu": "A", "cores": 2},
- "results": [{"name": "linalg/x", "median_s": 0.001}],
- "goals": [
-  {"suite": "linalg", "name": "N=256 getrs: tarn / best lapacke", "value": 1.06,
-   "unit": "x", "at_most": true, "limit": 1.1, "met": true},
-  {"suite": "linalg", "name": "N=1024 matmul: best lapacke / tarn",
-   "value": 0.98, "unit": "x", "at_most": false, "limit": 1, "met": false},
-  {"suite": "linalg", "name": "N=256 qr: tarn / best lapacke", "value": 0.75,
-   "unit": "x", "at_most": true, "limit": 1.1, "met": true},
-  {"suite": "stencil", "name": "one thread", "value": 30, "unit": " ns",
-   "at_most": true, "limit": 25, "met": false},
-  {"suite": "linalg", "name": "N=256 matvec: tarn / best lapacke",
-   "value": 1.5, "unit": "x", "at_most": true, "limit": 1.1, "met": false}
- ]}
-JSON
+# goals FILE ENTRY...: a result file of one row whose goals are the
+# ENTRYs, each "suite|name|value|unit|at_most|limit|met".
+goals() {
+  local file=$1 sep="" entry suite name value unit at_most limit met
+  shift
+  {
+    printf '{"machine": {"cpu": "A", "cores": 2},\n'
+    printf ' "results": [{"name": "linalg/x", "median_s": 0.001}],\n'
+    printf ' "goals": ['
+    for entry in "$@"; do
+      IFS='|' read -r suite name value unit at_most limit met <<<"$entry"
+      printf '%s\n  {"suite": "%s", "name": "%s", "value": %s, "unit": "%s", "at_most": %s, "limit": %s, "met": %s}' \
+        "$sep" "$suite" "$name" "$value" "$unit" "$at_most" "$limit" "$met"
+      sep=,
+    done
+    printf ']}\n'
+  } >"$file"
+}
+getrs="linalg|N=256 getrs: tarn / best lapacke"
+matmul="linalg|N=1024 matmul: best lapacke / tarn"
+qr="linalg|N=256 qr: tarn / best lapacke"
+matvec="linalg|N=256 matvec: tarn / best lapacke"
+goals gbase.json "$getrs|1.13|x|true|1.1|false" "$matmul|1.02|x|false|1|true" \
+  "$qr|0.7|x|true|1.1|true" "alloc|one thread|9.1| ns|true|25|true" \
+  "$matvec|null|x|true|1.1|null"
+goals gnew.json "$getrs|1.06|x|true|1.1|true" "$matmul|0.98|x|false|1|false" \
+  "$qr|0.75|x|true|1.1|true" "stencil|one thread|30| ns|true|25|false" \
+  "$matvec|1.5|x|true|1.1|false"
 run gbase.json gnew.json --svg g.svg
 expect_status 0 "goals"
 expect_line '^goals: 3 of 4 met in base, 2 of 5 in new$' "goals: the counts"

@@ -458,9 +458,6 @@ void bench_cpu_times_read(bench_cpu_times *t) {
   fclose(f);
 }
 
-/* The goal lines printed since the suite began (goal_tally_end). */
-static struct { unsigned met, missed, unmeasured; } goal_tally;
-
 /* Keeps a goal line for the JSON file. */
 static void goal_keep(const char *what, double value, const char *unit,
                       int at_most, double limit, int measured, int met) {
@@ -486,22 +483,27 @@ static void goal_keep(const char *what, double value, const char *unit,
 }
 
 /* Ends the suite's goal lines with their count ("36 of 43 goals met"),
- * when it printed any, and starts the next suite's count. The lines kept
- * for the JSON file get the suite's name. */
+ * when it printed any: the lines kept since the last suite ended, which
+ * get the suite's name. Where a line found no memory to be kept, no count
+ * (it would leave that line out). */
 static void goal_tally_end(const char *suite) {
-  for (size_t i = goal_count; i > 0 && goal_lines[i - 1].suite[0] == '\0'; i--)
-    snprintf(goal_lines[i - 1].suite, sizeof goal_lines[i - 1].suite, "%s",
-             suite);
-  unsigned measured = goal_tally.met + goal_tally.missed;
-  if (measured + goal_tally.unmeasured > 0) {
-    char unmeasured[48] = "";
-    if (goal_tally.unmeasured > 0)
-      snprintf(unmeasured, sizeof unmeasured, " (%u not measured)",
-               goal_tally.unmeasured);
-    bench_printf("  %u of %u goals met%s\n", goal_tally.met, measured,
-                 unmeasured);
+  unsigned met = 0, missed = 0, unmeasured = 0;
+  for (size_t i = goal_count; i > 0 && goal_lines[i - 1].suite[0] == '\0';
+       i--) {
+    struct goal_line *g = &goal_lines[i - 1];
+    snprintf(g->suite, sizeof g->suite, "%s", suite);
+    if (!g->measured)
+      unmeasured++;
+    else if (g->met)
+      met++;
+    else
+      missed++;
   }
-  memset(&goal_tally, 0, sizeof goal_tally);
+  if (goal_lines_lost || met + missed + unmeasured == 0) return;
+  char note[48] = "";
+  if (unmeasured > 0)
+    snprintf(note, sizeof note, " (%u not measured)", unmeasured);
+  bench_printf("  %u of %u goals met%s\n", met, met + missed, note);
 }
 
 void bench_steal_end(bench_run *run, const char *suite,
@@ -728,13 +730,8 @@ void bench_goal(const char *what, double value, const char *unit, int at_most,
   goal_keep(what, value, unit, at_most, limit, measured, met);
   if (!measured) {
     bench_printf("  %-42s %12s   goal %s\n", what, "not measured", goal);
-    goal_tally.unmeasured++;
     return;
   }
-  if (met)
-    goal_tally.met++;
-  else
-    goal_tally.missed++;
   snprintf(figure, sizeof figure, "%.2f%s", value, unit);
   bench_printf("  %-42s %12s   goal %-9s %s\n", what, figure, goal,
                met ? "met" : "NOT met");

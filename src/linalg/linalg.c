@@ -143,8 +143,11 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
 
 /* A one-column update's tile (a matrix-vector product's task on one tile
  * of y, gemv.c, and the solves' with one right-hand side) is shared from
- * this many multiply-adds (a 2048 x 2048 tile): see tarn__gemm_shared. */
+ * GEMV_SHARE_MIN multiply-adds (a 2048 x 2048 tile), and from
+ * GEMV_LAST_SHARE_MIN (256 x 256) when its task is the last of its region
+ * (tarn__task_last): see tarn__gemm_shared. */
 #define GEMV_SHARE_MIN ((double)(1 << 22))
+#define GEMV_LAST_SHARE_MIN ((double)(1 << 16))
 
 /* OpenBLAS's dgemv takes a process-wide lock for its work buffer unless
  * the buffer (rows + columns + 16 doubles, rounded up to 4) fits the stack
@@ -154,10 +157,11 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
  * 256 x 256 product took 5.1 to 5.3 us per product in one call each, 3.0
  * to 3.1 in three calls of 128 x 112 or less each (one thread on the whole
  * product: 4.8 us in one call, 5.2 in six). So a small product is split
- * into calls that take no lock when other workers may be in BLAS too: not
- * when its task is alone (tarn__task_alone), as a region's only product is
- * (`tarn bench linalg --sizes 256 --filter matvec`: N=256 matvec 6.08-6.28 ->
- * 5.06-5.62 us against LAPACKE's 4.6-4.9, three alternated runs,
+ * into calls that take no lock when other workers may be in BLAS too, as
+ * when it is shared (tarn__gemm_shared): not when its task is alone
+ * (tarn__task_alone) and keeps its work (an unshared region's only product,
+ * `tarn bench linalg --sizes 256 --filter matvec`: N=256 matvec 6.08-6.28
+ * -> 5.06-5.62 us against LAPACKE's 4.6-4.9, three alternated runs,
  * 2026-12-02). */
 #define GEMV_STACK_SUM 240      /* rows + columns of a call without the lock */
 #define GEMV_PIECE_ROWS 128     /* rows of each such call */
@@ -244,44 +248,56 @@ static int gemm_range(void *arg, size_t begin, size_t end) {
 int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
                       double alpha, const double *a, int lda, const double *b,
                       int ldb, double beta, double *c, int ldc) {
-  struct gemm_share g = {
-      .ta = ta,
-      .tb = tb,
-      .by_rows = n == 1 || m >= 2 * n,
-      /* only a matrix-vector product calls dgemv (gemm_range) */
-      .pieces = n == 1 && tarn_rt_workers(tarn_task_rt(t)) > 1 &&
-                !tarn__task_alone(t),
-      .m = m,
-      .n = n,
-      .k = k,
-      .lda = lda,
-      .ldb = ldb,
-      .ldc = ldc,
-      .alpha = alpha,
-      .beta = beta,
-      .a = a,
-      .b = b,
-      .c = c};
+  struct gemm_share g = {.ta = ta,
+                         .tb = tb,
+                         .by_rows = n == 1 || m >= 2 * n,
+                         .m = m,
+                         .n = n,
+                         .k = k,
+                         .lda = lda,
+                         .ldb = ldb,
+                         .ldc = ldc,
+                         .alpha = alpha,
+                         .beta = beta,
+                         .a = a,
+                         .b = b,
+                         .c = c};
   size_t count = (size_t)(g.by_rows ? m : n);
   /* A matrix-vector product (n == 1) is bound by memory, not arithmetic:
    * halves of a tile's rows on two cores stream from memory no faster than
    * one core streams the whole tile (at N=4096 in 512 tiles, sharing them
-   * took 4 to 8 ms instead of 3), and the other tiles' tasks keep the
-   * cores busy. Nor does a tile that stays in a core's cache gain: halves
-   * of a 256 x 256 product, each read from its own core's cache, took 3.3
-   * and 4.2 us side by side against 2.5 for one half alone and 4.8 to 5.4
-   * for the whole on one core (outside tarn, 2026-12-01), and in tarn the
-   * region of one such product took 6.8 to 8.2 us shared, 6.0 to 6.3 not
-   * (the helper starts 1.5 to 3 us after the owner). */
-  double share_min = n == 1 ? GEMV_SHARE_MIN : SHARE_MIN_MADDS;
-  if ((double)m * n * k < share_min) return gemm_range(&g, 0, count);
-  size_t grain = SHARE_GRAIN;
-  if (n > 1) { /* one range per worker (see struct gemm_share) */
-    size_t workers = tarn_rt_workers(tarn_task_rt(t));
-    if (workers < 2) workers = 2; /* the waiting thread and its worker */
-    size_t per = (count + workers - 1) / workers;
-    if (per > grain) grain = per;
-  }
+   * took 4 to 8 ms instead of 3), and where other tasks keep the cores
+   * busy, even products read from cache lose when shared (N=1024 in 512
+   * tiles, a task per tile of y and layer: 65 us a product against 55
+   * when every task shared). But the last task of a region has the other
+   * cores to itself, and halves of a product that stays in the caches
+   * (a 256 x 256 tile in the cores' own, the 512 tiles of a factor of
+   * order 1024 in the L3 they share) take about half the time in calls
+   * without OpenBLAS's lock (`pieces`): a region of one 256 x 256
+   * product took 3.3 to 4.4 us against 5.2, and with one right-hand side
+   * the solves of order 1024 in 512 tiles (one task, tarn__column_solve)
+   * 58 us against 64 to 65 (triangular), 118 to 122 against 138 (LU),
+   * 119 to 137 against 148 (Cholesky: medians of six rounds of 401,
+   * alternated in one process; a program outside the repository,
+   * 2026-12-07). Sharing whenever the other workers were idle instead
+   * (tarn__task_alone) gained nothing in the solves (63 us triangular,
+   * 133 to 140 LU) and slowed the products of order 1024 (59 us against
+   * 55). One range per worker:
+   * two of 128 rows took 4.0 to 4.4 us a region where four of 64 took
+   * 4.7 to 5.6 (`tarn bench linalg --sizes 256 --filter matvec`). */
+  double madds = (double)m * n * k;
+  bool share = n == 1 ? madds >= GEMV_SHARE_MIN ||
+                            (madds >= GEMV_LAST_SHARE_MIN && tarn__task_last(t))
+                      : madds >= SHARE_MIN_MADDS;
+  /* only a matrix-vector product calls dgemv (gemm_range) */
+  g.pieces = n == 1 && tarn_rt_workers(tarn_task_rt(t)) > 1 &&
+             (share || !tarn__task_alone(t));
+  if (!share) return gemm_range(&g, 0, count);
+  /* one range per worker (see struct gemm_share), at least SHARE_GRAIN */
+  size_t workers = tarn_rt_workers(tarn_task_rt(t));
+  if (workers < 2) workers = 2; /* the waiting thread and its worker */
+  size_t grain = (count + workers - 1) / workers;
+  if (grain < SHARE_GRAIN) grain = SHARE_GRAIN;
   return tarn_task_parallel_for(t, count, grain, gemm_range, &g);
 }
 

@@ -1844,6 +1844,18 @@ bool tarn__task_alone(tarn_task *t) {
          !atomic_load_explicit(&rt->guest_busy, memory_order_relaxed);
 }
 
+bool tarn__task_last(tarn_task *t) {
+  if (t == NULL || t != current_task) return false;
+  tarn_region *r = t->region;
+  /* `submitted` lies on the submitters' line: read once per call, by the
+   * shared kernels only, after the cheaper test */
+  return r != &t->rt->root &&
+         atomic_load_explicit(&r->waiting, memory_order_relaxed) &&
+         atomic_load_explicit(&r->submitted, memory_order_relaxed) -
+                 atomic_load_explicit(&r->finished, memory_order_relaxed) ==
+             1;
+}
+
 int tarn__task_parallel_for_lead(tarn_task *t, size_t count, size_t grain,
                                  tarn_range_fn body, void *arg,
                                  int (*lead)(void *), void *lead_arg) {

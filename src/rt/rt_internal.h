@@ -29,6 +29,15 @@ int tarn__task_parallel_for_lead(tarn_task *task, size_t count, size_t grain,
  * thread. */
 bool tarn__task_alone(tarn_task *task);
 
+/* Whether the running task `task` is the last of its region: a thread
+ * waits for the region (tarn_region_wait, or a call of the layers above
+ * that waits for its own) and no other task of it is unfinished, so the
+ * region has no work for the other workers but what `task` shares. A
+ * hint, not a promise: a task of another region may come at once. False
+ * when `task` is not running on this thread, and for tasks submitted
+ * outside any region. */
+bool tarn__task_last(tarn_task *task);
+
 /* Whether `rt` is a live runtime, as the public calls taking one check it:
  * false for NULL, and false with a line on stderr for a runtime already
  * destroyed (while its memory is not reused). Thread-safe. */

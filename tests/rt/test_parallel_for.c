@@ -4,7 +4,8 @@
  * ranges, many tasks sharing their work at once, and bad calls refused;
  * and the same of the runtime's internal tarn__task_parallel_for_lead,
  * whose lead runs once, beside the ranges other workers take; and its
- * tarn__task_alone; and which thread runs a region's only task. */
+ * tarn__task_alone and tarn__task_last; and which thread runs a region's
+ * only task. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <setjmp.h>
@@ -526,6 +527,18 @@ static int meet_task(tarn_task *task, void *arg) {
   return 0;
 }
 
+/* meet_task, asking tarn__task_last (its answer in `alone`). */
+static int meet_last_task(tarn_task *task, void *arg) {
+  const struct pair_arg *p = arg;
+  atomic_fetch_add(&p->m->arrived, 1);
+  if (both(&p->m->arrived)) {
+    p->m->alone[p->index] = tarn__task_last(task);
+    atomic_fetch_add(&p->m->met, 1);
+    both(&p->m->met);
+  }
+  return 0;
+}
+
 /* Two tasks running at once are not alone. */
 static void tasks_side_by_side_are_not_alone(void **state) {
   (void)state;
@@ -610,6 +623,105 @@ static void a_waiter_running_its_only_task_is_alone(void **state) {
   assert_true(seen);
   assert_false(tarn__task_alone(NULL));
   assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+/* ---- tarn__task_last ---------------------------------------------------- */
+
+/* Asks tarn__task_last(task) until it answers true, for 5 s at most
+ * (the region's waiter may not have begun to wait when the task starts);
+ * returns the last answer. */
+static bool becomes_last(tarn_task *task) {
+  for (int i = 0; i < 500000; i++) {
+    if (tarn__task_last(task)) return true;
+    nanosleep(&(struct timespec){0, 10000}, NULL);
+  }
+  return false;
+}
+
+/* A task of a chain of two (the second reads what the first writes):
+ * the first asks after 20 ms (its region then waited for) and records the
+ * answer; the second asks until it is last. */
+struct chain_run {
+  bool first_last, second_last;
+};
+
+static int first_of_chain(tarn_task *task, void *arg) {
+  struct chain_run *r = arg;
+  nanosleep(&(struct timespec){0, 20000000}, NULL);
+  r->first_last = tarn__task_last(task);
+  return 0;
+}
+
+static int second_of_chain(tarn_task *task, void *arg) {
+  struct chain_run *r = arg;
+  r->second_last = becomes_last(task);
+  return 0;
+}
+
+static int only_task(tarn_task *task, void *arg) {
+  *(bool *)arg = becomes_last(task);
+  return 0;
+}
+
+static int ask_last(tarn_task *task, void *arg) {
+  *(bool *)arg = tarn__task_last(task);
+  return 0;
+}
+
+/* A waited region's only task is last; in a chain of two, the first is
+ * not while the second waits for it, and the second is; two tasks
+ * running side by side are not; nor is a task outside any region, nor
+ * anything outside a task. */
+static void a_waited_regions_last_task_is_last(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  bool only = false;
+  one_task_region(rt, only_task, &only);
+  assert_true(only);
+
+  tarn_ref *x = NULL;
+  assert_int_equal(tarn_ref_create(tarn_rt_pool(rt), 64, &x), 0);
+  struct chain_run chain = {true, false};
+  tarn_dep w = {x, TARN_WRITE}, r = {x, TARN_READ};
+  tarn_region *region;
+  assert_int_equal(tarn_region_begin(rt, &region), 0);
+  assert_int_equal(tarn_task_submit(rt, &(tarn_task_desc){.fn = first_of_chain,
+                                                          .arg = &chain,
+                                                          .deps = &w,
+                                                          .ndeps = 1}),
+                   0);
+  assert_int_equal(tarn_task_submit(rt, &(tarn_task_desc){.fn = second_of_chain,
+                                                          .arg = &chain,
+                                                          .deps = &r,
+                                                          .ndeps = 1}),
+                   0);
+  assert_int_equal(tarn_region_wait(region, NULL), 0);
+  assert_false(chain.first_last);
+  assert_true(chain.second_last);
+  tarn_ref_release(x);
+
+  struct pair_meet m = {0};
+  struct pair_arg args[2] = {{&m, 0}, {&m, 1}};
+  bool met = false;
+  for (int round = 0; round < 5 && !met; round++) {
+    memset(&m, 0, sizeof m);
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    for (int k = 0; k < 2; k++)
+      assert_int_equal(tarn_submit(rt, meet_last_task, TARN_ARG(&args[k])), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    met = atomic_load(&m.met) == 2;
+    if (met) {
+      assert_false(m.alone[0]);
+      assert_false(m.alone[1]);
+    }
+  }
+  assert_true(met);
+
+  assert_false(tarn__task_last(NULL));
+  bool outside = true; /* submitted outside any region: destroy waits */
+  assert_int_equal(tarn_submit(rt, ask_last, TARN_ARG(&outside)), 0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_false(outside);
 }
 
 /* Busy for `us` microseconds (a task's own work, no sleep). */
@@ -722,6 +834,7 @@ int main(void) {
       cmocka_unit_test(tasks_side_by_side_are_not_alone),
       cmocka_unit_test(a_waiter_running_its_only_task_is_alone),
       cmocka_unit_test(a_waiter_runs_its_long_serial_task_itself),
+      cmocka_unit_test(a_waited_regions_last_task_is_last),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

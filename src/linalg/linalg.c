@@ -272,19 +272,21 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
    * when every task shared). But the last task of a region has the other
    * cores to itself, and halves of a product that stays in the caches
    * (a 256 x 256 tile in the cores' own, the 512 tiles of a factor of
-   * order 1024 in the L3 they share) take about half the time in calls
-   * without OpenBLAS's lock (`pieces`): a region of one 256 x 256
-   * product took 3.3 to 4.4 us against 5.2, and with one right-hand side
-   * the solves of order 1024 in 512 tiles (one task, tarn__column_solve)
-   * 58 us against 64 to 65 (triangular), 118 to 122 against 138 (LU),
-   * 119 to 137 against 148 (Cholesky: medians of six rounds of 401,
+   * order 1024 in the L3 they share) finish sooner, in calls without
+   * OpenBLAS's lock (`pieces`): a region of one 256 x 256
+   * product took 4.4 to 5.4 us against 5.4 to 7.2, and with one
+   * right-hand side the solves of order 1024 in 512 tiles (one task,
+   * tarn__column_solve) 58 to 61 us against 64 to 66 (triangular, in
+   * two runs of three), 118 to 125 against 134 to 142 (LU), 127 to 137
+   * against 137 to 148 (Cholesky: medians of six rounds of 401,
    * alternated in one process; a program outside the repository,
    * 2026-12-07). Sharing whenever the other workers were idle instead
    * (tarn__task_alone) gained nothing in the solves (63 us triangular,
    * 133 to 140 LU) and slowed the products of order 1024 (59 us against
-   * 55). One range per worker:
-   * two of 128 rows took 4.0 to 4.4 us a region where four of 64 took
-   * 4.7 to 5.6 (`tarn bench linalg --sizes 256 --filter matvec`). */
+   * 55). One range per worker: two of 128 rows took 4.0 to 4.4 us a
+   * region where four of 64 took 4.7 to 5.6 (`tarn bench linalg --sizes
+   * 256 --filter matvec`). docs/linalg.md, "The last task's product
+   * shared". */
   double madds = (double)m * n * k;
   bool share = n == 1 ? madds >= GEMV_SHARE_MIN ||
                             (madds >= GEMV_LAST_SHARE_MIN && tarn__task_last(t))

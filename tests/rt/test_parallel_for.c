@@ -496,12 +496,14 @@ static void lead_failure_returned_ranges_run(void **state) {
 
 /* ---- tarn__task_alone --------------------------------------------------- */
 
-/* Two tasks that wait (5 s at most) until both run, then ask, then wait
- * until both asked: both run while each asks. */
+/* Two tasks that wait (5 s at most) until both run, then ask `ask`
+ * (tarn__task_alone or tarn__task_last), then wait until both asked: both
+ * run while each asks. */
 struct pair_meet {
+  bool (*ask)(tarn_task *task);
   atomic_int arrived;
   atomic_int met;
-  bool alone[2];
+  bool answer[2];
 };
 
 /* Waits (5 s at most) until *count reaches 2. */
@@ -520,32 +522,20 @@ static int meet_task(tarn_task *task, void *arg) {
   const struct pair_arg *p = arg;
   atomic_fetch_add(&p->m->arrived, 1);
   if (both(&p->m->arrived)) {
-    p->m->alone[p->index] = tarn__task_alone(task);
+    p->m->answer[p->index] = p->m->ask(task);
     atomic_fetch_add(&p->m->met, 1);
     both(&p->m->met);
   }
   return 0;
 }
 
-/* meet_task, asking tarn__task_last (its answer in `alone`). */
-static int meet_last_task(tarn_task *task, void *arg) {
-  const struct pair_arg *p = arg;
-  atomic_fetch_add(&p->m->arrived, 1);
-  if (both(&p->m->arrived)) {
-    p->m->alone[p->index] = tarn__task_last(task);
-    atomic_fetch_add(&p->m->met, 1);
-    both(&p->m->met);
-  }
-  return 0;
-}
-
-/* Two tasks running at once are not alone. */
-static void tasks_side_by_side_are_not_alone(void **state) {
-  (void)state;
-  tarn_rt *rt = test_rt(2, 0);
+/* Two tasks of one region that run at once (five tries) both answer
+ * false to `ask`. */
+static void side_by_side_answer_false(tarn_rt *rt,
+                                      bool (*ask)(tarn_task *task)) {
   bool met = false;
   for (int round = 0; round < 5 && !met; round++) {
-    struct pair_meet m = {0};
+    struct pair_meet m = {.ask = ask};
     struct pair_arg args[2] = {{&m, 0}, {&m, 1}};
     tarn_region *region;
     assert_int_equal(tarn_region_begin(rt, &region), 0);
@@ -554,11 +544,18 @@ static void tasks_side_by_side_are_not_alone(void **state) {
     assert_int_equal(tarn_region_wait(region, NULL), 0);
     met = atomic_load(&m.met) == 2;
     if (met) {
-      assert_false(m.alone[0]);
-      assert_false(m.alone[1]);
+      assert_false(m.answer[0]);
+      assert_false(m.answer[1]);
     }
   }
   assert_true(met);
+}
+
+/* Two tasks running at once are not alone. */
+static void tasks_side_by_side_are_not_alone(void **state) {
+  (void)state;
+  tarn_rt *rt = test_rt(2, 0);
+  side_by_side_answer_false(rt, tarn__task_alone);
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
@@ -700,22 +697,7 @@ static void a_waited_regions_last_task_is_last(void **state) {
   assert_true(chain.second_last);
   tarn_ref_release(x);
 
-  struct pair_meet m = {0};
-  struct pair_arg args[2] = {{&m, 0}, {&m, 1}};
-  bool met = false;
-  for (int round = 0; round < 5 && !met; round++) {
-    memset(&m, 0, sizeof m);
-    assert_int_equal(tarn_region_begin(rt, &region), 0);
-    for (int k = 0; k < 2; k++)
-      assert_int_equal(tarn_submit(rt, meet_last_task, TARN_ARG(&args[k])), 0);
-    assert_int_equal(tarn_region_wait(region, NULL), 0);
-    met = atomic_load(&m.met) == 2;
-    if (met) {
-      assert_false(m.alone[0]);
-      assert_false(m.alone[1]);
-    }
-  }
-  assert_true(met);
+  side_by_side_answer_false(rt, tarn__task_last);
 
   assert_false(tarn__task_last(NULL));
   bool outside = true; /* submitted outside any region: destroy waits */

@@ -248,8 +248,11 @@ static inline void test_solve_sizes(test_solve_check check, uint64_t seed0) {
     check(rt, 513, 513, 200, 200, seed0 + 40);
     check(rt, 700, 300, 130, 130, seed0 + 42);
     /* one right-hand side: one task, whose updates of 300 x 300 it shares
-     * with the idle workers as its region's last (tarn__gemm_shared) */
+     * with the idle workers as its region's last (tarn__gemm_shared); two
+     * on one tile of 512: a vector a worker (tarn__trsm_shared), and LU's
+     * by its passes instead of one dgetrs */
     check(rt, 600, 300, 1, 1, seed0 + 44);
+    check(rt, 512, 512, 2, 2, seed0 + 46);
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
 }

@@ -173,9 +173,15 @@ static void swap_rows(tarn_task *t, const struct tarn__column_job *j,
   tarn__tile_column_copy(t, slot0, j->nb, n, 0, nrhs, x, true);
 }
 
-/* LU's solve on one tile: dgetrs in one call (the interchanges, both
- * triangles), 9 us at N = 256 with one right-hand side; the passes above
- * add a call's cost each. */
+/* LU's solve of one vector on one tile: dgetrs in one call (the
+ * interchanges, both triangles), 9 us at N = 256; the passes above add a
+ * call's cost each. With more right-hand sides the passes: OpenBLAS's
+ * dgetrs then solves with its dtrsm, slower here than trsm_blocked
+ * (linalg.c). A region of one tarn_matrix_lu_solve on one tile, medians
+ * of four rounds of 401 alternated in one process (2026-12-07): order 256
+ * with 2, 4, 8 and 64 right-hand sides 21.9, 32.3, 51.6 and 368 us by the
+ * passes against 52.9, 69.5, 106 and 684 by dgetrs; order 512 67.9,
+ * 95.3, 171 and 1318 against 157, 219, 346 and 2215. */
 static void one_tile_getrs(tarn_task *t, const struct tarn__column_job *j,
                            lapack_int *ipiv) {
   int n = width(j, 0);
@@ -248,7 +254,7 @@ static int solve(tarn_task *t, const struct tarn__column_job *j,
     case TARN__SOLVE_LU:
       break;
   }
-  if (j->tiles == 1) {
+  if (j->tiles == 1 && j->nrhs == 1) {
     one_tile_getrs(t, j, ipiv);
     return 0;
   }
@@ -287,7 +293,7 @@ static int k_column_solve(tarn_task *t, void *arg) {
   const struct tarn__column_job *j = arg;
   if (atomic_load(j->failed) != 0) return 0;
   lapack_int *ipiv = NULL; /* before the copy: the copy may do without */
-  if (j->kind == TARN__SOLVE_LU && j->tiles == 1) {
+  if (j->kind == TARN__SOLVE_LU && j->tiles == 1 && j->nrhs == 1) {
     int rc = tarn_task_scratch(t, j->n * sizeof *ipiv, _Alignof(lapack_int),
                                (void **)&ipiv);
     if (rc != 0) return rc;

@@ -382,15 +382,19 @@ static void trsm_blocked(CBLAS_SIDE side, CBLAS_UPLO uplo,
 /* Whether `rhs` right-hand sides of a triangle of order `order` are solved
  * faster one vector at a time by dtrsv than by trsm_blocked: a vector's
  * blocked solve is some 60 small calls, each paying OpenBLAS's call and
- * dtrsm's packing. One core, one 256 tile, left side: 1 vector 5.3 us by
- * dtrsv against 19.6 blocked, 2 vectors 11.6 against 25.0, 4 vectors 22.7
- * against 25.9; a 512 tile: 19.8 against 94.4, 39.8 against 118, 78.8
- * against 123, 8 vectors 158 against 136. The right side's blocked solve
- * is faster: at 256, 10.7 against 16.6 for 2 vectors, 21.3 against 15.9
- * for 4 (2026-12-01). */
+ * dtrsm's packing. Left side, one core, a region of one
+ * tarn_matrix_triangular_solve on one tile (medians of four rounds of 401,
+ * alternated in one process, 2026-12-07): 1 vector 25.2 us by dtrsv
+ * against 34.5 blocked on a 512 tile, 7.7 against 10.2 on 256; but 2
+ * vectors 42.5 against 32.2 blocked (256: 14.6 against 11.6; 128: 6.0
+ * against 5.1), 3 70.0 against 54.9, 4 98.0 against 48.2. Until then
+ * up to 2 vectors, and up to order / 128, went by dtrsv, from figures of
+ * 2026-12-01 whose blocked solves were three to four times slower (a 512
+ * tile, 2 vectors: 118 us). The right side's blocked solve was faster
+ * from 4 vectors: at 256, 10.7 by dtrsv against 16.6 blocked for 2, 21.3
+ * against 15.9 for 4 (2026-12-01). */
 static bool by_vectors(bool left, int order, int rhs) {
-  return order > TRSM_BASE && rhs > 0 &&
-         (rhs <= 2 || (left && rhs <= order / 128));
+  return order > TRSM_BASE && rhs > 0 && (left ? rhs == 1 : rhs <= 2);
 }
 
 void tarn__trsm(CBLAS_SIDE side, CBLAS_UPLO uplo, CBLAS_TRANSPOSE trans,
@@ -480,7 +484,19 @@ static int triangle_shared(tarn_task *t, tarn_range_fn range, CBLAS_SIDE side,
   double side_len = left ? m : n; /* the triangle's order */
   if ((double)m * n * side_len / 2 < SHARE_MIN_MADDS)
     return range(&s, 0, count);
-  return tarn_task_parallel_for(t, count, SHARE_GRAIN, range, &s);
+  /* A few vectors (no more than the workers) of a region's last task go
+   * one a worker, each by dtrsv (by_vectors): two vectors of an order-512
+   * triangle took 25.8 us a region against 33.6 on one core, the LU and
+   * Cholesky solves of order 1024 in 512 tiles with two right-hand sides
+   * 193 and 190 us against 227 and 242 (medians of four rounds of 401,
+   * alternated in one process, 2026-12-07). Two vectors a worker, each
+   * pair blocked, lost to one blocked call: 473 us against 333 for LU's
+   * solve with four. */
+  size_t grain = SHARE_GRAIN;
+  if (count >= 2 && count <= tarn_rt_workers(tarn_task_rt(t)) &&
+      tarn__task_last(t))
+    grain = 1;
+  return tarn_task_parallel_for(t, count, grain, range, &s);
 }
 
 int tarn__trsm_shared(tarn_task *t, CBLAS_SIDE side, CBLAS_UPLO uplo,

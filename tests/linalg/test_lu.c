@@ -925,16 +925,15 @@ static void a_column_solve_keeps_b_when_u_is_singular(void **state) {
 }
 
 /* Solves with the LU factors of a random N x N matrix in nb tiles, both
- * ways, NRHS right-hand sides, on a runtime whose workers' scratch (64
- * KiB) is just as large as the copy of B's tile column (1024 x 8 doubles)
- * that lets the solve check U's diagonal after it: each to a small
- * residual. */
+ * ways, nrhs right-hand sides, on a runtime whose workers' scratch is
+ * just as large as the copy of B's tile column (1024 x nrhs doubles) that
+ * lets the solve check U's diagonal after it: each to a small residual. */
 enum { SHORT_N = 1024, SHORT_NRHS = 8 };
-static void solve_short_of_scratch(size_t nb) {
+static void solve_short_of_scratch(size_t nb, size_t nrhs) {
   tarn_rt_options o;
   assert_int_equal(tarn_rt_options_init(&o), 0);
   o.workers = 2;
-  o.scratch_bytes = SHORT_N * SHORT_NRHS * sizeof(double);
+  o.scratch_bytes = SHORT_N * nrhs * sizeof(double);
   tarn_rt *rt = NULL;
   assert_int_equal(tarn_rt_create(&o, &rt), 0);
   double *a = test_random_matrix(SHORT_N, SHORT_N, 1.0, 5);
@@ -950,15 +949,13 @@ static void solve_short_of_scratch(size_t nb) {
         0);
     size_t piv[SHORT_N];
     assert_int_equal(tarn_matrix_lu(f, piv, NULL), 0);
-    assert_int_equal(
-        tarn_matrix_rand(rt, SHORT_N, SHORT_NRHS, nb, SHORT_NRHS, 6, &b), 0);
+    assert_int_equal(tarn_matrix_rand(rt, SHORT_N, nrhs, nb, nrhs, 6, &b), 0);
     double *rhs = test_buffer_of(b);
     int info = 5;
     assert_int_equal(tarn_matrix_lu_solve(f, piv, (tarn_trans)ta, b, &info), 0);
     assert_int_equal(info, 0);
     double *x = test_buffer_of(b);
-    assert_true(test_solve_residual(ta ? at : a, x, rhs, SHORT_N, SHORT_NRHS) <
-                20);
+    assert_true(test_solve_residual(ta ? at : a, x, rhs, SHORT_N, nrhs) < 20);
     free(x);
     free(rhs);
     TEST_DESTROY_MATRICES(f, b);
@@ -968,21 +965,24 @@ static void solve_short_of_scratch(size_t nb) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
-/* A one-tile LU solve takes its pivots' scratch before the copy of B's
- * tile column: the copy is then left out and the diagonal checked first.
- * Before, the copy took it all and the pivots found none: TARN_ENOSPC, B
- * lost (TARN_ECANCELED). */
+/* A one-tile LU solve of one vector (one dgetrs) takes its pivots'
+ * scratch before the copy of B's tile column: the copy is then left out
+ * and the diagonal checked first. Before, the copy took it all and the
+ * pivots found none: TARN_ENOSPC, B lost (TARN_ECANCELED). */
 static void a_one_tile_solve_keeps_scratch_for_its_pivots(void **state) {
   (void)state;
-  solve_short_of_scratch(SHORT_N);
+  solve_short_of_scratch(SHORT_N, 1);
 }
 
-/* In two tiles the copy takes the scratch, and the interchanges, which
- * gather B's tile column into scratch of their own where there is room,
- * swap in place in its tiles (the test fails when those are skipped). */
+/* In two tiles, and in one with several right-hand sides (solved by the
+ * passes, not dgetrs), the copy takes the scratch, and the interchanges,
+ * which gather B's tile column into scratch of their own where there is
+ * room, swap in place in its tiles (the test fails when those are
+ * skipped). */
 static void interchanges_without_scratch_swap_in_place(void **state) {
   (void)state;
-  solve_short_of_scratch(SHORT_N / 2);
+  solve_short_of_scratch(SHORT_N / 2, SHORT_NRHS);
+  solve_short_of_scratch(SHORT_N, SHORT_NRHS);
 }
 
 /* The solves with factors made before that go in pieces of B's columns

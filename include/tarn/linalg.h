@@ -405,9 +405,9 @@ TARN_API int tarn_matrix_lu(tarn_matrix *a, size_t *piv, int *info);
  * was: twice B's size in temporaries, which spill as any tile under a
  * memory limit). When `lu` is one tile (so B has one tile row), or B
  * has a few columns, one task per tile column of B instead ("Solves of
- * few right-hand sides" above; on one tile it runs dgetrs); a wide B with
- * factors of few tile columns, in pieces ("Solves of many right-hand
- * sides in pieces" above).
+ * few right-hand sides" above; on one tile, for one vector, it runs
+ * dgetrs); a wide B with factors of few tile columns, in pieces ("Solves
+ * of many right-hand sides in pieces" above).
  * B must have the factors' row tiling (B's mb equals theirs); its column
  * tiling is free.
  *

@@ -57,7 +57,10 @@
  * tile column of B, and solves the column in place, tile by tile, with
  * no temporary: such a solve reads the factor once, bound by memory, and
  * a task per tile and a copy of B cost more than the kernels (at N = 1024
- * in 512 tiles with one right-hand side: docs/linalg.md). A solve goes so
+ * in 512 tiles with one right-hand side: docs/linalg.md); as its
+ * region's last task it shares its updates from 256 x 256 on, and its
+ * triangles' solves of no more vectors than the workers, with the idle
+ * workers (one vector a worker). A solve goes so
  * only when that task fits under the memory limit; else by tiles, as each
  * call says. Each such task finds an exact zero on the factor's diagonal
  * before B keeps anything: a tile column of up to 1 MiB is solved first,

@@ -485,7 +485,8 @@ static int triangle_shared(tarn_task *t, tarn_range_fn range, CBLAS_SIDE side,
   if ((double)m * n * side_len / 2 < SHARE_MIN_MADDS)
     return range(&s, 0, count);
   /* A few vectors (no more than the workers) of a region's last task go
-   * one a worker, each by dtrsv (by_vectors): two vectors of an order-512
+   * one a worker, each a solve by dtrsv (by_vectors; a trmm's, one
+   * dtrmm): two vectors of an order-512
    * triangle took 25.8 us a region against 33.6 on one core, the LU and
    * Cholesky solves of order 1024 in 512 tiles with two right-hand sides
    * 193 and 190 us against 227 and 242 (medians of four rounds of 401,

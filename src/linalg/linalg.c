@@ -486,9 +486,9 @@ static int triangle_shared(tarn_task *t, tarn_range_fn range, CBLAS_SIDE side,
     return range(&s, 0, count);
   /* A few vectors (no more than the workers) of a region's last task go
    * one a worker, each a solve by dtrsv (by_vectors; a trmm's, one
-   * dtrmm): two vectors of an order-512
-   * triangle took 25.8 us a region against 33.6 on one core, the LU and
-   * Cholesky solves of order 1024 in 512 tiles with two right-hand sides
+   * dtrmm): two vectors of an order-512 triangle took 25.8 us a region
+   * against 33.6 on one core, the LU and Cholesky solves of order 1024
+   * in 512 tiles with two right-hand sides
    * 193 and 190 us against 227 and 242 (medians of four rounds of 401,
    * alternated in one process, 2026-12-07). Two vectors a worker, each
    * pair blocked, lost to one blocked call: 473 us against 333 for LU's

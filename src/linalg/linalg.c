@@ -488,11 +488,10 @@ static int triangle_shared(tarn_task *t, tarn_range_fn range, CBLAS_SIDE side,
    * one a worker, each a solve by dtrsv (by_vectors; a trmm's, one
    * dtrmm): two vectors of an order-512 triangle took 25.8 us a region
    * against 33.6 on one core, the LU and Cholesky solves of order 1024
-   * in 512 tiles with two right-hand sides
-   * 193 and 190 us against 227 and 242 (medians of four rounds of 401,
-   * alternated in one process, 2026-12-07). Two vectors a worker, each
-   * pair blocked, lost to one blocked call: 473 us against 333 for LU's
-   * solve with four. */
+   * in 512 tiles with two right-hand sides 193 and 190 us against 227
+   * and 242 (medians of four rounds of 401, alternated in one process,
+   * 2026-12-07). Two vectors a worker, each pair blocked, lost to one
+   * blocked call: 473 us against 333 for LU's solve with four. */
   size_t grain = SHARE_GRAIN;
   if (count >= 2 && count <= tarn_rt_workers(tarn_task_rt(t)) &&
       tarn__task_last(t))

@@ -291,12 +291,11 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
   bool share = n == 1 ? madds >= GEMV_SHARE_MIN ||
                             (madds >= GEMV_LAST_SHARE_MIN && tarn__task_last(t))
                       : madds >= SHARE_MIN_MADDS;
+  size_t workers = tarn_rt_workers(tarn_task_rt(t));
   /* only a matrix-vector product calls dgemv (gemm_range) */
-  g.pieces = n == 1 && tarn_rt_workers(tarn_task_rt(t)) > 1 &&
-             (share || !tarn__task_alone(t));
+  g.pieces = n == 1 && workers > 1 && (share || !tarn__task_alone(t));
   if (!share) return gemm_range(&g, 0, count);
   /* one range per worker (see struct gemm_share), at least SHARE_GRAIN */
-  size_t workers = tarn_rt_workers(tarn_task_rt(t));
   if (workers < 2) workers = 2; /* the waiting thread and its worker */
   size_t grain = (count + workers - 1) / workers;
   if (grain < SHARE_GRAIN) grain = SHARE_GRAIN;

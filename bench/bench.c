@@ -549,6 +549,48 @@ static int add_steal(json_t *m, const bench_run *run) {
   return o == NULL ? 0 : set_new(m, "steal", o);
 }
 
+void bench_cores_end(bench_run *run, const char *suite, double before_ns) {
+  if (before_ns < 0) return;
+  bench_quiesce(BENCH_QUIESCE_BLAS_S);
+  double after_ns = bench_core_round_trip_ns();
+  if (after_ns < 0) return;
+  if (run->ncores < BENCH_SUITES_MAX) {
+    run->cores[run->ncores].suite = suite;
+    run->cores[run->ncores].before_ns = before_ns;
+    run->cores[run->ncores].after_ns = after_ns;
+    run->ncores++;
+  }
+  bench_progress_clear(run);
+  bench_printf(
+      "cores: a cache line's round trip between the first two processors "
+      "took %.0f ns before %s and %.0f after",
+      before_ns, suite, after_ns);
+  if (before_ns >= BENCH_CORES_FAR_NS || after_ns >= BENCH_CORES_FAR_NS)
+    bench_printf(
+        "; at %d ns or more they share no cache, and work split "
+        "between them pays less",
+        BENCH_CORES_FAR_NS);
+  bench_printf("\n");
+}
+
+/* Adds machine.core_round_trip_ns to `m`: each suite's [before, after]
+ * (bench_cores_end); nothing when none was measured. Returns -1 when
+ * jansson fails. */
+static int add_cores(json_t *m, const bench_run *run) {
+  if (run->ncores == 0) return 0;
+  json_t *o = json_object();
+  if (o == NULL) return -1;
+  for (size_t i = 0; i < run->ncores; i++) {
+    json_t *pair = json_pack("[ff]", round(run->cores[i].before_ns),
+                             round(run->cores[i].after_ns));
+    if (set_new(o, run->cores[i].suite, pair) != 0) {
+      json_decref(o);
+      return -1;
+    }
+  }
+  return set_new(m, "core_round_trip_ns", o);
+}
+
 static json_t *machine_json(const bench_run *run) {
   char cpu[256], os[400], date[32], thp[32];
   cpu_model(cpu, sizeof cpu);
@@ -578,7 +620,8 @@ static json_t *machine_json(const bench_run *run) {
       set_new(m, "huge_pages", json_integer(pool.huge_pages)) != 0 ||
       set_new(m, "blas_core", json_string(blas_core_name())) != 0 ||
       set_new(m, "blas_core_forced", json_integer(blas_core_forced())) != 0 ||
-      settings_json(m, run) != 0 || add_steal(m, run) != 0) {
+      settings_json(m, run) != 0 || add_steal(m, run) != 0 ||
+      add_cores(m, run) != 0) {
     json_decref(m);
     return NULL;
   }

@@ -72,6 +72,13 @@ typedef struct bench_run {
     double share;
   } steal[BENCH_SUITES_MAX];
   size_t nsteal;
+  /* The cache line's round trip before and after each suite
+   * (bench_cores_end), in ns; only suites where both were measured. */
+  struct {
+    const char *suite;
+    double before_ns, after_ns;
+  } cores[BENCH_SUITES_MAX];
+  size_t ncores;
 } bench_run;
 
 /* The processors' time so far, from the first line of /proc/stat, in
@@ -99,6 +106,29 @@ void bench_cpu_times_read(bench_cpu_times *t);
  * run met. Nothing is printed when /proc/stat cannot be read. */
 void bench_steal_end(bench_run *run, const char *suite,
                      const bench_cpu_times *before);
+
+/* The median round trip of one cache line between two threads pinned to
+ * the first two processors this process may run on, in ns (about 8 ms of
+ * spinning on both); -1 where it may run on fewer than two, or the
+ * threads could not be started or pinned. On a virtual machine the host
+ * places the virtual processors where it likes and moves them: on the
+ * 2-vCPU AMD EPYC here it read 55 to 75 ns in some minutes and 350 to 410
+ * in others, while /sys said one L3 cache for both all along. Far apart,
+ * work split between the two pays less: a region of one 256 x 256
+ * tarn_matrix_lu_inverse took 530 us on two workers and 740 on one while
+ * it read 55 ns, 1110 and 775 while it read 400 (docs/bench.md). */
+double bench_core_round_trip_ns(void);
+
+/* From this round trip on, the cores line says that the processors share
+ * no cache. */
+#define BENCH_CORES_FAR_NS 200
+
+/* After a suite whose round trip read `before_ns` (bench_core_round_trip_
+ * ns) before it began: pauses BENCH_QUIESCE_BLAS_S (OpenBLAS's threads
+ * still spin after the suite), measures it again, prints a line "cores:
+ * ..." with both and keeps them in run->cores for the JSON file
+ * (machine.core_round_trip_ns). Nothing when either reads -1. */
+void bench_cores_end(bench_run *run, const char *suite, double before_ns);
 
 /* A measured operation: performs `reps` repetitions of the work and stores
  * the time they took in *seconds (the function times only the work, not its

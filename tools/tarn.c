@@ -287,10 +287,12 @@ static int cmd_bench(int argc, char **argv) {
        * multithreaded call (bench.h); a suite that shares the cores with
        * them measured time_to_load at 6.5-8.9 ms instead of 3.8-3.9. */
       bench_quiesce(BENCH_QUIESCE_BLAS_S);
+      double round_trip_ns = bench_core_round_trip_ns();
       bench_cpu_times before;
       bench_cpu_times_read(&before);
       failed |= suites[i].run(&run) != 0;
       bench_steal_end(&run, suites[i].name, &before);
+      bench_cores_end(&run, suites[i].name, round_trip_ns);
       run.suite_index++;
     }
   /* a filter that matched no row measured nothing: say so, rather than a

@@ -10,6 +10,8 @@
 # passes; only a failed check, a crash or a missing row fails it.
 # Usage: test_bench_smoke.sh TARN
 . "$(dirname "$0")/lib.sh" "$@"
+json=$(mktemp)
+trap 'rm -f "$json"' EXIT
 
 # suite NAME ROW...: runs the suite at N=100 and 600 and expects each ROW
 # (a fixed string) in its table.
@@ -83,6 +85,22 @@ if [ -r /proc/stat ]; then
     <<<"$out" || fail "steal: no steal line in:"$'\n'"$out"
 fi
 
+# And, where the process may run on two processors or more, how far
+# apart the first two were before the suite and after it; the JSON file
+# keeps both (since 2026-12-07).
+if [ "$(nproc)" -ge 2 ]; then
+  grep -Eq '^cores: a cache line.s round trip between the first two processors took [0-9]+ ns before array and [0-9]+ after' \
+    <<<"$out" || fail "cores: no cores line in:"$'\n'"$out"
+  "$tarn" bench array --sizes 16 --samples 3 --filter 'tarn/.*add' \
+    --json "$json" >/dev/null 2>&1 || fail "cores: exit status $?"
+  tr -d ' \n' <"$json" | grep -Eq '"core_round_trip_ns":\{"array":\[[0-9.]+,[0-9.]+\]\}' ||
+    fail "cores: no round trips in the JSON file:"$'\n'"$(cat "$json")"
+fi
+# On one processor, no line (nothing to measure).
+out=$(taskset -c 0 "$tarn" bench array --sizes 16 --samples 3 \
+  --filter 'tarn/.*add' 2>&1) || fail "cores, one processor: exit status $?"
+grep -q '^cores: ' <<<"$out" && fail "cores, one processor: a line in:"$'\n'"$out"
+
 # And which OpenBLAS kernels ran, chosen by OpenBLAS or by the variable;
 # `tarn version` says so too.
 out=$(env -u OPENBLAS_CORETYPE "$tarn" bench array --sizes 64 --samples 3 \
@@ -100,8 +118,6 @@ grep -Eq '^blas: OpenBLAS [0-9.]+, Haswell kernels \(set by OPENBLAS_CORETYPE\)$
 samples_of() { # JSON FILE -> the first row's sample count
   grep -o '"samples": *[0-9]*' "$1" | head -n 1 | grep -o '[0-9]*$'
 }
-json=$(mktemp)
-trap 'rm -f "$json"' EXIT
 for run in "linalg tarn/.*matvec" "array tarn/.*add"; do
   name=${run%% *} filter=${run#* }
   "$tarn" bench "$name" --sizes 64 --filter "$filter" --json "$json" \

@@ -52,6 +52,7 @@
 
 #include "array/matrix_internal.h"
 #include "linalg/linalg_internal.h"
+#include "rt/rt_internal.h"
 #include "tarn/linalg.h"
 
 /* What one tile task needs; owned by the task. Sizes and leading
@@ -147,6 +148,10 @@ static int k_trmm(tarn_task *t, void *arg) {
  * 201, a program outside the repository, 2026-12-06). */
 #define TRIANGLE_BASE 16
 
+/* Far apart (tarn__task_far), triangles of this order or less invert
+ * their halves one after the other on the task's thread. */
+#define FAR_HALVES_MAX 256
+
 /* The order of the first half of a triangle of order n: 8-aligned for the
  * kernels, as tarn__trsm's blocks. */
 static int first_half(int n) { return (n / 2 + 7) / 8 * 8; }
@@ -207,6 +212,11 @@ static int trtri_halves(tarn_task *t, CBLAS_UPLO uplo, CBLAS_DIAG diag, int n,
                            CblasNoTrans, diag, m, cols, 1.0, a22, lda, b, lda);
   if (rc != 0) return rc;
   struct trtri_halves s = {t, uplo, diag, n, h, lda, a};
+  /* far apart, halves of a tile of 256 or less on this thread (tarn__task_
+   * far; linalg.c's FAR_SHARE_MIN_MADDS: a 256 x 256 LU inverse took 1126
+   * to 1284 us shared, 736 to 975 not) */
+  if (n <= FAR_HALVES_MAX && tarn__task_far(t))
+    return trtri_halves_range(&s, 0, 2);
   return tarn_task_parallel_for(t, 2, 1, trtri_halves_range, &s);
 }
 

@@ -138,6 +138,26 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
  * cost about what it saves. */
 #define SHARE_MIN_MADDS ((double)(1 << 18))
 
+/* While the runtime finds its first two workers' processors far apart
+ * (tarn__task_far: they share no cache), a kernel is shared only from
+ * this many multiply-adds (512 x 512 x 128; share_min), and neither a
+ * region's last one-column product nor its last few vectors are split
+ * (tarn__gemm_shared, triangle_shared): every line a helper reads or
+ * writes then crosses the chip. On the 2-vCPU machine of
+ * 2026-12-07 in such minutes (a round trip of 340 to 370 ns against 60
+ * to 95), a 256 x 256 LU inverse in a region of its own took 1126 to 1284
+ * us shared and 736 to 975 unshared (530 and 740 near), the Cholesky
+ * inverse 625 to 748 against 545 to 560, a product by a vector 6.3 to
+ * 6.6 against 5.7 to 6.1; at N = 1024 in 512 tiles sharing still paid
+ * (Cholesky 6.2 to 6.4 ms against 8.7 to 8.9, the LU inverse 20.9 to
+ * 21.6 against 22.7 to 22.9): docs/linalg.md, "Cores far apart". */
+#define FAR_SHARE_MIN_MADDS ((double)(1 << 25))
+
+/* The least multiply-adds a kernel of task `t` shares. */
+static double share_min(tarn_task *t) {
+  return tarn__task_far(t) ? FAR_SHARE_MIN_MADDS : SHARE_MIN_MADDS;
+}
+
 /* Ranges below this many rows or columns are not worth a helper. */
 #define SHARE_GRAIN 64
 
@@ -289,8 +309,9 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
    * shared". */
   double madds = (double)m * n * k;
   bool share = n == 1 ? madds >= GEMV_SHARE_MIN ||
-                            (madds >= GEMV_LAST_SHARE_MIN && tarn__task_last(t))
-                      : madds >= SHARE_MIN_MADDS;
+                            (madds >= GEMV_LAST_SHARE_MIN &&
+                             tarn__task_last(t) && !tarn__task_far(t))
+                      : madds >= share_min(t);
   size_t workers = tarn_rt_workers(tarn_task_rt(t));
   /* only a matrix-vector product calls dgemv (gemm_range) */
   g.pieces = n == 1 && workers > 1 && (share || !tarn__task_alone(t));
@@ -481,8 +502,7 @@ static int triangle_shared(tarn_task *t, tarn_range_fn range, CBLAS_SIDE side,
   bool left = side == CblasLeft;
   size_t count = (size_t)(left ? n : m);
   double side_len = left ? m : n; /* the triangle's order */
-  if ((double)m * n * side_len / 2 < SHARE_MIN_MADDS)
-    return range(&s, 0, count);
+  if ((double)m * n * side_len / 2 < share_min(t)) return range(&s, 0, count);
   /* A few vectors (no more than the workers) of a region's last task go
    * one a worker, each a solve by dtrsv (by_vectors; a trmm's, one
    * dtrmm): two vectors of an order-512 triangle took 25.8 us a region
@@ -493,7 +513,7 @@ static int triangle_shared(tarn_task *t, tarn_range_fn range, CBLAS_SIDE side,
    * blocked call: 473 us against 333 for LU's solve with four. */
   size_t grain = SHARE_GRAIN;
   if (count >= 2 && count <= tarn_rt_workers(tarn_task_rt(t)) &&
-      tarn__task_last(t))
+      tarn__task_last(t) && !tarn__task_far(t))
     grain = 1;
   return tarn_task_parallel_for(t, count, grain, range, &s);
 }
@@ -600,7 +620,7 @@ int tarn__syrk_shared(tarn_task *t, CBLAS_TRANSPOSE trans, int n, int k,
                          .a = a,
                          .c = c};
   size_t pieces = s.gemms + 2;
-  if ((double)n * n * k / 2 < SHARE_MIN_MADDS || n < 2 * SHARE_GRAIN)
+  if ((double)n * n * k / 2 < share_min(t) || n < 2 * SHARE_GRAIN)
     return syrk_range(&s, 0, pieces);
   return tarn_task_parallel_for(t, pieces, 1, syrk_range, &s);
 }
@@ -706,15 +726,20 @@ int tarn__potrf_shared(tarn_task *t, int n, double *a, int lda, int *info) {
   /* Right-looking with a lookahead of one block: while idle workers update
    * the columns beyond the next block, this thread updates the next block,
    * factors it and solves the column below it. */
-  int rc = potrf_block(t, &p, 0, nb);
+  /* far apart, a tile below share_min is factored on this thread */
+  bool shared = (double)n * n * n / 3 >= share_min(t);
+  int rc = potrf_block(shared ? t : NULL, &p, 0, nb);
   for (int k = 0, w = nb; rc == 0 && p.info == 0 && k + w < n;
        k += w, w = p.next) {
     p.k = k;
     p.w = w;
     p.next = n - k - w < nb ? n - k - w : nb;
     p.far = k + w + p.next;
-    rc = tarn__task_parallel_for_lead(t, (size_t)(n - p.far), SHARE_GRAIN / 2,
-                                      potrf_update_range, &p, potrf_lead, &p);
+    if (shared)
+      rc = tarn__task_parallel_for_lead(t, (size_t)(n - p.far), SHARE_GRAIN / 2,
+                                        potrf_update_range, &p, potrf_lead, &p);
+    else if ((rc = potrf_lead(&p)) == 0)
+      rc = potrf_update_range(&p, 0, (size_t)(n - p.far));
   }
   *info = p.info;
   return rc;

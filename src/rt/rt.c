@@ -69,6 +69,18 @@
  * tarn_task_parallel_for), then yields it. */
 #define HELP_SPIN_MAX_NS 50000
 
+/* With pinned workers, worker 0 times the round trip of one cache line to
+ * worker 1 (time_round_trip) at most once every ROUND_TRIP_EVERY_NS,
+ * while both look for work: ROUND_TRIP_ROUNDS trips, each answer of
+ * worker 1 awaited at most ROUND_TRIP_WAIT_NS. From CORES_FAR_NS on (the
+ * median of the last ROUND_TRIP_KEPT) the two share no cache
+ * (tarn__task_far). */
+#define ROUND_TRIP_EVERY_NS 100000000
+#define ROUND_TRIP_ROUNDS 64
+#define ROUND_TRIP_WAIT_NS 20000
+#define ROUND_TRIP_KEPT 3
+#define CORES_FAR_NS 200
+
 /* A worker times one task in this many for its recent mean (see run). */
 #define RECENT_SAMPLE_EVERY 8
 /* The guest takes a region's only task while such regions recently took
@@ -364,7 +376,9 @@ struct tarn_rt {
   int eager_free;
   bool workers_fill_cores; /* nworkers >= the processors allowed */
   bool pinned;             /* the workers are pinned (cpu_side is set) */
-  bool may_spill;          /* the pool has a limit: data may be on disk */
+  /* workers 0 and 1 are pinned to two processors (time_round_trip) */
+  bool round_trip_pair;
+  bool may_spill; /* the pool has a limit: data may be on disk */
   /* RT_LIVE from tarn_rt_create, TARN__MAGIC_DEAD once tarn_rt_destroy
    * frees the struct (rt_ok, prim.h). */
   uint32_t magic;
@@ -445,10 +459,27 @@ struct tarn_rt {
    * (hold_for_waiter), and when it was put there (tarn__ticks). */
   _Alignas(64) _Atomic(tarn_task *) lone;
   _Atomic uint64_t lone_since;
+  /* The round trip between workers 0 and 1 (time_round_trip): the ball
+   * they pass, on a line of its own (BALL_*), the last ROUND_TRIP_KEPT
+   * trips in ns and when worker 0 last timed them (written by worker 0
+   * only), and whether their median is CORES_FAR_NS or more, or the
+   * setting tarn__rt_cores_far_set made (CORES_*). */
+  _Alignas(64) atomic_int ball;
+  _Alignas(64) uint64_t round_trip_at;
+  uint32_t round_trips[ROUND_TRIP_KEPT];
+  atomic_uint round_trip_ns; /* the median; 0 until timed */
+  atomic_int cores_far;
   /* With pinned workers: by processor, 1 when the (first) worker pinned
    * there claims shared ranges from the back (help_claim). */
   unsigned char cpu_side[CPU_TABLE];
 };
+
+/* rt->ball: at rest; asked by worker 0; answered (and back) by worker 1;
+ * thrown by worker 0. */
+enum { BALL_REST, BALL_ASKED, BALL_BACK, BALL_THROWN };
+/* rt->cores_far: measured near or far, or set by tarn__rt_cores_far_set
+ * (near, far). */
+enum { CORES_NEAR, CORES_FAR, CORES_SET_NEAR, CORES_SET_FAR };
 
 #define RT_LIVE 0x72756e74u /* "runt" */
 _Static_assert(offsetof(struct tarn_rt, magic) >= TARN__MAGIC_MIN_OFFSET,
@@ -1844,6 +1875,22 @@ bool tarn__task_alone(tarn_task *t) {
          !atomic_load_explicit(&rt->guest_busy, memory_order_relaxed);
 }
 
+bool tarn__task_far(tarn_task *t) {
+  if (t == NULL) return false;
+  int state = atomic_load_explicit(&t->rt->cores_far, memory_order_relaxed);
+  return state == CORES_FAR || state == CORES_SET_FAR;
+}
+
+unsigned tarn__rt_round_trip_ns(tarn_rt *rt) {
+  return atomic_load_explicit(&rt->round_trip_ns, memory_order_relaxed);
+}
+
+void tarn__rt_cores_far_set(tarn_rt *rt, int far) {
+  atomic_store(&rt->cores_far, far < 0    ? CORES_NEAR
+                               : far == 0 ? CORES_SET_NEAR
+                                          : CORES_SET_FAR);
+}
+
 bool tarn__task_last(tarn_task *t) {
   if (t == NULL || t != current_task) return false;
   tarn_region *r = t->region;
@@ -2010,6 +2057,91 @@ static tarn_task *sleep_or_take(struct worker *w, uint64_t until,
   return t;
 }
 
+/* rt->ball from `from` to `to` if it is `from`; whether it was. */
+static bool ball_pass(tarn_rt *rt, int from, int to) {
+  return atomic_compare_exchange_strong(&rt->ball, &from, to);
+}
+
+/* Spins until rt->ball is `value` (true) or ROUND_TRIP_WAIT_NS pass
+ * (false), reading the clock once every 256 looks. */
+static bool ball_wait(tarn_rt *rt, int value) {
+  uint64_t from = tarn__clock_ns();
+  for (unsigned n = 1;; n++) {
+    if (atomic_load_explicit(&rt->ball, memory_order_acquire) == value)
+      return true;
+    if (n % 256 == 0 && tarn__clock_ns() - from > ROUND_TRIP_WAIT_NS)
+      return false;
+    cpu_relax();
+  }
+}
+
+/* The round trip of one cache line between workers 0 and 1, for
+ * tarn__task_far: on a virtual machine the host moves its processors,
+ * and on the 2-vCPU AMD EPYC of 2026-12-07 the trip took 55 to 95 ns in
+ * some minutes and 340 to 410 in others, while /sys said one L3 cache for
+ * both throughout (docs/rt.md, "Cores far apart"). Worker 0, looking for
+ * work, asks, and worker 1 answers from its own idle loop
+ * (answer_round_trip); without an answer within ROUND_TRIP_WAIT_NS
+ * (worker 1 asleep, or busy) worker 0 takes the ball back and asks again
+ * ROUND_TRIP_EVERY_NS later. A throw not sent back within that time
+ * (worker 1 preempted) ends the timing, unrecorded. Each change of the
+ * ball is a compare-and-swap by the one whose turn it is, so a ball taken
+ * back is never answered, nor an answered one taken back. A task readied
+ * meanwhile waits for the trips (64 of 400 ns). */
+static void time_round_trip(struct worker *w) {
+  tarn_rt *rt = w->rt;
+  uint64_t now = tarn__clock_ns();
+  if (w->index != 0 || !rt->round_trip_pair ||
+      now - rt->round_trip_at < ROUND_TRIP_EVERY_NS ||
+      !atomic_load_explicit(&rt->workers[1].idle, memory_order_relaxed))
+    return;
+  rt->round_trip_at = now;
+  if (!ball_pass(rt, BALL_REST, BALL_ASKED)) return;
+  if (!ball_wait(rt, BALL_BACK)) {
+    if (ball_pass(rt, BALL_ASKED, BALL_REST)) return; /* no answer */
+    /* else worker 1 answered just now */
+  }
+  uint64_t t0 = tarn__clock_ns();
+  for (int i = 0; i < ROUND_TRIP_ROUNDS; i++) {
+    atomic_store_explicit(&rt->ball, BALL_THROWN, memory_order_release);
+    if (!ball_wait(rt, BALL_BACK) && ball_pass(rt, BALL_THROWN, BALL_REST))
+      return; /* worker 1 stopped answering: it will not now */
+  }
+  uint64_t trip = (tarn__clock_ns() - t0) / ROUND_TRIP_ROUNDS;
+  atomic_store_explicit(&rt->ball, BALL_REST, memory_order_release);
+  memmove(rt->round_trips + 1, rt->round_trips,
+          (ROUND_TRIP_KEPT - 1) * sizeof rt->round_trips[0]);
+  rt->round_trips[0] = trip > UINT32_MAX ? UINT32_MAX : (uint32_t)trip;
+  uint32_t kept[ROUND_TRIP_KEPT];
+  memcpy(kept, rt->round_trips, sizeof kept);
+  for (int i = 1; i < ROUND_TRIP_KEPT; i++) /* insertion sort */
+    for (int j = i; j > 0 && kept[j - 1] > kept[j]; j--) {
+      uint32_t x = kept[j];
+      kept[j] = kept[j - 1];
+      kept[j - 1] = x;
+    }
+  uint32_t median = kept[ROUND_TRIP_KEPT / 2];
+  atomic_store_explicit(&rt->round_trip_ns, median, memory_order_relaxed);
+  int state = atomic_load_explicit(&rt->cores_far, memory_order_relaxed);
+  if (state == CORES_NEAR || state == CORES_FAR) /* not set: measured */
+    atomic_compare_exchange_strong(
+        &rt->cores_far, &state,
+        median >= CORES_FAR_NS ? CORES_FAR : CORES_NEAR);
+}
+
+/* Worker 1's part of time_round_trip, when asked: the ball sent back
+ * until worker 0 has thrown it ROUND_TRIP_ROUNDS times, or stops. */
+static void answer_round_trip(struct worker *w) {
+  tarn_rt *rt = w->rt;
+  if (w->index != 1 ||
+      atomic_load_explicit(&rt->ball, memory_order_relaxed) != BALL_ASKED ||
+      !ball_pass(rt, BALL_ASKED, BALL_BACK))
+    return;
+  for (int i = 0; i < ROUND_TRIP_ROUNDS; i++)
+    if (!ball_wait(rt, BALL_THROWN) || !ball_pass(rt, BALL_THROWN, BALL_BACK))
+      return; /* taken back */
+}
+
 static void *worker_main(void *arg) {
   struct worker *w = arg;
   tarn_rt *rt = w->rt;
@@ -2024,10 +2156,13 @@ static void *worker_main(void *arg) {
     if (t == NULL) atomic_store_explicit(&w->idle, true, memory_order_relaxed);
     while (t == NULL && !atomic_load(&rt->stopping) &&
            tarn__clock_ns() - idle_since < IDLE_SPIN_NS) {
-      if (help_others(w))
+      if (help_others(w)) {
         idle_since = tarn__clock_ns();
-      else
+      } else {
+        time_round_trip(w);
+        answer_round_trip(w);
         sched_yield();
+      }
       t = take_or_lone(w);
     }
     /* Asleep: give back what the work left after idle_trim_ns, and again
@@ -2965,6 +3100,8 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   unsigned ncpus = o.pin_workers ? tarn__cpus_allowed(cpus, CPU_TABLE) : 0;
   if (ncpus > CPU_TABLE) ncpus = CPU_TABLE;
   rt->pinned = ncpus > 0;
+  /* written before any worker starts: time_round_trip reads it */
+  rt->round_trip_pair = o.workers >= 2 && ncpus >= 2 && cpus[0] != cpus[1];
   for (unsigned i = o.workers < ncpus ? o.workers : ncpus; i-- > 0;)
     if (cpus[i] >= 0 && cpus[i] < (int)sizeof rt->cpu_side)
       rt->cpu_side[cpus[i]] = (unsigned char)(i & 1);

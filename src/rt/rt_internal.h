@@ -29,6 +29,25 @@ int tarn__task_parallel_for_lead(tarn_task *task, size_t count, size_t grain,
  * thread. */
 bool tarn__task_alone(tarn_task *task);
 
+/* Whether the runtime of `task` found the processors of its first two
+ * workers far apart: the median of the last three round trips of a cache
+ * line between them (timed while both look for work, every 100 ms at
+ * most, by pinned workers only) took 200 ns or more, so they share no
+ * cache and work split between them pays less (docs/rt.md, "Cores far
+ * apart"); or what tarn__rt_cores_far_set says. False until timed, with
+ * unpinned workers, or one. A hint: the host of a virtual machine moves
+ * its processors at any time. */
+bool tarn__task_far(tarn_task *task);
+
+/* The median of the last three round trips tarn__task_far judges by, in
+ * ns; 0 until three were timed. Thread-safe. */
+unsigned tarn__rt_round_trip_ns(tarn_rt *rt);
+
+/* For tests and measurements: far 1 makes tarn__task_far true, 0 false,
+ * whatever the round trips say; -1 returns it to them (from the next
+ * trip timed). Thread-safe. */
+void tarn__rt_cores_far_set(tarn_rt *rt, int far);
+
 /* Whether the running task `task` is the last of its region: a thread
  * waits for the region (tarn_region_wait, or a call of the layers above
  * that waits for its own) and no other task of it is unfinished, so the

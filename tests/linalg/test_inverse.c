@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "rt/rt_internal.h"
 #include "support.h"
 #include "tarn.h"
 
@@ -242,6 +243,29 @@ static void test_lu_inverse(void **state) {
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
       check_lu(rt, sizes[s][0], sizes[s][1], seed++, false);
       check_lu(rt, sizes[s][0], sizes[s][1], seed++, true);
+    }
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
+/* With the runtime's cores far apart (tarn__rt_cores_far_set), a tile's
+ * triangle inverts its halves one after the other and the kernels below
+ * 2^25 multiply-adds run unshared: the inverses of one tile of 256 and
+ * of 600 in tiles of 300 as dpotri's and dgetri's, the triangle's within
+ * its residual bound, on 2 and 3 workers. */
+static void test_inverses_cores_far_apart(void **state) {
+  (void)state;
+  static const size_t far_sizes[][2] = {{256, 256}, {600, 300}};
+  uint64_t seed = 700;
+  for (unsigned workers = 2; workers <= 3; workers++) {
+    tarn_rt *rt = test_rt(workers, 0);
+    tarn__rt_cores_far_set(rt, 1);
+    for (size_t s = 0; s < 2; s++) {
+      size_t n = far_sizes[s][0], nb = far_sizes[s][1];
+      check_cholesky(rt, n, nb, seed++);
+      check_lu(rt, n, nb, seed++, false);
+      check_triangle(rt, n, n, nb, nb, TARN_UPPER, TARN_NON_UNIT, seed++);
+      check_triangle(rt, n, n, nb, nb, TARN_LOWER, TARN_UNIT, seed++);
     }
     assert_int_equal(tarn_rt_destroy(rt), 0);
   }
@@ -573,6 +597,7 @@ int main(void) {
       cmocka_unit_test(test_tall_triangular_inverse),
       cmocka_unit_test(test_cholesky_inverse),
       cmocka_unit_test(test_lu_inverse),
+      cmocka_unit_test(test_inverses_cores_far_apart),
       cmocka_unit_test(test_permutation_inverse),
       cmocka_unit_test(test_qr_ata_inverse),
       cmocka_unit_test(test_singular),

@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include "destroyed.h"
+#include "rt/rt_internal.h"
 #include "support.h"
 #include "tarn.h"
 
@@ -1036,6 +1037,44 @@ static void check_chol_solve(tarn_rt *rt, size_t n, size_t nb, size_t nrhs,
   free(x);
 }
 
+/* With the runtime's cores far apart (tarn__rt_cores_far_set: kernels
+ * below 2^25 multiply-adds unshared, a region's last product by a vector
+ * and its last few vectors not split; linalg.c, share_min), the kernels
+ * that sharing would split run whole on their task's thread: one tile of
+ * 300 and 513 factored by blocks (a pivot that is not positive definite
+ * still found), several, products and solves by one and two vectors; on
+ * 2 and 3 workers. */
+static void test_cores_far_apart(void **state) {
+  (void)state;
+  static const size_t sizes[][2] = {{300, 300}, {513, 513}, {700, 300}};
+  for (unsigned w = 2; w <= 3; w++) {
+    tarn_rt *rt = test_rt(w, 0);
+    tarn__rt_cores_far_set(rt, 1);
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+      size_t n = sizes[s][0], nb = sizes[s][1];
+      double *a = spd(n, 80 + s);
+      double *f = factor(rt, a, n, nb);
+      assert_true(chol_residual(a, f, n) < 10);
+      a[200 + 200 * n] = -1.0;
+      tarn_matrix *m = NULL;
+      assert_int_equal(tarn_matrix_from_buffer(rt, n, n, nb, nb, a, n, &m), 0);
+      int info = 0;
+      assert_int_equal(tarn_matrix_cholesky(m, &info), TARN_EINVAL);
+      assert_int_equal(info, 201);
+      tarn_matrix_destroy(m);
+      free(a);
+      free(f);
+    }
+    check_gemv(rt, 256, 256, 256, 256, TARN_NO_TRANS, false);
+    check_gemv(rt, 600, 600, 300, 300, TARN_TRANS, true);
+    check_gemm(rt, 256, 256, 256, 256, 256, 256, TARN_NO_TRANS, TARN_TRANS,
+               true);
+    check_chol_solve(rt, 600, 300, 1, 1, 90);
+    check_chol_solve(rt, 512, 512, 2, 2, 92);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+}
+
 static void test_cholesky_solve(void **state) {
   (void)state;
   test_solve_sizes(check_chol_solve, 700);
@@ -1430,6 +1469,7 @@ int main(void) {
       cmocka_unit_test(test_cholesky_mem_limit),
       cmocka_unit_test(test_limit_of_one_task),
       cmocka_unit_test(test_cholesky_solve),
+      cmocka_unit_test(test_cores_far_apart),
       cmocka_unit_test(test_cholesky_solve_concurrent),
       cmocka_unit_test(test_cholesky_solve_bad),
       cmocka_unit_test(test_cholesky_solve_after_failure),

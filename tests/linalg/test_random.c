@@ -41,6 +41,7 @@
 #include <cmocka.h>
 
 #include "linalg/linalg_internal.h"
+#include "rt/rt_internal.h"
 #include "support.h"
 #include "tarn.h"
 
@@ -114,18 +115,22 @@ static void footprint(struct tcase *c, size_t m, size_t n, size_t mb,
  * to 4 pages more, so every task fits and the rest spills. A third of the
  * cases each run the operations on their own tiles, in work tiles of 64
  * (several, for the larger matrices) and of 256 (tarn/linalg.h, "Small
- * tiles"; under a limit where the copies fit). */
+ * tiles"; under a limit where the copies fit). A quarter of those on 2
+ * workers or more run with the cores set far apart
+ * (tarn__rt_cores_far_set: smaller kernels unshared). */
 static void start(struct tcase *c) {
   static const unsigned work_tiles[] = {0, 64, 256};
   size_t page = (size_t)sysconf(_SC_PAGESIZE);
   if (c->limited)
     c->limit = c->max_col + 4 * c->max_tile + range(c, 0, 4) * page;
   unsigned work = work_tiles[c->index % 3];
-  describe(c, "; %u workers, limit %zu, work tile %u", c->workers, c->limit,
-           work);
+  bool far = c->index % 4 == 1 && c->workers > 1;
+  describe(c, "; %u workers, limit %zu, work tile %u%s", c->workers, c->limit,
+           work, far ? ", cores far apart" : "");
   if (random_scale() > 1) /* the rerun line needs it too */
     describe(c, "; TARN_RANDOM_SCALE=%zu", random_scale());
   c->rt = test_rt_work(c->workers, c->limit, work);
+  if (far) tarn__rt_cores_far_set(c->rt, 1);
 }
 
 /* ---- host matrices ------------------------------------------------------ */

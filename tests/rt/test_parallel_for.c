@@ -799,6 +799,87 @@ static void a_waiter_runs_its_long_serial_task_itself(void **state) {
   assert_in_range(shared, 0, 10);
 }
 
+/* Regions of two tasks of 50 us each on `rt` until its workers timed
+ * their round trip (tarn__rt_round_trip_ns is no longer 0), for at most
+ * `seconds`. Returns the round trip, or 0. */
+static int busy_50us(tarn_task *task, void *arg) {
+  (void)task;
+  (void)arg;
+  busy_for(50.0);
+  return 0;
+}
+
+static unsigned round_trip_after_work(tarn_rt *rt, double seconds) {
+  struct timespec from, now;
+  clock_gettime(CLOCK_MONOTONIC, &from);
+  do {
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(tarn_submit(rt, busy_50us, TARN_ARG(NULL)), 0);
+    assert_int_equal(tarn_submit(rt, busy_50us, TARN_ARG(NULL)), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    if (tarn__rt_round_trip_ns(rt) != 0) break;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+  } while ((double)(now.tv_sec - from.tv_sec) +
+               (double)(now.tv_nsec - from.tv_nsec) / 1e9 <
+           seconds);
+  return tarn__rt_round_trip_ns(rt);
+}
+
+/* Two pinned workers on two processors time the round trip of a cache
+ * line between them while they look for work (every 100 ms at most:
+ * the first figure comes after two trips), so within seconds of work; an
+ * unpinned runtime's, or one worker's, never do (their figure would say
+ * nothing of where the work runs). A machine of one processor has
+ * nothing to time. */
+static void pinned_workers_time_their_round_trip(void **state) {
+  (void)state;
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) skip();
+  tarn_rt *rt = pinned_rt(2);
+  unsigned trip = round_trip_after_work(rt, 20.0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  assert_true(trip > 0);
+
+  rt = pinned_rt(1);
+  assert_int_equal(round_trip_after_work(rt, 0.5), 0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 2;
+  o.pin_workers = 0;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  assert_int_equal(round_trip_after_work(rt, 0.5), 0);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
+static int ask_far(tarn_task *task, void *arg) {
+  *(bool *)arg = tarn__task_far(task);
+  return 0;
+}
+
+/* tarn__rt_cores_far_set decides what tarn__task_far answers, whatever
+ * the round trips say, until set back to them; NULL is never far. */
+static void cores_far_apart_when_set(void **state) {
+  (void)state;
+  tarn_rt *rt = pinned_rt(2);
+  for (int far = 1; far >= 0; far--) {
+    tarn__rt_cores_far_set(rt, far);
+    for (int i = 0; i < 4; i++) { /* on the waiter and on workers */
+      bool answer = !far;
+      tarn_region *region = NULL;
+      assert_int_equal(tarn_region_begin(rt, &region), 0);
+      assert_int_equal(tarn_submit(rt, ask_far, TARN_ARG(&answer)), 0);
+      if (i % 2 == 1) /* two tasks: a worker's */
+        assert_int_equal(tarn_submit(rt, busy_50us, TARN_ARG(NULL)), 0);
+      assert_int_equal(tarn_region_wait(region, NULL), 0);
+      assert_int_equal(answer, far == 1);
+    }
+  }
+  tarn__rt_cores_far_set(rt, -1);
+  assert_false(tarn__task_far(NULL));
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(every_index_once),
@@ -817,6 +898,8 @@ int main(void) {
       cmocka_unit_test(a_waiter_running_its_only_task_is_alone),
       cmocka_unit_test(a_waiter_runs_its_long_serial_task_itself),
       cmocka_unit_test(a_waited_regions_last_task_is_last),
+      cmocka_unit_test(pinned_workers_time_their_round_trip),
+      cmocka_unit_test(cores_far_apart_when_set),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

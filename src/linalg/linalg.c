@@ -143,14 +143,14 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
  * this many multiply-adds (512 x 512 x 128; share_min), and neither a
  * region's last one-column product nor its last few vectors are split
  * (tarn__gemm_shared, triangle_shared): every line a helper reads or
- * writes then crosses the chip. On the 2-vCPU machine of
- * 2026-12-07 in such minutes (a round trip of 340 to 370 ns against 60
- * to 95), a 256 x 256 LU inverse in a region of its own took 1126 to 1284
- * us shared and 736 to 975 unshared (530 and 740 near), the Cholesky
- * inverse 625 to 748 against 545 to 560, a product by a vector 6.3 to
- * 6.6 against 5.7 to 6.1; at N = 1024 in 512 tiles sharing still paid
- * (Cholesky 6.2 to 6.4 ms against 8.7 to 8.9, the LU inverse 20.9 to
- * 21.6 against 22.7 to 22.9): docs/linalg.md, "Cores far apart". */
+ * writes then crosses the chip. On the 2-vCPU machine of 2026-12-07 in
+ * such minutes (a round trip of 340 to 370 ns against 60 to 95), a 256 x
+ * 256 LU inverse in a region of its own took 1126 to 1284 us with every
+ * kernel shared as before and 736 to 975 with none (530 and 740 near);
+ * at N = 1024 in 512 tiles sharing still paid (Cholesky 5.0 to 6.4 ms
+ * against 8.7 to 8.9, the LU inverse 18.1 to 21.6 against 20.8 to 22.9).
+ * This rule against sharing as near: docs/linalg.md, "Cores far
+ * apart". */
 #define FAR_SHARE_MIN_MADDS ((double)(1 << 25))
 
 /* The least multiply-adds a kernel of task `t` shares. */

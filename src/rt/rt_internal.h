@@ -40,7 +40,8 @@ bool tarn__task_alone(tarn_task *task);
 bool tarn__task_far(tarn_task *task);
 
 /* The median of the last three round trips tarn__task_far judges by, in
- * ns; 0 until three were timed. Thread-safe. */
+ * ns (0 standing in for those not yet timed: 0 until two were).
+ * Thread-safe. */
 unsigned tarn__rt_round_trip_ns(tarn_rt *rt);
 
 /* For tests and measurements: far 1 makes tarn__task_far true, 0 false,

@@ -112,7 +112,7 @@ void bench_steal_end(bench_run *run, const char *suite,
  * spinning on both); -1 where it may run on fewer than two, or the
  * threads could not be started or pinned. On a virtual machine the host
  * places the virtual processors where it likes and moves them: on the
- * 2-vCPU AMD EPYC here it read 55 to 75 ns in some minutes and 350 to 410
+ * 2-vCPU AMD EPYC here it read 55 to 96 ns in some minutes and 325 to 410
  * in others, while /sys said one L3 cache for both all along. Far apart,
  * work split between the two pays less: a region of one 256 x 256
  * tarn_matrix_lu_inverse took 530 us on two workers and 740 on one while

@@ -144,7 +144,7 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
  * region's last one-column product nor its last few vectors are split
  * (tarn__gemm_shared, triangle_shared): every line a helper reads or
  * writes then crosses the chip. On the 2-vCPU machine of 2026-12-07 in
- * such minutes (a round trip of 340 to 370 ns against 60 to 95), a 256 x
+ * such minutes (a round trip of 343 to 366 ns against 62 to 96), a 256 x
  * 256 LU inverse in a region of its own took 1126 to 1284 us with every
  * kernel shared as before and 736 to 975 with none (530 and 740 near);
  * at N = 1024 in 512 tiles sharing still paid (Cholesky 5.0 to 6.4 ms

@@ -2077,8 +2077,8 @@ static bool ball_wait(tarn_rt *rt, int value) {
 
 /* The round trip of one cache line between workers 0 and 1, for
  * tarn__task_far: on a virtual machine the host moves its processors,
- * and on the 2-vCPU AMD EPYC of 2026-12-07 the trip took 55 to 95 ns in
- * some minutes and 340 to 410 in others, while /sys said one L3 cache for
+ * and on the 2-vCPU AMD EPYC of 2026-12-07 the trip took 55 to 96 ns in
+ * some minutes and 325 to 410 in others, while /sys said one L3 cache for
  * both throughout (docs/rt.md, "Cores far apart"). Worker 0, looking for
  * work, asks, and worker 1 answers from its own idle loop
  * (answer_round_trip); without an answer within ROUND_TRIP_WAIT_NS

@@ -78,7 +78,7 @@
 #define ROUND_TRIP_EVERY_NS 100000000
 #define ROUND_TRIP_ROUNDS 64
 #define ROUND_TRIP_WAIT_NS 20000
-#define ROUND_TRIP_KEPT 3
+#define ROUND_TRIP_KEPT 3 /* median_of_three */
 #define CORES_FAR_NS 200
 
 /* A worker times one task in this many for its recent mean (see run). */
@@ -466,7 +466,8 @@ struct tarn_rt {
    * setting tarn__rt_cores_far_set made (CORES_*). */
   _Alignas(64) atomic_int ball;
   _Alignas(64) uint64_t round_trip_at;
-  uint32_t round_trips[ROUND_TRIP_KEPT];
+  uint32_t round_trips[ROUND_TRIP_KEPT]; /* a ring: the next at next % 3 */
+  unsigned round_trip_next;
   atomic_uint round_trip_ns; /* the median; 0 until timed */
   atomic_int cores_far;
   /* With pinned workers: by processor, 1 when the (first) worker pinned
@@ -2075,6 +2076,12 @@ static bool ball_wait(tarn_rt *rt, int value) {
   }
 }
 
+/* The middle one of v[0], v[1], v[2]. */
+static uint32_t median_of_three(const uint32_t v[3]) {
+  uint32_t lo = v[0] < v[1] ? v[0] : v[1], hi = v[0] < v[1] ? v[1] : v[0];
+  return v[2] < lo ? lo : v[2] > hi ? hi : v[2];
+}
+
 /* The round trip of one cache line between workers 0 and 1, for
  * tarn__task_far: on a virtual machine the host moves its processors,
  * and on the 2-vCPU AMD EPYC of 2026-12-07 the trip took 55 to 96 ns in
@@ -2090,9 +2097,9 @@ static bool ball_wait(tarn_rt *rt, int value) {
  * meanwhile waits for the trips (64 of 400 ns). */
 static void time_round_trip(struct worker *w) {
   tarn_rt *rt = w->rt;
+  if (w->index != 0 || !rt->round_trip_pair) return; /* before the clock */
   uint64_t now = tarn__clock_ns();
-  if (w->index != 0 || !rt->round_trip_pair ||
-      now - rt->round_trip_at < ROUND_TRIP_EVERY_NS ||
+  if (now - rt->round_trip_at < ROUND_TRIP_EVERY_NS ||
       !atomic_load_explicit(&rt->workers[1].idle, memory_order_relaxed))
     return;
   rt->round_trip_at = now;
@@ -2109,18 +2116,9 @@ static void time_round_trip(struct worker *w) {
   }
   uint64_t trip = (tarn__clock_ns() - t0) / ROUND_TRIP_ROUNDS;
   atomic_store_explicit(&rt->ball, BALL_REST, memory_order_release);
-  memmove(rt->round_trips + 1, rt->round_trips,
-          (ROUND_TRIP_KEPT - 1) * sizeof rt->round_trips[0]);
-  rt->round_trips[0] = trip > UINT32_MAX ? UINT32_MAX : (uint32_t)trip;
-  uint32_t kept[ROUND_TRIP_KEPT];
-  memcpy(kept, rt->round_trips, sizeof kept);
-  for (int i = 1; i < ROUND_TRIP_KEPT; i++) /* insertion sort */
-    for (int j = i; j > 0 && kept[j - 1] > kept[j]; j--) {
-      uint32_t x = kept[j];
-      kept[j] = kept[j - 1];
-      kept[j - 1] = x;
-    }
-  uint32_t median = kept[ROUND_TRIP_KEPT / 2];
+  rt->round_trips[rt->round_trip_next++ % ROUND_TRIP_KEPT] =
+      trip > UINT32_MAX ? UINT32_MAX : (uint32_t)trip;
+  uint32_t median = median_of_three(rt->round_trips);
   atomic_store_explicit(&rt->round_trip_ns, median, memory_order_relaxed);
   int state = atomic_load_explicit(&rt->cores_far, memory_order_relaxed);
   if (state == CORES_NEAR || state == CORES_FAR) /* not set: measured */

@@ -162,4 +162,9 @@ int tarn__share_columns(tarn_task *t, size_t rows, size_t cols,
  * the task returns). NULL when neither has it. */
 void *tarn__task_memory(tarn_task *t, size_t bytes, bool *heap);
 
+/* c[k] = value for k < n: the fill of tarn_matrix_fill and
+ * tarn_stencil_assign, one of the hot loops above (twice as fast in AVX2
+ * as in the baseline's 16-byte stores on data in the cache). */
+void tarn__fill(double *c, double value, size_t n);
+
 #endif

@@ -554,10 +554,7 @@ struct assign_share {
 /* Columns [q0, q1). */
 static int assign_range(void *arg, size_t q0, size_t q1) {
   const struct assign_share *s = arg;
-  double *c = s->c;
-  double value = s->value; /* locals: c cannot alias them */
-  size_t rows = s->rows;
-  for (size_t k = q0 * rows; k < q1 * rows; k++) c[k] = value;
+  tarn__fill(s->c + q0 * s->rows, s->value, (q1 - q0) * s->rows);
   return 0;
 }
 

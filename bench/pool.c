@@ -181,42 +181,53 @@ static int tarn_io(struct io_sample *s, const char **mode) {
   return drop_pool(pool) | failed;
 }
 
-/* A private file in the spill directory, O_DIRECT when allowed. */
+/* The plain peer: a file in the spill directory, O_DIRECT when allowed,
+ * made anew for each sample, as tarn's spill file is (each sample's pool
+ * makes its own). Writing a file's blocks for the first time costs more
+ * than writing them again: on the ext4 (mounted with discard) of the
+ * virtual machine of 2026-12-07, 64 O_DIRECT writes of 2 MiB took 57 to
+ * 71 ms into a new file and 29 to 33 into the same file again (50 to 64
+ * into a new file fallocated first; a program outside the repository).
+ * Until 2026-12-07 the peer wrote one file over and over, after its
+ * warm-up into blocks already written, and tarn's spill, into a new
+ * file, was compared with that: 0.48x. */
 struct plain {
-  char path[4096];
   int fd, direct;
   void *buf; /* OBJ_SIZE, page-aligned */
 };
 
+/* The buffer, in the pages tarn's own buffers get (OBJ_SIZE, 2 MiB, on a
+ * huge page unless TARN_HUGE_PAGES=0): O_DIRECT moves a 4 KiB-paged
+ * buffer at a fraction of the rate (reads 1.9 to 2.4 GB/s against 8.9 to
+ * 11 on one huge page, measured 2026-12-05), so with plain pages this row
+ * was the page size's limit, not the disk's, and tarn's goals against it
+ * were met or missed by the page size alone. */
 static int plain_open(struct plain *p) {
   memset(p, 0, sizeof *p);
-  snprintf(p->path, sizeof p->path, "%s/tarn-bench-XXXXXX", bench_spill_dir());
-  p->fd = mkstemp(p->path);
-  if (p->fd < 0) return sys_failed("cannot make a file in", bench_spill_dir());
-  unlink(p->path);
-  int flags = fcntl(p->fd, F_GETFL);
-  p->direct = flags >= 0 && fcntl(p->fd, F_SETFL, flags | O_DIRECT) == 0;
-  /* In the pages tarn's own buffers get (OBJ_SIZE, 2 MiB, on a huge page
-   * unless TARN_HUGE_PAGES=0): O_DIRECT moves a 4 KiB-paged buffer at a
-   * fraction of the rate (reads 1.9 to 2.4 GB/s against 8.9 to 11 on one
-   * huge page, measured 2026-12-05), so with plain pages this row was
-   * the page size's limit, not the disk's, and tarn's goals against it
-   * were met or missed by the page size alone. */
+  p->fd = -1;
   tarn_pool_options o;
   tarn_pool_options_init(&o);
-  if (posix_memalign(&p->buf, OBJ_SIZE, OBJ_SIZE) == 0) {
-    if (o.huge_pages) (void)madvise(p->buf, OBJ_SIZE, MADV_HUGEPAGE);
-    return 0;
+  if (posix_memalign(&p->buf, OBJ_SIZE, OBJ_SIZE) != 0) {
+    fprintf(stderr, "tarn bench: pool: out of memory\n");
+    return 1;
   }
-  close(p->fd);
-  fprintf(stderr, "tarn bench: pool: out of memory\n");
-  return 1;
+  if (o.huge_pages) (void)madvise(p->buf, OBJ_SIZE, MADV_HUGEPAGE);
+  return 0;
 }
 
-static void plain_close(struct plain *p) {
-  close(p->fd);
-  free(p->buf);
+/* A new file for a sample, its name removed at once. */
+static int plain_file(struct plain *p) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/tarn-bench-XXXXXX", bench_spill_dir());
+  p->fd = mkstemp(path);
+  if (p->fd < 0) return sys_failed("cannot make a file in", bench_spill_dir());
+  unlink(path);
+  int flags = fcntl(p->fd, F_GETFL);
+  p->direct = flags >= 0 && fcntl(p->fd, F_SETFL, flags | O_DIRECT) == 0;
+  return 0;
 }
+
+static void plain_close(struct plain *p) { free(p->buf); }
 
 /* Writes `count` filled buffers; without O_DIRECT, fsync and drop them. */
 static int plain_write(struct plain *p, size_t count) {
@@ -244,13 +255,16 @@ static int plain_read(struct plain *p, size_t count) {
 }
 
 static int plain_io(struct plain *p, struct io_sample *s) {
+  if (plain_file(p) != 0) return 1;
   uint64_t t0 = bench_now_ns();
-  if (plain_write(p, IO_COUNT) != 0) return 1;
+  int failed = plain_write(p, IO_COUNT);
   uint64_t t1 = bench_now_ns();
-  if (plain_read(p, IO_COUNT) != 0) return 1;
+  failed = failed || plain_read(p, IO_COUNT);
   s->write_s = (double)(t1 - t0) * 1e-9;
   s->read_s = (double)(bench_now_ns() - t1) * 1e-9;
-  return 0;
+  close(p->fd);
+  p->fd = -1;
+  return failed;
 }
 
 /* Reports one I/O row with MB/s (of `bytes` per sample) and returns the

@@ -279,10 +279,14 @@ static int split_columns(tarn_task *t, const struct job *j,
 /* In AVX2, 32-byte stores: on the AMD EPYC of 2026-12-07 one core filled
  * 256 KiB in its cache in 2.24 us against 4.47 in the baseline's 16-byte
  * stores, and `tarn bench stencil`'s N=256 assign went from 5.4 to 3.3 us
- * (docs/array.md, "Stencils"). */
-TARN_HOT_CLONES void tarn__fill(double *c, double value, size_t n) {
+ * (docs/array.md, "Stencils"). Static: GCC 12 gives a function with
+ * target_clones default visibility whatever -fvisibility says, and
+ * libtarn.so exported tarn__fill and its resolver. */
+TARN_HOT_CLONES static void fill_n(double *c, double value, size_t n) {
   for (size_t k = 0; k < n; k++) c[k] = value;
 }
+
+void tarn__fill(double *c, double value, size_t n) { fill_n(c, value, n); }
 
 /* The elementwise ranges copy what they need from the job into locals, or
  * pass it to a hot loop as arguments: stores through c could otherwise

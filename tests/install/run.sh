@@ -41,6 +41,17 @@ cc -std=c11 -Wall -Werror "$here/consumer/consumer.c" -o "$scratch/pc_static" \
   $(pkg-config --static --libs tarn | sed 's/-ltarn\b//')
 check "$scratch/pc_static"
 
+# The shared library exports the public API alone: each symbol it defines
+# is named in an installed header. (GCC 12 gives a function built with
+# target_clones default visibility whatever -fvisibility says: libtarn.so
+# exported an internal tarn__fill and its resolver.)
+unlisted=$(nm -D --defined-only "$libdir/libtarn.so" | awk '{print $3}' |
+  while read -r sym; do
+    grep -rqwF -- "$sym" "$prefix/include" || echo "$sym"
+  done)
+[ -z "$unlisted" ] || { echo "libtarn.so exports what no header names: $unlisted"; exit 1; }
+echo "ok: the exports"
+
 # C++11, with the warnings a strict C++ project turns on (tarn_submit's
 # array was a compound literal, which g++ refuses; its items cast with
 # C's casts and 0 as a null pointer).

@@ -15,7 +15,9 @@
 
 /* Hot loops are compiled twice, for AVX2 and for the baseline, and the
  * right one is picked when the library loads (GCC's target_clones, an
- * ifunc). Results are the same: only the vector width changes. */
+ * ifunc). Results are the same: only the vector width changes. Keep such
+ * functions static: GCC 12 exports a non-static one from libtarn.so
+ * whatever -fvisibility says (test_install checks the exports). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define TARN_HOT_CLONES __attribute__((target_clones("avx2", "default")))

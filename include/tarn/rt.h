@@ -102,10 +102,10 @@ typedef struct tarn_rt_options {
    * would all pin to the same first ones. The program's own threads are
    * never pinned. Pinned to two processors, workers 0 and 1 also time a
    * cache line's round trip between them while both are idle (64 trips,
-   * every 100 ms at most): while it reads 200 ns or more (a virtual
-   * machine's host may move its processors apart), tarn/linalg.h's
-   * kernels split less of a small tile's work (docs/rt.md, "Cores far
-   * apart"). */
+   * every 100 ms at most, every 1 ms until the first figure): while it
+   * reads 200 ns or more (a virtual machine's host may move its
+   * processors apart), tarn/linalg.h's kernels split less of a small
+   * tile's work (docs/rt.md, "Cores far apart"). */
   int pin_workers;
   /* Milliseconds the workers rest (asleep, without work) before they give
    * back what the work left: scratch pages, spare task structs, the

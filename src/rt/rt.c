@@ -70,12 +70,15 @@
 #define HELP_SPIN_MAX_NS 50000
 
 /* With pinned workers, worker 0 times the round trip of one cache line to
- * worker 1 (time_round_trip) at most once every ROUND_TRIP_EVERY_NS,
- * while both look for work: ROUND_TRIP_ROUNDS trips, each answer of
- * worker 1 awaited at most ROUND_TRIP_WAIT_NS. From CORES_FAR_NS on (the
- * median of the last ROUND_TRIP_KEPT) the two share no cache
- * (tarn__task_far). */
+ * worker 1 (time_round_trip) at most once every ROUND_TRIP_EVERY_NS
+ * (ROUND_TRIP_FIRST_EVERY_NS until the first figure, for the first
+ * ROUND_TRIP_FIRST_ASKS asks at most), while both look for work:
+ * ROUND_TRIP_ROUNDS trips, each answer of worker 1 awaited at most
+ * ROUND_TRIP_WAIT_NS. From CORES_FAR_NS on (the median of the last
+ * ROUND_TRIP_KEPT) the two share no cache (tarn__task_far). */
 #define ROUND_TRIP_EVERY_NS 100000000
+#define ROUND_TRIP_FIRST_EVERY_NS 1000000
+#define ROUND_TRIP_FIRST_ASKS 1000
 #define ROUND_TRIP_ROUNDS 64
 #define ROUND_TRIP_WAIT_NS 20000
 #define ROUND_TRIP_KEPT 3 /* median_of_three */
@@ -468,6 +471,7 @@ struct tarn_rt {
   _Alignas(64) uint64_t round_trip_at;
   uint32_t round_trips[ROUND_TRIP_KEPT]; /* a ring: the next at next % 3 */
   unsigned round_trip_next;
+  unsigned round_trip_asks;  /* up to ROUND_TRIP_FIRST_ASKS */
   atomic_uint round_trip_ns; /* the median; 0 until timed */
   atomic_int cores_far;
   /* With pinned workers: by processor, 1 when the (first) worker pinned
@@ -2099,10 +2103,22 @@ static void time_round_trip(struct worker *w) {
   tarn_rt *rt = w->rt;
   if (w->index != 0 || !rt->round_trip_pair) return; /* before the clock */
   uint64_t now = tarn__clock_ns();
-  if (now - rt->round_trip_at < ROUND_TRIP_EVERY_NS ||
+  /* Until the first figure, often: on a loaded machine most asks go
+   * unanswered (worker 1, yielding between its looks, waits out another
+   * thread's time slice), and at one ask in 100 ms the two timings of a
+   * first figure took over 20 s beside two CPU hogs (docs/rt.md). Not
+   * for ever: an ask waits up to ROUND_TRIP_WAIT_NS for a worker 1 that
+   * may be asleep (its `idle` says so too). */
+  uint64_t every =
+      atomic_load_explicit(&rt->round_trip_ns, memory_order_relaxed) == 0 &&
+              rt->round_trip_asks < ROUND_TRIP_FIRST_ASKS
+          ? ROUND_TRIP_FIRST_EVERY_NS
+          : ROUND_TRIP_EVERY_NS;
+  if (now - rt->round_trip_at < every ||
       !atomic_load_explicit(&rt->workers[1].idle, memory_order_relaxed))
     return;
   rt->round_trip_at = now;
+  if (rt->round_trip_asks < ROUND_TRIP_FIRST_ASKS) rt->round_trip_asks++;
   if (!ball_pass(rt, BALL_REST, BALL_ASKED)) return;
   if (!ball_wait(rt, BALL_BACK)) {
     if (ball_pass(rt, BALL_ASKED, BALL_REST)) return; /* no answer */

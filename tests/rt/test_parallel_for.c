@@ -829,8 +829,9 @@ static unsigned round_trip_after_work(tarn_rt *rt, double seconds) {
 }
 
 /* Two pinned workers on two processors time the round trip of a cache
- * line between them while they look for work (every 100 ms at most:
- * the first figure comes after two trips), so within seconds of work; an
+ * line between them while they look for work (every 1 ms at most until
+ * the first figure, which takes two timings), so within seconds of work
+ * even beside other busy programs (ctest -j2 runs another test); an
  * unpinned runtime's, or one worker's, never do (their figure would say
  * nothing of where the work runs). A machine of one processor has
  * nothing to time. */

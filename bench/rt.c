@@ -457,9 +457,11 @@ static int tarn_shared(void *arg, uint64_t reps, double *seconds) {
 static int flood_rows(bench_run *run, struct tarn_bench *b, unsigned w) {
   char name[96], what[64];
   bench_extra most = {"most_unfinished", 0};
-  b->most_unfinished = &most.value;
   row_name(name, sizeof name, PEER_TARN, "300k empty tasks at once", w);
-  if (rate_row(run, name, tarn_flood, b, 1, FLOOD_TASKS, &most) != 0) return 1;
+  b->most_unfinished = &most.value;
+  int unbounded = rate_row(run, name, tarn_flood, b, 1, FLOOD_TASKS, &most);
+  b->most_unfinished = NULL; /* `most` ends with this call */
+  if (unbounded != 0) return 1;
   struct tarn_bench bounded = {.most_unfinished = &most.value};
   if (make_rt(w, FLOOD_BOUND, &bounded.rt) != 0) return 1;
   most.value = 0;

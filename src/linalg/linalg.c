@@ -149,8 +149,15 @@ static int submit_job(tarn_rt *rt, tarn_task_fn fn, const struct job *proto,
  * kernel shared as before and 736 to 975 with none (530 and 740 near);
  * at N = 1024 in 512 tiles sharing still paid (Cholesky 5.0 to 6.4 ms
  * against 8.7 to 8.9, the LU inverse 18.1 to 21.6 against 20.8 to 22.9).
- * This rule against sharing as near: docs/linalg.md, "Cores far
- * apart". */
+ * But a product that is its region's last task (tarn__task_last) is
+ * shared as near: it reads operands no task is writing, and writes its
+ * halves of C where it wrote them the time before. A 256 x 256 product
+ * alone in its region took 332 us shared in far minutes and 672 on one
+ * core, where the rule as first made left it (329 shared when near;
+ * LAPACKE's two threads 518 far and 348 near: the medians of 201 in the
+ * 45 of 400 rounds whose round trip read far and in the 355 others, a
+ * program outside the repository, 2026-12-07). This rule against
+ * sharing as near: docs/linalg.md, "Cores far apart". */
 #define FAR_SHARE_MIN_MADDS ((double)(1 << 25))
 
 /* The least multiply-adds a kernel of task `t` shares. */
@@ -308,10 +315,11 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
    * 256 --filter matvec`). docs/linalg.md, "The last task's product
    * shared". */
   double madds = (double)m * n * k;
-  bool share = n == 1 ? madds >= GEMV_SHARE_MIN ||
-                            (madds >= GEMV_LAST_SHARE_MIN &&
-                             tarn__task_last(t) && !tarn__task_far(t))
-                      : madds >= share_min(t);
+  bool share =
+      n == 1 ? madds >= GEMV_SHARE_MIN ||
+                   (madds >= GEMV_LAST_SHARE_MIN && tarn__task_last(t) &&
+                    !tarn__task_far(t))
+             : madds >= (tarn__task_last(t) ? SHARE_MIN_MADDS : share_min(t));
   size_t workers = tarn_rt_workers(tarn_task_rt(t));
   /* only a matrix-vector product calls dgemv (gemm_range) */
   g.pieces = n == 1 && workers > 1 && (share || !tarn__task_alone(t));

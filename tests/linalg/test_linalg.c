@@ -1037,9 +1037,44 @@ static void check_chol_solve(tarn_rt *rt, size_t n, size_t nb, size_t nrhs,
   free(x);
 }
 
+/* n x n products alone in regions of their own, `rounds` times, each
+ * against dgemm: with the cores far apart such a product is its region's
+ * last task and is split as near (linalg.c, FAR_SHARE_MIN_MADDS). */
+static void check_gemm_alone(tarn_rt *rt, size_t n, int rounds) {
+  tarn_matrix *a = NULL, *b = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, n, n, n, n, 21, &a), 0);
+  assert_int_equal(tarn_matrix_rand(rt, n, n, n, n, 22, &b), 0);
+  double *x = test_buffer_of(a), *y = test_buffer_of(b);
+  double *ref = calloc(n * n, sizeof *ref);
+  assert_non_null(ref);
+  cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n,
+              1.0, x, (int)n, y, (int)n, 0.0, ref, (int)n);
+  double bound =
+      test_fro(x, n * n) * test_fro(y, n * n) * (double)(n + 2) * DBL_EPSILON;
+  for (int i = 0; i < rounds; i++) {
+    tarn_matrix *c = NULL;
+    tarn_region *region = NULL;
+    assert_int_equal(tarn_region_begin(rt, &region), 0);
+    assert_int_equal(
+        tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS, 1.0, 0.0, &c), 0);
+    assert_int_equal(tarn_region_wait(region, NULL), 0);
+    double *z = test_buffer_of(c);
+    for (size_t q = 0; q < n * n; q++) z[q] -= ref[q];
+    assert_true(test_fro(z, n * n) < 10 * bound);
+    free(z);
+    tarn_matrix_destroy(c);
+  }
+  free(x);
+  free(y);
+  free(ref);
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+}
+
 /* With the runtime's cores far apart (tarn__rt_cores_far_set: kernels
- * below 2^25 multiply-adds unshared, a region's last product by a vector
- * and its last few vectors not split; linalg.c, share_min), the kernels
+ * below 2^25 multiply-adds unshared but a region's last product, a
+ * region's last product by a vector and its last few vectors not split;
+ * linalg.c, share_min), the kernels
  * that sharing would split run whole on their task's thread: one tile of
  * 300 and 513 factored by blocks (a pivot that is not positive definite
  * still found), several, products and solves by one and two vectors; on
@@ -1069,6 +1104,7 @@ static void test_cores_far_apart(void **state) {
     check_gemv(rt, 600, 600, 300, 300, TARN_TRANS, true);
     check_gemm(rt, 256, 256, 256, 256, 256, 256, TARN_NO_TRANS, TARN_TRANS,
                true);
+    check_gemm_alone(rt, 256, 20);
     check_chol_solve(rt, 600, 300, 1, 1, 90);
     check_chol_solve(rt, 512, 512, 2, 2, 92);
     assert_int_equal(tarn_rt_destroy(rt), 0);

@@ -315,11 +315,11 @@ int tarn__gemm_shared(tarn_task *t, bool ta, bool tb, int m, int n, int k,
    * 256 --filter matvec`). docs/linalg.md, "The last task's product
    * shared". */
   double madds = (double)m * n * k;
-  bool share =
-      n == 1 ? madds >= GEMV_SHARE_MIN ||
-                   (madds >= GEMV_LAST_SHARE_MIN && tarn__task_last(t) &&
-                    !tarn__task_far(t))
-             : madds >= (tarn__task_last(t) ? SHARE_MIN_MADDS : share_min(t));
+  bool share = n == 1 ? madds >= GEMV_SHARE_MIN ||
+                            (madds >= GEMV_LAST_SHARE_MIN &&
+                             tarn__task_last(t) && !tarn__task_far(t))
+                      : madds >= SHARE_MIN_MADDS &&
+                            (madds >= share_min(t) || tarn__task_last(t));
   size_t workers = tarn_rt_workers(tarn_task_rt(t));
   /* only a matrix-vector product calls dgemv (gemm_range) */
   g.pieces = n == 1 && workers > 1 && (share || !tarn__task_alone(t));

@@ -2094,7 +2094,7 @@ static uint32_t median_of_three(const uint32_t v[3]) {
  * work, asks, and worker 1 answers from its own idle loop
  * (answer_round_trip); without an answer within ROUND_TRIP_WAIT_NS
  * (worker 1 asleep, or busy) worker 0 takes the ball back and asks again
- * ROUND_TRIP_EVERY_NS later. A throw not sent back within that time
+ * at its next turn (below). A throw not sent back within that time
  * (worker 1 preempted) ends the timing, unrecorded. Each change of the
  * ball is a compare-and-swap by the one whose turn it is, so a ball taken
  * back is never answered, nor an answered one taken back. A task readied

@@ -32,11 +32,12 @@ bool tarn__task_alone(tarn_task *task);
 /* Whether the runtime of `task` found the processors of its first two
  * workers far apart: the median of the last three round trips of a cache
  * line between them (timed while both look for work, every 100 ms at
- * most, by pinned workers only) took 200 ns or more, so they share no
- * cache and work split between them pays less (docs/rt.md, "Cores far
- * apart"); or what tarn__rt_cores_far_set says. False until timed, with
- * unpinned workers, or one. A hint: the host of a virtual machine moves
- * its processors at any time. */
+ * most, every 1 ms until the first figure, by pinned workers only) took
+ * 200 ns or more, so they share no cache and work split between them
+ * pays less (docs/rt.md, "Cores far apart"); or what
+ * tarn__rt_cores_far_set says. False until timed, with unpinned workers,
+ * or one. A hint: the host of a virtual machine moves its processors at
+ * any time. */
 bool tarn__task_far(tarn_task *task);
 
 /* The median of the last three round trips tarn__task_far judges by, in

@@ -801,9 +801,6 @@ static void a_waiter_runs_its_long_serial_task_itself(void **state) {
   assert_in_range(shared, 0, 10);
 }
 
-/* Regions of two tasks of 50 us each on `rt` until its workers timed
- * their round trip (tarn__rt_round_trip_ns is no longer 0), for at most
- * `seconds`. Returns the round trip, or 0. */
 static int busy_50us(tarn_task *task, void *arg) {
   (void)task;
   (void)arg;
@@ -811,6 +808,9 @@ static int busy_50us(tarn_task *task, void *arg) {
   return 0;
 }
 
+/* Regions of two tasks of 50 us each on `rt` until its workers timed
+ * their round trip (tarn__rt_round_trip_ns is no longer 0), for at most
+ * `seconds`. Returns the round trip, or 0. */
 static unsigned round_trip_after_work(tarn_rt *rt, double seconds) {
   struct timespec from, now;
   clock_gettime(CLOCK_MONOTONIC, &from);

@@ -118,6 +118,11 @@ static int run_pins(bench_run *run, double *alone_ns, double *duo_ns) {
 struct io_sample {
   double spill_s, restore_s, write_s, read_s;
   uint64_t spill_bytes, restore_bytes;
+  /* tarn's time in the storage's writes (summed over its I/O threads) and
+   * reads in each phase, from the pool's write_ns and read_ns: what the
+   * disk took of it. The restore writes too: the last objects filled are
+   * dirty when it begins, and reading the first back evicts them. */
+  double store_s[2][2]; /* [spill, restore][write, read] */
 };
 
 static int pool_stats(tarn_pool *pool, tarn_pool_stats *st) {
@@ -175,6 +180,10 @@ static int tarn_io(struct io_sample *s, const char **mode) {
     s->restore_s = (double)(t2 - t1) * 1e-9;
     s->spill_bytes = b.bytes_written - a.bytes_written;
     s->restore_bytes = c.bytes_read - b.bytes_read;
+    s->store_s[0][0] = (double)(b.write_ns - a.write_ns) * 1e-9;
+    s->store_s[0][1] = (double)(b.read_ns - a.read_ns) * 1e-9;
+    s->store_s[1][0] = (double)(c.write_ns - b.write_ns) * 1e-9;
+    s->store_s[1][1] = (double)(c.read_ns - b.read_ns) * 1e-9;
     *mode = c.io_mode;
   }
   for (size_t i = 0; i < IO_COUNT; i++)
@@ -285,13 +294,23 @@ static int plain_io(struct plain *p, struct io_sample *s) {
 }
 
 /* Reports one I/O row with MB/s (of `bytes` per sample) and returns the
- * median MB/s, or -1. */
+ * median MB/s, or -1. With `store` (tarn's rows: the samples' storage
+ * write and read times), also their medians in ms (`write_ms`,
+ * `read_ms`): what of the row's time the disk took. */
 static double report_io(bench_run *run, const char *name, const double *s,
-                        double bytes, double direct) {
+                        double (*store)[BENCH_SAMPLES_MAX], double bytes,
+                        double direct) {
   double mbps = bytes / bench_median(s, run->samples) / 1e6;
-  bench_extra extra[] = {
-      {"MBps", mbps}, {"bytes", bytes}, {"io_direct", direct}};
-  const bench_result *r = bench_report(run, name, s, run->samples, extra, 3);
+  bench_extra extra[] = {{"MBps", mbps},
+                         {"bytes", bytes},
+                         {"io_direct", direct},
+                         {"write_ms", 0},
+                         {"read_ms", 0}};
+  size_t nextra = 3;
+  for (int k = 0; store != NULL && k < 2; k++)
+    extra[nextra++].value = bench_median(store[k], run->samples) * 1e3;
+  const bench_result *r =
+      bench_report(run, name, s, run->samples, extra, nextra);
   if (r == NULL) return -1;
   return r->median_s < 0 ? BENCH_SKIPPED : mbps;
 }
@@ -302,21 +321,25 @@ struct io_figures {
 
 static int report_all_io(bench_run *run, struct io_sample *s, const char *mode,
                          int direct, struct io_figures *f) {
-  double t[4][BENCH_SAMPLES_MAX];
+  double t[4][BENCH_SAMPLES_MAX], store[2][2][BENCH_SAMPLES_MAX];
   for (size_t i = 0; i < run->samples; i++) {
     t[0][i] = s[i].spill_s;
     t[1][i] = s[i].restore_s;
     t[2][i] = s[i].write_s;
     t[3][i] = s[i].read_s;
+    for (int phase = 0; phase < 2; phase++)
+      for (int k = 0; k < 2; k++) store[phase][k][i] = s[i].store_s[phase][k];
   }
   double plain_bytes = (double)IO_COUNT * OBJ_SIZE, tdirect = 0;
   if (mode != NULL) tdirect = strcmp(mode, "direct") == 0;
-  f->spill = report_io(run, "pool/tarn/spill 2MiB", t[0],
+  f->spill = report_io(run, "pool/tarn/spill 2MiB", t[0], store[0],
                        (double)s[0].spill_bytes, tdirect);
-  f->restore = report_io(run, "pool/tarn/restore 2MiB", t[1],
+  f->restore = report_io(run, "pool/tarn/restore 2MiB", t[1], store[1],
                          (double)s[0].restore_bytes, tdirect);
-  f->write = report_io(run, "pool/plain/write 2MiB", t[2], plain_bytes, direct);
-  f->read = report_io(run, "pool/plain/read 2MiB", t[3], plain_bytes, direct);
+  f->write =
+      report_io(run, "pool/plain/write 2MiB", t[2], NULL, plain_bytes, direct);
+  f->read =
+      report_io(run, "pool/plain/read 2MiB", t[3], NULL, plain_bytes, direct);
   if (f->spill > 0 || f->restore > 0 || f->write > 0 || f->read > 0)
     bench_printf("  (spill dir %s: tarn io_mode %s, plain %s)\n",
                  bench_spill_dir(), mode != NULL ? mode : "(null)",

@@ -170,9 +170,9 @@ TARN_API int tarn_pool_limit_parse(const char *text, size_t *bytes);
  * its path with the file's, 24 bytes more, passes PATH_MAX),
  * TARN_EACCES (it may not be written), TARN_ENOSPC, TARN_EBUSY (no file
  * descriptor left to the process or the system), or TARN_EIO;
- * TARN_ENOMEM. A child of fork must not use or destroy a pool (or its
- * refs) made before the fork; it may create its own (docs/rt.md,
- * "Processes that fork"). */
+ * TARN_ENOMEM. A child of fork may create pools of its own; its calls
+ * on a pool or ref made before the fork are refused as on destroyed ones
+ * (docs/rt.md, "Processes that fork"). */
 TARN_API int tarn_pool_create(const tarn_pool_options *options,
                               tarn_pool **pool);
 

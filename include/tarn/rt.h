@@ -172,8 +172,9 @@ TARN_API int tarn_env_check(const char **name);
  * may be NULL. Returns 0, TARN_EINVAL, TARN_ENOMEM, or a status of
  * tarn_pool_create's for the spill file (TARN_ENOENT when its directory
  * does not exist, TARN_EACCES, TARN_ENOSPC, TARN_EBUSY, TARN_EIO). A
- * child of fork may create runtimes of its own, but must not use or
- * destroy one made before the fork (docs/rt.md, "Processes that fork"). */
+ * child of fork may create runtimes of its own; its calls on one made
+ * before the fork are refused as on a destroyed one (docs/rt.md,
+ * "Processes that fork"). */
 TARN_API int tarn_rt_create(const tarn_rt_options *options, tarn_rt **rt);
 
 /* Waits for every submitted task, stops the workers and destroys the pool

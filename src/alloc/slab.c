@@ -103,7 +103,7 @@ struct tarn_slab_set {
   size_t retain;
   void *base;
   size_t reserved;
-  uint32_t magic; /* SET_LIVE, or TARN__MAGIC_DEAD once destroyed */
+  uint32_t magic; /* tarn__magic_live(SET_LIVE), or TARN__MAGIC_DEAD */
 };
 
 _Static_assert(offsetof(struct tarn_slab_set, magic) >= TARN__MAGIC_MIN_OFFSET,
@@ -181,7 +181,7 @@ int tarn_slab_set_create(const tarn_slab_set_options *options,
     uint64_t mask = bits >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << bits) - 1;
     atomic_init(&set->words[w].free_bits, mask);
   }
-  set->magic = SET_LIVE;
+  set->magic = tarn__magic_live(SET_LIVE);
   *out = set;
   return 0;
 }

@@ -112,7 +112,7 @@ int tarn__matrix_new(tarn_rt *rt, size_t m, size_t n, size_t mb, size_t nb,
   a->nb = nb;
   a->mt = mt;
   a->nt = nt;
-  a->magic = TARN__MATRIX_LIVE;
+  a->magic = tarn__magic_live(TARN__MATRIX_LIVE);
   tarn_pool *pool = tarn_rt_pool(rt);
   for (size_t tj = 0; tj < a->nt; tj++)
     for (size_t ti = 0; ti < a->mt; ti++) {

@@ -33,8 +33,8 @@ struct tarn_matrix {
   /* The file a matrix made by tarn_matrix_create_file lives in (its
    * tiles' sources hold it; matrix_file.c's), else NULL. */
   void *file;
-  /* TARN__MATRIX_LIVE from tarn__matrix_new until tarn_matrix_destroy,
-   * which writes TARN__MAGIC_DEAD as it frees the struct
+  /* tarn__magic_live(TARN__MATRIX_LIVE) from tarn__matrix_new until
+   * tarn_matrix_destroy, which writes TARN__MAGIC_DEAD as it frees the struct
    * (tarn__magic_free). After `file`, 64 bytes in: past what glibc's free
    * writes (prim.h), so the dead word outlives the free until the memory
    * is reused. */

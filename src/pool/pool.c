@@ -137,8 +137,8 @@ struct tarn_pool {
   pthread_cond_t changed; /* a state change: I/O done, unpin, free */
   pthread_cond_t io_ready;
   atomic_int waiters; /* threads waiting for an unpin */
-  /* POOL_LIVE from tarn_pool_create, TARN__MAGIC_DEAD once the pool is
-   * freed (pool_ok, prim.h). */
+  /* tarn__magic_live(POOL_LIVE) from tarn_pool_create, TARN__MAGIC_DEAD
+   * once the pool is freed (pool_ok, prim.h). */
   uint32_t magic;
   tarn_pool_options opt;
   char *spill_dir;
@@ -1311,7 +1311,7 @@ int tarn_pool_create(const tarn_pool_options *options, tarn_pool **out) {
     return TARN_EINVAL;
   tarn_pool *p = calloc(1, sizeof *p);
   if (p == NULL) return TARN_ENOMEM;
-  p->magic = POOL_LIVE; /* the program sees it only once it is whole */
+  p->magic = tarn__magic_live(POOL_LIVE); /* the program sees it whole only */
   p->opt = o;
   p->page = tarn__page_size();
   p->retry_epoch = 1; /* a ref's failed_epoch 0: none failed */
@@ -1458,7 +1458,7 @@ static tarn_ref *ref_new(tarn_pool *p, void *data, size_t size, size_t charge,
   atomic_init(&r->refs, 1);
   atomic_init(&r->demand, 0);
   atomic_init(&r->next_use, UINT64_MAX);
-  atomic_init(&r->magic, MAGIC_LIVE);
+  atomic_init(&r->magic, tarn__magic_live(MAGIC_LIVE));
   atomic_init(&r->referenced, 1);
   r->state = RESIDENT;
   r->data = data;

@@ -125,10 +125,38 @@ bool tarn__heap_trim(void) {
 #endif
 }
 
-void tarn__magic_report(const void *handle, uint32_t magic, const char *what,
-                        const char *after) {
+_Atomic uint32_t tarn__forks_seen;
+
+static void fork_counted(void) {
+  atomic_fetch_add_explicit(&tarn__forks_seen, 1, memory_order_relaxed);
+}
+
+static pthread_once_t forks_once = PTHREAD_ONCE_INIT;
+
+static void forks_watch(void) {
+  /* Unregistered by glibc if the library is unloaded (dlclose). Without
+   * the handler (no memory for it) a child's calls on the parent's
+   * handles are not refused: no worse than before. */
+  (void)pthread_atfork(NULL, NULL, fork_counted);
+}
+
+uint32_t tarn__magic_live(uint32_t type_live) {
+  pthread_once(&forks_once, forks_watch);
+  return type_live +
+         atomic_load_explicit(&tarn__forks_seen, memory_order_relaxed);
+}
+
+void tarn__magic_report(const void *handle, uint32_t magic, uint32_t type_live,
+                        const char *what, const char *after) {
+  uint32_t forks =
+      atomic_load_explicit(&tarn__forks_seen, memory_order_relaxed);
   if (magic == TARN__MAGIC_DEAD)
     fprintf(stderr, "tarn: %s %p used after %s\n", what, handle, after);
+  else if (magic - type_live < forks)
+    fprintf(stderr,
+            "tarn: %s %p made before this process forked: a child of fork "
+            "makes its own (docs/rt.md, \"Processes that fork\")\n",
+            what, handle);
 }
 
 void tarn__magic_free(void *block, uint32_t *magic) {

@@ -76,8 +76,13 @@ int tarn__vm_discard(void *base, size_t bytes);
  * count once it reaches 64 KiB. Thread-safe. */
 void tarn__heap_freed(size_t bytes);
 
-/* Handles with a magic word (the runtime, the pool, a ref, a matrix): live
- * while in use, TARN__MAGIC_DEAD once destroyed. The word lies at least
+/* Handles with a magic word (the runtime, the pool, a ref, a matrix, a
+ * slab set): live while in use, TARN__MAGIC_DEAD once destroyed. The
+ * live word is the type's constant plus the forks counted when the handle
+ * was made (tarn__magic_live), so in a child of fork every handle made
+ * before the fork reads as not live: its threads are gone and its locks
+ * may be held for ever, and the child's calls on it are refused instead
+ * of hanging (docs/rt.md, "Processes that fork"). The word lies at least
  * TARN__MAGIC_MIN_OFFSET bytes into its block, past what the heap's free
  * writes at a block's start (glibc: up to four pointers, fd, bk and, in
  * its large bins, fd_nextsize and bk_nextsize), so the dead word outlives
@@ -85,20 +90,31 @@ void tarn__heap_freed(size_t bytes);
 #define TARN__MAGIC_DEAD 0xdeadbeefu
 #define TARN__MAGIC_MIN_OFFSET (4 * sizeof(void *))
 
-/* Reports on stderr, as "tarn: <what> <handle> used after <after>", a
- * handle whose magic word reads TARN__MAGIC_DEAD; nothing for any other
- * word. Thread-safe. */
-void tarn__magic_report(const void *handle, uint32_t magic, const char *what,
-                        const char *after);
+/* The forks this process descends by since its first tarn__magic_live:
+ * counted in each child (pthread_atfork), never written otherwise. */
+extern _Atomic uint32_t tarn__forks_seen;
+
+/* The live magic word of a handle of `type_live` made now. Counts forks
+ * from its first call on. Thread-safe. */
+uint32_t tarn__magic_live(uint32_t type_live);
+
+/* Reports on stderr a handle whose magic word reads TARN__MAGIC_DEAD, as
+ * "tarn: <what> <handle> used after <after>", or one made before this
+ * process forked (`type_live` plus an earlier count of forks); nothing for
+ * any other word. Thread-safe. */
+void tarn__magic_report(const void *handle, uint32_t magic, uint32_t type_live,
+                        const char *what, const char *after);
 
 /* Whether the handle `handle`, whose magic word reads `magic`, is live
- * (`magic` is `live`); else false, reported by tarn__magic_report. Inline:
- * a ref's pin and unpin ask it. Thread-safe. */
+ * (`magic` is `type_live` plus the forks seen); else false, reported by
+ * tarn__magic_report. Inline: a ref's pin and unpin ask it. Thread-safe. */
 static inline bool tarn__magic_ok(const void *handle, uint32_t magic,
-                                  uint32_t live, const char *what,
+                                  uint32_t type_live, const char *what,
                                   const char *after) {
-  if (magic == live) return true;
-  tarn__magic_report(handle, magic, what, after);
+  uint32_t forks =
+      atomic_load_explicit(&tarn__forks_seen, memory_order_relaxed);
+  if (magic == type_live + forks) return true;
+  tarn__magic_report(handle, magic, type_live, what, after);
   return false;
 }
 

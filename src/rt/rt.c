@@ -382,8 +382,8 @@ struct tarn_rt {
   /* workers 0 and 1 are pinned to two processors (time_round_trip) */
   bool round_trip_pair;
   bool may_spill; /* the pool has a limit: data may be on disk */
-  /* RT_LIVE from tarn_rt_create, TARN__MAGIC_DEAD once tarn_rt_destroy
-   * frees the struct (rt_ok, prim.h). */
+  /* tarn__magic_live(RT_LIVE) from tarn_rt_create, TARN__MAGIC_DEAD once
+   * tarn_rt_destroy frees the struct (rt_ok, prim.h). */
   uint32_t magic;
   /* GUEST_TASK_MAX_NS, WORKERS_BUSY_MAX_NS, HELP_SPIN_MAX_NS,
    * LONE_TASK_MAX_NS, LONE_SERIAL_MAX_NS and LONE_HOLD_NS in ticks
@@ -521,6 +521,28 @@ static TARN_THREAD_LOCAL tarn_region *draining;
 /* While an arg_free runs: where its task's finish keeps the successor it
  * readied to run next (see finish), for worker_wait_for to run. */
 static TARN_THREAD_LOCAL tarn_task **readied_next;
+
+/* In a child of fork, the thread that forked is the only one: whatever
+ * task, worker or regions it was in belong to runtimes whose other
+ * threads are gone (their handles are refused there, prim.h). It starts
+ * as a program thread outside any, so that runtimes the child makes work
+ * (a child forked in a task must still exit or exec before the task
+ * returns: the worker's loop it would return into is the parent's). */
+static void forked_thread_reset(void) {
+  current_task = NULL;
+  ranging_task = NULL;
+  current_worker = NULL;
+  current_region = NULL;
+  program_regions = NULL;
+  draining = NULL;
+  readied_next = NULL;
+}
+
+static pthread_once_t fork_reset_once = PTHREAD_ONCE_INIT;
+
+static void fork_reset_watch(void) {
+  (void)pthread_atfork(NULL, NULL, forked_thread_reset);
+}
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -2933,6 +2955,7 @@ static int region_wait(tarn_region *r, uint64_t deadline,
                        tarn_region_stats *stats) {
   if (r == NULL) return TARN_EINVAL;
   if (task_here() != NULL) return TARN_EDEADLK;
+  /* Also a region begun before a fork, in the child (forked_thread_reset) */
   if (r != current_region) return TARN_EMISUSE;
   if (!region_drain(r, deadline)) return TARN_ETIMEDOUT;
   current_region = r->parent;
@@ -3053,10 +3076,11 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
       o.scratch_bytes == 0 || o.scratch_bytes > SIZE_MAX - TASK_MARK_BYTES ||
       o.work_tile > WORK_TILE_MAX)
     return TARN_EINVAL;
+  pthread_once(&fork_reset_once, fork_reset_watch);
   tarn_rt *rt = aligned_alloc(64, sizeof *rt);
   if (rt == NULL) return TARN_ENOMEM;
   memset(rt, 0, sizeof *rt);
-  rt->magic = RT_LIVE; /* the program sees it only once it is whole */
+  rt->magic = tarn__magic_live(RT_LIVE); /* the program sees it whole only */
   rt->nworkers = o.workers;
   /* The processors, not a CPU quota (tarn__cpu_count): a thread more than
    * the quota shares its time with the others, where a thread more than

@@ -8,7 +8,8 @@
  * without a limit: tiles of 32 are too small for any kernel to share its
  * work, so nothing depends on timing. And the same jobs in a child of
  * fork, made while the parent's threads run theirs, on a runtime of the
- * child's own (docs/rt.md, "Processes that fork"). */
+ * child's own, its calls on the parent's handles refused (docs/rt.md,
+ * "Processes that fork"). */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <signal.h>
@@ -167,11 +168,64 @@ static void factorisations_from_threads_match_one_at_a_time(void **state) {
 #endif
 
 #if FORK_TESTED
-/* The child's side of the fork test: every kind of job on a runtime of
- * its own under `limit`, each result against `want`. No cmocka here (its
- * failures jump back into the parent's copy of the test): returns the
- * child's exit status, 0 when every result has the bits of `want`'s. */
-static int child_jobs(const struct result *want, size_t limit) {
+/* Handles the parent made before the fork, for its child to be refused. */
+struct before_fork {
+  tarn_rt *rt;
+  tarn_matrix *matrix;
+  tarn_ref *ref;
+  tarn_region *region; /* begun on the forking thread, not waited yet */
+};
+
+static int nothing(tarn_task *t, void *arg) {
+  (void)t;
+  (void)arg;
+  return 0;
+}
+
+/* The child's calls on its parent's handles: each refused, none waiting
+ * for threads that are gone, each named on stderr. Returns 0 when so,
+ * else the child's exit status. */
+static int child_refused(const struct before_fork *b) {
+  FILE *err = tmpfile();
+  if (err == NULL || fflush(stderr) != 0 || dup2(fileno(err), 2) < 0) return 50;
+  void *data = NULL;
+  double sum = 0;
+  tarn_region *region = NULL;
+  int status = 0;
+  if (tarn_region_wait(b->region, NULL) != TARN_EMISUSE)
+    status = 51;
+  else if (tarn_submit(b->rt, nothing, TARN_R(b->ref)) != TARN_EINVAL)
+    status = 52;
+  else if (tarn_region_begin(b->rt, &region) != TARN_EINVAL)
+    status = 53;
+  else if (tarn_ref_pin(b->ref, TARN_READ, 0, &data) != TARN_EMISUSE)
+    status = 54;
+  else if (tarn_matrix_sum(b->matrix, &sum) != TARN_EINVAL)
+    status = 55;
+  else if (tarn_rt_pool(b->rt) != NULL || tarn_rt_destroy(b->rt) != TARN_EINVAL)
+    status = 56;
+  tarn_matrix_destroy(b->matrix); /* refused too: nothing freed, no wait */
+  char text[4096] = {0};
+  fflush(stderr);
+  rewind(err);
+  size_t got = fread(text, 1, sizeof text - 1, err);
+  if (status == 0 && (got == 0 || !strstr(text, "runtime") ||
+                      !strstr(text, "ref") || !strstr(text, "matrix") ||
+                      !strstr(text, "made before this process forked")))
+    status = 57;
+  return status;
+}
+
+/* The child's side of the fork test: its parent's handles refused, then
+ * every kind of job on a runtime of its own under `limit`, each result
+ * against `want`. No cmocka here (its failures jump back into the
+ * parent's copy of the test): returns the child's exit status, 0 when
+ * every call was refused as it should be and every result has the bits
+ * of `want`'s. */
+static int child_jobs(const struct before_fork *b, const struct result *want,
+                      size_t limit) {
+  int refused = child_refused(b);
+  if (refused != 0) return refused;
   tarn_rt_options o;
   tarn_rt *rt = NULL;
   if (tarn_rt_options_init(&o) != 0) return 2;
@@ -210,11 +264,12 @@ static bool child_exited(pid_t child, int *status) {
 #endif
 
 /* A program that forks (a Python pool of processes, a server that forks
- * per request) while its threads compute on a runtime: the child makes a
- * runtime of its own, with its own spill file, and computes what a runtime
- * made before any fork computes; the parent's runtime, its workers busy at
- * the fork and its tiles spilled, goes on undisturbed. Skipped in the
- * sanitizer builds (FORK_TESTED). */
+ * per request) while its threads compute on a runtime: the child's calls
+ * on the parent's handles are refused, it makes a runtime of its own, with
+ * its own spill file, and computes what a runtime made before any fork
+ * computes; the parent's runtime, its workers busy at the fork and its
+ * tiles spilled, goes on undisturbed. Skipped in the sanitizer builds
+ * (FORK_TESTED). */
 static void a_child_of_fork_computes_on_a_runtime_of_its_own(void **state) {
   (void)state;
 #if !FORK_TESTED
@@ -236,9 +291,18 @@ static void a_child_of_fork_computes_on_a_runtime_of_its_own(void **state) {
     w[i] = (struct worker_arg){.rt = rt, .thread = i};
     assert_int_equal(pthread_create(&th[i], NULL, thread_main, &w[i]), 0);
   }
+  struct before_fork b = {.rt = rt};
+  assert_int_equal(tarn_matrix_rand(rt, 64, 64, 32, 32, 5, &b.matrix), 0);
+  assert_int_equal(tarn_ref_alloc(tarn_rt_pool(rt), 4096, 0, &b.ref), 0);
+  assert_int_equal(tarn_region_begin(rt, &b.region), 0);
   pid_t child = fork();
   assert_true(child >= 0);
-  if (child == 0) _exit(child_jobs(want, limit));
+  if (child == 0) _exit(child_jobs(&b, want, limit));
+  double sum = 0; /* the parent's own go on */
+  assert_int_equal(tarn_region_wait(b.region, NULL), 0);
+  assert_int_equal(tarn_matrix_sum(b.matrix, &sum), 0);
+  tarn_matrix_destroy(b.matrix);
+  assert_int_equal(tarn_ref_release(b.ref), 0);
   for (int i = 0; i < threads; i++) {
     assert_int_equal(pthread_join(th[i], NULL), 0);
     for (int r = 0; r < rounds; r++) {

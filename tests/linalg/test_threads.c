@@ -116,26 +116,29 @@ static void free_result(struct result *r) {
   free(r->piv);
 }
 
-static void factorisations_from_threads_match_one_at_a_time(void **state) {
-  (void)state;
-  /* The references: each job alone, no limit. */
-  struct result want[threads];
+/* The references: each job alone on a runtime without a limit. */
+static void jobs_alone(struct result *want) {
   tarn_rt *rt = test_rt(2, 0);
   for (int i = 0; i < threads; i++) {
     job(rt, i % kinds, size_of(i), 900 + (uint64_t)i, &want[i]);
     assert_int_equal(want[i].rc, 0);
   }
   assert_int_equal(tarn_rt_destroy(rt), 0);
+}
 
-  /* All at once, under 1 MiB: the inputs alone are about 2.4 MiB. */
-  size_t limit = 1u << 20;
-  rt = test_rt(2, limit);
-  struct worker_arg w[threads];
-  pthread_t th[threads];
+/* Starts the jobs on `threads` program threads at once, on the runtime
+ * `rt`. */
+static void jobs_start(tarn_rt *rt, struct worker_arg *w, pthread_t *th) {
   for (int i = 0; i < threads; i++) {
     w[i] = (struct worker_arg){.rt = rt, .thread = i};
     assert_int_equal(pthread_create(&th[i], NULL, thread_main, &w[i]), 0);
   }
+}
+
+/* Joins the threads of jobs_start and asserts that each result has the
+ * bits of `want`'s; frees the results, and `want`. */
+static void jobs_check(struct worker_arg *w, pthread_t *th,
+                       struct result *want) {
   for (int i = 0; i < threads; i++) {
     assert_int_equal(pthread_join(th[i], NULL), 0);
     for (int r = 0; r < rounds; r++) {
@@ -151,6 +154,19 @@ static void factorisations_from_threads_match_one_at_a_time(void **state) {
     }
     free_result(&want[i]);
   }
+}
+
+static void factorisations_from_threads_match_one_at_a_time(void **state) {
+  (void)state;
+  struct result want[threads];
+  jobs_alone(want);
+  /* All at once, under 1 MiB: the inputs alone are about 2.4 MiB. */
+  size_t limit = 1u << 20;
+  tarn_rt *rt = test_rt(2, limit);
+  struct worker_arg w[threads];
+  pthread_t th[threads];
+  jobs_start(rt, w, th);
+  jobs_check(w, th, want);
   test_rt_destroy_spilled(rt, limit);
 }
 
@@ -276,21 +292,12 @@ static void a_child_of_fork_computes_on_a_runtime_of_its_own(void **state) {
   skip();
 #else
   struct result want[threads];
-  tarn_rt *rt = test_rt(2, 0);
-  for (int i = 0; i < threads; i++) {
-    job(rt, i % kinds, size_of(i), 900 + (uint64_t)i, &want[i]);
-    assert_int_equal(want[i].rc, 0);
-  }
-  assert_int_equal(tarn_rt_destroy(rt), 0);
-
+  jobs_alone(want);
   size_t limit = 1u << 20;
-  rt = test_rt(2, limit);
+  tarn_rt *rt = test_rt(2, limit);
   struct worker_arg w[threads];
   pthread_t th[threads];
-  for (int i = 0; i < threads; i++) {
-    w[i] = (struct worker_arg){.rt = rt, .thread = i};
-    assert_int_equal(pthread_create(&th[i], NULL, thread_main, &w[i]), 0);
-  }
+  jobs_start(rt, w, th);
   struct before_fork b = {.rt = rt};
   assert_int_equal(tarn_matrix_rand(rt, 64, 64, 32, 32, 5, &b.matrix), 0);
   assert_int_equal(tarn_ref_alloc(tarn_rt_pool(rt), 4096, 0, &b.ref), 0);
@@ -303,24 +310,11 @@ static void a_child_of_fork_computes_on_a_runtime_of_its_own(void **state) {
   assert_int_equal(tarn_matrix_sum(b.matrix, &sum), 0);
   tarn_matrix_destroy(b.matrix);
   assert_int_equal(tarn_ref_release(b.ref), 0);
-  for (int i = 0; i < threads; i++) {
-    assert_int_equal(pthread_join(th[i], NULL), 0);
-    for (int r = 0; r < rounds; r++) {
-      struct result *got = &w[i].got[r];
-      assert_int_equal(got->rc, 0);
-      assert_memory_equal(got->values, want[i].values,
-                          got->count * sizeof *got->values);
-      if (want[i].piv != NULL)
-        assert_memory_equal(got->piv, want[i].piv,
-                            size_of(i) * sizeof *got->piv);
-      free_result(got);
-    }
-  }
   int status = -1;
   assert_true(child_exited(child, &status));
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
-  for (int i = 0; i < threads; i++) free_result(&want[i]);
+  jobs_check(w, th, want);
   test_rt_destroy_spilled(rt, limit);
 #endif
 }

@@ -90,8 +90,9 @@ void tarn__heap_freed(size_t bytes);
 #define TARN__MAGIC_DEAD 0xdeadbeefu
 #define TARN__MAGIC_MIN_OFFSET (4 * sizeof(void *))
 
-/* The forks this process descends by since its first tarn__magic_live:
- * counted in each child (pthread_atfork), never written otherwise. */
+/* How many forks lie between this process and the one of its line that
+ * first called tarn__magic_live: each child adds one (pthread_atfork);
+ * nothing else writes it. */
 extern _Atomic uint32_t tarn__forks_seen;
 
 /* The live magic word of a handle of `type_live` made now. Counts forks

@@ -1072,13 +1072,13 @@ static void check_gemm_alone(tarn_rt *rt, size_t n, int rounds) {
 }
 
 /* With the runtime's cores far apart (tarn__rt_cores_far_set: kernels
- * below 2^25 multiply-adds unshared but a region's last product, a
- * region's last product by a vector and its last few vectors not split;
- * linalg.c, share_min), the kernels
+ * below 2^25 multiply-adds unshared, a region's last product by a vector
+ * and its last few vectors not split; linalg.c, share_min), the kernels
  * that sharing would split run whole on their task's thread: one tile of
  * 300 and 513 factored by blocks (a pivot that is not positive definite
- * still found), several, products and solves by one and two vectors; on
- * 2 and 3 workers. */
+ * still found), several, products and solves by one and two vectors; and
+ * a product alone in its region, split still (check_gemm_alone); on 2 and
+ * 3 workers. */
 static void test_cores_far_apart(void **state) {
   (void)state;
   static const size_t sizes[][2] = {{300, 300}, {513, 513}, {700, 300}};

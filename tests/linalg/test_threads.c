@@ -116,58 +116,60 @@ static void free_result(struct result *r) {
   free(r->piv);
 }
 
-/* The references: each job alone on a runtime without a limit. */
-static void jobs_alone(struct result *want) {
-  tarn_rt *rt = test_rt(2, 0);
-  for (int i = 0; i < threads; i++) {
-    job(rt, i % kinds, size_of(i), 900 + (uint64_t)i, &want[i]);
-    assert_int_equal(want[i].rc, 0);
-  }
-  assert_int_equal(tarn_rt_destroy(rt), 0);
-}
+/* The jobs of every thread at once, on a runtime under JOBS_LIMIT (1 MiB:
+ * the inputs alone are about 2.4 MiB), and what each must give: the bits
+ * of the same job run alone without a limit. */
+#define JOBS_LIMIT ((size_t)1 << 20)
+struct jobs {
+  tarn_rt *rt;
+  struct result want[threads];
+  struct worker_arg w[threads];
+  pthread_t th[threads];
+};
 
-/* Starts the jobs on `threads` program threads at once, on the runtime
- * `rt`. */
-static void jobs_start(tarn_rt *rt, struct worker_arg *w, pthread_t *th) {
+/* Runs each job alone for j->want, then starts them all at once on
+ * `threads` program threads, on a new runtime j->rt under JOBS_LIMIT. */
+static void jobs_start(struct jobs *j) {
+  tarn_rt *alone = test_rt(2, 0);
   for (int i = 0; i < threads; i++) {
-    w[i] = (struct worker_arg){.rt = rt, .thread = i};
-    assert_int_equal(pthread_create(&th[i], NULL, thread_main, &w[i]), 0);
+    job(alone, i % kinds, size_of(i), 900 + (uint64_t)i, &j->want[i]);
+    assert_int_equal(j->want[i].rc, 0);
+  }
+  assert_int_equal(tarn_rt_destroy(alone), 0);
+  j->rt = test_rt(2, JOBS_LIMIT);
+  for (int i = 0; i < threads; i++) {
+    j->w[i] = (struct worker_arg){.rt = j->rt, .thread = i};
+    assert_int_equal(pthread_create(&j->th[i], NULL, thread_main, &j->w[i]), 0);
   }
 }
 
 /* Joins the threads of jobs_start and asserts that each result has the
- * bits of `want`'s; frees the results, and `want`. */
-static void jobs_check(struct worker_arg *w, pthread_t *th,
-                       struct result *want) {
+ * bits of its `want`; frees every result and destroys the runtime, which
+ * must have spilled. */
+static void jobs_check(struct jobs *j) {
   for (int i = 0; i < threads; i++) {
-    assert_int_equal(pthread_join(th[i], NULL), 0);
+    assert_int_equal(pthread_join(j->th[i], NULL), 0);
     for (int r = 0; r < rounds; r++) {
-      struct result *got = &w[i].got[r];
+      struct result *got = &j->w[i].got[r];
       assert_int_equal(got->rc, 0);
-      assert_int_equal(got->count, want[i].count);
-      assert_memory_equal(got->values, want[i].values,
+      assert_int_equal(got->count, j->want[i].count);
+      assert_memory_equal(got->values, j->want[i].values,
                           got->count * sizeof *got->values);
-      if (want[i].piv != NULL)
-        assert_memory_equal(got->piv, want[i].piv,
+      if (j->want[i].piv != NULL)
+        assert_memory_equal(got->piv, j->want[i].piv,
                             size_of(i) * sizeof *got->piv);
       free_result(got);
     }
-    free_result(&want[i]);
+    free_result(&j->want[i]);
   }
+  test_rt_destroy_spilled(j->rt, JOBS_LIMIT);
 }
 
 static void factorisations_from_threads_match_one_at_a_time(void **state) {
   (void)state;
-  struct result want[threads];
-  jobs_alone(want);
-  /* All at once, under 1 MiB: the inputs alone are about 2.4 MiB. */
-  size_t limit = 1u << 20;
-  tarn_rt *rt = test_rt(2, limit);
-  struct worker_arg w[threads];
-  pthread_t th[threads];
-  jobs_start(rt, w, th);
-  jobs_check(w, th, want);
-  test_rt_destroy_spilled(rt, limit);
+  struct jobs j;
+  jobs_start(&j);
+  jobs_check(&j);
 }
 
 /* The sanitizers' allocators of GCC 12 are not safe to use after a fork
@@ -233,20 +235,19 @@ static int child_refused(const struct before_fork *b) {
 }
 
 /* The child's side of the fork test: its parent's handles refused, then
- * every kind of job on a runtime of its own under `limit`, each result
+ * every kind of job on a runtime of its own under JOBS_LIMIT, each result
  * against `want`. No cmocka here (its failures jump back into the
  * parent's copy of the test): returns the child's exit status, 0 when
  * every call was refused as it should be and every result has the bits
  * of `want`'s. */
-static int child_jobs(const struct before_fork *b, const struct result *want,
-                      size_t limit) {
+static int child_jobs(const struct before_fork *b, const struct result *want) {
   int refused = child_refused(b);
   if (refused != 0) return refused;
   tarn_rt_options o;
   tarn_rt *rt = NULL;
   if (tarn_rt_options_init(&o) != 0) return 2;
   o.workers = 2;
-  o.pool.mem_limit = limit;
+  o.pool.mem_limit = JOBS_LIMIT;
   if (tarn_rt_create(&o, &rt) != 0) return 3;
   int status = 0;
   for (int i = 0; i < threads && status == 0; i++) {
@@ -291,20 +292,15 @@ static void a_child_of_fork_computes_on_a_runtime_of_its_own(void **state) {
 #if !FORK_TESTED
   skip();
 #else
-  struct result want[threads];
-  jobs_alone(want);
-  size_t limit = 1u << 20;
-  tarn_rt *rt = test_rt(2, limit);
-  struct worker_arg w[threads];
-  pthread_t th[threads];
-  jobs_start(rt, w, th);
-  struct before_fork b = {.rt = rt};
-  assert_int_equal(tarn_matrix_rand(rt, 64, 64, 32, 32, 5, &b.matrix), 0);
-  assert_int_equal(tarn_ref_alloc(tarn_rt_pool(rt), 4096, 0, &b.ref), 0);
-  assert_int_equal(tarn_region_begin(rt, &b.region), 0);
+  struct jobs j;
+  jobs_start(&j);
+  struct before_fork b = {.rt = j.rt};
+  assert_int_equal(tarn_matrix_rand(j.rt, 64, 64, 32, 32, 5, &b.matrix), 0);
+  assert_int_equal(tarn_ref_alloc(tarn_rt_pool(j.rt), 4096, 0, &b.ref), 0);
+  assert_int_equal(tarn_region_begin(j.rt, &b.region), 0);
   pid_t child = fork();
   assert_true(child >= 0);
-  if (child == 0) _exit(child_jobs(&b, want, limit));
+  if (child == 0) _exit(child_jobs(&b, j.want));
   double sum = 0; /* the parent's own go on */
   assert_int_equal(tarn_region_wait(b.region, NULL), 0);
   assert_int_equal(tarn_matrix_sum(b.matrix, &sum), 0);
@@ -314,8 +310,7 @@ static void a_child_of_fork_computes_on_a_runtime_of_its_own(void **state) {
   assert_true(child_exited(child, &status));
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
-  jobs_check(w, th, want);
-  test_rt_destroy_spilled(rt, limit);
+  jobs_check(&j);
 #endif
 }
 

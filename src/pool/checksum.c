@@ -10,7 +10,7 @@
 uint64_t tarn__checksum_avx2(const void *data, size_t size);
 #endif
 
-static uint64_t checksum_portable(const void *data, size_t size) {
+uint64_t tarn__checksum_portable(const void *data, size_t size) {
   return XXH3_64bits(data, size);
 }
 
@@ -21,7 +21,7 @@ static checksum_fn choose(void) {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2")) return tarn__checksum_avx2;
 #endif
-  return checksum_portable;
+  return tarn__checksum_portable;
 }
 
 uint64_t tarn__checksum(const void *data, size_t size) {

@@ -10,4 +10,8 @@
 
 uint64_t tarn__checksum(const void *data, size_t size);
 
+/* The portable build alone, whatever the processor has: what a machine
+ * without AVX2 computes (the tests compare the two). Thread-safe. */
+uint64_t tarn__checksum_portable(const void *data, size_t size);
+
 #endif

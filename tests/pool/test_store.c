@@ -2,7 +2,8 @@
  * read back intact at awkward sizes, raw and compressed, through the
  * O_DIRECT file, the page-cache (fadvise) file and a caller's storage;
  * nothing left on disk; extents reused; every storage failure reported with
- * its status and counted, with nothing stored; and concurrent use. */
+ * its status and counted, with nothing stored; concurrent use; and the
+ * blocks' checksum, the same XXH3-64 on every machine. */
 #undef _FORTIFY_SOURCE /* this file defines open() */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -25,6 +26,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
+#include "pool/checksum.h"
 #include "pool/store.h"
 #include "procfs.h"
 #include "tarn/status.h"
@@ -740,9 +744,49 @@ static void test_threads_custom(void **state) {
   mem_delete(m);
 }
 
+/* ---- the checksum ------------------------------------------------------
+ * A block's checksum is XXH3-64 whichever build the processor picks: the
+ * AVX2 one, the portable one and libxxhash's own agree on every size
+ * class of XXH3 (0, 1-3, 4-8, 9-16, 17-128, 129-240, longer; whole and
+ * partial stripes and blocks) at every alignment, and on a spilled tile's
+ * size. */
+static void test_checksum_is_xxh3_everywhere(void **state) {
+  (void)state;
+  enum { longest = 4 * 1024 + 64, offsets = 8 };
+  unsigned char *bytes = malloc(longest + offsets);
+  assert_non_null(bytes);
+  uint64_t x = 0x9e3779b97f4a7c15u;
+  for (size_t i = 0; i < longest + offsets; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    bytes[i] = (unsigned char)x;
+  }
+  assert_true(tarn__checksum(bytes, 0) == 0x2d06800538d394c2u);
+  for (size_t off = 0; off < offsets; off++)
+    for (size_t n = 0; n <= longest; n++) {
+      uint64_t want = XXH3_64bits(bytes + off, n);
+      if (tarn__checksum(bytes + off, n) != want ||
+          tarn__checksum_portable(bytes + off, n) != want)
+        fail_msg("checksum of %zu bytes at offset %zu is not XXH3-64's", n,
+                 off);
+    }
+  free(bytes);
+
+  size_t tile = 512 * 512 * sizeof(double) + 24;
+  unsigned char *big = malloc(tile);
+  assert_non_null(big);
+  for (size_t i = 0; i < tile; i++) big[i] = (unsigned char)(i * 131 + 7);
+  uint64_t want = XXH3_64bits(big, tile);
+  assert_true(tarn__checksum(big, tile) == want);
+  assert_true(tarn__checksum_portable(big, tile) == want);
+  big[tile / 2] ^= 1; /* one bit flipped anywhere changes it */
+  assert_true(tarn__checksum(big, tile) != want);
+  free(big);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_file_round_trip),
+      cmocka_unit_test(test_checksum_is_xxh3_everywhere),
       cmocka_unit_test(test_trim_gives_space_back),
       cmocka_unit_test(test_fadvise_round_trip),
       cmocka_unit_test(test_direct_refused_at_write),

@@ -4,7 +4,8 @@
  * read fails with EIO, every write fails with EIO, the Nth write is short
  * then ENOSPC, one read or write in N fails at random (a write with EIO
  * or ENOSPC, a read with EIO); every stored
- * byte can be flipped. Thread-safe: one lock around each call. */
+ * byte can be flipped; the 8-byte words written that hold a given value
+ * are counted. Thread-safe: one lock around each call. */
 #ifndef TARN_TESTS_MEMDISK_H
 #define TARN_TESTS_MEMDISK_H
 
@@ -29,6 +30,9 @@ struct memdisk {
   int fail_read;        /* the Nth read fails with EIO */
   int writes, reads;
   int in_short;
+  uint64_t watch; /* when nonzero, the words written equal to it ... */
+  size_t watched; /* ... are counted here (words at 8-byte steps of each
+                     write's start, as a block's doubles lie) */
 };
 
 /* Whether this call fails at random (lock held). */
@@ -67,6 +71,11 @@ static inline long memdisk_write(void *ctx, const void *buf, size_t len,
       d->cap = cap;
     }
     memcpy(d->bytes + off, buf, (size_t)rc);
+    for (size_t i = 0; d->watch != 0 && i + 8 <= (size_t)rc; i += 8) {
+      uint64_t w;
+      memcpy(&w, (const unsigned char *)buf + i, sizeof w);
+      d->watched += w == d->watch;
+    }
   }
   pthread_mutex_unlock(&d->lock);
   return rc;

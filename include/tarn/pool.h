@@ -44,7 +44,9 @@ typedef struct tarn_pool tarn_pool;
 typedef struct tarn_ref tarn_ref;
 
 /* How a pin uses the bytes. A TARN_WRITE pin of a spilled object does not
- * read it back: its bytes are undefined until the caller writes them. A pin
+ * read it back: its bytes are undefined until the caller writes them (they
+ * may be a freed object's), and any it leaves unwritten go to the spill
+ * file as they are when the object is pushed out. A pin
  * with TARN_WRITE makes the spilled copy stale; a TARN_READ pin keeps it, so
  * the object can later be dropped without being written again. */
 typedef enum tarn_access {

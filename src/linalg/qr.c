@@ -1269,11 +1269,13 @@ int tarn_matrix_qr_multiply(tarn_matrix *a, tarn_matrix *t, tarn_side side,
 /* Kept here with QR, its companion (normal equations versus QR). */
 
 struct ata_job {
-  int m, n, k;   /* C tile m x n, inner size k (rows of A's tiles used) */
-  int r0, lda;   /* the first of those rows; the A tiles' rows */
-  bool first;    /* beta 0: C not read */
-  bool diagonal; /* syrk on a diagonal tile / mirror of a diagonal tile */
-  bool mirror;   /* the tile's last update: it mirrors the tile too */
+  int m, n, k;     /* C tile m x n, inner size k (rows of A's tiles used) */
+  int r0, lda;     /* the first of those rows; the A tiles' rows */
+  bool first;      /* beta 0: C not read */
+  bool diagonal;   /* syrk on a diagonal tile / mirror of a diagonal tile */
+  bool mirror;     /* the tile's last update: it mirrors the tile too */
+  bool zero_upper; /* a diagonal tile's first update, not its last, under a
+                      memory limit: its upper triangle zeroed (k_ata) */
 };
 
 /* A mirror task's tiles, shared by ranges of the written tile's columns. */
@@ -1320,17 +1322,32 @@ static int k_mirror(tarn_task *t, void *arg) {
                      j->diagonal ? NULL : tarn_task_data(t, 1));
 }
 
+/* Zeros the strictly upper triangle of the n x n tile c (ld n). */
+static void zero_upper(double *c, int n) {
+  for (size_t q = 1; q < (size_t)n; q++)
+    memset(c + q * (size_t)n, 0, q * sizeof *c);
+}
+
 /* C(i, j) = A(k, i)^T A(k, j) + beta C(i, j) (deps: C, A(k, i), A(k, j));
  * on a diagonal tile syrk of its lower triangle (deps: C, A(k, i)); both
  * shared with idle workers. The last update of a tile then fills its
  * upper mirror while the tile is still in cache: a diagonal tile's upper
- * triangle, or tile (j, i) (dep 3, written). */
+ * triangle, or tile (j, i) (dep 3, written). A diagonal tile's first
+ * update (or a group's temporary's) writes a tile it does not read, of
+ * which dsyrk fills the lower triangle: under a memory limit the upper
+ * one is zeroed until the mirror fills it, so that a tile pushed out of
+ * memory meanwhile takes no earlier object's bytes (its buffer's) to the
+ * spill file (found by Valgrind's memcheck on examples/out_of_core: the
+ * spill's pwrite of uninitialised bytes). On a 512 tile, 1 MiB of
+ * stores, where a dsyrk of 128 rows does 34 million flops; without a
+ * limit nothing leaves memory, and the mirror writes the triangle. */
 static int k_ata(tarn_task *t, void *arg) {
   const struct ata_job *j = arg;
   double *c = tarn_task_data(t, 0);
   const double *ai = (const double *)tarn_task_data(t, 1) + j->r0;
   double beta = j->first ? 0.0 : 1.0;
   int rc;
+  if (j->zero_upper) zero_upper(c, j->n);
   if (j->diagonal)
     rc = tarn__syrk_shared(t, CblasTrans, j->n, j->k, 1.0, ai, j->lda, beta, c,
                            j->n);
@@ -1384,7 +1401,9 @@ static int submit_ata_update(tarn_matrix *a, tarn_matrix *c, tarn_ref *sum,
                       .lda = (int)tarn__tile_rows(a, k),
                       .first = first,
                       .diagonal = diagonal,
-                      .mirror = mirror};
+                      .mirror = mirror,
+                      .zero_upper = diagonal && first && !mirror &&
+                                    tarn_pool_mem_limit(tarn_rt_pool(a->rt))};
   size_t ndeps = diagonal ? 2 : mirror ? 4 : 3;
   return submit_ata_job(a->rt, k_ata, &g, d, ndeps, priority,
                         diagonal ? "syrk" : "gemm");

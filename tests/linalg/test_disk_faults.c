@@ -7,10 +7,13 @@
  * left once nothing can be written); it never hangs. Once the disk is
  * sound again, every matrix the call only read, and every matrix it did
  * not touch, reads back bit for bit as it was, and the same call gives
- * the same result. The products (A B, A^T A and the others) likewise. */
+ * the same result. The products (A B, A^T A and the others) likewise.
+ * And on a sound disk, what goes to it is what a task or the program wrote,
+ * never the earlier bytes of a recycled buffer. */
 #include <cblas.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -870,6 +873,123 @@ static void test_array_ops_on_a_failing_disk(void **state) {
   memdisk_free(disk);
 }
 
+/* ---- only written bytes reach the disk ---------------------------------
+ * A task that writes a tile without reading it gets a buffer whose bytes
+ * are whatever the heap left there; a kernel that fills only part of the
+ * tile (A^T A's diagonal tiles: dsyrk writes the lower triangle, the
+ * mirror the upper one later) would have those bytes spilled with it under
+ * a limit. Here the library's buffers come from the heap through
+ * aligned_alloc, wrapped at link time (tests/CMakeLists.txt) to fill each
+ * with POISON while `poisoning` is set, the pool keeps no freed buffers to
+ * reuse, and no word written to the disk may be POISON; the results are
+ * the bits of a run without poison. */
+#define POISON (-0x1.5a5a5a5a5a5a5p+333)
+/* Tiles of 96, all of one size (not small tiles: no work tiles; served by
+ * the heap, not the pool's runs); the limit holds 5 of them. */
+enum { OWN_OPS = 6, OWN_NB = 96, OWN_M = 4 * OWN_NB, OWN_N = 3 * OWN_NB };
+
+void *__real_aligned_alloc(size_t align, size_t size);
+static atomic_bool poisoning;
+static atomic_int poisoned; /* buffers filled with POISON */
+
+void *__wrap_aligned_alloc(size_t align, size_t size) {
+  double *p = __real_aligned_alloc(align, size);
+  if (p != NULL && atomic_load(&poisoning)) {
+    for (size_t i = 0; i < size / sizeof *p; i++) p[i] = POISON;
+    atomic_fetch_add(&poisoned, 1);
+  }
+  return p;
+}
+
+/* Operation op on A (OWN_M x OWN_N), B and an SPD S (OWN_N x OWN_N) into
+ * *out, a new matrix: A^T A, A B, A^T A by gemm, then the Cholesky factor
+ * of S, the LU factors of B and the QR factors of A (each on a copy). */
+static int own_op(int op, tarn_matrix *a, tarn_matrix *b, tarn_matrix *s,
+                  tarn_matrix **out) {
+  int info = 0, rc = 0;
+  switch (op) {
+    case 0:
+      return tarn_matrix_syrk_ata(a, out);
+    case 1:
+      return tarn_matrix_gemm(a, TARN_NO_TRANS, b, TARN_NO_TRANS, 1.0, 0.0,
+                              out);
+    case 2:
+      return tarn_matrix_gemm(a, TARN_TRANS, a, TARN_NO_TRANS, 1.0, 0.0, out);
+    default: {
+      rc = tarn_matrix_copy(op == 3 ? s : op == 4 ? b : a, out);
+      if (rc == 0 && op == 3) rc = tarn_matrix_cholesky(*out, &info);
+      if (rc == 0 && op == 4) {
+        size_t piv[OWN_N];
+        rc = tarn_matrix_lu(*out, piv, &info);
+      }
+      if (rc == 0 && op == 5) {
+        tarn_matrix *t = NULL;
+        rc = tarn_matrix_qr(*out, 8, &t);
+        tarn_matrix_destroy(t);
+      }
+      return rc == 0 && info != 0 ? TARN_EINVAL : rc;
+    }
+  }
+}
+
+static void test_only_written_bytes_reach_the_disk(void **state) {
+  (void)state;
+  struct memdisk *disk = memdisk_new();
+  tarn_storage storage = memdisk_storage(disk);
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 3;
+  o.pool.mem_limit = 5 * OWN_NB * OWN_NB * sizeof(double);
+  o.pool.storage = &storage;
+  o.pool.cache_bytes = 0; /* every buffer fresh from the heap */
+  tarn_rt *rt = NULL;
+  assert_int_equal(tarn_rt_create(&o, &rt), 0);
+  double poison = POISON;
+  pthread_mutex_lock(&disk->lock);
+  memcpy(&disk->watch, &poison, sizeof disk->watch);
+  pthread_mutex_unlock(&disk->lock);
+
+  tarn_matrix *a = NULL, *b = NULL, *s = NULL;
+  assert_int_equal(tarn_matrix_rand(rt, OWN_M, OWN_N, OWN_NB, OWN_NB, 61, &a),
+                   0);
+  assert_int_equal(tarn_matrix_rand(rt, OWN_N, OWN_N, OWN_NB, OWN_NB, 62, &b),
+                   0);
+  assert_int_equal(tarn_matrix_syrk_ata(a, &s), 0); /* SPD: A has rank N */
+  for (int op = 0; op < OWN_OPS; op++) {
+    tarn_matrix *first = NULL, *again = NULL;
+    assert_int_equal(own_op(op, a, b, s, &first), 0);
+    double *want = test_buffer_of(first);
+    tarn_matrix_destroy(first);
+
+    pthread_mutex_lock(&disk->lock);
+    disk->watched = 0;
+    int writes = disk->writes;
+    pthread_mutex_unlock(&disk->lock);
+    atomic_store(&poisoning, true);
+    atomic_store(&poisoned, 0);
+    int rc = own_op(op, a, b, s, &again);
+    double *got = rc == 0 ? test_buffer_of(again) : NULL; /* waits */
+    atomic_store(&poisoning, false);
+    assert_int_equal(rc, 0);
+    assert_true(atomic_load(&poisoned) > 0);
+    pthread_mutex_lock(&disk->lock);
+    if (disk->watched != 0 || disk->writes == writes)
+      fail_msg("operation %d: %zu words of POISON in %d writes", op,
+               disk->watched, disk->writes - writes);
+    pthread_mutex_unlock(&disk->lock);
+    size_t rows = op == 1 || op == 5 ? OWN_M : OWN_N;
+    assert_memory_equal(got, want, rows * OWN_N * sizeof *got);
+    tarn_matrix_destroy(again);
+    free(got);
+    free(want);
+  }
+  tarn_matrix_destroy(a);
+  tarn_matrix_destroy(b);
+  tarn_matrix_destroy(s);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  memdisk_free(disk);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_qr_solve_on_a_failing_disk),
@@ -879,6 +999,7 @@ int main(void) {
       cmocka_unit_test(test_factor_uses_on_a_failing_disk),
       cmocka_unit_test(test_products_on_a_failing_disk),
       cmocka_unit_test(test_array_ops_on_a_failing_disk),
+      cmocka_unit_test(test_only_written_bytes_reach_the_disk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

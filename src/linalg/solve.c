@@ -53,9 +53,12 @@ struct solve_job {
   /* gemm: transpose the factor's tile; trsm: the tile's triangle
    * transposed (forward: upper, backward: lower) */
   bool ta;
-  bool unit;     /* the triangle has a unit diagonal (not stored) */
-  bool check;    /* backward: check the diagonal tile first */
-  bool forward;  /* k_solve_into: a forward step (L or U^T), not backward */
+  bool unit;    /* the triangle has a unit diagonal (not stored) */
+  bool check;   /* backward: check the diagonal tile first */
+  bool forward; /* k_solve_into: a forward step (L or U^T), not backward */
+  /* k_solve_into, k_copy: the output tile is written, not read (zeroed
+   * when the task has nothing to do) */
+  bool fresh;
   size_t offset; /* the diagonal tile's first row in the matrix */
   /* forward: where a zero on the diagonal goes; backward: nothing to do
    * unless it holds 0 (see tarn__submit_backward), and the zero found by
@@ -101,6 +104,16 @@ static int k_forward(tarn_task *t, void *arg) {
                            j->ldb);
 }
 
+/* A task with nothing to do (a zero was found, or a submission failed):
+ * a tile it was to write without reading (`fresh`) gets zeros, so that
+ * if it is pushed out of memory before the call's matrices go, its
+ * buffer's earlier bytes do not go to the spill file (as A^T A's
+ * diagonal tiles, qr.c). Returns 0. */
+static int skipped(tarn_task *t, size_t slot, bool fresh) {
+  if (fresh) memset(tarn_task_data(t, slot), 0, tarn_task_size(t, slot));
+  return 0;
+}
+
 /* B_kj = op(T_kk)^-1 Y_kj (deps: T_kk, Y_kj, B_kj; ldc is Y's), op(T)
  * U or L^T, or with j->forward L or U^T (unit when j->unit); nothing once
  * dropped, which a fresh solve's check of T_kk's diagonal may do. */
@@ -108,7 +121,7 @@ static int k_solve_into(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
   const double *tkk = tarn_task_data(t, 0), *y = tarn_task_data(t, 1);
   if (j->check) tarn__diagonal_check(tkk, j->m, j->lda, j->offset, j->flag);
-  if (atomic_load(j->flag) != 0) return 0;
+  if (atomic_load(j->flag) != 0) return skipped(t, 2, j->fresh);
   double *b = tarn_task_data(t, 2);
   for (int c = 0; c < j->n; c++)
     memcpy(b + (size_t)c * (size_t)j->ldb, y + (size_t)c * (size_t)j->ldc,
@@ -227,6 +240,7 @@ static int submit_step_into(tarn_matrix *t, tarn_matrix *y, tarn_matrix *b,
   s.ldb = (int)tarn__tile_rows(b, k);
   s.ldc = (int)tarn__tile_rows(y, k);
   s.offset = k * t->nb;
+  s.fresh = fresh;
   int rc = submit_job(t->rt, k_solve_into, &s, d3, 3, PRIO_TOP, "trsm");
   size_t from = s.forward ? k + 1 : 0, to = s.forward ? t->nt : k;
   for (size_t i = from; rc == 0 && i < to; i++)
@@ -351,7 +365,7 @@ static int k_check(tarn_task *t, void *arg) {
  * orders. */
 static int k_copy(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
-  if (atomic_load(j->flag) != 0) return 0;
+  if (atomic_load(j->flag) != 0) return skipped(t, 1, j->fresh);
   memcpy(tarn_task_data(t, 1), tarn_task_data(t, 0),
          (size_t)j->m * (size_t)j->n * sizeof(double));
   return 0;
@@ -365,6 +379,7 @@ int tarn__submit_copy_unless(tarn_matrix *from, tarn_matrix *to, size_t i,
                     {gate, TARN_AFTER}};
   struct solve_job c = {.m = (int)tarn__tile_rows(from, i),
                         .n = (int)tarn__tile_cols(from, j),
+                        .fresh = to_mode == TARN_WRITE,
                         .flag = flag};
   return submit_job(from->rt, k_copy, &c, d3, gate != NULL ? 3 : 2, PRIO_TOP,
                     "copy");

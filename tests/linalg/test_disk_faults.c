@@ -886,7 +886,7 @@ static void test_array_ops_on_a_failing_disk(void **state) {
 #define POISON (-0x1.5a5a5a5a5a5a5p+333)
 /* Tiles of 96, all of one size (not small tiles: no work tiles; served by
  * the heap, not the pool's runs); the limit holds 5 of them. */
-enum { OWN_OPS = 6, OWN_NB = 96, OWN_M = 4 * OWN_NB, OWN_N = 3 * OWN_NB };
+enum { OWN_OPS = 7, OWN_NB = 96, OWN_M = 4 * OWN_NB, OWN_N = 3 * OWN_NB };
 
 void *__real_aligned_alloc(size_t align, size_t size);
 static atomic_bool poisoning;
@@ -903,9 +903,12 @@ void *__wrap_aligned_alloc(size_t align, size_t size) {
 
 /* Operation op on A (OWN_M x OWN_N), B and an SPD S (OWN_N x OWN_N) into
  * *out, a new matrix: A^T A, A B, A^T A by gemm, then the Cholesky factor
- * of S, the LU factors of B and the QR factors of A (each on a copy). */
-static int own_op(int op, tarn_matrix *a, tarn_matrix *b, tarn_matrix *s,
-                  tarn_matrix **out) {
+ * of S, the LU factors of B and the QR factors of A (each on a copy); last
+ * a copy of B left as it was by a triangular solve with a zero triangle
+ * (TARN_EINVAL, info 1: the solve's tasks after the check do nothing, and
+ * its copy of B, a temporary, gets zeros). */
+static int own_op(tarn_rt *rt, int op, tarn_matrix *a, tarn_matrix *b,
+                  tarn_matrix *s, tarn_matrix **out) {
   int info = 0, rc = 0;
   switch (op) {
     case 0:
@@ -916,7 +919,7 @@ static int own_op(int op, tarn_matrix *a, tarn_matrix *b, tarn_matrix *s,
     case 2:
       return tarn_matrix_gemm(a, TARN_TRANS, a, TARN_NO_TRANS, 1.0, 0.0, out);
     default: {
-      rc = tarn_matrix_copy(op == 3 ? s : op == 4 ? b : a, out);
+      rc = tarn_matrix_copy(op == 3 ? s : op == 4 || op == 6 ? b : a, out);
       if (rc == 0 && op == 3) rc = tarn_matrix_cholesky(*out, &info);
       if (rc == 0 && op == 4) {
         size_t piv[OWN_N];
@@ -926,6 +929,16 @@ static int own_op(int op, tarn_matrix *a, tarn_matrix *b, tarn_matrix *s,
         tarn_matrix *t = NULL;
         rc = tarn_matrix_qr(*out, 8, &t);
         tarn_matrix_destroy(t);
+      }
+      if (rc == 0 && op == 6) {
+        tarn_matrix *zero = NULL;
+        rc = tarn_matrix_zeros(rt, OWN_N, OWN_N, OWN_NB, OWN_NB, &zero);
+        if (rc == 0)
+          rc = tarn_matrix_triangular_solve(zero, TARN_LOWER, TARN_NO_TRANS,
+                                            TARN_NON_UNIT, *out, &info);
+        tarn_matrix_destroy(zero);
+        if (rc != TARN_EINVAL || info != 1) return TARN_EIO; /* not as said */
+        return 0;
       }
       return rc == 0 && info != 0 ? TARN_EINVAL : rc;
     }
@@ -957,7 +970,7 @@ static void test_only_written_bytes_reach_the_disk(void **state) {
   assert_int_equal(tarn_matrix_syrk_ata(a, &s), 0); /* SPD: A has rank N */
   for (int op = 0; op < OWN_OPS; op++) {
     tarn_matrix *first = NULL, *again = NULL;
-    assert_int_equal(own_op(op, a, b, s, &first), 0);
+    assert_int_equal(own_op(rt, op, a, b, s, &first), 0);
     double *want = test_buffer_of(first);
     tarn_matrix_destroy(first);
 
@@ -967,7 +980,7 @@ static void test_only_written_bytes_reach_the_disk(void **state) {
     pthread_mutex_unlock(&disk->lock);
     atomic_store(&poisoning, true);
     atomic_store(&poisoned, 0);
-    int rc = own_op(op, a, b, s, &again);
+    int rc = own_op(rt, op, a, b, s, &again);
     double *got = rc == 0 ? test_buffer_of(again) : NULL; /* waits */
     atomic_store(&poisoning, false);
     assert_int_equal(rc, 0);

@@ -15,6 +15,7 @@ packages=(
   libmimalloc-dev libjemalloc-dev          # allocator peers
   libstarpu-dev                            # task runtime peer
   python3-numpy                            # .npy files checked against numpy
+  valgrind                                 # the memcheck tests
 )
 
 missing=()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds tarn three ways and runs its tests: a release build (build/, every
 # test, and the examples and the store's and .npy files' tests under
-# Valgrind's memcheck: ctest -L memcheck), a debug build with AddressSanitizer and UndefinedBehaviorSanitizer
-# (build-asan/, every test) and a ThreadSanitizer build (build-tsan/, the
+# Valgrind's memcheck: ctest -L memcheck), a debug build with
+# AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/, every
+# test) and a ThreadSanitizer build (build-tsan/, the
 # tests labelled "concurrent"); then, when clang is installed, fuzzes with
 # libFuzzer (build-fuzz/) the pool's operation sequences for 20 seconds,
 # the .npy header reader for 10, the pool under injected storage and

@@ -9,7 +9,7 @@
  * not touch, reads back bit for bit as it was, and the same call gives
  * the same result. The products (A B, A^T A and the others) likewise.
  * And on a sound disk, what goes to it is what a task or the program wrote,
- * never the earlier bytes of a recycled buffer. */
+ * never bytes its buffers held before. */
 #include <cblas.h>
 #include <setjmp.h>
 #include <stdarg.h>

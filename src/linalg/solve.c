@@ -115,8 +115,9 @@ static int skipped(tarn_task *t, size_t slot, bool fresh) {
 }
 
 /* B_kj = op(T_kk)^-1 Y_kj (deps: T_kk, Y_kj, B_kj; ldc is Y's), op(T)
- * U or L^T, or with j->forward L or U^T (unit when j->unit); nothing once
- * dropped, which a fresh solve's check of T_kk's diagonal may do. */
+ * U or L^T, or with j->forward L or U^T (unit when j->unit); once
+ * dropped (which a fresh solve's check of T_kk's diagonal may do) only
+ * the zeros of `skipped`. */
 static int k_solve_into(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
   const double *tkk = tarn_task_data(t, 0), *y = tarn_task_data(t, 1);
@@ -361,8 +362,8 @@ static int k_check(tarn_task *t, void *arg) {
 
 /* Copies tile 0 (of B) into tile 1 (of Y; j->m x j->n, both of leading
  * dimension j->m), unless *j->flag holds anything but 0 (T was found
- * singular, or a submission failed): after the checks, as the gate
- * orders. */
+ * singular, or a submission failed; then `skipped`): after the checks,
+ * as the gate orders. */
 static int k_copy(tarn_task *t, void *arg) {
   const struct solve_job *j = arg;
   if (atomic_load(j->flag) != 0) return skipped(t, 1, j->fresh);

@@ -118,7 +118,9 @@
  * failure before the copy back, leaves A as it was (a factorisation's
  * A is otherwise unspecified then). An LU whose panel becomes one work
  * tile factors it as a panel of one tile (a subnormal pivot's infinities:
- * tarn_matrix_lu). A call that reads one triangle (Cholesky's, its solve,
+ * tarn_matrix_lu); an LU of one tile column in tiles of at most 64 rows
+ * and 1 MiB in all is not copied: its one task factors a column-major copy
+ * of its own. A call that reads one triangle (Cholesky's, its solve,
  * a triangular solve, inverse or estimate) copies only the tiles that hold
  * some of it (the triangular inverse and estimate of a tall matrix's
  * leading block, only of its upper triangle, a QR's R: a lower one goes

@@ -559,6 +559,15 @@ void tarn__lu_gather_short_panels(bool on) {
   atomic_store_explicit(&gather_short_panels, on, memory_order_relaxed);
 }
 
+/* Whether a panel of rows x cols in ntiles tiles of tb rows (the last
+ * may be shorter) qualifies to be gathered (panel_gathered, below). */
+static bool panel_gathers(size_t rows, size_t cols, size_t tb, size_t ntiles) {
+  return ntiles >= 2 && tb <= TARN__GATHER_TILE_ROWS &&
+         rows < BASE_SHARE_ROWS &&
+         cols <= TARN__GATHER_BYTES_MAX / sizeof(double) / rows &&
+         atomic_load_explicit(&gather_short_panels, memory_order_relaxed);
+}
+
 /* A panel of two tiles or more, each at most TARN__GATHER_TILE_ROWS rows
  * high, and of at most TARN__GATHER_BYTES_MAX, is gathered into one
  * column-major block of the task's memory, factored there by
@@ -587,12 +596,8 @@ void tarn__lu_gather_short_panels(bool on) {
  * LAPACK refuses its arguments). */
 static bool panel_gathered(tarn_task *t, const struct lu_job *j, int *rc) {
   size_t rows = j->rows, cols = (size_t)j->n;
-  if (j->ntiles < 2 || j->tb > TARN__GATHER_TILE_ROWS ||
-      rows >= BASE_SHARE_ROWS ||
-      !atomic_load_explicit(&gather_short_panels, memory_order_relaxed))
-    return false;
+  if (!panel_gathers(rows, cols, j->tb, j->ntiles)) return false;
   size_t bytes = rows * cols * sizeof(double);
-  if (bytes > TARN__GATHER_BYTES_MAX) return false;
   size_t room =
       (panel_pivot_count(rows, cols) * sizeof(lapack_int) + 63) / 64 * 64;
   bool heap;
@@ -1036,8 +1041,15 @@ bool tarn__lu_fits(const tarn_matrix *a) {
 
 /* The work tile of an LU of `a` (tarn__work_tile), with B copied too when
  * not NULL: an update's task multiplies a tile by a tile of the panel's
- * row (mb x nb x nb). */
+ * row (mb x nb x nb). None for an LU of one tile column whose panel is
+ * gathered: its one task factors a column-major copy already, and copies
+ * into work tiles of 256 rows would be factored in place, by the base
+ * columns' calls per tile (4096 x 32 in tiles of 32 on 2 workers, medians
+ * of 101: 486 us through work tiles, 333 gathered; docs/linalg.md,
+ * "Panels of short tiles"). */
 static size_t lu_work_tile(tarn_matrix *a, tarn_matrix *b) {
+  if (b == NULL && a->nt == 1 && panel_gathers(a->m, a->n, a->mb, a->mt))
+    return 0;
   return tarn__work_tile(a->rt, a->m, a->n, a->n,
                          (double)a->mb * (double)a->nb * (double)a->nb,
                          (tarn_matrix *[]){a, b}, b != NULL ? 2 : 1, 'F');

@@ -297,6 +297,51 @@ static void factorisations_of_small_tiles_run_in_work_tiles(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+/* An LU of one tile column whose panel is gathered (tiles of at most 64
+ * rows, at most 1 MiB: src/linalg/lu.c) is not copied into work tiles: its
+ * one task factors a column-major copy of the panel already. 600 x 16 in
+ * tiles of 16: one task, and the bits, pivots and info of the call with
+ * work tiles off, under a limit too; a panel factored in place
+ * (tarn__lu_gather_short_panels off) is copied. */
+static void a_gathered_tile_column_is_not_copied(void **state) {
+  (void)state;
+  enum { M = 600 };
+  double *v = test_random_matrix(M, 2 * TILE, 0, 23);
+  size_t piv[2][TILE];
+  double *f[2];
+  for (int work = 0; work < 2; work++) {
+    tarn_rt *rt = test_rt_work(2, work ? (size_t)1 << 20 : 0, work ? WORK : 0);
+    tarn_matrix *a = upload(rt, v, M, TILE, TILE);
+    uint64_t before = test_tasks_submitted(rt);
+    int info = -1;
+    assert_int_equal(tarn_matrix_lu(a, piv[work], &info), 0);
+    assert_int_equal(info, 0);
+    assert_int_equal(test_tasks_submitted(rt) - before, 1);
+    f[work] = test_buffer_of(a);
+    tarn_matrix_destroy(a);
+    assert_int_equal(tarn_rt_destroy(rt), 0);
+  }
+  assert_memory_equal(piv[0], piv[1], sizeof piv[0]);
+  assert_memory_equal(f[0], f[1], (size_t)M * TILE * sizeof(double));
+  assert_true(test_lu_residual(v, f[1], piv[1], M, TILE) < 20);
+  free(f[0]);
+  free(f[1]);
+
+  /* in place, by the panel's calls per tile: copied (its copy tasks, and
+   * then the bits of the call on a copy in work tiles) */
+  tarn_rt *rt = test_rt_work(2, 0, WORK);
+  tarn__lu_gather_short_panels(false);
+  tarn_matrix *a = upload(rt, v, M, TILE, TILE);
+  uint64_t before = test_tasks_submitted(rt);
+  assert_int_equal(tarn_matrix_lu(a, piv[0], NULL), 0);
+  assert_true(test_tasks_submitted(rt) - before > 1);
+  tarn_matrix_destroy(a);
+  check_lu(rt, v, M, TILE, 0, 0);
+  tarn__lu_gather_short_panels(true);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  free(v);
+}
+
 /* A solve with factors of 150 x 150 in tiles of 16 into `b` (in tiles of
  * 16, `cols` columns; kind 0 Cholesky's, 1 and 2 the triangular solve
  * with L and L^T, 3 and 4 LU's both ways): status and info against the
@@ -1147,6 +1192,7 @@ int main(void) {
       cmocka_unit_test(products_of_small_tiles_run_in_work_tiles),
       cmocka_unit_test(a_transposed_times_a_of_small_tiles),
       cmocka_unit_test(factorisations_of_small_tiles_run_in_work_tiles),
+      cmocka_unit_test(a_gathered_tile_column_is_not_copied),
       cmocka_unit_test(solves_of_many_columns_run_in_work_tiles),
       cmocka_unit_test(solves_on_tiles_of_32_are_copied_only_when_wide),
       cmocka_unit_test(inverses_of_small_tiles_run_in_work_tiles),

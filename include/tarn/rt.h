@@ -108,7 +108,8 @@ typedef struct tarn_rt_options {
    * tile's work (docs/rt.md, "Cores far apart"). */
   int pin_workers;
   /* Milliseconds the workers rest (asleep, without work) before they give
-   * back what the work left: scratch pages, spare task structs, the
+   * back what the work left: scratch pages (each worker keeps its first
+   * 2 MiB, what one task of tarn's own kernels takes), spare task structs, the
    * pool's cache of freed buffers, the spill file's free space and the
    * heap's free pages (when tarn freed 1 MiB or more to the heap since the
    * last trim); and again after twice the wait each time, six more times,

@@ -42,6 +42,13 @@
 /* How long a worker sleeps before it gives its scratch pages back by
  * default, in ms (tarn_rt_options.idle_trim_ms; see give_back_at_rest). */
 #define IDLE_TRIM_MS_DEFAULT 20
+/* The scratch a worker keeps resident through its rests (the slabs'
+ * retain_bytes; the rest goes back): what one task of tarn's own kernels
+ * takes by design (a gathered LU panel of up to 1 MiB and its pivots, a
+ * column of B up to 1 MiB copied by a solve), so that a program calling
+ * them in bursts more than idle_trim_ms apart does not fault those pages
+ * in again at every burst. */
+#define SCRATCH_RETAIN_BYTES ((size_t)2 << 20)
 
 /* tarn_rt_options.work_tile: the default and the largest accepted. */
 #define WORK_TILE_DEFAULT 256
@@ -3114,6 +3121,7 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   tarn_slab_set_options_init(&so);
   so.count = o.workers + 1; /* and the guest */
   so.slab_size = o.scratch_bytes + TASK_MARK_BYTES;
+  so.retain_bytes = SCRATCH_RETAIN_BYTES;
   rt->workers = aligned_alloc(64, (o.workers + 1) * sizeof *rt->workers);
   if (rt->workers == NULL) rc = TARN_ENOMEM;
   if (rc == 0) rc = tarn_pool_create(&o.pool, &rt->pool);

@@ -113,10 +113,16 @@ typedef struct tarn_rt_options {
    * pool's cache of freed buffers, the spill file's free space and the
    * heap's free pages (when tarn freed 1 MiB or more to the heap since the
    * last trim); and again after twice the wait each time, six more times,
-   * for what the program frees meanwhile. Default 20, or
-   * TARN_IDLE_TRIM_MS from the environment (at most 86400000, a day); 0:
-   * never, for a program that works in bursts and would rather keep those
-   * pages than fault them in again at each burst. */
+   * for what the program frees meanwhile. The wait adapts to a program
+   * that works in bursts: each time its next work comes within four times
+   * the wait after a rest gave back, the next rests wait twice as long (at
+   * most a second, or this value when longer), and each time it comes
+   * later, half as long (at least this value). So bursts up to about five
+   * times this value apart soon stop faulting back in what a rest gave
+   * back. Default 20, or TARN_IDLE_TRIM_MS from the environment (at most
+   * 86400000, a day); 0: never, for a program that works in bursts
+   * further apart and would rather keep those pages than fault them in
+   * again at each burst. */
   unsigned idle_trim_ms;
   /* Backpressure: the most tasks a region may hold unfinished before a
    * program thread that submits to it runs tasks, or waits, until an

@@ -71,6 +71,14 @@
  * each after twice the wait before (see worker_main). */
 #define REST_REPEATS 6
 
+/* The wait before a rest's first give-back adapts to a program that works
+ * in bursts (rest_adapt): it doubles, up to REST_WAIT_MAX_NS (or
+ * idle_trim_ns when that is longer), each time the program's next work
+ * comes within REST_SOON times the wait after a rest gave back, and halves
+ * back towards idle_trim_ns each time it comes later. */
+#define REST_SOON 4
+#define REST_WAIT_MAX_NS UINT64_C(1000000000)
+
 /* A worker that shared its task's work waits for the helpers still in a
  * range by spinning on its processor for at most this long (see
  * tarn_task_parallel_for), then yields it. */
@@ -397,7 +405,12 @@ struct tarn_rt {
    * (tarn__ticks). */
   uint64_t guest_max_ticks, busy_max_ticks, help_spin_max_ticks;
   uint64_t lone_max_ticks, lone_serial_max_ticks, lone_hold_ticks;
-  uint64_t idle_trim_ns;   /* rest before give_back_at_rest; 0: never */
+  uint64_t idle_trim_ns; /* rest before give_back_at_rest; 0: never */
+  /* The rest's wait now: idle_trim_ns, adapted (rest_adapt). */
+  _Atomic uint64_t rest_wait_ns;
+  /* tarn__clock_ns when the last rest first gave back, until the work
+   * after it was seen (rest_adapt); 0 otherwise. */
+  _Atomic uint64_t gave_back_at;
   uint64_t max_unfinished; /* a region's bound for submitters; 0: none */
   size_t work_tile;        /* tarn_rt_options.work_tile (linalg's) */
   /* Written by submitters that are not workers, per task. */
@@ -2030,8 +2043,8 @@ static void chunks_free(tarn_rt *rt) {
   }
 }
 
-/* Gives back what the work left, once a worker has slept for
- * rt->idle_trim_ns: the scratch pages above what is retained, the
+/* Gives back what the work left, once a worker has slept for the
+ * rest's wait (rt->rest_wait_ns): the scratch pages above what is retained, the
  * worker's own and, when no thread is the guest (its slab is used only
  * while guest_busy is held), the guest's, the chunks of spare task
  * structs, the pool's cache of freed buffers, the spill file's free space
@@ -2060,6 +2073,45 @@ static void give_back_at_rest(struct worker *w) {
    * more to the heap since the last trim (tarn__heap_trim). */
   (void)tarn__heap_trim();
   atomic_store(&rt->guest_busy, false);
+}
+
+/* Off only in tests (tarn__rt_rests_adapt). */
+static atomic_bool rests_adapt = true;
+
+void tarn__rt_rests_adapt(bool on) {
+  atomic_store_explicit(&rests_adapt, on, memory_order_relaxed);
+}
+
+uint64_t tarn__rt_rest_wait_ns(tarn_rt *rt) {
+  return atomic_load_explicit(&rt->rest_wait_ns, memory_order_relaxed);
+}
+
+/* Called by a worker that gave back at rest and was then woken for work
+ * (whether it or another thread runs it): adapts
+ * the wait before the next rest's first give-back to how soon the program
+ * came back after this one's (once per rest: the first such worker). A
+ * program that works in bursts a little further apart than the wait
+ * faulted back in, at every burst, all that the rest gave back: the pool's
+ * cache of freed buffers, the heap's pages, scratch. A copy and an LU of
+ * 1024 x 1024 in tiles of 128 every 30 ms took 26.5 ms each (2122 page
+ * faults, about 13 us each on this machine) with a fixed wait of 20 ms,
+ * against 11.2 ms (108) with none (docs/rt.md, "What a rest gives back").
+ * Now the wait grows until such bursts no longer see a give-back, and
+ * shrinks again for a program that stays away longer. */
+static void rest_adapt(tarn_rt *rt) {
+  uint64_t at =
+      atomic_exchange_explicit(&rt->gave_back_at, 0, memory_order_relaxed);
+  if (at == 0 || !atomic_load_explicit(&rests_adapt, memory_order_relaxed))
+    return;
+  uint64_t away = tarn__clock_ns() - at;
+  uint64_t wait = atomic_load_explicit(&rt->rest_wait_ns, memory_order_relaxed);
+  uint64_t most =
+      rt->idle_trim_ns > REST_WAIT_MAX_NS ? rt->idle_trim_ns : REST_WAIT_MAX_NS;
+  if (away / REST_SOON < wait)
+    wait = wait < most / 2 ? wait * 2 : most;
+  else
+    wait = wait / 2 > rt->idle_trim_ns ? wait / 2 : rt->idle_trim_ns;
+  atomic_store_explicit(&rt->rest_wait_ns, wait, memory_order_relaxed);
 }
 
 /* Sleeps until a push signals, unless a last look finds a task; with a
@@ -2208,19 +2260,32 @@ static void *worker_main(void *arg) {
       }
       t = take_or_lone(w);
     }
-    /* Asleep: give back what the work left after idle_trim_ns, and again
-     * after twice that wait each time, REST_REPEATS times, for what the
-     * program frees meanwhile (a matrix destroyed while the first rest
-     * ran, which on a slow machine left its spill space and heap pages
-     * until the next work); then sleep until work comes. */
-    uint64_t wait = rt->idle_trim_ns;
+    /* Asleep: give back what the work left after the rest's wait (the
+     * option's idle_trim_ns, adapted: rest_adapt), and again after twice
+     * that wait each time, REST_REPEATS times, for what the program frees
+     * meanwhile (a matrix destroyed while the first rest ran, which on a
+     * slow machine left its spill space and heap pages until the next
+     * work); then sleep until work comes. */
+    uint64_t wait =
+        atomic_load_explicit(&rt->rest_wait_ns, memory_order_relaxed);
+    bool gave_back = false;
     for (int k = 0; t == NULL && !atomic_load(&rt->stopping); k++) {
       bool timed_out;
       uint64_t until =
           wait != 0 && k <= REST_REPEATS ? tarn__clock_ns() + wait : 0;
       t = sleep_or_take(w, until, &timed_out);
-      if (t != NULL || !timed_out) break;
+      if (t != NULL || !timed_out) { /* work came (or the end) */
+        if (gave_back && !atomic_load(&rt->stopping)) rest_adapt(rt);
+        break;
+      }
       give_back_at_rest(w);
+      if (!gave_back) { /* the rest's first give-back, of any worker */
+        uint64_t none = 0;
+        atomic_compare_exchange_strong_explicit(
+            &rt->gave_back_at, &none, tarn__clock_ns(), memory_order_relaxed,
+            memory_order_relaxed);
+        gave_back = true;
+      }
       wait *= 2;
     }
     if (t != NULL) {
@@ -3104,6 +3169,8 @@ int tarn_rt_create(const tarn_rt_options *options, tarn_rt **out) {
   rt->eager_free = o.eager_free;
   rt->may_spill = o.pool.mem_limit != 0;
   rt->idle_trim_ns = (uint64_t)o.idle_trim_ms * 1000000u;
+  atomic_init(&rt->rest_wait_ns, rt->idle_trim_ns);
+  atomic_init(&rt->gave_back_at, 0);
   rt->max_unfinished = o.max_unfinished;
   rt->work_tile = o.work_tile;
   pthread_mutex_init(&rt->idle_lock, NULL);

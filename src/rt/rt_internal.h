@@ -64,6 +64,15 @@ bool tarn__task_last(tarn_task *task);
  * destroyed (while its memory is not reused). Thread-safe. */
 bool tarn__rt_ok(const tarn_rt *rt);
 
+/* For tests: off, the wait before a rest's first give-back stays
+ * tarn_rt_options.idle_trim_ms; on (the default) it adapts to a program
+ * that works in bursts (rest_adapt in rt.c). Thread-safe. */
+void tarn__rt_rests_adapt(bool on);
+
+/* The wait before a rest's first give-back now, in ns (idle_trim_ms,
+ * adapted). Thread-safe. */
+uint64_t tarn__rt_rest_wait_ns(tarn_rt *rt);
+
 /* tarn_rt_options.work_tile as `rt` was made with (0: linalg works on
  * the caller's tiles). Thread-safe: fixed for the runtime's life. */
 size_t tarn__rt_work_tile(const tarn_rt *rt);

@@ -28,6 +28,7 @@
 #include "environ.h"
 #include "prim/prim.h"
 #include "procfs.h"
+#include "rt/rt_internal.h"
 #include "tarn.h"
 
 #define MiB ((size_t)1 << 20)
@@ -1808,6 +1809,80 @@ static void the_pool_cache_goes_back_when_the_workers_rest(void **state) {
   assert_int_equal(tarn_rt_destroy(rt), 0);
 }
 
+static long minor_faults(void) {
+  struct rusage u;
+  assert_int_equal(getrusage(RUSAGE_SELF, &u), 0);
+  return u.ru_minflt;
+}
+
+/* Bursts 60 ms apart, each a matrix of one 4 MiB tile made, summed and
+ * destroyed (into the pool's cache) on a runtime that rests 20 ms, then a
+ * rest of a second and one burst more: returns the page faults of the
+ * last five of the ten bursts, and the rest's wait (tarn__rt_rest_wait_ns)
+ * after the tenth burst (*during) and after the one after the long rest
+ * (*after). */
+static long bursts_60_ms_apart(uint64_t *during, uint64_t *after) {
+  tarn_rt_options o;
+  assert_int_equal(tarn_rt_options_init(&o), 0);
+  o.workers = 2;
+  o.idle_trim_ms = 20;
+  o.pool.huge_pages = 0; /* 1024 pages a buffer, not two huge ones */
+  tarn_rt *rt = rt_with(&o);
+  long faults = 0;
+  for (int i = 0; i < 11; i++) {
+    if (i == 10) {
+      *during = tarn__rt_rest_wait_ns(rt);
+      nanosleep(&(struct timespec){1, 0}, NULL);
+    }
+    nanosleep(&(struct timespec){0, 60000000}, NULL);
+    long f0 = minor_faults();
+    tarn_matrix *a = NULL;
+    double sum = 0;
+    assert_int_equal(tarn_matrix_fill(rt, 1024, 512, 1024, 512, 1.0, &a), 0);
+    assert_int_equal(tarn_matrix_sum(a, &sum), 0);
+    assert_true(sum == 1024.0 * 512.0);
+    tarn_matrix_destroy(a);
+    if (i >= 5 && i < 10) faults += minor_faults() - f0;
+  }
+  *after = tarn__rt_rest_wait_ns(rt);
+  assert_int_equal(tarn_rt_destroy(rt), 0);
+  return faults;
+}
+
+/* A program that works in bursts a little further apart than the rest's
+ * wait would fault in again, at every burst, what each rest gave back
+ * (here the pool's cache: a 4 MiB buffer, 1024 pages). The wait adapts:
+ * bursts 60 ms apart see it double past them (40 ms at least), and their
+ * last five fault in fewer pages than two buffers' worth (none, unless a
+ * thread was held up); after a rest of a second it shrinks again. With
+ * the adaptation off (tarn__rt_rests_adapt), the wait stays 20 ms, and
+ * the last five bursts fault in three buffers' worth at least (five, but
+ * for a thread held up). */
+static void a_program_working_in_bursts_keeps_its_memory(void **state) {
+  (void)state;
+  uint64_t during = 0, after = 0;
+  long faults = bursts_60_ms_apart(&during, &after);
+  print_message(
+      "  rest %.0f ms during the bursts, %.0f after a long rest, "
+      "%ld page faults in the last five bursts\n",
+      (double)during / 1e6, (double)after / 1e6, faults);
+  assert_true(during >= 40000000u);
+  assert_true(after < during);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  assert_true(faults < 2 * 1024);
+#endif
+  tarn__rt_rests_adapt(false);
+  faults = bursts_60_ms_apart(&during, &after);
+  tarn__rt_rests_adapt(true);
+  print_message("  not adapted: %ld page faults in the last five bursts\n",
+                faults);
+  assert_int_equal(during, 20000000u);
+  assert_int_equal(after, 20000000u);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  assert_true(faults >= 3 * 1024);
+#endif
+}
+
 /* The spill file's free space goes back too: a runtime with a 4 MiB limit
  * spills two 32 MiB matrices while a small one is kept; once they are
  * destroyed and the workers rest, the file holds little more than the
@@ -1946,7 +2021,8 @@ static void a_rest_trims_the_heap_only_after_tarn_freed_to_it(void **state) {
  * each thread runs 12 bursts of 6000 increments on its own ref (a chain,
  * so that most of a burst is queued at once) 3 ms apart, and the other
  * thread's bursts carve and take task structs while a rest unmaps
- * chunks. Every increment lands. */
+ * chunks (with the rest's wait fixed: adapted, it would grow past the
+ * 3 ms). Every increment lands. */
 struct burster {
   tarn_rt *rt;
   tarn_ref *ref;
@@ -1981,6 +2057,7 @@ static void bursts_go_on_while_rests_give_task_structs_back(void **state) {
   assert_int_equal(tarn_rt_options_init(&o), 0);
   o.workers = 2;
   o.idle_trim_ms = 1;
+  tarn__rt_rests_adapt(false);
   tarn_rt *rt = rt_with(&o);
   struct burster b[2] = {{rt, word_ref(rt, 0), 0}, {rt, word_ref(rt, 0), 0}};
   pthread_t th[2];
@@ -1993,6 +2070,7 @@ static void bursts_go_on_while_rests_give_task_structs_back(void **state) {
     tarn_ref_release(b[i].ref);
   }
   assert_int_equal(tarn_rt_destroy(rt), 0);
+  tarn__rt_rests_adapt(true);
 }
 
 /* ---- memory ---------------------------------------------------------- */
@@ -3810,6 +3888,7 @@ int main(void) {
       cmocka_unit_test(task_sized_scratch_stays_through_a_rest),
       cmocka_unit_test(freed_memory_goes_back_when_the_workers_rest),
       cmocka_unit_test(the_pool_cache_goes_back_when_the_workers_rest),
+      cmocka_unit_test(a_program_working_in_bursts_keeps_its_memory),
       cmocka_unit_test(ended_tasks_go_back_when_the_workers_rest),
       cmocka_unit_test(a_rest_trims_the_heap_only_after_tarn_freed_to_it),
       cmocka_unit_test(bursts_go_on_while_rests_give_task_structs_back),

@@ -2093,11 +2093,11 @@ uint64_t tarn__rt_rest_wait_ns(tarn_rt *rt) {
  * program that works in bursts a little further apart than the wait
  * faulted back in, at every burst, all that the rest gave back: the pool's
  * cache of freed buffers, the heap's pages, scratch. A copy and an LU of
- * 1024 x 1024 in tiles of 128 every 30 ms took 26.5 ms each (2122 page
+ * 1024 x 1024 in tiles of 128 every 30 ms took 26.4 ms each (2123 page
  * faults, about 13 us each on this machine) with a fixed wait of 20 ms,
- * against 11.2 ms (108) with none (docs/rt.md, "What a rest gives back").
- * Now the wait grows until such bursts no longer see a give-back, and
- * shrinks again for a program that stays away longer. */
+ * against 12.4 ms (108) never giving back; now 12.7 (docs/rt.md, "What a
+ * rest gives back"). The wait grows until such bursts no longer see a
+ * give-back, and shrinks again for a program that stays away longer. */
 static void rest_adapt(tarn_rt *rt) {
   uint64_t at =
       atomic_exchange_explicit(&rt->gave_back_at, 0, memory_order_relaxed);
@@ -2279,7 +2279,7 @@ static void *worker_main(void *arg) {
         break;
       }
       give_back_at_rest(w);
-      if (!gave_back) { /* the rest's first give-back, of any worker */
+      if (!gave_back) { /* dates the rest, unless another worker did */
         uint64_t none = 0;
         atomic_compare_exchange_strong_explicit(
             &rt->gave_back_at, &none, tarn__clock_ns(), memory_order_relaxed,

@@ -306,7 +306,7 @@ static void factorisations_of_small_tiles_run_in_work_tiles(void **state) {
 static void a_gathered_tile_column_is_not_copied(void **state) {
   (void)state;
   enum { M = 600 };
-  double *v = test_random_matrix(M, 2 * TILE, 0, 23);
+  double *v = test_random_matrix(M, TILE, 0, 23);
   size_t piv[2][TILE];
   double *f[2];
   for (int work = 0; work < 2; work++) {

@@ -1672,13 +1672,6 @@ static long scratch_burst_of(tarn_rt *rt, intptr_t bytes, long *before) {
   return rss_kib();
 }
 
-/* After a rest, three tasks that each fill 24 MiB of scratch (on three
- * slabs: two workers and the waiting thread); *before gets the RSS before
- * them. Returns the RSS right after them. */
-static long scratch_burst(tarn_rt *rt, long *before) {
-  return scratch_burst_of(rt, 24 << 20, before);
-}
-
 /* Scratch pages go back to the system once the workers rest: three tasks
  * that each fill 24 MiB of scratch (on three slabs: two workers and the
  * waiting thread) raise the RSS by up to 72 MiB, and 300 ms after the
@@ -1688,7 +1681,7 @@ static long scratch_burst(tarn_rt *rt, long *before) {
 static void scratch_goes_back_when_the_workers_rest(void **state) {
   (void)state;
   tarn_rt *rt = make_rt(2, 0, 1);
-  long before = 0, busy = scratch_burst(rt, &before);
+  long before = 0, busy = scratch_burst_of(rt, 24 << 20, &before);
   rest();
   rss_came_back("after the tasks", before, busy, rss_kib(), 24 * 1024,
                 8 * 1024);
@@ -1726,7 +1719,7 @@ static void a_runtime_told_not_to_trim_keeps_its_pages(void **state) {
   o.idle_trim_ms = 0;
   tarn_rt *rt = rt_with(&o);
   long before = 0;
-  scratch_burst(rt, &before);
+  scratch_burst_of(rt, 24 << 20, &before);
   rest();
   long after = rss_kib();
   print_message("  RSS %ld KiB, %ld after a rest\n", before, after);

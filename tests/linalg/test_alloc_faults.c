@@ -622,11 +622,11 @@ static const char *verdict_name(int v) {
 /* Each child's leak check (LeakSanitizer, at its exit) reads every
  * loaded object's writable segments, among them the 11 MiB of the
  * sanitizers' own runtimes (libasan and libubsan), most of which no one
- * ever touched: each child faulted in some 2900 zero pages there, two
- * thirds of its page faults, which cost about 10 us each on the virtual
- * machines CI runs on. Mapped once in the parent (MADV_POPULATE_READ,
- * Linux 5.14; where it fails, nothing is lost but the time), the pages
- * come to every child with fork. */
+ * ever touched: each child faulted in some 2900 zero pages there, more
+ * than half of its page faults, which cost about 10 us each on the
+ * virtual machines CI runs on (2026-12-07: 408 s alone, 321 s after). Mapped
+ * once in the parent (MADV_POPULATE_READ, Linux 5.14; where it fails, nothing
+ * is lost but the time), the pages come to every child with fork. */
 #if defined(__SANITIZE_ADDRESS__)
 static int map_writable_segments(struct dl_phdr_info *info, size_t size,
                                  void *unused) {

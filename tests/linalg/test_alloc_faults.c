@@ -20,7 +20,7 @@
  * None may hang or crash, and each frees everything (the ASan build's leak
  * check at the child's exit). The children's exit statuses tell the parent
  * which property failed. */
-#define _GNU_SOURCE /* MAP_ANONYMOUS */
+#define _GNU_SOURCE /* MAP_ANONYMOUS, MADV_POPULATE_READ, dl_iterate_phdr */
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>

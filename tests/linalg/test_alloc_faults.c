@@ -650,9 +650,6 @@ static int map_writable_segments(struct dl_phdr_info *info, size_t size,
  * every later one. */
 static void every_allocation_fails_in_turn(workload_fn run) {
   struct shared *sh = shared_map();
-#if defined(__SANITIZE_ADDRESS__)
-  dl_iterate_phdr(map_writable_segments, NULL);
-#endif
   assert_int_equal(run_child(run, sh, 0, false), PASSED);
   long total = sh->calls;
   print_message("the workload makes %ld allocations\n", total);
@@ -700,6 +697,9 @@ static void the_pool_keeps_its_data_when_allocations_fail(void **state) {
 }
 
 int main(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  dl_iterate_phdr(map_writable_segments, NULL); /* once, before any child */
+#endif
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_pool_keeps_its_data_when_allocations_fail),
       cmocka_unit_test(linalg_survives_failed_allocations),

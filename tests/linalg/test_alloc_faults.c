@@ -687,6 +687,11 @@ static void a_failed_solve_leaves_each_tile_of_b_x_or_b(void **state) {
   (void)state;
   every_allocation_fails_in_turn(solve_workload);
   every_allocation_fails_in_turn(solve_trans_workload);
+}
+
+static void a_failed_solve_in_small_tiles_leaves_each_tile_x_or_b(
+    void **state) {
+  (void)state;
   every_allocation_fails_in_turn(column_solve_workload);
   every_allocation_fails_in_turn(copied_solve_workload);
 }
@@ -696,15 +701,33 @@ static void the_pool_keeps_its_data_when_allocations_fail(void **state) {
   every_allocation_fails_in_turn(pool_workload);
 }
 
-int main(void) {
-#if defined(__SANITIZE_ADDRESS__)
-  dl_iterate_phdr(map_writable_segments, NULL); /* once, before any child */
-#endif
+/* Runs every test, or with an argument only the one of that name: ctest
+ * runs each as an entry of its own, so that the cores share them
+ * (tests/CMakeLists.txt). A name that is no test's is an error, not a
+ * run of nothing. */
+int main(int argc, char **argv) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(the_pool_keeps_its_data_when_allocations_fail),
       cmocka_unit_test(linalg_survives_failed_allocations),
       cmocka_unit_test(linalg_without_a_limit_survives_failed_allocations),
       cmocka_unit_test(a_failed_solve_leaves_each_tile_of_b_x_or_b),
+      cmocka_unit_test(a_failed_solve_in_small_tiles_leaves_each_tile_x_or_b),
   };
+  if (argc > 2) {
+    fprintf(stderr, "usage: %s [test name]\n", argv[0]);
+    return 2;
+  }
+  if (argc == 2) {
+    size_t t = 0, n = sizeof tests / sizeof tests[0];
+    while (t < n && strcmp(tests[t].name, argv[1]) != 0) t++;
+    if (t == n) {
+      fprintf(stderr, "%s: no test named %s\n", argv[0], argv[1]);
+      return 2;
+    }
+    cmocka_set_test_filter(argv[1]); /* a name without * or ?: itself */
+  }
+#if defined(__SANITIZE_ADDRESS__)
+  dl_iterate_phdr(map_writable_segments, NULL); /* once, before any child */
+#endif
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -579,7 +579,12 @@ static enum verdict copied_solve_workload(struct shared *sh, bool reference) {
  * ones when `after`). k = 0 is the run without faults, which records the
  * reference and the number of allocations in `sh`. */
 static void child(workload_fn run, struct shared *sh, long k, bool after) {
-  alarm(20); /* a hang ends the child with SIGALRM */
+  /* A hang ends the child with SIGALRM. Under Valgrind (about 1 s a
+   * child there), run with --fair-sched=yes: its default lock, which runs
+   * one thread at a time, does not hand it round fairly, and a child in a
+   * few hundred took 6 to 144 s or met the alarm while the threads it
+   * waited for starved (2026-12-07); with the option none took 4 s. */
+  alarm(20);
   atomic_store(&fail_at, k);
   atomic_store(&fail_after, after);
   enum verdict v = run(sh, k == 0);
